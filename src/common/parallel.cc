@@ -1,0 +1,44 @@
+// ParallelFor implementation; see parallel.h.
+#include "common/parallel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
+
+namespace neardup {
+
+int DefaultThreadCount() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+void ParallelFor(size_t n, int threads, const std::function<void(size_t, size_t)>& fn,
+                 size_t min_chunk) {
+  if (n == 0) return;
+  if (threads <= 0) threads = DefaultThreadCount();
+  min_chunk = std::max<size_t>(min_chunk, 1);
+  size_t max_workers = (n + min_chunk - 1) / min_chunk;
+  size_t workers = std::min<size_t>(static_cast<size_t>(threads), max_workers);
+  if (workers <= 1) {
+    fn(0, n);
+    return;
+  }
+  // Several chunks per worker so uneven items balance; chunks are claimed in order.
+  size_t chunk = std::max(min_chunk, n / (workers * 8) + 1);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (;;) {
+      size_t begin = next.fetch_add(chunk);
+      if (begin >= n) return;
+      fn(begin, std::min(n, begin + chunk));
+    }
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(workers - 1);
+  for (size_t i = 0; i + 1 < workers; ++i) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+}
+
+}  // namespace neardup

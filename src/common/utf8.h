@@ -1,0 +1,112 @@
+// UTF-8 primitives shared by every stage: validation and code point decoding.
+//
+// Internal header. Validation follows RFC 3629: no overlong forms, no surrogates, nothing above
+// U+10FFFF.
+#ifndef NEARDUP_COMMON_UTF8_H_
+#define NEARDUP_COMMON_UTF8_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace neardup::utf8 {
+
+// Length (1-4) of the valid UTF-8 sequence starting at s[i], or 0 if the bytes there are invalid.
+inline size_t ValidSequenceLength(std::string_view s, size_t i) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  if (b0 < 0x80) return 1;
+  auto cont = [&](size_t j) {
+    return j < s.size() && (static_cast<unsigned char>(s[j]) & 0xC0) == 0x80;
+  };
+  if (b0 >= 0xC2 && b0 <= 0xDF) return cont(i + 1) ? 2 : 0;
+  if (b0 >= 0xE0 && b0 <= 0xEF) {
+    if (!cont(i + 1) || !cont(i + 2)) return 0;
+    const auto b1 = static_cast<unsigned char>(s[i + 1]);
+    if (b0 == 0xE0 && b1 < 0xA0) return 0;   // overlong
+    if (b0 == 0xED && b1 >= 0xA0) return 0;  // surrogate
+    return 3;
+  }
+  if (b0 >= 0xF0 && b0 <= 0xF4) {
+    if (!cont(i + 1) || !cont(i + 2) || !cont(i + 3)) return 0;
+    const auto b1 = static_cast<unsigned char>(s[i + 1]);
+    if (b0 == 0xF0 && b1 < 0x90) return 0;   // overlong
+    if (b0 == 0xF4 && b1 >= 0x90) return 0;  // above U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+// Byte offset of the first invalid sequence in `s`, or std::string_view::npos if `s` is valid.
+inline size_t FindInvalid(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    // Fast path over ASCII.
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = ValidSequenceLength(s, i);
+    if (len == 0) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+inline bool IsValid(std::string_view s) { return FindInvalid(s) == std::string_view::npos; }
+
+// Decodes the code point at s[i] (which must start a valid sequence of `len` bytes).
+inline char32_t Decode(std::string_view s, size_t i, size_t len) {
+  const auto b = [&](size_t j) { return static_cast<char32_t>(static_cast<unsigned char>(s[i + j])); };
+  switch (len) {
+    case 1:
+      return b(0);
+    case 2:
+      return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
+    case 3:
+      return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
+    default:
+      return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
+  }
+}
+
+// Appends the UTF-8 encoding of `cp` (assumed a valid scalar value) to `out`.
+inline void Append(char32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+// Replaces every invalid byte with U+FFFD.
+inline std::string ReplaceInvalid(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t len = ValidSequenceLength(s, i);
+    if (len == 0) {
+      out.append("\xEF\xBF\xBD");
+      ++i;
+    } else {
+      out.append(s.substr(i, len));
+      i += len;
+    }
+  }
+  return out;
+}
+
+}  // namespace neardup::utf8
+
+#endif  // NEARDUP_COMMON_UTF8_H_
