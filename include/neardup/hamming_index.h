@@ -38,9 +38,9 @@ struct NeighborPair {
 // Cost counters a caller can print (FAISS-style statistics), summed over calls since reset.
 struct IndexSearchStats {
   uint64_t queries = 0;
-  uint64_t probes = 0;          // bucket/prefix look-ups
-  uint64_t candidates = 0;      // fingerprints whose distance was computed
-  uint64_t results = 0;         // neighbours returned
+  uint64_t probes = 0;      // bucket/prefix look-ups
+  uint64_t candidates = 0;  // fingerprints whose distance was computed
+  uint64_t results = 0;     // neighbours returned
 };
 
 class HammingIndex {

@@ -16,15 +16,15 @@ namespace neardup {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,  // a caller-supplied value is out of range or malformed
-  kInvalidUtf8,      // text is not valid UTF-8
-  kNotFound,         // a file, id or resource does not exist
-  kAlreadyExists,    // an id or file that must be new exists already
-  kIoError,          // the operating system reported a failure
-  kCorruption,       // stored data failed a checksum or format check
-  kUnsupported,      // a format version or option this build cannot handle
+  kInvalidArgument,    // a caller-supplied value is out of range or malformed
+  kInvalidUtf8,        // text is not valid UTF-8
+  kNotFound,           // a file, id or resource does not exist
+  kAlreadyExists,      // an id or file that must be new exists already
+  kIoError,            // the operating system reported a failure
+  kCorruption,         // stored data failed a checksum or format check
+  kUnsupported,        // a format version or option this build cannot handle
   kResourceExhausted,  // a size or memory limit was hit
-  kInternal,         // a broken invariant: a bug in neardup
+  kInternal,           // a broken invariant: a bug in neardup
 };
 
 // Returns a short stable name for `code`, such as "InvalidArgument".
@@ -77,7 +77,7 @@ class Status {
 template <typename T>
 class Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
     assert(!status_.ok() && "a Result built from a Status must carry an error");
     if (status_.ok()) status_ = Status::Internal("Result built from an ok Status");
@@ -103,9 +103,9 @@ class Result {
 }  // namespace neardup
 
 // Propagates a non-ok Status from an expression to the caller.
-#define NEARDUP_RETURN_IF_ERROR(expr)          \
-  do {                                         \
-    ::neardup::Status neardup_status_ = (expr); \
+#define NEARDUP_RETURN_IF_ERROR(expr)                  \
+  do {                                                 \
+    ::neardup::Status neardup_status_ = (expr);        \
     if (!neardup_status_.ok()) return neardup_status_; \
   } while (0)
 

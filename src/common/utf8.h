@@ -57,7 +57,9 @@ inline bool IsValid(std::string_view s) { return FindInvalid(s) == std::string_v
 
 // Decodes the code point at s[i] (which must start a valid sequence of `len` bytes).
 inline char32_t Decode(std::string_view s, size_t i, size_t len) {
-  const auto b = [&](size_t j) { return static_cast<char32_t>(static_cast<unsigned char>(s[i + j])); };
+  const auto b = [&](size_t j) {
+    return static_cast<char32_t>(static_cast<unsigned char>(s[i + j]));
+  };
   switch (len) {
     case 1:
       return b(0);

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs a built neardup into a scratch prefix and builds examples/consumer against it with
+# find_package(neardup), then runs the consumer. Usage: check_install.sh BUILD_DIR
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build_dir=$(cd "${1:?usage: check_install.sh BUILD_DIR}" && pwd)
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+cmake --install "$build_dir" --prefix "$scratch/prefix" >/dev/null
+cmake -S "$root/examples/consumer" -B "$scratch/consumer-build" -G Ninja \
+  -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
+cmake --build "$scratch/consumer-build" >/dev/null
+"$scratch/consumer-build/consumer"
+test -x "$scratch/prefix/bin/neardup"
+"$scratch/prefix/bin/neardup" --help >/dev/null
+echo "install: find_package(neardup) consumer built and ran"

@@ -1,0 +1,100 @@
+// Tests of the shared internals: Status/Result, UTF-8 primitives, JsonWriter and ParallelFor.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+#include "common/json_writer.h"
+#include "common/parallel.h"
+#include "common/utf8.h"
+#include "neardup/status.h"
+
+namespace neardup {
+namespace {
+
+TEST(StatusTest, OkAndErrors) {
+  EXPECT_TRUE(Status::Ok().ok());
+  EXPECT_EQ(Status::Ok().ToString(), "OK");
+  Status s = Status::Corruption("bad checksum").WithContext("seg-1.ndx");
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_EQ(s.ToString(), "Corruption: seg-1.ndx: bad checksum");
+}
+
+TEST(StatusTest, ResultHoldsValueOrError) {
+  Result<int> good = 42;
+  ASSERT_TRUE(good.ok());
+  EXPECT_EQ(*good, 42);
+  Result<int> bad = Status::NotFound("no such id");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kNotFound);
+}
+
+TEST(Utf8Test, ValidatesAndLocatesInvalidBytes) {
+  EXPECT_TRUE(utf8::IsValid("plain ascii"));
+  EXPECT_TRUE(utf8::IsValid("中文 русский 😀"));
+  EXPECT_EQ(utf8::FindInvalid("ab\xFF"
+                              "cd"),
+            2u);
+  EXPECT_EQ(utf8::FindInvalid("\xC0\xAF"), 0u);          // overlong '/'
+  EXPECT_EQ(utf8::FindInvalid("x\xED\xA0\x80"), 1u);     // surrogate
+  EXPECT_EQ(utf8::FindInvalid("\xF4\x90\x80\x80"), 0u);  // above U+10FFFF
+  EXPECT_EQ(utf8::FindInvalid("\xE4\xB8"), 0u);          // truncated
+  EXPECT_EQ(utf8::ReplaceInvalid("a\xFF"
+                                 "b"),
+            "a\xEF\xBF\xBD"
+            "b");
+}
+
+TEST(Utf8Test, DecodeAndAppendRoundTrip) {
+  std::string text = "a中😀";
+  std::string rebuilt;
+  for (size_t i = 0; i < text.size();) {
+    size_t len = utf8::ValidSequenceLength(text, i);
+    ASSERT_GT(len, 0u);
+    utf8::Append(utf8::Decode(text, i, len), &rebuilt);
+    i += len;
+  }
+  EXPECT_EQ(rebuilt, text);
+}
+
+TEST(JsonWriterTest, WritesEscapedCompactJson) {
+  std::string out;
+  JsonWriter w(&out);
+  w.BeginObject()
+      .Key("id")
+      .String("a\"b\\c\n\x01")
+      .Key("n")
+      .Int(-3)
+      .Key("list")
+      .BeginArray()
+      .Uint(1)
+      .Double(0.5)
+      .Bool(true)
+      .Null()
+      .EndArray()
+      .EndObject();
+  EXPECT_EQ(out, R"({"id":"a\"b\\c\n\u0001","n":-3,"list":[1,0.5,true,null]})");
+}
+
+TEST(JsonWriterTest, InvalidUtf8BecomesReplacementCharacter) {
+  std::string out;
+  AppendJsonString("x\xFFy", &out);
+  EXPECT_EQ(out, "\"x\xEF\xBF\xBDy\"");
+}
+
+TEST(ParallelForTest, CoversEveryIndexOnceWhateverTheThreadCount) {
+  for (int threads : {1, 2, 3, 8}) {
+    std::vector<std::atomic<int>> hits(1000);
+    ParallelFor(hits.size(), threads, [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) hits[i].fetch_add(1);
+    });
+    for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i;
+  }
+  int calls = 0;
+  ParallelFor(0, 4, [&](size_t, size_t) { ++calls; });
+  EXPECT_EQ(calls, 0);
+}
+
+}  // namespace
+}  // namespace neardup
