@@ -2,7 +2,8 @@
 """Reference output of Python jieba for neardup's jieba parity test.
 
 Reads JSON lines {"text": ...} from --input and writes, for each input line in order, a JSON line
-{"tokens": jieba.lcut(text), "tags": jieba.analyse.extract_tags(text, topK=K, withWeight=True)}
+{"tokens": jieba.lcut(text), "tokens_no_hmm": jieba.lcut(text, HMM=False),
+ "tags": jieba.analyse.extract_tags(text, topK=K, withWeight=True)}
 to --output. Everything runs in this one process. Results are cached per document in
 --cache (a JSON-lines file keyed by the SHA-256 of the text, the jieba version and topK), so reruns
 only compute documents not seen before.
@@ -28,7 +29,7 @@ def main():
     import jieba.analyse
     jieba.setLogLevel(logging.WARNING)
 
-    salt = "jieba-%s-topk-%d" % (jieba.__version__, args.top_k)
+    salt = "v2-jieba-%s-topk-%d" % (jieba.__version__, args.top_k)
     cache = {}
     if args.cache and os.path.exists(args.cache):
         with open(args.cache, encoding="utf-8") as f:
@@ -52,9 +53,11 @@ def main():
         if result is None:
             start = time.perf_counter()
             tokens = jieba.lcut(text)
+            tokens_no_hmm = jieba.lcut(text, HMM=False)
             tags = jieba.analyse.extract_tags(text, topK=args.top_k, withWeight=True)
             seconds += time.perf_counter() - start
-            result = {"tokens": tokens, "tags": [[w, weight] for w, weight in tags]}
+            result = {"tokens": tokens, "tokens_no_hmm": tokens_no_hmm,
+                      "tags": [[w, weight] for w, weight in tags]}
             cache[key] = result
             new_entries.append({"key": key, "result": result})
             computed += 1

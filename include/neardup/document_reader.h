@@ -1,0 +1,140 @@
+// DocumentReader: streams documents (id + text) out of JSONL files, plain text files, directories
+// of them and standard input, reading gzip (.gz) and zstd (.zst) files directly.
+//
+// A DocumentReader is not thread-safe: one thread calls Next() at a time. Memory does not grow with
+// the amount of text read: only the current line (or, for a plain text file, the current file) is
+// held. Inputs are visited in a canonical order (sorted paths; standard input first) so the same
+// set of files always yields the same sequence of documents, whatever order they were named in.
+//
+// Formats, chosen by file name:
+//   *.jsonl, *.ndjson, *.json (optionally followed by .gz or .zst) - one JSON object per line; the
+//       id and text are read from configurable fields. Blank lines are ignored.
+//   any other file - plain text, the whole file is one document whose id is its path.
+//   "-" - standard input, JSONL unless DocumentReaderOptions::stdin_is_text.
+//   a directory - every regular file below it (recursively), in sorted path order.
+// A malformed line (invalid JSON, missing or non-string text, invalid UTF-8, over-long) or an
+// empty document (no text, or only whitespace) is counted
+// under its reason, reported through the warning callback with file and line, and skipped; with
+// `strict` it instead ends reading with an error naming the place.
+#ifndef NEARDUP_DOCUMENT_READER_H_
+#define NEARDUP_DOCUMENT_READER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "neardup/status.h"
+
+namespace neardup {
+
+struct DocumentReaderOptions {
+  std::string id_field = "id";      // JSONL field holding the id (string or number)
+  std::string text_field = "text";  // JSONL field holding the text (must be a string)
+  // Optional numeric JSONL field copied into Document::score (e.g. for "keep the highest").
+  std::string score_field;
+  // Stop at the first malformed record with an error instead of skipping it.
+  bool strict = false;
+  // Treat standard input as one plain-text document instead of JSONL.
+  bool stdin_is_text = false;
+  // Copy standard input to an anonymous temporary file first so Rewind() can read it again.
+  bool spool_stdin = false;
+  // Keep the raw JSONL line in Document::raw_line (for re-writing the input).
+  bool keep_raw_line = false;
+  // Lines / text files longer than this are skipped as "too_large".
+  size_t max_document_bytes = size_t{64} << 20;
+  // Called for each skipped record with a message such as "a.jsonl:12: invalid JSON (...)".
+  std::function<void(const std::string&)> on_warning;
+};
+
+// One document as read from the inputs.
+struct Document {
+  std::string id;               // the id field, or "<path>:<line>" / "<path>" when absent
+  std::string text;             // valid UTF-8
+  std::string location;         // "<path>:<line>" (JSONL) or "<path>" (plain text)
+  uint32_t file_index = 0;      // index into DocumentReader::files()
+  uint64_t line = 0;            // 1-based line number (0 for a plain text file)
+  std::optional<double> score;  // the score field, when configured and numeric
+  std::string raw_line;         // the original JSONL line when keep_raw_line (empty otherwise)
+  bool from_jsonl = false;
+};
+
+// Reasons a record was skipped, as counted in DocumentReader::skipped().
+inline constexpr const char* kSkipInvalidJson = "invalid_json";
+inline constexpr const char* kSkipMissingText = "missing_text";
+inline constexpr const char* kSkipNonStringText = "non_string_text";
+inline constexpr const char* kSkipInvalidUtf8 = "invalid_utf8";
+inline constexpr const char* kSkipTooLarge = "too_large";
+inline constexpr const char* kSkipEmptyText = "empty_text";  // empty or only whitespace
+inline constexpr const char* kSkipUnreadable = "unreadable_file";
+
+class DocumentReader {
+ public:
+  // Expands `inputs` (files, directories, "-") and opens the reader. NotFound names a missing
+  // input; InvalidArgument if there is none.
+  static Result<std::unique_ptr<DocumentReader>> Open(const std::vector<std::string>& inputs,
+                                                      DocumentReaderOptions options);
+  ~DocumentReader();
+  DocumentReader(const DocumentReader&) = delete;
+  DocumentReader& operator=(const DocumentReader&) = delete;
+
+  // Reads the next document into *doc. Returns true if one was read, false at the end of all
+  // inputs, or an error (I/O failure, corrupt compressed data, or any malformed record when
+  // strict).
+  Result<bool> Next(Document* doc);
+
+  // Starts again from the first input (standard input only when spooled). Skip counts are kept.
+  Status Rewind();
+
+  // The expanded input files in reading order ("-" for standard input).
+  const std::vector<std::string>& files() const { return files_; }
+  // Skipped records per reason (see kSkip*), counted during the first pass only.
+  const std::map<std::string, uint64_t>& skipped() const { return skipped_; }
+  uint64_t skipped_total() const;
+  // Uncompressed bytes consumed so far (all passes).
+  uint64_t bytes_read() const { return bytes_read_; }
+  // Sum of the on-disk sizes of the regular input files (0 if unknown), for progress estimates.
+  uint64_t total_input_bytes() const { return total_input_bytes_; }
+  // Compressed/on-disk bytes consumed so far, comparable with total_input_bytes().
+  uint64_t input_bytes_consumed() const;
+
+  class ByteSource;  // implementation detail
+
+ private:
+  DocumentReader() = default;
+  Status OpenFile(size_t index);
+  Status Skip(const std::string& reason, const std::string& message);
+  Result<bool> ReadLine(std::string* line, bool* too_long);
+
+  DocumentReaderOptions options_;
+  std::vector<std::string> files_;
+  std::vector<std::string> display_names_;
+  std::map<std::string, uint64_t> skipped_;
+  uint64_t bytes_read_ = 0;
+  uint64_t total_input_bytes_ = 0;
+  uint64_t finished_input_bytes_ = 0;
+  bool first_pass_ = true;
+
+  size_t current_file_ = 0;
+  bool file_open_ = false;
+  bool current_is_jsonl_ = false;
+  uint64_t current_line_ = 0;
+  std::unique_ptr<ByteSource> source_;
+  std::string buffer_;
+  size_t buffer_pos_ = 0;
+  bool source_eof_ = false;
+  std::string line_;
+  struct JsonState;
+  std::unique_ptr<JsonState> json_;
+};
+
+// True if `path` names a JSONL file (by extension, ignoring a trailing .gz / .zst).
+bool IsJsonlPath(std::string_view path);
+
+}  // namespace neardup
+
+#endif  // NEARDUP_DOCUMENT_READER_H_

@@ -1,0 +1,83 @@
+// IndexPlanner: chooses the tables of a permuted (multi-index hashing) Hamming index by a cost
+// model.
+//
+// A design splits the f fingerprint bits into blocks; each table keys on a chosen set of blocks
+// (moved to the front of a permuted 64-bit projection) and is probed at a small Hamming radius
+// around the query's key. The pigeonhole principle makes the design exact for every k <= max_k.
+// Covers Manku et al. (WWW 2007) one- and two-level designs and Norouzi et al.'s multi-index
+// hashing (probe radius > 0). All functions are pure and thread-safe.
+#ifndef NEARDUP_INDEX_PLANNER_H_
+#define NEARDUP_INDEX_PLANNER_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "neardup/status.h"
+
+namespace neardup {
+
+// A contiguous run of fingerprint bits; position 0 is the most significant bit of the fingerprint.
+struct BitRange {
+  int start = 0;
+  int width = 0;
+  friend bool operator==(const BitRange&, const BitRange&) = default;
+};
+
+// One table: its key is the concatenation of `key_ranges` (most significant first). The rest of the
+// fingerprint follows in natural order to fill the 64-bit projection the table sorts.
+struct IndexTableSpec {
+  std::vector<BitRange> key_ranges;
+  int key_bits = 0;
+};
+
+struct IndexDesign {
+  int bits = 64;            // fingerprint width
+  int max_k = 3;            // exact for every k in [0, max_k]
+  std::string description;  // e.g. "6 blocks (11,11,11,11,10,10), choose 3"
+  std::vector<IndexTableSpec> tables;
+  // probe_radius[k] = Hamming radius each table's key is probed at for a query of radius k.
+  std::vector<int> probe_radius;
+
+  // Cost model figures for the planned number of fingerprints n.
+  double n = 0;
+  double bytes_per_fingerprint = 0;  // ids + fingerprints + tables + prefix directories
+  double probes_per_query = 0;       // key look-ups at k = max_k
+  double candidates_per_query = 0;   // expected fingerprints compared (uniform random data)
+  double cost_ns = 0;                // modelled single-query time
+  int min_key_bits() const;
+  int max_key_bits() const;
+};
+
+struct PlanRequest {
+  int bits = 64;                   // 64 or 128
+  int k = 3;                       // largest query radius the index must answer exactly
+  double n = 1e6;                  // expected number of fingerprints
+  double memory_budget_bytes = 0;  // total budget for the index; 0 = unlimited
+};
+
+// Every design the planner considers, sorted by bytes per fingerprint then cost.
+// InvalidArgument for bits not in {64,128}, k outside [0, bits/4] or n < 1.
+Result<std::vector<IndexDesign>> EnumerateIndexDesigns(const PlanRequest& request);
+
+// The cheapest design (by cost_ns) fitting the memory budget; ResourceExhausted when none fits.
+Result<IndexDesign> PlanIndex(const PlanRequest& request);
+
+// Designs on the memory/cost Pareto frontier, cheapest memory first: the design PlanIndex picks for
+// budgets from `bytes_per_fingerprint * n` up to the next entry's.
+std::vector<IndexDesign> ParetoFrontier(const std::vector<IndexDesign>& designs);
+
+// Number of leading key bits the prefix directory of a table of n fingerprints indexes.
+int DirectoryBitsFor(double n, int key_bits);
+
+// The bit ranges of a table's 64-bit projection, in order: the key ranges, then the remaining bits
+// of the fingerprint in natural order, adjacent ranges merged, truncated to 64 bits in total.
+std::vector<BitRange> ProjectionRanges(const IndexTableSpec& table, int bits);
+
+// True when the projection is the fingerprint itself (64 bits) or its high word (128 bits), so the
+// table can share the index's fingerprint-sorted row arrays instead of storing keys.
+bool IsIdentityProjection(const IndexTableSpec& table, int bits);
+
+}  // namespace neardup
+
+#endif  // NEARDUP_INDEX_PLANNER_H_

@@ -1,0 +1,64 @@
+// SimHash (Charikar 2002): folds weighted feature hashes into a 64- or 128-bit fingerprint whose
+// Hamming distance tracks the cosine distance of the feature vectors.
+//
+// Every bit j is a weighted vote: sum over features of (+w if bit j of the feature hash is 1,
+// else -w); bit j is set only when that sum is > 0 (ties give 0, as in yanyiwu/simhash).
+//
+// Thread safety: free functions without shared state; SimHashAccumulator is a plain value that one
+// thread uses at a time.
+#ifndef NEARDUP_SIMHASH_H_
+#define NEARDUP_SIMHASH_H_
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "neardup/features.h"
+#include "neardup/fingerprint.h"
+#include "neardup/status.h"
+
+namespace neardup {
+
+enum class FeatureHash {
+  kXxh3,            // XXH3_64bits / XXH3_128bits (seed 0): the default, fast and well mixed
+  kJenkinsLookup3,  // Jenkins lookup3 hashlittle2 seed 0, (c << 32) | b (yanyiwu/simhash); 64 bits
+};
+
+// A 128-bit feature hash (for 64-bit SimHash only `lo` is used).
+struct FeatureHashValue {
+  uint64_t hi = 0;
+  uint64_t lo = 0;
+};
+
+// Hashes one feature for a `bits`-wide SimHash. kXxh3: XXH3_64bits in lo for 64 bits,
+// XXH3_128bits for 128. kJenkinsLookup3: lo = (c << 32) | b of hashlittle2 with seeds 0, 0; for
+// 128 bits hi is the same with seeds 0x9e3779b9, 0x7f4a7c15.
+FeatureHashValue HashFeature(std::string_view feature, FeatureHash hash, int bits = 64);
+
+// Per-bit weighted vote counter. Add() is a branch-free loop the compiler vectorises.
+class SimHashAccumulator {
+ public:
+  explicit SimHashAccumulator(int bits = 64);
+  // Adds one feature hash with weight `weight` (a hash's bits beyond `bits` are ignored).
+  void Add(const FeatureHashValue& hash, double weight);
+  void Add64(uint64_t hash, double weight);
+  // The fingerprint: bit j set when its vote sum is > 0.
+  Fingerprint Finish() const;
+  int bits() const { return bits_; }
+
+ private:
+  int bits_;
+  alignas(64) double sums_[128] = {};
+};
+
+// SimHash of already-hashed 64-bit features: hashes[i] weighs weights[i]. Sizes must match
+// (kInvalidArgument otherwise).
+Result<Fingerprint> SimHash64(std::span<const uint64_t> hashes, std::span<const double> weights);
+
+// SimHash of weighted features, `bits` 64 or 128 (kInvalidArgument otherwise).
+Result<Fingerprint> SimHashFeatures(std::span<const WeightedFeature> features, int bits,
+                                    FeatureHash hash = FeatureHash::kXxh3);
+
+}  // namespace neardup
+
+#endif  // NEARDUP_SIMHASH_H_

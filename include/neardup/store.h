@@ -1,0 +1,179 @@
+// DocumentStore: a persistent, crash-safe directory of (external id, fingerprint, metadata)
+// documents answering "which stored documents are within Hamming distance k of this fingerprint".
+//
+// A store lives in one directory: a write-ahead log (WAL) of recent adds and removes, immutable
+// memory-mapped segment files holding everything older, and a MANIFEST naming the live files (see
+// docs/storage_format.md). Once Add, Remove or CheckAndAdd returns OK the change survives a crash
+// of the process (kill -9) and, with SyncMode::kEveryWrite or kGroupCommit, a power loss.
+//
+// Re-adding an existing external id REPLACES the stored document (fingerprint and metadata); the
+// result says whether a document was replaced.
+//
+// Thread safety: a DocumentStore is safe for concurrent use by many threads. Searches and Gets run
+// in parallel with each other and with writes and see a consistent snapshot; concurrent writers
+// are batched into one log write and one fsync (group commit). Only one process may open a
+// directory at a time (enforced with a lock file).
+#ifndef NEARDUP_STORE_H_
+#define NEARDUP_STORE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "neardup/fingerprint.h"
+#include "neardup/status.h"
+
+namespace neardup {
+
+// When acknowledged writes reach stable storage.
+enum class SyncMode {
+  // Every write batch is fdatasync'ed before it is acknowledged. Concurrent writers share one
+  // fsync (group commit). Survives kill -9 and power loss.
+  kEveryWrite,
+  // Like kEveryWrite, but the writer that leads a batch first waits group_commit_interval_ms for
+  // more writers to join, trading latency for fewer fsyncs. Survives kill -9 and power loss.
+  kGroupCommit,
+  // Written to the OS but never fsync'ed by a write (only by Flush/Close). Survives kill -9 but NOT
+  // power loss. For bulk loading.
+  kNone,
+};
+
+struct StoreOptions {
+  // Create the directory/store if it does not exist. If false, Open fails with NotFound.
+  bool create_if_missing = true;
+  // Fail with AlreadyExists if a store is already there.
+  bool error_if_exists = false;
+
+  // The following apply when a store is created; an existing store keeps the values it was made
+  // with (recorded in its MANIFEST).
+  int bits = 64;  // fingerprint width: 64 or 128
+  // Searches with k <= max_k use the permuted tables (max_k + 1 blocks, pigeonhole); larger k (up
+  // to bits) scans every fingerprint. 1..15.
+  int max_k = 3;
+
+  SyncMode sync_mode = SyncMode::kEveryWrite;
+  int group_commit_interval_ms = 2;  // for SyncMode::kGroupCommit
+
+  // When the in-memory part (documents not yet in a segment) holds this many entries it is written
+  // to a new segment and the log is started afresh.
+  size_t memtable_limit = 65536;
+  // A background thread merges all segments into one when there are more than this many.
+  // 0 disables automatic compaction (Compact() still works).
+  size_t compaction_trigger = 8;
+
+  // Limits on what a document may carry.
+  size_t max_id_bytes = 2048;
+  size_t max_metadata_bytes = 4096;
+
+  // Verify every segment's whole-file checksum when opening (reads every byte once).
+  bool verify_checksums_on_open = true;
+};
+
+// One stored document as returned by Get and Search.
+struct StoredDocument {
+  std::string id;  // the caller's external id (e.g. a URL)
+  Fingerprint fingerprint;
+  std::string metadata;  // opaque caller bytes (e.g. a JSON object), may be empty
+  int distance = 0;      // distance to the query (Search/CheckAndAdd only)
+};
+
+// What CheckAndAdd did.
+struct CheckResult {
+  std::vector<StoredDocument> duplicates;  // stored documents within k, sorted by (distance, id)
+  bool added = false;                      // the document was written
+  bool replaced = false;                   // ... and it replaced a document with the same id
+};
+
+struct StoreStats {
+  uint64_t documents = 0;         // live documents
+  uint64_t segments = 0;          // segment files
+  uint64_t segment_entries = 0;   // entries in segments (including replaced/removed ones)
+  uint64_t memtable_entries = 0;  // entries not yet in a segment
+  uint64_t wal_bytes = 0;         // size of the current log
+  uint64_t disk_bytes = 0;        // total size of segment files and the log
+  uint64_t compactions = 0;       // compactions finished since open
+  uint64_t flushes = 0;           // memtable flushes since open
+  uint64_t searches = 0;          // searches since open
+  uint64_t wal_syncs = 0;         // fdatasync calls on the log since open
+  uint64_t writes = 0;            // adds and removes acknowledged since open
+  double open_seconds = 0;        // time Open took
+  int bits = 64;
+  int max_k = 3;
+};
+
+// One document to add.
+struct DocumentInput {
+  std::string_view id;
+  Fingerprint fingerprint;
+  std::string_view metadata;
+};
+
+class DocumentStore {
+ public:
+  // Opens (or creates, per options) the store in directory `dir`. Replays the log; a torn final
+  // log record (from a crash mid-write) is detected by its checksum and truncated. Any other
+  // damage (bad checksum in a segment, MANIFEST or mid-log) fails with Corruption naming the file;
+  // RecoverStore salvages what is intact.
+  static Result<std::unique_ptr<DocumentStore>> Open(const std::string& dir,
+                                                     const StoreOptions& options);
+
+  virtual ~DocumentStore() = default;  // Close()s if still open
+
+  // Adds (or replaces) one document. Durable when OK is returned (per SyncMode).
+  // InvalidArgument for an empty/oversized id, oversized metadata or a fingerprint of the wrong
+  // width. `replaced` (if non-null) is set to whether a document with this id existed.
+  virtual Status Add(const DocumentInput& doc, bool* replaced = nullptr) = 0;
+  // Adds many documents as one atomic log write (all or none are applied).
+  virtual Status AddBatch(std::span<const DocumentInput> docs) = 0;
+
+  // Atomically: finds stored documents within k of doc.fingerprint (excluding one with the same
+  // id), then adds doc if `always_add` or none was found. No concurrent CheckAndAdd can slip a
+  // near-duplicate in between the check and the add.
+  virtual Result<CheckResult> CheckAndAdd(const DocumentInput& doc, int k, bool always_add) = 0;
+
+  // Every live document within distance k of `query`, sorted by (distance, id), at most `limit`
+  // (0 = no limit). InvalidArgument if k is outside [0, bits] or the width differs.
+  virtual Result<std::vector<StoredDocument>> Search(const Fingerprint& query, int k,
+                                                     size_t limit = 0) const = 0;
+
+  // The document with this id, or NotFound.
+  virtual Result<StoredDocument> Get(std::string_view id) const = 0;
+
+  // Removes the document with this id. NotFound if there is none (nothing is logged then).
+  virtual Status Remove(std::string_view id) = 0;
+
+  virtual StoreStats Stats() const = 0;
+
+  // Writes the in-memory part to a segment and fsyncs everything.
+  virtual Status Flush() = 0;
+  // Merges all segments into one (dropping replaced and removed entries). Queries and writes keep
+  // running meanwhile and see a consistent snapshot.
+  virtual Status Compact() = 0;
+  // Flushes, stops background work and releases the directory. Later calls fail.
+  virtual Status Close() = 0;
+};
+
+// What RecoverStore salvaged.
+struct RecoveryReport {
+  uint64_t documents = 0;          // live documents in the recovered store
+  uint64_t segments_kept = 0;      // segment files kept whole
+  uint64_t segments_salvaged = 0;  // damaged segment files from which entries were salvaged
+  uint64_t entries_lost = 0;       // entries that could not be read back
+  uint64_t wal_records_kept = 0;
+  uint64_t wal_bytes_dropped = 0;     // log bytes after the first bad record
+  std::vector<std::string> messages;  // one line per problem found, naming the file
+};
+
+// Salvages what is intact in a damaged store directory: keeps every segment whose checksum holds,
+// salvages the readable entries of damaged segments, replays the log up to its first bad record,
+// and writes a fresh MANIFEST and segment. Damaged files are renamed to *.corrupt, never deleted.
+Result<RecoveryReport> RecoverStore(const std::string& dir);
+
+}  // namespace neardup
+
+#endif  // NEARDUP_STORE_H_

@@ -1,0 +1,136 @@
+// `neardup dedup INPUT...`: clusters near-duplicate documents and writes what to keep and remove.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "cli/command.h"
+#include "dedup/dedup_flags.h"
+#include "neardup/dedup.h"
+
+namespace neardup::cli {
+namespace {
+
+// A one-line progress display on stderr (only used when stderr is a terminal).
+class ProgressBar {
+ public:
+  ProgressBar() : start_(std::chrono::steady_clock::now()) {}
+  void Update(const std::string& stage, uint64_t done, uint64_t total, uint64_t documents) {
+    auto now = std::chrono::steady_clock::now();
+    if (stage == last_stage_ && now - last_draw_ < std::chrono::milliseconds(200)) return;
+    last_stage_ = stage;
+    last_draw_ = now;
+    double elapsed = std::chrono::duration<double>(now - start_).count();
+    char line[256];
+    int n = std::snprintf(line, sizeof(line), "\r%-12s %10llu docs  %8.0f docs/s", stage.c_str(),
+                          static_cast<unsigned long long>(documents),
+                          elapsed > 0 ? documents / elapsed : 0.0);
+    if (total > 0 && done <= total && n > 0) {
+      double fraction = static_cast<double>(done) / static_cast<double>(total);
+      double stage_elapsed = elapsed;
+      double eta = fraction > 0 ? stage_elapsed * (1 - fraction) / fraction : 0;
+      std::snprintf(line + n, sizeof(line) - n, "  %5.1f%%  ETA %5.0fs   ", 100 * fraction, eta);
+    } else if (n > 0) {
+      std::snprintf(line + n, sizeof(line) - n, "%24s", "");
+    }
+    std::fputs(line, stderr);
+    drawn_ = true;
+  }
+  void Finish() {
+    if (drawn_) std::fputs("\r\033[K", stderr);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_draw_{};
+  std::string last_stage_;
+  bool drawn_ = false;
+};
+
+struct DedupCommandArgs {
+  std::vector<std::string> inputs;
+  std::string output_dir;
+  std::string write_kept;
+  bool quiet = false;
+  DedupFlags flags;
+};
+
+int RunDedupCommand(const DedupCommandArgs& args) {
+  DedupOptions options;
+  Status status = args.flags.ToOptions(&options);
+  if (!status.ok()) {
+    std::fprintf(stderr, "neardup dedup: %s\n", status.message().c_str());
+    return kExitUsage;
+  }
+  auto warnings = std::make_shared<uint64_t>(0);
+  const bool quiet = args.quiet;
+  options.reader.on_warning = [warnings, quiet](const std::string& message) {
+    ++*warnings;
+    if (quiet) return;
+    if (*warnings <= 20) {
+      std::fprintf(stderr, "\r\033[Kwarning: %s\n", message.c_str());
+    } else if (*warnings == 21) {
+      std::fprintf(stderr, "\r\033[Kwarning: more skipped records; see summary.json\n");
+    }
+  };
+  ProgressBar bar;
+  DedupProgress progress;
+  if (!quiet && isatty(fileno(stderr))) {
+    progress = [&bar](const std::string& stage, uint64_t done, uint64_t total, uint64_t docs) {
+      bar.Update(stage, done, total, docs);
+    };
+  }
+  auto report = RunDedup(args.inputs, options, progress);
+  bar.Finish();
+  if (!report.ok()) {
+    std::fprintf(stderr, "neardup dedup: %s\n", report.status().ToString().c_str());
+    return kExitFailure;
+  }
+  DedupOutputOptions output;
+  output.directory = args.output_dir;
+  output.write_kept_path = args.write_kept;
+  output.inputs = &args.inputs;
+  output.options = &options;
+  auto write_start = std::chrono::steady_clock::now();
+  status = WriteDedupOutputs(*report, output);
+  if (!status.ok()) {
+    std::fprintf(stderr, "neardup dedup: %s\n", status.ToString().c_str());
+    return kExitFailure;
+  }
+  double write_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - write_start).count();
+  if (!quiet) {
+    uint64_t skipped = 0;
+    for (const auto& [reason, count] : report->skipped) skipped += count;
+    std::fprintf(stderr,
+                 "neardup dedup: %zu documents (%llu skipped), %zu clusters, %llu removed, "
+                 "%.2f s (+%.2f s writing)%s%s\n",
+                 report->documents.size(), static_cast<unsigned long long>(skipped),
+                 report->clusters.size(), static_cast<unsigned long long>(report->removed_count()),
+                 report->total_seconds, write_seconds, args.output_dir.empty() ? "" : " -> ",
+                 args.output_dir.c_str());
+  }
+  return kExitOk;
+}
+
+CommandRegistrar registrar(
+    "dedup", "cluster near-duplicate documents and list which to keep and remove",
+    [](CLI::App* app) -> RunFunction {
+      auto args = std::make_shared<DedupCommandArgs>();
+      app->add_option("inputs", args->inputs,
+                      "JSONL files (.jsonl/.ndjson/.json, optionally .gz/.zst), text files, "
+                      "directories, or - for standard input")
+          ->required();
+      app->add_option("-o,--output", args->output_dir,
+                      "directory for clusters.jsonl, keep.txt, remove.txt, summary.json "
+                      "(default: all to standard output)");
+      app->add_option("--write-kept", args->write_kept,
+                      "also write the input without removed documents (JSONL) to this file");
+      app->add_flag("-q,--quiet", args->quiet, "no progress bar, warnings or summary line");
+      args->flags.Declare(app, /*with_keep=*/true);
+      return [args] { return RunDedupCommand(*args); };
+    });
+
+}  // namespace
+}  // namespace neardup::cli

@@ -1,0 +1,135 @@
+// `neardup fingerprint [INPUT...]`: writes one JSONL line {"id", "fingerprint", "bits",
+// "features"} per input document, in input order, computed on every core.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/fingerprint_flags.h"
+#include "common/json_writer.h"
+#include "common/parallel.h"
+#include "neardup/fingerprinter.h"
+
+namespace neardup::cli {
+namespace {
+
+constexpr size_t kBatchDocuments = 2048;
+
+struct FingerprintCommandArgs {
+  FingerprintFlags fingerprint;
+  InputFlags input;
+  std::string format = "hex";
+  bool explain = false;
+  int explain_features = 20;
+};
+
+std::string FormatFingerprint(const Fingerprint& fp, const std::string& format) {
+  if (format == "binary") return ToBinary(fp);
+  if (format == "decimal") return fp.bits == 64 ? ToDecimal(fp) : ToHex(fp);
+  return ToHex(fp);
+}
+
+int RunFingerprintCommand(const FingerprintCommandArgs& args) {
+  FingerprintOptions options;
+  Status status = args.fingerprint.ToOptions(&options);
+  if (!status.ok()) {
+    std::fprintf(stderr, "neardup fingerprint: %s\n", status.message().c_str());
+    return kExitUsage;
+  }
+  auto reader = InputBatchReader::Open(args.input);
+  if (!reader.ok()) {
+    std::fprintf(stderr, "neardup fingerprint: %s\n", reader.status().message().c_str());
+    return kExitFailure;
+  }
+  auto fingerprinter = Fingerprinter::Create(options);
+  if (!fingerprinter.ok()) {
+    std::fprintf(stderr, "neardup fingerprint: %s\n", fingerprinter.status().ToString().c_str());
+    return kExitFailure;
+  }
+  const Fingerprinter& engine = **fingerprinter;
+  std::vector<InputDocument> batch;
+  std::vector<std::string> lines;
+  std::vector<Status> errors;
+  for (;;) {
+    auto more = (*reader)->NextBatch(kBatchDocuments, &batch);
+    if (!more.ok()) {
+      std::fprintf(stderr, "neardup fingerprint: %s\n", more.status().message().c_str());
+      return kExitFailure;
+    }
+    if (!*more) break;
+    lines.assign(batch.size(), std::string());
+    errors.assign(batch.size(), Status::Ok());
+    ParallelFor(batch.size(), args.input.threads, [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) {
+        auto details = engine.ComputeDetails(batch[i].text, args.explain);
+        if (!details.ok()) {
+          errors[i] = details.status();
+          continue;
+        }
+        std::string& line = lines[i];
+        JsonWriter json(&line);
+        json.BeginObject();
+        json.Key("id").String(batch[i].id);
+        json.Key("fingerprint").String(FormatFingerprint(details->fingerprint, args.format));
+        json.Key("bits").Int(details->fingerprint.bits);
+        json.Key("features").Uint(details->feature_count);
+        if (details->whole_text_fallback) json.Key("whole_text_fallback").Bool(true);
+        if (args.explain) {
+          json.Key("top_features").BeginArray();
+          size_t shown = std::min(details->features.size(),
+                                  static_cast<size_t>(std::max(0, args.explain_features)));
+          for (size_t f = 0; f < shown; ++f) {
+            json.BeginArray().String(details->features[f].text).Double(details->features[f].weight);
+            json.EndArray();
+          }
+          json.EndArray();
+        }
+        json.EndObject();
+        line.push_back('\n');
+      }
+    });
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (!errors[i].ok()) {
+        if (args.input.strict) {
+          std::fprintf(stderr, "neardup fingerprint: %s: %s\n", batch[i].location.c_str(),
+                       errors[i].message().c_str());
+          return kExitFailure;
+        }
+        (*reader)->ReportSkipped(batch[i].location, errors[i]);
+        continue;
+      }
+      std::fwrite(lines[i].data(), 1, lines[i].size(), stdout);
+    }
+  }
+  if (std::fflush(stdout) != 0) {
+    std::fprintf(stderr, "neardup fingerprint: error writing standard output\n");
+    return kExitFailure;
+  }
+  if ((*reader)->skipped() > 0) {
+    std::fprintf(stderr, "neardup fingerprint: %llu record(s) skipped\n",
+                 static_cast<unsigned long long>((*reader)->skipped()));
+  }
+  return kExitOk;
+}
+
+const CommandRegistrar kRegistrar(
+    "fingerprint", "compute SimHash fingerprints of documents (JSONL out)",
+    [](CLI::App* app) -> RunFunction {
+      auto args = std::make_shared<FingerprintCommandArgs>();
+      args->fingerprint.Add(app);
+      args->input.Add(app);
+      app->add_option("--format", args->format, "hex (default) | binary | decimal (64-bit)")
+          ->check(CLI::IsMember({"hex", "binary", "decimal"}));
+      app->add_flag("--explain", args->explain, "also print the heaviest features and weights");
+      app->add_option("--explain-features", args->explain_features,
+                      "how many features --explain prints (default 20)");
+      app->footer(
+          "Output: one JSON object per document, in input order whatever --threads:\n"
+          "  {\"id\":\"...\",\"fingerprint\":\"f773be40a3f0a3e5\",\"bits\":64,\"features\":123}\n"
+          "Malformed records are reported on stderr as file:line: reason and skipped.");
+      return [args] { return RunFingerprintCommand(*args); };
+    });
+
+}  // namespace
+}  // namespace neardup::cli

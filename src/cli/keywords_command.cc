@@ -1,0 +1,159 @@
+// `neardup keywords [INPUT...]`: writes the heaviest weighted features of each document (the ones
+// its fingerprint is made of), or with --extract-tags exactly jieba.analyse.extract_tags' keywords.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/fingerprint_flags.h"
+#include "common/json_writer.h"
+#include "common/parallel.h"
+#include "common/utf8.h"
+#include "neardup/fingerprinter.h"
+#include "neardup/jieba.h"
+
+namespace neardup::cli {
+namespace {
+
+constexpr size_t kBatchDocuments = 2048;
+
+struct KeywordsCommandArgs {
+  FingerprintFlags fingerprint;
+  InputFlags input;
+  bool extract_tags = false;
+};
+
+void WritePairs(const std::string& id, const std::vector<std::pair<std::string, double>>& pairs,
+                std::string* line) {
+  JsonWriter json(line);
+  json.BeginObject();
+  json.Key("id").String(id);
+  json.Key("keywords").BeginArray();
+  for (const auto& [word, weight] : pairs) json.BeginArray().String(word).Double(weight).EndArray();
+  json.EndArray();
+  json.EndObject();
+  line->push_back('\n');
+}
+
+int RunKeywordsCommand(const KeywordsCommandArgs& args) {
+  FingerprintFlags flags = args.fingerprint;
+  if (flags.top_k < 0) flags.top_k = flags.profile == "yanyiwu" ? 5 : 20;
+  FingerprintOptions options;
+  Status status = flags.ToOptions(&options);
+  if (!status.ok()) {
+    std::fprintf(stderr, "neardup keywords: %s\n", status.message().c_str());
+    return kExitUsage;
+  }
+  std::unique_ptr<Fingerprinter> fingerprinter;
+  std::shared_ptr<const KeywordExtractor> extractor;
+  if (args.extract_tags) {
+    Result<std::shared_ptr<const KeywordExtractor>> loaded = Status::Internal("unset");
+    if (flags.idf_path.empty() && flags.jieba_dir.empty()) {
+      loaded = KeywordExtractor::Default();
+    } else {
+      JiebaOptions jieba;
+      if (!flags.jieba_dir.empty()) {
+        jieba.dict_path = flags.jieba_dir + "/dict.txt";
+        jieba.hmm_dir = flags.jieba_dir + "/finalseg";
+        jieba.idf_path = flags.jieba_dir + "/analyse/idf.txt";
+      }
+      if (!flags.idf_path.empty()) jieba.idf_path = flags.idf_path;
+      auto segmenter = JiebaSegmenter::Load(jieba);
+      loaded = segmenter.ok() ? KeywordExtractor::Load(*segmenter, jieba)
+                              : Result<std::shared_ptr<const KeywordExtractor>>(segmenter.status());
+    }
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "neardup keywords: %s\n", loaded.status().ToString().c_str());
+      return kExitFailure;
+    }
+    extractor = *loaded;
+  } else {
+    auto created = Fingerprinter::Create(options);
+    if (!created.ok()) {
+      std::fprintf(stderr, "neardup keywords: %s\n", created.status().ToString().c_str());
+      return kExitFailure;
+    }
+    fingerprinter = std::move(*created);
+  }
+  auto reader = InputBatchReader::Open(args.input);
+  if (!reader.ok()) {
+    std::fprintf(stderr, "neardup keywords: %s\n", reader.status().message().c_str());
+    return kExitFailure;
+  }
+  const size_t top_k = static_cast<size_t>(flags.top_k);
+  std::vector<InputDocument> batch;
+  std::vector<std::string> lines;
+  std::vector<Status> errors;
+  for (;;) {
+    auto more = (*reader)->NextBatch(kBatchDocuments, &batch);
+    if (!more.ok()) {
+      std::fprintf(stderr, "neardup keywords: %s\n", more.status().message().c_str());
+      return kExitFailure;
+    }
+    if (!*more) break;
+    lines.assign(batch.size(), std::string());
+    errors.assign(batch.size(), Status::Ok());
+    ParallelFor(batch.size(), args.input.threads, [&](size_t begin, size_t end) {
+      std::vector<std::pair<std::string, double>> pairs;
+      for (size_t i = begin; i < end; ++i) {
+        pairs.clear();
+        if (extractor != nullptr) {
+          if (!utf8::IsValid(batch[i].text)) {
+            errors[i] = Status::InvalidUtf8("invalid UTF-8 at byte " +
+                                            std::to_string(utf8::FindInvalid(batch[i].text)));
+            continue;
+          }
+          for (Keyword& keyword : extractor->ExtractTags(batch[i].text, top_k)) {
+            pairs.emplace_back(std::move(keyword.word), keyword.weight);
+          }
+        } else {
+          auto features = fingerprinter->Features(batch[i].text);
+          if (!features.ok()) {
+            errors[i] = features.status();
+            continue;
+          }
+          for (WeightedFeature& feature : *features) {
+            pairs.emplace_back(std::move(feature.text), feature.weight);
+          }
+        }
+        WritePairs(batch[i].id, pairs, &lines[i]);
+      }
+    });
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (!errors[i].ok()) {
+        if (args.input.strict) {
+          std::fprintf(stderr, "neardup keywords: %s: %s\n", batch[i].location.c_str(),
+                       errors[i].message().c_str());
+          return kExitFailure;
+        }
+        (*reader)->ReportSkipped(batch[i].location, errors[i]);
+        continue;
+      }
+      std::fwrite(lines[i].data(), 1, lines[i].size(), stdout);
+    }
+  }
+  if (std::fflush(stdout) != 0) {
+    std::fprintf(stderr, "neardup keywords: error writing standard output\n");
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+const CommandRegistrar kRegistrar(
+    "keywords", "print the weighted features (keywords) of documents (JSONL out)",
+    [](CLI::App* app) -> RunFunction {
+      auto args = std::make_shared<KeywordsCommandArgs>();
+      args->fingerprint.Add(app, /*with_bits=*/false);
+      args->input.Add(app);
+      app->add_flag("--extract-tags", args->extract_tags,
+                    "jieba.analyse.extract_tags keywords (tf / total x idf) instead of the "
+                    "fingerprint features");
+      app->footer(
+          "Output: {\"id\":\"...\",\"keywords\":[[\"word\",weight],...]} per document, heaviest "
+          "first; --top-k defaults to 20 (5 with --profile yanyiwu).");
+      return [args] { return RunKeywordsCommand(*args); };
+    });
+
+}  // namespace
+}  // namespace neardup::cli

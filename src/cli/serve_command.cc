@@ -1,0 +1,141 @@
+// `neardup serve DIR`: runs the HTTP/JSON near-duplicate service over a persistent store until
+// SIGTERM/SIGINT, then finishes in-flight requests, flushes the store and exits 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "cli/command.h"
+#include "neardup/fingerprinter.h"
+#include "neardup/store.h"
+#include "service/server.h"
+
+namespace neardup::cli {
+namespace {
+
+struct ServeArgs {
+  std::string dir;
+  service::ServerOptions server;
+  std::string token_file;
+  std::string sync = "group";
+  int group_commit_ms = 2;
+  int bits = 64;
+  int max_k = 3;
+  size_t memtable_limit = 65536;
+  bool no_text = false;
+  bool no_verify = false;
+};
+
+int Run(ServeArgs& args) {
+  // Block the shutdown signals in every thread; one thread waits for them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  if (!args.token_file.empty()) {
+    std::ifstream in(args.token_file);
+    if (!in || !std::getline(in, args.server.token) || args.server.token.empty()) {
+      std::fprintf(stderr, "neardup serve: %s: cannot read a token\n", args.token_file.c_str());
+      return kExitUsage;
+    }
+  } else if (args.server.token.empty()) {
+    if (const char* env = std::getenv("NEARDUP_TOKEN")) args.server.token = env;
+  }
+
+  StoreOptions options;
+  options.bits = args.bits;
+  options.max_k = args.max_k;
+  options.memtable_limit = args.memtable_limit;
+  options.sync_mode = args.sync == "every"  ? SyncMode::kEveryWrite
+                      : args.sync == "none" ? SyncMode::kNone
+                                            : SyncMode::kGroupCommit;
+  options.group_commit_interval_ms = args.group_commit_ms;
+  options.verify_checksums_on_open = !args.no_verify;
+  auto store = DocumentStore::Open(args.dir, options);
+  if (!store.ok()) {
+    std::fprintf(stderr, "neardup serve: %s\n", store.status().ToString().c_str());
+    return kExitFailure;
+  }
+  const StoreStats stats = (*store)->Stats();
+  std::unique_ptr<Fingerprinter> fingerprinter;
+  if (!args.no_text) {
+    FingerprintOptions fo;
+    fo.bits = stats.bits;
+    auto created = Fingerprinter::Create(fo);
+    if (!created.ok()) {
+      std::fprintf(stderr, "neardup serve: text fingerprinting disabled: %s\n",
+                   created.status().ToString().c_str());
+    } else {
+      fingerprinter = std::move(*created);
+    }
+  }
+  args.server.limits.bits = stats.bits;
+  args.server.limits.max_k = stats.bits;
+  service::Server server(store->get(), fingerprinter.get(), args.server);
+  Status status = server.Bind();
+  if (!status.ok()) {
+    std::fprintf(stderr, "neardup serve: %s\n", status.ToString().c_str());
+    return kExitFailure;
+  }
+  std::printf("neardup serve: listening on http://%s:%d (%llu documents, opened in %.3f s)\n",
+              args.server.host.c_str(), server.port(),
+              static_cast<unsigned long long>(stats.documents), stats.open_seconds);
+  std::fflush(stdout);
+
+  std::thread waiter([&] {
+    int signal_number = 0;
+    sigwait(&signals, &signal_number);
+    if (signal_number != 0) server.Stop();
+  });
+  waiter.detach();  // exits with the process if the server stops for another reason
+  status = server.Run();
+  Status closed = (*store)->Close();
+  if (!status.ok() || !closed.ok()) {
+    std::fprintf(stderr, "neardup serve: %s\n",
+                 (!status.ok() ? status : closed).ToString().c_str());
+    return kExitFailure;
+  }
+  std::fprintf(stderr, "neardup serve: shut down cleanly\n");
+  return kExitOk;
+}
+
+RunFunction Setup(CLI::App* app) {
+  auto args = std::make_shared<ServeArgs>();
+  app->add_option("dir", args->dir, "Store directory (created if missing)")->required();
+  app->add_option("--host", args->server.host, "Address to bind")->capture_default_str();
+  app->add_option("--port", args->server.port, "Port (0 = any free port)")->capture_default_str();
+  app->add_option("--threads", args->server.threads, "Request threads (0 = nproc)");
+  app->add_option("--token", args->server.token,
+                  "Bearer token required for writes (default: $NEARDUP_TOKEN)");
+  app->add_option("--token-file", args->token_file, "Read the bearer token from a file");
+  app->add_flag("--auth-reads", args->server.auth_reads, "Require the token for reads too");
+  app->add_option("--sync", args->sync,
+                  "every (fsync per write batch), group (fsync every --group-commit-ms, "
+                  "default) or none (no fsync: not power-loss safe)")
+      ->check(CLI::IsMember({"every", "group", "none"}));
+  app->add_option("--group-commit-ms", args->group_commit_ms, "Group commit window")
+      ->check(CLI::Range(0, 1000));
+  app->add_option("--bits", args->bits, "Fingerprint width of a new store")
+      ->check(CLI::IsMember({64, 128}));
+  app->add_option("--max-k", args->max_k, "Table max_k of a new store")->check(CLI::Range(0, 15));
+  app->add_option("--memtable-limit", args->memtable_limit, "Entries before a flush to a segment");
+  app->add_option("--max-body-bytes", args->server.max_body_bytes, "Request body limit");
+  app->add_option("--max-batch", args->server.limits.max_batch, "Documents per add request");
+  app->add_option("--timeout", args->server.read_timeout_seconds, "Read timeout in seconds");
+  app->add_flag("--no-text", args->no_text, "Do not load the text fingerprinter");
+  app->add_flag("--no-verify", args->no_verify,
+                "Skip the whole-file segment checksums at open (headers are still checked)");
+  return [args]() { return Run(*args); };
+}
+
+CommandRegistrar registrar("serve", "Serve a store over HTTP/JSON (see docs/api.md)", Setup);
+
+}  // namespace
+}  // namespace neardup::cli

@@ -1,0 +1,460 @@
+// RunDedup, BuildClusters and the keep policies; see neardup/dedup.h.
+#include "neardup/dedup.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <numeric>
+#include <unordered_map>
+
+#include "common/parallel.h"
+#include "dedup/self_join.h"
+#include "dedup/shingles.h"
+#include "neardup/permuted_index.h"
+
+namespace neardup {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+class UnionFind {
+ public:
+  explicit UnionFind(size_t n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0u); }
+  uint32_t Find(uint32_t x) {
+    while (parent_[x] != x) {
+      parent_[x] = parent_[parent_[x]];
+      x = parent_[x];
+    }
+    return x;
+  }
+  void Union(uint32_t a, uint32_t b) {
+    a = Find(a);
+    b = Find(b);
+    if (a == b) return;
+    if (a > b) std::swap(a, b);
+    parent_[b] = a;  // the smaller index is the root: deterministic
+  }
+
+ private:
+  std::vector<uint32_t> parent_;
+};
+
+// True if document x should be kept over document y under `keep` (x < y in canonical order
+// breaks ties).
+bool Better(const DedupDocument& x, uint32_t xi, const DedupDocument& y, uint32_t yi,
+            KeepPolicy keep) {
+  switch (keep) {
+    case KeepPolicy::kLongest:
+      if (x.text_bytes != y.text_bytes) return x.text_bytes > y.text_bytes;
+      break;
+    case KeepPolicy::kField:
+      if (x.score.has_value() != y.score.has_value()) return x.score.has_value();
+      if (x.score && *x.score != *y.score) return *x.score > *y.score;
+      break;
+    case KeepPolicy::kFirst:
+      break;
+  }
+  return xi < yi;
+}
+
+bool IsExactDuplicate(const DedupDocument& x, const DedupDocument& y) {
+  return x.content_hash == y.content_hash && x.text_bytes == y.text_bytes;
+}
+
+// XXH3 of `text` with ASCII whitespace, U+3000 and U+00A0 removed.
+uint64_t SqueezedHash(std::string_view text) {
+  std::string squeezed;
+  squeezed.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') continue;
+    if (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0xA0) {
+      ++i;
+      continue;
+    }
+    if (c == 0xE3 && text.compare(i, 3, "\xE3\x80\x80") == 0) {
+      i += 2;
+      continue;
+    }
+    squeezed.push_back(static_cast<char>(c));
+  }
+  return XXH3_64bits(squeezed.data(), squeezed.size());
+}
+
+}  // namespace
+
+FingerprintOptions DedupFingerprintDefaults() {
+  FingerprintOptions options;
+  options.normalize.strip_markup = true;
+  return options;
+}
+
+uint64_t DedupReport::removed_count() const {
+  return static_cast<uint64_t>(std::count(removed.begin(), removed.end(), true));
+}
+
+Status ParseKeepPolicy(const std::string& text, KeepPolicy* policy, std::string* field) {
+  field->clear();
+  if (text == "first") {
+    *policy = KeepPolicy::kFirst;
+  } else if (text == "longest") {
+    *policy = KeepPolicy::kLongest;
+  } else if (text.rfind("field:", 0) == 0 && text.size() > 6) {
+    *policy = KeepPolicy::kField;
+    *field = text.substr(6);
+  } else {
+    return Status::InvalidArgument("--keep: expected first, longest or field:NAME, got \"" + text +
+                                   "\"");
+  }
+  return Status::Ok();
+}
+
+void BuildClusters(const std::vector<DedupDocument>& documents,
+                   const std::vector<DuplicatePair>& pairs, KeepPolicy keep,
+                   std::vector<DedupCluster>* clusters, std::vector<bool>* removed) {
+  const size_t n = documents.size();
+  clusters->clear();
+  removed->assign(n, false);
+  UnionFind components(n);
+  for (const DuplicatePair& pair : pairs) components.Union(pair.a, pair.b);
+  // Members of each component, in canonical order (roots are the smallest member).
+  std::unordered_map<uint32_t, std::vector<uint32_t>> members;
+  for (const DuplicatePair& pair : pairs) {
+    members.try_emplace(components.Find(pair.a));
+  }
+  if (members.empty()) return;
+  for (uint32_t i = 0; i < n; ++i) {
+    auto it = members.find(components.Find(i));
+    if (it != members.end()) it->second.push_back(i);
+  }
+  // Adjacency of accepted pairs, for the breadth-first "via" links.
+  std::unordered_map<uint32_t, std::vector<const DuplicatePair*>> adjacency;
+  for (const DuplicatePair& pair : pairs) {
+    adjacency[pair.a].push_back(&pair);
+    adjacency[pair.b].push_back(&pair);
+  }
+  struct Pending {
+    uint32_t kept;
+    const std::vector<uint32_t>* members;
+  };
+  std::vector<Pending> pending;
+  for (const auto& [root, list] : members) {
+    uint32_t kept = list[0];
+    for (uint32_t candidate : list) {
+      if (Better(documents[candidate], candidate, documents[kept], kept, keep)) kept = candidate;
+    }
+    pending.push_back({kept, &list});
+  }
+  std::sort(pending.begin(), pending.end(),
+            [](const Pending& x, const Pending& y) { return x.kept < y.kept; });
+  for (const Pending& entry : pending) {
+    DedupCluster cluster;
+    cluster.cluster_id = clusters->size();
+    cluster.kept = entry.kept;
+    std::unordered_map<uint32_t, ClusterMember> linked;
+    std::deque<uint32_t> queue{entry.kept};
+    std::unordered_map<uint32_t, bool> seen{{entry.kept, true}};
+    while (!queue.empty()) {
+      uint32_t current = queue.front();
+      queue.pop_front();
+      // Neighbours in canonical order so "via" is deterministic.
+      std::vector<const DuplicatePair*> edges = adjacency[current];
+      std::sort(edges.begin(), edges.end(), [&](const DuplicatePair* x, const DuplicatePair* y) {
+        uint32_t ox = x->a == current ? x->b : x->a;
+        uint32_t oy = y->a == current ? y->b : y->a;
+        return ox < oy;
+      });
+      for (const DuplicatePair* edge : edges) {
+        uint32_t other = edge->a == current ? edge->b : edge->a;
+        if (seen[other]) continue;
+        seen[other] = true;
+        queue.push_back(other);
+        ClusterMember member;
+        member.document = other;
+        member.via = current;
+        member.distance_to_via = edge->distance;
+        member.similarity_to_via = edge->similarity;
+        member.distance_to_kept =
+            HammingDistance(documents[other].fingerprint, documents[entry.kept].fingerprint);
+        if (IsExactDuplicate(documents[other], documents[entry.kept])) {
+          member.reason = "exact_duplicate";
+        } else if (current == entry.kept) {
+          member.reason = "near_duplicate";
+        } else {
+          member.reason = "chained";
+        }
+        linked[other] = std::move(member);
+      }
+    }
+    for (uint32_t doc : *entry.members) {
+      if (doc == entry.kept) continue;
+      cluster.removed.push_back(std::move(linked[doc]));
+      (*removed)[doc] = true;
+    }
+    clusters->push_back(std::move(cluster));
+  }
+}
+
+Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const DedupOptions& options,
+                             const DedupProgress& progress) {
+  const auto run_start = Clock::now();
+  if (options.max_distance < 0 || options.max_distance > options.fingerprint.bits / 4) {
+    return Status::InvalidArgument("-k must be in [0, " +
+                                   std::to_string(options.fingerprint.bits / 4) + "] for " +
+                                   std::to_string(options.fingerprint.bits) + "-bit fingerprints");
+  }
+  if (options.verify_threshold > 1.0) {
+    return Status::InvalidArgument("--verify must be in [0, 1]");
+  }
+  if (options.keep == KeepPolicy::kField && options.keep_field.empty()) {
+    return Status::InvalidArgument("--keep field: needs a field name");
+  }
+  const int threads = options.threads > 0 ? options.threads : DefaultThreadCount();
+  auto fingerprinter = Fingerprinter::Create(options.fingerprint);
+  if (!fingerprinter.ok()) return fingerprinter.status().WithContext("fingerprint options");
+
+  DocumentReaderOptions reader_options = options.reader;
+  if (options.keep == KeepPolicy::kField) reader_options.score_field = options.keep_field;
+  const bool verify = options.verify_threshold > 0;
+  if (verify) reader_options.spool_stdin = true;
+  auto opened = DocumentReader::Open(inputs, reader_options);
+  if (!opened.ok()) return opened.status();
+  DocumentReader& reader = **opened;
+
+  DedupReport report;
+  report.input_files = reader.files();
+
+  // ---- Stage 1: read + fingerprint, in batches. ----
+  auto stage_start = Clock::now();
+  double read_seconds = 0;
+  std::vector<Document> batch(options.batch_size);
+  std::vector<Result<Fingerprint>> results;
+  bool done = false;
+  while (!done) {
+    auto read_start = Clock::now();
+    size_t count = 0;
+    while (count < batch.size()) {
+      auto got = reader.Next(&batch[count]);
+      if (!got.ok()) return got.status();
+      if (!*got) {
+        done = true;
+        break;
+      }
+      ++count;
+    }
+    read_seconds += SecondsSince(read_start);
+    results.assign(count, Result<Fingerprint>(Status::Internal("not computed")));
+    ParallelFor(
+        count, threads,
+        [&](size_t begin, size_t end) {
+          for (size_t i = begin; i < end; ++i)
+            results[i] = (*fingerprinter)->Compute(batch[i].text);
+        },
+        16);
+    for (size_t i = 0; i < count; ++i) {
+      Document& doc = batch[i];
+      if (!results[i].ok()) {
+        const Status& error = results[i].status();
+        if (reader_options.strict) return error.WithContext(doc.location);
+        ++report.failed[StatusCodeName(error.code())];
+        if (reader_options.on_warning) {
+          reader_options.on_warning(doc.location + ": cannot fingerprint: " + error.ToString());
+        }
+        continue;
+      }
+      DedupDocument record;
+      record.id = std::move(doc.id);
+      record.fingerprint = *results[i];
+      record.text_bytes = doc.text.size();
+      record.content_hash = XXH3_64bits(doc.text.data(), doc.text.size());
+      record.squeezed_hash = SqueezedHash(doc.text);
+      record.score = doc.score;
+      record.file_index = doc.file_index;
+      record.line = doc.line;
+      report.text_bytes += doc.text.size();
+      report.documents.push_back(std::move(record));
+    }
+    if (progress) {
+      progress("fingerprint", reader.input_bytes_consumed(), reader.total_input_bytes(),
+               report.documents.size());
+    }
+  }
+  batch.clear();
+  batch.shrink_to_fit();
+  report.skipped = reader.skipped();
+  const double fingerprint_seconds = SecondsSince(stage_start);
+  report.stages.push_back({"read", read_seconds, report.documents.size(), report.text_bytes});
+  report.stages.push_back({"fingerprint", fingerprint_seconds - read_seconds,
+                           report.documents.size(), report.text_bytes});
+  if (report.documents.size() > UINT32_MAX) {
+    return Status::ResourceExhausted("more than 4294967295 documents");
+  }
+
+  // ---- Stage 2: self-join within k. ----
+  stage_start = Clock::now();
+  if (progress) progress("join", 0, 0, report.documents.size());
+  std::vector<Fingerprint> fingerprints;
+  fingerprints.reserve(report.documents.size());
+  for (const DedupDocument& doc : report.documents) fingerprints.push_back(doc.fingerprint);
+  const bool use_index = options.join == DedupOptions::Join::kPermutedIndex ||
+                         (options.join == DedupOptions::Join::kAuto && options.max_distance <= 8);
+  Result<std::vector<NeighborPair>> joined = std::vector<NeighborPair>();
+  if (use_index && !fingerprints.empty()) {
+    PermutedIndexOptions index_options;
+    index_options.bits = options.fingerprint.bits;
+    index_options.max_k = options.max_distance;
+    index_options.expected_size = static_cast<double>(fingerprints.size());
+    index_options.threads = threads;
+    auto index = PermutedIndex::Create(index_options);
+    if (!index.ok()) return index.status().WithContext("fingerprint index");
+    std::vector<uint64_t> ids(fingerprints.size());
+    std::iota(ids.begin(), ids.end(), uint64_t{0});
+    NEARDUP_RETURN_IF_ERROR((*index)->AddBatch(ids, fingerprints));
+    joined = (*index)->SelfJoin(options.max_distance);
+  } else {
+    joined = SelfJoinWithinK(fingerprints, options.max_distance, threads);
+  }
+  fingerprints.clear();
+  fingerprints.shrink_to_fit();
+  if (!joined.ok()) return joined.status();
+  report.candidate_pairs = joined->size();
+  report.pairs.reserve(joined->size());
+  for (const NeighborPair& pair : *joined) {
+    report.pairs.push_back(
+        {static_cast<uint32_t>(pair.a), static_cast<uint32_t>(pair.b), pair.distance, -1.0});
+  }
+  joined->clear();
+  joined->shrink_to_fit();
+  {
+    // Whitespace-only variants: pair each document with the first one of equal squeezed hash.
+    std::unordered_map<uint64_t, uint32_t> first_with_hash;
+    std::vector<DuplicatePair> extra;
+    for (uint32_t i = 0; i < report.documents.size(); ++i) {
+      auto [it, inserted] = first_with_hash.try_emplace(report.documents[i].squeezed_hash, i);
+      if (inserted) continue;
+      const uint32_t first = it->second;
+      extra.push_back(
+          {first, i,
+           HammingDistance(report.documents[first].fingerprint, report.documents[i].fingerprint),
+           1.0});
+    }
+    if (!extra.empty()) {
+      report.pairs.insert(report.pairs.end(), extra.begin(), extra.end());
+      // Sort by (a, b), a pre-verified entry first, then keep one entry per pair.
+      std::sort(report.pairs.begin(), report.pairs.end(),
+                [](const DuplicatePair& x, const DuplicatePair& y) {
+                  if (x.a != y.a) return x.a < y.a;
+                  if (x.b != y.b) return x.b < y.b;
+                  return x.similarity > y.similarity;
+                });
+      report.pairs.erase(std::unique(report.pairs.begin(), report.pairs.end(),
+                                     [](const DuplicatePair& x, const DuplicatePair& y) {
+                                       return x.a == y.a && x.b == y.b;
+                                     }),
+                         report.pairs.end());
+    }
+    report.candidate_pairs = report.pairs.size();
+  }
+  report.stages.push_back({"join", SecondsSince(stage_start), report.candidate_pairs, 0});
+
+  // ---- Stage 3: verification by shingle Jaccard (re-reads only the documents involved). ----
+  if (verify) {
+    stage_start = Clock::now();
+    auto similarity =
+        ShingleSimilarity::Create(options.fingerprint.normalize.traditional_to_simplified);
+    if (!similarity.ok()) return similarity.status();
+    const size_t n = report.documents.size();
+    std::vector<uint32_t> slot(n, UINT32_MAX);  // document -> index into shingle sets
+    uint32_t needed = 0;
+    for (DuplicatePair& pair : report.pairs) {
+      if (pair.similarity >= 0) continue;  // already known (whitespace-only variant)
+      if (IsExactDuplicate(report.documents[pair.a], report.documents[pair.b])) {
+        pair.similarity = 1.0;
+        continue;
+      }
+      if (slot[pair.a] == UINT32_MAX) slot[pair.a] = needed++;
+      if (slot[pair.b] == UINT32_MAX) slot[pair.b] = needed++;
+    }
+    // 32-bit shingle hashes halve the memory; a collision among a few thousand shingles is rare
+    // enough (p ~ 1e-6 per document pair) not to move a Jaccard value measurably.
+    std::vector<std::vector<uint32_t>> shingles(needed);
+    uint64_t verified_bytes = 0;
+    if (needed > 0) {
+      NEARDUP_RETURN_IF_ERROR(reader.Rewind());
+      // Walk the inputs again; the i-th successfully fingerprinted document is documents[i].
+      // Documents that failed fingerprinting are recognised by (file, line) and skipped.
+      size_t next_doc = 0;
+      std::vector<std::pair<uint32_t, std::string>> pending;
+      Document doc;
+      auto flush = [&] {
+        ParallelFor(
+            pending.size(), threads,
+            [&](size_t begin, size_t end) {
+              std::vector<uint64_t> wide;
+              for (size_t i = begin; i < end; ++i) {
+                std::vector<uint32_t>& narrow = shingles[pending[i].first];
+                narrow.clear();
+                if (!(*similarity)->Shingles(pending[i].second, &wide).ok()) continue;
+                narrow.reserve(wide.size());
+                for (uint64_t h : wide) narrow.push_back(static_cast<uint32_t>(h ^ (h >> 32)));
+                std::sort(narrow.begin(), narrow.end());
+                narrow.erase(std::unique(narrow.begin(), narrow.end()), narrow.end());
+                narrow.shrink_to_fit();
+              }
+            },
+            8);
+        pending.clear();
+      };
+      for (;;) {
+        auto got = reader.Next(&doc);
+        if (!got.ok()) return got.status();
+        if (!*got || next_doc >= n) break;
+        const DedupDocument& record = report.documents[next_doc];
+        if (doc.file_index != record.file_index || doc.line != record.line) continue;
+        uint32_t s = slot[next_doc];
+        ++next_doc;
+        if (s == UINT32_MAX) continue;
+        verified_bytes += doc.text.size();
+        pending.emplace_back(s, std::move(doc.text));
+        if (pending.size() >= options.batch_size) flush();
+        if (progress && next_doc % 1024 == 0) progress("verify", next_doc, n, next_doc);
+      }
+      flush();
+    }
+    std::vector<DuplicatePair>& pairs = report.pairs;
+    ParallelFor(
+        pairs.size(), threads,
+        [&](size_t begin, size_t end) {
+          for (size_t i = begin; i < end; ++i) {
+            if (pairs[i].similarity >= 0) continue;
+            pairs[i].similarity = ShingleSimilarity::Jaccard32(shingles[slot[pairs[i].a]],
+                                                               shingles[slot[pairs[i].b]]);
+          }
+        },
+        256);
+    pairs.erase(std::remove_if(pairs.begin(), pairs.end(),
+                               [&](const DuplicatePair& pair) {
+                                 return pair.similarity < options.verify_threshold;
+                               }),
+                pairs.end());
+    report.stages.push_back(
+        {"verify", SecondsSince(stage_start), report.candidate_pairs, verified_bytes});
+  }
+
+  // ---- Stage 4: clusters. ----
+  stage_start = Clock::now();
+  if (progress) progress("cluster", 0, 0, report.documents.size());
+  BuildClusters(report.documents, report.pairs, options.keep, &report.clusters, &report.removed);
+  report.stages.push_back({"cluster", SecondsSince(stage_start), report.pairs.size(), 0});
+  report.total_seconds = SecondsSince(run_start);
+  return report;
+}
+
+}  // namespace neardup

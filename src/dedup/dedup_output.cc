@@ -1,0 +1,218 @@
+// Writes dedup results: clusters.jsonl, keep.txt, remove.txt, summary.json and the kept input.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "common/json_writer.h"
+#include "neardup/dedup.h"
+
+namespace neardup {
+
+namespace {
+
+std::string Location(const DedupReport& report, const DedupDocument& doc) {
+  std::string location =
+      doc.file_index < report.input_files.size() ? report.input_files[doc.file_index] : "?";
+  if (doc.line > 0) location += ":" + std::to_string(doc.line);
+  return location;
+}
+
+const char* KeepName(KeepPolicy keep) {
+  switch (keep) {
+    case KeepPolicy::kFirst:
+      return "first";
+    case KeepPolicy::kLongest:
+      return "longest";
+    case KeepPolicy::kField:
+      return "field";
+  }
+  return "?";
+}
+
+// Writes `text` to `path`, or to stdout under a "# name" header when path is empty.
+Status Emit(const std::string& directory, const std::string& name, const std::string& text) {
+  if (directory.empty()) {
+    std::string header = "# " + name + "\n";
+    std::fwrite(header.data(), 1, header.size(), stdout);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (!text.empty() && text.back() != '\n') std::fputc('\n', stdout);
+    std::fflush(stdout);
+    return Status::Ok();
+  }
+  std::string path = (std::filesystem::path(directory) / name).string();
+  FILE* file = std::fopen(path.c_str(), "wb");
+  if (!file) return Status::IoError(path + ": cannot create: " + std::strerror(errno));
+  bool ok = std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  ok = (std::fclose(file) == 0) && ok;
+  if (!ok) return Status::IoError(path + ": write failed: " + std::strerror(errno));
+  return Status::Ok();
+}
+
+std::string ClustersJsonl(const DedupReport& report) {
+  std::string out;
+  for (const DedupCluster& cluster : report.clusters) {
+    const DedupDocument& kept = report.documents[cluster.kept];
+    JsonWriter json(&out);
+    json.BeginObject().Key("cluster").Uint(cluster.cluster_id);
+    json.Key("size").Uint(cluster.removed.size() + 1);
+    json.Key("kept").BeginObject();
+    json.Key("id").String(kept.id).Key("location").String(Location(report, kept));
+    json.Key("bytes").Uint(kept.text_bytes).Key("fingerprint").String(ToHex(kept.fingerprint));
+    json.EndObject();
+    json.Key("removed").BeginArray();
+    for (const ClusterMember& member : cluster.removed) {
+      const DedupDocument& doc = report.documents[member.document];
+      json.BeginObject();
+      json.Key("id").String(doc.id).Key("location").String(Location(report, doc));
+      json.Key("bytes").Uint(doc.text_bytes);
+      json.Key("distance").Int(member.distance_to_kept);
+      json.Key("reason").String(member.reason);
+      json.Key("via").String(report.documents[member.via].id);
+      json.Key("distance_to_via").Int(member.distance_to_via);
+      if (member.similarity_to_via >= 0) {
+        json.Key("similarity_to_via").Double(member.similarity_to_via);
+      }
+      json.EndObject();
+    }
+    json.EndArray().EndObject();
+    out.push_back('\n');
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* options) {
+  std::string out;
+  JsonWriter json(&out);
+  uint64_t skipped_total = 0;
+  for (const auto& [reason, count] : report.skipped) skipped_total += count;
+  uint64_t failed_total = 0;
+  for (const auto& [reason, count] : report.failed) failed_total += count;
+  json.BeginObject();
+  json.Key("documents_read").Uint(report.documents.size() + failed_total);
+  json.Key("documents_fingerprinted").Uint(report.documents.size());
+  json.Key("records_skipped").Uint(skipped_total);
+  json.Key("skipped_by_reason").BeginObject();
+  for (const auto& [reason, count] : report.skipped) json.Key(reason).Uint(count);
+  json.EndObject();
+  json.Key("fingerprint_failures_by_code").BeginObject();
+  for (const auto& [code, count] : report.failed) json.Key(code).Uint(count);
+  json.EndObject();
+  json.Key("text_bytes").Uint(report.text_bytes);
+  json.Key("candidate_pairs").Uint(report.candidate_pairs);
+  json.Key("accepted_pairs").Uint(report.pairs.size());
+  json.Key("clusters").Uint(report.clusters.size());
+  uint64_t removed = report.removed_count();
+  json.Key("documents_in_clusters").Uint(removed + report.clusters.size());
+  json.Key("documents_removed").Uint(removed);
+  json.Key("documents_kept").Uint(report.documents.size() - removed);
+  json.Key("stages").BeginArray();
+  for (const StageTiming& stage : report.stages) {
+    json.BeginObject().Key("stage").String(stage.stage).Key("seconds").Double(stage.seconds);
+    json.Key("items").Uint(stage.items);
+    if (stage.seconds > 0) {
+      json.Key("items_per_second").Double(static_cast<double>(stage.items) / stage.seconds);
+      if (stage.bytes > 0) {
+        json.Key("mb_per_second").Double(static_cast<double>(stage.bytes) / 1e6 / stage.seconds);
+      }
+    }
+    json.EndObject();
+  }
+  json.EndArray();
+  json.Key("total_seconds").Double(report.total_seconds);
+  if (report.total_seconds > 0) {
+    json.Key("documents_per_second")
+        .Double(static_cast<double>(report.documents.size()) / report.total_seconds);
+  }
+  if (options) {
+    json.Key("options").BeginObject();
+    json.Key("bits").Int(options->fingerprint.bits);
+    json.Key("k").Int(options->max_distance);
+    json.Key("top_k").Uint(options->fingerprint.features.top_k);
+    json.Key("shingle_size").Int(options->fingerprint.features.shingle_size);
+    json.Key("keep").String(KeepName(options->keep));
+    if (options->keep == KeepPolicy::kField) json.Key("keep_field").String(options->keep_field);
+    json.Key("verify").Double(options->verify_threshold);
+    json.EndObject();
+  }
+  json.EndObject();
+  out.push_back('\n');
+  return out;
+}
+
+Status WriteDedupOutputs(const DedupReport& report, const DedupOutputOptions& output) {
+  if (!output.directory.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(output.directory, error);
+    if (error) {
+      return Status::IoError(output.directory + ": cannot create directory: " + error.message());
+    }
+  }
+  NEARDUP_RETURN_IF_ERROR(Emit(output.directory, "clusters.jsonl", ClustersJsonl(report)));
+  std::string keep, remove;
+  for (size_t i = 0; i < report.documents.size(); ++i) {
+    std::string& list = report.removed[i] ? remove : keep;
+    list += report.documents[i].id;
+    list.push_back('\n');
+  }
+  NEARDUP_RETURN_IF_ERROR(Emit(output.directory, "keep.txt", keep));
+  NEARDUP_RETURN_IF_ERROR(Emit(output.directory, "remove.txt", remove));
+  NEARDUP_RETURN_IF_ERROR(
+      Emit(output.directory, "summary.json", DedupSummaryJson(report, output.options)));
+
+  if (output.write_kept_path.empty()) return Status::Ok();
+  if (!output.inputs || !output.options) {
+    return Status::InvalidArgument("write_kept_path needs the inputs and options");
+  }
+  DocumentReaderOptions reader_options = output.options->reader;
+  reader_options.keep_raw_line = true;
+  reader_options.strict = false;
+  reader_options.on_warning = nullptr;
+  for (const std::string& input : *output.inputs) {
+    if (input == "-") return Status::Unsupported("--write-kept cannot re-read standard input");
+  }
+  auto reader = DocumentReader::Open(*output.inputs, reader_options);
+  if (!reader.ok()) return reader.status();
+  const std::string& path = output.write_kept_path;
+  FILE* file = path == "-" ? stdout : std::fopen(path.c_str(), "wb");
+  if (!file) return Status::IoError(path + ": cannot create: " + std::strerror(errno));
+  Document doc;
+  size_t next_doc = 0;
+  std::string line;
+  bool ok = true;
+  Status status;
+  while (next_doc < report.documents.size()) {
+    auto got = (*reader)->Next(&doc);
+    if (!got.ok()) {
+      status = got.status();
+      break;
+    }
+    if (!*got) break;
+    const DedupDocument& record = report.documents[next_doc];
+    if (doc.file_index != record.file_index || doc.line != record.line) continue;
+    bool removed = report.removed[next_doc];
+    ++next_doc;
+    if (removed) continue;
+    line.clear();
+    if (doc.from_jsonl) {
+      line = doc.raw_line;
+    } else {
+      JsonWriter json(&line);
+      json.BeginObject().Key("id").String(doc.id).Key("text").String(doc.text).EndObject();
+    }
+    line.push_back('\n');
+    ok = ok && std::fwrite(line.data(), 1, line.size(), file) == line.size();
+  }
+  if (file != stdout) {
+    ok = (std::fclose(file) == 0) && ok;
+  } else {
+    std::fflush(stdout);
+  }
+  if (!status.ok()) return status;
+  if (!ok) return Status::IoError(path + ": write failed: " + std::strerror(errno));
+  return Status::Ok();
+}
+
+}  // namespace neardup

@@ -1,0 +1,49 @@
+// Shingle sets and their Jaccard similarity: the exact (slow) similarity dedup uses to verify a
+// candidate pair found by fingerprint distance, and the reference the evaluation compares against.
+//
+// Internal header. The text is normalised first (markup stripped, NFKC, case folded, whitespace
+// folded, optionally Traditional -> Simplified Chinese), then cut into units: each Han / kana /
+// Thai / Lao / Khmer / Myanmar character is one unit, every other run of letters, digits and marks
+// is one word unit. A document mostly made of character units uses 5-unit shingles, otherwise
+// 3-unit shingles (word 3-grams), following the devpairs reference similarity.
+//
+// Thread safety: a ShingleSimilarity is immutable after Create(); Shingles() may run on any number
+// of threads at once.
+#ifndef NEARDUP_DEDUP_SHINGLES_H_
+#define NEARDUP_DEDUP_SHINGLES_H_
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "neardup/status.h"
+#include "neardup/text.h"
+
+namespace neardup {
+
+class ShingleSimilarity {
+ public:
+  // traditional_to_simplified: fold Chinese script variants before shingling.
+  static Result<std::unique_ptr<ShingleSimilarity>> Create(bool traditional_to_simplified);
+
+  // Sorted, distinct 64-bit shingle hashes of `text` (valid UTF-8). A text with fewer units than
+  // the shingle size yields one shingle of all its units; a text without units yields none.
+  Status Shingles(std::string_view text, std::vector<uint64_t>* shingles) const;
+
+  // |a ∩ b| / |a ∪ b| of two sorted distinct sets; 1 when both are empty.
+  static double Jaccard(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b);
+  // Jaccard of sorted distinct 32-bit sets (dedup's compact form of the shingle sets).
+  static double Jaccard32(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b);
+  // |a ∩ b| / min(|a|, |b|); 1 when either is empty and both are.
+  static double Containment(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b);
+
+ private:
+  explicit ShingleSimilarity(std::unique_ptr<TextNormalizer> normalizer)
+      : normalizer_(std::move(normalizer)) {}
+  std::unique_ptr<TextNormalizer> normalizer_;
+};
+
+}  // namespace neardup
+
+#endif  // NEARDUP_DEDUP_SHINGLES_H_

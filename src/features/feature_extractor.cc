@@ -1,0 +1,339 @@
+// FeatureExtractor: tokenizers (jieba, ICU word boundaries, character n-grams), word shingles and
+// TF-IDF / TF / uniform weighting; see neardup/features.h.
+#include <unicode/brkiter.h>
+#include <unicode/uchar.h>
+#include <unicode/utext.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "common/utf8.h"
+#include "features/idf_table.h"
+#include "neardup/features.h"
+#include "neardup/jieba.h"
+
+namespace neardup {
+namespace {
+
+// jieba.analyse's default STOP_WORDS.
+const std::unordered_set<std::string_view>& JiebaStopWords() {
+  static const std::unordered_set<std::string_view> words = {
+      "the",  "of",   "is", "and",  "to",   "in",  "that", "we",   "for",   "an",  "are",
+      "by",   "be",   "as", "on",   "with", "can", "if",   "from", "which", "you", "it",
+      "this", "then", "at", "have", "all",  "not", "one",  "has",  "or"};
+  return words;
+}
+
+constexpr uint32_t kContentMask = U_GC_L_MASK | U_GC_M_MASK | U_GC_N_MASK;
+
+bool IsContent(char32_t cp) {
+  return (U_GET_GC_MASK(static_cast<UChar32>(cp)) & kContentMask) != 0;
+}
+
+// True if the token holds a letter, mark or number (not only spaces and punctuation).
+bool HasContent(std::string_view token) {
+  size_t i = 0;
+  while (i < token.size()) {
+    auto byte = static_cast<unsigned char>(token[i]);
+    if (byte < 0x80) {
+      if ((byte >= '0' && byte <= '9') || ((byte | 0x20) >= 'a' && (byte | 0x20) <= 'z')) {
+        return true;
+      }
+      ++i;
+      continue;
+    }
+    size_t len = utf8::ValidSequenceLength(token, i);
+    if (len == 0) {
+      ++i;
+      continue;
+    }
+    if (IsContent(utf8::Decode(token, i, len))) return true;
+    i += len;
+  }
+  return false;
+}
+
+size_t CodePointCount(std::string_view token) {
+  size_t count = 0;
+  for (char c : token) count += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return count;
+}
+
+struct ScriptMix {
+  bool han = false;
+  bool kana = false;
+};
+
+ScriptMix DetectScripts(std::string_view text) {
+  ScriptMix mix;
+  size_t i = 0;
+  while (i < text.size()) {
+    auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = utf8::ValidSequenceLength(text, i);
+    if (len == 0) {
+      ++i;
+      continue;
+    }
+    char32_t cp = utf8::Decode(text, i, len);
+    if ((cp >= 0x3400 && cp <= 0x9FFF) || (cp >= 0xF900 && cp <= 0xFAFF) ||
+        (cp >= 0x20000 && cp <= 0x3FFFF)) {
+      mix.han = true;
+    } else if ((cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x31F0 && cp <= 0x31FF) ||
+               (cp >= 0xFF66 && cp <= 0xFF9F)) {
+      mix.kana = true;
+      return mix;  // kana decides: Japanese
+    }
+    i += len;
+  }
+  return mix;
+}
+
+// ICU word segmentation over UTF-8 without conversion; one BreakIterator per thread.
+Status IcuWords(std::string_view text, std::vector<std::string_view>* tokens) {
+  thread_local std::unique_ptr<icu::BreakIterator> iterator;
+  UErrorCode error = U_ZERO_ERROR;
+  if (iterator == nullptr) {
+    iterator.reset(icu::BreakIterator::createWordInstance(icu::Locale::getRoot(), error));
+    if (U_FAILURE(error) || iterator == nullptr) {
+      iterator.reset();
+      return Status::Internal(std::string("ICU word break iterator unavailable: ") +
+                              u_errorName(error));
+    }
+  }
+  UText utext = UTEXT_INITIALIZER;
+  utext_openUTF8(&utext, text.data(), static_cast<int64_t>(text.size()), &error);
+  iterator->setText(&utext, error);
+  if (U_FAILURE(error)) {
+    utext_close(&utext);
+    return Status::Internal(std::string("ICU word segmentation failed: ") + u_errorName(error));
+  }
+  int32_t begin = iterator->first();
+  for (int32_t end = iterator->next(); end != icu::BreakIterator::DONE;
+       begin = end, end = iterator->next()) {
+    if (iterator->getRuleStatus() >= UBRK_WORD_NONE_LIMIT) {
+      tokens->push_back(text.substr(static_cast<size_t>(begin), static_cast<size_t>(end - begin)));
+    }
+  }
+  utext_close(&utext);
+  return Status::Ok();
+}
+
+// Overlapping n-grams of the content characters; `storage` receives the compacted characters.
+void CharNgrams(std::string_view text, int n, std::string* storage,
+                std::vector<std::string_view>* tokens) {
+  std::vector<size_t> starts;  // byte offset of each character in *storage
+  storage->clear();
+  storage->reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t len = utf8::ValidSequenceLength(text, i);
+    if (len == 0) {
+      ++i;
+      continue;
+    }
+    if (IsContent(utf8::Decode(text, i, len))) {
+      starts.push_back(storage->size());
+      storage->append(text.substr(i, len));
+    }
+    i += len;
+  }
+  if (starts.empty()) return;
+  starts.push_back(storage->size());
+  size_t chars = starts.size() - 1;
+  size_t width = std::min(chars, static_cast<size_t>(n));
+  for (size_t c = 0; c + width <= chars; ++c) {
+    tokens->push_back(std::string_view(*storage).substr(starts[c], starts[c + width] - starts[c]));
+  }
+}
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+}  // namespace
+
+struct FeatureExtractor::Impl {
+  // The jieba segmenter is loaded on the first text that needs it (loading the dictionary takes
+  // a noticeable fraction of a second), once, whatever the number of threads.
+  std::string jieba_dir;
+  mutable std::once_flag jieba_once;
+  mutable std::shared_ptr<const JiebaSegmenter> jieba;
+  mutable Status jieba_status;
+  std::shared_ptr<const IdfTable> idf;
+
+  Status LoadJieba() const {
+    std::call_once(jieba_once, [this] {
+      Result<std::shared_ptr<const JiebaSegmenter>> loaded = Status::Internal("unset");
+      if (jieba_dir.empty()) {
+        loaded = JiebaSegmenter::Default();
+      } else {
+        JiebaOptions jieba_options;
+        jieba_options.dict_path = jieba_dir + "/dict.txt";
+        jieba_options.hmm_dir = jieba_dir + "/finalseg";
+        loaded = JiebaSegmenter::Load(jieba_options);
+      }
+      if (loaded.ok()) {
+        jieba = *loaded;
+      } else {
+        jieba_status = loaded.status().WithContext("loading the jieba dictionary");
+      }
+    });
+    return jieba_status;
+  }
+
+  // Words (or n-grams) of `text` after filtering; views into text or *storage.
+  Status Tokens(const FeatureOptions& options, std::string_view text, std::string* storage,
+                std::vector<std::string_view>* tokens) const {
+    tokens->clear();
+    Tokenizer tokenizer = options.tokenizer;
+    if (tokenizer == Tokenizer::kAuto) {
+      ScriptMix mix = DetectScripts(text);
+      tokenizer = (mix.han && !mix.kana) ? Tokenizer::kJieba : Tokenizer::kIcuWord;
+    }
+    if (tokenizer == Tokenizer::kCharNgram) {
+      CharNgrams(text, options.char_ngram_size, storage, tokens);
+      return Status::Ok();
+    }
+    if (tokenizer == Tokenizer::kJieba) {
+      NEARDUP_RETURN_IF_ERROR(LoadJieba());
+      jieba->Cut(text, tokens, options.jieba_hmm);
+    } else {
+      NEARDUP_RETURN_IF_ERROR(IcuWords(text, tokens));
+    }
+    const auto& stop_words = JiebaStopWords();
+    auto drop = [&](std::string_view token) {
+      if (!HasContent(token)) return true;
+      if (options.drop_single_char_words && CodePointCount(token) < 2) return true;
+      if (options.drop_stop_words && stop_words.count(token) > 0) return true;
+      return false;
+    };
+    tokens->erase(std::remove_if(tokens->begin(), tokens->end(), drop), tokens->end());
+    return Status::Ok();
+  }
+};
+
+FeatureExtractor::FeatureExtractor(const FeatureOptions& options)
+    : options_(options), impl_(std::make_unique<Impl>()) {}
+
+FeatureExtractor::~FeatureExtractor() = default;
+
+Result<std::unique_ptr<FeatureExtractor>> FeatureExtractor::Create(const FeatureOptions& options) {
+  if (options.shingle_size < 1 || options.shingle_size > 16) {
+    return Status::InvalidArgument("shingle_size must be in [1, 16], got " +
+                                   std::to_string(options.shingle_size));
+  }
+  if (options.char_ngram_size < 1 || options.char_ngram_size > 32) {
+    return Status::InvalidArgument("char_ngram_size must be in [1, 32], got " +
+                                   std::to_string(options.char_ngram_size));
+  }
+  std::unique_ptr<FeatureExtractor> extractor(new FeatureExtractor(options));
+  extractor->impl_->jieba_dir = options.jieba_dir;
+  if (options.tokenizer == Tokenizer::kJieba) {
+    NEARDUP_RETURN_IF_ERROR(extractor->impl_->LoadJieba());  // surely needed: fail early
+  } else if (options.tokenizer == Tokenizer::kAuto && !options.jieba_dir.empty()) {
+    std::error_code error;
+    if (!std::filesystem::exists(options.jieba_dir + "/dict.txt", error)) {
+      return Status::NotFound("jieba dictionary " + options.jieba_dir + "/dict.txt not found");
+    }
+  }
+  if (options.weighting == Weighting::kTfIdf || !options.idf_path.empty()) {
+    Result<std::shared_ptr<const IdfTable>> idf =
+        !options.idf_path.empty()   ? IdfTable::Load(options.idf_path)
+        : options.jieba_dir.empty() ? IdfTable::Default()
+                                    : IdfTable::Load(options.jieba_dir + "/analyse/idf.txt");
+    if (!idf.ok()) return idf.status();
+    extractor->impl_->idf = *idf;
+  }
+  return extractor;
+}
+
+double FeatureExtractor::Idf(std::string_view word) const {
+  return impl_->idf == nullptr ? 1.0 : impl_->idf->Idf(word);
+}
+
+Status FeatureExtractor::Tokenize(std::string_view text, std::vector<std::string>* tokens) const {
+  std::string storage;
+  std::vector<std::string_view> views;
+  NEARDUP_RETURN_IF_ERROR(impl_->Tokens(options_, text, &storage, &views));
+  tokens->assign(views.begin(), views.end());
+  return Status::Ok();
+}
+
+Status FeatureExtractor::Extract(std::string_view text,
+                                 std::vector<WeightedFeature>* features) const {
+  features->clear();
+  std::string storage;
+  std::vector<std::string_view> tokens;
+  NEARDUP_RETURN_IF_ERROR(impl_->Tokens(options_, text, &storage, &tokens));
+  if (tokens.empty()) return Status::Ok();
+
+  const bool tf_idf = options_.weighting == Weighting::kTfIdf && impl_->idf != nullptr;
+  struct Tally {
+    double count = 0;
+    double idf = 1;
+  };
+  std::unordered_map<std::string_view, Tally, StringHash, std::equal_to<>> tallies;
+  tallies.reserve(tokens.size());
+  const bool words = options_.tokenizer != Tokenizer::kCharNgram;
+  const size_t n = words ? static_cast<size_t>(options_.shingle_size) : 1;
+  std::vector<std::string> shingles;  // owns joined shingles; reserved so views stay valid
+  if (n == 1) {
+    for (std::string_view token : tokens) {
+      auto [it, inserted] = tallies.try_emplace(token);
+      if (inserted && tf_idf) it->second.idf = impl_->idf->Idf(token);
+      it->second.count += 1;
+    }
+  } else {
+    size_t count = tokens.size() >= n ? tokens.size() - n + 1 : 1;
+    size_t width = std::min(n, tokens.size());
+    shingles.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      std::string shingle;
+      double idf_sum = 0;
+      for (size_t j = 0; j < width; ++j) {
+        if (j > 0) shingle.push_back(' ');
+        shingle.append(tokens[i + j]);
+        if (tf_idf) idf_sum += impl_->idf->Idf(tokens[i + j]);
+      }
+      shingles.push_back(std::move(shingle));
+      auto [it, inserted] = tallies.try_emplace(std::string_view(shingles.back()));
+      if (inserted && tf_idf) it->second.idf = idf_sum / static_cast<double>(width);
+      it->second.count += 1;
+    }
+  }
+  features->reserve(tallies.size());
+  for (const auto& [feature, tally] : tallies) {
+    double weight = 1;
+    if (options_.weighting != Weighting::kUniform) {
+      weight = options_.sublinear_tf ? 1 + std::log(tally.count) : tally.count;
+      if (tf_idf) weight *= tally.idf;
+    }
+    if (!(weight > 0)) continue;  // a zero or negative IDF carries no vote
+    features->push_back(WeightedFeature{std::string(feature), weight});
+  }
+  auto heavier = [](const WeightedFeature& a, const WeightedFeature& b) {
+    return a.weight != b.weight ? a.weight > b.weight : a.text < b.text;
+  };
+  if (options_.top_k > 0 && features->size() > options_.top_k) {
+    std::partial_sort(features->begin(), features->begin() + static_cast<ptrdiff_t>(options_.top_k),
+                      features->end(), heavier);
+    features->resize(options_.top_k);
+  } else {
+    std::sort(features->begin(), features->end(), heavier);
+  }
+  return Status::Ok();
+}
+
+}  // namespace neardup

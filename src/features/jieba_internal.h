@@ -1,0 +1,246 @@
+// Internals of the jieba-exact segmenter: the prefix dictionary trie (a mutable form used while
+// loading and a compact immutable form used to cut), the BMES HMM, the Python literal parser for
+// finalseg/prob_*.py, and the segmentation algorithms shared by both trie forms.
+//
+// Internal header. Everything here mirrors jieba 0.42.1 (jieba/__init__.py, finalseg/__init__.py):
+// comments name the Python function each piece reproduces.
+#ifndef NEARDUP_FEATURES_JIEBA_INTERNAL_H_
+#define NEARDUP_FEATURES_JIEBA_INTERNAL_H_
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "common/utf8.h"
+#include "neardup/jieba.h"
+#include "neardup/status.h"
+
+namespace neardup::jieba {
+
+// The Han range of jieba's regular expressions: [\u4E00-\u9FD5].
+inline constexpr char32_t kHanFirst = 0x4E00;
+inline constexpr char32_t kHanLast = 0x9FD5;
+inline constexpr size_t kHanCount = kHanLast - kHanFirst + 1;
+
+inline bool IsHan(char32_t cp) { return cp >= kHanFirst && cp <= kHanLast; }
+
+// ASCII characters of re_han_default: [a-zA-Z0-9+#&\._%\-].
+inline bool IsBlockAscii(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' ||
+         c == '#' || c == '&' || c == '.' || c == '_' || c == '%' || c == '-';
+}
+inline bool IsAsciiAlnum(char32_t c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+inline constexpr uint32_t kNoNode = 0xFFFFFFFFu;
+// A token's node was not looked up (Cut with nodes reports it for single characters, HMM words and
+// text outside blocks).
+inline constexpr uint32_t kUnknownNode = 0xFFFFFFFDu;
+
+// The dictionary while it is being loaded: jieba's FREQ dict as a trie whose nodes are exactly the
+// keys of FREQ (every word and, with frequency 0, every prefix of a word).
+class TrieBuilder {
+ public:
+  TrieBuilder();
+  uint32_t Root() const { return 0; }
+  uint32_t Child(uint32_t node, char32_t cp) const {
+    auto it = children_.find(Key(node, cp));
+    return it == children_.end() ? kNoNode : it->second;
+  }
+  int64_t Freq(uint32_t node) const { return freq_[node]; }
+  // The node of `word` (code points), or kNoNode.
+  uint32_t Find(const std::u32string& word) const;
+  // FREQ[word] = freq, and every missing prefix gets FREQ[prefix] = 0 (gen_pfdict / add_word).
+  void Set(const std::u32string& word, int64_t freq);
+
+  int64_t total = 0;  // jieba's `total`
+
+  size_t node_count() const { return freq_.size(); }
+  bool HasChildren(uint32_t) const { return true; }  // unknown here: always look
+  // Every edge (parent, code point, child).
+  struct Edge {
+    uint32_t parent;
+    char32_t cp;
+    uint32_t child;
+  };
+  std::vector<Edge> Edges() const;
+
+ private:
+  static uint64_t Key(uint32_t node, char32_t cp) { return (uint64_t{node} << 21) | cp; }
+  std::unordered_map<uint64_t, uint32_t> children_;
+  std::vector<int64_t> freq_;
+};
+
+// madvise(MADV_HUGEPAGE), ignoring failures (the memory works either way).
+void AdviseHugePages(void* data, size_t bytes);
+
+// A fixed-size array of trivially copyable T on 2 MB-aligned memory that asks the kernel for
+// transparent huge pages: big random-access tables then cost far fewer TLB misses.
+template <class T>
+class HugePageArray {
+ public:
+  HugePageArray() = default;
+  explicit HugePageArray(size_t size, const T& value = T()) { Assign(size, value); }
+  void Assign(size_t size, const T& value) {
+    constexpr size_t kHugePage = size_t{2} << 20;
+    const size_t bytes = (size * sizeof(T) + kHugePage - 1) / kHugePage * kHugePage;
+    data_.reset(static_cast<T*>(std::aligned_alloc(kHugePage, bytes > 0 ? bytes : kHugePage)));
+    if (data_ == nullptr) throw std::bad_alloc();
+    AdviseHugePages(data_.get(), bytes);
+    size_ = size;
+    for (size_t i = 0; i < size; ++i) data_[i] = value;
+  }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
+  size_t size() const { return size_; }
+
+ private:
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::unique_ptr<T[], Free> data_;
+  size_t size_ = 0;
+};
+// The immutable dictionary used to cut: one open-addressing hash table whose slots are the trie
+// nodes. The slot of a node holds the key (parent slot, code point) of the edge into it and the
+// node's calc() weight, so one probe both follows an edge and yields the weight. The root's
+// children are also in a direct table for the BMP.
+class Trie {
+ public:
+  Trie(const TrieBuilder& builder, double log_total);
+  uint32_t Root() const { return kRoot; }
+  uint32_t Child(uint32_t node, char32_t cp) const {
+    if (node == kRoot && cp < root_table_.size()) return root_table_[cp].slot;
+    const uint64_t key = Key(node, cp);
+    for (size_t slot = Hash(key);; slot = (slot + 1) & mask_) {
+      const uint64_t slot_key = slots_[slot].key;
+      if ((slot_key & ~kHasChildren) == key) return static_cast<uint32_t>(slot);
+      if (slot_key == kEmptyKey) return kNoNode;
+    }
+  }
+  // calc()'s log(FREQ[word]) - log(total) when FREQ[word] is not 0, else NaN.
+  double WordLogProb(uint32_t node) const { return slots_[node].log_prob; }
+  bool HasChildren(uint32_t node) const { return (slots_[node].key & kHasChildren) != 0; }
+  int64_t Freq(uint32_t node) const { return freq_[node]; }
+
+  // Starts loading the slot where Child(root's child of `first`, `second`) would be found.
+  void PrefetchSecondLevel(char32_t first, char32_t second) const {
+    if (first >= root_table_.size()) return;
+    const RootChild& child = root_table_[first];
+    if (!child.has_children) return;
+    __builtin_prefetch(&slots_[Hash(Key(child.slot, second))]);
+  }
+
+  // A child of the root with its data, read from one dense table (no probe of the hash table).
+  struct RootChild {
+    uint32_t slot = kNoNode;
+    bool has_children = false;
+    double log_prob = 0;
+  };
+  // Precondition: cp < 0x10000.
+  const RootChild& RootChildOf(char32_t cp) const { return root_table_[cp]; }
+  size_t node_count() const { return node_count_; }
+  size_t slot_count() const { return slots_.size(); }  // node ids are below this
+
+ private:
+  static constexpr uint32_t kRoot = 0xFFFFFFFEu;
+  static constexpr uint64_t kEmptyKey = ~uint64_t{0};
+  static constexpr uint64_t kHasChildren = uint64_t{1} << 63;  // flag in Slot::key
+  struct Slot {
+    uint64_t key = kEmptyKey;
+    double log_prob = 0;
+  };
+  static uint64_t Key(uint32_t node, char32_t cp) { return (uint64_t{node} << 21) | cp; }
+  size_t Hash(uint64_t key) const { return (key * 0x9E3779B97F4A7C15ull) >> shift_; }
+
+  HugePageArray<Slot> slots_;
+  std::vector<int64_t> freq_;  // per slot
+  size_t mask_ = 0;
+  int shift_ = 64;
+  size_t node_count_ = 0;
+  std::vector<RootChild> root_table_;  // code point < 0x10000 -> child of the root
+};
+
+// The BMES model of finalseg. States are indexed in the alphabetical order of their letters
+// (B=0, E=1, M=2, S=3) so that Python's tuple-max tie rule (the larger letter wins) is the larger
+// index.
+inline constexpr double kMinFloat = -3.14e100;  // finalseg.MIN_FLOAT
+enum HmmState { kB = 0, kE = 1, kM = 2, kS = 3 };
+
+struct HmmModel {
+  std::array<double, 4> start{};
+  std::array<std::array<double, 4>, 4> trans{};  // trans[from][to]; kMinFloat where absent
+  // emit[cp - kHanFirst][state]; kMinFloat where the character is absent for that state. Only the
+  // Han range is kept: finalseg runs the Viterbi on [\u4E00-\u9FD5]+ runs only.
+  std::vector<std::array<double, 4>> emit;
+};
+
+// Parses finalseg/prob_start.py, prob_trans.py and prob_emit.py of `dir`.
+Result<HmmModel> LoadHmmModel(const std::string& dir);
+
+// A parsed Python literal (the subset used by jieba's data files: dicts, str, int/float).
+struct PyValue {
+  enum Kind { kNumber, kString, kDict } kind = kNumber;
+  double number = 0;
+  std::string text;                                   // UTF-8, for kString
+  std::vector<std::pair<std::string, PyValue>> dict;  // for kDict (string keys, in order)
+};
+// Parses the literal assigned to `name` ("P=...") in the Python source `source`; `where` names
+// the file in error messages.
+Result<PyValue> ParsePythonAssignment(std::string_view source, std::string_view name,
+                                      std::string_view where);
+
+// Per-thread scratch buffers reused across calls.
+struct CutScratch {
+  std::vector<char32_t> cps;         // code points of the current block
+  std::vector<uint32_t> offsets;     // byte offset of each code point, plus the end
+  std::vector<double> route_prob;    // route[i][0]
+  std::vector<uint32_t> route_end;   // route[i][1]
+  std::vector<uint32_t> route_node;  // trie node of the word route[i] chooses, or kNoNode
+  std::vector<uint64_t> dag_mask;    // bit d-1: cps[i:i+d] is a word (FREQ truthy), d <= 64
+  std::vector<std::array<double, 4>> viterbi_prob;
+  std::vector<std::array<uint8_t, 4>> viterbi_from;
+  std::vector<uint8_t> states;
+};
+CutScratch& ThreadScratch();
+
+// Reads a whole file into *contents.
+Status ReadWholeFile(const std::string& path, std::string* contents);
+
+}  // namespace neardup::jieba
+
+namespace neardup {
+
+class JiebaSegmenter::Impl {
+ public:
+  jieba::Trie trie;
+  int64_t total = 0;
+  double log_total = 0;
+  jieba::HmmModel hmm;
+  std::unordered_set<std::string> force_split_words;  // finalseg.Force_Split_Words
+
+  Impl(const jieba::TrieBuilder& builder, double log_total_in)
+      : trie(builder, log_total_in), total(builder.total), log_total(log_total_in) {}
+
+  void Cut(std::string_view text, std::vector<std::string_view>* tokens, bool hmm) const;
+  // Cut with HMM that also reports each token's trie node: the node id, kNoNode, or
+  // kUnknownNode (not looked up; FindNode gives it).
+  void CutWithNodes(std::string_view text, std::vector<std::string_view>* tokens,
+                    std::vector<uint32_t>* token_nodes) const;
+  // The trie node of `word`, or kNoNode.
+  uint32_t FindNode(std::string_view word) const;
+};
+
+}  // namespace neardup
+
+#endif  // NEARDUP_FEATURES_JIEBA_INTERNAL_H_

@@ -1,0 +1,551 @@
+// KeywordExtractor: jieba.analyse.extract_tags (TF-IDF, jieba/analyse/tfidf.py) on top of
+// JiebaSegmenter, with the IDF table in an open-addressing hash map.
+#include <xxhash.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
+#include "features/jieba_internal.h"
+
+namespace neardup {
+namespace {
+
+inline uint64_t Mix64(uint64_t x) {
+  x ^= x >> 32;
+  x *= 0xD6E8FEB86659FD93ull;
+  x ^= x >> 32;
+  return x;
+}
+
+// A fast hash for the short words of keyword extraction (XXH3 for longer ones).
+inline uint64_t HashBytes(std::string_view bytes) {
+  const size_t n = bytes.size();
+  const char* p = bytes.data();
+  if (n > 16) return XXH3_64bits(p, n);
+  uint64_t head = 0;
+  uint64_t tail = 0;
+  if (n >= 8) {
+    std::memcpy(&head, p, 8);
+    std::memcpy(&tail, p + n - 8, 8);
+  } else if (n >= 4) {
+    uint32_t a;
+    uint32_t b;
+    std::memcpy(&a, p, 4);
+    std::memcpy(&b, p + n - 4, 4);
+    head = a;
+    tail = b;
+  } else if (n > 0) {
+    head = static_cast<unsigned char>(p[0]) |
+           (static_cast<uint64_t>(static_cast<unsigned char>(p[n / 2])) << 8) |
+           (static_cast<uint64_t>(static_cast<unsigned char>(p[n - 1])) << 16);
+  }
+  return Mix64((head * 0x9E3779B97F4A7C15ull) ^ Mix64(tail + n));
+}
+
+size_t TableSizeFor(size_t count) {
+  size_t size = 16;
+  while (size < count * 2) size *= 2;
+  return size;
+}
+
+// Python str.isspace() for one code point.
+bool IsPythonSpace(char32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 ||
+         cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
+         cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+// Python str.splitlines() line boundaries.
+bool IsLineBoundary(char32_t cp) {
+  return cp == '\n' || cp == '\r' || cp == 0x0B || cp == 0x0C || cp == 0x1C || cp == 0x1D ||
+         cp == 0x1E || cp == 0x85 || cp == 0x2028 || cp == 0x2029;
+}
+
+// Python str.strip() on valid UTF-8.
+std::string_view StripPythonSpace(std::string_view s) {
+  while (!s.empty()) {
+    const size_t len = utf8::ValidSequenceLength(s, 0);
+    if (len == 0 || !IsPythonSpace(utf8::Decode(s, 0, len))) break;
+    s.remove_prefix(len);
+  }
+  while (!s.empty()) {
+    size_t start = s.size() - 1;
+    while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+    const size_t len = utf8::ValidSequenceLength(s, start);
+    if (len == 0 || !IsPythonSpace(utf8::Decode(s, start, len))) break;
+    s.remove_suffix(s.size() - start);
+  }
+  return s;
+}
+
+// Python float() of a decimal string (no hexadecimal forms).
+bool ParsePythonFloat(std::string_view s, double* value) {
+  std::string text;
+  for (char c : s) {
+    if (c != '_') text.push_back(c);
+  }
+  if (text.empty() || text.find_first_of("xX") != std::string::npos) return false;
+  char* end = nullptr;
+  *value = std::strtod(text.c_str(), &end);
+  return end == text.c_str() + text.size();
+}
+
+struct TermScratch {
+  std::vector<std::string_view> tokens;
+  std::vector<uint32_t> nodes;  // trie node of each token
+  // Open-addressing table from term to its index in the terms vector; a slot is live when its
+  // stamp equals the current call's stamp. Each call uses a prefix sized to its token count.
+  // A term that is a dictionary trie node is keyed by its node id, any other by its bytes.
+  struct Slot {
+    uint32_t stamp = 0;
+    uint32_t term = 0;  // index in terms; kNodeKey flags a node-id key
+    uint64_t key = 0;   // node id, or hash of the bytes
+  };
+  static constexpr uint32_t kNodeKey = 0x80000000u;
+  std::vector<Slot> term_keys;  // the slot contents of every term, to re-insert on growth
+  std::vector<double> idfs;     // per term, for ExtractTags
+  std::vector<Slot> slots;
+  uint32_t stamp = 0;
+};
+
+TermScratch& ThreadTermScratch() {
+  thread_local TermScratch scratch;
+  return scratch;
+}
+
+// jieba's KeywordExtractor.STOP_WORDS.
+constexpr std::string_view kStopWords[] = {
+    "the",  "of",   "is", "and",  "to",   "in",  "that", "we",   "for",   "an",  "are",
+    "by",   "be",   "as", "on",   "with", "can", "if",   "from", "which", "you", "it",
+    "this", "then", "at", "have", "all",  "not", "one",  "has",  "or"};
+
+// wc.lower() in STOP_WORDS. Terms are runs of [\u4E00-\u9FD5a-zA-Z0-9+#&._%-], whose Unicode
+// lower case is the ASCII lower case.
+bool IsStopWord(std::string_view term) {
+  if (term.size() > 5) return false;
+  char lower[5];
+  for (size_t i = 0; i < term.size(); ++i) {
+    const char c = term[i];
+    if (static_cast<unsigned char>(c) >= 0x80) return false;
+    lower[i] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  }
+  const std::string_view lowered(lower, term.size());
+  for (std::string_view stop : kStopWords) {
+    if (stop == lowered) return true;
+  }
+  return false;
+}
+
+// len(wc.strip()) >= 2 for a token of Cut: block words hold no whitespace; other tokens are one
+// character or "\r\n".
+bool LongEnough(std::string_view token) {
+  if (token.size() < 2) return false;
+  const auto lead = static_cast<unsigned char>(token[0]);
+  // Cut's tokens are single bytes where the text is not UTF-8, so the lead byte gives the length.
+  const size_t first = lead < 0xC0 ? 1 : (lead < 0xE0 ? 2 : (lead < 0xF0 ? 3 : 4));
+  if (first == token.size()) return false;  // one character
+  // A word of a block (ASCII block characters and Han) holds no whitespace.
+  if ((lead < 0x80 && jieba::IsBlockAscii(lead)) || (lead >= 0xE4 && lead <= 0xE9)) return true;
+  size_t code_points = 0;
+  for (char c : StripPythonSpace(token)) {
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80 && ++code_points >= 2) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+class KeywordExtractor::Impl {
+ public:
+  static constexpr uint32_t kUnused = 0xFFFFFFFFu;
+  struct Entry {
+    uint64_t hash = 0;
+    uint32_t key_offset = 0;
+    uint32_t key_length = kUnused;
+    double idf = 0;
+    bool used() const { return key_length != kUnused; }
+  };
+  std::string keys;  // all words, concatenated
+  jieba::HugePageArray<Entry> table;
+  // IDF per trie node of the segmenter's dictionary: an index into idf_values (0 = not in the IDF
+  // table) when idf_values is not empty, else the value in node_idf (NaN = not in the table).
+  std::vector<double> idf_values;
+  jieba::HugePageArray<uint16_t> node_idf_index;
+  jieba::HugePageArray<double> node_idf;
+  // Bit filter over the hashes of the words left in `table` (high bits of the hash).
+  std::vector<uint64_t> filter;
+  int filter_shift = 64;
+  size_t count = 0;  // words of the IDF file (count survives KeepOnlyNonNodeWords)
+  double median = 0;
+
+  const Entry* Find(std::string_view word, uint64_t hash) const {
+    const size_t mask = table.size() - 1;
+    for (size_t slot = hash & mask;; slot = (slot + 1) & mask) {
+      const Entry& e = table[slot];
+      if (!e.used()) return nullptr;
+      if (e.hash == hash && e.key_length == word.size() &&
+          std::memcmp(keys.data() + e.key_offset, word.data(), word.size()) == 0) {
+        return &e;
+      }
+    }
+  }
+
+  // idf_freq[word] = idf (a repeated word takes the last value).
+  void Insert(std::string_view word, double idf) {
+    const uint64_t hash = HashBytes(word);
+    const size_t mask = table.size() - 1;
+    for (size_t slot = hash & mask;; slot = (slot + 1) & mask) {
+      Entry& e = table[slot];
+      if (!e.used()) {
+        e.hash = hash;
+        e.key_offset = static_cast<uint32_t>(keys.size());
+        e.key_length = static_cast<uint32_t>(word.size());
+        e.idf = idf;
+        keys.append(word);
+        ++count;
+        return;
+      }
+      if (e.hash == hash && e.key_length == word.size() &&
+          std::memcmp(keys.data() + e.key_offset, word.data(), word.size()) == 0) {
+        e.idf = idf;
+        return;
+      }
+    }
+  }
+
+  // The IDF of a word that is not a node of the segmenter's trie.
+  double IdfOfNonNode(std::string_view word) const {
+    const uint64_t hash = HashBytes(word);
+    if (!MayHoldNonNode(hash)) return median;
+    const Entry* e = Find(word, hash);
+    return e != nullptr ? e->idf : median;
+  }
+  bool HasNonNode(std::string_view word) const {
+    const uint64_t hash = HashBytes(word);
+    return MayHoldNonNode(hash) && Find(word, hash) != nullptr;
+  }
+
+  // The IDF of trie node `node` (whose word is known to be that node's).
+  double IdfOfNode(uint32_t node) const {
+    if (!idf_values.empty() || node_idf.size() == 0) {
+      const uint16_t index = node_idf_index[node];
+      return index == 0 ? median : idf_values[index - 1];
+    }
+    const double idf = node_idf[node];
+    return std::isnan(idf) ? median : idf;
+  }
+  bool HasNode(uint32_t node) const {
+    if (!idf_values.empty() || node_idf.size() == 0) return node_idf_index[node] != 0;
+    return !std::isnan(node_idf[node]);
+  }
+
+  // Moves the IDF of every word that is a trie node out of `table` into a per-node array: an
+  // index into idf_values (few distinct values: 2 bytes a node, cache-friendly) or, if there are
+  // more than 65,535 distinct values, the double itself. `table` keeps the other words, with a
+  // bit filter in front of it (most words looked up there are not in the table).
+  void KeepOnlyNonNodeWords(const JiebaSegmenter::Impl& segmenter) {
+    std::vector<std::pair<std::string, double>> rest;
+    std::vector<std::pair<uint32_t, double>> nodes;
+    std::unordered_map<double, uint16_t> value_index;
+    bool few_values = true;
+    for (size_t slot = 0; slot < table.size(); ++slot) {
+      const Entry& entry = table[slot];
+      if (!entry.used()) continue;
+      const std::string_view word =
+          std::string_view(keys).substr(entry.key_offset, entry.key_length);
+      const uint32_t node = segmenter.FindNode(word);
+      if (node != jieba::kNoNode) {
+        nodes.emplace_back(node, entry.idf);
+        if (few_values && !value_index.count(entry.idf)) {
+          if (idf_values.size() >= 65535 || std::isnan(entry.idf)) {
+            few_values = false;
+          } else {
+            idf_values.push_back(entry.idf);
+            value_index[entry.idf] = static_cast<uint16_t>(idf_values.size());
+          }
+        }
+      } else {
+        rest.emplace_back(word, entry.idf);
+      }
+    }
+    const size_t slot_count = segmenter.trie.slot_count();
+    if (few_values) {
+      node_idf_index.Assign(slot_count, 0);
+      for (const auto& [node, idf] : nodes) node_idf_index[node] = value_index[idf];
+    } else {
+      idf_values.clear();
+      node_idf.Assign(slot_count, NAN);
+      for (const auto& [node, idf] : nodes) node_idf[node] = idf;
+    }
+    size_t table_size = 16;
+    while (table_size < rest.size() * 2) table_size *= 2;
+    table.Assign(table_size, Entry{});
+    keys.clear();
+    keys.shrink_to_fit();
+    const size_t file_count = count;
+    size_t filter_bits = 4096;
+    while (filter_bits < rest.size() * 32 && filter_bits < (size_t{1} << 24)) filter_bits *= 2;
+    filter.assign(filter_bits / 64, 0);
+    filter_shift = 64 - std::countr_zero(filter_bits);
+    for (const auto& [word, idf] : rest) {
+      Insert(word, idf);
+      const uint64_t bit = HashBytes(word) >> filter_shift;
+      filter[bit / 64] |= uint64_t{1} << (bit % 64);
+    }
+    count = file_count;
+  }
+
+  bool MayHoldNonNode(uint64_t hash) const {
+    if (filter.empty()) return true;
+    const uint64_t bit = hash >> filter_shift;
+    return (filter[bit / 64] >> (bit % 64)) & 1;
+  }
+
+  // IDFLoader.set_new_path.
+  Status Load(const std::string& path) {
+    std::string contents;
+    NEARDUP_RETURN_IF_ERROR(jieba::ReadWholeFile(path, &contents));
+    const size_t bad_at = utf8::FindInvalid(contents);
+    if (bad_at != std::string::npos) {
+      return Status::InvalidUtf8(path + ": invalid UTF-8 at byte " + std::to_string(bad_at));
+    }
+    // Count lines first to size the table.
+    size_t estimated_lines =
+        1 + static_cast<size_t>(std::count(contents.begin(), contents.end(), '\n'));
+    size_t table_size = 16;
+    while (table_size < estimated_lines + estimated_lines / 2) table_size *= 2;
+    table.Assign(table_size, Entry{});
+    keys.reserve(contents.size());
+    const std::string_view text(contents);
+    size_t line_number = 0;
+    size_t pos = 0;
+    while (pos < text.size()) {
+      // str.splitlines(): find the next boundary.
+      size_t end = pos;
+      size_t boundary_length = 0;
+      while (end < text.size()) {
+        const size_t len = utf8::ValidSequenceLength(text, end);
+        const char32_t cp = utf8::Decode(text, end, len);
+        if (IsLineBoundary(cp)) {
+          boundary_length =
+              (cp == '\r' && end + 1 < text.size() && text[end + 1] == '\n') ? 2 : len;
+          break;
+        }
+        end += len;
+      }
+      ++line_number;
+      const std::string_view line = StripPythonSpace(text.substr(pos, end - pos));
+      pos = end + boundary_length;
+      if (boundary_length == 0) pos = text.size();
+      const size_t space = line.find(' ');
+      double idf = 0;
+      if (space == std::string_view::npos || line.find(' ', space + 1) != std::string_view::npos ||
+          !ParsePythonFloat(StripPythonSpace(line.substr(space + 1)), &idf)) {
+        return Status::Corruption(path + ":" + std::to_string(line_number) +
+                                  ": expected 'word idf', got '" +
+                                  std::string(line.substr(0, 200)) + "'");
+      }
+      Insert(line.substr(0, space), idf);
+    }
+    if (count == 0) return Status::Corruption(path + ": the IDF table is empty");
+    std::vector<double> values;
+    values.reserve(count);
+    for (size_t slot = 0; slot < table.size(); ++slot) {
+      if (table[slot].used()) values.push_back(table[slot].idf);
+    }
+    auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+    std::nth_element(values.begin(), middle, values.end());
+    median = *middle;
+    return Status::Ok();
+  }
+};
+
+KeywordExtractor::KeywordExtractor(std::shared_ptr<const JiebaSegmenter> segmenter,
+                                   std::unique_ptr<Impl> impl)
+    : segmenter_(std::move(segmenter)), impl_(std::move(impl)) {}
+KeywordExtractor::~KeywordExtractor() = default;
+
+Result<std::shared_ptr<const KeywordExtractor>> KeywordExtractor::Load(
+    std::shared_ptr<const JiebaSegmenter> segmenter, const JiebaOptions& options) {
+  if (segmenter == nullptr) return Status::InvalidArgument("KeywordExtractor needs a segmenter");
+  const std::string path =
+      options.idf_path.empty() ? DefaultJiebaDirectory() + "/analyse/idf.txt" : options.idf_path;
+  auto impl = std::make_unique<Impl>();
+  try {
+    NEARDUP_RETURN_IF_ERROR(impl->Load(path));
+    const JiebaSegmenter::Impl& segmenter_impl = *segmenter->impl_;
+    impl->KeepOnlyNonNodeWords(segmenter_impl);
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("out of memory while loading " + path);
+  }
+  return std::shared_ptr<const KeywordExtractor>(
+      new KeywordExtractor(std::move(segmenter), std::move(impl)));
+}
+
+Result<std::shared_ptr<const KeywordExtractor>> KeywordExtractor::Default() {
+  static const Result<std::shared_ptr<const KeywordExtractor>> extractor =
+      []() -> Result<std::shared_ptr<const KeywordExtractor>> {
+    Result<std::shared_ptr<const JiebaSegmenter>> segmenter = JiebaSegmenter::Default();
+    if (!segmenter.ok()) return segmenter.status();
+    return Load(*segmenter);
+  }();
+  return extractor;
+}
+
+void KeywordExtractor::CountTerms(std::string_view text, std::vector<TermCount>* terms) const {
+  CountTermsAndIdfs(text, terms, nullptr);
+}
+
+void KeywordExtractor::CountTermsAndIdfs(std::string_view text, std::vector<TermCount>* terms,
+                                         std::vector<double>* idfs) const {
+  terms->clear();
+  if (idfs != nullptr) idfs->clear();
+  const JiebaSegmenter::Impl& segmenter = *segmenter_->impl_;
+  TermScratch& scratch = ThreadTermScratch();
+  scratch.tokens.clear();
+  scratch.nodes.clear();
+  segmenter.CutWithNodes(text, &scratch.tokens, &scratch.nodes);
+  // The table starts small (it must stay in cache) and doubles when half full.
+  size_t table_size = TableSizeFor(std::min<size_t>(scratch.tokens.size(), 256));
+  auto start_table = [&](size_t size) {
+    if (scratch.slots.size() < size) scratch.slots.resize(size);
+    if (++scratch.stamp == 0) {  // wrapped: forget every old stamp
+      for (auto& slot : scratch.slots) slot.stamp = 0;
+      scratch.stamp = 1;
+    }
+  };
+  start_table(table_size);
+  size_t mask = table_size - 1;
+  auto home_slot = [](uint64_t key, bool by_node) {
+    return by_node ? Mix64(key + 0x9E3779B97F4A7C15ull) : key;
+  };
+  scratch.term_keys.clear();
+  for (size_t t = 0; t < scratch.tokens.size(); ++t) {
+    const std::string_view token = scratch.tokens[t];
+    if (!LongEnough(token) || IsStopWord(token)) continue;
+    uint32_t node = scratch.nodes[t];
+    if (node == jieba::kUnknownNode) node = segmenter.FindNode(token);
+    const bool by_node = node != jieba::kNoNode;
+    const uint64_t key = by_node ? node : HashBytes(token);
+    for (size_t slot = home_slot(key, by_node) & mask;; slot = (slot + 1) & mask) {
+      TermScratch::Slot& entry = scratch.slots[slot];
+      if (entry.stamp != scratch.stamp) {
+        entry.stamp = scratch.stamp;
+        entry.key = key;
+        entry.term = static_cast<uint32_t>(terms->size()) | (by_node ? TermScratch::kNodeKey : 0);
+        terms->push_back({token, 1});
+        scratch.term_keys.push_back(entry);
+        if (idfs != nullptr) {
+          idfs->push_back(by_node ? impl_->IdfOfNode(node) : impl_->IdfOfNonNode(token));
+        }
+        if (terms->size() * 2 > table_size) {  // grow and re-insert every term
+          table_size *= 2;
+          start_table(table_size);
+          mask = table_size - 1;
+          for (const TermScratch::Slot& term_key : scratch.term_keys) {
+            const bool node_key = (term_key.term & TermScratch::kNodeKey) != 0;
+            size_t s = home_slot(term_key.key, node_key) & mask;
+            while (scratch.slots[s].stamp == scratch.stamp) s = (s + 1) & mask;
+            scratch.slots[s] = term_key;
+            scratch.slots[s].stamp = scratch.stamp;
+          }
+        }
+        break;
+      }
+      if (entry.key == key && ((entry.term & TermScratch::kNodeKey) != 0) == by_node) {
+        TermCount& term = (*terms)[entry.term & ~TermScratch::kNodeKey];
+        if (by_node || term.word == token) {
+          ++term.count;
+          break;
+        }
+      }
+    }
+  }
+}
+
+namespace {
+
+// sorted(..., key=weight, reverse=True)[:top_k]: a stable sort, so ties keep the order of first
+// occurrence; sorting by (weight descending, index ascending) gives the same top words.
+std::vector<Keyword> TopKeywords(const std::vector<TermCount>& terms,
+                                 const std::vector<double>& weights, size_t top_k,
+                                 std::vector<uint32_t>* order) {
+  order->resize(terms.size());
+  for (size_t i = 0; i < order->size(); ++i) (*order)[i] = static_cast<uint32_t>(i);
+  auto before = [&](uint32_t a, uint32_t b) {
+    return weights[a] > weights[b] || (weights[a] == weights[b] && a < b);
+  };
+  const size_t n = top_k == 0 ? order->size() : std::min(top_k, order->size());
+  if (n < order->size()) {
+    std::partial_sort(order->begin(), order->begin() + static_cast<std::ptrdiff_t>(n), order->end(),
+                      before);
+  } else {
+    std::stable_sort(order->begin(), order->end(),
+                     [&](uint32_t a, uint32_t b) { return weights[a] > weights[b]; });
+  }
+  std::vector<Keyword> keywords;
+  keywords.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    keywords.push_back({std::string(terms[(*order)[i]].word), weights[(*order)[i]]});
+  }
+  return keywords;
+}
+
+struct ExtractScratch {
+  std::vector<TermCount> terms;
+  std::vector<double> idfs;
+  std::vector<double> weights;
+  std::vector<uint32_t> order;
+};
+
+ExtractScratch& ThreadExtractScratch() {
+  thread_local ExtractScratch scratch;
+  return scratch;
+}
+
+}  // namespace
+
+std::vector<Keyword> KeywordExtractor::ExtractTags(std::string_view text, size_t top_k) const {
+  ExtractScratch& scratch = ThreadExtractScratch();
+  CountTermsAndIdfs(text, &scratch.terms, &scratch.idfs);
+  const std::vector<TermCount>& terms = scratch.terms;
+  double total = 0;  // sum(freq.values()), in insertion order
+  for (const TermCount& term : terms) total += static_cast<double>(term.count);
+  scratch.weights.resize(terms.size());
+  for (size_t i = 0; i < terms.size(); ++i) {
+    // freq[k] *= idf / total
+    scratch.weights[i] = static_cast<double>(terms[i].count) * (scratch.idfs[i] / total);
+  }
+  return TopKeywords(terms, scratch.weights, top_k, &scratch.order);
+}
+
+std::vector<Keyword> KeywordExtractor::ExtractTagsRaw(std::string_view text, size_t top_k) const {
+  ExtractScratch& scratch = ThreadExtractScratch();
+  CountTermsAndIdfs(text, &scratch.terms, &scratch.idfs);
+  const std::vector<TermCount>& terms = scratch.terms;
+  scratch.weights.resize(terms.size());
+  for (size_t i = 0; i < terms.size(); ++i) {
+    scratch.weights[i] = static_cast<double>(terms[i].count) * scratch.idfs[i];
+  }
+  return TopKeywords(terms, scratch.weights, top_k, &scratch.order);
+}
+
+double KeywordExtractor::Idf(std::string_view word) const {
+  const uint32_t node = segmenter_->impl_->FindNode(word);
+  return node != jieba::kNoNode ? impl_->IdfOfNode(node) : impl_->IdfOfNonNode(word);
+}
+
+bool KeywordExtractor::HasIdf(std::string_view word) const {
+  const uint32_t node = segmenter_->impl_->FindNode(word);
+  return node != jieba::kNoNode ? impl_->HasNode(node) : impl_->HasNonNode(word);
+}
+
+double KeywordExtractor::median_idf() const { return impl_->median; }
+
+size_t KeywordExtractor::idf_size() const { return impl_->count; }
+
+}  // namespace neardup

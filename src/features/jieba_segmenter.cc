@@ -1,0 +1,815 @@
+// JiebaSegmenter: loading jieba's dictionary into a trie and cutting text exactly as jieba 0.42.1's
+// Tokenizer.cut (default mode, with or without HMM) does.
+#include <sys/mman.h>
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <type_traits>
+
+#include "features/jieba_internal.h"
+
+namespace neardup {
+namespace jieba {
+
+// ---- tries
+// ---------------------------------------------------------------------------------------
+
+TrieBuilder::TrieBuilder() {
+  freq_.push_back(0);  // the root (the empty string, never a key of FREQ)
+  children_.reserve(1 << 20);
+}
+
+uint32_t TrieBuilder::Find(const std::u32string& word) const {
+  uint32_t node = Root();
+  for (char32_t cp : word) {
+    node = Child(node, cp);
+    if (node == kNoNode) return kNoNode;
+  }
+  return node == Root() ? kNoNode : node;
+}
+
+void TrieBuilder::Set(const std::u32string& word, int64_t freq) {
+  uint32_t node = Root();
+  for (char32_t cp : word) {
+    auto [it, inserted] = children_.try_emplace(Key(node, cp), static_cast<uint32_t>(freq_.size()));
+    if (inserted) freq_.push_back(0);  // a new prefix: FREQ[prefix] = 0
+    node = it->second;
+  }
+  if (node != Root()) freq_[node] = freq;
+}
+
+std::vector<TrieBuilder::Edge> TrieBuilder::Edges() const {
+  std::vector<Edge> edges;
+  edges.reserve(children_.size());
+  for (const auto& [key, child] : children_) {
+    edges.push_back(
+        {static_cast<uint32_t>(key >> 21), static_cast<char32_t>(key & 0x1FFFFF), child});
+  }
+  return edges;
+}
+
+Trie::Trie(const TrieBuilder& builder, double log_total) {
+  node_count_ = builder.node_count() - 1;  // without the root
+  size_t size = 16;
+  int bits = 4;
+  while (size < node_count_ * 2) {
+    size *= 2;
+    ++bits;
+  }
+  slots_.Assign(size, Slot{});
+  freq_.assign(size, 0);
+  mask_ = size - 1;
+  shift_ = 64 - bits;
+  root_table_.assign(0x10000, RootChild{});
+  // Builder node ids grow along insertion, so a parent always has a smaller id than its children:
+  // inserting edges by child id places every parent before its children.
+  std::vector<TrieBuilder::Edge> edges = builder.Edges();
+  std::sort(edges.begin(), edges.end(),
+            [](const auto& a, const auto& b) { return a.child < b.child; });
+  std::vector<uint32_t> slot_of(builder.node_count(), kNoNode);
+  slot_of[builder.Root()] = kRoot;
+  for (const TrieBuilder::Edge& edge : edges) {
+    const uint32_t parent = slot_of[edge.parent];
+    const uint64_t key = Key(parent, edge.cp);
+    size_t slot = Hash(key);
+    while (slots_[slot].key != kEmptyKey) slot = (slot + 1) & mask_;
+    const int64_t freq = builder.Freq(edge.child);
+    slots_[slot].key = key;
+    // calc(): log(FREQ.get(word) or 1) - logtotal, used only for words whose FREQ is truthy.
+    slots_[slot].log_prob = freq != 0 ? std::log(static_cast<double>(freq)) - log_total : NAN;
+    freq_[slot] = freq;
+    slot_of[edge.child] = static_cast<uint32_t>(slot);
+    if (parent != kRoot) {
+      slots_[parent].key |= kHasChildren;
+    }
+  }
+  for (const TrieBuilder::Edge& edge : edges) {
+    if (edge.parent != builder.Root() || edge.cp >= root_table_.size()) continue;
+    const uint32_t slot = slot_of[edge.child];
+    root_table_[edge.cp] = {slot, HasChildren(slot), slots_[slot].log_prob};
+  }
+}
+
+void AdviseHugePages(void* data, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  madvise(data, bytes, MADV_HUGEPAGE);
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
+
+CutScratch& ThreadScratch() {
+  thread_local CutScratch scratch;
+  return scratch;
+}
+
+Status ReadWholeFile(const std::string& path, std::string* contents) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    if (errno == ENOENT) return Status::NotFound(path + ": no such file");
+    return Status::IoError(path + ": " + std::strerror(errno));
+  }
+  contents->clear();
+  char buffer[1 << 16];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) contents->append(buffer, n);
+  const bool failed = std::ferror(file) != 0;
+  std::fclose(file);
+  if (failed) return Status::IoError(path + ": read error");
+  return Status::Ok();
+}
+
+namespace {
+
+// ---- the cutting algorithms, shared by both trie forms
+// ---------------------------------------------
+
+// Walks `trie` along the code points of the UTF-8 `word`; kNoNode when absent (or not UTF-8).
+template <class TrieT>
+uint32_t FindUtf8(const TrieT& trie, std::string_view word) {
+  uint32_t node = trie.Root();
+  size_t i = 0;
+  while (i < word.size()) {
+    const size_t len = utf8::ValidSequenceLength(word, i);
+    if (len == 0) return kNoNode;
+    node = trie.Child(node, utf8::Decode(word, i, len));
+    if (node == kNoNode) return kNoNode;
+    i += len;
+  }
+  return node == trie.Root() ? kNoNode : node;
+}
+
+// Everything a cut needs besides the trie.
+struct CutContext {
+  double log_total = 0;
+  std::vector<uint32_t>* token_nodes = nullptr;  // if set, receives each token's node
+  const HmmModel* hmm = nullptr;                 // null: HMM=False
+  const std::unordered_set<std::string>* force_split_words = nullptr;
+};
+
+// One block (a run of re_han_default characters) being cut: code points, their byte offsets in
+// the text, and the output.
+template <class TrieT>
+class BlockCutter {
+ public:
+  BlockCutter(const TrieT& trie, const CutContext& context, std::string_view text,
+              CutScratch& scratch, std::vector<std::string_view>* tokens)
+      : trie_(trie),
+        context_(context),
+        text_(text),
+        cps_(scratch.cps),
+        offsets_(scratch.offsets),
+        scratch_(scratch),
+        tokens_(tokens) {}
+
+  // Cuts the block whose code points and offsets are in the scratch buffers.
+  void Cut() {
+    CalcRoute();
+    if (context_.hmm != nullptr) {
+      CutDag();
+    } else {
+      CutDagNoHmm();
+    }
+  }
+
+ private:
+  // log(FREQ[word]) - logtotal, or NaN when FREQ[word] is 0.
+  double WordLogProb(uint32_t node) const {
+    if constexpr (std::is_same_v<TrieT, Trie>) {
+      return trie_.WordLogProb(node);
+    } else {
+      const int64_t freq = trie_.Freq(node);
+      return freq != 0 ? std::log(static_cast<double>(freq)) - context_.log_total : NAN;
+    }
+  }
+
+  // Outputs the token of code points [begin, end), with its trie node when asked for nodes.
+  void Emit(size_t begin, size_t end, uint32_t node = kUnknownNode) {
+    tokens_->push_back(text_.substr(offsets_[begin], offsets_[end] - offsets_[begin]));
+    if (context_.token_nodes != nullptr) context_.token_nodes->push_back(node);
+  }
+
+  // Tokenizer.get_DAG + Tokenizer.calc: route[idx] = max over the DAG of
+  // (log(FREQ[word] or 1) - logtotal + route[x + 1][0], x), ties to the larger x.
+  void CalcRoute() {
+    const size_t n = cps_.size();
+    auto& prob = scratch_.route_prob;
+    auto& end = scratch_.route_end;
+    auto& route_node = scratch_.route_node;
+    auto& dag_mask = scratch_.dag_mask;
+    dag_mask.resize(n + 1);
+    prob.resize(n + 1);
+    end.resize(n + 1);
+    route_node.resize(n + 1);
+    prob[n] = 0;
+    end[n] = 0;
+    for (size_t idx = n; idx-- > 0;) {
+      bool found = false;
+      double best = 0;
+      size_t best_x = idx;
+      uint32_t best_node = kNoNode;
+      uint64_t mask = 0;
+      uint32_t node = kNoNode;
+      size_t i = idx;
+      bool has_children = true;
+      double word_log_prob = NAN;
+      if constexpr (std::is_same_v<TrieT, Trie>) {
+        if (cps_[idx] < 0x10000) {  // the first step from the dense root table
+          const Trie::RootChild& child = trie_.RootChildOf(cps_[idx]);
+          node = child.slot;
+          has_children = child.has_children;
+          word_log_prob = child.log_prob;
+        } else {
+          node = trie_.Child(trie_.Root(), cps_[idx]);
+          if (node != kNoNode) {
+            has_children = trie_.HasChildren(node);
+            word_log_prob = WordLogProb(node);
+          }
+        }
+      } else {
+        node = trie_.Child(trie_.Root(), cps_[idx]);
+        if (node != kNoNode) word_log_prob = WordLogProb(node);
+      }
+      while (node != kNoNode) {
+        if (!std::isnan(word_log_prob)) {  // `if self.FREQ[frag]`
+          if (i - idx < 64) mask |= uint64_t{1} << (i - idx);
+          const double p = word_log_prob + prob[i + 1];
+          if (!found || p >= best) {  // equal probabilities: the larger x wins
+            best = p;
+            best_x = i;
+            best_node = node;
+            found = true;
+          }
+        }
+        if (++i >= n || !has_children) break;
+        node = trie_.Child(node, cps_[i]);
+        if (node == kNoNode) break;
+        has_children = trie_.HasChildren(node);
+        word_log_prob = WordLogProb(node);
+      }
+      if (!found) {  // DAG[idx] = [idx]; FREQ.get(char) is None or 0, so log(1) = 0
+        best = (0.0 - context_.log_total) + prob[idx + 1];
+        best_x = idx;
+      }
+      prob[idx] = best;
+      end[idx] = static_cast<uint32_t>(best_x);
+      route_node[idx] = best_node;
+      dag_mask[idx] = mask;
+    }
+  }
+
+  // Whether FREQ.get(cps[begin:end]) is truthy: the DAG computed by CalcRoute knows for words of
+  // up to 64 characters.
+  bool InDictionary(size_t begin, size_t end) const {
+    if (end - begin <= 64) return (scratch_.dag_mask[begin] >> (end - begin - 1)) & 1;
+    uint32_t node = trie_.Root();
+    for (size_t i = begin; i < end; ++i) {
+      node = trie_.Child(node, cps_[i]);
+      if (node == kNoNode) return false;
+    }
+    return trie_.Freq(node) != 0;
+  }
+
+  // The buffered run of single characters [begin, end) of __cut_DAG.
+  void FlushBuffer(size_t begin, size_t end) {
+    if (end - begin == 1) {
+      Emit(begin, end);
+    } else if (!InDictionary(begin, end)) {
+      FinalsegCut(begin, end);
+    } else {
+      for (size_t i = begin; i < end; ++i) Emit(i, i + 1);
+    }
+  }
+
+  // Tokenizer.__cut_DAG.
+  void CutDag() {
+    const size_t n = cps_.size();
+    const auto& route_end = scratch_.route_end;
+    size_t x = 0;
+    size_t buf_begin = 0;
+    size_t buf_end = 0;  // buf = cps[buf_begin:buf_end]
+    while (x < n) {
+      const size_t y = route_end[x] + 1;
+      if (y - x == 1) {
+        if (buf_begin == buf_end) buf_begin = x;
+        buf_end = y;
+      } else {
+        if (buf_begin != buf_end) {
+          FlushBuffer(buf_begin, buf_end);
+          buf_begin = buf_end = 0;
+        }
+        Emit(x, y, scratch_.route_node[x]);
+      }
+      x = y;
+    }
+    if (buf_begin != buf_end) FlushBuffer(buf_begin, buf_end);
+  }
+
+  // Tokenizer.__cut_DAG_NO_HMM: single ASCII letters and digits are merged.
+  void CutDagNoHmm() {
+    const size_t n = cps_.size();
+    const auto& route_end = scratch_.route_end;
+    size_t x = 0;
+    size_t buf_begin = 0;
+    size_t buf_end = 0;
+    while (x < n) {
+      const size_t y = route_end[x] + 1;
+      if (y - x == 1 && IsAsciiAlnum(cps_[x])) {
+        if (buf_begin == buf_end) buf_begin = x;
+        buf_end = y;
+      } else {
+        if (buf_begin != buf_end) {
+          Emit(buf_begin, buf_end);
+          buf_begin = buf_end = 0;
+        }
+        Emit(x, y, scratch_.route_node[x]);
+      }
+      x = y;
+    }
+    if (buf_begin != buf_end) Emit(buf_begin, buf_end);
+  }
+
+  // finalseg.cut over cps[begin:end]: Han runs go through the Viterbi, the rest is split by
+  // finalseg.re_skip = ([a-zA-Z0-9]+(?:\.\d+)?%?).
+  void FinalsegCut(size_t begin, size_t end) {
+    size_t i = begin;
+    while (i < end) {
+      size_t j = i;
+      if (IsHan(cps_[i])) {
+        while (j < end && IsHan(cps_[j])) ++j;
+        ViterbiCut(i, j);
+      } else {
+        while (j < end && !IsHan(cps_[j])) ++j;
+        SkipSplit(i, j);
+      }
+      i = j;
+    }
+  }
+
+  void SkipSplit(size_t begin, size_t end) {
+    size_t pending = begin;  // start of the text between matches
+    size_t pos = begin;
+    while (pos < end) {
+      if (!IsAsciiAlnum(cps_[pos])) {
+        ++pos;
+        continue;
+      }
+      const size_t match_begin = pos;
+      while (pos < end && IsAsciiAlnum(cps_[pos])) ++pos;
+      if (pos + 1 < end && cps_[pos] == '.' && cps_[pos + 1] >= '0' && cps_[pos + 1] <= '9') {
+        pos += 2;
+        while (pos < end && cps_[pos] >= '0' && cps_[pos] <= '9') ++pos;
+      }
+      if (pos < end && cps_[pos] == '%') ++pos;
+      if (pending < match_begin) Emit(pending, match_begin);
+      Emit(match_begin, pos);
+      pending = pos;
+    }
+    if (pending < end) Emit(pending, end);
+  }
+
+  // A word produced by finalseg.__cut, split into characters if it is a force-split word.
+  void EmitHmmWord(size_t begin, size_t end) {
+    const auto* force = context_.force_split_words;
+    if (force != nullptr && !force->empty() && end - begin > 1) {
+      const std::string_view word = text_.substr(offsets_[begin], offsets_[end] - offsets_[begin]);
+      if (force->count(std::string(word)) > 0) {
+        for (size_t i = begin; i < end; ++i) Emit(i, i + 1);
+        return;
+      }
+    }
+    Emit(begin, end);
+  }
+
+  // finalseg.viterbi + finalseg.__cut over the Han run cps[begin:end].
+  void ViterbiCut(size_t begin, size_t end) {
+    const HmmModel& hmm = *context_.hmm;
+    const size_t n = end - begin;
+    auto& v = scratch_.viterbi_prob;
+    auto& from = scratch_.viterbi_from;
+    v.resize(n);
+    from.resize(n);
+    const auto& emit0 = hmm.emit[cps_[begin] - kHanFirst];
+    for (int y = 0; y < 4; ++y) v[0][y] = hmm.start[y] + emit0[y];
+    // PrevStatus, as state indices: B <- E,S; E <- B,M; M <- M,B; S <- S,E.
+    static constexpr int kPrev[4][2] = {{kE, kS}, {kB, kM}, {kM, kB}, {kS, kE}};
+    for (size_t t = 1; t < n; ++t) {
+      const auto& emit = hmm.emit[cps_[begin + t] - kHanFirst];
+      for (int y = 0; y < 4; ++y) {
+        const double em = emit[y];
+        const int y0a = kPrev[y][0];
+        const int y0b = kPrev[y][1];
+        const double pa = v[t - 1][y0a] + hmm.trans[y0a][y] + em;
+        const double pb = v[t - 1][y0b] + hmm.trans[y0b][y] + em;
+        // max over (prob, state) tuples: equal probabilities go to the larger state letter.
+        int best = y0a;
+        double best_p = pa;
+        if (pb > pa || (pb == pa && y0b > y0a)) {
+          best = y0b;
+          best_p = pb;
+        }
+        v[t][y] = best_p;
+        from[t][y] = static_cast<uint8_t>(best);
+      }
+    }
+    int state = v[n - 1][kS] >= v[n - 1][kE] ? kS : kE;  // ties to 'S'
+    auto& states = scratch_.states;
+    states.resize(n);
+    for (size_t t = n; t-- > 0;) {
+      states[t] = static_cast<uint8_t>(state);
+      if (t > 0) state = from[t][state];
+    }
+    // finalseg.__cut
+    size_t word_begin = 0;
+    size_t next = 0;
+    for (size_t i = 0; i < n; ++i) {
+      switch (states[i]) {
+        case kB:
+          word_begin = i;
+          break;
+        case kE:
+          EmitHmmWord(begin + word_begin, begin + i + 1);
+          next = i + 1;
+          break;
+        case kS:
+          EmitHmmWord(begin + i, begin + i + 1);
+          next = i + 1;
+          break;
+        default:
+          break;
+      }
+    }
+    if (next < n) EmitHmmWord(begin + next, end);
+  }
+
+  const TrieT& trie_;
+  const CutContext& context_;
+  std::string_view text_;
+  std::vector<char32_t>& cps_;
+  std::vector<uint32_t>& offsets_;
+  CutScratch& scratch_;
+  std::vector<std::string_view>* tokens_;
+};
+
+// Tokenizer.cut(text, cut_all=False, HMM=context.hmm != null): splits the text into blocks of
+// re_han_default characters, which are cut with the dictionary; everything else becomes one token
+// per character, except "\r\n" which stays one token.
+template <class TrieT>
+void CutText(const TrieT& trie, const CutContext& context, std::string_view text,
+             std::vector<std::string_view>* tokens) {
+  CutScratch& scratch = ThreadScratch();
+  BlockCutter<TrieT> cutter(trie, context, text, scratch, tokens);
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    // Gather a block.
+    scratch.cps.clear();
+    scratch.offsets.clear();
+    while (i < n) {
+      const auto c = static_cast<unsigned char>(text[i]);
+      if (c < 0x80) {
+        if (!IsBlockAscii(c)) break;
+        scratch.cps.push_back(c);
+        scratch.offsets.push_back(static_cast<uint32_t>(i));
+        ++i;
+      } else {
+        // A Han character of the block range is 3 bytes, E4 B8 80 .. E9 BF 95.
+        if (c < 0xE4 || c > 0xE9 || utf8::ValidSequenceLength(text, i) != 3) {
+          break;
+        }
+        const char32_t cp = utf8::Decode(text, i, 3);
+        if (!IsHan(cp)) break;
+        scratch.cps.push_back(cp);
+        scratch.offsets.push_back(static_cast<uint32_t>(i));
+        i += 3;
+      }
+    }
+    if (!scratch.cps.empty()) {
+      scratch.offsets.push_back(static_cast<uint32_t>(i));
+      cutter.Cut();
+    }
+    if (i >= n) break;
+    // One character outside blocks.
+    const auto c = static_cast<unsigned char>(text[i]);
+    size_t len = 1;
+    if (c == '\r' && i + 1 < n && text[i + 1] == '\n') {
+      len = 2;
+    } else if (c >= 0x80) {
+      len = utf8::ValidSequenceLength(text, i);
+      if (len == 0) len = 1;  // not UTF-8: one byte at a time
+    }
+    tokens->push_back(text.substr(i, len));
+    if (context.token_nodes != nullptr) context.token_nodes->push_back(kUnknownNode);
+    i += len;
+  }
+}
+
+// ---- loading
+// --------------------------------------------------------------------------------------
+
+// Frequencies above this are refused, so that totals never overflow (jieba's largest is 10^6).
+constexpr int64_t kMaxFrequency = 1000000000000;
+
+// Python bytes.strip(): ASCII whitespace.
+std::string_view StripAsciiWhitespace(std::string_view s) {
+  auto is_space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+  };
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+bool DecodeUtf8(std::string_view s, std::u32string* out) {
+  out->clear();
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t len = utf8::ValidSequenceLength(s, i);
+    if (len == 0) return false;
+    out->push_back(utf8::Decode(s, i, len));
+    i += len;
+  }
+  return true;
+}
+
+// Python int() of a decimal string: optional sign, digits (underscores between digits allowed).
+bool ParsePythonInt(std::string_view s, int64_t* value) {
+  std::string digits;
+  size_t i = 0;
+  bool negative = false;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
+  for (; i < s.size(); ++i) {
+    if (s[i] >= '0' && s[i] <= '9') {
+      digits.push_back(s[i]);
+    } else if (s[i] == '_' && !digits.empty() && i + 1 < s.size() && s[i + 1] != '_') {
+      continue;
+    } else {
+      return false;
+    }
+  }
+  if (digits.empty()) return false;
+  int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (ec != std::errc() || ptr != digits.data() + digits.size()) return false;
+  *value = negative ? -v : v;
+  return true;
+}
+
+// Calls fn(line_number, line) for each line of `contents` split at '\n' (Python's iteration over
+// a binary file: the last line may lack its '\n', no empty line after a final '\n').
+template <class Fn>
+Status ForEachLine(std::string_view contents, Fn fn) {
+  size_t line_number = 0;
+  size_t pos = 0;
+  while (pos < contents.size()) {
+    size_t end = contents.find('\n', pos);
+    if (end == std::string_view::npos) end = contents.size();
+    ++line_number;
+    NEARDUP_RETURN_IF_ERROR(fn(line_number, contents.substr(pos, end - pos)));
+    pos = end + 1;
+  }
+  return Status::Ok();
+}
+
+// Tokenizer.gen_pfdict.
+Status LoadMainDictionary(const std::string& path, TrieBuilder* builder) {
+  std::string contents;
+  NEARDUP_RETURN_IF_ERROR(ReadWholeFile(path, &contents));
+  std::u32string word;
+  return ForEachLine(contents, [&](size_t line_number, std::string_view raw) -> Status {
+    const std::string_view line = StripAsciiWhitespace(raw);
+    auto bad = [&](const char* why) {
+      return Status::Corruption(path + ":" + std::to_string(line_number) +
+                                ": invalid dictionary entry (" + why +
+                                "): " + utf8::ReplaceInvalid(line.substr(0, 200)));
+    };
+    const size_t space = line.find(' ');
+    if (space == std::string_view::npos) return bad("expected 'word freq'");
+    size_t freq_end = line.find(' ', space + 1);
+    if (freq_end == std::string_view::npos) freq_end = line.size();
+    if (!utf8::IsValid(line)) return bad("not UTF-8");
+    DecodeUtf8(line.substr(0, space), &word);
+    int64_t freq = 0;
+    if (!ParsePythonInt(line.substr(space + 1, freq_end - space - 1), &freq) || freq < 0 ||
+        freq > kMaxFrequency) {
+      return bad("frequency is not an integer in [0, 10^12]");
+    }
+    if (word.empty()) return bad("empty word");
+    builder->Set(word, freq);
+    builder->total += freq;
+    return Status::Ok();
+  });
+}
+
+// The mutable state of a segmenter being loaded, with jieba's add_word / suggest_freq.
+class DictionaryLoader {
+ public:
+  TrieBuilder builder;
+  std::unordered_set<std::string> force_split_words;
+
+  // Tokenizer.suggest_freq(word, tune=False) for a str segment.
+  int64_t SuggestFreq(std::string_view word) const {
+    const auto total = static_cast<double>(builder.total);
+    double freq = 1;
+    std::vector<std::string_view> segments;
+    CutContext context;
+    context.log_total = std::log(total);
+    CutText(builder, context, word, &segments);
+    for (std::string_view seg : segments) {
+      const uint32_t node = FindUtf8(builder, seg);
+      const int64_t seg_freq = node == kNoNode ? 1 : builder.Freq(node);
+      freq *= static_cast<double>(seg_freq) / total;
+    }
+    const uint32_t node = FindUtf8(builder, word);
+    const int64_t word_freq = node == kNoNode ? 1 : builder.Freq(node);
+    const auto suggested = static_cast<int64_t>(freq * total) + 1;
+    return std::max(suggested, word_freq);
+  }
+
+  // Tokenizer.add_word(word, freq).
+  Status AddWord(std::string_view word, std::optional<int64_t> frequency, std::string_view where) {
+    std::u32string cps;
+    if (!DecodeUtf8(word, &cps))
+      return Status::InvalidUtf8(std::string(where) + ": word is not UTF-8");
+    if (cps.empty()) return Status::InvalidArgument(std::string(where) + ": empty word");
+    const int64_t freq = frequency.has_value() ? *frequency : SuggestFreq(word);
+    if (freq < 0 || freq > kMaxFrequency) {
+      return Status::InvalidArgument(std::string(where) + ": frequency " + std::to_string(freq) +
+                                     " of word '" + std::string(word) + "' is not in [0, 10^12]");
+    }
+    builder.Set(cps, freq);
+    builder.total += freq;
+    if (freq == 0) force_split_words.insert(std::string(word));
+    return Status::Ok();
+  }
+
+  // Tokenizer.load_userdict: each stripped, non-empty line matches
+  // ^(.+?)( [0-9]+)?( [a-z]+)?$ (the shortest word for which the rest matches).
+  Status LoadUserDictionary(const std::string& path) {
+    std::string contents;
+    NEARDUP_RETURN_IF_ERROR(ReadWholeFile(path, &contents));
+    return ForEachLine(contents, [&](size_t line_number, std::string_view raw) -> Status {
+      const std::string where = path + ":" + std::to_string(line_number);
+      std::string_view line = StripAsciiWhitespace(raw);
+      if (!utf8::IsValid(line)) {
+        return Status::InvalidUtf8(where + ": dictionary file must be UTF-8");
+      }
+      if (line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);  // lstrip('\ufeff')
+      while (line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
+      if (line.empty()) return Status::Ok();
+      // Try word ends in increasing order (at code point boundaries).
+      size_t word_end = utf8::ValidSequenceLength(line, 0);
+      while (true) {
+        std::optional<int64_t> freq;
+        if (MatchFreqAndTag(line.substr(word_end), &freq)) {
+          return AddWord(line.substr(0, word_end), freq, where);
+        }
+        if (word_end >= line.size()) break;
+        word_end += utf8::ValidSequenceLength(line, word_end);
+      }
+      return Status::Internal(where + ": user dictionary line did not match");
+    });
+  }
+
+ private:
+  // Whether `rest` matches ( [0-9]+)?( [a-z]+)?$; the frequency group's value goes to *freq.
+  static bool MatchFreqAndTag(std::string_view rest, std::optional<int64_t>* freq) {
+    size_t pos = 0;
+    auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+    auto is_lower = [](char c) { return c >= 'a' && c <= 'z'; };
+    freq->reset();
+    if (pos + 1 < rest.size() && rest[pos] == ' ' && is_digit(rest[pos + 1])) {
+      size_t end = pos + 1;
+      while (end < rest.size() && is_digit(rest[end])) ++end;
+      int64_t value = 0;
+      if (!ParsePythonInt(rest.substr(pos + 1, end - pos - 1), &value)) {
+        value = INT64_MAX;  // absurdly long digit strings saturate
+      }
+      *freq = value;
+      pos = end;
+    }
+    if (pos + 1 < rest.size() && rest[pos] == ' ' && is_lower(rest[pos + 1])) {
+      size_t end = pos + 1;
+      while (end < rest.size() && is_lower(rest[end])) ++end;
+      pos = end;
+    }
+    return pos == rest.size();
+  }
+};
+
+std::string JoinPath(const std::string& dir, const char* name) {
+  if (dir.empty() || dir.back() == '/') return dir + name;
+  return dir + "/" + name;
+}
+
+}  // namespace
+}  // namespace jieba
+
+// ---- public API
+// ---------------------------------------------------------------------------------------
+
+std::string DefaultJiebaDirectory() { return NEARDUP_DEFAULT_JIEBA_DIR; }
+
+JiebaSegmenter::JiebaSegmenter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+JiebaSegmenter::~JiebaSegmenter() = default;
+
+Result<std::shared_ptr<const JiebaSegmenter>> JiebaSegmenter::Load(const JiebaOptions& options) {
+  try {
+    return LoadOrThrow(options);
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("out of memory while loading the jieba dictionary");
+  }
+}
+
+Result<std::shared_ptr<const JiebaSegmenter>> JiebaSegmenter::LoadOrThrow(
+    const JiebaOptions& options) {
+  const std::string dir = DefaultJiebaDirectory();
+  const std::string dict_path =
+      options.dict_path.empty() ? jieba::JoinPath(dir, "dict.txt") : options.dict_path;
+  const std::string hmm_dir =
+      options.hmm_dir.empty() ? jieba::JoinPath(dir, "finalseg") : options.hmm_dir;
+
+  jieba::DictionaryLoader loader;
+  NEARDUP_RETURN_IF_ERROR(jieba::LoadMainDictionary(dict_path, &loader.builder));
+  if (loader.builder.total <= 0) {
+    return Status::Corruption(dict_path + ": the dictionary has no word with a frequency");
+  }
+  Result<jieba::HmmModel> hmm = jieba::LoadHmmModel(hmm_dir);
+  if (!hmm.ok()) return hmm.status();
+  for (const std::string& path : options.user_dict_paths) {
+    NEARDUP_RETURN_IF_ERROR(loader.LoadUserDictionary(path));
+  }
+  for (size_t i = 0; i < options.user_words.size(); ++i) {
+    const JiebaUserWord& user_word = options.user_words[i];
+    NEARDUP_RETURN_IF_ERROR(loader.AddWord(user_word.word, user_word.frequency,
+                                           "user_words[" + std::to_string(i) + "]"));
+  }
+  if (loader.builder.total <= 0) {
+    return Status::InvalidArgument("the dictionary frequencies sum to " +
+                                   std::to_string(loader.builder.total));
+  }
+
+  auto impl =
+      std::make_unique<Impl>(loader.builder, std::log(static_cast<double>(loader.builder.total)));
+  impl->hmm = std::move(hmm).value();
+  impl->force_split_words = std::move(loader.force_split_words);
+  return std::shared_ptr<const JiebaSegmenter>(new JiebaSegmenter(std::move(impl)));
+}
+
+Result<std::shared_ptr<const JiebaSegmenter>> JiebaSegmenter::Default() {
+  static const Result<std::shared_ptr<const JiebaSegmenter>> segmenter = Load(JiebaOptions{});
+  return segmenter;
+}
+
+void JiebaSegmenter::Impl::Cut(std::string_view text, std::vector<std::string_view>* tokens,
+                               bool use_hmm) const {
+  jieba::CutContext context;
+  context.log_total = log_total;
+  context.hmm = use_hmm ? &hmm : nullptr;
+  context.force_split_words = &force_split_words;
+  jieba::CutText(trie, context, text, tokens);
+}
+
+void JiebaSegmenter::Impl::CutWithNodes(std::string_view text,
+                                        std::vector<std::string_view>* tokens,
+                                        std::vector<uint32_t>* token_nodes) const {
+  jieba::CutContext context;
+  context.log_total = log_total;
+  context.hmm = &hmm;
+  context.force_split_words = &force_split_words;
+  context.token_nodes = token_nodes;
+  jieba::CutText(trie, context, text, tokens);
+}
+
+uint32_t JiebaSegmenter::Impl::FindNode(std::string_view word) const {
+  return jieba::FindUtf8(trie, word);
+}
+
+void JiebaSegmenter::Cut(std::string_view text, std::vector<std::string_view>* tokens,
+                         bool hmm) const {
+  impl_->Cut(text, tokens, hmm);
+}
+
+std::vector<std::string> JiebaSegmenter::LCut(std::string_view text, bool hmm) const {
+  std::vector<std::string_view> views;
+  Cut(text, &views, hmm);
+  return std::vector<std::string>(views.begin(), views.end());
+}
+
+std::optional<int64_t> JiebaSegmenter::Frequency(std::string_view word) const {
+  const uint32_t node = jieba::FindUtf8(impl_->trie, word);
+  if (node == jieba::kNoNode) return std::nullopt;
+  return impl_->trie.Freq(node);
+}
+
+int64_t JiebaSegmenter::total_frequency() const { return impl_->total; }
+
+size_t JiebaSegmenter::dictionary_size() const { return impl_->trie.node_count(); }
+
+}  // namespace neardup

@@ -1,0 +1,317 @@
+// IndexPlanner: enumerates one- and two-level permuted-table designs and prices them; see
+// include/neardup/index_planner.h.
+#include "neardup/index_planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <string>
+
+namespace neardup {
+namespace {
+
+// Cost model constants (nanoseconds), measured roughly with bench/index_bench on x86-64: a probe
+// is a directory look-up plus a short binary search (usually a cache miss); a candidate is a
+// sequential 64-bit XOR + popcount.
+constexpr double kProbeNs = 25.0;
+constexpr double kCandidateNs = 1.0;
+constexpr double kTableNs = 3.0;  // permuting the query for one table
+constexpr size_t kMaxTables = 512;
+constexpr double kMaxProbesPerTable = 1e5;
+
+// Splits `width` bits starting at virtual offset 0 into `blocks` blocks; the first width % blocks
+// blocks are one bit wider (Manku's 11,11,11,11,10,10 for 64 bits in 6 blocks).
+std::vector<int> BlockWidths(int width, int blocks) {
+  std::vector<int> widths(blocks, width / blocks);
+  for (int i = 0; i < width % blocks; ++i) ++widths[i];
+  return widths;
+}
+
+// Every t-subset of {0..b-1} in lexicographic order.
+std::vector<std::vector<int>> Combinations(int b, int t) {
+  std::vector<std::vector<int>> out;
+  std::vector<int> current(t);
+  std::iota(current.begin(), current.end(), 0);
+  if (t > b || t <= 0) return out;
+  for (;;) {
+    out.push_back(current);
+    int i = t - 1;
+    while (i >= 0 && current[i] == b - t + i) --i;
+    if (i < 0) break;
+    ++current[i];
+    for (int j = i + 1; j < t; ++j) current[j] = current[j - 1] + 1;
+  }
+  return out;
+}
+
+double Choose(int n, int r) {
+  if (r < 0 || r > n) return 0;
+  double result = 1;
+  for (int i = 1; i <= r; ++i) result = result * (n - r + i) / i;
+  return result;
+}
+
+// Largest possible sum of errors in the t least-damaged of b blocks when k errors are spread over
+// them: the probe radius that keeps a t-block key design exact (pigeonhole).
+int RequiredRadius(int k, int b, int t) {
+  int q = k / b, rem = k % b;
+  int r = t * q;
+  if (t > b - rem) r += t - (b - rem);
+  return r;
+}
+
+void MergeAdjacent(std::vector<BitRange>* ranges) {
+  std::vector<BitRange> merged;
+  for (const BitRange& r : *ranges) {
+    if (r.width <= 0) continue;
+    if (!merged.empty() && merged.back().start + merged.back().width == r.start) {
+      merged.back().width += r.width;
+    } else {
+      merged.push_back(r);
+    }
+  }
+  *ranges = std::move(merged);
+}
+
+// Maps a virtual range [start, start+width) of the concatenation of `space` to real ranges.
+std::vector<BitRange> MapRange(const std::vector<BitRange>& space, int start, int width) {
+  std::vector<BitRange> out;
+  int offset = 0;
+  for (const BitRange& r : space) {
+    int lo = std::max(start, offset), hi = std::min(start + width, offset + r.width);
+    if (lo < hi) out.push_back({r.start + (lo - offset), hi - lo});
+    offset += r.width;
+  }
+  return out;
+}
+
+std::vector<BitRange> Complement(const std::vector<BitRange>& used, int bits) {
+  std::vector<char> taken(bits, 0);
+  for (const BitRange& r : used)
+    for (int i = r.start; i < r.start + r.width; ++i) taken[i] = 1;
+  std::vector<BitRange> out;
+  for (int i = 0; i < bits; ++i)
+    if (!taken[i]) out.push_back({i, 1});
+  MergeAdjacent(&out);
+  return out;
+}
+
+std::string JoinWidths(const std::vector<int>& widths) {
+  std::string s;
+  for (size_t i = 0; i < widths.size(); ++i) s += (i ? "," : "") + std::to_string(widths[i]);
+  return s;
+}
+
+void Price(IndexDesign* d) {
+  const double n = std::max(1.0, d->n);
+  const int k = d->max_k;
+  const int r = d->probe_radius[k];
+  double probes = 0, candidates = 0, bytes = 8.0 + d->bits / 8.0;
+  for (const IndexTableSpec& t : d->tables) {
+    double table_probes = 0;
+    for (int i = 0; i <= r; ++i) table_probes += Choose(t.key_bits, i);
+    probes += table_probes;
+    candidates += table_probes * n / std::ldexp(1.0, t.key_bits);
+    if (!IsIdentityProjection(t, d->bits)) bytes += d->bits == 64 ? 8.0 : 12.0;
+    bytes += 4.0 * std::ldexp(1.0, DirectoryBitsFor(n, t.key_bits)) / n;
+  }
+  d->probes_per_query = probes;
+  d->candidates_per_query = candidates;
+  d->bytes_per_fingerprint = bytes;
+  d->cost_ns = probes * kProbeNs + candidates * kCandidateNs + d->tables.size() * kTableNs;
+}
+
+bool ProbesAffordable(int key_bits, int radius) {
+  double p = 0;
+  for (int i = 0; i <= radius; ++i) p += Choose(key_bits, i);
+  return p <= kMaxProbesPerTable;
+}
+
+}  // namespace
+
+int IndexDesign::min_key_bits() const {
+  int m = 1 << 20;
+  for (const auto& t : tables) m = std::min(m, t.key_bits);
+  return tables.empty() ? 0 : m;
+}
+int IndexDesign::max_key_bits() const {
+  int m = 0;
+  for (const auto& t : tables) m = std::max(m, t.key_bits);
+  return m;
+}
+
+int DirectoryBitsFor(double n, int key_bits) {
+  int d = n < 4 ? 0 : static_cast<int>(std::floor(std::log2(n))) - 2;
+  return std::clamp(d, 0, std::min(key_bits, 26));
+}
+
+std::vector<BitRange> ProjectionRanges(const IndexTableSpec& table, int bits) {
+  std::vector<BitRange> ranges = table.key_ranges;
+  std::vector<BitRange> rest = Complement(table.key_ranges, bits);
+  ranges.insert(ranges.end(), rest.begin(), rest.end());
+  MergeAdjacent(&ranges);
+  std::vector<BitRange> out;
+  int filled = 0;
+  for (const BitRange& r : ranges) {
+    if (filled >= 64) break;
+    int w = std::min(r.width, 64 - filled);
+    out.push_back({r.start, w});
+    filled += w;
+  }
+  return out;
+}
+
+bool IsIdentityProjection(const IndexTableSpec& table, int bits) {
+  std::vector<BitRange> p = ProjectionRanges(table, bits);
+  return p.size() == 1 && p[0].start == 0 && p[0].width == 64;
+}
+
+Result<std::vector<IndexDesign>> EnumerateIndexDesigns(const PlanRequest& request) {
+  const int f = request.bits;
+  const int k = request.k;
+  if (f != 64 && f != 128) return Status::InvalidArgument("plan: bits must be 64 or 128");
+  if (k < 0 || k > f / 4)
+    return Status::InvalidArgument("plan: k must be in [0, " + std::to_string(f / 4) + "]");
+  if (!(request.n >= 1)) return Status::InvalidArgument("plan: n must be at least 1");
+  std::vector<IndexDesign> designs;
+  std::vector<BitRange> whole = {{0, f}};
+
+  auto blocks_of = [](const std::vector<BitRange>& space, const std::vector<int>& widths) {
+    std::vector<std::vector<BitRange>> blocks;
+    int offset = 0;
+    for (int w : widths) {
+      blocks.push_back(MapRange(space, offset, w));
+      offset += w;
+    }
+    return blocks;
+  };
+
+  // One level: b blocks, keys of t blocks, probed at the pigeonhole radius.
+  for (int b = 1; b <= std::min(f, 3 * k + 8); ++b) {
+    std::vector<int> widths = BlockWidths(f, b);
+    auto blocks = blocks_of(whole, widths);
+    for (int t = 1; t <= b; ++t) {
+      if (Choose(b, t) > kMaxTables) continue;
+      int key_bits = 0;
+      for (int i = 0; i < t; ++i) key_bits += widths[i];
+      if (key_bits > 64) continue;
+      if (!ProbesAffordable(key_bits, RequiredRadius(k, b, t))) continue;
+      IndexDesign d;
+      d.bits = f;
+      d.max_k = k;
+      d.n = request.n;
+      for (int kk = 0; kk <= k; ++kk) d.probe_radius.push_back(RequiredRadius(kk, b, t));
+      for (const auto& combo : Combinations(b, t)) {
+        IndexTableSpec spec;
+        for (int i : combo) {
+          spec.key_ranges.insert(spec.key_ranges.end(), blocks[i].begin(), blocks[i].end());
+          spec.key_bits += widths[i];
+        }
+        MergeAdjacent(&spec.key_ranges);
+        d.tables.push_back(std::move(spec));
+      }
+      d.description = std::to_string(b) + " blocks (" + JoinWidths(widths) + "), choose " +
+                      std::to_string(t) + ", probe radius " + std::to_string(d.probe_radius[k]);
+      Price(&d);
+      designs.push_back(std::move(d));
+    }
+  }
+
+  // Two levels (Manku et al. 3.1.1): b1 blocks, t1 of them exact; the remaining bits split into
+  // b2 blocks, keys of t2 of those probed at the pigeonhole radius.
+  for (int b1 = k + 1; b1 <= k + 4 && b1 <= f; ++b1) {
+    std::vector<int> w1 = BlockWidths(f, b1);
+    auto blocks1 = blocks_of(whole, w1);
+    for (int t1 = 1; t1 <= b1 - k; ++t1) {
+      if (t1 == b1) continue;
+      for (int b2 = 2; b2 <= k + 6; ++b2) {
+        for (int t2 = 1; t2 < b2; ++t2) {
+          if (Choose(b1, t1) * Choose(b2, t2) > kMaxTables) continue;
+          int key1 = 0;
+          for (int i = 0; i < t1; ++i) key1 += w1[i];
+          int rest_bits = f - key1;
+          if (rest_bits < b2) continue;
+          std::vector<int> w2 = BlockWidths(rest_bits, b2);
+          int key_bits = key1;
+          for (int i = 0; i < t2; ++i) key_bits += w2[i];
+          if (key_bits > 64) continue;
+          if (!ProbesAffordable(key_bits, RequiredRadius(k, b2, t2))) continue;
+          IndexDesign d;
+          d.bits = f;
+          d.max_k = k;
+          d.n = request.n;
+          for (int kk = 0; kk <= k; ++kk) d.probe_radius.push_back(RequiredRadius(kk, b2, t2));
+          for (const auto& c1 : Combinations(b1, t1)) {
+            std::vector<BitRange> first;
+            int first_bits = 0;
+            for (int i : c1) {
+              first.insert(first.end(), blocks1[i].begin(), blocks1[i].end());
+              first_bits += w1[i];
+            }
+            std::vector<BitRange> rest = Complement(first, f);
+            std::vector<int> w2c = BlockWidths(f - first_bits, b2);
+            auto blocks2 = blocks_of(rest, w2c);
+            for (const auto& c2 : Combinations(b2, t2)) {
+              IndexTableSpec spec;
+              spec.key_ranges = first;
+              spec.key_bits = first_bits;
+              for (int i : c2) {
+                spec.key_ranges.insert(spec.key_ranges.end(), blocks2[i].begin(), blocks2[i].end());
+                spec.key_bits += w2c[i];
+              }
+              MergeAdjacent(&spec.key_ranges);
+              d.tables.push_back(std::move(spec));
+            }
+          }
+          d.description = std::to_string(b1) + " blocks (" + JoinWidths(w1) + "), choose " +
+                          std::to_string(t1) + "; rest in " + std::to_string(b2) + " blocks (" +
+                          JoinWidths(w2) + "), choose " + std::to_string(t2) + ", probe radius " +
+                          std::to_string(d.probe_radius[k]);
+          Price(&d);
+          designs.push_back(std::move(d));
+        }
+      }
+    }
+  }
+  std::sort(designs.begin(), designs.end(), [](const IndexDesign& a, const IndexDesign& b) {
+    if (a.bytes_per_fingerprint != b.bytes_per_fingerprint)
+      return a.bytes_per_fingerprint < b.bytes_per_fingerprint;
+    return a.cost_ns < b.cost_ns;
+  });
+  return designs;
+}
+
+std::vector<IndexDesign> ParetoFrontier(const std::vector<IndexDesign>& designs) {
+  std::vector<IndexDesign> sorted = designs;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const IndexDesign& a, const IndexDesign& b) {
+    return a.bytes_per_fingerprint < b.bytes_per_fingerprint;
+  });
+  std::vector<IndexDesign> frontier;
+  for (const IndexDesign& d : sorted) {
+    if (frontier.empty() || d.cost_ns < frontier.back().cost_ns) frontier.push_back(d);
+  }
+  return frontier;
+}
+
+Result<IndexDesign> PlanIndex(const PlanRequest& request) {
+  auto designs = EnumerateIndexDesigns(request);
+  if (!designs.ok()) return designs.status();
+  const IndexDesign* best = nullptr;
+  for (const IndexDesign& d : *designs) {
+    if (request.memory_budget_bytes > 0 &&
+        d.bytes_per_fingerprint * std::max(1.0, request.n) > request.memory_budget_bytes)
+      continue;
+    if (best == nullptr || d.cost_ns < best->cost_ns) best = &d;
+  }
+  if (best == nullptr) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf),
+                  "plan: no design fits a memory budget of %.0f bytes for %.0f fingerprints",
+                  request.memory_budget_bytes, request.n);
+    return Status::ResourceExhausted(buf);
+  }
+  return *best;
+}
+
+}  // namespace neardup

@@ -1,0 +1,501 @@
+// DocumentReader implementation: input expansion, streaming (de)compression, JSONL parsing.
+#include "neardup/document_reader.h"
+
+#include <zlib.h>
+#include <zstd.h>
+
+#include <simdjson.h>
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+namespace neardup {
+
+namespace {
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+std::string_view StripCompression(std::string_view path) {
+  if (EndsWith(path, ".gz")) return path.substr(0, path.size() - 3);
+  if (EndsWith(path, ".zst")) return path.substr(0, path.size() - 4);
+  return path;
+}
+
+std::string ErrnoText() { return std::strerror(errno); }
+
+// True if `text` has no characters other than ASCII whitespace.
+bool IsBlank(std::string_view text) {
+  return text.find_first_not_of(" \t\r\n\f\v") == std::string_view::npos;
+}
+
+}  // namespace
+
+bool IsJsonlPath(std::string_view path) {
+  std::string_view base = StripCompression(path);
+  return EndsWith(base, ".jsonl") || EndsWith(base, ".ndjson") || EndsWith(base, ".json");
+}
+
+// A stream of uncompressed bytes.
+class DocumentReader::ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Reads up to `capacity` bytes; 0 means end of stream.
+  virtual Result<size_t> Read(char* out, size_t capacity) = 0;
+  // On-disk (compressed) bytes consumed so far.
+  virtual uint64_t consumed() const = 0;
+};
+
+namespace {
+
+class PlainSource : public DocumentReader::ByteSource {
+ public:
+  PlainSource(FILE* file, bool owned, std::string name)
+      : file_(file), owned_(owned), name_(std::move(name)) {}
+  ~PlainSource() override {
+    if (owned_) std::fclose(file_);
+  }
+  Result<size_t> Read(char* out, size_t capacity) override {
+    size_t n = std::fread(out, 1, capacity, file_);
+    if (n == 0 && std::ferror(file_))
+      return Status::IoError(name_ + ": read failed: " + ErrnoText());
+    consumed_ += n;
+    return n;
+  }
+  uint64_t consumed() const override { return consumed_; }
+
+ private:
+  FILE* file_;
+  bool owned_;
+  std::string name_;
+  uint64_t consumed_ = 0;
+};
+
+class GzipSource : public DocumentReader::ByteSource {
+ public:
+  GzipSource(gzFile file, std::string name) : file_(file), name_(std::move(name)) {}
+  ~GzipSource() override { gzclose(file_); }
+  Result<size_t> Read(char* out, size_t capacity) override {
+    int n = gzread(file_, out, static_cast<unsigned>(std::min<size_t>(capacity, 1 << 30)));
+    if (n < 0) {
+      int errnum = 0;
+      const char* message = gzerror(file_, &errnum);
+      return Status::Corruption(name_ + ": gzip error: " + (message ? message : "unknown"));
+    }
+    return static_cast<size_t>(n);
+  }
+  uint64_t consumed() const override {
+    z_off_t offset = gzoffset(file_);
+    return offset < 0 ? 0 : static_cast<uint64_t>(offset);
+  }
+
+ private:
+  gzFile file_;
+  std::string name_;
+};
+
+class ZstdSource : public DocumentReader::ByteSource {
+ public:
+  ZstdSource(FILE* file, std::string name)
+      : file_(file), name_(std::move(name)), context_(ZSTD_createDCtx()) {
+    input_buffer_.resize(ZSTD_DStreamInSize());
+    input_ = ZSTD_inBuffer{input_buffer_.data(), 0, 0};
+  }
+  ~ZstdSource() override {
+    ZSTD_freeDCtx(context_);
+    std::fclose(file_);
+  }
+  Result<size_t> Read(char* out, size_t capacity) override {
+    ZSTD_outBuffer output{out, capacity, 0};
+    while (output.pos == 0) {
+      if (input_.pos == input_.size) {
+        if (file_eof_) {
+          if (last_result_ != 0) {
+            return Status::Corruption(name_ + ": truncated zstd stream");
+          }
+          return size_t{0};
+        }
+        size_t n = std::fread(input_buffer_.data(), 1, input_buffer_.size(), file_);
+        if (n == 0 && std::ferror(file_)) {
+          return Status::IoError(name_ + ": read failed: " + ErrnoText());
+        }
+        if (n == 0) {
+          file_eof_ = true;
+          continue;
+        }
+        consumed_ += n;
+        input_ = ZSTD_inBuffer{input_buffer_.data(), n, 0};
+      }
+      size_t result = ZSTD_decompressStream(context_, &output, &input_);
+      if (ZSTD_isError(result)) {
+        return Status::Corruption(name_ + ": zstd error: " + ZSTD_getErrorName(result));
+      }
+      last_result_ = result;
+    }
+    return output.pos;
+  }
+  uint64_t consumed() const override { return consumed_; }
+
+ private:
+  FILE* file_;
+  std::string name_;
+  ZSTD_DCtx* context_;
+  std::vector<char> input_buffer_;
+  ZSTD_inBuffer input_;
+  bool file_eof_ = false;
+  size_t last_result_ = 0;
+  uint64_t consumed_ = 0;
+};
+
+constexpr size_t kReadChunk = size_t{1} << 16;
+
+}  // namespace
+
+struct DocumentReader::JsonState {
+  simdjson::dom::parser parser;
+  FILE* spooled_stdin = nullptr;
+  ~JsonState() {
+    if (spooled_stdin) std::fclose(spooled_stdin);
+  }
+};
+
+DocumentReader::~DocumentReader() = default;
+
+Result<std::unique_ptr<DocumentReader>> DocumentReader::Open(const std::vector<std::string>& inputs,
+                                                             DocumentReaderOptions options) {
+  if (inputs.empty()) return Status::InvalidArgument("no input given");
+  std::unique_ptr<DocumentReader> reader(new DocumentReader());
+  reader->options_ = std::move(options);
+  reader->json_ = std::make_unique<JsonState>();
+  bool has_stdin = false;
+  std::vector<std::string> files;
+  namespace fs = std::filesystem;
+  for (const std::string& input : inputs) {
+    if (input == "-") {
+      has_stdin = true;
+      continue;
+    }
+    std::error_code error;
+    fs::file_status status = fs::status(input, error);
+    if (error || !fs::exists(status))
+      return Status::NotFound(input + ": no such file or directory");
+    if (fs::is_directory(status)) {
+      fs::recursive_directory_iterator it(input, fs::directory_options::follow_directory_symlink,
+                                          error);
+      if (error) return Status::IoError(input + ": cannot list directory: " + error.message());
+      for (; it != fs::recursive_directory_iterator(); it.increment(error)) {
+        if (error) return Status::IoError(input + ": cannot list directory: " + error.message());
+        std::error_code file_error;
+        if (it->is_regular_file(file_error)) files.push_back(it->path().string());
+      }
+    } else {
+      files.push_back(input);
+    }
+  }
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  if (has_stdin) files.insert(files.begin(), "-");
+  for (const std::string& file : files) {
+    if (file == "-") continue;
+    std::error_code error;
+    uint64_t size = fs::file_size(file, error);
+    if (!error) reader->total_input_bytes_ += size;
+  }
+  reader->files_ = std::move(files);
+  if (has_stdin && reader->options_.spool_stdin) {
+    FILE* spool = std::tmpfile();
+    if (!spool)
+      return Status::IoError("cannot create a temporary file to spool stdin: " + ErrnoText());
+    reader->json_->spooled_stdin = spool;
+    std::vector<char> chunk(kReadChunk);
+    size_t n;
+    while ((n = std::fread(chunk.data(), 1, chunk.size(), stdin)) > 0) {
+      if (std::fwrite(chunk.data(), 1, n, spool) != n) {
+        return Status::IoError("cannot spool stdin to a temporary file: " + ErrnoText());
+      }
+    }
+    std::fflush(spool);
+  }
+  return reader;
+}
+
+uint64_t DocumentReader::skipped_total() const {
+  uint64_t total = 0;
+  for (const auto& [reason, count] : skipped_) total += count;
+  return total;
+}
+
+uint64_t DocumentReader::input_bytes_consumed() const {
+  return finished_input_bytes_ + (source_ ? source_->consumed() : 0);
+}
+
+Status DocumentReader::Rewind() {
+  for (const std::string& file : files_) {
+    if (file == "-" && !json_->spooled_stdin) {
+      return Status::Unsupported("standard input cannot be read twice (it was not spooled)");
+    }
+  }
+  source_.reset();
+  file_open_ = false;
+  current_file_ = 0;
+  first_pass_ = false;
+  finished_input_bytes_ = 0;
+  return Status::Ok();
+}
+
+Status DocumentReader::OpenFile(size_t index) {
+  const std::string& path = files_[index];
+  buffer_.clear();
+  buffer_pos_ = 0;
+  source_eof_ = false;
+  current_line_ = 0;
+  if (path == "-") {
+    current_is_jsonl_ = !options_.stdin_is_text;
+    if (json_->spooled_stdin) {
+      std::rewind(json_->spooled_stdin);
+      source_ = std::make_unique<PlainSource>(json_->spooled_stdin, false, "-");
+    } else {
+      source_ = std::make_unique<PlainSource>(stdin, false, "-");
+    }
+    file_open_ = true;
+    return Status::Ok();
+  }
+  current_is_jsonl_ = IsJsonlPath(path);
+  if (EndsWith(path, ".gz")) {
+    gzFile file = gzopen(path.c_str(), "rb");
+    if (!file) return Status::IoError(path + ": cannot open: " + ErrnoText());
+    gzbuffer(file, 1 << 17);
+    source_ = std::make_unique<GzipSource>(file, path);
+  } else {
+    FILE* file = std::fopen(path.c_str(), "rb");
+    if (!file) return Status::IoError(path + ": cannot open: " + ErrnoText());
+    if (EndsWith(path, ".zst")) {
+      source_ = std::make_unique<ZstdSource>(file, path);
+    } else {
+      source_ = std::make_unique<PlainSource>(file, true, path);
+    }
+  }
+  file_open_ = true;
+  return Status::Ok();
+}
+
+Status DocumentReader::Skip(const std::string& reason, const std::string& message) {
+  if (options_.strict) return Status::InvalidArgument(message);
+  if (first_pass_) {
+    ++skipped_[reason];
+    if (options_.on_warning) options_.on_warning(message);
+  }
+  return Status::Ok();
+}
+
+// Reads one line (without its '\n' or "\r\n") into *line. Returns false at end of file.
+// Lines longer than max_document_bytes are consumed but not stored; *too_long is set.
+Result<bool> DocumentReader::ReadLine(std::string* line, bool* too_long) {
+  line->clear();
+  *too_long = false;
+  bool any = false;
+  for (;;) {
+    if (buffer_pos_ == buffer_.size()) {
+      if (source_eof_) break;
+      buffer_.resize(kReadChunk);
+      auto n = source_->Read(buffer_.data(), buffer_.size());
+      if (!n.ok()) return n.status();
+      buffer_.resize(*n);
+      buffer_pos_ = 0;
+      bytes_read_ += *n;
+      if (*n == 0) {
+        source_eof_ = true;
+        break;
+      }
+    }
+    any = true;
+    const char* start = buffer_.data() + buffer_pos_;
+    size_t available = buffer_.size() - buffer_pos_;
+    const void* newline = std::memchr(start, '\n', available);
+    size_t take =
+        newline ? static_cast<size_t>(static_cast<const char*>(newline) - start) : available;
+    if (!*too_long) {
+      if (line->size() + take > options_.max_document_bytes) {
+        *too_long = true;
+        line->clear();
+      } else {
+        line->append(start, take);
+      }
+    }
+    buffer_pos_ += take;
+    if (newline) {
+      ++buffer_pos_;
+      if (!line->empty() && line->back() == '\r') line->pop_back();
+      return true;
+    }
+  }
+  if (!line->empty() && line->back() == '\r') line->pop_back();
+  return any;
+}
+
+Result<bool> DocumentReader::Next(Document* doc) {
+  for (;;) {
+    if (!file_open_) {
+      if (current_file_ >= files_.size()) return false;
+      Status opened = OpenFile(current_file_);
+      if (!opened.ok()) {
+        ++current_file_;
+        NEARDUP_RETURN_IF_ERROR(Skip(kSkipUnreadable, opened.message()));
+        continue;
+      }
+    }
+    const std::string& path = files_[current_file_];
+    auto close_file = [&] {
+      finished_input_bytes_ += source_->consumed();
+      source_.reset();
+      file_open_ = false;
+      ++current_file_;
+    };
+    if (!current_is_jsonl_) {
+      // The whole file is one document.
+      std::string text;
+      bool too_long = false;
+      std::vector<char> chunk(kReadChunk);
+      for (;;) {
+        auto n = source_->Read(chunk.data(), chunk.size());
+        if (!n.ok()) {
+          Status error = n.status();
+          close_file();
+          return error;
+        }
+        if (*n == 0) break;
+        bytes_read_ += *n;
+        if (!too_long && text.size() + *n > options_.max_document_bytes) {
+          too_long = true;
+          text.clear();
+          text.shrink_to_fit();
+        }
+        if (!too_long) text.append(chunk.data(), *n);
+      }
+      close_file();
+      if (too_long) {
+        NEARDUP_RETURN_IF_ERROR(
+            Skip(kSkipTooLarge, path + ": document larger than " +
+                                    std::to_string(options_.max_document_bytes) + " bytes"));
+        continue;
+      }
+      if (!simdjson::validate_utf8(text.data(), text.size())) {
+        NEARDUP_RETURN_IF_ERROR(Skip(kSkipInvalidUtf8, path + ": invalid UTF-8"));
+        continue;
+      }
+      if (IsBlank(text)) {
+        NEARDUP_RETURN_IF_ERROR(Skip(kSkipEmptyText, path + ": empty document"));
+        continue;
+      }
+      doc->id = path;
+      doc->text = std::move(text);
+      doc->location = path;
+      doc->file_index = static_cast<uint32_t>(current_file_ - 1);
+      doc->line = 0;
+      doc->score.reset();
+      doc->raw_line.clear();
+      doc->from_jsonl = false;
+      return true;
+    }
+
+    bool too_long = false;
+    auto got = ReadLine(&line_, &too_long);
+    if (!got.ok()) {
+      Status error = got.status().WithContext(path + ":" + std::to_string(current_line_ + 1));
+      close_file();
+      return error;
+    }
+    if (!*got) {
+      close_file();
+      continue;
+    }
+    ++current_line_;
+    const std::string where = path + ":" + std::to_string(current_line_);
+    if (too_long) {
+      NEARDUP_RETURN_IF_ERROR(Skip(
+          kSkipTooLarge,
+          where + ": line longer than " + std::to_string(options_.max_document_bytes) + " bytes"));
+      continue;
+    }
+    if (line_.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank line
+    if (!simdjson::validate_utf8(line_.data(), line_.size())) {
+      NEARDUP_RETURN_IF_ERROR(Skip(kSkipInvalidUtf8, where + ": invalid UTF-8"));
+      continue;
+    }
+    line_.reserve(line_.size() + simdjson::SIMDJSON_PADDING);
+    simdjson::dom::element root;
+    auto parse_error = json_->parser.parse(line_.data(), line_.size(), false).get(root);
+    if (parse_error) {
+      NEARDUP_RETURN_IF_ERROR(
+          Skip(kSkipInvalidJson,
+               where + ": invalid JSON (" + simdjson::error_message(parse_error) + ")"));
+      continue;
+    }
+    simdjson::dom::object object;
+    if (root.get_object().get(object)) {
+      NEARDUP_RETURN_IF_ERROR(Skip(kSkipInvalidJson, where + ": invalid JSON (not an object)"));
+      continue;
+    }
+    simdjson::dom::element text_value;
+    if (object.at_key(options_.text_field).get(text_value)) {
+      NEARDUP_RETURN_IF_ERROR(
+          Skip(kSkipMissingText, where + ": missing field \"" + options_.text_field + "\""));
+      continue;
+    }
+    std::string_view text;
+    if (text_value.get_string().get(text)) {
+      NEARDUP_RETURN_IF_ERROR(Skip(
+          kSkipNonStringText, where + ": field \"" + options_.text_field + "\" is not a string"));
+      continue;
+    }
+    if (IsBlank(text)) {
+      NEARDUP_RETURN_IF_ERROR(Skip(kSkipEmptyText, where + ": empty text"));
+      continue;
+    }
+    doc->text.assign(text);
+    doc->id.clear();
+    simdjson::dom::element id_value;
+    if (!object.at_key(options_.id_field).get(id_value)) {
+      std::string_view id_text;
+      if (!id_value.get_string().get(id_text)) {
+        doc->id.assign(id_text);
+      } else if (id_value.is_number()) {
+        doc->id = simdjson::minify(id_value);
+      }
+    }
+    if (doc->id.empty()) doc->id = where;
+    doc->score.reset();
+    if (!options_.score_field.empty()) {
+      simdjson::dom::element score_value;
+      double score = 0;
+      if (!object.at_key(options_.score_field).get(score_value) &&
+          !score_value.get_double().get(score)) {
+        doc->score = score;
+      } else if (!object.at_key(options_.score_field).get(score_value)) {
+        int64_t integer = 0;
+        uint64_t unsigned_integer = 0;
+        if (!score_value.get_int64().get(integer)) {
+          doc->score = static_cast<double>(integer);
+        } else if (!score_value.get_uint64().get(unsigned_integer)) {
+          doc->score = static_cast<double>(unsigned_integer);
+        }
+      }
+    }
+    doc->location = where;
+    doc->file_index = static_cast<uint32_t>(current_file_);
+    doc->line = current_line_;
+    doc->from_jsonl = true;
+    if (options_.keep_raw_line) {
+      doc->raw_line = line_;
+    } else {
+      doc->raw_line.clear();
+    }
+    return true;
+  }
+}
+
+}  // namespace neardup

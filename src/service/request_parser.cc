@@ -1,0 +1,303 @@
+// JSON request parsing for the HTTP service with simdjson (DOM API, error codes, no exceptions);
+// see request_parser.h.
+#include "service/request_parser.h"
+
+#include <simdjson.h>
+#include <charconv>
+
+namespace neardup::service {
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+using simdjson::dom::object;
+
+Result<element> ParseJson(simdjson::dom::parser& parser, std::string_view body) {
+  element root;
+  simdjson::error_code error = parser.parse(body.data(), body.size(), true).get(root);
+  if (error == simdjson::UTF8_ERROR) return Status::InvalidUtf8("body: invalid UTF-8 in JSON");
+  if (error != simdjson::SUCCESS) {
+    return Status::InvalidArgument(std::string("body: invalid JSON: ") +
+                                   simdjson::error_message(error));
+  }
+  return root;
+}
+
+Status ParseK(element value, const std::string& field, const RequestLimits& limits, int* k) {
+  int64_t v;
+  if (value.get_int64().get(v) != simdjson::SUCCESS) {
+    return Status::InvalidArgument(field + ": must be an integer");
+  }
+  if (v < 0 || v > limits.max_k) {
+    return Status::InvalidArgument(field + ": " + std::to_string(v) + " is outside [0, " +
+                                   std::to_string(limits.max_k) + "]");
+  }
+  *k = static_cast<int>(v);
+  return Status::Ok();
+}
+
+Status ParseLimit(element value, const std::string& field, const RequestLimits& limits,
+                  size_t* limit) {
+  int64_t v;
+  if (value.get_int64().get(v) != simdjson::SUCCESS) {
+    return Status::InvalidArgument(field + ": must be an integer");
+  }
+  if (v < 1 || static_cast<uint64_t>(v) > limits.max_limit) {
+    return Status::InvalidArgument(field + ": " + std::to_string(v) + " is outside [1, " +
+                                   std::to_string(limits.max_limit) + "]");
+  }
+  *limit = static_cast<size_t>(v);
+  return Status::Ok();
+}
+
+Status ParseFingerprintField(std::string_view text, const std::string& field,
+                             const RequestLimits& limits, Fingerprint* fp) {
+  Result<Fingerprint> parsed = ParseFingerprint(text);
+  if (!parsed.ok()) return parsed.status().WithContext(field);
+  if (parsed->bits != limits.bits) {
+    return Status::InvalidArgument(field + ": " + std::to_string(parsed->bits) +
+                                   "-bit fingerprint, the store holds " +
+                                   std::to_string(limits.bits) + "-bit");
+  }
+  *fp = *parsed;
+  return Status::Ok();
+}
+
+Status ParseText(element value, const std::string& field, const RequestLimits& limits,
+                 std::optional<std::string>* text) {
+  std::string_view s;
+  if (value.get_string().get(s) != simdjson::SUCCESS) {
+    return Status::InvalidArgument(field + ": must be a string");
+  }
+  if (s.size() > limits.max_text_bytes) {
+    return Status::ResourceExhausted(field + ": " + std::to_string(s.size()) +
+                                     " bytes exceeds the limit of " +
+                                     std::to_string(limits.max_text_bytes));
+  }
+  text->emplace(s);
+  return Status::Ok();
+}
+
+// Parses the document fields of `obj`; other keys must be in `extra` (handled by `on_extra`).
+template <typename ExtraFn>
+Status ParseDocument(object obj, const std::string& prefix, const RequestLimits& limits,
+                     std::initializer_list<std::string_view> extra, DocumentRequest* doc,
+                     ExtraFn&& on_extra) {
+  bool has_id = false;
+  for (auto [key, value] : obj) {
+    const std::string field = prefix + std::string(key);
+    if (key == "id") {
+      std::string_view id;
+      if (value.get_string().get(id) != simdjson::SUCCESS) {
+        return Status::InvalidArgument(field + ": must be a string");
+      }
+      if (id.empty()) return Status::InvalidArgument(field + ": must not be empty");
+      if (id.size() > limits.max_id_bytes) {
+        return Status::InvalidArgument(field + ": " + std::to_string(id.size()) +
+                                       " bytes exceeds the limit of " +
+                                       std::to_string(limits.max_id_bytes));
+      }
+      doc->id.assign(id);
+      has_id = true;
+    } else if (key == "text") {
+      NEARDUP_RETURN_IF_ERROR(ParseText(value, field, limits, &doc->text));
+    } else if (key == "fingerprint") {
+      std::string_view s;
+      if (value.get_string().get(s) != simdjson::SUCCESS) {
+        return Status::InvalidArgument(field + ": must be a string");
+      }
+      Fingerprint fp;
+      NEARDUP_RETURN_IF_ERROR(ParseFingerprintField(s, field, limits, &fp));
+      doc->fingerprint = fp;
+    } else if (key == "metadata") {
+      const element_type type = value.type();
+      if (type == element_type::NULL_VALUE) {
+        doc->metadata_json.clear();
+      } else if (type == element_type::OBJECT || type == element_type::STRING) {
+        doc->metadata_json = simdjson::minify(value);
+        if (doc->metadata_json.size() > limits.max_metadata_bytes) {
+          return Status::InvalidArgument(field + ": " + std::to_string(doc->metadata_json.size()) +
+                                         " bytes exceeds the limit of " +
+                                         std::to_string(limits.max_metadata_bytes));
+        }
+      } else {
+        return Status::InvalidArgument(field + ": must be an object, a string or null");
+      }
+    } else if (std::find(extra.begin(), extra.end(), key) != extra.end()) {
+      NEARDUP_RETURN_IF_ERROR(on_extra(key, value, field));
+    } else {
+      return Status::InvalidArgument(field + ": unknown field");
+    }
+  }
+  if (!has_id) return Status::InvalidArgument(prefix + "id: missing");
+  if (doc->text.has_value() == doc->fingerprint.has_value()) {
+    return Status::InvalidArgument(prefix + "text/fingerprint: give exactly one of them");
+  }
+  return Status::Ok();
+}
+
+Result<object> RootObject(simdjson::dom::parser& parser, std::string_view body) {
+  Result<element> root = ParseJson(parser, body);
+  if (!root.ok()) return root.status();
+  object obj;
+  if (root->get_object().get(obj) != simdjson::SUCCESS) {
+    return Status::InvalidArgument("body: must be a JSON object");
+  }
+  return obj;
+}
+
+simdjson::dom::parser& ThreadParser() {
+  thread_local simdjson::dom::parser parser;
+  return parser;
+}
+
+}  // namespace
+
+Result<AddRequest> ParseAddRequest(std::string_view body, const RequestLimits& limits) {
+  Result<object> root = RootObject(ThreadParser(), body);
+  if (!root.ok()) return root.status();
+  AddRequest request;
+  auto no_extra = [](std::string_view, element, const std::string&) { return Status::Ok(); };
+  simdjson::dom::element documents;
+  if (root->at_key("documents").get(documents) != simdjson::SUCCESS) {
+    DocumentRequest doc;
+    NEARDUP_RETURN_IF_ERROR(ParseDocument(*root, "", limits, {}, &doc, no_extra));
+    request.documents.push_back(std::move(doc));
+    return request;
+  }
+  for (auto [key, value] : *root) {
+    if (key != "documents") {
+      return Status::InvalidArgument(std::string(key) + ": unknown field");
+    }
+  }
+  simdjson::dom::array array;
+  if (documents.get_array().get(array) != simdjson::SUCCESS) {
+    return Status::InvalidArgument("documents: must be an array");
+  }
+  if (array.size() > limits.max_batch) {
+    return Status::ResourceExhausted("documents: " + std::to_string(array.size()) +
+                                     " documents exceeds the batch limit of " +
+                                     std::to_string(limits.max_batch));
+  }
+  if (array.size() == 0) return Status::InvalidArgument("documents: must not be empty");
+  size_t index = 0;
+  for (element item : array) {
+    const std::string prefix = "documents[" + std::to_string(index++) + "].";
+    object obj;
+    if (item.get_object().get(obj) != simdjson::SUCCESS) {
+      return Status::InvalidArgument(prefix.substr(0, prefix.size() - 1) + ": must be an object");
+    }
+    DocumentRequest doc;
+    NEARDUP_RETURN_IF_ERROR(ParseDocument(obj, prefix, limits, {}, &doc, no_extra));
+    request.documents.push_back(std::move(doc));
+  }
+  return request;
+}
+
+Result<CheckRequest> ParseCheckRequest(std::string_view body, const RequestLimits& limits) {
+  Result<object> root = RootObject(ThreadParser(), body);
+  if (!root.ok()) return root.status();
+  CheckRequest request;
+  request.k = std::min(limits.default_k, limits.max_k);
+  NEARDUP_RETURN_IF_ERROR(ParseDocument(
+      *root, "", limits, {"k", "add"}, &request.document,
+      [&](std::string_view key, element value, const std::string& field) -> Status {
+        if (key == "k") return ParseK(value, field, limits, &request.k);
+        std::string_view mode;
+        if (value.get_string().get(mode) != simdjson::SUCCESS) {
+          return Status::InvalidArgument(field + ": must be a string");
+        }
+        if (mode == "if_unique") {
+          request.add = AddMode::kIfUnique;
+        } else if (mode == "always") {
+          request.add = AddMode::kAlways;
+        } else if (mode == "never") {
+          request.add = AddMode::kNever;
+        } else {
+          return Status::InvalidArgument(field +
+                                         ": must be \"if_unique\", \"always\" or \"never\"");
+        }
+        return Status::Ok();
+      }));
+  return request;
+}
+
+Result<QueryRequest> ParseQueryRequest(std::string_view body, const RequestLimits& limits) {
+  Result<object> root = RootObject(ThreadParser(), body);
+  if (!root.ok()) return root.status();
+  QueryRequest request;
+  request.k = std::min(limits.default_k, limits.max_k);
+  for (auto [key, value] : *root) {
+    const std::string field(key);
+    if (key == "text") {
+      NEARDUP_RETURN_IF_ERROR(ParseText(value, field, limits, &request.text));
+    } else if (key == "fingerprint") {
+      std::string_view s;
+      if (value.get_string().get(s) != simdjson::SUCCESS) {
+        return Status::InvalidArgument(field + ": must be a string");
+      }
+      Fingerprint fp;
+      NEARDUP_RETURN_IF_ERROR(ParseFingerprintField(s, field, limits, &fp));
+      request.fingerprint = fp;
+    } else if (key == "k") {
+      NEARDUP_RETURN_IF_ERROR(ParseK(value, field, limits, &request.k));
+    } else if (key == "limit") {
+      NEARDUP_RETURN_IF_ERROR(ParseLimit(value, field, limits, &request.limit));
+    } else {
+      return Status::InvalidArgument(field + ": unknown field");
+    }
+  }
+  if (request.text.has_value() == request.fingerprint.has_value()) {
+    return Status::InvalidArgument("text/fingerprint: give exactly one of them");
+  }
+  return request;
+}
+
+Result<QueryRequest> ParseQueryParams(const std::optional<std::string>& fingerprint,
+                                      const std::optional<std::string>& text,
+                                      const std::optional<std::string>& k,
+                                      const std::optional<std::string>& limit,
+                                      const RequestLimits& limits) {
+  QueryRequest request;
+  request.k = std::min(limits.default_k, limits.max_k);
+  auto parse_int = [](const std::string& s, int64_t* v) {
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+    return ec == std::errc() && ptr == s.data() + s.size();
+  };
+  if (fingerprint.has_value()) {
+    Fingerprint fp;
+    NEARDUP_RETURN_IF_ERROR(ParseFingerprintField(*fingerprint, "fingerprint", limits, &fp));
+    request.fingerprint = fp;
+  }
+  if (text.has_value()) {
+    if (text->size() > limits.max_text_bytes) {
+      return Status::ResourceExhausted("text: exceeds the limit of " +
+                                       std::to_string(limits.max_text_bytes) + " bytes");
+    }
+    request.text = *text;
+  }
+  if (k.has_value()) {
+    int64_t v;
+    if (!parse_int(*k, &v)) return Status::InvalidArgument("k: must be an integer");
+    if (v < 0 || v > limits.max_k) {
+      return Status::InvalidArgument("k: " + std::to_string(v) + " is outside [0, " +
+                                     std::to_string(limits.max_k) + "]");
+    }
+    request.k = static_cast<int>(v);
+  }
+  if (limit.has_value()) {
+    int64_t v;
+    if (!parse_int(*limit, &v)) return Status::InvalidArgument("limit: must be an integer");
+    if (v < 1 || static_cast<uint64_t>(v) > limits.max_limit) {
+      return Status::InvalidArgument("limit: " + std::to_string(v) + " is outside [1, " +
+                                     std::to_string(limits.max_limit) + "]");
+    }
+    request.limit = static_cast<size_t>(v);
+  }
+  if (request.text.has_value() == request.fingerprint.has_value()) {
+    return Status::InvalidArgument("text/fingerprint: give exactly one of them");
+  }
+  return request;
+}
+
+}  // namespace neardup::service

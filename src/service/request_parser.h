@@ -1,0 +1,74 @@
+// Parsing and validation of the JSON request bodies of the neardup HTTP service (see docs/api.md).
+//
+// Internal header. Pure functions of their input (no I/O), safe to call from any thread; every
+// malformed input yields a Status naming the offending field, never a crash or an exception. The
+// fuzz target fuzz/request_parser_fuzz.cc drives these functions.
+#ifndef NEARDUP_SERVICE_REQUEST_PARSER_H_
+#define NEARDUP_SERVICE_REQUEST_PARSER_H_
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "neardup/fingerprint.h"
+#include "neardup/status.h"
+
+namespace neardup::service {
+
+struct RequestLimits {
+  int bits = 64;   // width of fingerprints the store holds
+  int max_k = 64;  // largest k accepted (<= bits)
+  int default_k = 3;
+  size_t max_batch = 10000;  // documents per add request
+  size_t max_id_bytes = 2048;
+  size_t max_metadata_bytes = 4096;  // of the metadata's compact JSON form
+  size_t max_text_bytes = 1 << 20;
+  size_t max_limit = 10000;  // results per query
+};
+
+// One document of an add or check request: an id plus exactly one of text or fingerprint.
+struct DocumentRequest {
+  std::string id;
+  std::optional<std::string> text;
+  std::optional<Fingerprint> fingerprint;
+  std::string metadata_json;  // compact JSON of the "metadata" value (object or string), or empty
+};
+
+struct AddRequest {
+  std::vector<DocumentRequest> documents;
+};
+
+enum class AddMode { kIfUnique, kAlways, kNever };
+
+struct CheckRequest {
+  DocumentRequest document;
+  int k = 3;
+  AddMode add = AddMode::kIfUnique;
+};
+
+struct QueryRequest {
+  std::optional<std::string> text;
+  std::optional<Fingerprint> fingerprint;
+  int k = 3;
+  size_t limit = 100;
+};
+
+// POST /v1/documents: {"documents": [doc, ...]} or a single doc object.
+Result<AddRequest> ParseAddRequest(std::string_view body, const RequestLimits& limits);
+// POST /v1/check: doc fields plus optional "k" and "add" ("if_unique" | "always" | "never").
+Result<CheckRequest> ParseCheckRequest(std::string_view body, const RequestLimits& limits);
+// POST /v1/query: {"text" | "fingerprint", "k", "limit"}.
+Result<QueryRequest> ParseQueryRequest(std::string_view body, const RequestLimits& limits);
+// GET /v1/query?fingerprint=..&k=..&limit=..: the same from URL parameters (`get` returns the
+// parameter's value or nullopt).
+Result<QueryRequest> ParseQueryParams(const std::optional<std::string>& fingerprint,
+                                      const std::optional<std::string>& text,
+                                      const std::optional<std::string>& k,
+                                      const std::optional<std::string>& limit,
+                                      const RequestLimits& limits);
+
+}  // namespace neardup::service
+
+#endif  // NEARDUP_SERVICE_REQUEST_PARSER_H_

@@ -1,0 +1,838 @@
+// DocumentStore implementation: memtable + write-ahead log + memory-mapped segments, group
+// commit, flush and background compaction; see include/neardup/store.h and
+// docs/storage_format.md.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <dirent.h>
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "neardup/permuted_index.h"
+#include "neardup/store.h"
+#include "store/linear_index.h"
+#include "store/manifest.h"
+#include "store/segment.h"
+#include "store/store_format.h"
+#include "store/wal.h"
+
+namespace neardup {
+namespace {
+
+using store::Manifest;
+using store::Segment;
+using store::SegmentEntry;
+using store::SegmentHit;
+using store::WalOp;
+using store::WalOpType;
+using store::WalWriter;
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+// Documents written since the last flush, newest version per id (tombstones included).
+class MemTable {
+ public:
+  struct Entry {
+    Fingerprint fingerprint;
+    std::string metadata;
+    bool tombstone = false;
+    uint64_t slot = 0;  // id in `index_` (live entries only)
+  };
+
+  // Searches with k <= max_k use a PermutedIndex over the memtable's live entries (the linear
+  // stand-in if it cannot be created); larger k scans the entries.
+  MemTable(int bits, int max_k, size_t expected_size) {
+    PermutedIndexOptions options;
+    options.bits = bits;
+    options.max_k = max_k;
+    options.expected_size = static_cast<double>(std::max<size_t>(expected_size, 1024));
+    options.threads = 1;
+    Result<std::unique_ptr<PermutedIndex>> permuted = PermutedIndex::Create(options);
+    if (permuted.ok()) {
+      index_ = std::move(*permuted);
+    } else {
+      index_ = std::make_unique<store::LinearIndex>(bits);
+    }
+  }
+
+  const Entry* Find(std::string_view id) const {
+    auto it = entries_.find(id);
+    return it == entries_.end() ? nullptr : &it->second;
+  }
+
+  void Put(const WalOp& op) {
+    auto it = entries_.find(std::string_view(op.id));
+    if (it == entries_.end()) {
+      it = entries_.emplace(op.id, Entry{}).first;
+    } else if (!it->second.tombstone) {
+      index_->Remove(it->second.slot, it->second.fingerprint);
+      slot_ids_[it->second.slot] = nullptr;
+    }
+    Entry& entry = it->second;
+    entry.tombstone = op.type == WalOpType::kRemove;
+    entry.fingerprint = op.fingerprint;
+    entry.metadata = op.metadata;
+    if (!entry.tombstone) {
+      entry.slot = slot_ids_.size();
+      slot_ids_.push_back(&it->first);
+      (void)index_->Add(entry.slot, entry.fingerprint);
+    }
+  }
+
+  // Appends (id, entry, distance) of live entries within k.
+  template <typename Fn>
+  void Search(const Fingerprint& query, int k, Fn&& fn) const {
+    if (entries_.empty()) return;
+    if (k > index_->max_k()) {
+      for (const auto& [id, entry] : entries_) {
+        if (entry.tombstone) continue;
+        const int distance = HammingDistance(entry.fingerprint, query);
+        if (distance <= k) fn(id, entry, distance);
+      }
+      return;
+    }
+    Result<std::vector<Neighbor>> hits = index_->Search(query, k);
+    if (!hits.ok()) return;
+    for (const Neighbor& hit : *hits) {
+      const std::string* id = slot_ids_[hit.id];
+      if (id != nullptr) fn(*id, entries_.find(std::string_view(*id))->second, hit.distance);
+    }
+  }
+
+  size_t size() const { return entries_.size(); }
+  const std::unordered_map<std::string, Entry, StringHash, std::equal_to<>>& entries() const {
+    return entries_;
+  }
+
+ private:
+  std::unordered_map<std::string, Entry, StringHash, std::equal_to<>> entries_;
+  std::vector<const std::string*> slot_ids_;  // slot -> key in entries_ (null once replaced)
+  std::unique_ptr<HammingIndex> index_;
+};
+
+bool ByDistanceThenId(const StoredDocument& a, const StoredDocument& b) {
+  return a.distance != b.distance ? a.distance < b.distance : a.id < b.id;
+}
+
+class DocumentStoreImpl : public DocumentStore {
+ public:
+  DocumentStoreImpl(std::string dir, const StoreOptions& options)
+      : dir_(std::move(dir)), options_(options) {}
+  ~DocumentStoreImpl() override { (void)Close(); }
+
+  Status Init();
+
+  Status Add(const DocumentInput& doc, bool* replaced) override;
+  Status AddBatch(std::span<const DocumentInput> docs) override;
+  Result<CheckResult> CheckAndAdd(const DocumentInput& doc, int k, bool always_add) override;
+  Result<std::vector<StoredDocument>> Search(const Fingerprint& query, int k,
+                                             size_t limit) const override;
+  Result<StoredDocument> Get(std::string_view id) const override;
+  Status Remove(std::string_view id) override;
+  StoreStats Stats() const override;
+  Status Flush() override;
+  Status Compact() override;
+  Status Close() override;
+
+ private:
+  // One caller waiting to commit.
+  struct Writer {
+    enum Kind { kAdd, kRemove, kCheckAndAdd, kFlush } kind = kAdd;
+    std::span<const DocumentInput> docs;
+    std::string_view remove_id;
+    int k = 0;
+    bool always_add = false;
+    Status status;
+    bool replaced = false;
+    CheckResult* check = nullptr;
+    bool done = false;
+    std::condition_variable cv;
+  };
+
+  Status ValidateDoc(const DocumentInput& doc) const;
+  Status ValidateK(const Fingerprint& fp, int k) const;
+  Status Commit(Writer* writer);
+  Status CommitGroup(std::vector<Writer*>& group, bool force_flush);
+  Status FlushMemTableLocked();                                      // caller is the commit leader
+  Status WriteManifestLocked(const std::vector<uint64_t>& numbers);  // manifest_mu_ held
+  void CompactionLoop();
+  void MaybeScheduleCompaction();
+
+  // state_mu_ held (shared or exclusive).
+  std::optional<StoredDocument> LookupLocked(std::string_view id) const;
+  bool ShadowedLocked(std::string_view id, size_t segment_index) const;
+  void SearchLocked(const Fingerprint& query, int k, std::vector<StoredDocument>* out) const;
+
+  const std::string dir_;
+  StoreOptions options_;
+  int bits_ = 64;
+  int max_k_ = 3;
+  int lock_fd_ = -1;
+  bool closed_ = true;
+
+  mutable std::shared_mutex state_mu_;  // guards segments_, segment_numbers_, mem_, live_
+  std::vector<std::shared_ptr<Segment>> segments_;  // oldest first
+  std::vector<uint64_t> segment_numbers_;
+  std::unique_ptr<MemTable> mem_;
+  uint64_t live_ = 0;
+
+  std::mutex manifest_mu_;  // guards the fields below and MANIFEST writes
+  uint64_t next_file_number_ = 1;
+  uint64_t wal_number_ = 0;
+  uint64_t segments_live_ = 0;  // live documents counting segments only (as of the last flush)
+
+  std::mutex writer_mu_;
+  std::deque<Writer*> writers_;
+  std::unique_ptr<WalWriter> wal_;  // used by the commit leader only
+  Status sticky_error_;             // a failed log write stops all later writes (writer_mu_)
+
+  std::mutex compaction_mu_;
+  std::condition_variable compaction_cv_;
+  bool compaction_requested_ = false;
+  bool stopping_ = false;
+  std::thread compaction_thread_;
+  std::mutex compact_run_mu_;  // one compaction at a time
+
+  mutable std::atomic<uint64_t> searches_{0};
+  std::atomic<uint64_t> wal_bytes_{0};  // size of the current log
+  std::atomic<uint64_t> wal_syncs_{0}, writes_{0}, flushes_{0}, compactions_{0};
+  double open_seconds_ = 0;
+};
+
+Status DocumentStoreImpl::Init() {
+  const auto start = std::chrono::steady_clock::now();
+  if (options_.bits != 64 && options_.bits != 128) {
+    return Status::InvalidArgument("StoreOptions.bits must be 64 or 128, got " +
+                                   std::to_string(options_.bits));
+  }
+  if (options_.max_k < 0 || options_.max_k > 15) {
+    return Status::InvalidArgument("StoreOptions.max_k must be in [0, 15], got " +
+                                   std::to_string(options_.max_k));
+  }
+  struct stat st;
+  if (::stat(dir_.c_str(), &st) != 0) {
+    if (!options_.create_if_missing) return Status::NotFound(dir_ + ": no such store directory");
+    if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) {
+      return store::ErrnoStatus("mkdir", dir_, errno);
+    }
+  } else if (!S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument(dir_ + ": not a directory");
+  }
+  const std::string lock_path = store::JoinPath(dir_, store::kLockName);
+  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0) return store::ErrnoStatus("open lock file", lock_path, errno);
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    return Status::IoError(dir_ + ": store is already open in another process (LOCK held)");
+  }
+
+  Result<Manifest> manifest = store::ReadManifest(dir_);
+  bool fresh = false;
+  if (!manifest.ok()) {
+    if (manifest.status().code() != StatusCode::kNotFound) return manifest.status();
+    // No MANIFEST: a new store, unless data files are lying around.
+    Result<std::vector<std::string>> files = store::ListDataFiles(dir_);
+    if (!files.ok()) return files.status();
+    if (!files->empty()) {
+      return Status::Corruption(store::JoinPath(dir_, store::kManifestName) +
+                                ": missing although data files exist; run `neardup index recover " +
+                                dir_ + "`");
+    }
+    if (!options_.create_if_missing)
+      return Status::NotFound(dir_ + ": no store here (no MANIFEST)");
+    fresh = true;
+    Manifest m;
+    m.bits = options_.bits;
+    m.max_k = options_.max_k;
+    m.wal_number = 1;
+    m.next_file_number = 2;
+    Result<std::unique_ptr<WalWriter>> wal = WalWriter::Create(dir_, m.wal_number, m.bits);
+    if (!wal.ok()) return wal.status();
+    NEARDUP_RETURN_IF_ERROR(store::WriteManifest(dir_, m));
+    manifest = m;
+  } else if (options_.error_if_exists) {
+    return Status::AlreadyExists(dir_ + ": a store exists already");
+  }
+  (void)fresh;
+  bits_ = manifest->bits;
+  max_k_ = manifest->max_k;
+  options_.bits = bits_;
+  options_.max_k = max_k_;
+  next_file_number_ = manifest->next_file_number;
+  wal_number_ = manifest->wal_number;
+  segments_live_ = manifest->segments_live;
+  segment_numbers_ = manifest->segments;
+  for (uint64_t number : segment_numbers_) {
+    Result<std::shared_ptr<Segment>> seg =
+        Segment::Open(store::JoinPath(dir_, store::SegmentFileName(number)), bits_,
+                      options_.verify_checksums_on_open);
+    if (!seg.ok()) return seg.status();
+    segments_.push_back(*seg);
+  }
+  mem_ = std::make_unique<MemTable>(bits_, max_k_, options_.memtable_limit);
+  live_ = segments_live_;
+  const std::string wal_path = store::JoinPath(dir_, store::WalFileName(wal_number_));
+  Result<store::WalReadResult> replay =
+      store::ReadWal(wal_path, bits_, [&](std::vector<WalOp>& ops) {
+        for (const WalOp& op : ops) {
+          const bool exists = LookupLocked(op.id).has_value();
+          if (op.type == WalOpType::kAdd && !exists) ++live_;
+          if (op.type == WalOpType::kRemove && exists) --live_;
+          mem_->Put(op);
+        }
+        return Status::Ok();
+      });
+  if (!replay.ok()) {
+    if (replay.status().code() == StatusCode::kNotFound) {
+      return Status::Corruption(wal_path + ": log named by MANIFEST is missing");
+    }
+    return replay.status();
+  }
+  Result<std::unique_ptr<WalWriter>> wal = WalWriter::OpenForAppend(wal_path, replay->valid_bytes);
+  if (!wal.ok()) return wal.status();
+  wal_ = std::move(*wal);
+  wal_bytes_.store(wal_->size());
+  // Files not named by the MANIFEST are leftovers of an interrupted flush or compaction.
+  Result<std::vector<std::string>> files = store::ListDataFiles(dir_);
+  if (files.ok()) {
+    for (const std::string& name : *files) {
+      bool is_segment;
+      uint64_t number;
+      if (!store::ParseFileName(name, &is_segment, &number)) continue;
+      bool referenced = is_segment ? std::find(segment_numbers_.begin(), segment_numbers_.end(),
+                                               number) != segment_numbers_.end()
+                                   : number == wal_number_;
+      if (!referenced && number >= 1) ::unlink(store::JoinPath(dir_, name).c_str());
+    }
+  }
+  closed_ = false;
+  if (options_.compaction_trigger > 0) {
+    compaction_thread_ = std::thread([this] { CompactionLoop(); });
+  }
+  open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return Status::Ok();
+}
+
+Status DocumentStoreImpl::ValidateDoc(const DocumentInput& doc) const {
+  if (doc.id.empty()) return Status::InvalidArgument("id: must not be empty");
+  if (doc.id.size() > options_.max_id_bytes) {
+    return Status::InvalidArgument("id: " + std::to_string(doc.id.size()) +
+                                   " bytes exceeds the limit of " +
+                                   std::to_string(options_.max_id_bytes));
+  }
+  if (doc.metadata.size() > options_.max_metadata_bytes) {
+    return Status::InvalidArgument("metadata: " + std::to_string(doc.metadata.size()) +
+                                   " bytes exceeds the limit of " +
+                                   std::to_string(options_.max_metadata_bytes));
+  }
+  if (doc.fingerprint.bits != bits_) {
+    return Status::InvalidArgument("fingerprint: " + std::to_string(doc.fingerprint.bits) +
+                                   "-bit, the store holds " + std::to_string(bits_) + "-bit");
+  }
+  return Status::Ok();
+}
+
+Status DocumentStoreImpl::ValidateK(const Fingerprint& fp, int k) const {
+  if (fp.bits != bits_) {
+    return Status::InvalidArgument("fingerprint: " + std::to_string(fp.bits) +
+                                   "-bit, the store holds " + std::to_string(bits_) + "-bit");
+  }
+  if (k < 0 || k > bits_) {
+    return Status::InvalidArgument("k: " + std::to_string(k) + " is outside [0, " +
+                                   std::to_string(bits_) + "]");
+  }
+  return Status::Ok();
+}
+
+Status DocumentStoreImpl::Add(const DocumentInput& doc, bool* replaced) {
+  NEARDUP_RETURN_IF_ERROR(ValidateDoc(doc));
+  Writer w;
+  w.kind = Writer::kAdd;
+  w.docs = std::span<const DocumentInput>(&doc, 1);
+  Status status = Commit(&w);
+  if (replaced != nullptr) *replaced = w.replaced;
+  return status;
+}
+
+Status DocumentStoreImpl::AddBatch(std::span<const DocumentInput> docs) {
+  for (size_t i = 0; i < docs.size(); ++i) {
+    Status status = ValidateDoc(docs[i]);
+    if (!status.ok()) return status.WithContext("document " + std::to_string(i));
+  }
+  if (docs.empty()) return Status::Ok();
+  Writer w;
+  w.kind = Writer::kAdd;
+  w.docs = docs;
+  return Commit(&w);
+}
+
+Result<CheckResult> DocumentStoreImpl::CheckAndAdd(const DocumentInput& doc, int k,
+                                                   bool always_add) {
+  NEARDUP_RETURN_IF_ERROR(ValidateDoc(doc));
+  NEARDUP_RETURN_IF_ERROR(ValidateK(doc.fingerprint, k));
+  CheckResult result;
+  Writer w;
+  w.kind = Writer::kCheckAndAdd;
+  w.docs = std::span<const DocumentInput>(&doc, 1);
+  w.k = k;
+  w.always_add = always_add;
+  w.check = &result;
+  Status status = Commit(&w);
+  if (!status.ok()) return status;
+  return result;
+}
+
+Status DocumentStoreImpl::Remove(std::string_view id) {
+  if (id.empty()) return Status::InvalidArgument("id: must not be empty");
+  Writer w;
+  w.kind = Writer::kRemove;
+  w.remove_id = id;
+  return Commit(&w);
+}
+
+Status DocumentStoreImpl::Flush() {
+  Writer w;
+  w.kind = Writer::kFlush;
+  return Commit(&w);
+}
+
+// LevelDB-style group commit: writers queue up; the one at the front commits everybody queued
+// behind it with one log write and one fsync.
+Status DocumentStoreImpl::Commit(Writer* writer) {
+  std::unique_lock<std::mutex> lock(writer_mu_);
+  if (closed_) return Status::InvalidArgument(dir_ + ": store is closed");
+  writers_.push_back(writer);
+  while (!writer->done && writer != writers_.front()) writer->cv.wait(lock);
+  if (writer->done) return writer->status;
+  // This writer leads a group.
+  if (options_.sync_mode == SyncMode::kGroupCommit && options_.group_commit_interval_ms > 0 &&
+      writer->kind != Writer::kFlush) {
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(options_.group_commit_interval_ms));
+    lock.lock();
+  }
+  std::vector<Writer*> group(writers_.begin(), writers_.end());
+  bool force_flush = false;
+  for (Writer* w : group) force_flush |= w->kind == Writer::kFlush;
+  Status status = sticky_error_;
+  lock.unlock();
+  if (status.ok()) {
+    status = CommitGroup(group, force_flush);
+  } else {
+    for (Writer* w : group) w->status = status;
+  }
+  lock.lock();
+  if (!status.ok() && sticky_error_.ok() && status.code() == StatusCode::kIoError) {
+    sticky_error_ = status;
+  }
+  for (Writer* w : group) {
+    writers_.pop_front();
+    if (w != writer) {
+      w->done = true;
+      w->cv.notify_one();
+    }
+  }
+  if (!writers_.empty()) writers_.front()->cv.notify_one();
+  return writer->status;
+}
+
+Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_flush) {
+  // Decide every writer's operations in queue order. Earlier writers of the group are not yet
+  // applied, so their latest op per id is kept in `pending`.
+  std::vector<WalOp> ops;
+  std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> pending;  // id -> ops index
+  int64_t live_delta = 0;
+  {
+    std::shared_lock<std::shared_mutex> state(state_mu_);
+    auto exists = [&](std::string_view id) {
+      auto it = pending.find(id);
+      if (it != pending.end()) return ops[it->second].type == WalOpType::kAdd;
+      return LookupLocked(id).has_value();
+    };
+    auto add_op = [&](const DocumentInput& doc) {
+      bool existed = exists(doc.id);
+      if (!existed) ++live_delta;
+      WalOp op;
+      op.type = WalOpType::kAdd;
+      op.id.assign(doc.id);
+      op.fingerprint = doc.fingerprint;
+      op.metadata.assign(doc.metadata);
+      pending[op.id] = ops.size();
+      ops.push_back(std::move(op));
+      return existed;
+    };
+    for (Writer* w : group) {
+      w->status = Status::Ok();
+      switch (w->kind) {
+        case Writer::kFlush:
+          break;
+        case Writer::kAdd:
+          for (const DocumentInput& doc : w->docs) w->replaced = add_op(doc);
+          break;
+        case Writer::kRemove: {
+          if (!exists(w->remove_id)) {
+            w->status = Status::NotFound("id: no document \"" + std::string(w->remove_id) + "\"");
+            break;
+          }
+          --live_delta;
+          WalOp op;
+          op.type = WalOpType::kRemove;
+          op.id.assign(w->remove_id);
+          pending[op.id] = ops.size();
+          ops.push_back(std::move(op));
+          break;
+        }
+        case Writer::kCheckAndAdd: {
+          const DocumentInput& doc = w->docs[0];
+          std::vector<StoredDocument> found;
+          SearchLocked(doc.fingerprint, w->k, &found);
+          std::vector<StoredDocument>& dups = w->check->duplicates;
+          for (StoredDocument& d : found) {
+            if (d.id != doc.id && pending.find(std::string_view(d.id)) == pending.end()) {
+              dups.push_back(std::move(d));
+            }
+          }
+          for (const auto& [id, index] : pending) {
+            const WalOp& op = ops[index];
+            if (op.type != WalOpType::kAdd || id == doc.id) continue;
+            int d = HammingDistance(op.fingerprint, doc.fingerprint);
+            if (d <= w->k) dups.push_back({op.id, op.fingerprint, op.metadata, d});
+          }
+          std::sort(dups.begin(), dups.end(), ByDistanceThenId);
+          if (w->always_add || dups.empty()) {
+            w->check->added = true;
+            w->check->replaced = add_op(doc);
+          }
+          break;
+        }
+      }
+    }
+  }
+  if (!ops.empty()) {
+    std::string payload;
+    for (const WalOp& op : ops) store::AppendWalOp(op, &payload);
+    const std::string record = store::EncodeWalRecord(static_cast<uint32_t>(ops.size()), payload);
+    Status status = wal_->Append(record);
+    if (status.ok() && options_.sync_mode != SyncMode::kNone) {
+      status = wal_->Sync();
+      wal_syncs_.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (!status.ok()) {
+      for (Writer* w : group) w->status = status;
+      return status;
+    }
+    {
+      std::unique_lock<std::shared_mutex> state(state_mu_);
+      for (const WalOp& op : ops) mem_->Put(op);
+      live_ = static_cast<uint64_t>(static_cast<int64_t>(live_) + live_delta);
+    }
+    writes_.fetch_add(ops.size(), std::memory_order_relaxed);
+    wal_bytes_.store(wal_->size());
+  }
+  if (force_flush || mem_->size() >= options_.memtable_limit) {
+    Status status = FlushMemTableLocked();
+    if (!status.ok()) {
+      for (Writer* w : group) {
+        if (w->kind == Writer::kFlush) w->status = status;
+      }
+      return status.code() == StatusCode::kIoError ? status : Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
+Status DocumentStoreImpl::WriteManifestLocked(const std::vector<uint64_t>& numbers) {
+  Manifest m;
+  m.bits = bits_;
+  m.max_k = max_k_;
+  m.next_file_number = next_file_number_;
+  m.wal_number = wal_number_;
+  m.segments_live = segments_live_;
+  m.segments = numbers;
+  return store::WriteManifest(dir_, m);
+}
+
+Status DocumentStoreImpl::FlushMemTableLocked() {
+  if (mem_->size() == 0) {
+    if (options_.sync_mode == SyncMode::kNone) return wal_->Sync();
+    return Status::Ok();
+  }
+  std::vector<SegmentEntry> entries;
+  entries.reserve(mem_->size());
+  for (const auto& [id, entry] : mem_->entries()) {
+    entries.push_back({id, entry.fingerprint, entry.metadata, entry.tombstone});
+  }
+  std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
+  const uint64_t segment_number = next_file_number_++;
+  const uint64_t new_wal_number = next_file_number_++;
+  const std::string segment_path = store::JoinPath(dir_, store::SegmentFileName(segment_number));
+  NEARDUP_RETURN_IF_ERROR(store::WriteSegment(segment_path, bits_, max_k_, std::move(entries)));
+  Result<std::shared_ptr<Segment>> segment = Segment::Open(segment_path, bits_, false);
+  if (!segment.ok()) return segment.status();
+  Result<std::unique_ptr<WalWriter>> new_wal = WalWriter::Create(dir_, new_wal_number, bits_);
+  if (!new_wal.ok()) return new_wal.status();
+  std::vector<uint64_t> numbers;
+  uint64_t live_now;
+  {
+    std::shared_lock<std::shared_mutex> state(state_mu_);
+    numbers = segment_numbers_;
+    live_now = live_;
+  }
+  numbers.push_back(segment_number);
+  const uint64_t old_wal_number = wal_number_;
+  const uint64_t old_segments_live = segments_live_;
+  wal_number_ = new_wal_number;
+  segments_live_ = live_now;
+  Status status = WriteManifestLocked(numbers);
+  if (!status.ok()) {
+    wal_number_ = old_wal_number;
+    segments_live_ = old_segments_live;
+    return status;
+  }
+  {
+    std::unique_lock<std::shared_mutex> state(state_mu_);
+    segments_.push_back(*segment);
+    segment_numbers_ = numbers;
+    mem_ = std::make_unique<MemTable>(bits_, max_k_, options_.memtable_limit);
+  }
+  const std::string old_wal_path = wal_->path();
+  wal_ = std::move(*new_wal);
+  wal_bytes_.store(wal_->size());
+  ::unlink(old_wal_path.c_str());
+  flushes_.fetch_add(1, std::memory_order_relaxed);
+  MaybeScheduleCompaction();
+  return Status::Ok();
+}
+
+void DocumentStoreImpl::MaybeScheduleCompaction() {
+  if (options_.compaction_trigger == 0) return;
+  size_t count;
+  {
+    std::shared_lock<std::shared_mutex> state(state_mu_);
+    count = segments_.size();
+  }
+  if (count > options_.compaction_trigger) {
+    std::lock_guard<std::mutex> lock(compaction_mu_);
+    compaction_requested_ = true;
+    compaction_cv_.notify_one();
+  }
+}
+
+void DocumentStoreImpl::CompactionLoop() {
+  std::unique_lock<std::mutex> lock(compaction_mu_);
+  while (true) {
+    compaction_cv_.wait(lock, [&] { return compaction_requested_ || stopping_; });
+    if (stopping_) return;
+    compaction_requested_ = false;
+    lock.unlock();
+    (void)Compact();  // an error leaves the old segments in place; the next flush retries
+    lock.lock();
+  }
+}
+
+Status DocumentStoreImpl::Compact() {
+  std::lock_guard<std::mutex> run_lock(compact_run_mu_);
+  std::vector<std::shared_ptr<Segment>> inputs;
+  std::vector<uint64_t> input_numbers;
+  uint64_t number;
+  {
+    // The output's file number is taken together with the snapshot, so file numbers keep the
+    // order of content age (RecoverStore relies on it).
+    std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
+    std::shared_lock<std::shared_mutex> state(state_mu_);
+    inputs = segments_;
+    input_numbers = segment_numbers_;
+    if (inputs.empty()) return Status::Ok();
+    if (inputs.size() == 1 && inputs[0]->live() == inputs[0]->size()) return Status::Ok();
+    number = next_file_number_++;
+  }
+  // Newest version of every id wins; the inputs start at the oldest segment, so removed ids
+  // (tombstones) can be dropped.
+  std::vector<SegmentEntry> entries;
+  std::unordered_set<std::string_view> seen;
+  for (size_t s = inputs.size(); s-- > 0;) {
+    const Segment& seg = *inputs[s];
+    for (uint32_t i = 0; i < seg.size(); ++i) {
+      std::string_view id = seg.id(i);
+      if (!seen.insert(id).second) continue;
+      if (seg.tombstone(i)) continue;
+      entries.push_back({id, seg.fingerprint(i), seg.metadata(i), false});
+    }
+  }
+  const std::string path = store::JoinPath(dir_, store::SegmentFileName(number));
+  NEARDUP_RETURN_IF_ERROR(store::WriteSegment(path, bits_, max_k_, std::move(entries)));
+  Result<std::shared_ptr<Segment>> merged = Segment::Open(path, bits_, false);
+  if (!merged.ok()) return merged.status();
+  {
+    std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
+    std::vector<std::shared_ptr<Segment>> segments{*merged};
+    std::vector<uint64_t> numbers{number};
+    {
+      std::shared_lock<std::shared_mutex> state(state_mu_);
+      // Segments flushed while merging come after the inputs.
+      for (size_t s = inputs.size(); s < segments_.size(); ++s) {
+        segments.push_back(segments_[s]);
+        numbers.push_back(segment_numbers_[s]);
+      }
+    }
+    Status status = WriteManifestLocked(numbers);
+    if (!status.ok()) {
+      ::unlink(path.c_str());
+      return status;
+    }
+    std::unique_lock<std::shared_mutex> state(state_mu_);
+    segments_ = std::move(segments);
+    segment_numbers_ = std::move(numbers);
+  }
+  for (uint64_t old : input_numbers) {
+    ::unlink(store::JoinPath(dir_, store::SegmentFileName(old)).c_str());
+  }
+  compactions_.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+std::optional<StoredDocument> DocumentStoreImpl::LookupLocked(std::string_view id) const {
+  if (const MemTable::Entry* entry = mem_->Find(id)) {
+    if (entry->tombstone) return std::nullopt;
+    return StoredDocument{std::string(id), entry->fingerprint, entry->metadata, 0};
+  }
+  for (size_t s = segments_.size(); s-- > 0;) {
+    int64_t i = segments_[s]->Find(id);
+    if (i < 0) continue;
+    const auto entry = static_cast<uint32_t>(i);
+    if (segments_[s]->tombstone(entry)) return std::nullopt;
+    return StoredDocument{std::string(id), segments_[s]->fingerprint(entry),
+                          std::string(segments_[s]->metadata(entry)), 0};
+  }
+  return std::nullopt;
+}
+
+bool DocumentStoreImpl::ShadowedLocked(std::string_view id, size_t segment_index) const {
+  if (mem_->Find(id) != nullptr) return true;
+  for (size_t s = segment_index + 1; s < segments_.size(); ++s) {
+    if (segments_[s]->Find(id) >= 0) return true;
+  }
+  return false;
+}
+
+void DocumentStoreImpl::SearchLocked(const Fingerprint& query, int k,
+                                     std::vector<StoredDocument>* out) const {
+  mem_->Search(query, k, [&](const std::string& id, const MemTable::Entry& entry, int distance) {
+    out->push_back({id, entry.fingerprint, entry.metadata, distance});
+  });
+  std::vector<SegmentHit> hits;
+  for (size_t s = segments_.size(); s-- > 0;) {
+    hits.clear();
+    segments_[s]->Search(query, k, &hits);
+    for (const SegmentHit& hit : hits) {
+      std::string_view id = segments_[s]->id(hit.entry);
+      if (ShadowedLocked(id, s)) continue;
+      out->push_back({std::string(id), segments_[s]->fingerprint(hit.entry),
+                      std::string(segments_[s]->metadata(hit.entry)), hit.distance});
+    }
+  }
+  std::sort(out->begin(), out->end(), ByDistanceThenId);
+}
+
+Result<std::vector<StoredDocument>> DocumentStoreImpl::Search(const Fingerprint& query, int k,
+                                                              size_t limit) const {
+  NEARDUP_RETURN_IF_ERROR(ValidateK(query, k));
+  searches_.fetch_add(1, std::memory_order_relaxed);
+  std::vector<StoredDocument> out;
+  {
+    std::shared_lock<std::shared_mutex> state(state_mu_);
+    if (!mem_) return Status::InvalidArgument(dir_ + ": store is closed");
+    SearchLocked(query, k, &out);
+  }
+  if (limit > 0 && out.size() > limit) out.resize(limit);
+  return out;
+}
+
+Result<StoredDocument> DocumentStoreImpl::Get(std::string_view id) const {
+  std::shared_lock<std::shared_mutex> state(state_mu_);
+  if (!mem_) return Status::InvalidArgument(dir_ + ": store is closed");
+  std::optional<StoredDocument> doc = LookupLocked(id);
+  if (!doc) return Status::NotFound("id: no document \"" + std::string(id) + "\"");
+  return std::move(*doc);
+}
+
+StoreStats DocumentStoreImpl::Stats() const {
+  StoreStats stats;
+  {
+    std::shared_lock<std::shared_mutex> state(state_mu_);
+    stats.documents = live_;
+    stats.segments = segments_.size();
+    for (const auto& seg : segments_) {
+      stats.segment_entries += seg->size();
+      stats.disk_bytes += seg->file_size();
+    }
+    stats.memtable_entries = mem_ ? mem_->size() : 0;
+  }
+  stats.wal_bytes = wal_bytes_.load();
+  stats.disk_bytes += stats.wal_bytes;
+  stats.compactions = compactions_.load();
+  stats.flushes = flushes_.load();
+  stats.searches = searches_.load();
+  stats.wal_syncs = wal_syncs_.load();
+  stats.writes = writes_.load();
+  stats.open_seconds = open_seconds_;
+  stats.bits = bits_;
+  stats.max_k = max_k_;
+  return stats;
+}
+
+Status DocumentStoreImpl::Close() {
+  {
+    std::lock_guard<std::mutex> lock(writer_mu_);
+    if (closed_) {
+      if (lock_fd_ >= 0) {
+        ::close(lock_fd_);
+        lock_fd_ = -1;
+      }
+      return Status::Ok();
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(compaction_mu_);
+    stopping_ = true;
+    compaction_cv_.notify_one();
+  }
+  if (compaction_thread_.joinable()) compaction_thread_.join();
+  Status status = Flush();
+  {
+    std::lock_guard<std::mutex> lock(writer_mu_);
+    closed_ = true;
+    if (status.ok() && wal_) status = wal_->Sync();
+  }
+  if (lock_fd_ >= 0) {
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+  }
+  return status;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DocumentStore>> DocumentStore::Open(const std::string& dir,
+                                                           const StoreOptions& options) {
+  auto store = std::make_unique<DocumentStoreImpl>(dir, options);
+  Status status = store->Init();
+  if (!status.ok()) return status;
+  return std::unique_ptr<DocumentStore>(std::move(store));
+}
+
+}  // namespace neardup

@@ -1,0 +1,91 @@
+// MANIFEST encoding, decoding and directory listing; see manifest.h and docs/storage_format.md.
+#include "store/manifest.h"
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "store/store_format.h"
+
+namespace neardup::store {
+namespace {
+
+constexpr char kManifestMagic[8] = {'N', 'D', 'U', 'P', 'M', 'A', 'N', '\0'};
+constexpr uint32_t kManifestVersion = 1;
+
+}  // namespace
+
+std::string EncodeManifest(const Manifest& m) {
+  std::string out(kManifestMagic, 8);
+  PutU32(&out, kManifestVersion);
+  PutU32(&out, static_cast<uint32_t>(m.bits));
+  PutU32(&out, static_cast<uint32_t>(m.max_k));
+  PutU32(&out, 0);
+  PutU64(&out, m.next_file_number);
+  PutU64(&out, m.wal_number);
+  PutU64(&out, m.segments_live);
+  PutU64(&out, m.segments.size());
+  for (uint64_t number : m.segments) PutU64(&out, number);
+  PutU64(&out, Checksum(out));
+  return out;
+}
+
+Status WriteManifest(const std::string& dir, const Manifest& manifest) {
+  return WriteFileAtomically(dir, kManifestName, EncodeManifest(manifest));
+}
+
+Result<Manifest> ReadManifest(const std::string& dir) {
+  const std::string path = JoinPath(dir, kManifestName);
+  Result<std::string> contents = ReadFile(path);
+  if (!contents.ok()) return contents.status();
+  const std::string& bytes = *contents;
+  if (bytes.size() < 8 + 8 || bytes.compare(0, 8, std::string(kManifestMagic, 8)) != 0) {
+    return Status::Corruption(path + ": not a neardup MANIFEST (bad magic or truncated)");
+  }
+  if (LoadU64(bytes.data() + bytes.size() - 8) != Checksum(bytes.data(), bytes.size() - 8)) {
+    return Status::Corruption(path + ": MANIFEST checksum mismatch");
+  }
+  ByteReader reader(std::string_view(bytes).substr(8, bytes.size() - 16));
+  uint32_t version, bits, max_k, reserved;
+  uint64_t count;
+  Manifest m;
+  if (!reader.U32(&version) || !reader.U32(&bits) || !reader.U32(&max_k) ||
+      !reader.U32(&reserved) || !reader.U64(&m.next_file_number) || !reader.U64(&m.wal_number) ||
+      !reader.U64(&m.segments_live) || !reader.U64(&count)) {
+    return Status::Corruption(path + ": MANIFEST is truncated");
+  }
+  if (version != kManifestVersion) {
+    return Status::Unsupported(path + ": MANIFEST version " + std::to_string(version) +
+                               " is not supported");
+  }
+  if ((bits != 64 && bits != 128) || max_k > 15 || count > (1u << 20)) {
+    return Status::Corruption(path + ": MANIFEST fields out of range");
+  }
+  m.bits = static_cast<int>(bits);
+  m.max_k = static_cast<int>(max_k);
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t number;
+    if (!reader.U64(&number)) return Status::Corruption(path + ": MANIFEST is truncated");
+    m.segments.push_back(number);
+  }
+  if (!reader.done()) return Status::Corruption(path + ": MANIFEST has trailing bytes");
+  return m;
+}
+
+Result<std::vector<std::string>> ListDataFiles(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return ErrnoStatus("list directory", dir, errno);
+  std::vector<std::string> names;
+  while (struct dirent* entry = ::readdir(d)) {
+    std::string name = entry->d_name;
+    bool is_segment;
+    uint64_t number;
+    if (ParseFileName(name, &is_segment, &number)) names.push_back(name);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace neardup::store

@@ -1,0 +1,35 @@
+// The store's MANIFEST: which segment files and which log make up the store, plus its creation
+// options. Replaced atomically (temp file + rename) on every flush and compaction.
+//
+// Internal header. Not thread-safe: the store serialises MANIFEST writes with a mutex.
+#ifndef NEARDUP_STORE_MANIFEST_H_
+#define NEARDUP_STORE_MANIFEST_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "neardup/status.h"
+
+namespace neardup::store {
+
+struct Manifest {
+  int bits = 64;
+  int max_k = 3;
+  uint64_t next_file_number = 1;
+  uint64_t wal_number = 0;
+  uint64_t segments_live = 0;      // live documents in the segments alone
+  std::vector<uint64_t> segments;  // segment file numbers, oldest first
+};
+
+// NotFound if there is no MANIFEST; Corruption (naming the file) if it is damaged.
+Result<Manifest> ReadManifest(const std::string& dir);
+Status WriteManifest(const std::string& dir, const Manifest& manifest);
+std::string EncodeManifest(const Manifest& manifest);
+
+// Names of segment and log files in `dir` (not MANIFEST, LOCK or other files).
+Result<std::vector<std::string>> ListDataFiles(const std::string& dir);
+
+}  // namespace neardup::store
+
+#endif  // NEARDUP_STORE_MANIFEST_H_

@@ -1,0 +1,108 @@
+// Immutable segment files: flat arrays of fingerprints, ids and metadata plus the permuted search
+// tables, written once and memory-mapped on open so nothing is rebuilt.
+//
+// Internal header. A Segment is immutable after Open and safe to search from many threads.
+#ifndef NEARDUP_STORE_SEGMENT_H_
+#define NEARDUP_STORE_SEGMENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "neardup/fingerprint.h"
+#include "neardup/status.h"
+
+namespace neardup::store {
+
+// One entry to write. A tombstone records that the id was removed (it hides older segments'
+// entries) and is not searchable.
+struct SegmentEntry {
+  std::string_view id;
+  Fingerprint fingerprint;
+  std::string_view metadata;
+  bool tombstone = false;
+};
+
+// Writes `entries` (ids unique) as segment file `path` and fsyncs it. Entries are reordered by id
+// hash. The caller fsyncs the directory (the MANIFEST write does).
+Status WriteSegment(const std::string& path, int bits, int max_k,
+                    std::vector<SegmentEntry> entries);
+
+// A hit inside one segment.
+struct SegmentHit {
+  uint32_t entry = 0;
+  int distance = 0;
+};
+
+class Segment {
+ public:
+  // Maps and validates `path`: magic, version, header checksum, section bounds, width; and the
+  // whole-file checksum if `verify_checksum`. Errors name the file.
+  static Result<std::shared_ptr<Segment>> Open(const std::string& path, int bits,
+                                               bool verify_checksum);
+  ~Segment();
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+
+  const std::string& path() const { return path_; }
+  uint64_t file_size() const { return file_size_; }
+  uint32_t size() const { return num_entries_; }
+  uint32_t live() const { return num_live_; }
+  int max_k() const { return max_k_; }
+
+  Fingerprint fingerprint(uint32_t entry) const;
+  bool tombstone(uint32_t entry) const;
+  // Empty views if the record is out of bounds (only possible in a damaged, unverified file).
+  std::string_view id(uint32_t entry) const;
+  std::string_view metadata(uint32_t entry) const;
+
+  // Entry index holding `id` (live or tombstone), or -1.
+  int64_t Find(std::string_view id) const;
+
+  // Appends every non-tombstone entry within k of `query` (each once). Uses the permuted tables
+  // when k <= max_k, else scans all fingerprints.
+  void Search(const Fingerprint& query, int k, std::vector<SegmentHit>* hits) const;
+
+ private:
+  Segment() = default;
+  bool RecordBounds(uint32_t entry, size_t* begin, uint32_t* id_len, uint32_t* meta_len) const;
+
+  std::string path_;
+  const char* base_ = nullptr;
+  uint64_t file_size_ = 0;
+  int bits_ = 64;
+  int words_ = 1;
+  int max_k_ = 3;
+  int num_tables_ = 4;
+  uint32_t num_entries_ = 0;
+  uint32_t num_live_ = 0;
+  const uint64_t* fingerprints_ = nullptr;    // num_entries * words (lo[, hi])
+  const uint64_t* record_offsets_ = nullptr;  // blob offset; top bit = tombstone
+  const char* blob_ = nullptr;
+  uint64_t blob_size_ = 0;
+  const uint64_t* id_hashes_ = nullptr;  // ascending; entries are stored in this order
+  struct Table {
+    int shift = 0;  // key = (fingerprint >> shift) & mask
+    uint32_t mask = 0;
+    const uint32_t* directory = nullptr;     // mask + 2 bucket starts
+    const uint32_t* entries = nullptr;       // num_live entry indexes
+    const uint64_t* fingerprints = nullptr;  // num_live * words, same order
+  };
+  std::vector<Table> tables_;
+};
+
+// Hash of an external id used by the segment's id lookup.
+uint64_t IdHash(std::string_view id);
+
+// Best-effort reading of a damaged segment for recovery: if the header is intact, calls `on_entry`
+// for every entry whose record is in bounds; returns how many could not be read. Corruption if
+// the header itself is unreadable.
+Result<uint64_t> SalvageSegment(const std::string& path, int bits,
+                                const std::function<void(const SegmentEntry&)>& on_entry);
+
+}  // namespace neardup::store
+
+#endif  // NEARDUP_STORE_SEGMENT_H_

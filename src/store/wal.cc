@@ -1,0 +1,198 @@
+// Write-ahead log encoding, appending and replay; see wal.h and docs/storage_format.md.
+#include "store/wal.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+
+#include "store/store_format.h"
+
+namespace neardup::store {
+namespace {
+
+constexpr char kWalMagic[8] = {'N', 'D', 'U', 'P', 'W', 'A', 'L', '\0'};
+constexpr uint32_t kWalVersion = 1;
+
+bool AllZero(std::string_view bytes) {
+  for (char c : bytes) {
+    if (c != 0) return false;
+  }
+  return true;
+}
+
+// Decodes a batch payload; false if malformed.
+bool DecodeBatch(std::string_view payload, int bits, std::vector<WalOp>* ops) {
+  ByteReader reader(payload);
+  uint32_t count;
+  if (!reader.U32(&count)) return false;
+  if (count > payload.size()) return false;  // every op takes at least one byte
+  ops->clear();
+  ops->reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    WalOp op;
+    uint8_t type;
+    uint32_t id_len;
+    std::string_view id;
+    if (!reader.U8(&type) || !reader.U32(&id_len) || !reader.Bytes(id_len, &id)) return false;
+    op.id.assign(id);
+    if (type == static_cast<uint8_t>(WalOpType::kAdd)) {
+      uint8_t fp_bits;
+      uint64_t hi, lo;
+      uint32_t meta_len;
+      std::string_view meta;
+      if (!reader.U8(&fp_bits) || !reader.U64(&hi) || !reader.U64(&lo) || !reader.U32(&meta_len) ||
+          !reader.Bytes(meta_len, &meta)) {
+        return false;
+      }
+      if (fp_bits != bits) return false;
+      op.type = WalOpType::kAdd;
+      op.fingerprint = Fingerprint{hi, lo, fp_bits};
+      op.metadata.assign(meta);
+    } else if (type == static_cast<uint8_t>(WalOpType::kRemove)) {
+      op.type = WalOpType::kRemove;
+    } else {
+      return false;
+    }
+    ops->push_back(std::move(op));
+  }
+  return reader.done();
+}
+
+}  // namespace
+
+void AppendWalOp(const WalOp& op, std::string* payload) {
+  payload->push_back(static_cast<char>(op.type));
+  PutU32(payload, static_cast<uint32_t>(op.id.size()));
+  payload->append(op.id);
+  if (op.type == WalOpType::kAdd) {
+    payload->push_back(static_cast<char>(op.fingerprint.bits));
+    PutU64(payload, op.fingerprint.hi);
+    PutU64(payload, op.fingerprint.lo);
+    PutU32(payload, static_cast<uint32_t>(op.metadata.size()));
+    payload->append(op.metadata);
+  }
+}
+
+std::string EncodeWalRecord(uint32_t op_count, std::string_view ops) {
+  std::string record;
+  record.reserve(kWalRecordHeaderSize + 4 + ops.size());
+  PutU64(&record, 0);  // checksum, filled below
+  PutU32(&record, static_cast<uint32_t>(4 + ops.size()));
+  PutU32(&record, kWalRecordBatch);
+  PutU32(&record, op_count);
+  record.append(ops);
+  uint64_t checksum = Checksum(record.data() + 8, record.size() - 8);
+  std::memcpy(record.data(), &checksum, 8);
+  return record;
+}
+
+Result<std::unique_ptr<WalWriter>> WalWriter::Create(const std::string& dir, uint64_t number,
+                                                     int bits) {
+  const std::string path = JoinPath(dir, WalFileName(number));
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus("create log", path, errno);
+  std::string header(kWalMagic, 8);
+  PutU32(&header, kWalVersion);
+  PutU32(&header, static_cast<uint32_t>(bits));
+  PutU64(&header, number);
+  PutU64(&header, Checksum(header));
+  Status status = WriteAll(fd, header, path);
+  if (status.ok() && ::fdatasync(fd) != 0) status = ErrnoStatus("fdatasync", path, errno);
+  if (status.ok()) status = SyncDir(dir);
+  if (!status.ok()) {
+    ::close(fd);
+    return status;
+  }
+  return std::unique_ptr<WalWriter>(new WalWriter(fd, path, header.size()));
+}
+
+Result<std::unique_ptr<WalWriter>> WalWriter::OpenForAppend(const std::string& path,
+                                                            uint64_t valid_bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus("open log", path, errno);
+  if (::ftruncate(fd, static_cast<off_t>(valid_bytes)) != 0 || ::fdatasync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    return ErrnoStatus("truncate torn tail", path, err);
+  }
+  return std::unique_ptr<WalWriter>(new WalWriter(fd, path, valid_bytes));
+}
+
+WalWriter::~WalWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status WalWriter::Append(std::string_view record) {
+  NEARDUP_RETURN_IF_ERROR(WriteAll(fd_, record, path_));
+  size_ += record.size();
+  return Status::Ok();
+}
+
+Status WalWriter::Sync() {
+  if (::fdatasync(fd_) != 0) return ErrnoStatus("fdatasync", path_, errno);
+  return Status::Ok();
+}
+
+Result<WalReadResult> ReadWal(const std::string& path, int bits,
+                              const std::function<Status(std::vector<WalOp>&)>& on_batch,
+                              bool salvage) {
+  Result<std::string> contents = ReadFile(path);
+  if (!contents.ok()) return contents.status();
+  std::string_view bytes = *contents;
+  if (bytes.size() < kWalHeaderSize || std::memcmp(bytes.data(), kWalMagic, 8) != 0 ||
+      LoadU64(bytes.data() + 24) != Checksum(bytes.data(), 24)) {
+    return Status::Corruption(path + ": bad log header (magic or checksum)");
+  }
+  if (LoadU32(bytes.data() + 8) != kWalVersion) {
+    return Status::Unsupported(path + ": log format version " +
+                               std::to_string(LoadU32(bytes.data() + 8)) + " is not supported");
+  }
+  if (static_cast<int>(LoadU32(bytes.data() + 12)) != bits) {
+    return Status::Corruption(path + ": log holds " + std::to_string(LoadU32(bytes.data() + 12)) +
+                              "-bit fingerprints, store is " + std::to_string(bits) + "-bit");
+  }
+  WalReadResult result;
+  size_t pos = kWalHeaderSize;
+  std::vector<WalOp> ops;
+  while (pos < bytes.size()) {
+    const size_t remaining = bytes.size() - pos;
+    bool bad = false;
+    bool torn = false;
+    size_t record_size = 0;
+    if (remaining < kWalRecordHeaderSize) {
+      torn = true;
+    } else {
+      const uint32_t length = LoadU32(bytes.data() + pos + 8);
+      if (length < 4 || length > kMaxWalRecordBytes) {
+        bad = true;  // record_size stays 0: the extent is unknown
+      } else if ((record_size = kWalRecordHeaderSize + static_cast<size_t>(length)) > remaining) {
+        torn = true;
+      } else if (LoadU64(bytes.data() + pos) != Checksum(bytes.data() + pos + 8, record_size - 8) ||
+                 LoadU32(bytes.data() + pos + 12) != kWalRecordBatch ||
+                 !DecodeBatch(bytes.substr(pos + kWalRecordHeaderSize, length), bits, &ops)) {
+        bad = true;
+      }
+    }
+    if (bad &&
+        ((record_size != 0 && pos + record_size == bytes.size()) || AllZero(bytes.substr(pos)))) {
+      torn = true;  // the last record, or zero-filled space after a power loss
+    }
+    if (torn || (bad && salvage)) {
+      result.dropped_bytes = remaining;
+      break;
+    }
+    if (bad) {
+      return Status::Corruption(path + ": log record at offset " + std::to_string(pos) +
+                                " fails its checksum and is followed by more data");
+    }
+    NEARDUP_RETURN_IF_ERROR(on_batch(ops));
+    pos += record_size;
+    ++result.records;
+  }
+  result.valid_bytes = pos;
+  return result;
+}
+
+}  // namespace neardup::store

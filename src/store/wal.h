@@ -1,0 +1,82 @@
+// The store's write-ahead log: an append-only file of checksummed records, each an atomic batch
+// of add/remove operations.
+//
+// Internal header. A WalWriter is used by one thread at a time (the store's commit leader).
+// ReadWal distinguishes a torn final record (a crash mid-append: reported so the caller truncates
+// it) from damage in the middle of the log (Corruption naming the file and offset).
+#ifndef NEARDUP_STORE_WAL_H_
+#define NEARDUP_STORE_WAL_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "neardup/fingerprint.h"
+#include "neardup/status.h"
+
+namespace neardup::store {
+
+enum class WalOpType : uint8_t { kAdd = 1, kRemove = 2 };
+
+struct WalOp {
+  WalOpType type = WalOpType::kAdd;
+  std::string id;
+  Fingerprint fingerprint;  // kAdd only
+  std::string metadata;     // kAdd only
+};
+
+inline constexpr size_t kWalHeaderSize = 32;
+inline constexpr size_t kWalRecordHeaderSize = 16;  // u64 checksum, u32 length, u32 type
+inline constexpr uint32_t kWalRecordBatch = 1;
+inline constexpr uint32_t kMaxWalRecordBytes = 1u << 30;
+
+// Appends the encoding of one op to a batch payload (the payload starts with a u32 op count,
+// which EncodeWalRecord fills in).
+void AppendWalOp(const WalOp& op, std::string* payload);
+// A complete record (header + payload) for a batch of `op_count` ops whose encodings are `ops`.
+std::string EncodeWalRecord(uint32_t op_count, std::string_view ops);
+
+class WalWriter {
+ public:
+  // Creates a new empty log (header written and fsynced, directory fsynced).
+  static Result<std::unique_ptr<WalWriter>> Create(const std::string& dir, uint64_t number,
+                                                   int bits);
+  // Opens an existing log for appending after its first `valid_bytes` bytes (anything after is
+  // truncated: a torn tail).
+  static Result<std::unique_ptr<WalWriter>> OpenForAppend(const std::string& path,
+                                                          uint64_t valid_bytes);
+  ~WalWriter();
+
+  Status Append(std::string_view record);
+  Status Sync();
+  uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  WalWriter(int fd, std::string path, uint64_t size)
+      : fd_(fd), path_(std::move(path)), size_(size) {}
+  int fd_;
+  std::string path_;
+  uint64_t size_;
+};
+
+struct WalReadResult {
+  uint64_t valid_bytes = 0;    // offset just past the last good record
+  uint64_t records = 0;        // good records
+  uint64_t dropped_bytes = 0;  // bytes of a torn tail after valid_bytes
+};
+
+// Reads the log at `path`, calling `on_batch` for every intact record in order. A torn final
+// record (truncated, or a bad checksum with nothing valid after it) ends the log: it is reported
+// in dropped_bytes. If `salvage` is false, damage followed by more data is Corruption; if true,
+// reading simply stops at the first bad record.
+Result<WalReadResult> ReadWal(const std::string& path, int bits,
+                              const std::function<Status(std::vector<WalOp>&)>& on_batch,
+                              bool salvage = false);
+
+}  // namespace neardup::store
+
+#endif  // NEARDUP_STORE_WAL_H_

@@ -1,0 +1,221 @@
+// HTML/XML markup stripping and entity decoding, and whitespace folding; see neardup/text.h.
+#include <unicode/uchar.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "common/utf8.h"
+#include "neardup/text.h"
+
+namespace neardup {
+namespace {
+
+struct NamedEntity {
+  const char* name;
+  char32_t code_point;
+};
+
+// The entities that occur in real web text; numeric references cover the rest.
+constexpr NamedEntity kNamedEntities[] = {
+    {"amp", '&'},       {"lt", '<'},        {"gt", '>'},       {"quot", '"'},     {"apos", '\''},
+    {"nbsp", 0xA0},     {"copy", 0xA9},     {"reg", 0xAE},     {"trade", 0x2122}, {"mdash", 0x2014},
+    {"ndash", 0x2013},  {"hellip", 0x2026}, {"lsquo", 0x2018}, {"rsquo", 0x2019}, {"ldquo", 0x201C},
+    {"rdquo", 0x201D},  {"sbquo", 0x201A},  {"bdquo", 0x201E}, {"laquo", 0xAB},   {"raquo", 0xBB},
+    {"middot", 0xB7},   {"bull", 0x2022},   {"euro", 0x20AC},  {"pound", 0xA3},   {"yen", 0xA5},
+    {"cent", 0xA2},     {"sect", 0xA7},     {"para", 0xB6},    {"deg", 0xB0},     {"plusmn", 0xB1},
+    {"times", 0xD7},    {"divide", 0xF7},   {"shy", 0xAD},     {"ensp", 0x2002},  {"emsp", 0x2003},
+    {"thinsp", 0x2009}, {"zwnj", 0x200C},   {"zwj", 0x200D},   {"iexcl", 0xA1},   {"iquest", 0xBF},
+    {"auml", 0xE4},     {"ouml", 0xF6},     {"uuml", 0xFC},    {"Auml", 0xC4},    {"Ouml", 0xD6},
+    {"Uuml", 0xDC},     {"szlig", 0xDF},    {"eacute", 0xE9},  {"egrave", 0xE8},  {"agrave", 0xE0},
+    {"aacute", 0xE1},   {"ccedil", 0xE7},   {"ntilde", 0xF1},  {"oacute", 0xF3},  {"iacute", 0xED},
+    {"uacute", 0xFA},   {"Eacute", 0xC9},   {"larr", 0x2190},  {"rarr", 0x2192},  {"uarr", 0x2191},
+    {"darr", 0x2193},   {"hArr", 0x21D4},   {"rArr", 0x21D2},  {"le", 0x2264},    {"ge", 0x2265},
+    {"ne", 0x2260},     {"infin", 0x221E},  {"micro", 0xB5},
+};
+
+// Tags whose boundaries separate words (a line break is emitted for them).
+constexpr std::string_view kBlockTags[] = {
+    "address", "article", "aside",      "blockquote", "br",     "caption", "dd",    "div",
+    "dl",      "dt",      "figcaption", "figure",     "footer", "form",    "h1",    "h2",
+    "h3",      "h4",      "h5",         "h6",         "header", "hr",      "li",    "main",
+    "nav",     "ol",      "option",     "p",          "pre",    "section", "table", "td",
+    "th",      "title",   "tr",         "ul",         "body",   "head",    "html"};
+
+// A '<' whose '>' is further away than this is text, not a tag.
+constexpr size_t kMaxTagBytes = 4096;
+
+bool IsAsciiAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+// Case-insensitive search for `needle` (lowercase ASCII) in html from `from`.
+size_t FindCaseless(std::string_view html, std::string_view needle, size_t from) {
+  for (size_t i = from; i + needle.size() <= html.size(); ++i) {
+    size_t j = 0;
+    while (j < needle.size() && AsciiLower(html[i + j]) == needle[j]) ++j;
+    if (j == needle.size()) return i;
+  }
+  return std::string_view::npos;
+}
+
+bool IsValidScalar(uint64_t cp) {
+  return cp > 0 && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+}
+
+// Decodes the entity starting at html[i] == '&'. On success appends it and returns its length.
+size_t DecodeEntity(std::string_view html, size_t i, std::string* out) {
+  size_t semicolon = html.find(';', i + 1);
+  if (semicolon == std::string_view::npos || semicolon - i > 12) return 0;
+  std::string_view body = html.substr(i + 1, semicolon - i - 1);
+  if (body.empty()) return 0;
+  if (body[0] == '#') {
+    uint64_t cp = 0;
+    bool hex = body.size() > 1 && (body[1] == 'x' || body[1] == 'X');
+    std::string_view digits = body.substr(hex ? 2 : 1);
+    if (digits.empty()) return 0;
+    for (char c : digits) {
+      int v;
+      if (c >= '0' && c <= '9') {
+        v = c - '0';
+      } else if (hex && c >= 'a' && c <= 'f') {
+        v = c - 'a' + 10;
+      } else if (hex && c >= 'A' && c <= 'F') {
+        v = c - 'A' + 10;
+      } else {
+        return 0;
+      }
+      cp = cp * (hex ? 16 : 10) + static_cast<uint64_t>(v);
+      if (cp > 0x10FFFF) cp = 0x110000;  // saturate; reported as U+FFFD below
+    }
+    utf8::Append(IsValidScalar(cp) ? static_cast<char32_t>(cp) : U'\uFFFD', out);
+    return semicolon - i + 1;
+  }
+  for (const NamedEntity& entity : kNamedEntities) {
+    if (body == entity.name) {
+      utf8::Append(entity.code_point, out);
+      return semicolon - i + 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string StripMarkup(std::string_view html) {
+  std::string out;
+  out.reserve(html.size());
+  size_t i = 0;
+  while (i < html.size()) {
+    char c = html[i];
+    if (c == '&') {
+      size_t used = DecodeEntity(html, i, &out);
+      if (used > 0) {
+        i += used;
+        continue;
+      }
+      out.push_back(c);
+      ++i;
+      continue;
+    }
+    if (c != '<' || i + 1 >= html.size()) {
+      out.push_back(c);
+      ++i;
+      continue;
+    }
+    char next = html[i + 1];
+    if (html.substr(i, 4) == "<!--") {
+      size_t end = html.find("-->", i + 4);
+      i = end == std::string_view::npos ? html.size() : end + 3;
+      out.push_back(' ');
+      continue;
+    }
+    if (html.substr(i, 9) == "<![CDATA[") {
+      size_t end = html.find("]]>", i + 9);
+      size_t stop = end == std::string_view::npos ? html.size() : end;
+      out.append(html.substr(i + 9, stop - i - 9));
+      i = end == std::string_view::npos ? html.size() : end + 3;
+      continue;
+    }
+    if (!(IsAsciiAlpha(next) || next == '/' || next == '!' || next == '?')) {
+      out.push_back(c);  // a literal '<' as in "a < b"
+      ++i;
+      continue;
+    }
+    // A tag: find its end, honouring quoted attribute values.
+    size_t j = i + 1;
+    char quote = 0;
+    while (j < html.size()) {
+      char d = html[j];
+      if (quote != 0) {
+        if (d == quote) quote = 0;
+      } else if (d == '"' || d == '\'') {
+        quote = d;
+      } else if (d == '>') {
+        break;
+      }
+      ++j;
+    }
+    if (j >= html.size() || j - i > kMaxTagBytes) {
+      out.push_back(c);  // no closing '>': a literal '<' as in "if a<b", not a tag
+      ++i;
+      continue;
+    }
+    size_t name_begin = i + 1 + (next == '/' ? 1 : 0);
+    size_t name_end = name_begin;
+    while (name_end < j &&
+           (IsAsciiAlpha(html[name_end]) || (html[name_end] >= '0' && html[name_end] <= '9'))) {
+      ++name_end;
+    }
+    std::string name;
+    for (size_t k = name_begin; k < name_end; ++k) name.push_back(AsciiLower(html[k]));
+    i = j + 1;
+    if (next != '/' && (name == "script" || name == "style")) {
+      size_t end = FindCaseless(html, "</" + name, i);
+      if (end == std::string_view::npos) {
+        i = html.size();
+      } else {
+        size_t close = html.find('>', end);
+        i = close == std::string_view::npos ? html.size() : close + 1;
+      }
+      out.push_back('\n');
+      continue;
+    }
+    bool block =
+        std::find(std::begin(kBlockTags), std::end(kBlockTags), name) != std::end(kBlockTags);
+    if (block) out.push_back('\n');
+  }
+  return out;
+}
+
+std::string FoldWhitespace(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool pending_space = false;
+  size_t i = 0;
+  while (i < text.size()) {
+    auto byte = static_cast<unsigned char>(text[i]);
+    size_t len = 1;
+    bool space;
+    if (byte < 0x80) {
+      space = byte == ' ' || (byte >= '\t' && byte <= '\r') || (byte >= 0x1C && byte <= 0x1F);
+    } else {
+      len = utf8::ValidSequenceLength(text, i);
+      if (len == 0) len = 1;  // caller promised valid UTF-8; copy a stray byte unchanged
+      space = len > 1 && u_isUWhiteSpace(static_cast<UChar32>(utf8::Decode(text, i, len)));
+    }
+    if (space) {
+      pending_space = !out.empty();
+    } else {
+      if (pending_space) out.push_back(' ');
+      pending_space = false;
+      out.append(text.substr(i, len));
+    }
+    i += len;
+  }
+  return out;
+}
+
+}  // namespace neardup

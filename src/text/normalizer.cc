@@ -1,0 +1,208 @@
+// TextNormalizer: UTF-8 validation, markup stripping, ICU NFKC / case folding, OpenCC Traditional
+// -> Simplified and whitespace folding; see neardup/text.h.
+#include <unicode/bytestream.h>
+#include <unicode/casemap.h>
+#include <unicode/normalizer2.h>
+#include <opencc/DictEntry.hpp>
+#include <opencc/Lexicon.hpp>
+#include <opencc/MarisaDict.hpp>
+#include <opencc/SimpleConverter.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "common/utf8.h"
+#include "neardup/text.h"
+
+#ifndef NEARDUP_DEFAULT_OPENCC_DIR
+#define NEARDUP_DEFAULT_OPENCC_DIR "/usr/share/opencc"
+#endif
+
+namespace neardup {
+namespace {
+
+// Code points up to this bound are tracked in the "may change under t2s" bitmap.
+constexpr char32_t kMaxTrackedCodePoint = 0x40000;
+
+std::vector<char32_t> CodePoints(std::string_view text) {
+  std::vector<char32_t> points;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t len = utf8::ValidSequenceLength(text, i);
+    if (len == 0) {
+      ++i;
+      continue;
+    }
+    points.push_back(utf8::Decode(text, i, len));
+    i += len;
+  }
+  return points;
+}
+
+// Adds to *may_change every code point whose presence can make OpenCC change a text: the keys of
+// the dictionary `path` whose conversion differs, position by position. Returns false if the
+// dictionary cannot be read (the caller then converts every Han text).
+bool AddChangingCodePoints(const std::string& path, std::vector<bool>* may_change) {
+  FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return false;
+  try {
+    opencc::MarisaDictPtr dict = opencc::MarisaDict::NewFromFile(file);
+    std::fclose(file);
+    file = nullptr;
+    for (const auto& entry : *dict->GetLexicon()) {
+      std::vector<char32_t> key = CodePoints(entry->Key());
+      for (const std::string& value : entry->Values()) {
+        std::vector<char32_t> converted = CodePoints(value);
+        for (size_t i = 0; i < key.size(); ++i) {
+          bool same = key.size() == converted.size() && key[i] == converted[i];
+          if (!same && key[i] < kMaxTrackedCodePoint) (*may_change)[key[i]] = true;
+        }
+      }
+    }
+    return true;
+  } catch (...) {
+    if (file != nullptr) std::fclose(file);
+    return false;
+  }
+}
+
+// True if `text` holds a code point OpenCC may convert (any CJK ideograph without the bitmap).
+bool MayChange(std::string_view text, const std::vector<bool>& may_change) {
+  size_t i = 0;
+  while (i < text.size()) {
+    auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0xE3) {  // ASCII and two-byte sequences hold no CJK ideograph
+      ++i;
+      continue;
+    }
+    size_t len = utf8::ValidSequenceLength(text, i);
+    if (len == 0) {
+      ++i;
+      continue;
+    }
+    char32_t cp = utf8::Decode(text, i, len);
+    if (may_change.empty()) {
+      if ((cp >= 0x3400 && cp <= 0x9FFF) || (cp >= 0xF900 && cp <= 0xFAFF) ||
+          (cp >= 0x20000 && cp <= 0x3FFFF)) {
+        return true;
+      }
+    } else if (cp >= kMaxTrackedCodePoint || may_change[cp]) {
+      return true;
+    }
+    i += len;
+  }
+  return false;
+}
+
+}  // namespace
+
+struct TextNormalizer::Impl {
+  const icu::Normalizer2* normalizer = nullptr;  // owned by ICU; thread-safe
+  std::unique_ptr<opencc::SimpleConverter> t2s;  // Convert() is const and read-only
+  // may_change_under_t2s[cp]: OpenCC may rewrite a text holding cp. Texts without any such code
+  // point skip OpenCC (most Simplified text). Empty: convert every text with Han characters.
+  std::vector<bool> may_change_under_t2s;
+};
+
+TextNormalizer::TextNormalizer(const NormalizeOptions& options)
+    : options_(options), impl_(std::make_unique<Impl>()) {}
+
+TextNormalizer::~TextNormalizer() = default;
+
+Result<std::unique_ptr<TextNormalizer>> TextNormalizer::Create(const NormalizeOptions& options) {
+  std::unique_ptr<TextNormalizer> normalizer(new TextNormalizer(options));
+  UErrorCode error = U_ZERO_ERROR;
+  if (options.nfkc && options.case_fold) {
+    normalizer->impl_->normalizer = icu::Normalizer2::getNFKCCasefoldInstance(error);
+  } else if (options.nfkc) {
+    normalizer->impl_->normalizer = icu::Normalizer2::getNFKCInstance(error);
+  }
+  if (U_FAILURE(error)) {
+    return Status::Internal(std::string("ICU normalizer unavailable: ") + u_errorName(error));
+  }
+  if (options.traditional_to_simplified) {
+    std::string config = options.opencc_config.empty()
+                             ? std::string(NEARDUP_DEFAULT_OPENCC_DIR) + "/t2s.json"
+                             : options.opencc_config;
+    std::error_code fs_error;
+    if (!std::filesystem::exists(config, fs_error)) {
+      return Status::NotFound("OpenCC configuration " + config + " does not exist");
+    }
+    try {
+      normalizer->impl_->t2s = std::make_unique<opencc::SimpleConverter>(config);
+      if (options.opencc_config.empty()) {
+        // The default t2s.json converts with TSPhrases then TSCharacters.
+        std::vector<bool> may_change(kMaxTrackedCodePoint, false);
+        std::string dir = NEARDUP_DEFAULT_OPENCC_DIR;
+        if (AddChangingCodePoints(dir + "/TSPhrases.ocd2", &may_change) &&
+            AddChangingCodePoints(dir + "/TSCharacters.ocd2", &may_change)) {
+          normalizer->impl_->may_change_under_t2s = std::move(may_change);
+        }
+      }
+    } catch (const std::exception& e) {
+      return Status::InvalidArgument("cannot load OpenCC configuration " + config + ": " +
+                                     e.what());
+    }
+  }
+  return normalizer;
+}
+
+Status TextNormalizer::Normalize(std::string_view text, std::string* out) const {
+  std::string buffer;
+  size_t invalid = utf8::FindInvalid(text);
+  if (invalid != std::string_view::npos) {
+    if (!options_.replace_invalid_utf8) {
+      return Status::InvalidUtf8("invalid UTF-8 at byte " + std::to_string(invalid));
+    }
+    buffer = utf8::ReplaceInvalid(text);
+    text = buffer;
+  }
+  if (text.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return Status::ResourceExhausted("text of " + std::to_string(text.size()) +
+                                     " bytes is too large to normalise (limit 2 GiB)");
+  }
+  std::string current;
+  if (options_.strip_markup) {
+    current = StripMarkup(text);
+  } else {
+    current.assign(text);
+  }
+  if (impl_->normalizer != nullptr || options_.case_fold) {
+    std::string next;
+    next.reserve(current.size());
+    icu::StringByteSink<std::string> sink(&next);
+    UErrorCode error = U_ZERO_ERROR;
+    if (impl_->normalizer != nullptr) {
+      impl_->normalizer->normalizeUTF8(
+          0, icu::StringPiece(current.data(), static_cast<int32_t>(current.size())), sink, nullptr,
+          error);
+    } else {
+      icu::CaseMap::utf8Fold(0,
+                             icu::StringPiece(current.data(), static_cast<int32_t>(current.size())),
+                             sink, nullptr, error);
+    }
+    if (U_FAILURE(error)) {
+      return Status::Internal(std::string("ICU normalisation failed: ") + u_errorName(error));
+    }
+    current.swap(next);
+  }
+  if (impl_->t2s != nullptr && MayChange(current, impl_->may_change_under_t2s)) {
+    try {
+      current = impl_->t2s->Convert(current.data(), current.size());
+    } catch (const std::exception& e) {
+      return Status::Internal(std::string("OpenCC conversion failed: ") + e.what());
+    }
+  }
+  if (options_.fold_whitespace) {
+    *out = FoldWhitespace(current);
+  } else {
+    out->swap(current);
+  }
+  return Status::Ok();
+}
+
+}  // namespace neardup

@@ -1,0 +1,266 @@
+// End-to-end tests of `neardup dedup` (and `neardup explain`) on small fixtures: exact and near
+// duplicates, a corrupt line, an empty document, gzip and zstd inputs, a directory of text files,
+// --write-kept, --strict, and determinism across thread counts and input order.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/json_writer.h"
+
+namespace neardup {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A pseudo-English text of `words` words drawn from a fixed vocabulary (deterministic per seed).
+std::string MakeText(uint32_t seed, int words) {
+  static const char* kSyllables[] = {"ka", "lo", "mi", "ne", "tu", "ra", "so", "vi",
+                                     "de", "pa", "gu", "ze", "fo", "hi", "ba", "ly"};
+  std::mt19937 random(seed);
+  std::string text;
+  for (int w = 0; w < words; ++w) {
+    if (w > 0) text += (w % 12 == 0) ? ". " : " ";
+    int syllables = 1 + static_cast<int>(random() % 3);
+    for (int s = 0; s < syllables; ++s) text += kSyllables[random() % 16];
+  }
+  return text + ".";
+}
+
+// `text` with the words at the given positions replaced.
+std::string EditWords(const std::string& text, std::vector<int> positions) {
+  std::istringstream in(text);
+  std::string word, out;
+  int index = 0;
+  while (in >> word) {
+    if (!out.empty()) out += " ";
+    bool replace = false;
+    for (int p : positions) replace = replace || p == index;
+    out += replace ? "zzqx" : word;
+    ++index;
+  }
+  return out;
+}
+
+std::string JsonLine(const std::string& id, const std::string& text) {
+  std::string line;
+  JsonWriter json(&line);
+  json.BeginObject().Key("id").String(id).Key("text").String(text).EndObject();
+  return line + "\n";
+}
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+class DedupCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("neardup_dedup_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    base_ = MakeText(1, 160);
+    // a.jsonl: an exact duplicate pair, a near-duplicate pair, unrelated documents, a corrupt line
+    // and an empty document.
+    std::string a = JsonLine("base", base_) + JsonLine("base-copy", base_) +
+                    JsonLine("base-edit", EditWords(base_, {10, 90})) +
+                    JsonLine("other1", MakeText(2, 150)) + "{\"id\": \"broken\", \"text\": \n" +
+                    JsonLine("empty", "") + JsonLine("other2", MakeText(3, 140));
+    Write("a.jsonl", a);
+    // b.jsonl.gz: a near duplicate of other1 (longer: one extra sentence) and an unrelated doc.
+    std::string b = JsonLine("other1-plus", MakeText(2, 150) + " " + MakeText(50, 8)) +
+                    JsonLine("other3", MakeText(4, 150));
+    WriteGzip("b.jsonl.gz", b);
+    // c.jsonl.zst: another copy of base with whitespace noise, and an unrelated doc.
+    std::string c =
+        JsonLine("base-zst", "  " + base_ + "\n\n") + JsonLine("other4", MakeText(5, 150));
+    WriteZstd("c.jsonl.zst", c);
+    // texts/: plain text files, one a near duplicate of other2.
+    Write("texts/one.txt", EditWords(MakeText(3, 140), {5}));
+    Write("texts/two.txt", MakeText(6, 130));
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void Write(const std::string& name, const std::string& content) {
+    fs::create_directories((dir_ / name).parent_path());
+    std::ofstream(dir_ / name, std::ios::binary) << content;
+  }
+  void WriteGzip(const std::string& name, const std::string& content) {
+    gzFile file = gzopen((dir_ / name).c_str(), "wb");
+    gzwrite(file, content.data(), static_cast<unsigned>(content.size()));
+    gzclose(file);
+  }
+  void WriteZstd(const std::string& name, const std::string& content) {
+    std::string compressed(ZSTD_compressBound(content.size()), '\0');
+    compressed.resize(
+        ZSTD_compress(compressed.data(), compressed.size(), content.data(), content.size(), 3));
+    Write(name, compressed);
+  }
+  // Runs the neardup binary with `args`; returns its exit code and captures stdout/stderr.
+  int Run(const std::string& args, std::string* out = nullptr, std::string* err = nullptr) {
+    fs::path out_file = dir_ / "stdout.txt", err_file = dir_ / "stderr.txt";
+    std::string command = std::string(NEARDUP_BINARY) + " " + args + " >" + out_file.string() +
+                          " 2>" + err_file.string();
+    int status = std::system(command.c_str());
+    if (out) *out = ReadFile(out_file);
+    if (err) *err = ReadFile(err_file);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::string Inputs(bool reversed = false) const {
+    std::vector<std::string> inputs = {(dir_ / "a.jsonl").string(), (dir_ / "b.jsonl.gz").string(),
+                                       (dir_ / "c.jsonl.zst").string(), (dir_ / "texts").string()};
+    if (reversed) std::reverse(inputs.begin(), inputs.end());
+    std::string joined;
+    for (const auto& input : inputs) joined += input + " ";
+    return joined;
+  }
+
+  fs::path dir_;
+  std::string base_;
+};
+
+TEST_F(DedupCommandTest, ClustersDuplicatesAndWritesAllOutputs) {
+  fs::path out = dir_ / "out";
+  std::string err;
+  ASSERT_EQ(Run("dedup " + Inputs() + " -o " + out.string() + " --threads 2 --write-kept " +
+                    (dir_ / "kept.jsonl").string(),
+                nullptr, &err),
+            0)
+      << err;
+  // The corrupt line is reported with file and line.
+  EXPECT_NE(err.find("a.jsonl:5"), std::string::npos) << err;
+
+  std::vector<std::string> keep = Lines(ReadFile(out / "keep.txt"));
+  std::vector<std::string> remove = Lines(ReadFile(out / "remove.txt"));
+  std::set<std::string> removed(remove.begin(), remove.end());
+  std::set<std::string> kept(keep.begin(), keep.end());
+  EXPECT_EQ(removed, (std::set<std::string>{"base-copy", "base-edit", "base-zst", "other1-plus",
+                                            (dir_ / "texts" / "one.txt").string()}));
+  EXPECT_TRUE(kept.count("base"));
+  EXPECT_TRUE(kept.count("other1"));
+  EXPECT_TRUE(kept.count("other2"));
+  EXPECT_TRUE(kept.count("other3"));
+  EXPECT_TRUE(kept.count("other4"));
+  EXPECT_TRUE(kept.count((dir_ / "texts" / "two.txt").string()));
+  EXPECT_EQ(keep.size() + remove.size(), 11u);  // 13 records - corrupt - empty
+
+  std::string clusters = ReadFile(out / "clusters.jsonl");
+  EXPECT_EQ(Lines(clusters).size(), 3u) << clusters;
+  EXPECT_NE(clusters.find("\"reason\":\"exact_duplicate\""), std::string::npos) << clusters;
+  EXPECT_NE(clusters.find("\"reason\":\"near_duplicate\""), std::string::npos) << clusters;
+  EXPECT_NE(clusters.find("\"distance\":"), std::string::npos);
+
+  std::string summary = ReadFile(out / "summary.json");
+  EXPECT_NE(summary.find("\"invalid_json\":1"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"empty_text\":1"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"documents_removed\":5"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"stage\":\"fingerprint\""), std::string::npos) << summary;
+
+  // --write-kept re-writes the kept documents: original lines for JSONL, {"id","text"} for text.
+  std::vector<std::string> kept_lines = Lines(ReadFile(dir_ / "kept.jsonl"));
+  EXPECT_EQ(kept_lines.size(), keep.size());
+  EXPECT_EQ(kept_lines[0] + "\n", JsonLine("base", base_));
+}
+
+TEST_F(DedupCommandTest, KeepLongestPicksTheLongerDocument) {
+  fs::path out = dir_ / "out";
+  ASSERT_EQ(Run("dedup " + Inputs() + " -o " + out.string() + " --keep longest -q"), 0);
+  std::string keep = ReadFile(out / "keep.txt");
+  EXPECT_NE(keep.find("other1-plus\n"), std::string::npos) << keep;
+  EXPECT_EQ(keep.find("other1\n"), std::string::npos) << keep;
+}
+
+TEST_F(DedupCommandTest, SameResultWhateverThreadsAndInputOrder) {
+  std::string first_clusters, first_keep;
+  int run = 0;
+  for (const auto& [threads, reversed] :
+       std::vector<std::pair<int, bool>>{{1, false}, {2, false}, {2, true}, {1, true}}) {
+    fs::path out = dir_ / ("out" + std::to_string(run++));
+    ASSERT_EQ(Run("dedup " + Inputs(reversed) + " -o " + out.string() + " -q --threads " +
+                  std::to_string(threads)),
+              0);
+    std::string clusters = ReadFile(out / "clusters.jsonl");
+    std::string keep = ReadFile(out / "keep.txt");
+    if (first_clusters.empty()) {
+      first_clusters = clusters;
+      first_keep = keep;
+      ASSERT_FALSE(clusters.empty());
+    } else {
+      EXPECT_EQ(clusters, first_clusters) << "threads=" << threads << " reversed=" << reversed;
+      EXPECT_EQ(keep, first_keep);
+    }
+  }
+}
+
+TEST_F(DedupCommandTest, VerificationThresholdDropsPairsBelowIt) {
+  // base-edit differs from base in 2 of 160 words: its Jaccard is high but below 0.99, while the
+  // exact and whitespace-only copies always pass.
+  fs::path out = dir_ / "out";
+  ASSERT_EQ(Run("dedup " + Inputs() + " -o " + out.string() + " -q --verify 0.99"), 0);
+  std::string remove = ReadFile(out / "remove.txt");
+  EXPECT_NE(remove.find("base-copy\n"), std::string::npos) << remove;
+  EXPECT_NE(remove.find("base-zst\n"), std::string::npos) << remove;
+  EXPECT_EQ(remove.find("base-edit\n"), std::string::npos) << remove;
+}
+
+TEST_F(DedupCommandTest, StrictStopsAtTheCorruptLine) {
+  std::string err;
+  EXPECT_EQ(
+      Run("dedup " + Inputs() + " -o " + (dir_ / "out").string() + " --strict", nullptr, &err), 1);
+  EXPECT_NE(err.find("a.jsonl:5"), std::string::npos) << err;
+}
+
+TEST_F(DedupCommandTest, StandardInputAndStandardOutput) {
+  std::string out;
+  std::string command = "dedup - --verify 0.4 -q < " + (dir_ / "a.jsonl").string();
+  ASSERT_EQ(Run(command, &out), 0);
+  EXPECT_NE(out.find("# clusters.jsonl\n"), std::string::npos);
+  EXPECT_NE(out.find("# remove.txt\nbase-copy\nbase-edit\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("# summary.json\n"), std::string::npos);
+}
+
+TEST_F(DedupCommandTest, BadOptionsAreUsageErrors) {
+  std::string err;
+  EXPECT_EQ(Run("dedup " + Inputs() + " --keep biggest", nullptr, &err), 2);
+  EXPECT_NE(err.find("--keep"), std::string::npos) << err;
+  EXPECT_EQ(Run("dedup " + Inputs() + " -k 40", nullptr, &err), 2);
+  EXPECT_EQ(Run("dedup " + (dir_ / "missing.jsonl").string(), nullptr, &err), 1);
+  EXPECT_NE(err.find("missing.jsonl"), std::string::npos) << err;
+}
+
+TEST_F(DedupCommandTest, ExplainTwoDocuments) {
+  std::string out;
+  ASSERT_EQ(Run("explain --file " + (dir_ / "a.jsonl").string() + " base base-edit", &out), 0);
+  EXPECT_NE(out.find("distance"), std::string::npos) << out;
+  EXPECT_NE(out.find("similarity"), std::string::npos) << out;
+  EXPECT_NE(out.find("near-duplicate: yes"), std::string::npos) << out;
+  ASSERT_EQ(Run("explain --file " + (dir_ / "a.jsonl").string() + " base other2", &out), 0);
+  EXPECT_NE(out.find("near-duplicate: no"), std::string::npos) << out;
+  EXPECT_EQ(Run("explain --file " + (dir_ / "a.jsonl").string() + " base nope", &out), 1);
+}
+
+}  // namespace
+}  // namespace neardup

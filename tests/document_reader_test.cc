@@ -1,0 +1,241 @@
+// Tests of DocumentReader: JSONL, plain text, directories, gzip, zstd, malformed lines, --strict.
+#include "neardup/document_reader.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace neardup {
+namespace {
+
+namespace fs = std::filesystem;
+
+class DocumentReaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("neardup_reader_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Write(const std::string& name, const std::string& content) {
+    fs::path path = dir_ / name;
+    fs::create_directories(path.parent_path());
+    std::ofstream(path, std::ios::binary) << content;
+    return path.string();
+  }
+  std::string WriteGzip(const std::string& name, const std::string& content) {
+    std::string path = (dir_ / name).string();
+    gzFile file = gzopen(path.c_str(), "wb");
+    gzwrite(file, content.data(), static_cast<unsigned>(content.size()));
+    gzclose(file);
+    return path;
+  }
+  std::string WriteZstd(const std::string& name, const std::string& content) {
+    std::string compressed(ZSTD_compressBound(content.size()), '\0');
+    size_t size =
+        ZSTD_compress(compressed.data(), compressed.size(), content.data(), content.size(), 3);
+    compressed.resize(size);
+    return Write(name, compressed);
+  }
+
+  static std::vector<Document> ReadAll(DocumentReader* reader, Status* error = nullptr) {
+    std::vector<Document> docs;
+    Document doc;
+    for (;;) {
+      auto got = reader->Next(&doc);
+      if (!got.ok()) {
+        if (error) *error = got.status();
+        break;
+      }
+      if (!*got) break;
+      docs.push_back(doc);
+    }
+    return docs;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(DocumentReaderTest, ReadsJsonlWithIdsAndGeneratedIds) {
+  std::string path = Write("a.jsonl",
+                           "{\"id\": \"x1\", \"text\": \"hello world\"}\n"
+                           "\n"
+                           "{\"text\": \"no id here\"}\r\n"
+                           "{\"id\": 42, \"text\": \"numeric id\", \"score\": 3.5}");
+  DocumentReaderOptions options;
+  options.score_field = "score";
+  auto reader = DocumentReader::Open({path}, options);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  auto docs = ReadAll(reader->get());
+  ASSERT_EQ(docs.size(), 3u);
+  EXPECT_EQ(docs[0].id, "x1");
+  EXPECT_EQ(docs[0].text, "hello world");
+  EXPECT_EQ(docs[0].line, 1u);
+  EXPECT_EQ(docs[1].id, path + ":3");
+  EXPECT_EQ(docs[1].text, "no id here");
+  EXPECT_EQ(docs[2].id, "42");
+  ASSERT_TRUE(docs[2].score.has_value());
+  EXPECT_DOUBLE_EQ(*docs[2].score, 3.5);
+  EXPECT_EQ((*reader)->skipped_total(), 0u);
+}
+
+TEST_F(DocumentReaderTest, CustomFieldNames) {
+  std::string path = Write("b.jsonl", "{\"key\": \"k\", \"body\": \"the body\", \"text\": 5}\n");
+  DocumentReaderOptions options;
+  options.id_field = "key";
+  options.text_field = "body";
+  auto reader = DocumentReader::Open({path}, options);
+  ASSERT_TRUE(reader.ok());
+  auto docs = ReadAll(reader->get());
+  ASSERT_EQ(docs.size(), 1u);
+  EXPECT_EQ(docs[0].id, "k");
+  EXPECT_EQ(docs[0].text, "the body");
+}
+
+TEST_F(DocumentReaderTest, SkipsMalformedLinesAndCountsReasons) {
+  std::string path = Write("bad.jsonl",
+                           "{\"id\": \"ok1\", \"text\": \"fine\"}\n"
+                           "{not json}\n"
+                           "{\"id\": \"m\"}\n"
+                           "{\"id\": \"n\", \"text\": 17}\n"
+                           "{\"id\": \"u\", \"text\": \"bad \xff byte\"}\n"
+                           "[1, 2]\n"
+                           "{\"id\": \"ok2\", \"text\": \"also fine\"}\n");
+  std::vector<std::string> warnings;
+  DocumentReaderOptions options;
+  options.on_warning = [&](const std::string& message) { warnings.push_back(message); };
+  auto reader = DocumentReader::Open({path}, options);
+  ASSERT_TRUE(reader.ok());
+  auto docs = ReadAll(reader->get());
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[0].id, "ok1");
+  EXPECT_EQ(docs[1].id, "ok2");
+  EXPECT_EQ(docs[1].line, 7u);
+  const auto& skipped = (*reader)->skipped();
+  EXPECT_EQ(skipped.at(kSkipInvalidJson), 2u);
+  EXPECT_EQ(skipped.at(kSkipMissingText), 1u);
+  EXPECT_EQ(skipped.at(kSkipNonStringText), 1u);
+  EXPECT_EQ(skipped.at(kSkipInvalidUtf8), 1u);
+  ASSERT_EQ(warnings.size(), 5u);
+  EXPECT_NE(warnings[0].find(path + ":2"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[3].find(path + ":5"), std::string::npos) << warnings[3];
+}
+
+TEST_F(DocumentReaderTest, StrictStopsAtFirstMalformedLineNamingIt) {
+  std::string path = Write("bad.jsonl",
+                           "{\"id\": \"ok1\", \"text\": \"fine\"}\n"
+                           "{\"id\": \"m\"}\n");
+  DocumentReaderOptions options;
+  options.strict = true;
+  auto reader = DocumentReader::Open({path}, options);
+  ASSERT_TRUE(reader.ok());
+  Status error;
+  auto docs = ReadAll(reader->get(), &error);
+  EXPECT_EQ(docs.size(), 1u);
+  EXPECT_FALSE(error.ok());
+  EXPECT_NE(error.message().find(path + ":2"), std::string::npos) << error.message();
+  EXPECT_NE(error.message().find("text"), std::string::npos) << error.message();
+}
+
+TEST_F(DocumentReaderTest, ReadsGzipAndZstd) {
+  std::string content;
+  for (int i = 0; i < 5000; ++i) {
+    content += "{\"id\": \"d" + std::to_string(i) + "\", \"text\": \"document number " +
+               std::to_string(i) + "\"}\n";
+  }
+  std::string gz = WriteGzip("c.jsonl.gz", content);
+  std::string zst = WriteZstd("d.jsonl.zst", content);
+  for (const std::string& path : {gz, zst}) {
+    auto reader = DocumentReader::Open({path}, {});
+    ASSERT_TRUE(reader.ok()) << path;
+    auto docs = ReadAll(reader->get());
+    ASSERT_EQ(docs.size(), 5000u) << path;
+    EXPECT_EQ(docs[4999].id, "d4999");
+    EXPECT_EQ(docs[4999].text, "document number 4999");
+    EXPECT_EQ((*reader)->bytes_read(), content.size());
+  }
+}
+
+TEST_F(DocumentReaderTest, CorruptCompressedFileIsAnError) {
+  std::string path = Write("broken.jsonl.zst", std::string("\x28\xb5\x2f\xfd garbage bytes", 17));
+  auto reader = DocumentReader::Open({path}, {});
+  ASSERT_TRUE(reader.ok());
+  Status error;
+  ReadAll(reader->get(), &error);
+  EXPECT_FALSE(error.ok());
+  EXPECT_NE(error.message().find("broken.jsonl.zst"), std::string::npos) << error.message();
+}
+
+TEST_F(DocumentReaderTest, DirectoryOfTextFilesInSortedOrder) {
+  Write("texts/b.txt", "second file");
+  Write("texts/a.txt", "first file");
+  Write("texts/sub/c.txt", "third file");
+  WriteGzip("texts/sub/d.txt.gz", "fourth file, compressed");
+  auto reader = DocumentReader::Open({(dir_ / "texts").string()}, {});
+  ASSERT_TRUE(reader.ok());
+  auto docs = ReadAll(reader->get());
+  ASSERT_EQ(docs.size(), 4u);
+  EXPECT_EQ(docs[0].text, "first file");
+  EXPECT_EQ(docs[0].id, (dir_ / "texts" / "a.txt").string());
+  EXPECT_EQ(docs[1].text, "second file");
+  EXPECT_EQ(docs[2].text, "third file");
+  EXPECT_EQ(docs[3].text, "fourth file, compressed");
+}
+
+TEST_F(DocumentReaderTest, InputOrderDoesNotMatter) {
+  std::string a = Write("a.jsonl", "{\"id\": \"a\", \"text\": \"A\"}\n");
+  std::string b = Write("b.jsonl", "{\"id\": \"b\", \"text\": \"B\"}\n");
+  auto forward = DocumentReader::Open({a, b}, {});
+  auto backward = DocumentReader::Open({b, a}, {});
+  ASSERT_TRUE(forward.ok() && backward.ok());
+  auto x = ReadAll(forward->get());
+  auto y = ReadAll(backward->get());
+  ASSERT_EQ(x.size(), 2u);
+  ASSERT_EQ(y.size(), 2u);
+  EXPECT_EQ(x[0].id, y[0].id);
+  EXPECT_EQ(x[1].id, y[1].id);
+}
+
+TEST_F(DocumentReaderTest, RewindReadsAgain) {
+  std::string a = Write("a.jsonl", "{\"id\": \"a\", \"text\": \"A\"}\n{\"bad\n");
+  auto reader = DocumentReader::Open({a}, {});
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ(ReadAll(reader->get()).size(), 1u);
+  ASSERT_TRUE((*reader)->Rewind().ok());
+  EXPECT_EQ(ReadAll(reader->get()).size(), 1u);
+  EXPECT_EQ((*reader)->skipped_total(), 1u);  // counted once
+}
+
+TEST_F(DocumentReaderTest, MissingInputIsNotFound) {
+  auto reader = DocumentReader::Open({(dir_ / "nope.jsonl").string()}, {});
+  ASSERT_FALSE(reader.ok());
+  EXPECT_EQ(reader.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(reader.status().message().find("nope.jsonl"), std::string::npos);
+}
+
+TEST_F(DocumentReaderTest, OverLongLineIsSkipped) {
+  std::string path = Write("long.jsonl", "{\"id\": \"big\", \"text\": \"" + std::string(5000, 'x') +
+                                             "\"}\n{\"id\": \"small\", \"text\": \"y\"}\n");
+  DocumentReaderOptions options;
+  options.max_document_bytes = 1000;
+  auto reader = DocumentReader::Open({path}, options);
+  ASSERT_TRUE(reader.ok());
+  auto docs = ReadAll(reader->get());
+  ASSERT_EQ(docs.size(), 1u);
+  EXPECT_EQ(docs[0].id, "small");
+  EXPECT_EQ((*reader)->skipped().at(kSkipTooLarge), 1u);
+}
+
+}  // namespace
+}  // namespace neardup

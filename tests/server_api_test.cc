@@ -1,0 +1,301 @@
+// API tests of `neardup serve` against the real binary on a free loopback port, over HTTP with
+// httplib::Client: every endpoint, 4xx errors with JSON bodies, auth, limits, garbage input, and
+// graceful SIGTERM shutdown with the data still there afterwards.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "neardup/store.h"
+
+namespace neardup {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A `neardup serve` child process on a free port.
+class ServerProcess {
+ public:
+  ServerProcess(const std::string& dir, std::vector<std::string> extra) {
+    int out[2];
+    EXPECT_EQ(::pipe(out), 0);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(out[1], 1);
+      ::close(out[0]);
+      ::close(out[1]);
+      std::vector<std::string> args = {NEARDUP_BINARY, "serve", dir, "--port", "0",
+                                       "--threads",    "4"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    // Read the "listening on http://127.0.0.1:PORT" line.
+    std::string line;
+    char c;
+    while (::read(out[0], &c, 1) == 1 && c != '\n') line += c;
+    ::close(out[0]);
+    auto colon = line.rfind(':');
+    auto space = line.find(' ', colon);
+    if (colon != std::string::npos)
+      port_ = std::atoi(line.substr(colon + 1, space - colon - 1).c_str());
+    EXPECT_GT(port_, 0) << "server said: " << line;
+  }
+  ~ServerProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  // Sends SIGTERM and returns the exit status.
+  int Terminate() {
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  int port() const { return port_; }
+  std::unique_ptr<httplib::Client> Client() const {
+    auto client = std::make_unique<httplib::Client>("127.0.0.1", port_);
+    client->set_read_timeout(10, 0);
+    return client;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = -1;
+};
+
+class ServerApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (fs::temp_directory_path() /
+            ("neardup_server_test_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+               .string();
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string dir_;
+};
+
+void ExpectJsonError(const httplib::Result& res, int status, const std::string& needle) {
+  ASSERT_TRUE(res) << "no response";
+  EXPECT_EQ(res->status, status) << res->body;
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+  EXPECT_NE(res->body.find("\"error\""), std::string::npos) << res->body;
+  EXPECT_NE(res->body.find(needle), std::string::npos) << res->body;
+}
+
+TEST_F(ServerApiTest, EndpointsWorkAndDataSurvivesSigterm) {
+  {
+    ServerProcess server(dir_, {});
+    auto client = server.Client();
+    auto health = client->Get("/healthz");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200);
+
+    auto added = client->Post(
+        "/v1/documents",
+        R"({"documents":[{"id":"https://x.example/1","fingerprint":"00000000000000ff","metadata":{"title":"one"}},)"
+        R"({"id":"https://x.example/2","fingerprint":"ffff000000000000","metadata":"two"},)"
+        R"({"id":"t1","text":"It was the best of times, it was the worst of times, it was the age of wisdom"}]})",
+        "application/json");
+    ASSERT_TRUE(added);
+    EXPECT_EQ(added->status, 200) << added->body;
+    EXPECT_NE(added->body.find(R"("added":3)"), std::string::npos) << added->body;
+
+    // Single-document form.
+    auto single = client->Post("/v1/documents", R"({"id":"solo","fingerprint":"0f0f0f0f0f0f0f0f"})",
+                               "application/json");
+    ASSERT_TRUE(single);
+    EXPECT_EQ(single->status, 200) << single->body;
+
+    auto query = client->Get("/v1/query?fingerprint=00000000000000fe&k=2");
+    ASSERT_TRUE(query);
+    EXPECT_EQ(query->status, 200);
+    EXPECT_NE(query->body.find(R"("id":"https://x.example/1")"), std::string::npos) << query->body;
+    EXPECT_NE(query->body.find(R"("distance":1)"), std::string::npos);
+    EXPECT_NE(query->body.find(R"("metadata":{"title":"one"})"), std::string::npos) << query->body;
+
+    auto post_query = client->Post("/v1/query", R"({"fingerprint":"ffff000000000001","k":1})",
+                                   "application/json");
+    ASSERT_TRUE(post_query);
+    EXPECT_NE(post_query->body.find(R"("metadata":"two")"), std::string::npos) << post_query->body;
+
+    // Check-and-add with text: a near-identical text is reported and not added.
+    auto check = client->Post(
+        "/v1/check",
+        R"({"id":"t2","text":"It was the best of times, it was the worst of times, it was the age of wisdom!","k":3})",
+        "application/json");
+    ASSERT_TRUE(check);
+    EXPECT_EQ(check->status, 200) << check->body;
+    EXPECT_NE(check->body.find(R"("duplicate":true)"), std::string::npos) << check->body;
+    EXPECT_NE(check->body.find(R"("added":false)"), std::string::npos);
+    EXPECT_NE(check->body.find(R"("id":"t1")"), std::string::npos);
+    auto fresh = client->Post("/v1/check", R"({"id":"u1","fingerprint":"1234123412341234"})",
+                              "application/json");
+    ASSERT_TRUE(fresh);
+    EXPECT_NE(fresh->body.find(R"("added":true)"), std::string::npos) << fresh->body;
+    auto never =
+        client->Post("/v1/check", R"({"id":"u2","fingerprint":"1234123412341235","add":"never"})",
+                     "application/json");
+    ASSERT_TRUE(never);
+    EXPECT_NE(never->body.find(R"("added":false)"), std::string::npos) << never->body;
+    EXPECT_NE(never->body.find(R"("id":"u1")"), std::string::npos) << never->body;
+    auto always =
+        client->Post("/v1/check", R"({"id":"u3","fingerprint":"1234123412341235","add":"always"})",
+                     "application/json");
+    ASSERT_TRUE(always);
+    EXPECT_NE(always->body.find(R"("added":true)"), std::string::npos) << always->body;
+
+    // Get by path (URL-encoded) and by parameter; delete.
+    auto got = client->Get("/v1/documents/https%3A%2F%2Fx.example%2F2");
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->status, 200) << got->body;
+    EXPECT_NE(got->body.find(R"("fingerprint":"ffff000000000000")"), std::string::npos);
+    auto got2 = client->Get("/v1/documents?id=solo");
+    ASSERT_TRUE(got2);
+    EXPECT_EQ(got2->status, 200);
+    auto deleted = client->Delete("/v1/documents?id=solo");
+    ASSERT_TRUE(deleted);
+    EXPECT_EQ(deleted->status, 200) << deleted->body;
+    ExpectJsonError(client->Delete("/v1/documents?id=solo"), 404, "NotFound");
+    ExpectJsonError(client->Get("/v1/documents/solo"), 404, "NotFound");
+
+    auto stats = client->Get("/v1/stats");
+    ASSERT_TRUE(stats);
+    EXPECT_NE(stats->body.find(R"("documents":5)"), std::string::npos) << stats->body;
+    auto metrics = client->Get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_NE(metrics->body.find("neardup_documents 5"), std::string::npos) << metrics->body;
+    EXPECT_NE(metrics->body.find("neardup_http_request_duration_seconds_bucket{endpoint=\"query\""),
+              std::string::npos);
+    EXPECT_EQ(server.Terminate(), 0);
+  }
+  // Everything acknowledged is in the store after the graceful shutdown.
+  auto store = DocumentStore::Open(dir_, {});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ((*store)->Stats().documents, 5u);
+  EXPECT_EQ((*store)->Get("https://x.example/1")->metadata, R"({"title":"one"})");
+  EXPECT_EQ((*store)->Get("solo").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(ServerApiTest, BadRequestsGetJson4xx) {
+  ServerProcess server(dir_, {"--max-batch", "3", "--max-body-bytes", "20000"});
+  auto client = server.Client();
+  const char* json = "application/json";
+  ExpectJsonError(client->Post("/v1/query", "{\"fingerprint\":", json), 400, "invalid JSON");
+  ExpectJsonError(client->Post("/v1/query", "[1,2]", json), 400, "must be a JSON object");
+  ExpectJsonError(client->Post("/v1/query", "{\"text\":\"\xff\xfe\"}", json), 400, "UTF-8");
+  ExpectJsonError(client->Post("/v1/query", R"({"fingerprint":"00ff","k":1})", json), 400,
+                  "fingerprint");
+  ExpectJsonError(client->Post("/v1/query", R"({"fingerprint":"00000000000000ff","k":65})", json),
+                  400, "k: 65");
+  ExpectJsonError(client->Post("/v1/query", R"({"fingerprint":"00000000000000ff","kk":1})", json),
+                  400, "kk: unknown field");
+  ExpectJsonError(client->Get("/v1/query?fingerprint=00000000000000ff&k=-1"), 400, "k: -1");
+  ExpectJsonError(client->Get("/v1/query?fingerprint=zz"), 400, "fingerprint");
+  ExpectJsonError(client->Post("/v1/documents", R"({"documents":[{"id":"a"}]})", json), 400,
+                  "exactly one");
+  ExpectJsonError(
+      client->Post("/v1/documents", R"({"documents":[{"id":"","fingerprint":"00000000000000ff"}]})",
+                   json),
+      400, "documents[0].id");
+  ExpectJsonError(
+      client->Post("/v1/documents",
+                   R"({"documents":[{"id":"a","fingerprint":"00000000000000ff","metadata":[1]}]})",
+                   json),
+      400, "documents[0].metadata");
+  std::string batch = R"({"documents":[)";
+  for (int i = 0; i < 4; ++i) {
+    batch += std::string(i ? "," : "") + R"({"id":"b)" + std::to_string(i) +
+             R"(","fingerprint":"00000000000000ff"})";
+  }
+  batch += "]}";
+  ExpectJsonError(client->Post("/v1/documents", batch, json), 413, "batch limit");
+  ExpectJsonError(client->Post("/v1/documents", std::string(30000, ' ') + "{}", json), 413,
+                  "too large");
+  ExpectJsonError(
+      client->Post("/v1/check", R"({"id":"a","fingerprint":"00000000000000ff","add":"maybe"})",
+                   json),
+      400, "add");
+  ExpectJsonError(client->Get("/v1/nothing"), 404, "no such endpoint");
+  // Nothing above was stored.
+  auto stats = client->Get("/v1/stats");
+  ASSERT_TRUE(stats);
+  EXPECT_NE(stats->body.find(R"("documents":0)"), std::string::npos) << stats->body;
+}
+
+TEST_F(ServerApiTest, BearerTokenGuardsWrites) {
+  ServerProcess server(dir_, {"--token", "s3cret"});
+  auto client = server.Client();
+  const std::string body = R"({"id":"a","fingerprint":"00000000000000ff"})";
+  ExpectJsonError(client->Post("/v1/documents", body, "application/json"), 401, "token");
+  httplib::Headers wrong = {{"Authorization", "Bearer nope"}};
+  ExpectJsonError(client->Post("/v1/documents", wrong, body, "application/json"), 401, "token");
+  httplib::Headers right = {{"Authorization", "Bearer s3cret"}};
+  auto ok = client->Post("/v1/documents", right, body, "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  ExpectJsonError(client->Delete("/v1/documents/a"), 401, "token");
+  auto read = client->Get("/v1/documents/a");  // reads are open unless --auth-reads
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->status, 200);
+}
+
+TEST_F(ServerApiTest, GarbageAndConcurrentClientsDoNotHurtTheServer) {
+  ServerProcess server(dir_, {});
+  std::atomic<int> server_errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      auto client = server.Client();
+      std::mt19937 rng(t);
+      const char* paths[] = {"/v1/documents", "/v1/check", "/v1/query"};
+      for (int i = 0; i < 150; ++i) {
+        std::string body;
+        if (i % 3 == 0) {
+          // Random bytes.
+          body.resize(rng() % 200);
+          for (char& c : body) c = static_cast<char>(rng());
+        } else if (i % 3 == 1) {
+          // Valid check-and-add of a random fingerprint.
+          char hex[17];
+          std::snprintf(hex, sizeof(hex), "%016llx",
+                        static_cast<unsigned long long>((uint64_t(rng()) << 32) | rng()));
+          body = std::string(R"({"id":"t)") + std::to_string(t) + "-" + std::to_string(i) +
+                 R"(","fingerprint":")" + hex + R"(","k":3})";
+        } else {
+          // Truncated valid JSON.
+          std::string valid =
+              R"({"documents":[{"id":"x","text":"some text here","metadata":{"a":[1,2,{"b":null}]}}]})";
+          body = valid.substr(0, rng() % valid.size());
+        }
+        auto res =
+            client->Post(i % 3 == 1 ? "/v1/check" : paths[rng() % 3], body, "application/json");
+        if (!res || res->status >= 500) server_errors.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(server_errors.load(), 0);
+  auto health = server.Client()->Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(server.Terminate(), 0);
+}
+
+}  // namespace
+}  // namespace neardup

@@ -1,0 +1,171 @@
+// Tests of text normalisation: NFKC, case folding, Traditional->Simplified, markup stripping,
+// whitespace folding and invalid UTF-8 handling.
+#include "neardup/text.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#ifndef NEARDUP_DEFAULT_OPENCC_DIR_FOR_TESTS
+#define NEARDUP_DEFAULT_OPENCC_DIR_FOR_TESTS "/usr/share/opencc"
+#endif
+
+namespace neardup {
+namespace {
+
+std::string Normalize(const NormalizeOptions& options, std::string_view text) {
+  auto normalizer = TextNormalizer::Create(options);
+  EXPECT_TRUE(normalizer.ok()) << normalizer.status().ToString();
+  std::string out;
+  Status status = (*normalizer)->Normalize(text, &out);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  return out;
+}
+
+NormalizeOptions AllOff() {
+  NormalizeOptions options;
+  options.nfkc = false;
+  options.case_fold = false;
+  options.traditional_to_simplified = false;
+  options.fold_whitespace = false;
+  options.strip_markup = false;
+  return options;
+}
+
+TEST(TextTest, NfkcFoldsWidthAndCompatibilityForms) {
+  NormalizeOptions options = AllOff();
+  options.nfkc = true;
+  // Full-width ASCII, half-width katakana, the "ﬁ" ligature, circled digit.
+  EXPECT_EQ(Normalize(options, "ＡＢＣ１２３"), "ABC123");
+  EXPECT_EQ(Normalize(options, "ｶﾀｶﾅ"), "カタカナ");
+  EXPECT_EQ(Normalize(options, "ﬁle ①"), "file 1");
+}
+
+TEST(TextTest, CaseFolding) {
+  NormalizeOptions options = AllOff();
+  options.case_fold = true;
+  EXPECT_EQ(Normalize(options, "Hello WORLD"), "hello world");
+  EXPECT_EQ(Normalize(options, "Straße"), "strasse");
+  EXPECT_EQ(Normalize(options, "ПРИВЕТ"), "привет");
+  options.nfkc = true;  // combined NFKC_Casefold
+  EXPECT_EQ(Normalize(options, "ＨＥＬＬＯ Straße"), "hello strasse");
+}
+
+TEST(TextTest, TraditionalToSimplified) {
+  NormalizeOptions options = AllOff();
+  options.traditional_to_simplified = true;
+  EXPECT_EQ(Normalize(options, "漢語資訊"), "汉语资讯");
+  EXPECT_EQ(Normalize(options, "English only"), "English only");
+}
+
+TEST(TextTest, WhitespaceFolding) {
+  NormalizeOptions options = AllOff();
+  options.fold_whitespace = true;
+  EXPECT_EQ(Normalize(options, "  a \t\n b\u3000\u00a0c  "), "a b c");
+  EXPECT_EQ(FoldWhitespace("x\r\n\r\ny"), "x y");
+  EXPECT_EQ(FoldWhitespace(""), "");
+}
+
+TEST(TextTest, StripMarkup) {
+  EXPECT_EQ(
+      FoldWhitespace(StripMarkup("<html><head><title>T</title><style>p{color:red}</style>"
+                                 "</head><body><h1>Head</h1><p>a &amp; b &lt;c&gt;</p>"
+                                 "<script>var x = '<p>';</script><!-- hidden -->"
+                                 "<p>wo<b>rd</b>&#x4E2D;&#25991;&nbsp;end</p></body></html>")),
+      "T Head a & b <c> word中文 end");
+  // A literal '<' that does not start a tag, an unknown entity and a broken one stay as they are.
+  EXPECT_EQ(StripMarkup("1 < 2 &bogus; & x"), "1 < 2 &bogus; & x");
+  // Numeric references outside Unicode become U+FFFD.
+  EXPECT_EQ(StripMarkup("&#x110000;&#0;"), "\uFFFD\uFFFD");
+  // Unterminated constructs do not crash.
+  EXPECT_EQ(StripMarkup("a <p class=\"x"), "a <p class=\"x");
+  EXPECT_EQ(StripMarkup("if a<b then c"), "if a<b then c");
+  EXPECT_EQ(StripMarkup("#include <stdio.h>"), "#include ");
+  EXPECT_EQ(StripMarkup("a <!-- never closed"), "a  ");
+}
+
+TEST(TextTest, StripMarkupOption) {
+  NormalizeOptions options;  // defaults + markup
+  options.strip_markup = true;
+  EXPECT_EQ(Normalize(options, "<P>Ｈello&nbsp;<B>World</B></P>"), "hello world");
+}
+
+TEST(TextTest, DefaultsCombineEverything) {
+  NormalizeOptions options;
+  EXPECT_EQ(Normalize(options, "  ＡＢＣ  漢語\n\nTest "), "abc 汉语 test");
+}
+
+TEST(TextTest, InvalidUtf8IsAnErrorNamingTheByte) {
+  auto normalizer = TextNormalizer::Create(NormalizeOptions());
+  ASSERT_TRUE(normalizer.ok());
+  std::string out;
+  Status status = (*normalizer)->Normalize(std::string_view("abc\xff\xfe", 5), &out);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidUtf8);
+  EXPECT_NE(status.message().find("byte 3"), std::string::npos) << status.message();
+  // Truncated sequence and an overlong encoding.
+  EXPECT_FALSE((*normalizer)->Normalize("ab\xe4\xb8", &out).ok());
+  EXPECT_FALSE((*normalizer)->Normalize("\xc0\xaf", &out).ok());
+}
+
+TEST(TextTest, InvalidUtf8ReplacementMode) {
+  NormalizeOptions options;
+  options.replace_invalid_utf8 = true;
+  EXPECT_EQ(Normalize(options,
+                      "ab\xff"
+                      "cd"),
+            "ab\uFFFDcd");
+  // Different invalid bytes do not make texts differ beyond the replacement.
+  EXPECT_EQ(Normalize(options, "x\xfe"), Normalize(options, "x\xff"));
+}
+
+TEST(TextTest, EmptyText) {
+  EXPECT_EQ(Normalize(NormalizeOptions(), ""), "");
+  EXPECT_EQ(Normalize(NormalizeOptions(), " \n\t "), "");
+}
+
+TEST(TextTest, MissingOpenCCConfigIsReported) {
+  NormalizeOptions options;
+  options.opencc_config = "/nonexistent/t2s.json";
+  auto normalizer = TextNormalizer::Create(options);
+  ASSERT_FALSE(normalizer.ok());
+  EXPECT_EQ(normalizer.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(normalizer.status().message().find("/nonexistent/t2s.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace neardup
+
+namespace neardup {
+namespace {
+
+// The default configuration skips OpenCC for texts holding no convertible character; the result
+// must equal converting every text (an explicit opencc_config disables the shortcut).
+TEST(TextTest, TraditionalShortcutMatchesFullConversion) {
+  NormalizeOptions fast_options;
+  NormalizeOptions full_options;
+  full_options.opencc_config = std::string(NEARDUP_DEFAULT_OPENCC_DIR_FOR_TESTS) + "/t2s.json";
+  auto fast = TextNormalizer::Create(fast_options);
+  auto full = TextNormalizer::Create(full_options);
+  NormalizeOptions no_t2s_options;
+  no_t2s_options.traditional_to_simplified = false;
+  auto no_t2s = TextNormalizer::Create(no_t2s_options);
+  ASSERT_TRUE(fast.ok() && full.ok() && no_t2s.ok());
+  std::ifstream in(std::string(NEARDUP_SHARED_DIR) + "/corpus/zh_poetry.jsonl");
+  std::string line;
+  int compared = 0, changed = 0;
+  std::string a, b, c;
+  while (compared < 400 && std::getline(in, line)) {
+    // The JSON line itself is valid UTF-8 text with Han characters: good enough as input.
+    ASSERT_TRUE((*fast)->Normalize(line, &a).ok());
+    ASSERT_TRUE((*full)->Normalize(line, &b).ok());
+    EXPECT_EQ(a, b);
+    ++compared;
+    ASSERT_TRUE((*no_t2s)->Normalize(line, &c).ok());
+    changed += a != c;
+  }
+  EXPECT_EQ(compared, 400);
+  EXPECT_GT(changed, 0);  // some poems are Traditional
+}
+
+}  // namespace
+}  // namespace neardup
