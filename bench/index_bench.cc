@@ -4,6 +4,7 @@
 // and ratios to FAISS measured in the same run.
 //
 // Usage: index_bench [--n N] [--queries Q] [--corpus] [--no-random] [--skip-faiss-join]
+//                    [--neardup-only]
 //                    [--k6-budget BYTES_PER_FP]
 // N defaults to NEARDUP_BENCH_N or 1000000. --corpus adds the fingerprints of
 // NEARDUP_CORPUS_DIR (default ../shared/corpus next to the source tree) computed with the default
@@ -247,7 +248,7 @@ struct FaissSystem : System {
     const size_t n = data->size();
     pairs->clear();
     projected = -1;
-    const size_t batch = 1 << 16;
+    const size_t batch = 1 << 12;
     auto start = Clock::now();
     for (size_t begin = 0; begin < n; begin += batch) {
       size_t count = std::min(batch, n - begin);
@@ -374,8 +375,17 @@ void RunCase(const Dataset& ds, int k, std::vector<std::unique_ptr<System>> syst
   }
 }
 
-std::vector<std::unique_ptr<System>> SystemsFor(int k, double k6_budget, bool brute) {
+std::vector<std::unique_ptr<System>> SystemsFor(int k, double k6_budget, bool brute,
+                                                bool neardup_only = false) {
   std::vector<std::unique_ptr<System>> s;
+  if (neardup_only) {
+    if (k <= 3)
+      s.push_back(std::make_unique<NeardupSystem>(3, 64));
+    else
+      s.push_back(std::make_unique<NeardupSystem>(6, 64)),
+          s.push_back(std::make_unique<NeardupSystem>(6, k6_budget));
+    return s;
+  }
   if (k <= 3) {
     s.push_back(std::make_unique<NeardupSystem>(3, 64));
 #ifdef NEARDUP_HAVE_FAISS
@@ -401,7 +411,7 @@ int main(int argc, char** argv) {
   size_t n = 1000000;
   if (const char* env = std::getenv("NEARDUP_BENCH_N")) n = static_cast<size_t>(std::atof(env));
   size_t queries = 20000;
-  bool corpus = false, random = true, faiss_join = true;
+  bool corpus = false, random = true, faiss_join = true, neardup_only = false;
   double k6_budget = 256;
   std::string corpus_dir = "/work/shared/corpus";
   if (const char* env = std::getenv("NEARDUP_CORPUS_DIR")) corpus_dir = env;
@@ -418,6 +428,8 @@ int main(int argc, char** argv) {
       random = false;
     else if (a == "--skip-faiss-join")
       faiss_join = false;
+    else if (a == "--neardup-only")
+      neardup_only = true;
     else if (a == "--k6-budget")
       k6_budget = std::atof(next().c_str());
     else {
@@ -435,7 +447,7 @@ int main(int argc, char** argv) {
 #endif
   if (random) {
     Dataset ds = MakeRandom(n, queries, 42);
-    for (int k : {3, 6}) RunCase(ds, k, SystemsFor(k, k6_budget, true), faiss_join);
+    for (int k : {3, 6}) RunCase(ds, k, SystemsFor(k, k6_budget, true, neardup_only), faiss_join);
   }
   if (random) {
     // Online inserts: Add() one at a time from empty (delta buffer, segment builds and merges all

@@ -197,7 +197,7 @@ TEST_F(DedupCommandTest, SameResultWhateverThreadsAndInputOrder) {
   std::string first_clusters, first_keep;
   int run = 0;
   for (const auto& [threads, reversed] :
-       std::vector<std::pair<int, bool>>{{1, false}, {2, false}, {2, true}, {1, true}}) {
+       std::vector<std::pair<int, bool>>{{1, false}, {2, false}, {2, true}}) {
     fs::path out = dir_ / ("out" + std::to_string(run++));
     ASSERT_EQ(Run("dedup " + Inputs(reversed) + " -o " + out.string() + " -q --threads " +
                   std::to_string(threads)),

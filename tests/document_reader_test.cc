@@ -177,6 +177,21 @@ TEST_F(DocumentReaderTest, CorruptCompressedFileIsAnError) {
   EXPECT_NE(error.message().find("broken.jsonl.zst"), std::string::npos) << error.message();
 }
 
+TEST_F(DocumentReaderTest, TruncatedGzipIsAnError) {
+  std::string content;
+  for (int i = 0; i < 2000; ++i) content += "{\"text\": \"line " + std::to_string(i) + "\"}\n";
+  std::string whole = WriteGzip("whole.jsonl.gz", content);
+  std::ifstream in(whole, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string path = Write("cut.jsonl.gz", bytes.substr(0, bytes.size() / 2));
+  auto reader = DocumentReader::Open({path}, {});
+  ASSERT_TRUE(reader.ok());
+  Status error;
+  ReadAll(reader->get(), &error);
+  EXPECT_FALSE(error.ok());
+  EXPECT_NE(error.message().find("cut.jsonl.gz"), std::string::npos) << error.message();
+}
+
 TEST_F(DocumentReaderTest, DirectoryOfTextFilesInSortedOrder) {
   Write("texts/b.txt", "second file");
   Write("texts/a.txt", "first file");

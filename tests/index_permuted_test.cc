@@ -277,6 +277,7 @@ TEST(PermutedIndexTest, EmptyIndexAndBadArguments) {
   EXPECT_FALSE(index->Search(Fingerprint::From64(1), -1).ok());
   EXPECT_FALSE(index->Search(Fingerprint::From64(1), 4).ok());
   EXPECT_FALSE(index->Add(1, Fingerprint::From128(1, 2)).ok());
+  EXPECT_FALSE(index->Add(1, Fingerprint{1, 2, 64}).ok());  // 64-bit with high bits set
   std::vector<uint64_t> ids = {1, 2};
   std::vector<Fingerprint> fps = {Fingerprint::From64(1)};
   EXPECT_FALSE(index->AddBatch(ids, fps).ok());

@@ -10,6 +10,8 @@
 // Runs of equal keys longer than expected (skewed data) are searched by descending further bits
 // of the sorted projection, never by a linear scan of the run.
 //
+// Row numbers are uint32: at most 2^32-1 fingerprints per index (ResourceExhausted beyond).
+//
 // Inserts go to the delta buffer; a full buffer becomes a segment and segments of similar size
 // are merged (LSM-like, amortised O(tables * log n) per insert). Removals are tombstones,
 // purged when they exceed an eighth of the index.

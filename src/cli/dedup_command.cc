@@ -1,6 +1,7 @@
 // `neardup dedup INPUT...`: clusters near-duplicate documents and writes what to keep and remove.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -19,6 +20,7 @@ class ProgressBar {
   void Update(const std::string& stage, uint64_t done, uint64_t total, uint64_t documents) {
     auto now = std::chrono::steady_clock::now();
     if (stage == last_stage_ && now - last_draw_ < std::chrono::milliseconds(200)) return;
+    if (stage != last_stage_) stage_start_ = now;
     last_stage_ = stage;
     last_draw_ = now;
     double elapsed = std::chrono::duration<double>(now - start_).count();
@@ -28,7 +30,7 @@ class ProgressBar {
                           elapsed > 0 ? documents / elapsed : 0.0);
     if (total > 0 && done <= total && n > 0) {
       double fraction = static_cast<double>(done) / static_cast<double>(total);
-      double stage_elapsed = elapsed;
+      double stage_elapsed = std::chrono::duration<double>(now - stage_start_).count();
       double eta = fraction > 0 ? stage_elapsed * (1 - fraction) / fraction : 0;
       std::snprintf(line + n, sizeof(line) - n, "  %5.1f%%  ETA %5.0fs   ", 100 * fraction, eta);
     } else if (n > 0) {
@@ -44,6 +46,7 @@ class ProgressBar {
  private:
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_draw_{};
+  std::chrono::steady_clock::time_point stage_start_{};
   std::string last_stage_;
   bool drawn_ = false;
 };
@@ -61,6 +64,11 @@ int RunDedupCommand(const DedupCommandArgs& args) {
   Status status = args.flags.ToOptions(&options);
   if (!status.ok()) {
     std::fprintf(stderr, "neardup dedup: %s\n", status.message().c_str());
+    return kExitUsage;
+  }
+  if (!args.write_kept.empty() &&
+      std::find(args.inputs.begin(), args.inputs.end(), "-") != args.inputs.end()) {
+    std::fprintf(stderr, "neardup dedup: --write-kept cannot re-read standard input\n");
     return kExitUsage;
   }
   auto warnings = std::make_shared<uint64_t>(0);

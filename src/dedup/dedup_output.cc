@@ -14,7 +14,11 @@ namespace {
 std::string Location(const DedupReport& report, const DedupDocument& doc) {
   std::string location =
       doc.file_index < report.input_files.size() ? report.input_files[doc.file_index] : "?";
-  if (doc.line > 0) location += ":" + std::to_string(doc.line);
+  if (doc.line > 0) {
+    // Two appends rather than `":" + ...`: GCC 12 reports a false -Wrestrict on that form.
+    location += ':';
+    location += std::to_string(doc.line);
+  }
   return location;
 }
 

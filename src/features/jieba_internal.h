@@ -203,9 +203,9 @@ Result<PyValue> ParsePythonAssignment(std::string_view source, std::string_view 
 // Per-thread scratch buffers reused across calls.
 struct CutScratch {
   std::vector<char32_t> cps;         // code points of the current block
-  std::vector<uint32_t> offsets;     // byte offset of each code point, plus the end
+  std::vector<size_t> offsets;       // byte offset of each code point, plus the end
   std::vector<double> route_prob;    // route[i][0]
-  std::vector<uint32_t> route_end;   // route[i][1]
+  std::vector<size_t> route_end;     // route[i][1]
   std::vector<uint32_t> route_node;  // trie node of the word route[i] chooses, or kNoNode
   std::vector<uint64_t> dag_mask;    // bit d-1: cps[i:i+d] is a word (FREQ truthy), d <= 64
   std::vector<std::array<double, 4>> viterbi_prob;

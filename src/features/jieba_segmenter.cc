@@ -1,14 +1,13 @@
 // JiebaSegmenter: loading jieba's dictionary into a trie and cutting text exactly as jieba 0.42.1's
 // Tokenizer.cut (default mode, with or without HMM) does.
 #include <sys/mman.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <type_traits>
 
 #include "features/jieba_internal.h"
@@ -16,8 +15,7 @@
 namespace neardup {
 namespace jieba {
 
-// ---- tries
-// ---------------------------------------------------------------------------------------
+// ---- tries -----------------------------------------------------------------------------------
 
 TrieBuilder::TrieBuilder() {
   freq_.push_back(0);  // the root (the empty string, never a key of FREQ)
@@ -127,8 +125,7 @@ Status ReadWholeFile(const std::string& path, std::string* contents) {
 
 namespace {
 
-// ---- the cutting algorithms, shared by both trie forms
-// ---------------------------------------------
+// ---- the cutting algorithms, shared by both trie forms ---------------------------------------
 
 // Walks `trie` along the code points of the UTF-8 `word`; kNoNode when absent (or not UTF-8).
 template <class TrieT>
@@ -258,7 +255,7 @@ class BlockCutter {
         best_x = idx;
       }
       prob[idx] = best;
-      end[idx] = static_cast<uint32_t>(best_x);
+      end[idx] = best_x;
       route_node[idx] = best_node;
       dag_mask[idx] = mask;
     }
@@ -452,7 +449,7 @@ class BlockCutter {
   const CutContext& context_;
   std::string_view text_;
   std::vector<char32_t>& cps_;
-  std::vector<uint32_t>& offsets_;
+  std::vector<size_t>& offsets_;
   CutScratch& scratch_;
   std::vector<std::string_view>* tokens_;
 };
@@ -476,7 +473,7 @@ void CutText(const TrieT& trie, const CutContext& context, std::string_view text
       if (c < 0x80) {
         if (!IsBlockAscii(c)) break;
         scratch.cps.push_back(c);
-        scratch.offsets.push_back(static_cast<uint32_t>(i));
+        scratch.offsets.push_back(i);
         ++i;
       } else {
         // A Han character of the block range is 3 bytes, E4 B8 80 .. E9 BF 95.
@@ -486,12 +483,12 @@ void CutText(const TrieT& trie, const CutContext& context, std::string_view text
         const char32_t cp = utf8::Decode(text, i, 3);
         if (!IsHan(cp)) break;
         scratch.cps.push_back(cp);
-        scratch.offsets.push_back(static_cast<uint32_t>(i));
+        scratch.offsets.push_back(i);
         i += 3;
       }
     }
     if (!scratch.cps.empty()) {
-      scratch.offsets.push_back(static_cast<uint32_t>(i));
+      scratch.offsets.push_back(i);
       cutter.Cut();
     }
     if (i >= n) break;
@@ -510,8 +507,7 @@ void CutText(const TrieT& trie, const CutContext& context, std::string_view text
   }
 }
 
-// ---- loading
-// --------------------------------------------------------------------------------------
+// ---- loading ---------------------------------------------------------------------------------
 
 // Frequencies above this are refused, so that totals never overflow (jieba's largest is 10^6).
 constexpr int64_t kMaxFrequency = 1000000000000;
@@ -711,8 +707,7 @@ std::string JoinPath(const std::string& dir, const char* name) {
 }  // namespace
 }  // namespace jieba
 
-// ---- public API
-// ---------------------------------------------------------------------------------------
+// ---- public API ------------------------------------------------------------------------------
 
 std::string DefaultJiebaDirectory() { return NEARDUP_DEFAULT_JIEBA_DIR; }
 

@@ -112,19 +112,28 @@ Result<FingerprintDetails> Fingerprinter::ComputeDetails(std::string_view text, 
     }
     std::vector<TermCount> terms;
     impl_->keywords->CountTerms(text, &terms);
-    features.reserve(terms.size());
-    for (const TermCount& term : terms) {
-      const double* idf = impl_->idf->Find(term.word);
-      double weight =
-          static_cast<double>(term.count) * (idf != nullptr ? *idf : impl_->idf->mean());
-      features.push_back(WeightedFeature{std::string(term.word), weight});
+    struct Scored {
+      double weight;
+      size_t order;  // first occurrence: breaks ties as jieba does
+    };
+    std::vector<Scored> scored(terms.size());
+    for (size_t i = 0; i < terms.size(); ++i) {
+      const double* idf = impl_->idf->Find(terms[i].word);
+      scored[i] = {
+          static_cast<double>(terms[i].count) * (idf != nullptr ? *idf : impl_->idf->mean()), i};
     }
-    // Heaviest first; equal weights keep their order of first occurrence.
-    std::stable_sort(
-        features.begin(), features.end(),
-        [](const WeightedFeature& a, const WeightedFeature& b) { return a.weight > b.weight; });
+    auto heavier = [](const Scored& a, const Scored& b) {
+      return a.weight != b.weight ? a.weight > b.weight : a.order < b.order;
+    };
     size_t top_k = options_.features.top_k;
-    if (top_k > 0 && features.size() > top_k) features.resize(top_k);
+    size_t keep = top_k > 0 ? std::min(top_k, scored.size()) : scored.size();
+    std::partial_sort(scored.begin(), scored.begin() + static_cast<ptrdiff_t>(keep), scored.end(),
+                      heavier);
+    features.reserve(keep);
+    for (size_t i = 0; i < keep; ++i) {
+      features.push_back(
+          WeightedFeature{std::string(terms[scored[i].order].word), scored[i].weight});
+    }
     if (keep_normalized_text) normalized.assign(text);
   } else {
     NEARDUP_RETURN_IF_ERROR(impl_->normalizer->Normalize(text, &normalized));

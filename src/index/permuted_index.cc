@@ -29,31 +29,34 @@ struct Row {
   friend bool operator==(const Row&, const Row&) = default;
 };
 
-// Stable LSD radix sort on a 64-bit key, 16 bits per pass, skipping passes where every key has
-// the same digit.
+// Stable LSD radix sort on bits [min_bit, 64) of a 64-bit key, 11 bits per pass (2048 buckets
+// keep the scatter within cache), skipping passes where every key has the same digit.
 template <typename T, typename KeyFn>
-void RadixSort(std::vector<T>* values, KeyFn key) {
+void RadixSort(std::vector<T>* values, KeyFn key, int min_bit = 0) {
   const size_t n = values->size();
   if (n < 256) {
-    std::stable_sort(values->begin(), values->end(),
-                     [&](const T& a, const T& b) { return key(a) < key(b); });
+    std::stable_sort(values->begin(), values->end(), [&](const T& a, const T& b) {
+      return (key(a) >> min_bit) < (key(b) >> min_bit);
+    });
     return;
   }
+  constexpr int kDigitBits = 11;
+  constexpr uint64_t kDigitMask = (1 << kDigitBits) - 1;
   std::vector<T> buffer(n);
-  std::vector<size_t> count(1 << 16);
+  std::vector<size_t> count(size_t{1} << kDigitBits);
   T* src = values->data();
   T* dst = buffer.data();
-  for (int shift = 0; shift < 64; shift += 16) {
+  for (int shift = min_bit; shift < 64; shift += kDigitBits) {
     std::fill(count.begin(), count.end(), 0);
-    for (size_t i = 0; i < n; ++i) ++count[(key(src[i]) >> shift) & 0xFFFF];
-    if (count[(key(src[0]) >> shift) & 0xFFFF] == n) continue;
+    for (size_t i = 0; i < n; ++i) ++count[(key(src[i]) >> shift) & kDigitMask];
+    if (count[(key(src[0]) >> shift) & kDigitMask] == n) continue;
     size_t sum = 0;
     for (size_t& c : count) {
       size_t v = c;
       c = sum;
       sum += v;
     }
-    for (size_t i = 0; i < n; ++i) dst[count[(key(src[i]) >> shift) & 0xFFFF]++] = src[i];
+    for (size_t i = 0; i < n; ++i) dst[count[(key(src[i]) >> shift) & kDigitMask]++] = src[i];
     std::swap(src, dst);
   }
   if (src != values->data()) std::copy(src, src + n, values->data());
@@ -427,7 +430,9 @@ void JoinTable(const JoinItems& items, const std::vector<CompiledTable>& tables,
   for (size_t i = 0; i < n; ++i)
     entries[i] = {ct.Project(items.bits == 128 ? items.hi[i] : 0, items.lo[i]),
                   static_cast<uint32_t>(i)};
-  RadixSort(&entries, [](const std::pair<uint64_t, uint32_t>& e) { return e.first; });
+  // Only runs of equal keys matter: sort on the key bits; oversized runs are sorted fully below.
+  RadixSort(
+      &entries, [](const std::pair<uint64_t, uint32_t>& e) { return e.first; }, 64 - ct.key_bits);
   auto first_table_with_equal_keys = [&](uint32_t a, uint32_t b) {
     for (size_t u = 0; u < t; ++u) {
       const CompiledTable& other = tables[u];
@@ -455,7 +460,9 @@ void JoinTable(const JoinItems& items, const std::vector<CompiledTable>& tables,
           if (std::popcount(entries[i].first ^ entries[j].first) <= k)
             consider(entries[i].second, entries[j].second);
     } else {
-      // A skewed run: descend the sorted projections for each item instead of all pairs.
+      // A skewed run: sort it on the whole projection, then descend it for each item instead of
+      // comparing all pairs.
+      std::sort(entries.begin() + begin, entries.begin() + end);
       std::vector<uint64_t> keys(end - begin);
       for (size_t i = begin; i < end; ++i) keys[i - begin] = entries[i].first;
       std::function<void(size_t, size_t, size_t, int, int)> scan = [&](size_t i, size_t lo,
@@ -511,6 +518,16 @@ struct PermutedIndex::Impl {
       return Status::InvalidArgument(std::string(what) + ": fingerprint has " +
                                      std::to_string(fp.bits) + " bits, index holds " +
                                      std::to_string(options.bits));
+    if (fp.bits == 64 && fp.hi != 0)
+      return Status::InvalidArgument(std::string(what) +
+                                     ": 64-bit fingerprint with bits set in its high word");
+    return Status::Ok();
+  }
+
+  // Segments address rows with uint32 offsets.
+  static Status CheckCapacity(size_t current, size_t adding) {
+    if (current + adding > std::numeric_limits<uint32_t>::max())
+      return Status::ResourceExhausted("PermutedIndex: more than 2^32-1 fingerprints in one index");
     return Status::Ok();
   }
 
@@ -662,6 +679,7 @@ Status PermutedIndex::Add(uint64_t id, const Fingerprint& fp) {
   NEARDUP_RETURN_IF_ERROR(impl_->Check(fp, "PermutedIndex::Add"));
   std::lock_guard<std::mutex> lock(impl_->writer_mu);
   auto current = impl_->Load();
+  NEARDUP_RETURN_IF_ERROR(Impl::CheckCapacity(current->size, 1));
   std::shared_ptr<Snapshot> next;
   if (current->IsDead(fp.hi, fp.lo, id)) {
     // Re-adding a removed pair: purge tombstones so the new copy is not hidden.
@@ -705,6 +723,7 @@ Status PermutedIndex::AddBatch(std::span<const uint64_t> ids, std::span<const Fi
   for (size_t i = 0; i < fps.size(); ++i) rows[i] = {fps[i].hi, fps[i].lo, ids[i]};
   std::lock_guard<std::mutex> lock(impl_->writer_mu);
   auto current = impl_->Load();
+  NEARDUP_RETURN_IF_ERROR(Impl::CheckCapacity(current->size, rows.size()));
   std::shared_ptr<Snapshot> next = std::make_shared<Snapshot>(*current);
   if (current->tombstones && !current->tombstones->empty()) {
     for (const Row& r : rows) {

@@ -61,8 +61,7 @@ class PlainSource : public DocumentReader::ByteSource {
   }
   Result<size_t> Read(char* out, size_t capacity) override {
     size_t n = std::fread(out, 1, capacity, file_);
-    if (n == 0 && std::ferror(file_))
-      return Status::IoError(name_ + ": read failed: " + ErrnoText());
+    if (n == 0 && std::ferror(file_)) return Status::IoError("read failed: " + ErrnoText());
     consumed_ += n;
     return n;
   }
@@ -81,10 +80,13 @@ class GzipSource : public DocumentReader::ByteSource {
   ~GzipSource() override { gzclose(file_); }
   Result<size_t> Read(char* out, size_t capacity) override {
     int n = gzread(file_, out, static_cast<unsigned>(std::min<size_t>(capacity, 1 << 30)));
-    if (n < 0) {
-      int errnum = 0;
-      const char* message = gzerror(file_, &errnum);
-      return Status::Corruption(name_ + ": gzip error: " + (message ? message : "unknown"));
+    int errnum = Z_OK;
+    const char* message = gzerror(file_, &errnum);
+    if (n < 0 || (n == 0 && errnum == Z_BUF_ERROR)) {
+      // Z_BUF_ERROR at the end: the stream stopped before the gzip trailer (truncated file).
+      std::string text = message && *message ? message : "truncated or corrupt data";
+      if (text.rfind(name_ + ": ", 0) == 0) text = text.substr(name_.size() + 2);
+      return Status::Corruption("gzip error: " + text);
     }
     return static_cast<size_t>(n);
   }
@@ -115,13 +117,13 @@ class ZstdSource : public DocumentReader::ByteSource {
       if (input_.pos == input_.size) {
         if (file_eof_) {
           if (last_result_ != 0) {
-            return Status::Corruption(name_ + ": truncated zstd stream");
+            return Status::Corruption("truncated zstd stream");
           }
           return size_t{0};
         }
         size_t n = std::fread(input_buffer_.data(), 1, input_buffer_.size(), file_);
         if (n == 0 && std::ferror(file_)) {
-          return Status::IoError(name_ + ": read failed: " + ErrnoText());
+          return Status::IoError("read failed: " + ErrnoText());
         }
         if (n == 0) {
           file_eof_ = true;
@@ -132,7 +134,7 @@ class ZstdSource : public DocumentReader::ByteSource {
       }
       size_t result = ZSTD_decompressStream(context_, &output, &input_);
       if (ZSTD_isError(result)) {
-        return Status::Corruption(name_ + ": zstd error: " + ZSTD_getErrorName(result));
+        return Status::Corruption(std::string("zstd error: ") + ZSTD_getErrorName(result));
       }
       last_result_ = result;
     }
@@ -363,7 +365,7 @@ Result<bool> DocumentReader::Next(Document* doc) {
       for (;;) {
         auto n = source_->Read(chunk.data(), chunk.size());
         if (!n.ok()) {
-          Status error = n.status();
+          Status error = n.status().WithContext(path);
           close_file();
           return error;
         }
