@@ -90,7 +90,8 @@ int main(int argc, char** argv) {
     } else if (arg == "--corpus" && i + 1 < argc) {
       corpus = argv[++i];
     } else {
-      std::cerr << "usage: jieba_bench [--no-python] [--profile-tags] [--repeat N] [--corpus DIR]\n";
+      std::cerr
+          << "usage: jieba_bench [--no-python] [--profile-tags] [--repeat N] [--corpus DIR]\n";
       return 2;
     }
   }

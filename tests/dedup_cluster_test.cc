@@ -145,5 +145,16 @@ TEST(ShingleSimilarityTest, NormalisesBeforeShingling) {
   EXPECT_GT(ShingleSimilarity::Jaccard(simplified, traditional), 0.8);
 }
 
+TEST(DedupAutoDistanceTest, SmallCorpusGetsTunedKLargeCorpusGetsIndexableK) {
+  DedupOptions options;
+  ASSERT_EQ(options.max_distance, DedupOptions::kAutoDistance);
+  EXPECT_EQ(ResolveMaxDistance(options, 0), 16);
+  EXPECT_EQ(ResolveMaxDistance(options, DedupOptions::kAutoDistanceLimit), 16);
+  EXPECT_EQ(ResolveMaxDistance(options, DedupOptions::kAutoDistanceLimit + 1), 6);
+  options.max_distance = 3;  // an explicit k is never changed
+  EXPECT_EQ(ResolveMaxDistance(options, 10), 3);
+  EXPECT_EQ(ResolveMaxDistance(options, 10000000), 3);
+}
+
 }  // namespace
 }  // namespace neardup

@@ -48,10 +48,16 @@ FingerprintOptions DedupFingerprintDefaults();
 struct DedupOptions {
   // How texts become fingerprints (normalisation, tokenizer, top-k, bits).
   FingerprintOptions fingerprint = DedupFingerprintDefaults();
-  // Pairs of fingerprints within this Hamming distance are candidate duplicates. The default is
-  // tuned on devpairs (docs/quality.md) for recall with verification on; for corpora of millions
-  // of documents a smaller k (e.g. 6) keeps the join and verification fast (docs/dedup.md).
-  int max_distance = 16;
+  // Pairs of fingerprints within this Hamming distance are candidate duplicates.
+  // kAutoDistance (the default) picks k from the number of documents, see ResolveMaxDistance:
+  // k = 16, tuned on devpairs (docs/quality.md) for recall with verification on, needs a join close
+  // to all pairs, so corpora of more than kAutoDistanceLimit documents get k = 6, which the
+  // permuted-table index joins in near-linear time (docs/dedup.md).
+  static constexpr int kAutoDistance = -1;
+  static constexpr int kAutoDistanceSmallCorpus = 16;
+  static constexpr int kAutoDistanceLargeCorpus = 6;
+  static constexpr size_t kAutoDistanceLimit = 200000;
+  int max_distance = kAutoDistance;
   KeepPolicy keep = KeepPolicy::kFirst;
   std::string keep_field;  // for KeepPolicy::kField
   // Candidate pairs whose shingle Jaccard is below this are dropped; <= 0 disables verification.
@@ -68,6 +74,10 @@ struct DedupOptions {
   size_t batch_size = 4096;
   DocumentReaderOptions reader;
 };
+
+// The k a run over `document_count` documents uses: options.max_distance, or for kAutoDistance
+// kAutoDistanceSmallCorpus up to kAutoDistanceLimit documents and kAutoDistanceLargeCorpus above.
+int ResolveMaxDistance(const DedupOptions& options, size_t document_count);
 
 // Per-document facts kept in memory (tens of bytes plus the id).
 struct DedupDocument {
@@ -119,6 +129,7 @@ struct DedupReport {
   std::vector<std::string> input_files;     // DocumentReader::files()
   std::vector<DuplicatePair> pairs;         // accepted pairs, sorted by (a, b)
   uint64_t candidate_pairs = 0;             // pairs within k before verification
+  int max_distance = 0;                     // the k used (see ResolveMaxDistance)
   std::vector<DedupCluster> clusters;       // clusters of 2+ documents, by cluster_id
   std::vector<bool> removed;                // per document
   std::map<std::string, uint64_t> skipped;  // reader skip counts by reason

@@ -112,9 +112,11 @@ int RunDedupCommand(const DedupCommandArgs& args) {
     uint64_t skipped = 0;
     for (const auto& [reason, count] : report->skipped) skipped += count;
     std::fprintf(stderr,
-                 "neardup dedup: %zu documents (%llu skipped), %zu clusters, %llu removed, "
-                 "%.2f s (+%.2f s writing)%s%s\n",
+                 "neardup dedup: %zu documents (%llu skipped), k = %d%s, %zu clusters, %llu "
+                 "removed, %.2f s (+%.2f s writing)%s%s\n",
                  report->documents.size(), static_cast<unsigned long long>(skipped),
+                 report->max_distance,
+                 options.max_distance == DedupOptions::kAutoDistance ? " (auto)" : "",
                  report->clusters.size(), static_cast<unsigned long long>(report->removed_count()),
                  report->total_seconds, write_seconds, args.output_dir.empty() ? "" : " -> ",
                  args.output_dir.c_str());

@@ -163,7 +163,7 @@ int RunEval(const EvalArgs& args) {
   std::string md;
   auto line = [&md](const std::string& text) { md += text + "\n"; };
   line("Dedup settings: bits=" + std::to_string(options.fingerprint.bits) +
-       ", k=" + std::to_string(options.max_distance) + ", tokenizer=" + args.flags.tokenizer +
+       ", k=" + std::to_string(report->max_distance) + ", tokenizer=" + args.flags.tokenizer +
        ", weighting=" + args.flags.weighting +
        ", top-k=" + std::to_string(options.fingerprint.features.top_k) +
        ", shingle=" + std::to_string(options.fingerprint.features.shingle_size) +

@@ -122,7 +122,9 @@ int RunExplain(const ExplainArgs& args) {
   const int distance = HammingDistance(details[0].fingerprint, details[1].fingerprint);
   const double jaccard = ShingleSimilarity::Jaccard(shingles[0], shingles[1]);
   const double containment = ShingleSimilarity::Containment(shingles[0], shingles[1]);
-  const bool within_k = distance <= options.max_distance;
+  // A pair is judged as in a small corpus (auto k = 16) unless -k is given.
+  const int k = ResolveMaxDistance(options, 2);
+  const bool within_k = distance <= k;
   const bool verified = options.verify_threshold <= 0 || jaccard >= options.verify_threshold;
   const bool duplicate = within_k && verified;
 
@@ -160,7 +162,7 @@ int RunExplain(const ExplainArgs& args) {
       json.Key("shingles").Uint(shingles[i].size());
       json.EndObject();
     }
-    json.Key("distance").Int(distance).Key("k").Int(options.max_distance);
+    json.Key("distance").Int(distance).Key("k").Int(k);
     json.Key("jaccard").Double(jaccard).Key("containment").Double(containment);
     json.Key("verify_threshold").Double(options.verify_threshold);
     json.Key("near_duplicate").Bool(duplicate);
@@ -191,7 +193,7 @@ int RunExplain(const ExplainArgs& args) {
                 shingles[i].size(), ToHex(details[i].fingerprint).c_str());
   }
   std::printf("Hamming distance: %d of %d bits (k = %d: %s)\n", distance,
-              details[0].fingerprint.bits, options.max_distance, within_k ? "within" : "beyond");
+              details[0].fingerprint.bits, k, within_k ? "within" : "beyond");
   std::printf("shingle similarity: Jaccard %.3f, containment %.3f (verify threshold %.2f: %s)\n",
               jaccard, containment, options.verify_threshold,
               options.verify_threshold <= 0 ? "off" : (verified ? "passes" : "fails"));

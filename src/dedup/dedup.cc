@@ -202,10 +202,18 @@ void BuildClusters(const std::vector<DedupDocument>& documents,
   }
 }
 
+int ResolveMaxDistance(const DedupOptions& options, size_t document_count) {
+  if (options.max_distance != DedupOptions::kAutoDistance) return options.max_distance;
+  return document_count <= DedupOptions::kAutoDistanceLimit
+             ? DedupOptions::kAutoDistanceSmallCorpus
+             : DedupOptions::kAutoDistanceLargeCorpus;
+}
+
 Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const DedupOptions& options,
                              const DedupProgress& progress) {
   const auto run_start = Clock::now();
-  if (options.max_distance < 0 || options.max_distance > options.fingerprint.bits / 4) {
+  if ((options.max_distance < 0 && options.max_distance != DedupOptions::kAutoDistance) ||
+      options.max_distance > options.fingerprint.bits / 4) {
     return Status::InvalidArgument("-k must be in [0, " +
                                    std::to_string(options.fingerprint.bits / 4) + "] for " +
                                    std::to_string(options.fingerprint.bits) + "-bit fingerprints");
@@ -303,13 +311,15 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
   std::vector<Fingerprint> fingerprints;
   fingerprints.reserve(report.documents.size());
   for (const DedupDocument& doc : report.documents) fingerprints.push_back(doc.fingerprint);
+  const int k = ResolveMaxDistance(options, report.documents.size());
+  report.max_distance = k;
   const bool use_index = options.join == DedupOptions::Join::kPermutedIndex ||
-                         (options.join == DedupOptions::Join::kAuto && options.max_distance <= 8);
+                         (options.join == DedupOptions::Join::kAuto && k <= 8);
   Result<std::vector<NeighborPair>> joined = std::vector<NeighborPair>();
   if (use_index && !fingerprints.empty()) {
     PermutedIndexOptions index_options;
     index_options.bits = options.fingerprint.bits;
-    index_options.max_k = options.max_distance;
+    index_options.max_k = k;
     index_options.expected_size = static_cast<double>(fingerprints.size());
     index_options.threads = threads;
     auto index = PermutedIndex::Create(index_options);
@@ -317,9 +327,9 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
     std::vector<uint64_t> ids(fingerprints.size());
     std::iota(ids.begin(), ids.end(), uint64_t{0});
     NEARDUP_RETURN_IF_ERROR((*index)->AddBatch(ids, fingerprints));
-    joined = (*index)->SelfJoin(options.max_distance);
+    joined = (*index)->SelfJoin(k);
   } else {
-    joined = SelfJoinWithinK(fingerprints, options.max_distance, threads);
+    joined = SelfJoinWithinK(fingerprints, k, threads);
   }
   fingerprints.clear();
   fingerprints.shrink_to_fit();

@@ -49,8 +49,9 @@ struct DedupFlags {
     app->add_option("--bits", bits, "fingerprint width: 64 or 128")
         ->check(CLI::IsMember({64, 128}))
         ->capture_default_str();
-    app->add_option("-k,--distance", k, "largest Hamming distance of a duplicate pair")
-        ->capture_default_str();
+    app->add_option("-k,--distance", k,
+                    "largest Hamming distance of a duplicate pair; default auto: 16 up to 200000 "
+                    "documents, 6 above (the k = 16 join is close to all pairs)");
     if (with_keep) {
       app->add_option("--keep", keep,
                       "which document of a cluster to keep: first | longest | field:NAME")
@@ -98,8 +99,9 @@ struct DedupFlags {
     if (no_nfkc) fp.normalize.nfkc = false;
     if (no_case_fold) fp.normalize.case_fold = false;
     options->max_distance = k;
-    if (k < 0 || k > bits / 4) {
-      return Status::InvalidArgument("-k: must be in [0, " + std::to_string(bits / 4) + "]");
+    if ((k < 0 && k != DedupOptions::kAutoDistance) || k > bits / 4) {
+      return Status::InvalidArgument("-k: must be in [0, " + std::to_string(bits / 4) +
+                                     "], or -1 for auto");
     }
     NEARDUP_RETURN_IF_ERROR(ParseKeepPolicy(keep, &options->keep, &options->keep_field));
     if (verify < 0 || verify > 1) return Status::InvalidArgument("--verify: must be in [0, 1]");

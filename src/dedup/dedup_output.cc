@@ -133,7 +133,8 @@ std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* opti
   if (options) {
     json.Key("options").BeginObject();
     json.Key("bits").Int(options->fingerprint.bits);
-    json.Key("k").Int(options->max_distance);
+    json.Key("k").Int(report.max_distance);
+    json.Key("k_auto").Bool(options->max_distance == DedupOptions::kAutoDistance);
     json.Key("top_k").Uint(options->fingerprint.features.top_k);
     json.Key("shingle_size").Int(options->fingerprint.features.shingle_size);
     json.Key("keep").String(KeepName(options->keep));
