@@ -82,7 +82,7 @@ TEST(CrashRecoveryTest, AcknowledgedWritesSurviveKill9) {
       (fs::temp_directory_path() / ("neardup_crash_test_" + std::to_string(::getpid()))).string();
   fs::remove_all(dir);
   const char* large = std::getenv("NEARDUP_LARGE_TESTS");
-  const int rounds = large != nullptr ? 100 : 30;
+  const int rounds = large != nullptr ? 100 : 20;
   std::mt19937 rng(2024);
   std::map<uint64_t, bool> expected;  // n -> present (true) or removed (false)
   uint64_t next_first = 0;
@@ -100,7 +100,7 @@ TEST(CrashRecoveryTest, AcknowledgedWritesSurviveKill9) {
     }
     ::close(pipe_fds[1]);
     // Let it run for a random number of acknowledged writes (or a time bound), then kill it.
-    const int target = 1 + static_cast<int>(rng() % 120);
+    const int target = 1 + static_cast<int>(rng() % 80);
     int seen = 0;
     std::vector<std::pair<char, uint64_t>> acks;
     auto read_ack = [&](bool* eof) {
