@@ -41,13 +41,10 @@ enum class KeepPolicy {
   kField,  // the highest numeric value of DedupOptions::keep_field; missing values lose; ties first
 };
 
-// The fingerprint options dedup starts from: the Fingerprinter defaults plus markup stripping
-// (HTML-wrapped copies are duplicates of the bare text).
-FingerprintOptions DedupFingerprintDefaults();
-
 struct DedupOptions {
   // How texts become fingerprints (normalisation, tokenizer, top-k, bits).
-  FingerprintOptions fingerprint = DedupFingerprintDefaults();
+  // The Fingerprinter defaults strip markup too, so HTML-wrapped copies match the bare text.
+  FingerprintOptions fingerprint;
   // Pairs of fingerprints within this Hamming distance are candidate duplicates.
   // kAutoDistance (the default) picks k from the number of documents, see ResolveMaxDistance:
   // k = 16, tuned on devpairs (docs/quality.md) for recall with verification on, needs a join close

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "cli/command.h"
-#include "dedup/dedup_flags.h"
+#include "cli/dedup_flags.h"
 #include "neardup/dedup.h"
 
 namespace neardup::cli {

@@ -10,8 +10,8 @@
 #include <unordered_map>
 
 #include "cli/command.h"
+#include "cli/dedup_flags.h"
 #include "common/parallel.h"
-#include "dedup/dedup_flags.h"
 #include "dedup/shingles.h"
 #include "neardup/dedup.h"
 #include "neardup/eval.h"
@@ -163,8 +163,10 @@ int RunEval(const EvalArgs& args) {
   std::string md;
   auto line = [&md](const std::string& text) { md += text + "\n"; };
   line("Dedup settings: bits=" + std::to_string(options.fingerprint.bits) +
-       ", k=" + std::to_string(report->max_distance) + ", tokenizer=" + args.flags.tokenizer +
-       ", weighting=" + args.flags.weighting +
+       ", k=" + std::to_string(report->max_distance) +
+       ", tokenizer=" + args.flags.fingerprint.tokenizer + ", weighting=" +
+       (args.flags.fingerprint.weighting.empty() ? std::string("tf")
+                                                 : args.flags.fingerprint.weighting) +
        ", top-k=" + std::to_string(options.fingerprint.features.top_k) +
        ", shingle=" + std::to_string(options.fingerprint.features.shingle_size) +
        ", verify=" + Fixed(options.verify_threshold) +

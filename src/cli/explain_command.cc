@@ -11,8 +11,8 @@
 #include <unordered_set>
 
 #include "cli/command.h"
+#include "cli/dedup_flags.h"
 #include "common/json_writer.h"
-#include "dedup/dedup_flags.h"
 #include "dedup/shingles.h"
 #include "neardup/dedup.h"
 #include "neardup/document_reader.h"

@@ -61,10 +61,10 @@ struct FingerprintFlags {
           ->check(CLI::IsMember({"xxh3", "jenkins"}));
     }
     app->add_flag("--no-nfkc", no_nfkc, "skip Unicode NFKC normalisation");
-    app->add_flag("--no-casefold", no_casefold, "skip Unicode case folding");
+    app->add_flag("--no-casefold,--no-case-fold", no_casefold, "skip Unicode case folding");
     app->add_flag("--no-t2s", no_t2s, "skip Traditional -> Simplified Chinese (OpenCC)");
     app->add_flag("--no-whitespace-folding", no_whitespace, "keep whitespace as it is");
-    app->add_flag("--keep-markup", keep_html,
+    app->add_flag("--keep-markup,--no-strip-markup", keep_html,
                   "do not strip HTML/XML markup or decode entities (stripped by default)");
     app->add_flag("--replace-invalid-utf8", replace_invalid,
                   "replace invalid UTF-8 with U+FFFD instead of rejecting the document");

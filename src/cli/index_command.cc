@@ -12,6 +12,7 @@
 #include "neardup/fingerprinter.h"
 #include "neardup/store.h"
 #include "service/request_parser.h"
+#include "store/stats_json.h"
 
 namespace neardup::cli {
 namespace {
@@ -214,26 +215,9 @@ int RunStats(const IndexArgs& args) {
   const StoreStats s = (*opened)->Stats();
   std::string out;
   JsonWriter w(&out);
-  w.BeginObject()
-      .Key("documents")
-      .Uint(s.documents)
-      .Key("segments")
-      .Uint(s.segments)
-      .Key("segment_entries")
-      .Uint(s.segment_entries)
-      .Key("memtable_entries")
-      .Uint(s.memtable_entries)
-      .Key("wal_bytes")
-      .Uint(s.wal_bytes)
-      .Key("disk_bytes")
-      .Uint(s.disk_bytes)
-      .Key("bits")
-      .Int(s.bits)
-      .Key("max_k")
-      .Int(s.max_k)
-      .Key("open_seconds")
-      .Double(s.open_seconds)
-      .EndObject();
+  w.BeginObject();
+  WriteStoreStatsFields(s, &w);
+  w.EndObject();
   std::puts(out.c_str());
   return kExitOk;
 }

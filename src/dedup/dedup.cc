@@ -90,12 +90,6 @@ uint64_t SqueezedHash(std::string_view text) {
 
 }  // namespace
 
-FingerprintOptions DedupFingerprintDefaults() {
-  FingerprintOptions options;
-  options.normalize.strip_markup = true;
-  return options;
-}
-
 uint64_t DedupReport::removed_count() const {
   return static_cast<uint64_t>(std::count(removed.begin(), removed.end(), true));
 }

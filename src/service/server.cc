@@ -12,6 +12,7 @@
 
 #include "common/json_writer.h"
 #include "common/parallel.h"
+#include "store/stats_json.h"
 
 namespace neardup::service {
 namespace {
@@ -283,38 +284,11 @@ struct Server::Impl {
     const StoreStats s = store->Stats();
     std::string out;
     JsonWriter w(&out);
-    w.BeginObject()
-        .Key("documents")
-        .Uint(s.documents)
-        .Key("segments")
-        .Uint(s.segments)
-        .Key("segment_entries")
-        .Uint(s.segment_entries)
-        .Key("memtable_entries")
-        .Uint(s.memtable_entries)
-        .Key("wal_bytes")
-        .Uint(s.wal_bytes)
-        .Key("disk_bytes")
-        .Uint(s.disk_bytes)
-        .Key("flushes")
-        .Uint(s.flushes)
-        .Key("compactions")
-        .Uint(s.compactions)
-        .Key("searches")
-        .Uint(s.searches)
-        .Key("writes")
-        .Uint(s.writes)
-        .Key("wal_syncs")
-        .Uint(s.wal_syncs)
-        .Key("open_seconds")
-        .Double(s.open_seconds)
-        .Key("bits")
-        .Int(s.bits)
-        .Key("max_k")
-        .Int(s.max_k)
-        .Key("uptime_seconds")
-        .Double(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count())
-        .EndObject();
+    w.BeginObject();
+    WriteStoreStatsFields(s, &w);
+    w.Key("uptime_seconds")
+        .Double(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    w.EndObject();
     SetJson(res, 200, std::move(out));
   }
 

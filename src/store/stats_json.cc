@@ -1,0 +1,23 @@
+// JSON form of StoreStats; see stats_json.h.
+#include "store/stats_json.h"
+
+namespace neardup {
+
+void WriteStoreStatsFields(const StoreStats& stats, JsonWriter* writer) {
+  writer->Key("documents").Uint(stats.documents);
+  writer->Key("segments").Uint(stats.segments);
+  writer->Key("segment_entries").Uint(stats.segment_entries);
+  writer->Key("memtable_entries").Uint(stats.memtable_entries);
+  writer->Key("wal_bytes").Uint(stats.wal_bytes);
+  writer->Key("disk_bytes").Uint(stats.disk_bytes);
+  writer->Key("flushes").Uint(stats.flushes);
+  writer->Key("compactions").Uint(stats.compactions);
+  writer->Key("searches").Uint(stats.searches);
+  writer->Key("writes").Uint(stats.writes);
+  writer->Key("wal_syncs").Uint(stats.wal_syncs);
+  writer->Key("open_seconds").Double(stats.open_seconds);
+  writer->Key("bits").Int(stats.bits);
+  writer->Key("max_k").Int(stats.max_k);
+}
+
+}  // namespace neardup
