@@ -9,6 +9,7 @@
 #ifndef NEARDUP_HAMMING_INDEX_H_
 #define NEARDUP_HAMMING_INDEX_H_
 
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -32,7 +33,8 @@ struct NeighborPair {
   uint64_t a = 0;
   uint64_t b = 0;
   int distance = 0;
-  friend bool operator==(const NeighborPair&, const NeighborPair&) = default;
+  // Ordered by (a, b, distance).
+  friend auto operator<=>(const NeighborPair&, const NeighborPair&) = default;
 };
 
 // Cost counters a caller can print (FAISS-style statistics), summed over calls since reset.

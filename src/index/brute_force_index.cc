@@ -118,11 +118,7 @@ Result<std::vector<NeighborPair>> BruteForceIndex::SelfJoin(int k) const {
   });
   std::vector<NeighborPair> pairs;
   for (auto& p : parts) pairs.insert(pairs.end(), p.begin(), p.end());
-  std::sort(pairs.begin(), pairs.end(), [](const NeighborPair& x, const NeighborPair& y) {
-    if (x.a != y.a) return x.a < y.a;
-    if (x.b != y.b) return x.b < y.b;
-    return x.distance < y.distance;
-  });
+  std::sort(pairs.begin(), pairs.end());
   return pairs;
 }
 

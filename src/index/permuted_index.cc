@@ -894,11 +894,7 @@ Result<std::vector<NeighborPair>> PermutedIndex::SelfJoin(int k) const {
       }
     }
   }
-  std::sort(pairs.begin(), pairs.end(), [](const NeighborPair& x, const NeighborPair& y) {
-    if (x.a != y.a) return x.a < y.a;
-    if (x.b != y.b) return x.b < y.b;
-    return x.distance < y.distance;
-  });
+  std::sort(pairs.begin(), pairs.end());
   return pairs;
 }
 
