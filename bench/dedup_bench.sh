@@ -8,13 +8,13 @@
 #   bash bench/dedup_bench.sh                      # corpus + devpairs
 #   bash bench/dedup_bench.sh --large 1000000      # also 1M generated docs
 # Environment: NEARDUP (binary, default build/neardup), SHARED (default ../shared),
-#   THREADS (default: all cores), LARGE_FLAGS (extra dedup flags for the large run, default "-k 6").
+#   THREADS (default: all cores), LARGE_FLAGS (extra dedup flags for the large run, default none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NEARDUP=${NEARDUP:-build/neardup}
 SHARED=${SHARED:-../shared}
 THREADS=${THREADS:-0}
-LARGE_FLAGS=${LARGE_FLAGS:--k 6}
+LARGE_FLAGS=${LARGE_FLAGS-}  # default: dedup defaults (auto k: 6 above 200,000 documents)
 LARGE=0
 if [[ "${1:-}" == "--large" ]]; then LARGE=${2:?--large needs a document count}; fi
 OUT=$(mktemp -d /tmp/neardup_bench.XXXXXX)

@@ -5,7 +5,7 @@
 //
 // Usage: index_bench [--n N] [--queries Q] [--corpus] [--no-random] [--skip-faiss-join]
 //                    [--neardup-only]
-//                    [--k6-budget BYTES_PER_FP]
+//                    [--k6-budget BYTES_PER_FP] [--k K (only this k; default 3 and 6)]
 // N defaults to NEARDUP_BENCH_N or 1000000. --corpus adds the fingerprints of
 // NEARDUP_CORPUS_DIR (default ../shared/corpus next to the source tree) computed with the default
 // Fingerprinter.
@@ -413,6 +413,7 @@ int main(int argc, char** argv) {
   size_t queries = 20000;
   bool corpus = false, random = true, faiss_join = true, neardup_only = false;
   double k6_budget = 256;
+  std::vector<int> ks = {3, 6};
   std::string corpus_dir = "/work/shared/corpus";
   if (const char* env = std::getenv("NEARDUP_CORPUS_DIR")) corpus_dir = env;
   for (int i = 1; i < argc; ++i) {
@@ -430,6 +431,8 @@ int main(int argc, char** argv) {
       faiss_join = false;
     else if (a == "--neardup-only")
       neardup_only = true;
+    else if (a == "--k")
+      ks = {std::atoi(next().c_str())};
     else if (a == "--k6-budget")
       k6_budget = std::atof(next().c_str());
     else {
@@ -447,7 +450,7 @@ int main(int argc, char** argv) {
 #endif
   if (random) {
     Dataset ds = MakeRandom(n, queries, 42);
-    for (int k : {3, 6}) RunCase(ds, k, SystemsFor(k, k6_budget, true, neardup_only), faiss_join);
+    for (int k : ks) RunCase(ds, k, SystemsFor(k, k6_budget, true, neardup_only), faiss_join);
   }
   if (random) {
     // Online inserts: Add() one at a time from empty (delta buffer, segment builds and merges all
@@ -470,7 +473,7 @@ int main(int argc, char** argv) {
   if (corpus) {
     Dataset ds = MakeCorpus(corpus_dir, queries);
     if (!ds.fps.empty())
-      for (int k : {3, 6}) RunCase(ds, k, SystemsFor(k, k6_budget, true), true);
+      for (int k : ks) RunCase(ds, k, SystemsFor(k, k6_budget, true), true);
   }
   return 0;
 }
