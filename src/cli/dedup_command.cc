@@ -73,18 +73,21 @@ int RunDedupCommand(const DedupCommandArgs& args) {
   }
   auto warnings = std::make_shared<uint64_t>(0);
   const bool quiet = args.quiet;
-  options.reader.on_warning = [warnings, quiet](const std::string& message) {
+  const bool show_progress = !quiet && isatty(fileno(stderr));
+  // On a terminal a warning first clears the progress line; elsewhere it is a plain line.
+  const char* clear_line = show_progress ? "\r\033[K" : "";
+  options.reader.on_warning = [warnings, quiet, clear_line](const std::string& message) {
     ++*warnings;
     if (quiet) return;
     if (*warnings <= 20) {
-      std::fprintf(stderr, "\r\033[Kwarning: %s\n", message.c_str());
+      std::fprintf(stderr, "%swarning: %s\n", clear_line, message.c_str());
     } else if (*warnings == 21) {
-      std::fprintf(stderr, "\r\033[Kwarning: more skipped records; see summary.json\n");
+      std::fprintf(stderr, "%swarning: more skipped records; see summary.json\n", clear_line);
     }
   };
   ProgressBar bar;
   DedupProgress progress;
-  if (!quiet && isatty(fileno(stderr))) {
+  if (show_progress) {
     progress = [&bar](const std::string& stage, uint64_t done, uint64_t total, uint64_t docs) {
       bar.Update(stage, done, total, docs);
     };
