@@ -89,18 +89,7 @@ int RunFingerprintCommand(const FingerprintCommandArgs& args) {
         line.push_back('\n');
       }
     });
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (!errors[i].ok()) {
-        if (args.input.strict) {
-          std::fprintf(stderr, "neardup fingerprint: %s: %s\n", batch[i].location.c_str(),
-                       errors[i].message().c_str());
-          return kExitFailure;
-        }
-        (*reader)->ReportSkipped(batch[i].location, errors[i]);
-        continue;
-      }
-      std::fwrite(lines[i].data(), 1, lines[i].size(), stdout);
-    }
+    if (!(*reader)->WriteBatch("neardup fingerprint", batch, errors, lines)) return kExitFailure;
   }
   if (std::fflush(stdout) != 0) {
     std::fprintf(stderr, "neardup fingerprint: error writing standard output\n");

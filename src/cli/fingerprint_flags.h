@@ -177,6 +177,26 @@ class InputBatchReader {
     return !batch->empty();
   }
 
+  // Writes the output lines of a processed batch to standard output in input order. A document
+  // whose processing failed is reported and skipped or, with --strict, ends the command: then it
+  // prints "<command>: <location>: <why>" and returns false.
+  bool WriteBatch(const char* command, const std::vector<InputDocument>& batch,
+                  const std::vector<Status>& errors, const std::vector<std::string>& lines) {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (!errors[i].ok()) {
+        if (flags_.strict) {
+          std::fprintf(stderr, "%s: %s: %s\n", command, batch[i].location.c_str(),
+                       errors[i].message().c_str());
+          return false;
+        }
+        ReportSkipped(batch[i].location, errors[i]);
+        continue;
+      }
+      std::fwrite(lines[i].data(), 1, lines[i].size(), stdout);
+    }
+    return true;
+  }
+
   uint64_t skipped() const { return skipped_; }
   // Reports a record that failed later (e.g. while fingerprinting) the same way.
   void ReportSkipped(const std::string& location, const Status& status) {

@@ -120,18 +120,7 @@ int RunKeywordsCommand(const KeywordsCommandArgs& args) {
         WritePairs(batch[i].id, pairs, &lines[i]);
       }
     });
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (!errors[i].ok()) {
-        if (args.input.strict) {
-          std::fprintf(stderr, "neardup keywords: %s: %s\n", batch[i].location.c_str(),
-                       errors[i].message().c_str());
-          return kExitFailure;
-        }
-        (*reader)->ReportSkipped(batch[i].location, errors[i]);
-        continue;
-      }
-      std::fwrite(lines[i].data(), 1, lines[i].size(), stdout);
-    }
+    if (!(*reader)->WriteBatch("neardup keywords", batch, errors, lines)) return kExitFailure;
   }
   if (std::fflush(stdout) != 0) {
     std::fprintf(stderr, "neardup keywords: error writing standard output\n");

@@ -72,6 +72,13 @@ inline char32_t Decode(std::string_view s, size_t i, size_t len) {
   }
 }
 
+// Whether `cp` is a CJK ideograph: the unified block, extension A, the compatibility ideographs
+// and planes 2 and 3 (extensions B and later).
+inline bool IsHanIdeograph(char32_t cp) {
+  return (cp >= 0x3400 && cp <= 0x9FFF) || (cp >= 0xF900 && cp <= 0xFAFF) ||
+         (cp >= 0x20000 && cp <= 0x3FFFF);
+}
+
 // Appends the UTF-8 encoding of `cp` (assumed a valid scalar value) to `out`.
 inline void Append(char32_t cp, std::string* out) {
   if (cp < 0x80) {

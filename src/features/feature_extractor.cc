@@ -86,8 +86,7 @@ ScriptMix DetectScripts(std::string_view text) {
       continue;
     }
     char32_t cp = utf8::Decode(text, i, len);
-    if ((cp >= 0x3400 && cp <= 0x9FFF) || (cp >= 0xF900 && cp <= 0xFAFF) ||
-        (cp >= 0x20000 && cp <= 0x3FFFF)) {
+    if (utf8::IsHanIdeograph(cp)) {
       mix.han = true;
     } else if ((cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x31F0 && cp <= 0x31FF) ||
                (cp >= 0xFF66 && cp <= 0xFF9F)) {

@@ -86,8 +86,7 @@ bool MayChange(std::string_view text, const std::vector<bool>& may_change) {
     }
     char32_t cp = utf8::Decode(text, i, len);
     if (may_change.empty()) {
-      if ((cp >= 0x3400 && cp <= 0x9FFF) || (cp >= 0xF900 && cp <= 0xFAFF) ||
-          (cp >= 0x20000 && cp <= 0x3FFFF)) {
+      if (utf8::IsHanIdeograph(cp)) {
         return true;
       }
     } else if (cp >= kMaxTrackedCodePoint || may_change[cp]) {
