@@ -14,8 +14,6 @@
 namespace neardup::cli {
 namespace {
 
-constexpr size_t kBatchDocuments = 2048;
-
 struct FingerprintCommandArgs {
   FingerprintFlags fingerprint;
   InputFlags input;
@@ -48,29 +46,13 @@ int RunFingerprintCommand(const FingerprintCommandArgs& args) {
     return kExitFailure;
   }
   const Fingerprinter& engine = **fingerprinter;
-  std::vector<InputDocument> batch;
-  std::vector<std::string> lines;
-  std::vector<Status> errors;
-  for (;;) {
-    auto more = (*reader)->NextBatch(kBatchDocuments, &batch);
-    if (!more.ok()) {
-      std::fprintf(stderr, "neardup fingerprint: %s\n", more.status().message().c_str());
-      return kExitFailure;
-    }
-    if (!*more) break;
-    lines.assign(batch.size(), std::string());
-    errors.assign(batch.size(), Status::Ok());
-    ParallelFor(batch.size(), args.input.threads, [&](size_t begin, size_t end) {
-      for (size_t i = begin; i < end; ++i) {
-        auto details = engine.ComputeDetails(batch[i].text, args.explain);
-        if (!details.ok()) {
-          errors[i] = details.status();
-          continue;
-        }
-        std::string& line = lines[i];
-        JsonWriter json(&line);
+  const int exit_code = (*reader)->ProcessAll(
+      "neardup fingerprint", [&](const InputDocument& document, std::string* line) -> Status {
+        auto details = engine.ComputeDetails(document.text, args.explain);
+        if (!details.ok()) return details.status();
+        JsonWriter json(line);
         json.BeginObject();
-        json.Key("id").String(batch[i].id);
+        json.Key("id").String(document.id);
         json.Key("fingerprint").String(FormatFingerprint(details->fingerprint, args.format));
         json.Key("bits").Int(details->fingerprint.bits);
         json.Key("features").Uint(details->feature_count);
@@ -86,15 +68,10 @@ int RunFingerprintCommand(const FingerprintCommandArgs& args) {
           json.EndArray();
         }
         json.EndObject();
-        line.push_back('\n');
-      }
-    });
-    if (!(*reader)->WriteBatch("neardup fingerprint", batch, errors, lines)) return kExitFailure;
-  }
-  if (std::fflush(stdout) != 0) {
-    std::fprintf(stderr, "neardup fingerprint: error writing standard output\n");
-    return kExitFailure;
-  }
+        line->push_back('\n');
+        return Status::Ok();
+      });
+  if (exit_code != kExitOk) return exit_code;
   if ((*reader)->skipped() > 0) {
     std::fprintf(stderr, "neardup fingerprint: %llu record(s) skipped\n",
                  static_cast<unsigned long long>((*reader)->skipped()));

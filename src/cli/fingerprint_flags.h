@@ -9,12 +9,14 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/parallel.h"
 #include "neardup/document_reader.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/status.h"
@@ -139,6 +141,9 @@ struct InputDocument {
   std::string location;  // "file:line" or "file"
 };
 
+// Documents a command reads and processes in parallel at a time.
+inline constexpr size_t kBatchDocuments = 2048;
+
 // Reads documents in input order, either through DocumentReader or one per line of plain text.
 // Malformed records are reported on stderr (file:line: why) and skipped.
 class InputBatchReader {
@@ -177,9 +182,10 @@ class InputBatchReader {
     return !batch->empty();
   }
 
-  // Writes the output lines of a processed batch to standard output in input order. A document
-  // whose processing failed is reported and skipped or, with --strict, ends the command: then it
-  // prints "<command>: <location>: <why>" and returns false.
+  // Writes the output lines of a processed batch to standard output in input order (`lines` may
+  // be empty when the command writes nothing per document). A document whose processing failed is
+  // reported and skipped or, with --strict, ends the command: then it prints
+  // "<command>: <location>: <why>" and returns false.
   bool WriteBatch(const char* command, const std::vector<InputDocument>& batch,
                   const std::vector<Status>& errors, const std::vector<std::string>& lines) {
     for (size_t i = 0; i < batch.size(); ++i) {
@@ -192,9 +198,38 @@ class InputBatchReader {
         ReportSkipped(batch[i].location, errors[i]);
         continue;
       }
-      std::fwrite(lines[i].data(), 1, lines[i].size(), stdout);
+      if (!lines.empty()) std::fwrite(lines[i].data(), 1, lines[i].size(), stdout);
     }
     return true;
+  }
+
+  // Reads every document, runs `process(document, &line)` on the flags' thread count and writes
+  // the lines to standard output in input order, whatever the thread count. `process` must be safe
+  // to call concurrently. Returns the exit status: 0, or 1 after printing "<command>: <why>".
+  using ProcessFunction = std::function<Status(const InputDocument&, std::string* line)>;
+  int ProcessAll(const char* command, const ProcessFunction& process) {
+    std::vector<InputDocument> batch;
+    std::vector<std::string> lines;
+    std::vector<Status> errors;
+    for (;;) {
+      auto more = NextBatch(kBatchDocuments, &batch);
+      if (!more.ok()) {
+        std::fprintf(stderr, "%s: %s\n", command, more.status().message().c_str());
+        return 1;
+      }
+      if (!*more) break;
+      lines.assign(batch.size(), std::string());
+      errors.assign(batch.size(), Status::Ok());
+      ParallelFor(batch.size(), flags_.threads, [&](size_t begin, size_t end) {
+        for (size_t i = begin; i < end; ++i) errors[i] = process(batch[i], &lines[i]);
+      });
+      if (!WriteBatch(command, batch, errors, lines)) return 1;
+    }
+    if (std::fflush(stdout) != 0) {
+      std::fprintf(stderr, "%s: error writing standard output\n", command);
+      return 1;
+    }
+    return 0;
   }
 
   uint64_t skipped() const { return skipped_; }

@@ -15,8 +15,6 @@
 namespace neardup::cli {
 namespace {
 
-constexpr size_t kBatchDocuments = 2048;
-
 struct IdfCommandArgs {
   FingerprintFlags fingerprint;
   InputFlags input;
@@ -77,15 +75,7 @@ int RunIdfCommand(const IdfCommandArgs& args) {
       std::lock_guard<std::mutex> lock(total_mutex);
       total.Merge(local);  // sums of counts: the same whatever the chunking
     });
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (errors[i].ok()) continue;
-      if (args.input.strict) {
-        std::fprintf(stderr, "neardup idf: %s: %s\n", batch[i].location.c_str(),
-                     errors[i].message().c_str());
-        return kExitFailure;
-      }
-      (*reader)->ReportSkipped(batch[i].location, errors[i]);
-    }
+    if (!(*reader)->WriteBatch("neardup idf", batch, errors, /*lines=*/{})) return kExitFailure;
   }
   if (total.document_count == 0) {
     std::fprintf(stderr, "neardup idf: no documents read\n");

@@ -16,8 +16,6 @@
 namespace neardup::cli {
 namespace {
 
-constexpr size_t kBatchDocuments = 2048;
-
 struct KeywordsCommandArgs {
   FingerprintFlags fingerprint;
   InputFlags input;
@@ -82,51 +80,27 @@ int RunKeywordsCommand(const KeywordsCommandArgs& args) {
     return kExitFailure;
   }
   const size_t top_k = static_cast<size_t>(flags.top_k);
-  std::vector<InputDocument> batch;
-  std::vector<std::string> lines;
-  std::vector<Status> errors;
-  for (;;) {
-    auto more = (*reader)->NextBatch(kBatchDocuments, &batch);
-    if (!more.ok()) {
-      std::fprintf(stderr, "neardup keywords: %s\n", more.status().message().c_str());
-      return kExitFailure;
-    }
-    if (!*more) break;
-    lines.assign(batch.size(), std::string());
-    errors.assign(batch.size(), Status::Ok());
-    ParallelFor(batch.size(), args.input.threads, [&](size_t begin, size_t end) {
-      std::vector<std::pair<std::string, double>> pairs;
-      for (size_t i = begin; i < end; ++i) {
-        pairs.clear();
+  return (*reader)->ProcessAll(
+      "neardup keywords", [&](const InputDocument& document, std::string* line) -> Status {
+        std::vector<std::pair<std::string, double>> pairs;
         if (extractor != nullptr) {
-          if (!utf8::IsValid(batch[i].text)) {
-            errors[i] = Status::InvalidUtf8("invalid UTF-8 at byte " +
-                                            std::to_string(utf8::FindInvalid(batch[i].text)));
-            continue;
+          size_t invalid = utf8::FindInvalid(document.text);
+          if (invalid != std::string_view::npos) {
+            return Status::InvalidUtf8("invalid UTF-8 at byte " + std::to_string(invalid));
           }
-          for (Keyword& keyword : extractor->ExtractTags(batch[i].text, top_k)) {
+          for (Keyword& keyword : extractor->ExtractTags(document.text, top_k)) {
             pairs.emplace_back(std::move(keyword.word), keyword.weight);
           }
         } else {
-          auto features = fingerprinter->Features(batch[i].text);
-          if (!features.ok()) {
-            errors[i] = features.status();
-            continue;
-          }
+          auto features = fingerprinter->Features(document.text);
+          if (!features.ok()) return features.status();
           for (WeightedFeature& feature : *features) {
             pairs.emplace_back(std::move(feature.text), feature.weight);
           }
         }
-        WritePairs(batch[i].id, pairs, &lines[i]);
-      }
-    });
-    if (!(*reader)->WriteBatch("neardup keywords", batch, errors, lines)) return kExitFailure;
-  }
-  if (std::fflush(stdout) != 0) {
-    std::fprintf(stderr, "neardup keywords: error writing standard output\n");
-    return kExitFailure;
-  }
-  return kExitOk;
+        WritePairs(document.id, pairs, line);
+        return Status::Ok();
+      });
 }
 
 const CommandRegistrar kRegistrar(

@@ -79,6 +79,28 @@ inline bool IsHanIdeograph(char32_t cp) {
          (cp >= 0x20000 && cp <= 0x3FFFF);
 }
 
+// Calls visit(cp) for the code points of `text`, in order, until visit returns true; returns
+// whether it did. Invalid bytes are skipped, and so are bytes below `min_lead_byte`, a fast filter
+// for callers that look only at high code points (0x80 skips ASCII; 0xE3 skips all below U+3000).
+template <typename Visit>
+bool AnyCodePoint(std::string_view text, unsigned char min_lead_byte, Visit&& visit) {
+  size_t i = 0;
+  while (i < text.size()) {
+    if (static_cast<unsigned char>(text[i]) < min_lead_byte) {
+      ++i;
+      continue;
+    }
+    size_t len = ValidSequenceLength(text, i);
+    if (len == 0) {
+      ++i;
+      continue;
+    }
+    if (visit(Decode(text, i, len))) return true;
+    i += len;
+  }
+  return false;
+}
+
 // Appends the UTF-8 encoding of `cp` (assumed a valid scalar value) to `out`.
 inline void Append(char32_t cp, std::string* out) {
   if (cp < 0x80) {

@@ -73,28 +73,16 @@ struct ScriptMix {
 
 ScriptMix DetectScripts(std::string_view text) {
   ScriptMix mix;
-  size_t i = 0;
-  while (i < text.size()) {
-    auto byte = static_cast<unsigned char>(text[i]);
-    if (byte < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len = utf8::ValidSequenceLength(text, i);
-    if (len == 0) {
-      ++i;
-      continue;
-    }
-    char32_t cp = utf8::Decode(text, i, len);
+  utf8::AnyCodePoint(text, 0x80, [&mix](char32_t cp) {
     if (utf8::IsHanIdeograph(cp)) {
       mix.han = true;
     } else if ((cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x31F0 && cp <= 0x31FF) ||
                (cp >= 0xFF66 && cp <= 0xFF9F)) {
       mix.kana = true;
-      return mix;  // kana decides: Japanese
+      return true;  // kana decides: Japanese
     }
-    i += len;
-  }
+    return false;
+  });
   return mix;
 }
 

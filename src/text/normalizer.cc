@@ -72,29 +72,11 @@ bool AddChangingCodePoints(const std::string& path, std::vector<bool>* may_chang
 
 // True if `text` holds a code point OpenCC may convert (any CJK ideograph without the bitmap).
 bool MayChange(std::string_view text, const std::vector<bool>& may_change) {
-  size_t i = 0;
-  while (i < text.size()) {
-    auto byte = static_cast<unsigned char>(text[i]);
-    if (byte < 0xE3) {  // ASCII and two-byte sequences hold no CJK ideograph
-      ++i;
-      continue;
-    }
-    size_t len = utf8::ValidSequenceLength(text, i);
-    if (len == 0) {
-      ++i;
-      continue;
-    }
-    char32_t cp = utf8::Decode(text, i, len);
-    if (may_change.empty()) {
-      if (utf8::IsHanIdeograph(cp)) {
-        return true;
-      }
-    } else if (cp >= kMaxTrackedCodePoint || may_change[cp]) {
-      return true;
-    }
-    i += len;
-  }
-  return false;
+  // ASCII and two-byte sequences hold no CJK ideograph: lead bytes below 0xE3 are skipped.
+  return utf8::AnyCodePoint(text, 0xE3, [&may_change](char32_t cp) {
+    if (may_change.empty()) return utf8::IsHanIdeograph(cp);
+    return cp >= kMaxTrackedCodePoint || may_change[cp];
+  });
 }
 
 }  // namespace
