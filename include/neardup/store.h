@@ -70,8 +70,15 @@ struct StoreOptions {
   size_t max_id_bytes = 2048;
   size_t max_metadata_bytes = 4096;
 
-  // Verify every segment's whole-file checksum when opening (reads every byte once).
+  // Verify every segment's whole-file checksum when opening (reads every byte once). Without it,
+  // damage goes undetected until read, but every offset read from a file is still bounds-checked:
+  // a damaged file gives wrong answers or an error, never a crash.
   bool verify_checksums_on_open = true;
+
+  // Open without writing anything to the directory (no log truncation, no clean-up, no flush at
+  // Close); writes fail with InvalidArgument. Takes a shared lock, so it fails while another
+  // process has the store open for writing. For `neardup index stats` and inspection.
+  bool read_only = false;
 };
 
 // One stored document as returned by Get and Search.
@@ -89,6 +96,24 @@ struct CheckResult {
   bool replaced = false;                   // ... and it replaced a document with the same id
 };
 
+// Whether the store takes writes (what the server reports in /healthz and /metrics).
+enum class StoreState {
+  kOk,        // reads and writes work
+  kDegraded,  // the last write failed (disk full, I/O error); reads work, every later write first
+              // repairs the log (truncates the failed record, reopens) and retries, so writes
+              // work again once the cause is gone (space freed) and the state returns to kOk
+  kClosed,    // Close() was called
+};
+// "ok", "degraded" or "closed".
+const char* StoreStateName(StoreState state);
+
+struct StoreHealth {
+  StoreState state = StoreState::kOk;
+  std::string reason;         // the error that made the store degraded (names the file); empty if ok
+  uint64_t write_errors = 0;  // failed log/segment/MANIFEST writes since open
+  uint64_t recoveries = 0;    // times writes worked again after a failure, since open
+};
+
 struct StoreStats {
   uint64_t documents = 0;         // live documents
   uint64_t segments = 0;          // segment files
@@ -104,6 +129,7 @@ struct StoreStats {
   double open_seconds = 0;        // time Open took
   int bits = 64;
   int max_k = 3;
+  StoreHealth health;             // same as Health()
 };
 
 // One document to add.
@@ -148,6 +174,8 @@ class DocumentStore {
   virtual Status Remove(std::string_view id) = 0;
 
   virtual StoreStats Stats() const = 0;
+  // Cheap (one mutex); safe to call from a health check at any rate.
+  virtual StoreHealth Health() const = 0;
 
   // Writes the in-memory part to a segment and fsyncs everything.
   virtual Status Flush() = 0;

@@ -210,7 +210,10 @@ int RunRemove(const IndexArgs& args) {
 }
 
 int RunStats(const IndexArgs& args) {
-  auto opened = OpenExisting(args, SyncMode::kEveryWrite);
+  StoreOptions options;  // read-only: stats never write to the store
+  options.read_only = true;
+  options.verify_checksums_on_open = !args.no_verify;
+  auto opened = DocumentStore::Open(args.dir, options);
   if (!opened.ok()) return Fail(opened.status());
   const StoreStats s = (*opened)->Stats();
   std::string out;

@@ -145,6 +145,7 @@ class DocumentStoreImpl : public DocumentStore {
   Result<StoredDocument> Get(std::string_view id) const override;
   Status Remove(std::string_view id) override;
   StoreStats Stats() const override;
+  StoreHealth Health() const override;
   Status Flush() override;
   Status Compact() override;
   Status Close() override;
@@ -172,6 +173,14 @@ class DocumentStoreImpl : public DocumentStore {
   Status WriteManifestLocked(const std::vector<uint64_t>& numbers);  // manifest_mu_ held
   void CompactionLoop();
   void MaybeScheduleCompaction();
+  // Health bookkeeping: a failed write makes the store degraded; a later good one makes it ok.
+  void NoteWriteError(const Status& status);
+  void NoteWriteOk();
+  // Appends one record to the log and syncs it per the SyncMode; on failure the record's bytes are
+  // truncated away again so the log stays a sequence of whole records (commit leader only).
+  Status AppendToLog(std::string_view record);
+  // Before a write after a failed one: makes sure the log ends at its last whole record.
+  Status RepairLog();
 
   // state_mu_ held (shared or exclusive).
   std::optional<StoredDocument> LookupLocked(std::string_view id) const;
@@ -199,7 +208,10 @@ class DocumentStoreImpl : public DocumentStore {
   std::mutex writer_mu_;
   std::deque<Writer*> writers_;
   std::unique_ptr<WalWriter> wal_;  // used by the commit leader only
-  Status sticky_error_;             // a failed log write stops all later writes (writer_mu_)
+  bool log_needs_repair_ = false;   // a failed write may have left bytes after the last record
+
+  mutable std::mutex health_mu_;
+  StoreHealth health_;
 
   std::mutex compaction_mu_;
   std::condition_variable compaction_cv_;
@@ -224,6 +236,10 @@ Status DocumentStoreImpl::Init() {
     return Status::InvalidArgument("StoreOptions.max_k must be in [0, 15], got " +
                                    std::to_string(options_.max_k));
   }
+  if (options_.read_only) {
+    options_.create_if_missing = false;
+    options_.compaction_trigger = 0;
+  }
   struct stat st;
   if (::stat(dir_.c_str(), &st) != 0) {
     if (!options_.create_if_missing) return Status::NotFound(dir_ + ": no such store directory");
@@ -234,10 +250,17 @@ Status DocumentStoreImpl::Init() {
     return Status::InvalidArgument(dir_ + ": not a directory");
   }
   const std::string lock_path = store::JoinPath(dir_, store::kLockName);
-  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0) return store::ErrnoStatus("open lock file", lock_path, errno);
-  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    return Status::IoError(dir_ + ": store is already open in another process (LOCK held)");
+  lock_fd_ = options_.read_only ? ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC)
+                                : ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0 && !(options_.read_only && errno == ENOENT)) {
+    return store::ErrnoStatus("open lock file", lock_path, errno);
+  }
+  if (lock_fd_ >= 0 && ::flock(lock_fd_, (options_.read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+    const int err = errno;
+    if (err != EWOULDBLOCK) return store::ErrnoStatus("lock", lock_path, err);
+    return Status::IoError(dir_ + ": store is already open " +
+                           (options_.read_only ? "for writing " : "") +
+                           "by another process (" + lock_path + " is locked)");
   }
 
   Result<Manifest> manifest = store::ReadManifest(dir_);
@@ -301,6 +324,12 @@ Status DocumentStoreImpl::Init() {
       return Status::Corruption(wal_path + ": log named by MANIFEST is missing");
     }
     return replay.status();
+  }
+  if (options_.read_only) {
+    wal_bytes_.store(replay->valid_bytes);
+    closed_ = false;
+    open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return Status::Ok();
   }
   Result<std::unique_ptr<WalWriter>> wal = WalWriter::OpenForAppend(wal_path, replay->valid_bytes);
   if (!wal.ok()) return wal.status();
@@ -415,6 +444,7 @@ Status DocumentStoreImpl::Flush() {
 Status DocumentStoreImpl::Commit(Writer* writer) {
   std::unique_lock<std::mutex> lock(writer_mu_);
   if (closed_) return Status::InvalidArgument(dir_ + ": store is closed");
+  if (options_.read_only) return Status::InvalidArgument(dir_ + ": store is open read-only");
   writers_.push_back(writer);
   while (!writer->done && writer != writers_.front()) writer->cv.wait(lock);
   if (writer->done) return writer->status;
@@ -428,17 +458,9 @@ Status DocumentStoreImpl::Commit(Writer* writer) {
   std::vector<Writer*> group(writers_.begin(), writers_.end());
   bool force_flush = false;
   for (Writer* w : group) force_flush |= w->kind == Writer::kFlush;
-  Status status = sticky_error_;
   lock.unlock();
-  if (status.ok()) {
-    status = CommitGroup(group, force_flush);
-  } else {
-    for (Writer* w : group) w->status = status;
-  }
+  (void)CommitGroup(group, force_flush);  // sets every writer's status
   lock.lock();
-  if (!status.ok() && sticky_error_.ok() && status.code() == StatusCode::kIoError) {
-    sticky_error_ = status;
-  }
   for (Writer* w : group) {
     writers_.pop_front();
     if (w != writer) {
@@ -526,12 +548,10 @@ Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_fl
     std::string payload;
     for (const WalOp& op : ops) store::AppendWalOp(op, &payload);
     const std::string record = store::EncodeWalRecord(static_cast<uint32_t>(ops.size()), payload);
-    Status status = wal_->Append(record);
-    if (status.ok() && options_.sync_mode != SyncMode::kNone) {
-      status = wal_->Sync();
-      wal_syncs_.fetch_add(1, std::memory_order_relaxed);
-    }
+    Status status = RepairLog();
+    if (status.ok()) status = AppendToLog(record);
     if (!status.ok()) {
+      NoteWriteError(status);
       for (Writer* w : group) w->status = status;
       return status;
     }
@@ -544,15 +564,69 @@ Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_fl
     wal_bytes_.store(wal_->size());
   }
   if (force_flush || mem_->size() >= options_.memtable_limit) {
+    if (force_flush) NEARDUP_RETURN_IF_ERROR(RepairLog());
     Status status = FlushMemTableLocked();
     if (!status.ok()) {
+      // The group's operations are durable in the log; only an explicit Flush fails. The next
+      // commit retries the flush.
+      NoteWriteError(status);
       for (Writer* w : group) {
         if (w->kind == Writer::kFlush) w->status = status;
       }
-      return status.code() == StatusCode::kIoError ? status : Status::Ok();
+      return status;
     }
   }
+  NoteWriteOk();
   return Status::Ok();
+}
+
+Status DocumentStoreImpl::AppendToLog(std::string_view record) {
+  const uint64_t before = wal_->size();
+  Status status = wal_->Append(record);
+  if (status.ok() && options_.sync_mode != SyncMode::kNone) {
+    status = wal_->Sync();
+    wal_syncs_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (!status.ok()) {
+    // Unacknowledged: take the record (or its written part) out of the log again, so it neither
+    // corrupts later records nor reappears after a restart.
+    log_needs_repair_ = !wal_->TruncateTo(before).ok();
+  }
+  return status;
+}
+
+Status DocumentStoreImpl::RepairLog() {
+  if (!log_needs_repair_) return Status::Ok();
+  Status status = wal_->TruncateTo(wal_->size());
+  if (!status.ok()) {
+    // The descriptor may be unusable: reopen the file at its last whole record.
+    Result<std::unique_ptr<WalWriter>> reopened =
+        WalWriter::OpenForAppend(wal_->path(), wal_->size());
+    if (!reopened.ok()) return reopened.status().WithContext("repairing the log");
+    wal_ = std::move(*reopened);
+  }
+  log_needs_repair_ = false;
+  return Status::Ok();
+}
+
+void DocumentStoreImpl::NoteWriteError(const Status& status) {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  health_.state = StoreState::kDegraded;
+  health_.reason = status.ToString();
+  ++health_.write_errors;
+}
+
+void DocumentStoreImpl::NoteWriteOk() {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  if (health_.state != StoreState::kDegraded) return;
+  health_.state = StoreState::kOk;
+  health_.reason.clear();
+  ++health_.recoveries;
+}
+
+StoreHealth DocumentStoreImpl::Health() const {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  return health_;
 }
 
 Status DocumentStoreImpl::WriteManifestLocked(const std::vector<uint64_t>& numbers) {
@@ -580,11 +654,19 @@ Status DocumentStoreImpl::FlushMemTableLocked() {
   const uint64_t segment_number = next_file_number_++;
   const uint64_t new_wal_number = next_file_number_++;
   const std::string segment_path = store::JoinPath(dir_, store::SegmentFileName(segment_number));
-  NEARDUP_RETURN_IF_ERROR(store::WriteSegment(segment_path, bits_, max_k_, std::move(entries)));
+  const std::string new_wal_path = store::JoinPath(dir_, store::WalFileName(new_wal_number));
+  // On failure (e.g. disk full) the half-written files go; the old log stays the live one.
+  auto fail = [&](const Status& status) {
+    ::unlink(segment_path.c_str());
+    ::unlink(new_wal_path.c_str());
+    return status;
+  };
+  Status written = store::WriteSegment(segment_path, bits_, max_k_, std::move(entries));
+  if (!written.ok()) return fail(written);
   Result<std::shared_ptr<Segment>> segment = Segment::Open(segment_path, bits_, false);
-  if (!segment.ok()) return segment.status();
+  if (!segment.ok()) return fail(segment.status());
   Result<std::unique_ptr<WalWriter>> new_wal = WalWriter::Create(dir_, new_wal_number, bits_);
-  if (!new_wal.ok()) return new_wal.status();
+  if (!new_wal.ok()) return fail(new_wal.status());
   std::vector<uint64_t> numbers;
   uint64_t live_now;
   {
@@ -601,7 +683,8 @@ Status DocumentStoreImpl::FlushMemTableLocked() {
   if (!status.ok()) {
     wal_number_ = old_wal_number;
     segments_live_ = old_segments_live;
-    return status;
+    new_wal->reset();
+    return fail(status);
   }
   {
     std::unique_lock<std::shared_mutex> state(state_mu_);
@@ -639,12 +722,14 @@ void DocumentStoreImpl::CompactionLoop() {
     if (stopping_) return;
     compaction_requested_ = false;
     lock.unlock();
-    (void)Compact();  // an error leaves the old segments in place; the next flush retries
+    // An error leaves the old segments in place; the next flush retries.
+    if (Status status = Compact(); !status.ok()) NoteWriteError(status.WithContext("compaction"));
     lock.lock();
   }
 }
 
 Status DocumentStoreImpl::Compact() {
+  if (options_.read_only) return Status::InvalidArgument(dir_ + ": store is open read-only");
   std::lock_guard<std::mutex> run_lock(compact_run_mu_);
   std::vector<std::shared_ptr<Segment>> inputs;
   std::vector<uint64_t> input_numbers;
@@ -674,9 +759,16 @@ Status DocumentStoreImpl::Compact() {
     }
   }
   const std::string path = store::JoinPath(dir_, store::SegmentFileName(number));
-  NEARDUP_RETURN_IF_ERROR(store::WriteSegment(path, bits_, max_k_, std::move(entries)));
+  if (Status written = store::WriteSegment(path, bits_, max_k_, std::move(entries));
+      !written.ok()) {
+    ::unlink(path.c_str());
+    return written;
+  }
   Result<std::shared_ptr<Segment>> merged = Segment::Open(path, bits_, false);
-  if (!merged.ok()) return merged.status();
+  if (!merged.ok()) {
+    ::unlink(path.c_str());
+    return merged.status();
+  }
   {
     std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
     std::vector<std::shared_ptr<Segment>> segments{*merged};
@@ -792,13 +884,19 @@ StoreStats DocumentStoreImpl::Stats() const {
   stats.open_seconds = open_seconds_;
   stats.bits = bits_;
   stats.max_k = max_k_;
+  stats.health = Health();
   return stats;
 }
 
 Status DocumentStoreImpl::Close() {
   {
     std::lock_guard<std::mutex> lock(writer_mu_);
-    if (closed_) {
+    if (closed_ || options_.read_only) {
+      closed_ = true;
+      {
+        std::lock_guard<std::mutex> health_lock(health_mu_);
+        health_.state = StoreState::kClosed;
+      }
       if (lock_fd_ >= 0) {
         ::close(lock_fd_);
         lock_fd_ = -1;
@@ -818,6 +916,10 @@ Status DocumentStoreImpl::Close() {
     closed_ = true;
     if (status.ok() && wal_) status = wal_->Sync();
   }
+  {
+    std::lock_guard<std::mutex> health_lock(health_mu_);
+    health_.state = StoreState::kClosed;
+  }
   if (lock_fd_ >= 0) {
     ::close(lock_fd_);
     lock_fd_ = -1;
@@ -826,6 +928,18 @@ Status DocumentStoreImpl::Close() {
 }
 
 }  // namespace
+
+const char* StoreStateName(StoreState state) {
+  switch (state) {
+    case StoreState::kOk:
+      return "ok";
+    case StoreState::kDegraded:
+      return "degraded";
+    case StoreState::kClosed:
+      return "closed";
+  }
+  return "unknown";
+}
 
 Result<std::unique_ptr<DocumentStore>> DocumentStore::Open(const std::string& dir,
                                                            const StoreOptions& options) {

@@ -130,6 +130,14 @@ Status WalWriter::Append(std::string_view record) {
   return Status::Ok();
 }
 
+Status WalWriter::TruncateTo(uint64_t size) {
+  if (size > size_) return Status::InvalidArgument(path_ + ": cannot truncate the log forward");
+  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) return ErrnoStatus("truncate", path_, errno);
+  if (::fdatasync(fd_) != 0) return ErrnoStatus("fdatasync", path_, errno);
+  size_ = size;
+  return Status::Ok();
+}
+
 Status WalWriter::Sync() {
   if (::fdatasync(fd_) != 0) return ErrnoStatus("fdatasync", path_, errno);
   return Status::Ok();

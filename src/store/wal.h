@@ -50,8 +50,12 @@ class WalWriter {
                                                           uint64_t valid_bytes);
   ~WalWriter();
 
+  // Appends with one write(2). On failure size() is unchanged, but part of the record may be in
+  // the file: TruncateTo(size()) removes it.
   Status Append(std::string_view record);
   Status Sync();
+  // Cuts the file back to `size` bytes (<= size()) and syncs.
+  Status TruncateTo(uint64_t size);
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
