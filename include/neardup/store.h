@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "neardup/fingerprint.h"
+#include "neardup/index_planner.h"
 #include "neardup/status.h"
 
 namespace neardup {
@@ -49,12 +50,22 @@ struct StoreOptions {
   // Fail with AlreadyExists if a store is already there.
   bool error_if_exists = false;
 
-  // The following apply when a store is created; an existing store keeps the values it was made
-  // with (recorded in its MANIFEST).
-  int bits = 64;  // fingerprint width: 64 or 128
-  // Searches with k <= max_k use the permuted tables (max_k + 1 blocks, pigeonhole); larger k (up
-  // to bits) scans every fingerprint. 1..15.
-  int max_k = 3;
+  // The following apply when a store is created and are recorded in its MANIFEST. Opening an
+  // existing store with a different explicit value (bits != 0, max_k >= 0, a design, non-empty
+  // fingerprint_options) fails with InvalidArgument naming both values.
+  int bits = 0;  // fingerprint width: 64 or 128; 0 = the store's (64 for a new store)
+  // Searches with k <= max_k use the index tables (exact, pigeonhole); larger k (up to bits) scans
+  // every fingerprint. 0..15; -1 = the store's (3 for a new store).
+  int max_k = -1;
+  // The index design of a new store is planned (neardup/index_planner.h) for `expected_documents`
+  // within this budget for the index (ids, fingerprints, tables, directories); unlimited when both
+  // fields are 0. Stats().index_design says what was chosen.
+  MemoryBudget index_memory_budget{0, 128};
+  double expected_documents = 1e7;
+  std::optional<IndexDesign> design;  // overrides the planner
+  // What the fingerprints mean (e.g. the fingerprint options of the text pipeline that made them),
+  // as an opaque string recorded at creation; a different non-empty value is refused at open.
+  std::string fingerprint_options;
 
   SyncMode sync_mode = SyncMode::kEveryWrite;
   int group_commit_interval_ms = 2;  // for SyncMode::kGroupCommit
@@ -129,6 +140,9 @@ struct StoreStats {
   double open_seconds = 0;        // time Open took
   int bits = 64;
   int max_k = 3;
+  std::string index_design;        // the design's description, e.g. "5 blocks ..., choose 2"
+  double index_bytes_per_fingerprint = 0;  // the planner's figure for the design
+  std::string fingerprint_options;  // as recorded at creation
   StoreHealth health;             // same as Health()
 };
 

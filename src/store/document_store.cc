@@ -22,7 +22,7 @@
 
 #include "neardup/permuted_index.h"
 #include "neardup/store.h"
-#include "store/linear_index.h"
+#include "index/table_segment.h"
 #include "store/manifest.h"
 #include "store/segment.h"
 #include "store/store_format.h"
@@ -54,20 +54,17 @@ class MemTable {
     uint64_t slot = 0;  // id in `index_` (live entries only)
   };
 
-  // Searches with k <= max_k use a PermutedIndex over the memtable's live entries (the linear
-  // stand-in if it cannot be created); larger k scans the entries.
-  MemTable(int bits, int max_k, size_t expected_size) {
+  // Searches with k <= max_k use a PermutedIndex (the same segments as the store's files, planned
+  // for the memtable's size so inserts stay cheap) over the live entries; larger k scans them.
+  static Result<std::unique_ptr<MemTable>> Create(int bits, int max_k, size_t expected_size) {
     PermutedIndexOptions options;
     options.bits = bits;
     options.max_k = max_k;
     options.expected_size = static_cast<double>(std::max<size_t>(expected_size, 1024));
     options.threads = 1;
     Result<std::unique_ptr<PermutedIndex>> permuted = PermutedIndex::Create(options);
-    if (permuted.ok()) {
-      index_ = std::move(*permuted);
-    } else {
-      index_ = std::make_unique<store::LinearIndex>(bits);
-    }
+    if (!permuted.ok()) return permuted.status().WithContext("memtable index");
+    return std::unique_ptr<MemTable>(new MemTable(std::move(*permuted)));
   }
 
   const Entry* Find(std::string_view id) const {
@@ -121,8 +118,10 @@ class MemTable {
 
  private:
   std::unordered_map<std::string, Entry, StringHash, std::equal_to<>> entries_;
+  explicit MemTable(std::unique_ptr<PermutedIndex> index) : index_(std::move(index)) {}
+
   std::vector<const std::string*> slot_ids_;  // slot -> key in entries_ (null once replaced)
-  std::unique_ptr<HammingIndex> index_;
+  std::unique_ptr<PermutedIndex> index_;
 };
 
 bool ByDistanceThenId(const StoredDocument& a, const StoredDocument& b) {
@@ -165,6 +164,10 @@ class DocumentStoreImpl : public DocumentStore {
     std::condition_variable cv;
   };
 
+  // The design of a new store: options_.design, or planned within the budget.
+  Result<IndexDesign> PlanStoreDesign(int bits, int max_k) const;
+  // Refuses explicit options that differ from what the store was created with; sets design_.
+  Status CheckCompatible(const Manifest& manifest);
   Status ValidateDoc(const DocumentInput& doc) const;
   Status ValidateK(const Fingerprint& fp, int k) const;
   Status Commit(Writer* writer);
@@ -191,6 +194,8 @@ class DocumentStoreImpl : public DocumentStore {
   StoreOptions options_;
   int bits_ = 64;
   int max_k_ = 3;
+  std::shared_ptr<const index::CompiledDesign> design_;  // the store's index design
+  std::string fingerprint_options_;
   int lock_fd_ = -1;
   bool closed_ = true;
 
@@ -228,11 +233,11 @@ class DocumentStoreImpl : public DocumentStore {
 
 Status DocumentStoreImpl::Init() {
   const auto start = std::chrono::steady_clock::now();
-  if (options_.bits != 64 && options_.bits != 128) {
+  if (options_.bits != 0 && options_.bits != 64 && options_.bits != 128) {
     return Status::InvalidArgument("StoreOptions.bits must be 64 or 128, got " +
                                    std::to_string(options_.bits));
   }
-  if (options_.max_k < 0 || options_.max_k > 15) {
+  if (options_.max_k < -1 || options_.max_k > 15) {
     return Status::InvalidArgument("StoreOptions.max_k must be in [0, 15], got " +
                                    std::to_string(options_.max_k));
   }
@@ -279,8 +284,12 @@ Status DocumentStoreImpl::Init() {
       return Status::NotFound(dir_ + ": no store here (no MANIFEST)");
     fresh = true;
     Manifest m;
-    m.bits = options_.bits;
-    m.max_k = options_.max_k;
+    m.bits = options_.bits != 0 ? options_.bits : 64;
+    m.max_k = options_.max_k >= 0 ? options_.max_k : 3;
+    Result<IndexDesign> design = PlanStoreDesign(m.bits, m.max_k);
+    if (!design.ok()) return design.status();
+    m.design = index::EncodeDesign(*design);
+    m.fingerprint_options = options_.fingerprint_options;
     m.wal_number = 1;
     m.next_file_number = 2;
     Result<std::unique_ptr<WalWriter>> wal = WalWriter::Create(dir_, m.wal_number, m.bits);
@@ -291,22 +300,26 @@ Status DocumentStoreImpl::Init() {
     return Status::AlreadyExists(dir_ + ": a store exists already");
   }
   (void)fresh;
+  NEARDUP_RETURN_IF_ERROR(CheckCompatible(*manifest));
   bits_ = manifest->bits;
   max_k_ = manifest->max_k;
   options_.bits = bits_;
   options_.max_k = max_k_;
+  fingerprint_options_ = manifest->fingerprint_options;
   next_file_number_ = manifest->next_file_number;
   wal_number_ = manifest->wal_number;
   segments_live_ = manifest->segments_live;
   segment_numbers_ = manifest->segments;
   for (uint64_t number : segment_numbers_) {
     Result<std::shared_ptr<Segment>> seg =
-        Segment::Open(store::JoinPath(dir_, store::SegmentFileName(number)), bits_,
+        Segment::Open(store::JoinPath(dir_, store::SegmentFileName(number)), design_,
                       options_.verify_checksums_on_open);
     if (!seg.ok()) return seg.status();
     segments_.push_back(*seg);
   }
-  mem_ = std::make_unique<MemTable>(bits_, max_k_, options_.memtable_limit);
+  Result<std::unique_ptr<MemTable>> mem = MemTable::Create(bits_, max_k_, options_.memtable_limit);
+  if (!mem.ok()) return mem.status();
+  mem_ = std::move(*mem);
   live_ = segments_live_;
   const std::string wal_path = store::JoinPath(dir_, store::WalFileName(wal_number_));
   Result<store::WalReadResult> replay =
@@ -353,6 +366,74 @@ Status DocumentStoreImpl::Init() {
     compaction_thread_ = std::thread([this] { CompactionLoop(); });
   }
   open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return Status::Ok();
+}
+
+Result<IndexDesign> DocumentStoreImpl::PlanStoreDesign(int bits, int max_k) const {
+  if (options_.design) {
+    IndexDesign design = *options_.design;
+    if (design.bits != bits || design.max_k != max_k)
+      return Status::InvalidArgument("StoreOptions.design is for " + std::to_string(design.bits) +
+                                     " bits and max_k " + std::to_string(design.max_k) +
+                                     ", the store is " + std::to_string(bits) + "-bit, max_k " +
+                                     std::to_string(max_k));
+    return design;
+  }
+  PlanRequest request;
+  request.bits = bits;
+  request.k = max_k;
+  request.n = std::max(1.0, options_.expected_documents);
+  request.memory_budget_bytes = options_.index_memory_budget.TotalFor(request.n);
+  Result<IndexDesign> plan = PlanIndex(request);
+  if (!plan.ok()) {
+    return plan.status().WithContext(dir_ + ": index design for " +
+                                     std::to_string(static_cast<uint64_t>(request.n)) +
+                                     " documents within " +
+                                     options_.index_memory_budget.ToString());
+  }
+  return plan;
+}
+
+Status DocumentStoreImpl::CheckCompatible(const Manifest& manifest) {
+  const std::string where = dir_ + ": store was created with ";
+  if (options_.bits != 0 && options_.bits != manifest.bits)
+    return Status::InvalidArgument(where + std::to_string(manifest.bits) +
+                                   "-bit fingerprints, not " + std::to_string(options_.bits));
+  if (options_.max_k >= 0 && options_.max_k != manifest.max_k)
+    return Status::InvalidArgument(where + "max_k " + std::to_string(manifest.max_k) + ", not " +
+                                   std::to_string(options_.max_k));
+  if (!options_.fingerprint_options.empty() &&
+      options_.fingerprint_options != manifest.fingerprint_options)
+    return Status::InvalidArgument(
+        where + "fingerprint options \"" + manifest.fingerprint_options +
+        "\", not \"" + options_.fingerprint_options +
+        "\" (fingerprints made with other options are not comparable)");
+  Result<IndexDesign> design = index::DecodeDesign(manifest.design);
+  if (!design.ok())
+    return Status::Corruption(store::JoinPath(dir_, store::kManifestName) + ": " +
+                              design.status().message());
+  if (design->bits != manifest.bits || design->max_k != manifest.max_k)
+    return Status::Corruption(store::JoinPath(dir_, store::kManifestName) +
+                              ": index design does not match the store's width and max_k");
+  if (options_.design && !index::SameTables(*options_.design, *design))
+    return Status::InvalidArgument(where + "index design \"" + design->description +
+                                   "\", not \"" + options_.design->description + "\"");
+  // The planner's figures are not stored: price the design again for Stats().
+  Result<std::vector<IndexDesign>> priced = EnumerateIndexDesigns(
+      PlanRequest{design->bits, design->max_k, std::max(1.0, options_.expected_documents), 0});
+  if (priced.ok()) {
+    for (const IndexDesign& d : *priced) {
+      if (index::SameTables(d, *design)) {
+        design->bytes_per_fingerprint = d.bytes_per_fingerprint;
+        break;
+      }
+    }
+  }
+  Result<std::shared_ptr<const index::CompiledDesign>> compiled = index::CompileDesign(*design);
+  if (!compiled.ok())
+    return Status::Corruption(store::JoinPath(dir_, store::kManifestName) + ": " +
+                              compiled.status().message());
+  design_ = std::move(*compiled);
   return Status::Ok();
 }
 
@@ -633,6 +714,8 @@ Status DocumentStoreImpl::WriteManifestLocked(const std::vector<uint64_t>& numbe
   Manifest m;
   m.bits = bits_;
   m.max_k = max_k_;
+  m.design = index::EncodeDesign(design_->design);
+  m.fingerprint_options = fingerprint_options_;
   m.next_file_number = next_file_number_;
   m.wal_number = wal_number_;
   m.segments_live = segments_live_;
@@ -661,9 +744,9 @@ Status DocumentStoreImpl::FlushMemTableLocked() {
     ::unlink(new_wal_path.c_str());
     return status;
   };
-  Status written = store::WriteSegment(segment_path, bits_, max_k_, std::move(entries));
+  Status written = store::WriteSegment(segment_path, design_, std::move(entries));
   if (!written.ok()) return fail(written);
-  Result<std::shared_ptr<Segment>> segment = Segment::Open(segment_path, bits_, false);
+  Result<std::shared_ptr<Segment>> segment = Segment::Open(segment_path, design_, false);
   if (!segment.ok()) return fail(segment.status());
   Result<std::unique_ptr<WalWriter>> new_wal = WalWriter::Create(dir_, new_wal_number, bits_);
   if (!new_wal.ok()) return fail(new_wal.status());
@@ -679,6 +762,9 @@ Status DocumentStoreImpl::FlushMemTableLocked() {
   const uint64_t old_segments_live = segments_live_;
   wal_number_ = new_wal_number;
   segments_live_ = live_now;
+  Result<std::unique_ptr<MemTable>> fresh_mem =
+      MemTable::Create(bits_, max_k_, options_.memtable_limit);
+  if (!fresh_mem.ok()) return fail(fresh_mem.status());
   Status status = WriteManifestLocked(numbers);
   if (!status.ok()) {
     wal_number_ = old_wal_number;
@@ -690,7 +776,7 @@ Status DocumentStoreImpl::FlushMemTableLocked() {
     std::unique_lock<std::shared_mutex> state(state_mu_);
     segments_.push_back(*segment);
     segment_numbers_ = numbers;
-    mem_ = std::make_unique<MemTable>(bits_, max_k_, options_.memtable_limit);
+    mem_ = std::move(*fresh_mem);
   }
   const std::string old_wal_path = wal_->path();
   wal_ = std::move(*new_wal);
@@ -759,12 +845,11 @@ Status DocumentStoreImpl::Compact() {
     }
   }
   const std::string path = store::JoinPath(dir_, store::SegmentFileName(number));
-  if (Status written = store::WriteSegment(path, bits_, max_k_, std::move(entries));
-      !written.ok()) {
+  if (Status written = store::WriteSegment(path, design_, std::move(entries)); !written.ok()) {
     ::unlink(path.c_str());
     return written;
   }
-  Result<std::shared_ptr<Segment>> merged = Segment::Open(path, bits_, false);
+  Result<std::shared_ptr<Segment>> merged = Segment::Open(path, design_, false);
   if (!merged.ok()) {
     ::unlink(path.c_str());
     return merged.status();
@@ -884,6 +969,9 @@ StoreStats DocumentStoreImpl::Stats() const {
   stats.open_seconds = open_seconds_;
   stats.bits = bits_;
   stats.max_k = max_k_;
+  stats.index_design = design_->design.description;
+  stats.index_bytes_per_fingerprint = design_->design.bytes_per_fingerprint;
+  stats.fingerprint_options = fingerprint_options_;
   stats.health = Health();
   return stats;
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "neardup/status.h"
@@ -20,6 +21,8 @@ struct Manifest {
   uint64_t wal_number = 0;
   uint64_t segments_live = 0;      // live documents in the segments alone
   std::vector<uint64_t> segments;  // segment file numbers, oldest first
+  std::string design;               // index::EncodeDesign of the store's index design
+  std::string fingerprint_options;  // opaque description given at creation (may be empty)
 };
 
 // NotFound if there is no MANIFEST; Corruption (naming the file) if it is damaged.

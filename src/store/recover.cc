@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
+#include "index/table_segment.h"
 #include "neardup/store.h"
 #include "store/manifest.h"
 #include "store/segment.h"
@@ -64,10 +66,16 @@ Result<RecoveryReport> RecoverStore(const std::string& dir) {
     if (store::ParseFileName(name, &is_segment, &number)) max_number = std::max(max_number, number);
   }
   Result<store::Manifest> manifest = store::ReadManifest(dir);
+  std::optional<IndexDesign> design;
+  std::string fingerprint_options;
+  uint64_t expected_segment_docs = 0;  // live documents the MANIFEST counts in its segments
   if (manifest.ok()) {
     bits = manifest->bits;
     max_k = manifest->max_k;
     segment_numbers = manifest->segments;
+    expected_segment_docs = manifest->segments_live;
+    fingerprint_options = manifest->fingerprint_options;
+    if (Result<IndexDesign> d = index::DecodeDesign(manifest->design); d.ok()) design = *d;
     wal_numbers.push_back(manifest->wal_number);
     max_number = std::max(max_number, manifest->next_file_number);
   } else {
@@ -91,13 +99,28 @@ Result<RecoveryReport> RecoverStore(const std::string& dir) {
     if (newest_wal > 0) wal_numbers.push_back(newest_wal);
   }
 
+  // The index design of the recovered store: the MANIFEST's, else planned as for a new store.
+  if (!design) {
+    StoreOptions defaults;
+    PlanRequest request;
+    request.bits = bits;
+    request.k = max_k;
+    request.n = defaults.expected_documents;
+    request.memory_budget_bytes = defaults.index_memory_budget.TotalFor(request.n);
+    Result<IndexDesign> planned = PlanIndex(request);
+    if (!planned.ok()) return planned.status().WithContext(dir + ": recover");
+    design = *planned;
+  }
+  Result<std::shared_ptr<const index::CompiledDesign>> compiled = index::CompileDesign(*design);
+  if (!compiled.ok()) return compiled.status().WithContext(dir + ": recover");
+
   std::unordered_map<std::string, RecoveredDoc> docs;
   std::vector<std::string> damaged;   // renamed to *.corrupt
   std::vector<std::string> consumed;  // intact inputs, deleted once the new store is written
   for (uint64_t number : segment_numbers) {
     const std::string name = store::SegmentFileName(number);
     const std::string path = store::JoinPath(dir, name);
-    Result<std::shared_ptr<store::Segment>> seg = store::Segment::Open(path, bits, true);
+    Result<std::shared_ptr<store::Segment>> seg = store::Segment::Open(path, *compiled, true);
     if (seg.ok()) {
       const store::Segment& s = **seg;
       for (uint32_t i = 0; i < s.size(); ++i) {
@@ -124,6 +147,17 @@ Result<RecoveryReport> RecoverStore(const std::string& dir) {
       report.messages.push_back(lost.status().message());
     }
     damaged.push_back(path);
+  }
+  // Documents lost with missing or unreadable segments: the MANIFEST's count of live documents in
+  // its segments against what could be read back from them.
+  uint64_t segment_docs = 0;
+  for (const auto& [id, doc] : docs) segment_docs += doc.tombstone || id.empty() ? 0 : 1;
+  if (manifest.ok() && segment_docs < expected_segment_docs) {
+    const uint64_t deficit = expected_segment_docs - segment_docs;
+    report.messages.push_back(std::to_string(deficit) + " of the " +
+                              std::to_string(expected_segment_docs) +
+                              " documents the MANIFEST counts in its segments could not be read");
+    report.entries_lost = std::max(report.entries_lost, deficit);
   }
   for (uint64_t number : wal_numbers) {
     const std::string path = store::JoinPath(dir, store::WalFileName(number));
@@ -163,11 +197,13 @@ Result<RecoveryReport> RecoverStore(const std::string& dir) {
   store::Manifest fresh;
   fresh.bits = bits;
   fresh.max_k = max_k;
+  fresh.design = index::EncodeDesign(*design);
+  fresh.fingerprint_options = fingerprint_options;
   uint64_t next = max_number + 1;
   if (!entries.empty()) {
     const uint64_t number = next++;
     NEARDUP_RETURN_IF_ERROR(store::WriteSegment(
-        store::JoinPath(dir, store::SegmentFileName(number)), bits, max_k, std::move(entries)));
+        store::JoinPath(dir, store::SegmentFileName(number)), *compiled, std::move(entries)));
     fresh.segments.push_back(number);
   }
   fresh.wal_number = next++;
