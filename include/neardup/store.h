@@ -141,7 +141,9 @@ struct StoreStats {
   int bits = 64;
   int max_k = 3;
   std::string index_design;        // the design's description, e.g. "5 blocks ..., choose 2"
-  double index_bytes_per_fingerprint = 0;  // the planner's figure for the design
+  // Index bytes per fingerprint: measured over the segment files' index sections, or the
+  // planner's figure for a store just created (0 when unknown).
+  double index_bytes_per_fingerprint = 0;
   std::string fingerprint_options;  // as recorded at creation
   StoreHealth health;             // same as Health()
 };

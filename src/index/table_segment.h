@@ -175,7 +175,10 @@ class TableSegment {
   void Search(uint64_t hi, uint64_t lo, int k, SearchCounters* counters, SearchScratch* scratch,
               Emit&& emit) const {
     CollectRows(hi, lo, k, counters, scratch);
-    for (uint32_t row : scratch->rows) emit(row, Distance(row, hi, lo));
+    for (uint32_t row : scratch->rows) {
+      const int d = Distance(row, hi, lo);
+      if (d <= k) emit(row, d);  // always true unless the image is damaged
+    }
   }
   // Calls emit(row, distance) for every row within k, any k: a linear scan of the rows.
   template <typename Emit>

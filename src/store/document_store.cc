@@ -56,10 +56,13 @@ class MemTable {
 
   // Searches with k <= max_k use a PermutedIndex (the same segments as the store's files, planned
   // for the memtable's size so inserts stay cheap) over the live entries; larger k scans them.
-  static Result<std::unique_ptr<MemTable>> Create(int bits, int max_k, size_t expected_size) {
+  // `design` (planned once per store by Init) is for `expected_size` entries.
+  static Result<std::unique_ptr<MemTable>> Create(int bits, const IndexDesign& design,
+                                                  size_t expected_size) {
     PermutedIndexOptions options;
     options.bits = bits;
-    options.max_k = max_k;
+    options.max_k = design.max_k;
+    options.design = design;
     options.expected_size = static_cast<double>(std::max<size_t>(expected_size, 1024));
     options.threads = 1;
     Result<std::unique_ptr<PermutedIndex>> permuted = PermutedIndex::Create(options);
@@ -196,6 +199,8 @@ class DocumentStoreImpl : public DocumentStore {
   int max_k_ = 3;
   std::shared_ptr<const index::CompiledDesign> design_;  // the store's index design
   std::string fingerprint_options_;
+  double planned_bytes_per_fingerprint_ = 0;
+  IndexDesign memtable_design_;  // the planner's figure, for a store created now
   int lock_fd_ = -1;
   bool closed_ = true;
 
@@ -290,6 +295,7 @@ Status DocumentStoreImpl::Init() {
     if (!design.ok()) return design.status();
     m.design = index::EncodeDesign(*design);
     m.fingerprint_options = options_.fingerprint_options;
+    planned_bytes_per_fingerprint_ = design->bytes_per_fingerprint;
     m.wal_number = 1;
     m.next_file_number = 2;
     Result<std::unique_ptr<WalWriter>> wal = WalWriter::Create(dir_, m.wal_number, m.bits);
@@ -317,7 +323,25 @@ Status DocumentStoreImpl::Init() {
     if (!seg.ok()) return seg.status();
     segments_.push_back(*seg);
   }
-  Result<std::unique_ptr<MemTable>> mem = MemTable::Create(bits_, max_k_, options_.memtable_limit);
+  {
+    // The memtable's own design: planned for its size under PermutedIndex's default budget, so
+    // inserts stay cheap.
+    PlanRequest request;
+    request.bits = bits_;
+    request.k = max_k_;
+    request.n = static_cast<double>(std::max<size_t>(options_.memtable_limit, 1024));
+    request.memory_budget_bytes = PermutedIndexOptions{}.memory_budget_bytes_per_fingerprint *
+                                  request.n;
+    Result<IndexDesign> planned = PlanIndex(request);
+    if (!planned.ok()) {
+      request.memory_budget_bytes = 0;
+      planned = PlanIndex(request);
+    }
+    if (!planned.ok()) return planned.status().WithContext("memtable index");
+    memtable_design_ = std::move(*planned);
+  }
+  Result<std::unique_ptr<MemTable>> mem =
+      MemTable::Create(bits_, memtable_design_, options_.memtable_limit);
   if (!mem.ok()) return mem.status();
   mem_ = std::move(*mem);
   live_ = segments_live_;
@@ -418,17 +442,6 @@ Status DocumentStoreImpl::CheckCompatible(const Manifest& manifest) {
   if (options_.design && !index::SameTables(*options_.design, *design))
     return Status::InvalidArgument(where + "index design \"" + design->description +
                                    "\", not \"" + options_.design->description + "\"");
-  // The planner's figures are not stored: price the design again for Stats().
-  Result<std::vector<IndexDesign>> priced = EnumerateIndexDesigns(
-      PlanRequest{design->bits, design->max_k, std::max(1.0, options_.expected_documents), 0});
-  if (priced.ok()) {
-    for (const IndexDesign& d : *priced) {
-      if (index::SameTables(d, *design)) {
-        design->bytes_per_fingerprint = d.bytes_per_fingerprint;
-        break;
-      }
-    }
-  }
   Result<std::shared_ptr<const index::CompiledDesign>> compiled = index::CompileDesign(*design);
   if (!compiled.ok())
     return Status::Corruption(store::JoinPath(dir_, store::kManifestName) + ": " +
@@ -763,7 +776,7 @@ Status DocumentStoreImpl::FlushMemTableLocked() {
   wal_number_ = new_wal_number;
   segments_live_ = live_now;
   Result<std::unique_ptr<MemTable>> fresh_mem =
-      MemTable::Create(bits_, max_k_, options_.memtable_limit);
+      MemTable::Create(bits_, memtable_design_, options_.memtable_limit);
   if (!fresh_mem.ok()) return fail(fresh_mem.status());
   Status status = WriteManifestLocked(numbers);
   if (!status.ok()) {
@@ -953,10 +966,15 @@ StoreStats DocumentStoreImpl::Stats() const {
     std::shared_lock<std::shared_mutex> state(state_mu_);
     stats.documents = live_;
     stats.segments = segments_.size();
+    uint64_t index_bytes = 0, index_rows = 0;
     for (const auto& seg : segments_) {
       stats.segment_entries += seg->size();
       stats.disk_bytes += seg->file_size();
+      index_bytes += seg->index().image_size();
+      index_rows += seg->index().size();
     }
+    // Measured on the segments once there are any.
+    if (index_rows > 0) stats.index_bytes_per_fingerprint = double(index_bytes) / index_rows;
     stats.memtable_entries = mem_ ? mem_->size() : 0;
   }
   stats.wal_bytes = wal_bytes_.load();
@@ -970,7 +988,8 @@ StoreStats DocumentStoreImpl::Stats() const {
   stats.bits = bits_;
   stats.max_k = max_k_;
   stats.index_design = design_->design.description;
-  stats.index_bytes_per_fingerprint = design_->design.bytes_per_fingerprint;
+  if (stats.index_bytes_per_fingerprint == 0)
+    stats.index_bytes_per_fingerprint = planned_bytes_per_fingerprint_;
   stats.fingerprint_options = fingerprint_options_;
   stats.health = Health();
   return stats;
