@@ -31,6 +31,10 @@
 
 namespace neardup {
 
+namespace store {
+class FileSystem;  // internal (src/store/file_system.h)
+}  // namespace store
+
 // When acknowledged writes reach stable storage.
 enum class SyncMode {
   // Every write batch is fdatasync'ed before it is acknowledged. Concurrent writers share one
@@ -90,6 +94,10 @@ struct StoreOptions {
   // Close); writes fail with InvalidArgument. Takes a shared lock, so it fails while another
   // process has the store open for writing. For `neardup index stats` and inspection.
   bool read_only = false;
+
+  // Testing hook: the file layer the store writes through (null = the operating system's). The
+  // fault-injection layer of the power-cut test plugs in here.
+  store::FileSystem* file_system = nullptr;
 };
 
 // One stored document as returned by Get and Search.

@@ -195,6 +195,7 @@ class DocumentStoreImpl : public DocumentStore {
 
   const std::string dir_;
   StoreOptions options_;
+  store::FileSystem* fs_ = store::FileSystem::Default();
   int bits_ = 64;
   int max_k_ = 3;
   std::shared_ptr<const index::CompiledDesign> design_;  // the store's index design
@@ -246,6 +247,7 @@ Status DocumentStoreImpl::Init() {
     return Status::InvalidArgument("StoreOptions.max_k must be in [0, 15], got " +
                                    std::to_string(options_.max_k));
   }
+  if (options_.file_system != nullptr) fs_ = options_.file_system;
   if (options_.read_only) {
     options_.create_if_missing = false;
     options_.compaction_trigger = 0;
@@ -298,9 +300,9 @@ Status DocumentStoreImpl::Init() {
     planned_bytes_per_fingerprint_ = design->bytes_per_fingerprint;
     m.wal_number = 1;
     m.next_file_number = 2;
-    Result<std::unique_ptr<WalWriter>> wal = WalWriter::Create(dir_, m.wal_number, m.bits);
+    Result<std::unique_ptr<WalWriter>> wal = WalWriter::Create(fs_, dir_, m.wal_number, m.bits);
     if (!wal.ok()) return wal.status();
-    NEARDUP_RETURN_IF_ERROR(store::WriteManifest(dir_, m));
+    NEARDUP_RETURN_IF_ERROR(store::WriteManifest(fs_, dir_, m));
     manifest = m;
   } else if (options_.error_if_exists) {
     return Status::AlreadyExists(dir_ + ": a store exists already");
@@ -368,7 +370,7 @@ Status DocumentStoreImpl::Init() {
     open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return Status::Ok();
   }
-  Result<std::unique_ptr<WalWriter>> wal = WalWriter::OpenForAppend(wal_path, replay->valid_bytes);
+  Result<std::unique_ptr<WalWriter>> wal = WalWriter::OpenForAppend(fs_, wal_path, replay->valid_bytes);
   if (!wal.ok()) return wal.status();
   wal_ = std::move(*wal);
   wal_bytes_.store(wal_->size());
@@ -382,7 +384,7 @@ Status DocumentStoreImpl::Init() {
       bool referenced = is_segment ? std::find(segment_numbers_.begin(), segment_numbers_.end(),
                                                number) != segment_numbers_.end()
                                    : number == wal_number_;
-      if (!referenced && number >= 1) ::unlink(store::JoinPath(dir_, name).c_str());
+      if (!referenced && number >= 1) (void)fs_->Remove(store::JoinPath(dir_, name));
     }
   }
   closed_ = false;
@@ -695,7 +697,7 @@ Status DocumentStoreImpl::RepairLog() {
   if (!status.ok()) {
     // The descriptor may be unusable: reopen the file at its last whole record.
     Result<std::unique_ptr<WalWriter>> reopened =
-        WalWriter::OpenForAppend(wal_->path(), wal_->size());
+        WalWriter::OpenForAppend(fs_, wal_->path(), wal_->size());
     if (!reopened.ok()) return reopened.status().WithContext("repairing the log");
     wal_ = std::move(*reopened);
   }
@@ -733,7 +735,7 @@ Status DocumentStoreImpl::WriteManifestLocked(const std::vector<uint64_t>& numbe
   m.wal_number = wal_number_;
   m.segments_live = segments_live_;
   m.segments = numbers;
-  return store::WriteManifest(dir_, m);
+  return store::WriteManifest(fs_, dir_, m);
 }
 
 Status DocumentStoreImpl::FlushMemTableLocked() {
@@ -753,15 +755,15 @@ Status DocumentStoreImpl::FlushMemTableLocked() {
   const std::string new_wal_path = store::JoinPath(dir_, store::WalFileName(new_wal_number));
   // On failure (e.g. disk full) the half-written files go; the old log stays the live one.
   auto fail = [&](const Status& status) {
-    ::unlink(segment_path.c_str());
-    ::unlink(new_wal_path.c_str());
+    (void)fs_->Remove(segment_path);
+    (void)fs_->Remove(new_wal_path);
     return status;
   };
-  Status written = store::WriteSegment(segment_path, design_, std::move(entries));
+  Status written = store::WriteSegment(fs_, segment_path, design_, std::move(entries));
   if (!written.ok()) return fail(written);
   Result<std::shared_ptr<Segment>> segment = Segment::Open(segment_path, design_, false);
   if (!segment.ok()) return fail(segment.status());
-  Result<std::unique_ptr<WalWriter>> new_wal = WalWriter::Create(dir_, new_wal_number, bits_);
+  Result<std::unique_ptr<WalWriter>> new_wal = WalWriter::Create(fs_, dir_, new_wal_number, bits_);
   if (!new_wal.ok()) return fail(new_wal.status());
   std::vector<uint64_t> numbers;
   uint64_t live_now;
@@ -794,7 +796,7 @@ Status DocumentStoreImpl::FlushMemTableLocked() {
   const std::string old_wal_path = wal_->path();
   wal_ = std::move(*new_wal);
   wal_bytes_.store(wal_->size());
-  ::unlink(old_wal_path.c_str());
+  (void)fs_->Remove(old_wal_path);
   flushes_.fetch_add(1, std::memory_order_relaxed);
   MaybeScheduleCompaction();
   return Status::Ok();
@@ -858,13 +860,13 @@ Status DocumentStoreImpl::Compact() {
     }
   }
   const std::string path = store::JoinPath(dir_, store::SegmentFileName(number));
-  if (Status written = store::WriteSegment(path, design_, std::move(entries)); !written.ok()) {
-    ::unlink(path.c_str());
+  if (Status written = store::WriteSegment(fs_, path, design_, std::move(entries)); !written.ok()) {
+    (void)fs_->Remove(path);
     return written;
   }
   Result<std::shared_ptr<Segment>> merged = Segment::Open(path, design_, false);
   if (!merged.ok()) {
-    ::unlink(path.c_str());
+    (void)fs_->Remove(path);
     return merged.status();
   }
   {
@@ -881,7 +883,7 @@ Status DocumentStoreImpl::Compact() {
     }
     Status status = WriteManifestLocked(numbers);
     if (!status.ok()) {
-      ::unlink(path.c_str());
+      (void)fs_->Remove(path);
       return status;
     }
     std::unique_lock<std::shared_mutex> state(state_mu_);
@@ -889,7 +891,7 @@ Status DocumentStoreImpl::Compact() {
     segment_numbers_ = std::move(numbers);
   }
   for (uint64_t old : input_numbers) {
-    ::unlink(store::JoinPath(dir_, store::SegmentFileName(old)).c_str());
+    (void)fs_->Remove(store::JoinPath(dir_, store::SegmentFileName(old)));
   }
   compactions_.fetch_add(1, std::memory_order_relaxed);
   return Status::Ok();

@@ -35,8 +35,8 @@ std::string EncodeManifest(const Manifest& m) {
   return out;
 }
 
-Status WriteManifest(const std::string& dir, const Manifest& manifest) {
-  return WriteFileAtomically(dir, kManifestName, EncodeManifest(manifest));
+Status WriteManifest(FileSystem* fs, const std::string& dir, const Manifest& manifest) {
+  return WriteFileAtomically(fs, dir, kManifestName, EncodeManifest(manifest));
 }
 
 Result<Manifest> ReadManifest(const std::string& dir) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "neardup/status.h"
+#include "store/file_system.h"
 
 namespace neardup::store {
 
@@ -27,7 +28,7 @@ struct Manifest {
 
 // NotFound if there is no MANIFEST; Corruption (naming the file) if it is damaged.
 Result<Manifest> ReadManifest(const std::string& dir);
-Status WriteManifest(const std::string& dir, const Manifest& manifest);
+Status WriteManifest(FileSystem* fs, const std::string& dir, const Manifest& manifest);
 std::string EncodeManifest(const Manifest& manifest);
 
 // Names of segment and log files in `dir` (not MANIFEST, LOCK or other files).

@@ -202,22 +202,23 @@ Result<RecoveryReport> RecoverStore(const std::string& dir) {
   uint64_t next = max_number + 1;
   if (!entries.empty()) {
     const uint64_t number = next++;
-    NEARDUP_RETURN_IF_ERROR(store::WriteSegment(
-        store::JoinPath(dir, store::SegmentFileName(number)), *compiled, std::move(entries)));
+    NEARDUP_RETURN_IF_ERROR(store::WriteSegment(store::FileSystem::Default(),
+                                                store::JoinPath(dir, store::SegmentFileName(number)),
+                                                *compiled, std::move(entries)));
     fresh.segments.push_back(number);
   }
   fresh.wal_number = next++;
   fresh.next_file_number = next;
   fresh.segments_live = report.documents;
   Result<std::unique_ptr<store::WalWriter>> wal =
-      store::WalWriter::Create(dir, fresh.wal_number, bits);
+      store::WalWriter::Create(store::FileSystem::Default(), dir, fresh.wal_number, bits);
   if (!wal.ok()) return wal.status();
   for (const std::string& path : damaged) {
     if (::rename(path.c_str(), (path + ".corrupt").c_str()) != 0) {
       return store::ErrnoStatus("rename to .corrupt", path, errno);
     }
   }
-  NEARDUP_RETURN_IF_ERROR(store::WriteManifest(dir, fresh));
+  NEARDUP_RETURN_IF_ERROR(store::WriteManifest(store::FileSystem::Default(), dir, fresh));
   for (const std::string& path : consumed) ::unlink(path.c_str());
   return report;
 }

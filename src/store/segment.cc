@@ -50,7 +50,7 @@ enum : size_t {
 
 uint64_t IdHash(std::string_view id) { return Checksum(id); }
 
-Status WriteSegment(const std::string& path,
+Status WriteSegment(FileSystem* fs, const std::string& path,
                     const std::shared_ptr<const index::CompiledDesign>& design,
                     std::vector<SegmentEntry> entries) {
   const int bits = design->design.bits;
@@ -137,14 +137,12 @@ Status WriteSegment(const std::string& path,
   std::memcpy(footer.data(), &checksum, 8);
   std::memcpy(footer.data() + 8, kFooterMagic, 8);
 
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus("create segment", path, errno);
-  Status status = WriteAll(fd, file, path);
-  if (status.ok())
-    status = WriteAll(fd, std::string_view(image->image(), image->image_size()), path);
-  if (status.ok()) status = WriteAll(fd, footer, path);
-  if (status.ok() && ::fdatasync(fd) != 0) status = ErrnoStatus("fdatasync", path, errno);
-  ::close(fd);
+  Result<std::unique_ptr<WritableFile>> out = fs->NewWritableFile(path);
+  if (!out.ok()) return out.status();
+  Status status = (*out)->Append(file);
+  if (status.ok()) status = (*out)->Append(std::string_view(image->image(), image->image_size()));
+  if (status.ok()) status = (*out)->Append(footer);
+  if (status.ok()) status = (*out)->Sync();
   return status;
 }
 

@@ -16,6 +16,7 @@
 #include "index/table_segment.h"
 #include "neardup/fingerprint.h"
 #include "neardup/status.h"
+#include "store/file_system.h"
 
 namespace neardup::store {
 
@@ -31,7 +32,7 @@ struct SegmentEntry {
 // Writes `entries` (ids unique) as segment file `path` and fsyncs it; the index section holds the
 // live entries' fingerprints in the tables of `design`. Entries are reordered by id hash. The
 // caller fsyncs the directory (the MANIFEST write does).
-Status WriteSegment(const std::string& path,
+Status WriteSegment(FileSystem* fs, const std::string& path,
                     const std::shared_ptr<const index::CompiledDesign>& design,
                     std::vector<SegmentEntry> entries);
 
