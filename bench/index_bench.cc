@@ -188,7 +188,15 @@ struct NeardupSystem : System {
     return true;
   }
   size_t CountedBytes() const override { return index->detailed_stats().memory_bytes; }
-  std::string Detail() const override { return index->design().description; }
+  // The design and, from the index's counters, the work per query (independent of machine load).
+  std::string Detail() const override {
+    const auto st = index->stats();
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), " | %.1f probes, %.1f candidates per query",
+                  st.queries ? double(st.probes) / st.queries : 0.0,
+                  st.queries ? double(st.candidates) / st.queries : 0.0);
+    return index->design().description + buf;
+  }
 };
 
 struct BruteSystem : System {
@@ -297,7 +305,6 @@ void RunCase(const Dataset& ds, int k, std::vector<std::unique_ptr<System>> syst
     row.build_s = Seconds(start);
     row.rss_bytes = static_cast<double>(ResidentBytes()) - static_cast<double>(before);
     row.counted_bytes = static_cast<double>(system->CountedBytes());
-    row.detail = system->Detail();
     // Single queries, one thread; stop after ~3 s for slow systems.
     std::vector<double> latencies;
     auto query_start = Clock::now();
@@ -312,6 +319,7 @@ void RunCase(const Dataset& ds, int k, std::vector<std::unique_ptr<System>> syst
       if (Seconds(query_start) > 3.0 && i >= 100) break;
     }
     row.queries = latencies.size();
+    row.detail = system->Detail();
     std::sort(latencies.begin(), latencies.end());
     row.median_us = latencies[latencies.size() / 2];
     row.p99_us = latencies[std::min(latencies.size() - 1, latencies.size() * 99 / 100)];
