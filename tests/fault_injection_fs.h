@@ -24,8 +24,8 @@ namespace neardup::testing_fs {
 class FaultInjectionFileSystem : public store::FileSystem {
  public:
   struct FileState {
-    uint64_t size = 0;    // bytes appended
-    uint64_t synced = 0;  // bytes made durable by Sync
+    uint64_t size = 0;           // bytes appended
+    uint64_t synced = 0;         // bytes made durable by Sync
     bool unsynced_name = false;  // created since the directory's last sync
   };
 
@@ -42,7 +42,8 @@ class FaultInjectionFileSystem : public store::FileSystem {
     files_[path] = FileState{0, 0, true};
     return std::unique_ptr<store::WritableFile>(new File(this, std::move(*file)));
   }
-  Result<std::unique_ptr<store::WritableFile>> ReopenWritableFile(const std::string& path) override {
+  Result<std::unique_ptr<store::WritableFile>> ReopenWritableFile(
+      const std::string& path) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (!active_) return Off(path);
     auto file = base()->ReopenWritableFile(path);

@@ -21,9 +21,9 @@ Fingerprint FpOf(int n) { return Fingerprint::From64(uint64_t(n) * 0x9E3779B97F4
 std::string IdOf(int n) { return "doc-" + std::to_string(n); }
 
 std::string TestDir(const char* name) {
-  std::string dir = (fs::temp_directory_path() /
-                     ("neardup_health_" + std::to_string(::getpid()) + "_" + name))
-                        .string();
+  std::string dir =
+      (fs::temp_directory_path() / ("neardup_health_" + std::to_string(::getpid()) + "_" + name))
+          .string();
   fs::remove_all(dir);
   return dir;
 }
@@ -59,8 +59,8 @@ int DiskFullChild(const std::string& dir) {
   if (health.write_errors != 3) return 16;
   if (health.reason.find(".ndwal") == std::string::npos) return 17;  // names the log
   if (store.Stats().health.state != StoreState::kDegraded) return 18;
-  if (store.Get(IdOf(100)).ok()) return 19;      // the failed write is not visible
-  if (!store.Get(IdOf(3)).ok()) return 20;       // reads still work
+  if (store.Get(IdOf(100)).ok()) return 19;  // the failed write is not visible
+  if (!store.Get(IdOf(3)).ok()) return 20;   // reads still work
   if (!store.Search(FpOf(3), 0).ok()) return 21;
   // Space is freed: the next write repairs the log and succeeds, and the store is ok again.
   if (::setrlimit(RLIMIT_FSIZE, &old_limit) != 0) return 22;
@@ -87,8 +87,8 @@ TEST(StoreHealthTest, FullDiskDegradesThenRecoversWhenSpaceIsFreed) {
   int wstatus = 0;
   ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
   ASSERT_TRUE(WIFEXITED(wstatus));
-  EXPECT_EQ(WEXITSTATUS(wstatus), 0) << "failed at step " << WEXITSTATUS(wstatus)
-                                     << " of DiskFullChild";
+  EXPECT_EQ(WEXITSTATUS(wstatus), 0)
+      << "failed at step " << WEXITSTATUS(wstatus) << " of DiskFullChild";
   fs::remove_all(dir);
 }
 

@@ -21,9 +21,9 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string TestDir(const std::string& name) {
-  std::string dir =
-      (fs::temp_directory_path() / ("neardup_store_index_" + std::to_string(::getpid()) + "_" + name))
-          .string();
+  std::string dir = (fs::temp_directory_path() /
+                     ("neardup_store_index_" + std::to_string(::getpid()) + "_" + name))
+                        .string();
   fs::remove_all(dir);
   return dir;
 }
@@ -139,8 +139,8 @@ TEST_P(StoreOracleTest, SkewedSegmentsAndMemtableMatchBruteForce) {
   auto check_all = [&](const std::string& what) {
     std::mt19937_64 qrng(7);
     for (int i = 0; i < 150; ++i) {
-      Fingerprint q = i % 3 == 2 ? Random(qrng, bits)
-                                 : FlipBits(fps[qrng() % fps.size()], qrng() % 5, qrng);
+      Fingerprint q =
+          i % 3 == 2 ? Random(qrng, bits) : FlipBits(fps[qrng() % fps.size()], qrng() % 5, qrng);
       for (int k = 0; k <= 5; ++k) ExpectSameAnswers(store, oracle, q, k, what);  // 4, 5 scan
     }
   };
@@ -252,7 +252,8 @@ TEST(StoreRecoverTest, MissingSegmentCountsItsDocumentsAsLost) {
     auto store = DocumentStore::Open(dir, options);
     ASSERT_TRUE(store.ok());
     for (uint64_t i = 0; i < 250; ++i)
-      ASSERT_TRUE((*store)->Add({IdOf(i), Fingerprint::From64(i * 0x9E3779B97F4A7C15ull), ""}).ok());
+      ASSERT_TRUE(
+          (*store)->Add({IdOf(i), Fingerprint::From64(i * 0x9E3779B97F4A7C15ull), ""}).ok());
     ASSERT_TRUE((*store)->Close().ok());  // segments of 100, 100 and 50
   }
   std::vector<std::string> segments;

@@ -184,10 +184,11 @@ void RunMode(SyncMode mode, const char* name) {
     ASSERT_TRUE(store.Close().ok());
     fs::remove_all(dir);
   }
-  std::printf("power cut %s: %d rounds, %llu promised documents checked, %llu unsynced bytes "
-              "dropped\n",
-              name, rounds, static_cast<unsigned long long>(checked_total),
-              static_cast<unsigned long long>(dropped_total));
+  std::printf(
+      "power cut %s: %d rounds, %llu promised documents checked, %llu unsynced bytes "
+      "dropped\n",
+      name, rounds, static_cast<unsigned long long>(checked_total),
+      static_cast<unsigned long long>(dropped_total));
 }
 
 TEST(StorePowerCutTest, EveryWriteKeepsEveryAcknowledgedWrite) {

@@ -128,7 +128,7 @@ const char* StoreStateName(StoreState state);
 
 struct StoreHealth {
   StoreState state = StoreState::kOk;
-  std::string reason;         // the error that made the store degraded (names the file); empty if ok
+  std::string reason;  // the error that made the store degraded (names the file); empty if ok
   uint64_t write_errors = 0;  // failed log/segment/MANIFEST writes since open
   uint64_t recoveries = 0;    // times writes worked again after a failure, since open
 };
@@ -148,12 +148,12 @@ struct StoreStats {
   double open_seconds = 0;        // time Open took
   int bits = 64;
   int max_k = 3;
-  std::string index_design;        // the design's description, e.g. "5 blocks ..., choose 2"
+  std::string index_design;  // the design's description, e.g. "5 blocks ..., choose 2"
   // Index bytes per fingerprint: measured over the segment files' index sections, or the
   // planner's figure for a store just created (0 when unknown).
   double index_bytes_per_fingerprint = 0;
   std::string fingerprint_options;  // as recorded at creation
-  StoreHealth health;             // same as Health()
+  StoreHealth health;               // same as Health()
 };
 
 // One document to add.

@@ -285,12 +285,14 @@ RunFunction Setup(CLI::App* app) {
       ->check(CLI::IsMember({64, 128}));
   create->add_option("--max-k", args->max_k, "Largest k served by the permuted tables")
       ->check(CLI::Range(0, 15));
-  create->add_option("--memory-budget", args->memory_budget,
-                     "Index memory budget: bytes (640M, 1.5G) or bytes per fingerprint (128/fp); "
-                     "the planner picks the fastest design within it")
+  create
+      ->add_option("--memory-budget", args->memory_budget,
+                   "Index memory budget: bytes (640M, 1.5G) or bytes per fingerprint (128/fp); "
+                   "the planner picks the fastest design within it")
       ->capture_default_str();
-  create->add_option("--expected-documents", args->expected_documents,
-                     "Documents the index design is planned for")
+  create
+      ->add_option("--expected-documents", args->expected_documents,
+                   "Documents the index design is planned for")
       ->capture_default_str();
   CLI::App* add = app->add_subcommand(
       "add", "Add JSONL documents {\"id\", \"text\"|\"fingerprint\", \"metadata\"}");

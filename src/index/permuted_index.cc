@@ -440,9 +440,8 @@ size_t PermutedIndex::Remove(uint64_t id, const Fingerprint& fp) {
     size_t in_segments = 0;
     for (const auto& seg : current->segments) {
       // Rows are sorted by (hi, lo, id).
-      for (size_t row = seg->Find(fp.hi, fp.lo, id);
-           row < seg->size() && seg->lo(row) == fp.lo && seg->hi(row) == fp.hi &&
-           seg->id(row) == id;
+      for (size_t row = seg->Find(fp.hi, fp.lo, id); row < seg->size() && seg->lo(row) == fp.lo &&
+                                                     seg->hi(row) == fp.hi && seg->id(row) == id;
            ++row)
         ++in_segments;
     }

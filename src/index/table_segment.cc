@@ -15,7 +15,7 @@ namespace {
 
 constexpr char kImageMagic[8] = {'N', 'D', 'I', 'X', 'S', 'E', 'G', '\0'};
 constexpr uint32_t kImageVersion = 1;
-constexpr size_t kFixedHeader = 32;  // magic, version, bits, n, num_tables, design_bytes
+constexpr size_t kFixedHeader = 32;       // magic, version, bits, n, num_tables, design_bytes
 constexpr size_t kParallelMin = 1 << 17;  // smaller builds stay on the calling thread
 constexpr uint32_t kMaxTables = 4096;
 constexpr uint32_t kMaxDesignBytes = 1 << 20;
@@ -352,8 +352,8 @@ Result<std::shared_ptr<const TableSegment>> TableSegment::View(
   const uint64_t n = Load64(base + 16);
   const uint32_t num_tables = Load32(base + 24);
   const uint32_t design_bytes = Load32(base + 28);
-  if ((bits != 64 && bits != 128) || n > std::numeric_limits<uint32_t>::max() ||
-      num_tables == 0 || num_tables > kMaxTables || design_bytes > kMaxDesignBytes)
+  if ((bits != 64 && bits != 128) || n > std::numeric_limits<uint32_t>::max() || num_tables == 0 ||
+      num_tables > kMaxTables || design_bytes > kMaxDesignBytes)
     return corrupt("header fields out of range");
   const size_t header_bytes = HeaderBytes(design_bytes, num_tables);
   if (header_bytes > bytes.size()) return corrupt("truncated header");
@@ -397,7 +397,12 @@ class TableSegment::TableSearcher {
  public:
   TableSearcher(const uint64_t* keys, const Table& table, const CompiledTable& ct, size_t n,
                 uint64_t projected_query, int k, SearchCounters* counters)
-      : keys_(keys), table_(table), ct_(ct), n_(n), pq_(projected_query), k_(k),
+      : keys_(keys),
+        table_(table),
+        ct_(ct),
+        n_(n),
+        pq_(projected_query),
+        k_(k),
         counters_(counters) {}
 
   // Calls emit(index) for every entry whose projection is within k of the query projection and
@@ -528,8 +533,8 @@ void TableSegment::CollectRows(uint64_t hi, uint64_t lo, int k, SearchCounters* 
       __builtin_prefetch(tables_[t].dir + bucket);
     }
     for (size_t t = 0; t < T; ++t) {
-      TableSearcher searcher(tables_[t].keys, tables_[t], tables[t], n_, scratch->projected[t],
-                             k, counters);
+      TableSearcher searcher(tables_[t].keys, tables_[t], tables[t], n_, scratch->projected[t], k,
+                             counters);
       size_t begin = 0, end = 0;
       if (!searcher.Bucket(tables[t].KeyOf(scratch->projected[t]), &begin, &end)) begin = end = 0;
       scratch->begin[t] = begin;
@@ -538,16 +543,16 @@ void TableSegment::CollectRows(uint64_t hi, uint64_t lo, int k, SearchCounters* 
     }
     counters->probes += T;
     for (size_t t = 0; t < T; ++t) {
-      TableSearcher searcher(tables_[t].keys, tables_[t], tables[t], n_, scratch->projected[t],
-                             k, counters);
+      TableSearcher searcher(tables_[t].keys, tables_[t], tables[t], n_, scratch->projected[t], k,
+                             counters);
       auto emit = emitter(t);
-      searcher.Lookup(tables[t].KeyOf(scratch->projected[t]), scratch->begin[t], scratch->end[t],
-                      0, emit);
+      searcher.Lookup(tables[t].KeyOf(scratch->projected[t]), scratch->begin[t], scratch->end[t], 0,
+                      emit);
     }
   } else {
     for (size_t t = 0; t < T; ++t) {
-      TableSearcher searcher(tables_[t].keys, tables_[t], tables[t], n_,
-                             tables[t].Project(hi, lo), k, counters);
+      TableSearcher searcher(tables_[t].keys, tables_[t], tables[t], n_, tables[t].Project(hi, lo),
+                             k, counters);
       searcher.Run(radius, emitter(t));
     }
   }

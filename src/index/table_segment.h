@@ -141,8 +141,8 @@ struct SearchCounters {
 struct SearchScratch {
   std::vector<uint32_t> rows;
   std::vector<uint64_t> fps;
-  std::vector<uint64_t> projected;      // per table
-  std::vector<size_t> begin, end;       // per table: the directory bucket
+  std::vector<uint64_t> projected;  // per table
+  std::vector<size_t> begin, end;   // per table: the directory bucket
 };
 
 class TableSegment {

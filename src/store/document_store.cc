@@ -20,9 +20,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "index/table_segment.h"
 #include "neardup/permuted_index.h"
 #include "neardup/store.h"
-#include "index/table_segment.h"
 #include "store/manifest.h"
 #include "store/segment.h"
 #include "store/store_format.h"
@@ -271,8 +271,8 @@ Status DocumentStoreImpl::Init() {
     const int err = errno;
     if (err != EWOULDBLOCK) return store::ErrnoStatus("lock", lock_path, err);
     return Status::IoError(dir_ + ": store is already open " +
-                           (options_.read_only ? "for writing " : "") +
-                           "by another process (" + lock_path + " is locked)");
+                           (options_.read_only ? "for writing " : "") + "by another process (" +
+                           lock_path + " is locked)");
   }
 
   Result<Manifest> manifest = store::ReadManifest(dir_);
@@ -332,8 +332,8 @@ Status DocumentStoreImpl::Init() {
     request.bits = bits_;
     request.k = max_k_;
     request.n = static_cast<double>(std::max<size_t>(options_.memtable_limit, 1024));
-    request.memory_budget_bytes = PermutedIndexOptions{}.memory_budget_bytes_per_fingerprint *
-                                  request.n;
+    request.memory_budget_bytes =
+        PermutedIndexOptions{}.memory_budget_bytes_per_fingerprint * request.n;
     Result<IndexDesign> planned = PlanIndex(request);
     if (!planned.ok()) {
       request.memory_budget_bytes = 0;
@@ -370,7 +370,8 @@ Status DocumentStoreImpl::Init() {
     open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return Status::Ok();
   }
-  Result<std::unique_ptr<WalWriter>> wal = WalWriter::OpenForAppend(fs_, wal_path, replay->valid_bytes);
+  Result<std::unique_ptr<WalWriter>> wal =
+      WalWriter::OpenForAppend(fs_, wal_path, replay->valid_bytes);
   if (!wal.ok()) return wal.status();
   wal_ = std::move(*wal);
   wal_bytes_.store(wal_->size());
@@ -412,10 +413,9 @@ Result<IndexDesign> DocumentStoreImpl::PlanStoreDesign(int bits, int max_k) cons
   request.memory_budget_bytes = options_.index_memory_budget.TotalFor(request.n);
   Result<IndexDesign> plan = PlanIndex(request);
   if (!plan.ok()) {
-    return plan.status().WithContext(dir_ + ": index design for " +
-                                     std::to_string(static_cast<uint64_t>(request.n)) +
-                                     " documents within " +
-                                     options_.index_memory_budget.ToString());
+    return plan.status().WithContext(
+        dir_ + ": index design for " + std::to_string(static_cast<uint64_t>(request.n)) +
+        " documents within " + options_.index_memory_budget.ToString());
   }
   return plan;
 }
@@ -430,10 +430,9 @@ Status DocumentStoreImpl::CheckCompatible(const Manifest& manifest) {
                                    std::to_string(options_.max_k));
   if (!options_.fingerprint_options.empty() &&
       options_.fingerprint_options != manifest.fingerprint_options)
-    return Status::InvalidArgument(
-        where + "fingerprint options \"" + manifest.fingerprint_options +
-        "\", not \"" + options_.fingerprint_options +
-        "\" (fingerprints made with other options are not comparable)");
+    return Status::InvalidArgument(where + "fingerprint options \"" + manifest.fingerprint_options +
+                                   "\", not \"" + options_.fingerprint_options +
+                                   "\" (fingerprints made with other options are not comparable)");
   Result<IndexDesign> design = index::DecodeDesign(manifest.design);
   if (!design.ok())
     return Status::Corruption(store::JoinPath(dir_, store::kManifestName) + ": " +
@@ -442,8 +441,8 @@ Status DocumentStoreImpl::CheckCompatible(const Manifest& manifest) {
     return Status::Corruption(store::JoinPath(dir_, store::kManifestName) +
                               ": index design does not match the store's width and max_k");
   if (options_.design && !index::SameTables(*options_.design, *design))
-    return Status::InvalidArgument(where + "index design \"" + design->description +
-                                   "\", not \"" + options_.design->description + "\"");
+    return Status::InvalidArgument(where + "index design \"" + design->description + "\", not \"" +
+                                   options_.design->description + "\"");
   Result<std::shared_ptr<const index::CompiledDesign>> compiled = index::CompileDesign(*design);
   if (!compiled.ok())
     return Status::Corruption(store::JoinPath(dir_, store::kManifestName) + ": " +

@@ -1,7 +1,7 @@
 // FileSystem: the few file operations by which the store changes its directory (create, append,
 // sync, truncate, rename, remove, directory sync), so tests can put a fault-injection layer under
-// it (as LevelDB's test Env does) that simulates a power cut. Reading (ReadFile, mmap) goes straight
-// to the OS: a fault layer must write through.
+// it (as LevelDB's test Env does) that simulates a power cut. Reading (ReadFile, mmap) goes
+// straight to the OS: a fault layer must write through.
 //
 // Internal header. FileSystem::Default() is the OS (POSIX) and is thread-safe; a WritableFile is
 // used by one thread at a time.

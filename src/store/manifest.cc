@@ -60,10 +60,9 @@ Result<Manifest> ReadManifest(const std::string& dir) {
     return Status::Corruption(path + ": MANIFEST is truncated");
   }
   if (version != kManifestVersion) {
-    return Status::Unsupported(path + ": MANIFEST version " + std::to_string(version) +
-                               " is not supported" +
-                               (version < kManifestVersion
-                                    ? " (written by an older neardup: `neardup index recover` "
+    return Status::Unsupported(
+        path + ": MANIFEST version " + std::to_string(version) + " is not supported" +
+        (version < kManifestVersion ? " (written by an older neardup: `neardup index recover` "
                                       "rewrites the store)"
                                     : ""));
   }

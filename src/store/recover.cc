@@ -202,9 +202,9 @@ Result<RecoveryReport> RecoverStore(const std::string& dir) {
   uint64_t next = max_number + 1;
   if (!entries.empty()) {
     const uint64_t number = next++;
-    NEARDUP_RETURN_IF_ERROR(store::WriteSegment(store::FileSystem::Default(),
-                                                store::JoinPath(dir, store::SegmentFileName(number)),
-                                                *compiled, std::move(entries)));
+    NEARDUP_RETURN_IF_ERROR(store::WriteSegment(
+        store::FileSystem::Default(), store::JoinPath(dir, store::SegmentFileName(number)),
+        *compiled, std::move(entries)));
     fresh.segments.push_back(number);
   }
   fresh.wal_number = next++;

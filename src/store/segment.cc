@@ -161,9 +161,9 @@ Status CheckHeader(const std::string& path, const char* base, uint64_t size, int
     return Status::Corruption(path + ": segment header checksum mismatch");
   }
   if (LoadU32(base + kOffVersion) != kSegmentVersion) {
-    return Status::Unsupported(path + ": segment format version " +
-                               std::to_string(LoadU32(base + kOffVersion)) +
-                               " is not supported (`neardup index recover` rewrites older segments)");
+    return Status::Unsupported(
+        path + ": segment format version " + std::to_string(LoadU32(base + kOffVersion)) +
+        " is not supported (`neardup index recover` rewrites older segments)");
   }
   if (static_cast<int>(LoadU32(base + kOffBits)) != bits) {
     return Status::Corruption(path + ": segment holds " + std::to_string(LoadU32(base + kOffBits)) +

@@ -48,9 +48,9 @@ class Segment {
   // section's header and design (must be `design`'s tables); and the whole-file checksum if
   // `verify_checksum`. Without it, every offset is still bounds-checked when read. Errors name the
   // file.
-  static Result<std::shared_ptr<Segment>> Open(
-      const std::string& path, std::shared_ptr<const index::CompiledDesign> design,
-      bool verify_checksum);
+  static Result<std::shared_ptr<Segment>> Open(const std::string& path,
+                                               std::shared_ptr<const index::CompiledDesign> design,
+                                               bool verify_checksum);
   ~Segment();
   Segment(const Segment&) = delete;
   Segment& operator=(const Segment&) = delete;
