@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -37,13 +38,21 @@ inline size_t ValidSequenceLength(std::string_view s, size_t i) {
   return 0;
 }
 
+// Whether the 8 bytes at p are all ASCII.
+inline bool AsciiWord(const char* p) {
+  uint64_t word;
+  std::memcpy(&word, p, 8);
+  return (word & 0x8080808080808080ull) == 0;
+}
+
 // Byte offset of the first invalid sequence in `s`, or std::string_view::npos if `s` is valid.
 inline size_t FindInvalid(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
-    // Fast path over ASCII.
+    // Fast path over ASCII, eight bytes at a time.
     if (static_cast<unsigned char>(s[i]) < 0x80) {
       ++i;
+      while (i + 8 <= s.size() && AsciiWord(s.data() + i)) i += 8;
       continue;
     }
     size_t len = ValidSequenceLength(s, i);
@@ -54,6 +63,20 @@ inline size_t FindInvalid(std::string_view s) {
 }
 
 inline bool IsValid(std::string_view s) { return FindInvalid(s) == std::string_view::npos; }
+
+// Number of bytes >= 0x80 in `s` (0: the text is ASCII).
+inline size_t CountNonAscii(std::string_view s) {
+  size_t count = 0;
+  for (char c : s) count += static_cast<unsigned char>(c) >> 7;
+  return count;
+}
+
+// The whitespace of every stage (folding, jieba's \s, keyword filtering) for ASCII bytes: Python's
+// str.isspace(): space, \t \n \v \f \r and the separators 0x1C-0x1F. Above ASCII the stages use
+// u_isUWhiteSpace (folding) or Python's rule (jieba), see their comments.
+inline bool IsAsciiWhitespace(unsigned char c) {
+  return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1C && c <= 0x1F);
+}
 
 // Decodes the code point at s[i] (which must start a valid sequence of `len` bytes).
 inline char32_t Decode(std::string_view s, size_t i, size_t len) {

@@ -16,6 +16,7 @@
 
 #include "common/utf8.h"
 #include "features/idf_table.h"
+#include "features/word_splitter.h"
 #include "neardup/features.h"
 #include "neardup/jieba.h"
 
@@ -196,7 +197,8 @@ struct FeatureExtractor::Impl {
     if (tokenizer == Tokenizer::kJieba) {
       NEARDUP_RETURN_IF_ERROR(LoadJieba());
       jieba->Cut(text, tokens, options.jieba_hmm);
-    } else {
+    } else if (!options.fast_paths || !SplitSpaceSeparatedWords(text, tokens)) {
+      tokens->clear();
       NEARDUP_RETURN_IF_ERROR(IcuWords(text, tokens));
     }
     const auto& stop_words = JiebaStopWords();
@@ -258,6 +260,11 @@ Status FeatureExtractor::Tokenize(std::string_view text, std::vector<std::string
   return Status::Ok();
 }
 
+Status FeatureExtractor::TokenViews(std::string_view text, std::vector<std::string_view>* tokens,
+                                    std::string* storage) const {
+  return impl_->Tokens(options_, text, storage, tokens);
+}
+
 Status FeatureExtractor::Extract(std::string_view text,
                                  std::vector<WeightedFeature>* features) const {
   features->clear();
@@ -302,11 +309,7 @@ Status FeatureExtractor::Extract(std::string_view text,
   }
   features->reserve(tallies.size());
   for (const auto& [feature, tally] : tallies) {
-    double weight = 1;
-    if (options_.weighting != Weighting::kUniform) {
-      weight = options_.sublinear_tf ? 1 + std::log(tally.count) : tally.count;
-      if (tf_idf) weight *= tally.idf;
-    }
+    double weight = FeatureWeight(options_, tally.count, tf_idf ? tally.idf : 1);
     if (!(weight > 0)) continue;  // a zero or negative IDF carries no vote
     features->push_back(WeightedFeature{std::string(feature), weight});
   }

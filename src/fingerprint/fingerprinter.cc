@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "common/utf8.h"
 #include "features/idf_table.h"
@@ -30,6 +31,142 @@ FingerprintOptions YanyiwuSimhashOptions(size_t top_k) {
   options.bits = 64;
   return options;
 }
+
+namespace {
+
+// The fused path from token views to a SimHash: shingles are hashed from views into the text (or,
+// when their words are not separated by exactly one space there, from a per-thread arena), counted
+// in an open-addressing table keyed by their hash (texts compared on a hash match, so distinct
+// shingles never merge), and voted in order of first occurrence. Every buffer lives per thread and
+// is reused: no allocation per document in the steady state.
+class FeatureHasher {
+ public:
+  // Hashes the shingles of `tokens` (views into `text`) into *accumulator with the weights
+  // FeatureExtractor::Extract gives them, producing the same fingerprint as hashing Extract's
+  // features in its order (heaviest first, ties by text). Returns the number of features.
+  size_t Run(const FeatureOptions& options, std::span<const std::string_view> tokens,
+             FeatureHash hash, int bits, SimHashAccumulator* accumulator);
+
+ private:
+  struct Entry {
+    std::string_view text;
+    FeatureHashValue hash;
+    double count = 0;
+    double weight = 0;
+  };
+  std::string_view ShingleView(std::span<const std::string_view> words);
+  uint32_t* Slot(const FeatureHashValue& h, std::string_view text);
+  void ReferenceOrder(int bits, SimHashAccumulator* accumulator);
+
+  std::string arena_;
+  std::vector<Entry> entries_;
+  std::vector<uint32_t> slots_;  // index into entries_ + 1; 0 = empty
+  size_t mask_ = 0;
+};
+
+std::string_view FeatureHasher::ShingleView(std::span<const std::string_view> words) {
+  bool contiguous = true;
+  for (size_t j = 0; j + 1 < words.size() && contiguous; ++j) {
+    const char* end = words[j].data() + words[j].size();
+    contiguous = words[j + 1].data() == end + 1 && *end == ' ';
+  }
+  if (contiguous) {
+    const char* begin = words.front().data();
+    return std::string_view(begin, static_cast<size_t>(words.back().data() +
+                                                       words.back().size() - begin));
+  }
+  // The arena is reserved for the worst case before the loop: appending never reallocates, so
+  // earlier views stay valid.
+  size_t at = arena_.size();
+  for (size_t j = 0; j < words.size(); ++j) {
+    if (j > 0) arena_.push_back(' ');
+    arena_.append(words[j]);
+  }
+  return std::string_view(arena_.data() + at, arena_.size() - at);
+}
+
+uint32_t* FeatureHasher::Slot(const FeatureHashValue& h, std::string_view text) {
+  size_t i = static_cast<size_t>(h.lo ^ (h.lo >> 29)) & mask_;
+  while (true) {
+    uint32_t& slot = slots_[i];
+    if (slot == 0) return &slot;
+    const Entry& entry = entries_[slot - 1];
+    if (entry.hash.lo == h.lo && entry.hash.hi == h.hi && entry.text == text) return &slot;
+    i = (i + 1) & mask_;
+  }
+}
+
+size_t FeatureHasher::Run(const FeatureOptions& options, std::span<const std::string_view> tokens,
+                          FeatureHash hash, int bits, SimHashAccumulator* accumulator) {
+  entries_.clear();
+  if (tokens.empty()) return 0;
+  const size_t n = static_cast<size_t>(options.shingle_size);
+  const size_t count = tokens.size() >= n ? tokens.size() - n + 1 : 1;
+  const size_t width = std::min(n, tokens.size());
+  size_t table = 16;
+  while (table < 2 * count) table *= 2;
+  if (slots_.size() < table || slots_.size() > 64 * table) slots_.assign(table, 0);
+  std::fill(slots_.begin(), slots_.begin() + static_cast<ptrdiff_t>(table), 0);
+  mask_ = table - 1;
+  if (width > 1) {
+    size_t token_bytes = 0;
+    for (std::string_view token : tokens) token_bytes += token.size() + 1;
+    arena_.clear();
+    arena_.reserve(token_bytes * width);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    std::string_view text = ShingleView(tokens.subspan(i, width));
+    FeatureHashValue h = HashFeature(text, hash, bits);
+    uint32_t* slot = Slot(h, text);
+    if (*slot == 0) {
+      entries_.push_back(Entry{text, h, 0, 0});
+      *slot = static_cast<uint32_t>(entries_.size());
+    }
+    entries_[*slot - 1].count += 1;
+  }
+  // Vote in order of first occurrence. Extract's order (heaviest first, ties by text) can round
+  // differently, but both sums are within 2 * gamma_m * sum|w| of each other (recursive
+  // summation, gamma_m = m u / (1 - m u)); a sum farther than that from 0 has the same sign in
+  // both. With integer weights every sum is exact in any order. Otherwise, when a sum is too
+  // close to 0 to decide, the votes are redone in Extract's order.
+  bool integral = true;
+  double total = 0;
+  for (Entry& entry : entries_) {
+    entry.weight = FeatureWeight(options, entry.count);
+    integral = integral && entry.weight == std::floor(entry.weight);
+    total += entry.weight;
+    accumulator->Add(entry.hash, entry.weight);
+  }
+  if (integral && total < 0x1p52) return entries_.size();
+  const double m = static_cast<double>(entries_.size());
+  const double u = std::numeric_limits<double>::epsilon() / 2;
+  const double gamma = m * u / (1 - m * u);
+  const double margin = 4 * gamma * total;  // twice the bound: `total` itself is rounded
+  for (double sum : accumulator->sums()) {
+    if (std::fabs(sum) <= margin) {
+      ReferenceOrder(bits, accumulator);
+      break;
+    }
+  }
+  return entries_.size();
+}
+
+void FeatureHasher::ReferenceOrder(int bits, SimHashAccumulator* accumulator) {
+  std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
+    return a.weight != b.weight ? a.weight > b.weight : a.text < b.text;
+  });
+  *accumulator = SimHashAccumulator(bits);
+  for (const Entry& entry : entries_) accumulator->Add(entry.hash, entry.weight);
+}
+
+// Whether the fused path computes what Extract + SimHash would for these options.
+bool FusedPathApplies(const FingerprintOptions& options) {
+  const FeatureOptions& f = options.features;
+  return f.fast_paths && options.normalize.fast_paths && f.tokenizer != Tokenizer::kCharNgram &&
+         f.weighting != Weighting::kTfIdf && f.top_k == 0;
+}
+
+}  // namespace
 
 struct Fingerprinter::Impl {
   std::unique_ptr<TextNormalizer> normalizer;        // kNeardup
@@ -135,6 +272,26 @@ Result<FingerprintDetails> Fingerprinter::ComputeDetails(std::string_view text, 
           WeightedFeature{std::string(terms[scored[i].order].word), scored[i].weight});
     }
     if (keep_normalized_text) normalized.assign(text);
+  } else if (!keep_features && FusedPathApplies(options_)) {
+    thread_local std::string normalized_buffer;
+    thread_local std::vector<std::string_view> tokens;
+    thread_local std::string storage;
+    thread_local FeatureHasher hasher;
+    std::string& norm = keep_normalized_text ? normalized : normalized_buffer;
+    NEARDUP_RETURN_IF_ERROR(impl_->normalizer->Normalize(text, &norm));
+    NEARDUP_RETURN_IF_ERROR(impl_->extractor->TokenViews(norm, &tokens, &storage));
+    SimHashAccumulator accumulator(options_.bits);
+    details.feature_count = hasher.Run(options_.features, tokens, options_.hash, options_.bits,
+                                       &accumulator);
+    if (details.feature_count == 0 && !norm.empty()) {
+      // No word feature (only punctuation or symbols): hash the text itself, as below.
+      accumulator.Add(HashFeature(norm, options_.hash, options_.bits), 1.0);
+      details.feature_count = 1;
+      details.whole_text_fallback = true;
+    }
+    details.fingerprint = accumulator.Finish();
+    if (keep_normalized_text) details.normalized_text = std::move(normalized);
+    return details;
   } else {
     NEARDUP_RETURN_IF_ERROR(impl_->normalizer->Normalize(text, &normalized));
     NEARDUP_RETURN_IF_ERROR(impl_->extractor->Extract(normalized, &features));

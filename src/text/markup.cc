@@ -106,6 +106,13 @@ size_t DecodeEntity(std::string_view html, size_t i, std::string* out) {
 
 std::string StripMarkup(std::string_view html) {
   std::string out;
+  StripMarkupTo(html, &out);
+  return out;
+}
+
+void StripMarkupTo(std::string_view html, std::string* out_buffer) {
+  std::string& out = *out_buffer;
+  out.clear();
   out.reserve(html.size());
   size_t i = 0;
   while (i < html.size()) {
@@ -187,35 +194,50 @@ std::string StripMarkup(std::string_view html) {
         std::find(std::begin(kBlockTags), std::end(kBlockTags), name) != std::end(kBlockTags);
     if (block) out.push_back('\n');
   }
-  return out;
 }
 
 std::string FoldWhitespace(std::string_view text) {
   std::string out;
-  out.reserve(text.size());
-  bool pending_space = false;
-  size_t i = 0;
-  while (i < text.size()) {
-    auto byte = static_cast<unsigned char>(text[i]);
-    size_t len = 1;
-    bool space;
-    if (byte < 0x80) {
-      space = byte == ' ' || (byte >= '\t' && byte <= '\r') || (byte >= 0x1C && byte <= 0x1F);
-    } else {
-      len = utf8::ValidSequenceLength(text, i);
-      if (len == 0) len = 1;  // caller promised valid UTF-8; copy a stray byte unchanged
-      space = len > 1 && u_isUWhiteSpace(static_cast<UChar32>(utf8::Decode(text, i, len)));
-    }
-    if (space) {
-      pending_space = !out.empty();
-    } else {
-      if (pending_space) out.push_back(' ');
-      pending_space = false;
-      out.append(text.substr(i, len));
-    }
-    i += len;
-  }
+  FoldWhitespaceTo(text, &out);
   return out;
+}
+
+void FoldWhitespaceTo(std::string_view text, std::string* out) {
+  // Writes through a raw pointer into a buffer sized for the worst case (the output is never
+  // longer than the input), then trims: no per-byte push_back.
+  out->resize(text.size());
+  char* const begin = out->data();
+  char* dest = begin;
+  const char* src = text.data();
+  const char* const end = src + text.size();
+  bool pending_space = false;
+  while (src < end) {
+    auto byte = static_cast<unsigned char>(*src);
+    if (byte < 0x80) {
+      if (utf8::IsAsciiWhitespace(byte)) {
+        pending_space = dest != begin;
+      } else {
+        if (pending_space) *dest++ = ' ';
+        pending_space = false;
+        *dest++ = static_cast<char>(byte);
+      }
+      ++src;
+      continue;
+    }
+    size_t i = static_cast<size_t>(src - text.data());
+    size_t len = utf8::ValidSequenceLength(text, i);
+    if (len == 0) len = 1;  // caller promised valid UTF-8; copy a stray byte unchanged
+    if (len > 1 && u_isUWhiteSpace(static_cast<UChar32>(utf8::Decode(text, i, len)))) {
+      pending_space = dest != begin;
+    } else {
+      if (pending_space) *dest++ = ' ';
+      pending_space = false;
+      std::memcpy(dest, src, len);
+      dest += len;
+    }
+    src += len;
+  }
+  out->resize(static_cast<size_t>(dest - begin));
 }
 
 }  // namespace neardup

@@ -79,15 +79,77 @@ bool MayChange(std::string_view text, const std::vector<bool>& may_change) {
   });
 }
 
+// Per-thread buffers the stages write into alternately; reused from one text to the next, so the
+// steady state allocates nothing.
+struct Scratch {
+  std::string replaced;
+  std::string stage[2];
+  // A buffer for the next stage's output that does not hold `current`.
+  std::string* Next(std::string_view current) {
+    return current.data() == stage[0].data() ? &stage[1] : &stage[0];
+  }
+};
+
+void AppendLowerAscii(std::string_view ascii, std::string* out) {
+  size_t at = out->size();
+  out->resize(at + ascii.size());
+  char* dest = out->data() + at;
+  for (char c : ascii) {
+    *dest++ = static_cast<char>(c + ((static_cast<unsigned char>(c - 'A') < 26) ? 32 : 0));
+  }
+}
+
 }  // namespace
 
 struct TextNormalizer::Impl {
   const icu::Normalizer2* normalizer = nullptr;  // owned by ICU; thread-safe
+  // ASCII under the configured NFKC / case folding maps to itself, lowercased when case folding
+  // (checked against ICU at Create), and every ASCII character has a normalisation boundary
+  // before it: ASCII runs can be handled without ICU.
+  bool ascii_shortcut = false;
+
+  // NFKC / NFKC_Casefold / case folding of `text`, appended to *out.
+  Status IcuNormalize(std::string_view text, bool case_fold, std::string* out) const {
+    icu::StringByteSink<std::string> sink(out);
+    UErrorCode error = U_ZERO_ERROR;
+    icu::StringPiece piece(text.data(), static_cast<int32_t>(text.size()));
+    if (normalizer != nullptr) {
+      normalizer->normalizeUTF8(0, piece, sink, nullptr, error);
+    } else if (case_fold) {
+      icu::CaseMap::utf8Fold(0, piece, sink, nullptr, error);
+    }
+    if (U_FAILURE(error)) {
+      return Status::Internal(std::string("ICU normalisation failed: ") + u_errorName(error));
+    }
+    return Status::Ok();
+  }
   std::unique_ptr<opencc::SimpleConverter> t2s;  // Convert() is const and read-only
   // may_change_under_t2s[cp]: OpenCC may rewrite a text holding cp. Texts without any such code
   // point skip OpenCC (most Simplified text). Empty: convert every text with Han characters.
   std::vector<bool> may_change_under_t2s;
 };
+
+namespace {
+
+// Whether ASCII text may skip ICU: checked once per configuration against ICU itself.
+bool AsciiShortcutHolds(const TextNormalizer::Impl& impl, bool case_fold) {
+  for (int c = 0; c < 0x80; ++c) {
+    if (impl.normalizer != nullptr && !impl.normalizer->hasBoundaryBefore(c)) return false;
+    std::string one(1, static_cast<char>(c));
+    std::string folded;
+    if (!impl.IcuNormalize(one, case_fold, &folded).ok()) return false;
+    std::string expected;
+    if (case_fold) {
+      AppendLowerAscii(one, &expected);
+    } else {
+      expected = one;
+    }
+    if (folded != expected) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 TextNormalizer::TextNormalizer(const NormalizeOptions& options)
     : options_(options), impl_(std::make_unique<Impl>()) {}
@@ -104,6 +166,9 @@ Result<std::unique_ptr<TextNormalizer>> TextNormalizer::Create(const NormalizeOp
   }
   if (U_FAILURE(error)) {
     return Status::Internal(std::string("ICU normalizer unavailable: ") + u_errorName(error));
+  }
+  if (options.nfkc || options.case_fold) {
+    normalizer->impl_->ascii_shortcut = AsciiShortcutHolds(*normalizer->impl_, options.case_fold);
   }
   if (options.traditional_to_simplified) {
     std::string config = options.opencc_config.empty()
@@ -133,6 +198,99 @@ Result<std::unique_ptr<TextNormalizer>> TextNormalizer::Create(const NormalizeOp
 }
 
 Status TextNormalizer::Normalize(std::string_view text, std::string* out) const {
+  if (!options_.fast_paths) return ReferenceNormalize(text, out);
+  thread_local Scratch scratch;
+  size_t invalid = utf8::FindInvalid(text);
+  if (invalid != std::string_view::npos) {
+    if (!options_.replace_invalid_utf8) {
+      return Status::InvalidUtf8("invalid UTF-8 at byte " + std::to_string(invalid));
+    }
+    scratch.replaced = utf8::ReplaceInvalid(text);
+    text = scratch.replaced;
+  }
+  if (text.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return Status::ResourceExhausted("text of " + std::to_string(text.size()) +
+                                     " bytes is too large to normalise (limit 2 GiB)");
+  }
+  std::string_view current = text;
+  // Markup stripping changes nothing in a text without '<' or '&'.
+  if (options_.strip_markup && (current.find('<') != std::string_view::npos ||
+                                current.find('&') != std::string_view::npos)) {
+    std::string* next = scratch.Next(current);
+    StripMarkupTo(current, next);
+    current = *next;
+  }
+  if (impl_->normalizer != nullptr || options_.case_fold) {
+    std::string* next = scratch.Next(current);
+    next->clear();
+    size_t non_ascii = impl_->ascii_shortcut ? utf8::CountNonAscii(current) : current.size();
+    if (non_ascii == 0) {
+      if (options_.case_fold) {
+        AppendLowerAscii(current, next);
+      } else {
+        next->assign(current);  // NFKC leaves ASCII as it is
+      }
+    } else if (non_ascii * 8 < current.size()) {
+      // Mostly ASCII: ASCII runs by hand, ICU on each non-ASCII island together with the ASCII
+      // character before it (which may combine with a following mark). Every ASCII character has
+      // a normalisation boundary before it, so the pieces normalise independently.
+      next->reserve(current.size() + current.size() / 8);
+      size_t i = 0;
+      const size_t n = current.size();
+      while (i < n) {
+        size_t j = i;
+        while (j < n && static_cast<unsigned char>(current[j]) < 0x80) ++j;
+        if (j == n) {
+          AppendLowerOrCopy(current.substr(i), next);
+          break;
+        }
+        size_t island = j > i ? j - 1 : j;
+        AppendLowerOrCopy(current.substr(i, island - i), next);
+        size_t k = j;
+        while (k < n && static_cast<unsigned char>(current[k]) >= 0x80) ++k;
+        NEARDUP_RETURN_IF_ERROR(
+            impl_->IcuNormalize(current.substr(island, k - island), options_.case_fold, next));
+        i = k;
+      }
+    } else {
+      next->reserve(current.size() + current.size() / 8);
+      NEARDUP_RETURN_IF_ERROR(impl_->IcuNormalize(current, options_.case_fold, next));
+    }
+    current = *next;
+  }
+  if (impl_->t2s != nullptr && MayChange(current, impl_->may_change_under_t2s)) {
+    std::string* next = scratch.Next(current);
+    try {
+      *next = impl_->t2s->Convert(current.data(), current.size());
+    } catch (const std::exception& e) {
+      return Status::Internal(std::string("OpenCC conversion failed: ") + e.what());
+    }
+    current = *next;
+  }
+  if (options_.fold_whitespace) {
+    if (current.data() >= out->data() && current.data() < out->data() + out->capacity()) {
+      std::string* copy = scratch.Next(current);  // `text` is *out itself: fold from a copy
+      copy->assign(current);
+      current = *copy;
+    }
+    FoldWhitespaceTo(current, out);
+  } else {
+    out->assign(current);
+  }
+  return Status::Ok();
+}
+
+void TextNormalizer::AppendLowerOrCopy(std::string_view ascii, std::string* out) const {
+  if (options_.case_fold) {
+    AppendLowerAscii(ascii, out);
+  } else {
+    out->append(ascii);
+  }
+}
+
+// The plain path: every step over the whole text, fresh buffers (the reference the fast path is
+// tested against).
+Status TextNormalizer::ReferenceNormalize(std::string_view text, std::string* out) const {
   std::string buffer;
   size_t invalid = utf8::FindInvalid(text);
   if (invalid != std::string_view::npos) {
@@ -155,20 +313,7 @@ Status TextNormalizer::Normalize(std::string_view text, std::string* out) const 
   if (impl_->normalizer != nullptr || options_.case_fold) {
     std::string next;
     next.reserve(current.size());
-    icu::StringByteSink<std::string> sink(&next);
-    UErrorCode error = U_ZERO_ERROR;
-    if (impl_->normalizer != nullptr) {
-      impl_->normalizer->normalizeUTF8(
-          0, icu::StringPiece(current.data(), static_cast<int32_t>(current.size())), sink, nullptr,
-          error);
-    } else {
-      icu::CaseMap::utf8Fold(0,
-                             icu::StringPiece(current.data(), static_cast<int32_t>(current.size())),
-                             sink, nullptr, error);
-    }
-    if (U_FAILURE(error)) {
-      return Status::Internal(std::string("ICU normalisation failed: ") + u_errorName(error));
-    }
+    NEARDUP_RETURN_IF_ERROR(impl_->IcuNormalize(current, options_.case_fold, &next));
     current.swap(next);
   }
   if (impl_->t2s != nullptr && MayChange(current, impl_->may_change_under_t2s)) {
