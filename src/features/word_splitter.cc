@@ -95,6 +95,10 @@ bool IsWordClass(Class c) {
   return c == kALetter || c == kHebrewLetter || c == kNumeric || c == kExtendNumLet;
 }
 bool IsAHLetter(Class c) { return c == kALetter || c == kHebrewLetter; }
+bool IsAsciiDigit(unsigned char c) { return c >= '0' && c <= '9'; }
+bool IsAsciiAlnum(unsigned char c) {
+  return IsAsciiDigit(c) || static_cast<unsigned char>((c | 0x20) - 'a') < 26;
+}
 
 // A base code point with the Extend/Format code points attached to it (WB4).
 struct Unit {
@@ -139,6 +143,17 @@ class Scanner {
     return unit;
   }
 
+  // The offset after the Extend/Format code points starting at `i` (WB4: they attach to the code
+  // point before `i`).
+  size_t SkipExtends(size_t i) const {
+    while (i < text_.size() && static_cast<unsigned char>(text_[i]) >= 0x80) {
+      size_t after = 0;
+      if (ClassAt(i, &after) != kExtend) break;
+      i = after;
+    }
+    return i;
+  }
+
   size_t size() const { return text_.size(); }
 
  private:
@@ -152,6 +167,13 @@ bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_vie
   Scanner scanner(text);
   size_t pos = 0;
   while (pos < text.size()) {
+    // Fast lane: ASCII spaces and punctuation outside a word are skipped (an Extend mark after
+    // one would attach to it and be no word either). '_' and '@' can start words.
+    auto byte = static_cast<unsigned char>(text[pos]);
+    if (byte < 0x80 && !IsAsciiAlnum(byte) && byte != '_' && byte != '@') {
+      ++pos;
+      continue;
+    }
     Unit first = scanner.UnitAt(pos);
     if (first.cls == kRefuse) return false;
     if (!IsWordClass(first.cls)) {
@@ -163,6 +185,15 @@ bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_vie
     size_t bases = 1;
     pos = first.end;
     while (pos < text.size()) {
+      // Fast lane: ASCII letters and digits join whatever word they follow (WB5, WB8-WB10).
+      size_t run = pos;
+      while (run < text.size() && IsAsciiAlnum(static_cast<unsigned char>(text[run]))) ++run;
+      if (run > pos) {
+        last = IsAsciiDigit(static_cast<unsigned char>(text[run - 1])) ? kNumeric : kALetter;
+        bases += run - pos;
+        pos = scanner.SkipExtends(run);
+        continue;
+      }
       Unit next = scanner.UnitAt(pos);
       if (next.cls == kRefuse) return false;
       if (IsWordClass(next.cls)) {  // WB5, WB8-WB10, WB13a, WB13b
