@@ -56,6 +56,12 @@ TEST(TextTest, TraditionalToSimplified) {
   options.traditional_to_simplified = true;
   EXPECT_EQ(Normalize(options, "漢語資訊"), "汉语资讯");
   EXPECT_EQ(Normalize(options, "English only"), "English only");
+  for (bool fast : {true, false}) {
+    options.fast_paths = fast;
+    // OpenCC reads C strings: the text after a NUL must not be lost.
+    EXPECT_EQ(Normalize(options, std::string("漢語\0資訊 x", 14)), std::string("汉语\0资讯 x", 14));
+    EXPECT_EQ(Normalize(options, "頭髮 and 發展, 乾燥。干预"), "头发 and 发展, 干燥。干预");
+  }
 }
 
 TEST(TextTest, WhitespaceFolding) {

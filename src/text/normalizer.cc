@@ -46,7 +46,8 @@ std::vector<char32_t> CodePoints(std::string_view text) {
 // Adds to *may_change every code point whose presence can make OpenCC change a text: the keys of
 // the dictionary `path` whose conversion differs, position by position. Returns false if the
 // dictionary cannot be read (the caller then converts every Han text).
-bool AddChangingCodePoints(const std::string& path, std::vector<bool>* may_change) {
+bool AddChangingCodePoints(const std::string& path, std::vector<bool>* may_change,
+                           std::vector<bool>* in_key) {
   FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) return false;
   try {
@@ -58,6 +59,7 @@ bool AddChangingCodePoints(const std::string& path, std::vector<bool>* may_chang
       for (const std::string& value : entry->Values()) {
         std::vector<char32_t> converted = CodePoints(value);
         for (size_t i = 0; i < key.size(); ++i) {
+          if (key[i] < kMaxTrackedCodePoint) (*in_key)[key[i]] = true;
           bool same = key.size() == converted.size() && key[i] == converted[i];
           if (!same && key[i] < kMaxTrackedCodePoint) (*may_change)[key[i]] = true;
         }
@@ -127,6 +129,55 @@ struct TextNormalizer::Impl {
   // may_change_under_t2s[cp]: OpenCC may rewrite a text holding cp. Texts without any such code
   // point skip OpenCC (most Simplified text). Empty: convert every text with Han characters.
   std::vector<bool> may_change_under_t2s;
+  // in_t2s_key[cp]: cp occurs in some key of the t2s dictionaries. OpenCC matches dictionary keys
+  // at each position, so no match spans a code point outside every key: the text can be cut
+  // there and the pieces converted on their own, and a piece without any may-change code point
+  // is already its conversion. Empty: cut only at NUL.
+  std::vector<bool> in_t2s_key;
+
+  // OpenCC t2s of `text` into *out, piece by piece. Also cuts at NUL bytes, where OpenCC itself
+  // would stop reading (it takes C strings) and drop the rest of the text.
+  Status ConvertT2s(std::string_view text, bool skip_unchanged, std::string* out) const {
+    out->clear();
+    out->reserve(text.size());
+    size_t piece = 0;
+    bool piece_changes = false;
+    auto flush = [&](size_t end) -> Status {
+      if (end > piece) {
+        std::string_view part = text.substr(piece, end - piece);
+        if (piece_changes || !skip_unchanged) {
+          try {
+            out->append(t2s->Convert(part.data(), part.size()));
+          } catch (const std::exception& e) {
+            return Status::Internal(std::string("OpenCC conversion failed: ") + e.what());
+          }
+        } else {
+          out->append(part);
+        }
+      }
+      return Status::Ok();
+    };
+    size_t i = 0;
+    while (i < text.size()) {
+      size_t len = utf8::ValidSequenceLength(text, i);
+      if (len == 0) len = 1;  // valid UTF-8 by now; a stray byte is kept in its piece
+      char32_t cp = len == 1 ? static_cast<unsigned char>(text[i]) : utf8::Decode(text, i, len);
+      bool cut = cp == 0 || (skip_unchanged && !in_t2s_key.empty() &&
+                             cp < kMaxTrackedCodePoint && !in_t2s_key[cp]);
+      if (cut) {
+        NEARDUP_RETURN_IF_ERROR(flush(i));
+        out->append(text.substr(i, len));
+        piece = i + len;
+        piece_changes = false;
+      } else if (!piece_changes) {
+        piece_changes = may_change_under_t2s.empty()
+                            ? utf8::IsHanIdeograph(cp)
+                            : cp >= kMaxTrackedCodePoint || may_change_under_t2s[cp];
+      }
+      i += len;
+    }
+    return flush(text.size());
+  }
 };
 
 namespace {
@@ -183,10 +234,12 @@ Result<std::unique_ptr<TextNormalizer>> TextNormalizer::Create(const NormalizeOp
       if (options.opencc_config.empty()) {
         // The default t2s.json converts with TSPhrases then TSCharacters.
         std::vector<bool> may_change(kMaxTrackedCodePoint, false);
+        std::vector<bool> in_key(kMaxTrackedCodePoint, false);
         std::string dir = NEARDUP_DEFAULT_OPENCC_DIR;
-        if (AddChangingCodePoints(dir + "/TSPhrases.ocd2", &may_change) &&
-            AddChangingCodePoints(dir + "/TSCharacters.ocd2", &may_change)) {
+        if (AddChangingCodePoints(dir + "/TSPhrases.ocd2", &may_change, &in_key) &&
+            AddChangingCodePoints(dir + "/TSCharacters.ocd2", &may_change, &in_key)) {
           normalizer->impl_->may_change_under_t2s = std::move(may_change);
+          normalizer->impl_->in_t2s_key = std::move(in_key);
         }
       }
     } catch (const std::exception& e) {
@@ -260,11 +313,7 @@ Status TextNormalizer::Normalize(std::string_view text, std::string* out) const 
   }
   if (impl_->t2s != nullptr && MayChange(current, impl_->may_change_under_t2s)) {
     std::string* next = scratch.Next(current);
-    try {
-      *next = impl_->t2s->Convert(current.data(), current.size());
-    } catch (const std::exception& e) {
-      return Status::Internal(std::string("OpenCC conversion failed: ") + e.what());
-    }
+    NEARDUP_RETURN_IF_ERROR(impl_->ConvertT2s(current, /*skip_unchanged=*/true, next));
     current = *next;
   }
   if (options_.fold_whitespace) {
@@ -317,11 +366,9 @@ Status TextNormalizer::ReferenceNormalize(std::string_view text, std::string* ou
     current.swap(next);
   }
   if (impl_->t2s != nullptr && MayChange(current, impl_->may_change_under_t2s)) {
-    try {
-      current = impl_->t2s->Convert(current.data(), current.size());
-    } catch (const std::exception& e) {
-      return Status::Internal(std::string("OpenCC conversion failed: ") + e.what());
-    }
+    std::string converted;
+    NEARDUP_RETURN_IF_ERROR(impl_->ConvertT2s(current, /*skip_unchanged=*/false, &converted));
+    current.swap(converted);
   }
   if (options_.fold_whitespace) {
     *out = FoldWhitespace(current);
