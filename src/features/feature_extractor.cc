@@ -32,11 +32,7 @@ const std::unordered_set<std::string_view>& JiebaStopWords() {
   return words;
 }
 
-constexpr uint32_t kContentMask = U_GC_L_MASK | U_GC_M_MASK | U_GC_N_MASK;
-
-bool IsContent(char32_t cp) {
-  return (U_GET_GC_MASK(static_cast<UChar32>(cp)) & kContentMask) != 0;
-}
+bool IsContent(char32_t cp) { return IsLetterMarkOrNumber(cp); }
 
 // True if the token holds a letter, mark or number (not only spaces and punctuation).
 bool HasContent(std::string_view token) {

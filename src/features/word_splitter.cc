@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "common/utf8.h"
 
@@ -165,54 +166,66 @@ class Scanner {
 
 bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_view>* words) {
   Scanner scanner(text);
+  const size_t n = text.size();
   size_t pos = 0;
-  while (pos < text.size()) {
-    // Fast lane: ASCII spaces and punctuation outside a word are skipped (an Extend mark after
-    // one would attach to it and be no word either). '_' and '@' can start words.
+  while (pos < n) {
+    // Outside a word: ASCII spaces and punctuation are skipped at once ('_' and '@' can start
+    // words). Extend/Format here attaches to a non-word character, or stands alone after a hard
+    // break or at the start: either way no word.
     auto byte = static_cast<unsigned char>(text[pos]);
     if (byte < 0x80 && !IsAsciiAlnum(byte) && byte != '_' && byte != '@') {
       ++pos;
       continue;
     }
-    Unit first = scanner.UnitAt(pos);
-    if (first.cls == kRefuse) return false;
-    if (!IsWordClass(first.cls)) {
-      pos = first.end;
+    size_t next = 0;
+    const Class first = scanner.ClassAt(pos, &next);
+    if (first == kRefuse) return false;
+    if (!IsWordClass(first)) {
+      pos = next;
       continue;
     }
     const size_t begin = pos;
-    Class last = first.cls;
+    Class last = first;
     size_t bases = 1;
-    pos = first.end;
-    while (pos < text.size()) {
+    pos = next;
+    while (pos < n) {
       // Fast lane: ASCII letters and digits join whatever word they follow (WB5, WB8-WB10).
       size_t run = pos;
-      while (run < text.size() && IsAsciiAlnum(static_cast<unsigned char>(text[run]))) ++run;
+      while (run < n && IsAsciiAlnum(static_cast<unsigned char>(text[run]))) ++run;
       if (run > pos) {
         last = IsAsciiDigit(static_cast<unsigned char>(text[run - 1])) ? kNumeric : kALetter;
         bases += run - pos;
-        pos = scanner.SkipExtends(run);
+        pos = run;
         continue;
       }
-      Unit next = scanner.UnitAt(pos);
-      if (next.cls == kRefuse) return false;
-      if (IsWordClass(next.cls)) {  // WB5, WB8-WB10, WB13a, WB13b
-        last = next.cls;
-        pos = next.end;
+      // Any word character joins too (WB5, WB8-WB10, WB13a, WB13b); Extend/Format attaches (WB4).
+      const Class cls = scanner.ClassAt(pos, &next);
+      if (cls == kRefuse) return false;
+      if (cls == kExtend) {
+        pos = next;
+        continue;
+      }
+      if (IsWordClass(cls)) {
+        last = cls;
         ++bases;
+        pos = next;
         continue;
       }
-      const bool letter_mid = IsAHLetter(last) && (next.cls == kMidLetter ||
-                                                   next.cls == kMidNumLet ||
-                                                   next.cls == kSingleQuote);
-      const bool number_mid = last == kNumeric && (next.cls == kMidNum || next.cls == kMidNumLet ||
-                                                   next.cls == kSingleQuote);
-      const bool hebrew_quote = last == kHebrewLetter && next.cls == kDoubleQuote;
-      if ((letter_mid || number_mid || hebrew_quote) && next.end < text.size()) {
-        Unit after = scanner.UnitAt(next.end);
+      if (cls != kMidLetter && cls != kMidNumLet && cls != kMidNum && cls != kSingleQuote &&
+          cls != kDoubleQuote) {
+        break;  // nothing else continues a word
+      }
+      const Unit mid = scanner.UnitAt(pos);
+      const bool letter_mid = IsAHLetter(last) && (mid.cls == kMidLetter || mid.cls == kMidNumLet ||
+                                                   mid.cls == kSingleQuote);
+      const bool number_mid = last == kNumeric && (mid.cls == kMidNum || mid.cls == kMidNumLet ||
+                                                   mid.cls == kSingleQuote);
+      const bool hebrew_quote = last == kHebrewLetter && mid.cls == kDoubleQuote;
+      if ((letter_mid || number_mid || hebrew_quote) && mid.end < n) {
+        Unit after = scanner.UnitAt(mid.end);
         if (after.cls == kRefuse) return false;
-        const bool joins = (letter_mid && IsAHLetter(after.cls)) ||          // WB6, WB7
-                           (number_mid && after.cls == kNumeric) ||          // WB11, WB12
+        const bool joins = (letter_mid && IsAHLetter(after.cls)) ||       // WB6, WB7
+                           (number_mid && after.cls == kNumeric) ||       // WB11, WB12
                            (hebrew_quote && after.cls == kHebrewLetter);  // WB7b, WB7c
         if (joins) {
           last = after.cls;
@@ -221,16 +234,31 @@ bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_vie
           continue;
         }
       }
-      if (last == kHebrewLetter && next.cls == kSingleQuote) {  // WB7a; nothing joins after it
-        pos = next.end;
+      if (last == kHebrewLetter && mid.cls == kSingleQuote) {  // WB7a; nothing joins after it
+        pos = mid.end;
         ++bases;
       }
       break;
     }
     // A lone ExtendNumLet ("_") is no word for ICU (rule status 0); two or more are.
-    if (!(bases == 1 && first.cls == kExtendNumLet)) words->push_back(text.substr(begin, pos - begin));
+    if (!(bases == 1 && first == kExtendNumLet)) {
+      words->push_back(text.substr(begin, pos - begin));
+    }
   }
   return true;
+}
+
+bool IsLetterMarkOrNumber(char32_t cp) {
+  static const auto* table = [] {
+    auto* bits = new std::vector<bool>(0x10000);
+    for (UChar32 c = 0; c < 0x10000; ++c) {
+      (*bits)[static_cast<size_t>(c)] =
+          (U_GET_GC_MASK(c) & (U_GC_L_MASK | U_GC_M_MASK | U_GC_N_MASK)) != 0;
+    }
+    return bits;
+  }();
+  if (cp < 0x10000) return (*table)[cp];
+  return (U_GET_GC_MASK(static_cast<UChar32>(cp)) & (U_GC_L_MASK | U_GC_M_MASK | U_GC_N_MASK)) != 0;
 }
 
 }  // namespace neardup

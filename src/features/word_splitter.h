@@ -18,6 +18,10 @@ namespace neardup {
 // sequences and regional indicators. The caller then segments the text with ICU.
 bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_view>* words);
 
+// Whether `cp` is a letter, mark or number (general category L*, M*, N*): what makes a token a
+// word feature. A table lookup below U+10000.
+bool IsLetterMarkOrNumber(char32_t cp);
+
 }  // namespace neardup
 
 #endif  // NEARDUP_FEATURES_WORD_SPLITTER_H_

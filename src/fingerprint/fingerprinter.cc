@@ -34,6 +34,18 @@ FingerprintOptions YanyiwuSimhashOptions(size_t top_k) {
 
 namespace {
 
+// kSpreadBits.lanes[b] holds bit i of byte b in byte i: adding it to a 64-bit word counts the
+// eight bits of b in eight 8-bit lanes at once.
+struct SpreadBits {
+  uint64_t lanes[256];
+  constexpr SpreadBits() : lanes() {
+    for (int b = 0; b < 256; ++b) {
+      for (int i = 0; i < 8; ++i) lanes[b] |= static_cast<uint64_t>((b >> i) & 1) << (8 * i);
+    }
+  }
+};
+constexpr SpreadBits kSpreadBits;
+
 // The fused path from token views to a SimHash: shingles are hashed from views into the text (or,
 // when their words are not separated by exactly one space there, from a per-thread arena), counted
 // in an open-addressing table keyed by their hash (texts compared on a hash match, so distinct
@@ -44,8 +56,9 @@ class FeatureHasher {
   // Hashes the shingles of `tokens` (views into `text`) into *accumulator with the weights
   // FeatureExtractor::Extract gives them, producing the same fingerprint as hashing Extract's
   // features in its order (heaviest first, ties by text). Returns the number of features.
+  // *fingerprint is left alone when there is no feature.
   size_t Run(const FeatureOptions& options, std::span<const std::string_view> tokens,
-             FeatureHash hash, int bits, SimHashAccumulator* accumulator);
+             FeatureHash hash, int bits, Fingerprint* fingerprint);
 
  private:
   struct Entry {
@@ -56,7 +69,7 @@ class FeatureHasher {
   };
   std::string_view ShingleView(std::span<const std::string_view> words);
   uint32_t* Slot(const FeatureHashValue& h, std::string_view text);
-  void ReferenceOrder(int bits, SimHashAccumulator* accumulator);
+  void ReferenceOrder(int bits, Fingerprint* fingerprint);
 
   std::string arena_;
   std::vector<Entry> entries_;
@@ -72,8 +85,8 @@ std::string_view FeatureHasher::ShingleView(std::span<const std::string_view> wo
   }
   if (contiguous) {
     const char* begin = words.front().data();
-    return std::string_view(begin, static_cast<size_t>(words.back().data() +
-                                                       words.back().size() - begin));
+    return std::string_view(begin,
+                            static_cast<size_t>(words.back().data() + words.back().size() - begin));
   }
   // The arena is reserved for the worst case before the loop: appending never reallocates, so
   // earlier views stay valid.
@@ -97,7 +110,7 @@ uint32_t* FeatureHasher::Slot(const FeatureHashValue& h, std::string_view text) 
 }
 
 size_t FeatureHasher::Run(const FeatureOptions& options, std::span<const std::string_view> tokens,
-                          FeatureHash hash, int bits, SimHashAccumulator* accumulator) {
+                          FeatureHash hash, int bits, Fingerprint* fingerprint) {
   entries_.clear();
   if (tokens.empty()) return 0;
   const size_t n = static_cast<size_t>(options.shingle_size);
@@ -124,39 +137,79 @@ size_t FeatureHasher::Run(const FeatureOptions& options, std::span<const std::st
     }
     entries_[*slot - 1].count += 1;
   }
-  // Vote in order of first occurrence. Extract's order (heaviest first, ties by text) can round
-  // differently, but both sums are within 2 * gamma_m * sum|w| of each other (recursive
-  // summation, gamma_m = m u / (1 - m u)); a sum farther than that from 0 has the same sign in
-  // both. With integer weights every sum is exact in any order. Otherwise, when a sum is too
-  // close to 0 to decide, the votes are redone in Extract's order.
+  // Votes. Extract's order (heaviest first, ties by text) can round differently from any other
+  // order, but every order's sum is within gamma_m * sum|w| of the exact sum (recursive summation,
+  // gamma_m = m u / (1 - m u)), so a sum of ours farther than 2 gamma_m sum|w| from 0 (ours is
+  // exact to within that too) has the same sign as Extract's. With integer weights every sum is
+  // exact in any order. Otherwise, when a sum is too close to 0 to decide, the votes are redone in
+  // Extract's order. Features seen once (weight 1 under every weighting) are counted per bit in
+  // integers, eight bits per 64-bit word; the rest are voted in doubles.
+  double sums[128] = {};
+  uint64_t ones[128] = {};
+  uint64_t lanes[16] = {};
+  uint64_t once = 0, pending = 0;
   bool integral = true;
   double total = 0;
+  SimHashAccumulator heavy(bits);
+  auto flush = [&] {
+    for (int k = 0; k < bits / 8; ++k) {
+      for (int i = 0; i < 8; ++i) ones[8 * k + i] += (lanes[k] >> (8 * i)) & 0xFF;
+      lanes[k] = 0;
+    }
+    pending = 0;
+  };
   for (Entry& entry : entries_) {
     entry.weight = FeatureWeight(options, entry.count);
-    integral = integral && entry.weight == std::floor(entry.weight);
     total += entry.weight;
-    accumulator->Add(entry.hash, entry.weight);
-  }
-  if (integral && total < 0x1p52) return entries_.size();
-  const double m = static_cast<double>(entries_.size());
-  const double u = std::numeric_limits<double>::epsilon() / 2;
-  const double gamma = m * u / (1 - m * u);
-  const double margin = 4 * gamma * total;  // twice the bound: `total` itself is rounded
-  for (double sum : accumulator->sums()) {
-    if (std::fabs(sum) <= margin) {
-      ReferenceOrder(bits, accumulator);
-      break;
+    if (entry.weight == 1.0) {
+      for (int k = 0; k < 8; ++k) lanes[k] += kSpreadBits.lanes[(entry.hash.lo >> (8 * k)) & 0xFF];
+      if (bits == 128) {
+        for (int k = 0; k < 8; ++k) {
+          lanes[8 + k] += kSpreadBits.lanes[(entry.hash.hi >> (8 * k)) & 0xFF];
+        }
+      }
+      ++once;
+      if (++pending == 255) flush();
+      continue;
     }
+    integral = integral && entry.weight == std::floor(entry.weight);
+    heavy.Add(entry.hash, entry.weight);
   }
+  flush();
+  std::span<const double> heavy_sums = heavy.sums();
+  for (int j = 0; j < bits; ++j) {
+    const double net = 2 * static_cast<double>(ones[j]) - static_cast<double>(once);
+    sums[j] = heavy_sums[static_cast<size_t>(j)] + net;
+  }
+  bool decided = integral && total < 0x1p52;
+  if (!decided) {
+    const double m = static_cast<double>(entries_.size());
+    const double u = std::numeric_limits<double>::epsilon() / 2;
+    const double gamma = m * u / (1 - m * u);
+    const double margin = 4 * gamma * total;  // twice the bound: `total` itself is rounded
+    decided = true;
+    for (int j = 0; j < bits && decided; ++j) decided = std::fabs(sums[j]) > margin;
+  }
+  if (!decided) {
+    ReferenceOrder(bits, fingerprint);
+    return entries_.size();
+  }
+  uint64_t lo = 0, hi = 0;
+  for (int j = 0; j < 64; ++j) lo |= static_cast<uint64_t>(sums[j] > 0) << j;
+  if (bits == 128) {
+    for (int j = 0; j < 64; ++j) hi |= static_cast<uint64_t>(sums[64 + j] > 0) << j;
+  }
+  *fingerprint = bits == 128 ? Fingerprint::From128(hi, lo) : Fingerprint::From64(lo);
   return entries_.size();
 }
 
-void FeatureHasher::ReferenceOrder(int bits, SimHashAccumulator* accumulator) {
+void FeatureHasher::ReferenceOrder(int bits, Fingerprint* fingerprint) {
   std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
     return a.weight != b.weight ? a.weight > b.weight : a.text < b.text;
   });
-  *accumulator = SimHashAccumulator(bits);
-  for (const Entry& entry : entries_) accumulator->Add(entry.hash, entry.weight);
+  SimHashAccumulator accumulator(bits);
+  for (const Entry& entry : entries_) accumulator.Add(entry.hash, entry.weight);
+  *fingerprint = accumulator.Finish();
 }
 
 // Whether the fused path computes what Extract + SimHash would for these options.
@@ -280,16 +333,17 @@ Result<FingerprintDetails> Fingerprinter::ComputeDetails(std::string_view text, 
     std::string& norm = keep_normalized_text ? normalized : normalized_buffer;
     NEARDUP_RETURN_IF_ERROR(impl_->normalizer->Normalize(text, &norm));
     NEARDUP_RETURN_IF_ERROR(impl_->extractor->TokenViews(norm, &tokens, &storage));
-    SimHashAccumulator accumulator(options_.bits);
-    details.feature_count = hasher.Run(options_.features, tokens, options_.hash, options_.bits,
-                                       &accumulator);
+    details.fingerprint = SimHashAccumulator(options_.bits).Finish();
+    details.feature_count =
+        hasher.Run(options_.features, tokens, options_.hash, options_.bits, &details.fingerprint);
     if (details.feature_count == 0 && !norm.empty()) {
       // No word feature (only punctuation or symbols): hash the text itself, as below.
+      SimHashAccumulator accumulator(options_.bits);
       accumulator.Add(HashFeature(norm, options_.hash, options_.bits), 1.0);
       details.feature_count = 1;
       details.whole_text_fallback = true;
+      details.fingerprint = accumulator.Finish();
     }
-    details.fingerprint = accumulator.Finish();
     if (keep_normalized_text) details.normalized_text = std::move(normalized);
     return details;
   } else {

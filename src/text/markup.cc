@@ -119,6 +119,14 @@ void StripMarkupTo(std::string_view html, std::string* out_buffer) {
   out.reserve(html.size());
   size_t i = 0;
   while (i < html.size()) {
+    // Text up to the next '<' or '&' is copied as it is.
+    size_t special = i;
+    while (special < html.size() && html[special] != '<' && html[special] != '&') ++special;
+    if (special > i) {
+      out.append(html.substr(i, special - i));
+      i = special;
+      if (i == html.size()) break;
+    }
     char c = html[i];
     if (c == '&') {
       size_t used = DecodeEntity(html, i, &out);
@@ -222,11 +230,24 @@ void FoldWhitespaceTo(std::string_view text, std::string* out) {
     // (none first after a space): they are copied unchanged, the common case of running text.
     if (end - src >= 16) {
       __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+      // Bytes >= 0x80 are negative as signed chars: `low` is masked to ASCII. The lead bytes of
+      // every non-ASCII White_Space character (U+0085 U+00A0: C2; U+1680: E1; U+2000-U+205F: E2;
+      // U+3000: E3) send the block to the byte-wise path.
       unsigned non_ascii = static_cast<unsigned>(_mm_movemask_epi8(v));
-      unsigned low = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmplt_epi8(v, _mm_set1_epi8(0x21))));
+      unsigned low =
+          static_cast<unsigned>(_mm_movemask_epi8(_mm_cmplt_epi8(v, _mm_set1_epi8(0x21))));
       unsigned spaces =
           static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(' '))));
-      if (non_ascii == 0 && low == spaces && (spaces & (spaces >> 1)) == 0 &&
+      unsigned space_leads = 0;
+      if (non_ascii != 0) {
+        __m128i leads =
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xC2))),
+                                      _mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xE1)))),
+                         _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xE2))),
+                                      _mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xE3)))));
+        space_leads = static_cast<unsigned>(_mm_movemask_epi8(leads));
+      }
+      if (space_leads == 0 && (low & ~non_ascii) == spaces && (spaces & (spaces >> 1)) == 0 &&
           !(after_space && (spaces & 1))) {
         _mm_storeu_si128(reinterpret_cast<__m128i*>(dest), v);
         dest += 16;
