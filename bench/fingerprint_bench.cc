@@ -145,8 +145,8 @@ double TimePythonJieba(const TextSet& set) {
 
 // One table row: MB/s by wall clock, MB/s per CPU-second (per core), and the CPU-time ratio
 // against `baseline_cpu_mbps` when given.
-void Row(const std::string& name, size_t bytes, Timing t, int threads,
-         double baseline_cpu_mbps = 0, const char* note = "") {
+void Row(const std::string& name, size_t bytes, Timing t, int threads, double baseline_cpu_mbps = 0,
+         const char* note = "") {
   double wall_mbps = bytes / 1e6 / t.wall;
   double cpu_mbps = bytes / 1e6 / t.cpu;
   std::printf("%-50s %3d %9.2f %11.2f", name.c_str(), threads, wall_mbps, cpu_mbps);
@@ -176,7 +176,8 @@ int Main(int argc, char** argv) {
   languages.push_back({"en", Load(dir, {"en_speeches.jsonl", "en_manpages.jsonl"}, max_bytes)});
   languages.push_back({"ru", Load(dir, {"ru_manpages.jsonl"}, max_bytes)});
   languages.push_back(
-      {"zh", Load(dir, {"zh_lohelp.jsonl", "zh_manpages.jsonl", "zh_debian_docs.jsonl"}, max_bytes)});
+      {"zh",
+       Load(dir, {"zh_lohelp.jsonl", "zh_manpages.jsonl", "zh_debian_docs.jsonl"}, max_bytes)});
   languages.push_back({"ja", Load(dir, {"ja_manpages.jsonl"}, max_bytes)});
   const TextSet& zh = languages[2].set;
   const int nproc = DefaultThreadCount();
@@ -186,16 +187,17 @@ int Main(int argc, char** argv) {
                 language.set.bytes / 1e6);
   }
   std::printf(" nproc %d\n", nproc);
-  std::printf("MB/s: by wall clock, and per CPU-second of this process (= per core; the machine may "
-              "be shared)\n");
+  std::printf(
+      "MB/s: by wall clock, and per CPU-second of this process (= per core; the machine may "
+      "be shared)\n");
   std::printf("%-50s %3s %9s %11s %10s\n", "what", "thr", "wall MB/s", "CPU MB/s", "ratio");
 
   uint64_t checksum = 0;
   double python_seconds = TimePythonJieba(zh);
   double python_mbps = python_seconds > 0 ? zh.bytes / 1e6 / python_seconds : 0;
   if (python_seconds > 0) {
-    Row("zh python3 jieba.analyse.extract_tags(topK=20)", zh.bytes, {python_seconds, python_seconds},
-        1);
+    Row("zh python3 jieba.analyse.extract_tags(topK=20)", zh.bytes,
+        {python_seconds, python_seconds}, 1);
   } else {
     std::printf("zh python3 jieba: could not run /usr/bin/python3 with jieba\n");
   }
@@ -241,8 +243,9 @@ int Main(int argc, char** argv) {
     Row(std::string(language.name) + " default options, reference path (before)",
         language.set.bytes, ref, 1);
     Row(std::string(language.name) + " default options, fast path", language.set.bytes, fast, 1,
-        ref_cpu_mbps, ref_sum == fast_sum ? "vs reference; fingerprints identical"
-                                          : "vs reference; FINGERPRINTS DIFFER");
+        ref_cpu_mbps,
+        ref_sum == fast_sum ? "vs reference; fingerprints identical"
+                            : "vs reference; FINGERPRINTS DIFFER");
     all_identical = all_identical && ref_sum == fast_sum;
     checksum ^= fast_sum;
   }
@@ -264,8 +267,8 @@ int Main(int argc, char** argv) {
   double one_wall_mbps = all.bytes / 1e6 / one.wall;
   double many_wall_mbps = all.bytes / 1e6 / many.wall;
   char note[96];
-  std::snprintf(note, sizeof(note), "wall-clock speed-up over 1 thread: %.2fx", many_wall_mbps /
-                                                                              one_wall_mbps);
+  std::snprintf(note, sizeof(note), "wall-clock speed-up over 1 thread: %.2fx",
+                many_wall_mbps / one_wall_mbps);
   Row("en+ru+zh+ja default options, nproc threads", all.bytes, many, nproc, 0, note);
   std::printf("checksum %016llx; fast path %s the reference path\n",
               static_cast<unsigned long long>(checksum),

@@ -67,14 +67,17 @@ std::vector<Doc> CorpusSubset(size_t* total) {
 
 std::vector<Doc> EdgeCases(bool with_large) {
   std::vector<Doc> cases = {
-      {"combining marks", "Cafe\u0301 nai\u0308ve e\u0301te\u0301 \u0301leading x\u0301\u0302y "
-                          "\n\u0301after newline Ы\u0306 क\u093F ب\u064E"},
+      {"combining marks",
+       "Cafe\u0301 nai\u0308ve e\u0301te\u0301 \u0301leading x\u0301\u0302y "
+       "\n\u0301after newline Ы\u0306 क\u093F ب\u064E"},
       {"full-width forms", "ＡＢＣ１２３ Ｆｕｌｌ－ｗｉｄｔｈ　ｔｅｘｔ，ｈｅｒｅ． ｶﾀｶﾅ"},
       {"ligatures", "ﬁle ﬂow ﬀ œuvre Æsir Ǆ ㎏ ① ½ ™"},
       {"turkish dotted i", "İstanbul ISTANBUL ıiIİ i̇stanbul KIRIKKALE"},
-      {"emoji and zwj", "family 👨‍👩‍👧 here 🇫🇷 flag 👍🏽 ok ❤️ x👍y a\u200Db"},
-      {"mixed scripts in one word", "abcабв αβγ123 x٣y Moskвa e-mail test_case π3.14 "
-                                    "naïveБ l'homme can't 1,000.5 3'4 a:b @user __ _ a_b"},
+      {"emoji and zwj",
+       "family 👨‍👩‍👧 here 🇫🇷 flag 👍🏽 ok ❤️ x👍y a\u200Db"},
+      {"mixed scripts in one word",
+       "abcабв αβγ123 x٣y Moskвa e-mail test_case π3.14 "
+       "naïveБ l'homme can't 1,000.5 3'4 a:b @user __ _ a_b"},
       {"hebrew quotes", "צה\"ל ש'כ אבג'"},
       {"thai and latin", "ภาษาไทย word ภาษา"},
       {"cjk in latin text", "the 漢字 word and かな text"},
@@ -123,9 +126,8 @@ bool Compare(const Doc& doc, const TextNormalizer& fast_norm, const TextNormaliz
     Status a = fast_words.Tokenize(text, &fast_tokens);
     Status b = ref_words.Tokenize(text, &ref_tokens);
     EXPECT_EQ(a.ToString(), b.ToString()) << doc.name;
-    EXPECT_TRUE(fast_tokens == ref_tokens)
-        << doc.name << ": tokens differ (" << fast_tokens.size() << " vs " << ref_tokens.size()
-        << ")";
+    EXPECT_TRUE(fast_tokens == ref_tokens) << doc.name << ": tokens differ (" << fast_tokens.size()
+                                           << " vs " << ref_tokens.size() << ")";
     if (fast_tokens != ref_tokens) {
       for (size_t i = 0; i < std::min(fast_tokens.size(), ref_tokens.size()); ++i) {
         if (fast_tokens[i] != ref_tokens[i]) {
@@ -227,9 +229,10 @@ TEST(FastPathTest, CorpusMatchesTheIcuPath) {
     }
     if (::testing::Test::HasFailure()) break;  // one document's report is enough
   }
-  std::printf("compared %zu of %zu documents; the word splitter decided %zu alone (%zu of %zu "
-              "English/Russian)\n",
-              docs.size(), total, split, space_split, space_separated);
+  std::printf(
+      "compared %zu of %zu documents; the word splitter decided %zu alone (%zu of %zu "
+      "English/Russian)\n",
+      docs.size(), total, split, space_split, space_separated);
   // The splitter must actually carry the space-separated documents, or this test proves nothing.
   EXPECT_GT(space_split * 10, space_separated * 9);
 }

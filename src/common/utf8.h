@@ -71,11 +71,22 @@ inline size_t CountNonAscii(std::string_view s) {
   return count;
 }
 
-// The whitespace of every stage (folding, jieba's \s, keyword filtering) for ASCII bytes: Python's
-// str.isspace(): space, \t \n \v \f \r and the separators 0x1C-0x1F. Above ASCII the stages use
-// u_isUWhiteSpace (folding) or Python's rule (jieba), see their comments.
-inline bool IsAsciiWhitespace(unsigned char c) {
+// The project's two whitespace definitions, both Python's (jieba is Python):
+//  - IsPythonSpace: str.isspace(), the whitespace of text. Whitespace folding, jieba's keyword
+//    filtering and str.strip() use it. Above ASCII it is Unicode White_Space (ICU's
+//    u_isUWhiteSpace, checked in tests/text_test.cc); in ASCII it adds the separators 0x1C-0x1F.
+//  - IsAsciiSpaceByte: bytes.isspace() (space \t \n \v \f \r), the whitespace of data files and
+//    of Python source (jieba's dict.txt lines, finalseg/prob_*.py).
+inline bool IsAsciiWhitespace(unsigned char c) {  // IsPythonSpace for one ASCII byte
   return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1C && c <= 0x1F);
+}
+inline bool IsPythonSpace(char32_t cp) {
+  if (cp < 0x80) return IsAsciiWhitespace(static_cast<unsigned char>(cp));
+  return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
+         cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+inline bool IsAsciiSpaceByte(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 
 // Decodes the code point at s[i] (which must start a valid sequence of `len` bytes).

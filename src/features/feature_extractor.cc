@@ -14,8 +14,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/string_hash.h"
 #include "common/utf8.h"
 #include "features/idf_table.h"
+#include "features/jieba_internal.h"
 #include "features/word_splitter.h"
 #include "neardup/features.h"
 #include "neardup/jieba.h"
@@ -23,12 +25,10 @@
 namespace neardup {
 namespace {
 
-// jieba.analyse's default STOP_WORDS.
+// jieba.analyse's STOP_WORDS, compared as they are (the text is normally case-folded already).
 const std::unordered_set<std::string_view>& JiebaStopWords() {
-  static const std::unordered_set<std::string_view> words = {
-      "the",  "of",   "is", "and",  "to",   "in",  "that", "we",   "for",   "an",  "are",
-      "by",   "be",   "as", "on",   "with", "can", "if",   "from", "which", "you", "it",
-      "this", "then", "at", "have", "all",  "not", "one",  "has",  "or"};
+  static const std::unordered_set<std::string_view> words(std::begin(jieba::kStopWords),
+                                                          std::end(jieba::kStopWords));
   return words;
 }
 
@@ -141,11 +141,6 @@ void CharNgrams(std::string_view text, int n, std::string* storage,
   }
 }
 
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-
 }  // namespace
 
 struct FeatureExtractor::Impl {
@@ -163,9 +158,8 @@ struct FeatureExtractor::Impl {
       if (jieba_dir.empty()) {
         loaded = JiebaSegmenter::Default();
       } else {
-        JiebaOptions jieba_options;
-        jieba_options.dict_path = jieba_dir + "/dict.txt";
-        jieba_options.hmm_dir = jieba_dir + "/finalseg";
+        JiebaOptions jieba_options = JiebaOptionsForDirectory(jieba_dir);
+        jieba_options.idf_path.clear();  // the segmenter reads no IDF table
         loaded = JiebaSegmenter::Load(jieba_options);
       }
       if (loaded.ok()) {
@@ -229,15 +223,17 @@ Result<std::unique_ptr<FeatureExtractor>> FeatureExtractor::Create(const Feature
     NEARDUP_RETURN_IF_ERROR(extractor->impl_->LoadJieba());  // surely needed: fail early
   } else if (options.tokenizer == Tokenizer::kAuto && !options.jieba_dir.empty()) {
     std::error_code error;
-    if (!std::filesystem::exists(options.jieba_dir + "/dict.txt", error)) {
-      return Status::NotFound("jieba dictionary " + options.jieba_dir + "/dict.txt not found");
+    const std::string dict_path = JiebaOptionsForDirectory(options.jieba_dir).dict_path;
+    if (!std::filesystem::exists(dict_path, error)) {
+      return Status::NotFound("jieba dictionary " + dict_path + " not found");
     }
   }
   if (options.weighting == Weighting::kTfIdf || !options.idf_path.empty()) {
     Result<std::shared_ptr<const IdfTable>> idf =
-        !options.idf_path.empty()   ? IdfTable::Load(options.idf_path)
-        : options.jieba_dir.empty() ? IdfTable::Default()
-                                    : IdfTable::Load(options.jieba_dir + "/analyse/idf.txt");
+        !options.idf_path.empty() ? IdfTable::Load(options.idf_path)
+        : options.jieba_dir.empty()
+            ? IdfTable::Default()
+            : IdfTable::Load(JiebaOptionsForDirectory(options.jieba_dir).idf_path);
     if (!idf.ok()) return idf.status();
     extractor->impl_->idf = *idf;
   }

@@ -15,7 +15,7 @@
 
 namespace neardup {
 
-std::string IdfTable::DefaultPath() { return DefaultJiebaDirectory() + "/analyse/idf.txt"; }
+std::string IdfTable::DefaultPath() { return JiebaOptionsForDirectory("").idf_path; }
 
 Result<std::shared_ptr<const IdfTable>> IdfTable::Load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "common/string_hash.h"
 #include "neardup/status.h"
 
 namespace neardup {
@@ -40,10 +41,6 @@ class IdfTable {
   size_t size() const { return idf_.size(); }
 
  private:
-  struct StringHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   std::unordered_map<std::string, double, StringHash, std::equal_to<>> idf_;
   double median_ = 0;
   double mean_ = 0;

@@ -52,12 +52,7 @@ size_t TableSizeFor(size_t count) {
   return size;
 }
 
-// Python str.isspace() for one code point.
-bool IsPythonSpace(char32_t cp) {
-  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 ||
-         cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
-         cp == 0x202F || cp == 0x205F || cp == 0x3000;
-}
+using utf8::IsPythonSpace;
 
 // Python str.splitlines() line boundaries.
 bool IsLineBoundary(char32_t cp) {
@@ -117,12 +112,6 @@ TermScratch& ThreadTermScratch() {
   return scratch;
 }
 
-// jieba's KeywordExtractor.STOP_WORDS.
-constexpr std::string_view kStopWords[] = {
-    "the",  "of",   "is", "and",  "to",   "in",  "that", "we",   "for",   "an",  "are",
-    "by",   "be",   "as", "on",   "with", "can", "if",   "from", "which", "you", "it",
-    "this", "then", "at", "have", "all",  "not", "one",  "has",  "or"};
-
 // wc.lower() in STOP_WORDS. Terms are runs of [\u4E00-\u9FD5a-zA-Z0-9+#&._%-], whose Unicode
 // lower case is the ASCII lower case.
 bool IsStopWord(std::string_view term) {
@@ -134,7 +123,7 @@ bool IsStopWord(std::string_view term) {
     lower[i] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
   }
   const std::string_view lowered(lower, term.size());
-  for (std::string_view stop : kStopWords) {
+  for (std::string_view stop : jieba::kStopWords) {
     if (stop == lowered) return true;
   }
   return false;
@@ -373,7 +362,7 @@ Result<std::shared_ptr<const KeywordExtractor>> KeywordExtractor::Load(
     std::shared_ptr<const JiebaSegmenter> segmenter, const JiebaOptions& options) {
   if (segmenter == nullptr) return Status::InvalidArgument("KeywordExtractor needs a segmenter");
   const std::string path =
-      options.idf_path.empty() ? DefaultJiebaDirectory() + "/analyse/idf.txt" : options.idf_path;
+      options.idf_path.empty() ? JiebaOptionsForDirectory("").idf_path : options.idf_path;
   auto impl = std::make_unique<Impl>();
   try {
     NEARDUP_RETURN_IF_ERROR(impl->Load(path));

@@ -250,11 +250,7 @@ Result<std::unique_ptr<Fingerprinter>> Fingerprinter::Create(const FingerprintOp
       keywords = KeywordExtractor::Default();
     } else {
       JiebaOptions jieba;
-      if (!features.jieba_dir.empty()) {
-        jieba.dict_path = features.jieba_dir + "/dict.txt";
-        jieba.hmm_dir = features.jieba_dir + "/finalseg";
-        jieba.idf_path = features.jieba_dir + "/analyse/idf.txt";
-      }
+      if (!features.jieba_dir.empty()) jieba = JiebaOptionsForDirectory(features.jieba_dir);
       if (!features.idf_path.empty()) jieba.idf_path = features.idf_path;
       auto segmenter =
           features.jieba_dir.empty() ? JiebaSegmenter::Default() : JiebaSegmenter::Load(jieba);
@@ -263,9 +259,10 @@ Result<std::unique_ptr<Fingerprinter>> Fingerprinter::Create(const FingerprintOp
     }
     if (!keywords.ok()) return keywords.status().WithContext("loading the jieba IDF table");
     impl.keywords = *keywords;
-    std::string idf_path = !features.idf_path.empty()    ? features.idf_path
-                           : !features.jieba_dir.empty() ? features.jieba_dir + "/analyse/idf.txt"
-                                                         : std::string();
+    std::string idf_path = !features.idf_path.empty() ? features.idf_path
+                           : !features.jieba_dir.empty()
+                               ? JiebaOptionsForDirectory(features.jieba_dir).idf_path
+                               : std::string();
     auto idf = idf_path.empty() ? IdfTable::Default() : IdfTable::Load(idf_path);
     if (!idf.ok()) return idf.status();
     impl.idf = *idf;

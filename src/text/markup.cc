@@ -269,7 +269,7 @@ void FoldWhitespaceTo(std::string_view text, std::string* out) {
     size_t i = static_cast<size_t>(src - text.data());
     size_t len = utf8::ValidSequenceLength(text, i);
     if (len == 0) len = 1;  // caller promised valid UTF-8; copy a stray byte unchanged
-    if (len > 1 && u_isUWhiteSpace(static_cast<UChar32>(utf8::Decode(text, i, len)))) {
+    if (len > 1 && utf8::IsPythonSpace(utf8::Decode(text, i, len))) {
       if (!after_space) *dest++ = ' ';
       after_space = true;
     } else {

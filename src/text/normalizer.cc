@@ -162,8 +162,8 @@ struct TextNormalizer::Impl {
       size_t len = utf8::ValidSequenceLength(text, i);
       if (len == 0) len = 1;  // valid UTF-8 by now; a stray byte is kept in its piece
       char32_t cp = len == 1 ? static_cast<unsigned char>(text[i]) : utf8::Decode(text, i, len);
-      bool cut = cp == 0 || (skip_unchanged && !in_t2s_key.empty() &&
-                             cp < kMaxTrackedCodePoint && !in_t2s_key[cp]);
+      bool cut = cp == 0 || (skip_unchanged && !in_t2s_key.empty() && cp < kMaxTrackedCodePoint &&
+                             !in_t2s_key[cp]);
       if (cut) {
         NEARDUP_RETURN_IF_ERROR(flush(i));
         out->append(text.substr(i, len));
