@@ -70,7 +70,8 @@ struct ScriptMix {
 
 ScriptMix DetectScripts(std::string_view text) {
   ScriptMix mix;
-  utf8::AnyCodePoint(text, 0x80, [&mix](char32_t cp) {
+  // Han and kana are all above U+3000: lead bytes below 0xE3 are skipped.
+  utf8::AnyCodePoint(text, 0xE3, [&mix](char32_t cp) {
     if (utf8::IsHanIdeograph(cp)) {
       mix.han = true;
     } else if ((cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x31F0 && cp <= 0x31FF) ||

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "common/utf8.h"
@@ -67,35 +68,42 @@ class FeatureHasher {
     double count = 0;
     double weight = 0;
   };
-  std::string_view ShingleView(std::span<const std::string_view> words);
+  // The shingle of `words`: a view into the text, or (*in_arena set) written at the arena's end.
+  std::string_view ShingleView(std::span<const std::string_view> words, bool* in_arena);
   uint32_t* Slot(const FeatureHashValue& h, std::string_view text);
   void ReferenceOrder(int bits, Fingerprint* fingerprint);
 
-  std::string arena_;
+  std::string arena_;  // sized for the worst case; arena_used_ bytes hold the shingles kept
+  size_t arena_used_ = 0;
   std::vector<Entry> entries_;
   std::vector<uint32_t> slots_;  // index into entries_ + 1; 0 = empty
   size_t mask_ = 0;
 };
 
-std::string_view FeatureHasher::ShingleView(std::span<const std::string_view> words) {
+std::string_view FeatureHasher::ShingleView(std::span<const std::string_view> words,
+                                            bool* in_arena) {
   bool contiguous = true;
   for (size_t j = 0; j + 1 < words.size() && contiguous; ++j) {
     const char* end = words[j].data() + words[j].size();
     contiguous = words[j + 1].data() == end + 1 && *end == ' ';
   }
+  *in_arena = !contiguous;
   if (contiguous) {
     const char* begin = words.front().data();
     return std::string_view(begin,
                             static_cast<size_t>(words.back().data() + words.back().size() - begin));
   }
-  // The arena is reserved for the worst case before the loop: appending never reallocates, so
-  // earlier views stay valid.
-  size_t at = arena_.size();
+  // The arena is sized for the worst case before the loop: it never reallocates, so earlier views
+  // stay valid. The caller gives the bytes back when the shingle was already counted.
+  char* const begin = arena_.data() + arena_used_;
+  char* out = begin;
   for (size_t j = 0; j < words.size(); ++j) {
-    if (j > 0) arena_.push_back(' ');
-    arena_.append(words[j]);
+    if (j > 0) *out++ = ' ';
+    std::memcpy(out, words[j].data(), words[j].size());
+    out += words[j].size();
   }
-  return std::string_view(arena_.data() + at, arena_.size() - at);
+  arena_used_ += static_cast<size_t>(out - begin);
+  return std::string_view(begin, static_cast<size_t>(out - begin));
 }
 
 uint32_t* FeatureHasher::Slot(const FeatureHashValue& h, std::string_view text) {
@@ -121,19 +129,22 @@ size_t FeatureHasher::Run(const FeatureOptions& options, std::span<const std::st
   if (slots_.size() < table || slots_.size() > 64 * table) slots_.assign(table, 0);
   std::fill(slots_.begin(), slots_.begin() + static_cast<ptrdiff_t>(table), 0);
   mask_ = table - 1;
+  arena_used_ = 0;
   if (width > 1) {
     size_t token_bytes = 0;
     for (std::string_view token : tokens) token_bytes += token.size() + 1;
-    arena_.clear();
-    arena_.reserve(token_bytes * width);
+    if (arena_.size() < token_bytes * width) arena_.resize(token_bytes * width);
   }
   for (size_t i = 0; i < count; ++i) {
-    std::string_view text = ShingleView(tokens.subspan(i, width));
+    bool in_arena = false;
+    std::string_view text = ShingleView(tokens.subspan(i, width), &in_arena);
     FeatureHashValue h = HashFeature(text, hash, bits);
     uint32_t* slot = Slot(h, text);
     if (*slot == 0) {
       entries_.push_back(Entry{text, h, 0, 0});
       *slot = static_cast<uint32_t>(entries_.size());
+    } else if (in_arena) {
+      arena_used_ -= text.size();  // counted before: its bytes are not needed
     }
     entries_[*slot - 1].count += 1;
   }
@@ -323,11 +334,17 @@ Result<FingerprintDetails> Fingerprinter::ComputeDetails(std::string_view text, 
     }
     if (keep_normalized_text) normalized.assign(text);
   } else if (!keep_features && FusedPathApplies(options_)) {
-    thread_local std::string normalized_buffer;
-    thread_local std::vector<std::string_view> tokens;
-    thread_local std::string storage;
-    thread_local FeatureHasher hasher;
-    std::string& norm = keep_normalized_text ? normalized : normalized_buffer;
+    struct Scratch {  // one thread_local: one TLS lookup per call
+      std::string normalized;
+      std::vector<std::string_view> tokens;
+      std::string storage;
+      FeatureHasher hasher;
+    };
+    thread_local Scratch scratch;
+    std::vector<std::string_view>& tokens = scratch.tokens;
+    std::string& storage = scratch.storage;
+    FeatureHasher& hasher = scratch.hasher;
+    std::string& norm = keep_normalized_text ? normalized : scratch.normalized;
     NEARDUP_RETURN_IF_ERROR(impl_->normalizer->Normalize(text, &norm));
     NEARDUP_RETURN_IF_ERROR(impl_->extractor->TokenViews(norm, &tokens, &storage));
     details.fingerprint = SimHashAccumulator(options_.bits).Finish();
