@@ -122,6 +122,9 @@ bool AnyCodePoint(std::string_view text, unsigned char min_lead_byte, Visit&& vi
   while (i < text.size()) {
     if (static_cast<unsigned char>(text[i]) < min_lead_byte) {
       ++i;
+      if (min_lead_byte >= 0x80) {  // ASCII is skipped eight bytes at a time
+        while (i + 8 <= text.size() && AsciiWord(text.data() + i)) i += 8;
+      }
       continue;
     }
     size_t len = ValidSequenceLength(text, i);
