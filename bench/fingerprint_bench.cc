@@ -109,8 +109,9 @@ std::unique_ptr<Fingerprinter> MakeOrDie(const FingerprintOptions& options) {
 }
 
 // Times Python jieba.analyse.extract_tags(text, topK=20) over the texts in a subprocess (the
-// dictionary is loaded before the clock starts). Returns seconds, or a negative value on failure.
-double TimePythonJieba(const TextSet& set) {
+// dictionary is loaded before the clock starts). Returns wall and CPU seconds (negative on
+// failure).
+Timing TimePythonJieba(const TextSet& set) {
   std::string input_path = "/tmp/neardup_fingerprint_bench_" + std::to_string(getpid()) + ".jsonl";
   std::string script_path = input_path + ".py";
   {
@@ -128,19 +129,20 @@ double TimePythonJieba(const TextSet& set) {
               "jieba.initialize()\n"
               "jieba.analyse.extract_tags('预热', topK=20)\n"
               "start = time.perf_counter()\n"
+              "cpu = time.process_time()\n"
               "for t in texts: jieba.analyse.extract_tags(t, topK=20)\n"
-              "print(time.perf_counter() - start)\n";
+              "print(time.perf_counter() - start, time.process_time() - cpu)\n";
   }
   std::string command = "/usr/bin/python3 " + script_path + " " + input_path;
   FILE* pipe = popen(command.c_str(), "r");
-  double seconds = -1;
+  Timing timing{-1, -1};
   if (pipe != nullptr) {
-    if (std::fscanf(pipe, "%lf", &seconds) != 1) seconds = -1;
+    if (std::fscanf(pipe, "%lf %lf", &timing.wall, &timing.cpu) != 2) timing = {-1, -1};
     pclose(pipe);
   }
   std::remove(input_path.c_str());
   std::remove(script_path.c_str());
-  return seconds;
+  return timing;
 }
 
 // One table row: MB/s by wall clock, MB/s per CPU-second (per core), and the CPU-time ratio
@@ -193,11 +195,10 @@ int Main(int argc, char** argv) {
   std::printf("%-50s %3s %9s %11s %10s\n", "what", "thr", "wall MB/s", "CPU MB/s", "ratio");
 
   uint64_t checksum = 0;
-  double python_seconds = TimePythonJieba(zh);
-  double python_mbps = python_seconds > 0 ? zh.bytes / 1e6 / python_seconds : 0;
-  if (python_seconds > 0) {
-    Row("zh python3 jieba.analyse.extract_tags(topK=20)", zh.bytes,
-        {python_seconds, python_seconds}, 1);
+  Timing python = TimePythonJieba(zh);
+  double python_mbps = python.cpu > 0 ? zh.bytes / 1e6 / python.cpu : 0;  // per CPU-second
+  if (python.cpu > 0) {
+    Row("zh python3 jieba.analyse.extract_tags(topK=20)", zh.bytes, python, 1);
   } else {
     std::printf("zh python3 jieba: could not run /usr/bin/python3 with jieba\n");
   }
