@@ -175,6 +175,23 @@ inline std::string ReplaceInvalid(std::string_view s) {
   return out;
 }
 
+// Python str.strip() on valid UTF-8.
+inline std::string_view StripPythonSpace(std::string_view s) {
+  while (!s.empty()) {
+    const size_t len = ValidSequenceLength(s, 0);
+    if (len == 0 || !IsPythonSpace(Decode(s, 0, len))) break;
+    s.remove_prefix(len);
+  }
+  while (!s.empty()) {
+    size_t start = s.size() - 1;
+    while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+    const size_t len = ValidSequenceLength(s, start);
+    if (len == 0 || !IsPythonSpace(Decode(s, start, len))) break;
+    s.remove_suffix(s.size() - start);
+  }
+  return s;
+}
+
 }  // namespace neardup::utf8
 
 #endif  // NEARDUP_COMMON_UTF8_H_

@@ -16,6 +16,15 @@
 
 namespace neardup {
 
+// The one parser of IDF tables, for IdfTable and jieba's KeywordExtractor: calls add(word, idf) for
+// every line of `contents` in order (a repeated word is added again; jieba keeps the last value).
+// Lines are Python's str.splitlines() stripped as str.strip() does, as jieba's IDFLoader reads
+// them; a line is "word idf" where the idf is the text after the last space or tab, a finite
+// Python float() literal, and the word is what comes before it (trimmed). Blank lines are skipped.
+// Errors: kInvalidUtf8 "path: invalid UTF-8 at byte N", kCorruption "path:line: ...".
+Status ParseIdfTable(std::string_view contents, const std::string& path,
+                     const std::function<void(std::string_view word, double idf)>& add);
+
 class IdfTable {
  public:
   // Parses `path`; kNotFound if it cannot be opened, kCorruption naming "path:line" for a line
