@@ -11,6 +11,10 @@
 #include <string>
 #include <string_view>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 namespace neardup::utf8 {
 
 // Length (1-4) of the valid UTF-8 sequence starting at s[i], or 0 if the bytes there are invalid.
@@ -122,9 +126,15 @@ bool AnyCodePoint(std::string_view text, unsigned char min_lead_byte, Visit&& vi
   while (i < text.size()) {
     if (static_cast<unsigned char>(text[i]) < min_lead_byte) {
       ++i;
-      if (min_lead_byte >= 0x80) {  // ASCII is skipped eight bytes at a time
-        while (i + 8 <= text.size() && AsciiWord(text.data() + i)) i += 8;
+#ifdef __SSE2__
+      // Sixteen bytes at a time while none reaches min_lead_byte (unsigned compare via max).
+      const __m128i floor = _mm_set1_epi8(static_cast<char>(min_lead_byte));
+      while (i + 16 <= text.size()) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + i));
+        if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(v, floor), v)) != 0) break;
+        i += 16;
       }
+#endif
       continue;
     }
     size_t len = ValidSequenceLength(text, i);
