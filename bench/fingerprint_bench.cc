@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -170,6 +171,11 @@ int Main(int argc, char** argv) {
   double megabytes = argc > 1 ? std::atof(argv[1]) : 2.0;
   std::string dir = argc > 2 ? argv[2] : std::string(NEARDUP_SHARED_DIR) + "/corpus";
   size_t max_bytes = static_cast<size_t>(megabytes * 1e6);
+  if (!std::filesystem::is_directory(dir)) {
+    std::printf("fingerprint_bench: skipped: the corpus %s is not there (needs ../shared)\n",
+                dir.c_str());
+    return 0;
+  }
   struct Language {
     const char* name;
     TextSet set;
