@@ -341,6 +341,10 @@ Result<FingerprintDetails> Fingerprinter::ComputeDetails(std::string_view text, 
       FeatureHasher hasher;
     };
     thread_local Scratch scratch;
+    if (scratch.normalized.capacity() > (size_t{64} << 20) &&
+        scratch.normalized.capacity() > 8 * text.size()) {
+      scratch = Scratch();  // a huge earlier text: give its buffers back
+    }
     std::vector<std::string_view>& tokens = scratch.tokens;
     std::string& storage = scratch.storage;
     FeatureHasher& hasher = scratch.hasher;

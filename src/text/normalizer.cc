@@ -86,6 +86,14 @@ bool MayChange(std::string_view text, const std::vector<bool>& may_change) {
 struct Scratch {
   std::string replaced;
   std::string stage[2];
+  // Gives back the memory of buffers grown by an earlier huge text (more than 64 MiB and 8 times
+  // the text at hand), so one outlier does not pin that much memory per thread.
+  void Trim(size_t text_size) {
+    for (std::string* s : {&replaced, &stage[0], &stage[1]}) {
+      if (s->capacity() > (size_t{64} << 20) && s->capacity() > 8 * text_size)
+        std::string().swap(*s);
+    }
+  }
   // A buffer for the next stage's output that does not hold `current`.
   std::string* Next(std::string_view current) {
     return current.data() == stage[0].data() ? &stage[1] : &stage[0];
@@ -253,6 +261,7 @@ Result<std::unique_ptr<TextNormalizer>> TextNormalizer::Create(const NormalizeOp
 Status TextNormalizer::Normalize(std::string_view text, std::string* out) const {
   if (!options_.fast_paths) return ReferenceNormalize(text, out);
   thread_local Scratch scratch;
+  scratch.Trim(text.size());
   size_t invalid = utf8::FindInvalid(text);
   if (invalid != std::string_view::npos) {
     if (!options_.replace_invalid_utf8) {
