@@ -30,6 +30,7 @@ struct NormalizeOptions {
   // Unicode full case folding ("Straße" -> "strasse", "ΣΊΣΥΦΟΣ" -> "σίσυφοσ").
   bool case_fold = true;
   // Traditional -> Simplified Chinese with OpenCC (config below). Costs time on Han text only.
+  // A NUL byte cuts the text into pieces converted one by one (OpenCC itself would stop there).
   bool traditional_to_simplified = true;
   // Every run of Unicode whitespace becomes one ASCII space; leading/trailing space is dropped.
   bool fold_whitespace = true;
@@ -37,7 +38,9 @@ struct NormalizeOptions {
   std::string opencc_config;
   // Shortcuts that give the same output as the plain path: no markup pass over text without '<'
   // or '&', ASCII case folding without ICU, ICU only on the non-ASCII islands of mostly-ASCII
-  // text (split where ICU's Normalizer2::hasBoundaryBefore allows), reused per-thread buffers.
+  // text (split where ICU's Normalizer2::hasBoundaryBefore allows), OpenCC only on the pieces of
+  // text that hold a character it may convert (cut at characters outside every dictionary key),
+  // reused per-thread buffers.
   // false runs every step over the whole text as ICU/OpenCC do (the reference for differential
   // tests and benchmarks).
   bool fast_paths = true;
