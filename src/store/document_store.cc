@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/string_hash.h"
 #include "index/table_segment.h"
 #include "neardup/permuted_index.h"
 #include "neardup/store.h"
@@ -38,11 +39,6 @@ using store::SegmentHit;
 using store::WalOp;
 using store::WalOpType;
 using store::WalWriter;
-
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
 
 // Documents written since the last flush, newest version per id (tombstones included).
 class MemTable {
