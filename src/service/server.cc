@@ -130,6 +130,30 @@ void WriteDocument(JsonWriter& w, const StoredDocument& doc, bool with_distance)
   w.EndObject();
 }
 
+// The store's health as the server reports it. DocumentStore::Health() (issue 10's store health API)
+// is used when the store has it; a store without that API always reports "ok".
+struct HealthView {
+  std::string state = "ok";
+  std::string reason;
+  uint64_t write_errors = 0;
+  uint64_t recoveries = 0;
+  bool known = false;  // the store reports its health
+};
+
+template <typename Store>
+HealthView HealthOf(const Store& store) {
+  HealthView view;
+  if constexpr (requires { store.Health(); }) {
+    const auto health = store.Health();
+    view.state = StoreStateName(health.state);
+    view.reason = health.reason;
+    view.write_errors = health.write_errors;
+    view.recoveries = health.recoveries;
+    view.known = true;
+  }
+  return view;
+}
+
 struct Request;
 
 // Per-connection state (MHD's socket context). The watchdog reads the atomics from its own thread.
@@ -650,7 +674,20 @@ struct Server::Impl {
     reply->Json(200, std::move(out));
   }
 
-  void HandleHealth(Reply* reply) { reply->Json(200, R"({"status":"ok"})"); }
+  // 200 {"status":"ok"}; 503 with the reason while the store is degraded (a write failed, e.g.
+  // disk full; reads still work and writes retry) or closed.
+  void HandleHealth(Reply* reply) {
+    const HealthView health = HealthOf(*store);
+    std::string out;
+    JsonWriter w(&out);
+    w.BeginObject().Key("status").String(health.state);
+    if (health.state != "ok") w.Key("reason").String(health.reason);
+    if (health.known) {
+      w.Key("write_errors").Uint(health.write_errors).Key("recoveries").Uint(health.recoveries);
+    }
+    w.EndObject();
+    reply->Json(health.state == "ok" ? 200 : 503, std::move(out));
+  }
 
   void HandleMetrics(Reply* reply) {
     const StoreStats s = store->Stats();
@@ -672,6 +709,13 @@ struct Server::Impl {
     gauge("neardup_writes_total", "Adds and removes acknowledged.", "counter", double(s.writes));
     gauge("neardup_flushes_total", "Memtable flushes.", "counter", double(s.flushes));
     gauge("neardup_compactions_total", "Compactions finished.", "counter", double(s.compactions));
+    const HealthView health = HealthOf(*store);
+    gauge("neardup_store_healthy", "1 if the store takes writes, 0 if degraded or closed.", "gauge",
+          health.state == "ok" ? 1 : 0);
+    gauge("neardup_store_write_errors_total", "Failed store writes (log, segment, MANIFEST).",
+          "counter", double(health.write_errors));
+    gauge("neardup_store_recoveries_total", "Times store writes worked again after a failure.",
+          "counter", double(health.recoveries));
     size_t open_connections;
     {
       std::lock_guard<std::mutex> lock(connections_mutex);
