@@ -140,6 +140,9 @@ RunFunction Setup(CLI::App* app) {
   app->add_option("--threads", args->server.threads,
                   "Polling/handler threads (0 = nproc); connections are multiplexed, so this "
                   "does not bound the number of clients");
+  app->add_option("--workers", args->server.workers,
+                  "Threads running the store handlers (0 = 4 x nproc); a write holds one through "
+                  "its fsync");
   app->add_option("--token-file", args->token_file,
                   "Read the bearer token required for writes from the first line of a file "
                   "(preferred; a CRLF line end is stripped with a warning)");

@@ -17,6 +17,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <unordered_set>
@@ -177,11 +179,65 @@ struct Request {
   BodyDecoder body;
   Status body_error;
   uint64_t discarded = 0;  // body bytes received after body_error
+  bool dispatched = false;  // handed to a handler (possibly on a worker)
 };
 
 // Body bytes read and thrown away after a request failed its limit, so that it can still get its
 // 413; past this the connection is dropped instead.
 constexpr uint64_t kDiscardBudget = 4u << 20;
+
+// Threads that run the store-touching handlers, so that a slow request (an fsync on a busy disk, a
+// scan with a large k) holds a worker, never a polling thread that other connections share. The
+// queue is bounded: past `max_queue` waiting jobs, TrySubmit refuses (the client gets 503).
+class WorkerPool {
+ public:
+  WorkerPool(int threads, size_t max_queue) : max_queue_(max_queue) {
+    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+  }
+  ~WorkerPool() { Stop(); }
+  bool TrySubmit(std::function<void()> job) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopped_ || jobs_.size() >= max_queue_) return false;
+      jobs_.push_back(std::move(job));
+    }
+    cv_.notify_one();
+    return true;
+  }
+  // Runs every queued job, then joins the threads.
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopped_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        cv_.wait(lock, [this] { return stopped_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job();
+    }
+  }
+
+  const size_t max_queue_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  bool stopped_ = false;
+  std::vector<std::thread> threads_;
+};
 
 }  // namespace
 
@@ -204,6 +260,8 @@ struct Server::Impl {
   std::unordered_set<Connection*> connections;  // guarded by connections_mutex
   std::thread watchdog;
   std::atomic<int64_t> in_flight{0};
+  std::unique_ptr<WorkerPool> workers;
+  std::atomic<uint64_t> overloaded_total{0};
 
   std::array<EndpointMetrics, kEndpointCount> metrics;
   std::atomic<uint64_t> connections_total{0};
@@ -454,7 +512,8 @@ struct Server::Impl {
       *upload_data_size = 0;
       return MHD_YES;
     }
-    if (request->responded) return MHD_YES;
+    if (request->responded || request->dispatched) return MHD_YES;
+    request->dispatched = true;
     Reply reply;
     Status finished = request->body_error.ok() ? request->body.Finish() : request->body_error;
     if (!finished.ok()) {
@@ -462,8 +521,27 @@ struct Server::Impl {
       if (finished.code() == StatusCode::kUnsupported) reply.status = 415;
       return Respond(c, request, reply, /*close=*/!request->body_error.ok()) ? MHD_YES : MHD_NO;
     }
-    Dispatch(c, request, &reply);
-    return Respond(c, request, reply) ? MHD_YES : MHD_NO;
+    if (request->endpoint == kHealth || request->endpoint == kMetrics ||
+        request->endpoint == kUnrouted || workers == nullptr) {
+      Dispatch(c, request, &reply);
+      return Respond(c, request, reply) ? MHD_YES : MHD_NO;
+    }
+    // Store work runs on a worker; the connection is suspended meanwhile (MHD accepts a reply for
+    // a suspended connection from any thread) and resumed once the reply is queued.
+    MHD_suspend_connection(c);
+    const bool submitted = workers->TrySubmit([this, c, request] {
+      Reply worker_reply;
+      Dispatch(c, request, &worker_reply);
+      Respond(c, request, worker_reply);
+      MHD_resume_connection(c);
+    });
+    if (!submitted) {
+      MHD_resume_connection(c);
+      overloaded_total.fetch_add(1, std::memory_order_relaxed);
+      reply.Error(503, "Unavailable", "server overloaded: too many requests waiting, retry later");
+      return Respond(c, request, reply) ? MHD_YES : MHD_NO;
+    }
+    return MHD_YES;
   }
 
   // Closes connections past their deadline: in a request, `request_timeout` from its request
@@ -737,6 +815,9 @@ struct Server::Impl {
           "counter", double(aborted_total.load()));
     gauge("neardup_http_body_bytes_total", "Request body bytes received.", "counter",
           double(body_bytes_total.load()));
+    gauge("neardup_http_overloaded_total",
+          "Requests refused with 503 because the worker queue was full.", "counter",
+          double(overloaded_total.load()));
     out +=
         "# HELP neardup_http_requests_total HTTP responses by endpoint and status class "
         "(endpoint \"none\": unknown path or method).\n"
@@ -863,7 +944,10 @@ Status Server::Run() {
   };
   if (threads > 1) items.push_back({MHD_OPTION_THREAD_POOL_SIZE, threads, nullptr});
   items.push_back({MHD_OPTION_END, 0, nullptr});
-  impl->daemon = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC, 0, nullptr, nullptr,
+  const int workers = o.workers > 0 ? o.workers : 4 * DefaultThreadCount();
+  impl->workers = std::make_unique<WorkerPool>(workers, o.max_queued_requests);
+  impl->daemon = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME, 0,
+                                  nullptr, nullptr,
                                   &Impl::Access, impl, MHD_OPTION_ARRAY, items.data(),
                                   MHD_OPTION_END);
   if (impl->daemon == nullptr) {
@@ -884,6 +968,9 @@ Status Server::Run() {
   while (impl->in_flight.load() > 0 && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  // Jobs already on a worker finish (each is one store call) and resume their connections, so
+  // no connection is left suspended when the daemon stops.
+  impl->workers->Stop();
   MHD_stop_daemon(impl->daemon);
   impl->daemon = nullptr;
   {

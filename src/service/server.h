@@ -1,9 +1,10 @@
 // The neardup HTTP/1.1 + JSON service over a DocumentStore (libmicrohttpd, event-driven): add,
 // check-and-add, query, get, delete, stats, /healthz and Prometheus /metrics. See docs/api.md.
 //
-// Internal header (part of the `neardup` binary). Connections are multiplexed with epoll over a
-// small pool of polling threads, so an idle or slow client costs a socket and a little memory,
-// never a thread. Request handlers run on those threads. A Server is driven by one thread calling
+// Internal header (the neardup_service library behind `neardup serve`). Connections are
+// multiplexed with epoll over a small pool of polling threads, so an idle or slow client costs a
+// socket and a little memory, never a thread. Handlers that touch the store run on a separate
+// worker pool while their connection is suspended. A Server is driven by one thread calling
 // Run(); Stop() may be called from any thread (e.g. a signal handler thread) and makes Run()
 // return after draining in-flight requests for at most `shutdown_timeout_seconds`.
 #ifndef NEARDUP_SERVICE_SERVER_H_
@@ -22,7 +23,12 @@ namespace neardup::service {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0 picks a free port (see Server::port())
-  int threads = 0;  // polling/handler threads; 0 = DefaultThreadCount()
+  int threads = 0;  // polling threads (epoll, /healthz, /metrics); 0 = DefaultThreadCount()
+  // Threads running the handlers that touch the store; 0 = 4 x DefaultThreadCount(). A write
+  // holds its worker through its fsync, never a polling thread.
+  int workers = 0;
+  // Requests waiting for a worker; more get 503.
+  size_t max_queued_requests = 4096;
   // If non-empty, every write needs "Authorization: Bearer <token>" (and reads too if
   // auth_reads). Decided from the headers, before any body byte is read.
   std::string token;
