@@ -66,8 +66,8 @@ Instance* Start() {
   options.idle_timeout_seconds = 2;
   options.limits.max_batch = 16;
   options.limits.max_k = 64;
-  instance->server = std::make_unique<neardup::service::Server>(instance->store.get(), nullptr,
-                                                                options);
+  instance->server =
+      std::make_unique<neardup::service::Server>(instance->store.get(), nullptr, options);
   if (!instance->server->Bind().ok()) std::abort();
   instance->port = instance->server->port();
   instance->thread = std::thread([instance] { (void)instance->server->Run(); });

@@ -84,9 +84,10 @@ TEST_F(ServerAdversarialTest, GzipBombIsRefusedFromHeadersOrCutOffAtTheLimit) {
   const long hwm_before = server.MemoryKb("VmHWM");
   const std::string bomb = GzipOfZeros(size_t(1) << 30);  // 1 GiB inflated, ~1 MB sent
   ASSERT_LT(bomb.size(), 2u << 20);
-  const std::string headers = "POST /v1/documents HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\n"
-                              "Content-Length: " +
-                              std::to_string(bomb.size()) + "\r\n";
+  const std::string headers =
+      "POST /v1/documents HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\n"
+      "Content-Length: " +
+      std::to_string(bomb.size()) + "\r\n";
   {
     // Wrong token: 401 from the headers; the body is never read.
     RawConnection c(server.port());
@@ -122,7 +123,8 @@ TEST_F(ServerAdversarialTest, ChunkedAndOversizedBodiesStopAtTheLimit) {
     for (size_t sent = 0; sent < total; sent += chunk) out += size_line + data + "\r\n";
     return out + "0\r\n\r\n";
   };
-  const std::string head = "POST /v1/query HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string head =
+      "POST /v1/query HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
   {
     // 4 MiB in 64 KiB chunks, limit 1 MiB: 413.
     RawConnection c(server.port());
@@ -134,8 +136,9 @@ TEST_F(ServerAdversarialTest, ChunkedAndOversizedBodiesStopAtTheLimit) {
   {
     // Content-Length far over the limit: 413 before any body byte is sent.
     RawConnection c(server.port());
-    ASSERT_TRUE(c.Send("POST /v1/documents HTTP/1.1\r\nHost: x\r\nContent-Length: "
-                       "1000000000000000000\r\n\r\n"));
+    ASSERT_TRUE(
+        c.Send("POST /v1/documents HTTP/1.1\r\nHost: x\r\nContent-Length: "
+               "1000000000000000000\r\n\r\n"));
     const std::string response = c.ReadResponse();
     EXPECT_EQ(StatusOf(response), 413) << response.substr(0, 300);
   }
@@ -206,8 +209,9 @@ TEST_F(ServerAdversarialTest, SlowlorisHeadersAndBodiesAreCutAtTheRequestDeadlin
   for (int i = 0; i < kSlowClients; ++i) {
     if (closed[i] || slow[i]->ClosedByPeer()) ++cut;
   }
-  std::printf("slowloris: %d of %d slow connections closed by the server; /healthz %d ok, %d failed\n",
-              cut, kSlowClients, healthz_ok.load(), healthz_failed.load());
+  std::printf(
+      "slowloris: %d of %d slow connections closed by the server; /healthz %d ok, %d failed\n", cut,
+      kSlowClients, healthz_ok.load(), healthz_failed.load());
   EXPECT_EQ(cut, kSlowClients);
   EXPECT_EQ(healthz_failed.load(), 0);
   EXPECT_GT(healthz_ok.load(), 0);
@@ -251,7 +255,8 @@ TEST_F(ServerAdversarialTest, IdleKeepAliveConnectionsCostASocketNotAWorker) {
     RawConnection c(server.port());
     for (int i = 0; i < 2000 && !busy_done.load(); ++i) {
       const auto start = Clock::now();
-      if (!c.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n") || StatusOf(c.ReadResponse()) != 200) {
+      if (!c.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n") ||
+          StatusOf(c.ReadResponse()) != 200) {
         healthz_ms.push_back(1e9);
         break;
       }
@@ -274,7 +279,8 @@ TEST_F(ServerAdversarialTest, IdleKeepAliveConnectionsCostASocketNotAWorker) {
           request = "POST /v1/documents HTTP/1.1\r\nHost: x\r\nContent-Length: " +
                     std::to_string(body.size()) + "\r\n\r\n" + body;
         } else {
-          request = std::string("GET /v1/query?k=3&fingerprint=") + fp + " HTTP/1.1\r\nHost: x\r\n\r\n";
+          request =
+              std::string("GET /v1/query?k=3&fingerprint=") + fp + " HTTP/1.1\r\nHost: x\r\n\r\n";
         }
         if (c.Send(request) && StatusOf(c.ReadResponse()) == 200) {
           ok.fetch_add(1);
@@ -331,7 +337,8 @@ TEST_F(ServerAdversarialTest, SigtermDrainsWithADeadlineDespiteSlowAndIdleClient
   RawConnection slow_headers(server.port());
   ASSERT_TRUE(slow_headers.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: a"));
   RawConnection slow_body(server.port());
-  ASSERT_TRUE(slow_body.Send("POST /v1/query HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{"));
+  ASSERT_TRUE(
+      slow_body.Send("POST /v1/query HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{"));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const auto start = Clock::now();
   // 30 s is a hang detector, far above the 1 s shutdown timeout.

@@ -267,9 +267,10 @@ TEST_F(ServerApiTest, TokenFileWithCrlfSchemeCaseAndRepeatedHeaders) {
   // Two Authorization headers (even if one is right) are refused.
   testing::RawConnection raw(server.port());
   ASSERT_TRUE(raw.ok());
-  ASSERT_TRUE(raw.Send("POST /v1/documents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\n"
-                       "Authorization: Bearer other\r\nContent-Length: " +
-                       std::to_string(body.size()) + "\r\n\r\n" + body));
+  ASSERT_TRUE(
+      raw.Send("POST /v1/documents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\n"
+               "Authorization: Bearer other\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n" + body));
   const std::string response = raw.ReadResponse();
   EXPECT_EQ(testing::StatusOf(response), 400) << response;
   EXPECT_NE(response.find("Authorization: given more than once"), std::string::npos) << response;
@@ -288,12 +289,11 @@ TEST_F(ServerApiTest, MetadataVerbatimAndBatchesWithARepeatedIdRefused) {
   ASSERT_TRUE(got);
   EXPECT_NE(got->body.find(R"("metadata":{"n": 1.0e5,"s":"\u00e9"})"), std::string::npos)
       << got->body;
-  ExpectJsonError(
-      client->Post("/v1/documents",
-                   R"({"documents":[{"id":"b","fingerprint":"00000000000000ff"},)"
-                   R"({"id":"b","fingerprint":"00000000000000fe"}]})",
-                   "application/json"),
-      400, "documents[1].id");
+  ExpectJsonError(client->Post("/v1/documents",
+                               R"({"documents":[{"id":"b","fingerprint":"00000000000000ff"},)"
+                               R"({"id":"b","fingerprint":"00000000000000fe"}]})",
+                               "application/json"),
+                  400, "documents[1].id");
   ExpectJsonError(client->Post("/v1/documents", R"({"id":"c","text":""})", "application/json"), 400,
                   "text: must not be empty");
   ExpectJsonError(client->Post("/v1/query", R"({"fingerprint":"00000000000000ff","k":1,"k":2})",
@@ -307,11 +307,11 @@ TEST_F(ServerApiTest, MetadataVerbatimAndBatchesWithARepeatedIdRefused) {
 TEST_F(ServerApiTest, EveryResponseIsCountedInMetrics) {
   ServerProcess server(dir_, {"--max-body-bytes", "1000", "--token", "t"});
   auto client = server.Client();
-  ASSERT_TRUE(client->Get("/nothing"));                                         // 404
-  ASSERT_TRUE(client->Put("/v1/stats", "", "application/json"));                // 405
+  ASSERT_TRUE(client->Get("/nothing"));                                          // 404
+  ASSERT_TRUE(client->Put("/v1/stats", "", "application/json"));                 // 405
   ASSERT_TRUE(client->Post("/v1/query", std::string(2000, ' '), "text/plain"));  // 413
-  ASSERT_TRUE(client->Post("/v1/query", "{", "application/json"));              // 400
-  ASSERT_TRUE(client->Post("/v1/documents", "{}", "application/json"));         // 401
+  ASSERT_TRUE(client->Post("/v1/query", "{", "application/json"));               // 400
+  ASSERT_TRUE(client->Post("/v1/documents", "{}", "application/json"));          // 401
   // Oversized headers are refused by the HTTP layer before routing: counted as incomplete.
   testing::RawConnection raw(server.port());
   ASSERT_TRUE(raw.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(64 << 10, 'a') +

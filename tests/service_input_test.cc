@@ -152,7 +152,8 @@ TEST(RequestParserTest, EmptyTextIsRefusedNamingTheField) {
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("documents[0].text: must not be empty"), std::string::npos);
   EXPECT_FALSE(ParseQueryRequest(R"({"text":""})", limits).ok());
-  EXPECT_FALSE(ParseQueryParams(std::nullopt, std::string(), std::nullopt, std::nullopt, limits).ok());
+  EXPECT_FALSE(
+      ParseQueryParams(std::nullopt, std::string(), std::nullopt, std::nullopt, limits).ok());
   EXPECT_FALSE(ParseCheckRequest(R"({"id":"a","text":""})", limits).ok());
 }
 
@@ -173,7 +174,8 @@ TEST(RequestParserTest, MetadataIsKeptVerbatim) {
   Result<AddRequest> r = ParseAddRequest(
       "{\"documents\":[{\"id\":\"a\",\"fingerprint\":\"00000000000000ff\",\"metadata\": { \"x\" : "
       "1.0e5, \"s\": \"\\u00e9\" } },{\"metadata\":\"t\\\"x\",\"id\":\"b\",\"fingerprint\":"
-      "\"00000000000000ff\"},{\"id\":\"c\",\"fingerprint\":\"00000000000000ff\",\"metadata\":null}]}",
+      "\"00000000000000ff\"},{\"id\":\"c\",\"fingerprint\":\"00000000000000ff\",\"metadata\":null}]"
+      "}",
       limits);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->documents.size(), 3u);

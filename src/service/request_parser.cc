@@ -70,8 +70,8 @@ Result<element> ParseJson(simdjson::dom::parser& parser, std::string_view body) 
 }
 
 std::string_view TrimJsonSpace(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' ||
-                        s.back() == '\r')) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) {
     s.remove_suffix(1);
   }
   return s;
@@ -269,9 +269,9 @@ Status FinishDocuments(std::string_view body, bool batch, const RequestLimits& l
     const std::string prefix = batch ? "documents[" + std::to_string(i) + "]." : "";
     const DocumentRequest& doc = *documents[i];
     if (doc.metadata_json.size() > limits.max_metadata_bytes) {
-      return Status::InvalidArgument(prefix + "metadata: " + std::to_string(doc.metadata_json.size()) +
-                                     " bytes exceeds the limit of " +
-                                     std::to_string(limits.max_metadata_bytes));
+      return Status::InvalidArgument(
+          prefix + "metadata: " + std::to_string(doc.metadata_json.size()) +
+          " bytes exceeds the limit of " + std::to_string(limits.max_metadata_bytes));
     }
     auto [it, inserted] = first_index.emplace(doc.id, i);
     if (!inserted) {

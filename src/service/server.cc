@@ -132,8 +132,8 @@ void WriteDocument(JsonWriter& w, const StoredDocument& doc, bool with_distance)
   w.EndObject();
 }
 
-// The store's health as the server reports it. DocumentStore::Health() (issue 10's store health API)
-// is used when the store has it; a store without that API always reports "ok".
+// The store's health as the server reports it. DocumentStore::Health() (issue 10's store health
+// API) is used when the store has it; a store without that API always reports "ok".
 struct HealthView {
   std::string state = "ok";
   std::string reason;
@@ -178,7 +178,7 @@ struct Request {
   std::string path_id;  // the decoded id of /v1/documents/<id>
   BodyDecoder body;
   Status body_error;
-  uint64_t discarded = 0;  // body bytes received after body_error
+  uint64_t discarded = 0;   // body bytes received after body_error
   bool dispatched = false;  // handed to a handler (possibly on a worker)
 };
 
@@ -282,8 +282,7 @@ struct Server::Impl {
   static void* UriLog(void* cls, const char*, MHD_Connection* c) {
     Impl* impl = static_cast<Impl*>(cls);
     auto* request = new Request();
-    const MHD_ConnectionInfo* info =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     Connection* conn = info != nullptr ? static_cast<Connection*>(info->socket_context) : nullptr;
     if (conn != nullptr) {
       if (conn->current != nullptr) impl->FinishRequest(conn->current, false);
@@ -295,8 +294,7 @@ struct Server::Impl {
     return request;
   }
 
-  static void Completed(void* cls, MHD_Connection*, void** con_cls,
-                        MHD_RequestTerminationCode) {
+  static void Completed(void* cls, MHD_Connection*, void** con_cls, MHD_RequestTerminationCode) {
     auto* request = static_cast<Request*>(*con_cls);
     *con_cls = nullptr;
     if (request != nullptr) static_cast<Impl*>(cls)->FinishRequest(request, true);
@@ -307,7 +305,8 @@ struct Server::Impl {
     Impl* impl = static_cast<Impl*>(cls);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
       auto* conn = new Connection();
-      const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+      const MHD_ConnectionInfo* info =
+          MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
       conn->fd = info != nullptr ? info->connect_fd : -1;
       conn->phase_start_ns.store(NowNanos());
       *socket_context = conn;
@@ -406,8 +405,8 @@ struct Server::Impl {
     const bool get = method == "GET", post = method == "POST", del = method == "DELETE";
     auto allow = [&](bool ok, Endpoint e, bool w) {
       if (!ok) {
-        reply->Error(405, "HttpError", "method not allowed: " + std::string(method) + " " +
-                                           std::string(url));
+        reply->Error(405, "HttpError",
+                     "method not allowed: " + std::string(method) + " " + std::string(url));
         return false;
       }
       request->endpoint = e;
@@ -429,8 +428,8 @@ struct Server::Impl {
     if (url == "/v1/stats") return allow(get, kStats, false);
     if (url == "/healthz") return allow(get, kHealth, false);
     if (url == "/metrics") return allow(get, kMetrics, false);
-    reply->Error(404, "NotFound", "no such endpoint: " + std::string(method) + " " +
-                                      std::string(url));
+    reply->Error(404, "NotFound",
+                 "no such endpoint: " + std::string(method) + " " + std::string(url));
     return false;
   }
 
@@ -470,9 +469,8 @@ struct Server::Impl {
         return false;
       }
     }
-    const Status init =
-        request->body.Init(Header(c, MHD_HTTP_HEADER_CONTENT_ENCODING).value_or(""),
-                           options.max_body_bytes);
+    const Status init = request->body.Init(Header(c, MHD_HTTP_HEADER_CONTENT_ENCODING).value_or(""),
+                                           options.max_body_bytes);
     if (!init.ok()) {
       reply->Error(415, "Unsupported", init.message());
       return false;
@@ -811,8 +809,8 @@ struct Server::Impl {
           "the HTTP layer, or the client left or timed out).",
           "counter", double(incomplete_total.load()));
     gauge("neardup_http_aborted_requests_total",
-          "Requests dropped before a reply (the client left, or its body was cut off).",
-          "counter", double(aborted_total.load()));
+          "Requests dropped before a reply (the client left, or its body was cut off).", "counter",
+          double(aborted_total.load()));
     gauge("neardup_http_body_bytes_total", "Request body bytes received.", "counter",
           double(body_bytes_total.load()));
     gauge("neardup_http_overloaded_total",
@@ -888,8 +886,8 @@ Status Server::Bind() {
   }
   std::string error = "no usable address";
   for (addrinfo* a = addresses; a != nullptr; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                            a->ai_protocol);
+    const int fd =
+        ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
     if (fd < 0) {
       error = std::strerror(errno);
       continue;
@@ -907,9 +905,9 @@ Status Server::Bind() {
     sockaddr_storage bound{};
     socklen_t length = sizeof(bound);
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length);
-    impl_->bound_port = ntohs(bound.ss_family == AF_INET6
-                                  ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                  : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    impl_->bound_port =
+        ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                          : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
     impl_->listen_fd = fd;
     break;
   }
@@ -947,9 +945,8 @@ Status Server::Run() {
   const int workers = o.workers > 0 ? o.workers : 4 * DefaultThreadCount();
   impl->workers = std::make_unique<WorkerPool>(workers, o.max_queued_requests);
   impl->daemon = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME, 0,
-                                  nullptr, nullptr,
-                                  &Impl::Access, impl, MHD_OPTION_ARRAY, items.data(),
-                                  MHD_OPTION_END);
+                                  nullptr, nullptr, &Impl::Access, impl, MHD_OPTION_ARRAY,
+                                  items.data(), MHD_OPTION_END);
   if (impl->daemon == nullptr) {
     return Status::IoError("port " + std::to_string(impl->bound_port) +
                            ": cannot start the HTTP service");
