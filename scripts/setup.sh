@@ -9,6 +9,7 @@ PACKAGES=(
   libicu-dev libxxhash-dev libopencc-dev opencc libsimdjson-dev libcli11-dev
   zlib1g-dev libzstd-dev libmicrohttpd-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev libfaiss-dev clang-format clang-14 libclang-rt-14-dev
+  wrk  # bench/serve_load.sh
 )
 missing=()
 for package in "${PACKAGES[@]}"; do
