@@ -139,8 +139,7 @@ RunFunction Setup(CLI::App* app) {
   app->add_option("--port", args->server.port, "Port (0 = any free port)")->capture_default_str();
   app->add_option("--threads", args->server.threads,
                   "Polling threads (0 = nproc): read requests, answer /healthz and /metrics; "
-                  "connections are multiplexed, so this does not bound the number of clients"); connections are multiplexed, so this "
-                  "does not bound the number of clients");
+                  "connections are multiplexed, so this does not bound the number of clients");
   app->add_option("--workers", args->server.workers,
                   "Threads running the store handlers (0 = 4 x nproc); a write holds one through "
                   "its fsync");
