@@ -285,7 +285,15 @@ struct Server::Impl {
     const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     Connection* conn = info != nullptr ? static_cast<Connection*>(info->socket_context) : nullptr;
     if (conn != nullptr) {
-      if (conn->current != nullptr) impl->FinishRequest(conn->current, false);
+      if (conn->current != nullptr) {
+        // Not expected (one request at a time per connection): a request that reached the
+        // handler is freed by Completed, one that did not is freed here.
+        if (conn->current->handler_called) {
+          conn->current->connection = nullptr;
+        } else {
+          impl->FinishRequest(conn->current);
+        }
+      }
       conn->current = request;
       request->connection = conn;
       conn->phase_start_ns.store(NowNanos());
@@ -297,7 +305,7 @@ struct Server::Impl {
   static void Completed(void* cls, MHD_Connection*, void** con_cls, MHD_RequestTerminationCode) {
     auto* request = static_cast<Request*>(*con_cls);
     *con_cls = nullptr;
-    if (request != nullptr) static_cast<Impl*>(cls)->FinishRequest(request, true);
+    if (request != nullptr) static_cast<Impl*>(cls)->FinishRequest(request);
   }
 
   static void ConnectionEvent(void* cls, MHD_Connection* c, void** socket_context,
@@ -323,14 +331,14 @@ struct Server::Impl {
         std::lock_guard<std::mutex> lock(impl->connections_mutex);
         impl->connections.erase(conn);
       }
-      if (conn->current != nullptr) impl->FinishRequest(conn->current, false);
+      if (conn->current != nullptr) impl->FinishRequest(conn->current);
       delete conn;
     }
   }
 
-  // Records a finished request in the metrics and frees it. `completed`: MHD reported the
-  // request complete (it reached the handler); otherwise the connection closed before that.
-  void FinishRequest(Request* request, bool completed) {
+  // Records a finished request in the metrics and frees it: one that never reached the handler
+  // counts as incomplete, one that reached it without a reply as aborted.
+  void FinishRequest(Request* request) {
     Connection* conn = request->connection;
     if (conn != nullptr && conn->current == request) {
       conn->current = nullptr;
@@ -356,7 +364,6 @@ struct Server::Impl {
       m.count.fetch_add(1, std::memory_order_relaxed);
       m.micros_sum.fetch_add(static_cast<uint64_t>(seconds * 1e6), std::memory_order_relaxed);
     }
-    (void)completed;
     delete request;
   }
 
