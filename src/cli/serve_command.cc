@@ -141,8 +141,8 @@ RunFunction Setup(CLI::App* app) {
                   "Polling threads (0 = nproc): read requests, answer /healthz and /metrics; "
                   "connections are multiplexed, so this does not bound the number of clients");
   app->add_option("--workers", args->server.workers,
-                  "Threads running the store handlers (0 = 4 x nproc); a write holds one through "
-                  "its fsync");
+                  "Threads running text, write and scan handlers (0 = max(32, 8 x nproc)); a write "
+                  "holds one through its fsync, and concurrent writes share one fsync");
   app->add_option("--token-file", args->token_file,
                   "Read the bearer token required for writes from the first line of a file "
                   "(preferred; a CRLF line end is stripped with a warning)");

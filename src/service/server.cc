@@ -261,6 +261,7 @@ struct Server::Impl {
   std::thread watchdog;
   std::atomic<int64_t> in_flight{0};
   std::unique_ptr<WorkerPool> workers;
+  int store_max_k = 0;  // queries up to this k use the permuted tables (answered inline)
   std::atomic<uint64_t> overloaded_total{0};
 
   std::array<EndpointMetrics, kEndpointCount> metrics;
@@ -526,8 +527,7 @@ struct Server::Impl {
       if (finished.code() == StatusCode::kUnsupported) reply.status = 415;
       return Respond(c, request, reply, /*close=*/!request->body_error.ok()) ? MHD_YES : MHD_NO;
     }
-    if (request->endpoint == kHealth || request->endpoint == kMetrics ||
-        request->endpoint == kUnrouted || workers == nullptr) {
+    if (workers == nullptr || RunsInline(c, request)) {
       Dispatch(c, request, &reply);
       return Respond(c, request, reply) ? MHD_YES : MHD_NO;
     }
@@ -547,6 +547,33 @@ struct Server::Impl {
       return Respond(c, request, reply) ? MHD_YES : MHD_NO;
     }
     return MHD_YES;
+  }
+
+  // Whether a request is cheap and bounded enough to answer on the polling thread, skipping the
+  // hand-off to a worker: health, metrics, stats, gets, and fingerprint queries that the permuted
+  // tables answer (k <= the store's max_k). Text (fingerprinting), writes (fsync) and scans go to
+  // the workers.
+  bool RunsInline(MHD_Connection* c, const Request* request) const {
+    switch (request->endpoint) {
+      case kHealth:
+      case kMetrics:
+      case kStats:
+      case kGet:
+      case kUnrouted:
+        return true;
+      case kQuery: {
+        const std::string& body = request->body.body();
+        if (Arg(c, "fingerprint") || Arg(c, "text") || body.empty()) {
+          if (Arg(c, "text") || !Arg(c, "fingerprint")) return false;
+          const std::optional<std::string> k = Arg(c, "k");
+          return !k.has_value() || (k->size() <= 2 && std::atoi(k->c_str()) <= store_max_k);
+        }
+        Result<QueryRequest> query = ParseQueryRequest(body, options.limits);
+        return query.ok() && query->fingerprint.has_value() && query->k <= store_max_k;
+      }
+      default:
+        return false;
+    }
   }
 
   // Closes connections past their deadline: in a request, `request_timeout` from its request
@@ -869,6 +896,7 @@ Server::Server(DocumentStore* store, const Fingerprinter* fingerprinter, ServerO
   impl_->store = store;
   impl_->fingerprinter = fingerprinter;
   impl_->options = std::move(options);
+  impl_->store_max_k = store->Stats().max_k;
   if (!impl_->options.token.empty()) {
     impl_->token = std::make_unique<TokenChecker>(impl_->options.token);
   }
@@ -949,7 +977,7 @@ Status Server::Run() {
   };
   if (threads > 1) items.push_back({MHD_OPTION_THREAD_POOL_SIZE, threads, nullptr});
   items.push_back({MHD_OPTION_END, 0, nullptr});
-  const int workers = o.workers > 0 ? o.workers : 4 * DefaultThreadCount();
+  const int workers = o.workers > 0 ? o.workers : std::max(32, 8 * DefaultThreadCount());
   impl->workers = std::make_unique<WorkerPool>(workers, o.max_queued_requests);
   impl->daemon = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME, 0,
                                   nullptr, nullptr, &Impl::Access, impl, MHD_OPTION_ARRAY,

@@ -3,10 +3,12 @@
 //
 // Internal header (the neardup_service library behind `neardup serve`). Connections are
 // multiplexed with epoll over a small pool of polling threads, so an idle or slow client costs a
-// socket and a little memory, never a thread. Handlers that touch the store run on a separate
-// worker pool while their connection is suspended. A Server is driven by one thread calling
-// Run(); Stop() may be called from any thread (e.g. a signal handler thread) and makes Run()
-// return after draining in-flight requests for at most `shutdown_timeout_seconds`.
+// socket and a little memory, never a thread. Cheap bounded requests (health, metrics, stats,
+// gets, fingerprint queries with k <= the store's max_k) are answered on the polling threads;
+// text, writes and scans run on a separate worker pool while their connection is suspended. A
+// Server is driven by one thread calling Run(); Stop() may be called from any thread (e.g. a signal
+// handler thread) and makes Run() return after draining in-flight requests for at most
+// `shutdown_timeout_seconds`.
 #ifndef NEARDUP_SERVICE_SERVER_H_
 #define NEARDUP_SERVICE_SERVER_H_
 
@@ -24,7 +26,7 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0 picks a free port (see Server::port())
   int threads = 0;  // polling threads (epoll, /healthz, /metrics); 0 = DefaultThreadCount()
-  // Threads running the handlers that touch the store; 0 = 4 x DefaultThreadCount(). A write
+  // Threads running text, write and scan handlers; 0 = max(32, 8 x DefaultThreadCount()). A write
   // holds its worker through its fsync, never a polling thread.
   int workers = 0;
   // Requests waiting for a worker; more get 503.
