@@ -1,24 +1,42 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in fuzz/ with clang (ASan + UBSan) and runs each for a bounded time
-# from its seed corpus. Usage: run_fuzz.sh [SECONDS per target, default 30]
+# from its seed corpus in fuzz/corpus/<name without _fuzz>:
+#   request_parser_fuzz  JSON request bodies and URL parameters
+#   http_input_fuzz      request bodies in every content encoding, Authorization values, token files
+#   http_server_fuzz     raw bytes over a loopback connection to an in-process server (request
+#                        lines, headers, chunked framing, encodings, handlers)
+#   store_files_fuzz     damaged segment, log and MANIFEST files opened, queried and recovered
+# Usage: run_fuzz.sh [SECONDS per target, default 30] [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
+shift || true
+targets=("$@")
+((${#targets[@]})) || targets=(request_parser_fuzz http_input_fuzz http_server_fuzz store_files_fuzz)
 clangxx=$(command -v clang++ || command -v clang++-14)
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD/..}
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$clangxx" \
   -DNEARDUP_BUILD_FUZZ=ON -DNEARDUP_BUILD_TESTS=OFF >/dev/null
-cmake --build build-fuzz --target request_parser_fuzz >/dev/null
+cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]}" >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cp fuzz/corpus/request_parser/* "$work/"
-status=0
-build-fuzz/request_parser_fuzz -max_total_time="$seconds" -print_final_stats=1 \
-  -artifact_prefix="$work/" "$work" >"$work.log" 2>&1 || status=$?
-grep -E "^(Done|stat::number_of_executed_units)|ERROR|SUMMARY" "$work.log" || true
-rm -f "$work.log"
-# libFuzzer exits non-zero on any crash, leak or sanitizer report.
-if [ "$status" -ne 0 ]; then
-  echo "fuzz: request_parser_fuzz found a problem (exit $status)"
-  exit 1
-fi
-echo "fuzz: request_parser_fuzz ran ${seconds}s without findings"
+failed=0
+for target in "${targets[@]}"; do
+  corpus="$work/${target%_fuzz}"
+  mkdir -p "$corpus"
+  cp fuzz/corpus/"${target%_fuzz}"/* "$corpus/" 2>/dev/null || true
+  status=0
+  build-fuzz/"$target" -max_total_time="$seconds" -timeout=20 -print_final_stats=1 \
+    -artifact_prefix="$work/$target-" "$corpus" >"$work/$target.log" 2>&1 || status=$?
+  grep -E "^(Done|stat::number_of_executed_units)|ERROR|SUMMARY" "$work/$target.log" | sed "s/^/$target: /" || true
+  # libFuzzer exits non-zero on any crash, leak, timeout or sanitizer report.
+  if [ "$status" -ne 0 ]; then
+    echo "fuzz: $target found a problem (exit $status); the input that triggered it:"
+    ls "$work/$target-"* 2>/dev/null || true
+    tail -40 "$work/$target.log"
+    failed=$((failed + 1))
+  else
+    echo "fuzz: $target ran ${seconds}s without findings"
+  fi
+done
+[ "$failed" -eq 0 ]

@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   cmake ninja-build g++ pkg-config ccache python3 python3-jieba
   libicu-dev libxxhash-dev libopencc-dev opencc libsimdjson-dev libcli11-dev
-  zlib1g-dev libzstd-dev libcpp-httplib-dev
+  zlib1g-dev libzstd-dev libmicrohttpd-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev libfaiss-dev clang-format clang-14 libclang-rt-14-dev
+  wrk  # bench/serve_load.sh
 )
 missing=()
 for package in "${PACKAGES[@]}"; do

@@ -9,73 +9,19 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <thread>
 
 #include "neardup/store.h"
+#include "server_process.h"
 
 namespace neardup {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A `neardup serve` child process on a free port.
-class ServerProcess {
- public:
-  ServerProcess(const std::string& dir, std::vector<std::string> extra) {
-    int out[2];
-    EXPECT_EQ(::pipe(out), 0);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(out[1], 1);
-      ::close(out[0]);
-      ::close(out[1]);
-      std::vector<std::string> args = {NEARDUP_BINARY, "serve", dir, "--port", "0",
-                                       "--threads",    "4"};
-      args.insert(args.end(), extra.begin(), extra.end());
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    ::close(out[1]);
-    // Read the "listening on http://127.0.0.1:PORT" line.
-    std::string line;
-    char c;
-    while (::read(out[0], &c, 1) == 1 && c != '\n') line += c;
-    ::close(out[0]);
-    auto colon = line.rfind(':');
-    auto space = line.find(' ', colon);
-    if (colon != std::string::npos)
-      port_ = std::atoi(line.substr(colon + 1, space - colon - 1).c_str());
-    EXPECT_GT(port_, 0) << "server said: " << line;
-  }
-  ~ServerProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  // Sends SIGTERM and returns the exit status.
-  int Terminate() {
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  int port() const { return port_; }
-  std::unique_ptr<httplib::Client> Client() const {
-    auto client = std::make_unique<httplib::Client>("127.0.0.1", port_);
-    client->set_read_timeout(10, 0);
-    return client;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int port_ = -1;
-};
+using testing::ServerProcess;
 
 class ServerApiTest : public ::testing::Test {
  protected:
@@ -226,7 +172,7 @@ TEST_F(ServerApiTest, BadRequestsGetJson4xx) {
   batch += "]}";
   ExpectJsonError(client->Post("/v1/documents", batch, json), 413, "batch limit");
   ExpectJsonError(client->Post("/v1/documents", std::string(30000, ' ') + "{}", json), 413,
-                  "too large");
+                  "--max-body-bytes");
   ExpectJsonError(
       client->Post("/v1/check", R"({"id":"a","fingerprint":"00000000000000ff","add":"maybe"})",
                    json),
@@ -295,6 +241,124 @@ TEST_F(ServerApiTest, GarbageAndConcurrentClientsDoNotHurtTheServer) {
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
   EXPECT_EQ(server.Terminate(), 0);
+}
+
+TEST_F(ServerApiTest, TokenFileWithCrlfSchemeCaseAndRepeatedHeaders) {
+  const std::string token_file = dir_ + ".token";
+  {
+    std::ofstream out(token_file, std::ios::binary);
+    out << "s3cret\r\n";
+  }
+  ServerProcess server(dir_, {"--token-file", token_file});
+  fs::remove(token_file);
+  auto client = server.Client();
+  const std::string body = R"({"id":"a","fingerprint":"00000000000000ff"})";
+  for (const char* scheme : {"Bearer", "bearer", "BEARER"}) {
+    httplib::Headers auth = {{"Authorization", std::string(scheme) + " s3cret"}};
+    auto ok = client->Post("/v1/documents", auth, body, "application/json");
+    ASSERT_TRUE(ok);
+    EXPECT_EQ(ok->status, 200) << scheme << ": " << ok->body;
+  }
+  // The token with the '\r' the file held is not the token.
+  httplib::Headers with_cr = {{"Authorization", "Bearer s3cret\r"}};
+  auto cr = client->Post("/v1/documents", with_cr, body, "application/json");
+  ASSERT_TRUE(cr);
+  EXPECT_EQ(cr->status, 401);
+  // Two Authorization headers (even if one is right) are refused.
+  testing::RawConnection raw(server.port());
+  ASSERT_TRUE(raw.ok());
+  ASSERT_TRUE(
+      raw.Send("POST /v1/documents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\n"
+               "Authorization: Bearer other\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n" + body));
+  const std::string response = raw.ReadResponse();
+  EXPECT_EQ(testing::StatusOf(response), 400) << response;
+  EXPECT_NE(response.find("Authorization: given more than once"), std::string::npos) << response;
+}
+
+TEST_F(ServerApiTest, MetadataVerbatimAndBatchesWithARepeatedIdRefused) {
+  ServerProcess server(dir_, {});
+  auto client = server.Client();
+  auto added = client->Post(
+      "/v1/documents",
+      R"({"documents":[{"id":"a","fingerprint":"00000000000000ff","metadata":{"n": 1.0e5,"s":"\u00e9"}}]})",
+      "application/json");
+  ASSERT_TRUE(added);
+  EXPECT_EQ(added->status, 200) << added->body;
+  auto got = client->Get("/v1/documents/a");
+  ASSERT_TRUE(got);
+  EXPECT_NE(got->body.find(R"("metadata":{"n": 1.0e5,"s":"\u00e9"})"), std::string::npos)
+      << got->body;
+  ExpectJsonError(client->Post("/v1/documents",
+                               R"({"documents":[{"id":"b","fingerprint":"00000000000000ff"},)"
+                               R"({"id":"b","fingerprint":"00000000000000fe"}]})",
+                               "application/json"),
+                  400, "documents[1].id");
+  ExpectJsonError(client->Post("/v1/documents", R"({"id":"c","text":""})", "application/json"), 400,
+                  "text: must not be empty");
+  ExpectJsonError(client->Post("/v1/query", R"({"fingerprint":"00000000000000ff","k":1,"k":2})",
+                               "application/json"),
+                  400, "duplicate key");
+  auto stats = client->Get("/v1/stats");
+  ASSERT_TRUE(stats);
+  EXPECT_NE(stats->body.find(R"("documents":1)"), std::string::npos) << stats->body;
+}
+
+TEST_F(ServerApiTest, EveryResponseIsCountedInMetrics) {
+  ServerProcess server(dir_, {"--max-body-bytes", "1000", "--token", "t"});
+  auto client = server.Client();
+  ASSERT_TRUE(client->Get("/nothing"));                                          // 404
+  ASSERT_TRUE(client->Put("/v1/stats", "", "application/json"));                 // 405
+  ASSERT_TRUE(client->Post("/v1/query", std::string(2000, ' '), "text/plain"));  // 413
+  ASSERT_TRUE(client->Post("/v1/query", "{", "application/json"));               // 400
+  ASSERT_TRUE(client->Post("/v1/documents", "{}", "application/json"));          // 401
+  // Oversized headers are refused by the HTTP layer before routing: counted as incomplete.
+  testing::RawConnection raw(server.port());
+  ASSERT_TRUE(raw.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(64 << 10, 'a') +
+                       "\r\n\r\n"));
+  const std::string refused = raw.ReadResponse();
+  EXPECT_EQ(testing::StatusOf(refused) / 100, 4) << refused;
+  EXPECT_TRUE(raw.ClosedByPeer());
+  // The connection's end is recorded by the server's polling thread: poll a bounded number of
+  // times for it.
+  std::string m;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto metrics = client->Get("/metrics");
+    ASSERT_TRUE(metrics);
+    m = metrics->body;
+    if (testing::MetricValue(m, "neardup_http_incomplete_requests_total") >= 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_NE(m.find(R"(neardup_http_requests_total{endpoint="none",code="4xx"} 2)"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find(R"(neardup_http_requests_total{endpoint="query",code="4xx"} 2)"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find(R"(neardup_http_requests_total{endpoint="add",code="4xx"} 1)"),
+            std::string::npos)
+      << m;
+  EXPECT_GE(testing::MetricValue(m, "neardup_http_incomplete_requests_total"), 1) << m;
+}
+
+TEST_F(ServerApiTest, ASecondServerOnTheSamePortFailsWithAddressInUse) {
+  ServerProcess first(dir_, {});
+  const std::string command = std::string(NEARDUP_BINARY) + " serve " + dir_ + "_second --port " +
+                              std::to_string(first.port()) + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buf[256];
+  while (std::fgets(buf, sizeof(buf), pipe) != nullptr) output += buf;
+  const int status = ::pclose(pipe);
+  fs::remove_all(dir_ + "_second");
+  EXPECT_NE(status, 0) << output;
+  EXPECT_NE(output.find("address in use"), std::string::npos) << output;
+  EXPECT_EQ(output.find("listening"), std::string::npos) << output;
+  // The first server still answers.
+  auto health = first.Client()->Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
 }
 
 }  // namespace

@@ -1,17 +1,20 @@
 // `neardup serve DIR`: runs the HTTP/JSON near-duplicate service over a persistent store until
-// SIGTERM/SIGINT, then finishes in-flight requests, flushes the store and exits 0.
+// SIGTERM/SIGINT, then lets in-flight requests finish (at most --shutdown-timeout), flushes the
+// store and exits 0.
 #include <pthread.h>
 #include <signal.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <thread>
 
 #include "cli/command.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/store.h"
+#include "service/http_input.h"
 #include "service/server.h"
 
 namespace neardup::cli {
@@ -42,14 +45,35 @@ int Run(ServeArgs& args) {
   ::signal(SIGPIPE, SIG_IGN);
 
   if (!args.token_file.empty()) {
-    std::ifstream in(args.token_file);
-    if (!in || !std::getline(in, args.server.token) || args.server.token.empty()) {
-      std::fprintf(stderr, "neardup serve: %s: cannot read a token\n", args.token_file.c_str());
+    std::ifstream in(args.token_file, std::ios::binary);
+    std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in && !in.eof()) {
+      std::fprintf(stderr, "neardup serve: %s: cannot read the token file\n",
+                   args.token_file.c_str());
       return kExitUsage;
     }
+    bool stripped_cr = false;
+    Result<std::string> token = service::TokenFromFileContents(contents, &stripped_cr);
+    if (!token.ok()) {
+      std::fprintf(stderr, "neardup serve: %s: %s\n", args.token_file.c_str(),
+                   token.status().message().c_str());
+      return kExitUsage;
+    }
+    if (stripped_cr) {
+      std::fprintf(stderr,
+                   "neardup serve: warning: %s: removed a trailing carriage return (CRLF line "
+                   "end) from the token\n",
+                   args.token_file.c_str());
+    }
+    args.server.token = std::move(*token);
   } else if (args.server.token.empty()) {
     if (const char* env = std::getenv("NEARDUP_TOKEN")) args.server.token = env;
+  } else {
+    std::fprintf(stderr,
+                 "neardup serve: warning: --token is visible to every user in the process list; "
+                 "prefer --token-file or $NEARDUP_TOKEN\n");
   }
+  const long open_files = service::RaiseOpenFileLimit();
 
   StoreOptions options;
   options.bits = args.bits;
@@ -96,9 +120,11 @@ int Run(ServeArgs& args) {
     std::fprintf(stderr, "neardup serve: %s\n", status.ToString().c_str());
     return kExitFailure;
   }
-  std::printf("neardup serve: listening on http://%s:%d (%llu documents, opened in %.3f s)\n",
-              args.server.host.c_str(), server.port(),
-              static_cast<unsigned long long>(stats.documents), stats.open_seconds);
+  std::printf(
+      "neardup serve: listening on http://%s:%d (%llu documents, opened in %.3f s, open-file "
+      "limit %ld)\n",
+      args.server.host.c_str(), server.port(), static_cast<unsigned long long>(stats.documents),
+      stats.open_seconds, open_files);
   std::fflush(stdout);
 
   std::thread waiter([&] {
@@ -123,10 +149,18 @@ RunFunction Setup(CLI::App* app) {
   app->add_option("dir", args->dir, "Store directory (created if missing)")->required();
   app->add_option("--host", args->server.host, "Address to bind")->capture_default_str();
   app->add_option("--port", args->server.port, "Port (0 = any free port)")->capture_default_str();
-  app->add_option("--threads", args->server.threads, "Request threads (0 = nproc)");
+  app->add_option("--threads", args->server.threads,
+                  "Polling threads (0 = nproc): read requests, answer /healthz and /metrics; "
+                  "connections are multiplexed, so this does not bound the number of clients");
+  app->add_option("--workers", args->server.workers,
+                  "Threads running text, write and scan handlers (0 = max(32, 8 x nproc)); a write "
+                  "holds one through its fsync, and concurrent writes share one fsync");
+  app->add_option("--token-file", args->token_file,
+                  "Read the bearer token required for writes from the first line of a file "
+                  "(preferred; a CRLF line end is stripped with a warning)");
   app->add_option("--token", args->server.token,
-                  "Bearer token required for writes (default: $NEARDUP_TOKEN)");
-  app->add_option("--token-file", args->token_file, "Read the bearer token from a file");
+                  "Bearer token on the command line (visible in `ps`: prefer --token-file or "
+                  "$NEARDUP_TOKEN, which is used when neither option is given)");
   app->add_flag("--auth-reads", args->server.auth_reads, "Require the token for reads too");
   app->add_option("--sync", args->sync,
                   "every (fsync per write batch), group (fsync every --group-commit-ms, "
@@ -150,9 +184,26 @@ RunFunction Setup(CLI::App* app) {
                   "Documents a new store is planned for")
       ->capture_default_str();
   app->add_option("--memtable-limit", args->memtable_limit, "Entries before a flush to a segment");
-  app->add_option("--max-body-bytes", args->server.max_body_bytes, "Request body limit");
+  app->add_option("--max-body-bytes", args->server.max_body_bytes,
+                  "Request body limit, counted after chunked framing and gzip/deflate decoding")
+      ->capture_default_str();
   app->add_option("--max-batch", args->server.limits.max_batch, "Documents per add request");
-  app->add_option("--timeout", args->server.read_timeout_seconds, "Read timeout in seconds");
+  app->add_option("--request-timeout,--timeout", args->server.request_timeout_seconds,
+                  "Whole-request deadline in seconds: request line, headers, body and reply")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  app->add_option("--idle-timeout", args->server.idle_timeout_seconds,
+                  "Close a keep-alive connection without traffic for this many seconds")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  app->add_option("--max-connections", args->server.max_connections,
+                  "Open connections (0 = the open-file limit minus 64)")
+      ->check(CLI::Range(0, 1 << 24));
+  app->add_option("--shutdown-timeout", args->server.shutdown_timeout_seconds,
+                  "On SIGTERM/SIGINT, seconds to let in-flight requests finish before closing "
+                  "every connection")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3600));
   app->add_flag("--no-text", args->no_text, "Do not load the text fingerprinter");
   app->add_flag("--no-verify", args->no_verify,
                 "Skip the whole-file segment checksums at open (headers are still checked)");

@@ -3,7 +3,10 @@
 #include "service/request_parser.h"
 
 #include <simdjson.h>
+
+#include <algorithm>
 #include <charconv>
+#include <unordered_map>
 
 namespace neardup::service {
 namespace {
@@ -11,6 +14,47 @@ namespace {
 using simdjson::dom::element;
 using simdjson::dom::element_type;
 using simdjson::dom::object;
+
+// The JSON path of `element` for error messages ("documents[2].metadata.a"), from its parts.
+std::string PathString(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& part : parts) {
+    if (!out.empty() && part[0] != '[') out += '.';
+    out += part;
+  }
+  return out.empty() ? "body" : out;
+}
+
+// InvalidArgument naming the first object (depth first) that holds a key twice: RFC 8259 leaves
+// duplicate names undefined, so a request holding one is refused rather than guessed at.
+Status CheckDuplicateKeys(element value, std::vector<std::string>* path) {
+  object obj;
+  simdjson::dom::array array;
+  if (value.get_object().get(obj) == simdjson::SUCCESS) {
+    std::vector<std::string_view> keys;
+    for (auto [key, child] : obj) keys.push_back(key);
+    std::sort(keys.begin(), keys.end());
+    for (size_t i = 1; i < keys.size(); ++i) {
+      if (keys[i] == keys[i - 1]) {
+        return Status::InvalidArgument(PathString(*path) + ": duplicate key \"" +
+                                       std::string(keys[i]) + "\"");
+      }
+    }
+    for (auto [key, child] : obj) {
+      path->emplace_back(key.empty() ? std::string("\"\"") : std::string(key));
+      NEARDUP_RETURN_IF_ERROR(CheckDuplicateKeys(child, path));
+      path->pop_back();
+    }
+  } else if (value.get_array().get(array) == simdjson::SUCCESS) {
+    size_t index = 0;
+    for (element child : array) {
+      path->push_back("[" + std::to_string(index++) + "]");
+      NEARDUP_RETURN_IF_ERROR(CheckDuplicateKeys(child, path));
+      path->pop_back();
+    }
+  }
+  return Status::Ok();
+}
 
 Result<element> ParseJson(simdjson::dom::parser& parser, std::string_view body) {
   element root;
@@ -20,7 +64,78 @@ Result<element> ParseJson(simdjson::dom::parser& parser, std::string_view body) 
     return Status::InvalidArgument(std::string("body: invalid JSON: ") +
                                    simdjson::error_message(error));
   }
+  std::vector<std::string> path;
+  NEARDUP_RETURN_IF_ERROR(CheckDuplicateKeys(root, &path));
   return root;
+}
+
+std::string_view TrimJsonSpace(std::string_view s) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// The verbatim text of the "metadata" member of `obj` (empty if absent or null).
+simdjson::error_code RawMetadataOf(simdjson::ondemand::object obj, std::string* out) {
+  out->clear();
+  for (auto field : obj) {
+    std::string_view key;
+    if (auto error = field.unescaped_key().get(key)) return error;
+    if (key != "metadata") continue;
+    simdjson::ondemand::value value;
+    if (auto error = field.value().get(value)) return error;
+    simdjson::ondemand::json_type type;
+    if (auto error = value.type().get(type)) return error;
+    std::string_view raw;
+    if (type == simdjson::ondemand::json_type::object) {
+      simdjson::ondemand::object metadata;
+      if (auto error = value.get_object().get(metadata)) return error;
+      if (auto error = metadata.raw_json().get(raw)) return error;
+    } else if (type == simdjson::ondemand::json_type::string) {
+      raw = value.raw_json_token();
+    } else {
+      continue;  // null (other types were refused by the DOM pass)
+    }
+    out->assign(TrimJsonSpace(raw));
+  }
+  return simdjson::SUCCESS;
+}
+
+// Replaces each document's metadata with its verbatim text in the body (so "1.0e5" stays
+// "1.0e5"), for a body the DOM pass already validated. `batch`: documents are in "documents".
+Status KeepMetadataVerbatim(std::string_view body, bool batch,
+                            std::vector<DocumentRequest*> documents) {
+  thread_local simdjson::ondemand::parser parser;
+  const simdjson::padded_string padded(body);
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::object root;
+  auto fail = [](simdjson::error_code error) {
+    return Status::InvalidArgument(std::string("body: invalid JSON: ") +
+                                   simdjson::error_message(error));
+  };
+  if (auto error = parser.iterate(padded).get(doc)) return fail(error);
+  if (auto error = doc.get_object().get(root)) return fail(error);
+  if (!batch) {
+    if (auto error = RawMetadataOf(root, &documents[0]->metadata_json)) return fail(error);
+    return Status::Ok();
+  }
+  for (auto field : root) {
+    std::string_view key;
+    if (auto error = field.unescaped_key().get(key)) return fail(error);
+    if (key != "documents") continue;
+    simdjson::ondemand::array array;
+    if (auto error = field.value().get_array().get(array)) return fail(error);
+    size_t index = 0;
+    for (auto item : array) {
+      simdjson::ondemand::object obj;
+      if (auto error = item.get_object().get(obj)) return fail(error);
+      if (index >= documents.size()) return Status::Internal("body: document count changed");
+      if (auto error = RawMetadataOf(obj, &documents[index++]->metadata_json)) return fail(error);
+    }
+  }
+  return Status::Ok();
 }
 
 Status ParseK(element value, const std::string& field, const RequestLimits& limits, int* k) {
@@ -69,6 +184,7 @@ Status ParseText(element value, const std::string& field, const RequestLimits& l
   if (value.get_string().get(s) != simdjson::SUCCESS) {
     return Status::InvalidArgument(field + ": must be a string");
   }
+  if (s.empty()) return Status::InvalidArgument(field + ": must not be empty");
   if (s.size() > limits.max_text_bytes) {
     return Status::ResourceExhausted(field + ": " + std::to_string(s.size()) +
                                      " bytes exceeds the limit of " +
@@ -114,12 +230,8 @@ Status ParseDocument(object obj, const std::string& prefix, const RequestLimits&
       if (type == element_type::NULL_VALUE) {
         doc->metadata_json.clear();
       } else if (type == element_type::OBJECT || type == element_type::STRING) {
+        // A placeholder: KeepMetadataVerbatim puts the verbatim text here.
         doc->metadata_json = simdjson::minify(value);
-        if (doc->metadata_json.size() > limits.max_metadata_bytes) {
-          return Status::InvalidArgument(field + ": " + std::to_string(doc->metadata_json.size()) +
-                                         " bytes exceeds the limit of " +
-                                         std::to_string(limits.max_metadata_bytes));
-        }
       } else {
         return Status::InvalidArgument(field + ": must be an object, a string or null");
       }
@@ -146,6 +258,31 @@ Result<object> RootObject(simdjson::dom::parser& parser, std::string_view body) 
   return obj;
 }
 
+// After the DOM pass: verbatim metadata, its size limit, and ids unique within a batch.
+Status FinishDocuments(std::string_view body, bool batch, const RequestLimits& limits,
+                       std::vector<DocumentRequest*> documents) {
+  bool any_metadata = false;
+  for (const DocumentRequest* doc : documents) any_metadata |= !doc->metadata_json.empty();
+  if (any_metadata) NEARDUP_RETURN_IF_ERROR(KeepMetadataVerbatim(body, batch, documents));
+  std::unordered_map<std::string_view, size_t> first_index;
+  for (size_t i = 0; i < documents.size(); ++i) {
+    const std::string prefix = batch ? "documents[" + std::to_string(i) + "]." : "";
+    const DocumentRequest& doc = *documents[i];
+    if (doc.metadata_json.size() > limits.max_metadata_bytes) {
+      return Status::InvalidArgument(
+          prefix + "metadata: " + std::to_string(doc.metadata_json.size()) +
+          " bytes exceeds the limit of " + std::to_string(limits.max_metadata_bytes));
+    }
+    auto [it, inserted] = first_index.emplace(doc.id, i);
+    if (!inserted) {
+      return Status::InvalidArgument(prefix + "id: \"" + doc.id + "\" repeats documents[" +
+                                     std::to_string(it->second) +
+                                     "].id (a batch may hold each id once)");
+    }
+  }
+  return Status::Ok();
+}
+
 simdjson::dom::parser& ThreadParser() {
   thread_local simdjson::dom::parser parser;
   return parser;
@@ -163,6 +300,7 @@ Result<AddRequest> ParseAddRequest(std::string_view body, const RequestLimits& l
     DocumentRequest doc;
     NEARDUP_RETURN_IF_ERROR(ParseDocument(*root, "", limits, {}, &doc, no_extra));
     request.documents.push_back(std::move(doc));
+    NEARDUP_RETURN_IF_ERROR(FinishDocuments(body, false, limits, {&request.documents[0]}));
     return request;
   }
   for (auto [key, value] : *root) {
@@ -191,6 +329,9 @@ Result<AddRequest> ParseAddRequest(std::string_view body, const RequestLimits& l
     NEARDUP_RETURN_IF_ERROR(ParseDocument(obj, prefix, limits, {}, &doc, no_extra));
     request.documents.push_back(std::move(doc));
   }
+  std::vector<DocumentRequest*> parsed;
+  for (DocumentRequest& doc : request.documents) parsed.push_back(&doc);
+  NEARDUP_RETURN_IF_ERROR(FinishDocuments(body, true, limits, std::move(parsed)));
   return request;
 }
 
@@ -219,6 +360,7 @@ Result<CheckRequest> ParseCheckRequest(std::string_view body, const RequestLimit
         }
         return Status::Ok();
       }));
+  NEARDUP_RETURN_IF_ERROR(FinishDocuments(body, false, limits, {&request.document}));
   return request;
 }
 
@@ -270,6 +412,7 @@ Result<QueryRequest> ParseQueryParams(const std::optional<std::string>& fingerpr
     request.fingerprint = fp;
   }
   if (text.has_value()) {
+    if (text->empty()) return Status::InvalidArgument("text: must not be empty");
     if (text->size() > limits.max_text_bytes) {
       return Status::ResourceExhausted("text: exceeds the limit of " +
                                        std::to_string(limits.max_text_bytes) + " bytes");

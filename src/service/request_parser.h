@@ -1,7 +1,8 @@
 // Parsing and validation of the JSON request bodies of the neardup HTTP service (see docs/api.md).
 //
 // Internal header. Pure functions of their input (no I/O), safe to call from any thread; every
-// malformed input yields a Status naming the offending field, never a crash or an exception. The
+// malformed input yields a Status naming the offending field, never a crash or an exception. A key
+// given twice in any object, an empty text and an id given twice in one batch are refused. The
 // fuzz target fuzz/request_parser_fuzz.cc drives these functions.
 #ifndef NEARDUP_SERVICE_REQUEST_PARSER_H_
 #define NEARDUP_SERVICE_REQUEST_PARSER_H_
@@ -23,7 +24,7 @@ struct RequestLimits {
   int default_k = 3;
   size_t max_batch = 10000;  // documents per add request
   size_t max_id_bytes = 2048;
-  size_t max_metadata_bytes = 4096;  // of the metadata's compact JSON form
+  size_t max_metadata_bytes = 4096;  // of the metadata's verbatim JSON text
   size_t max_text_bytes = 1 << 20;
   size_t max_limit = 10000;  // results per query
 };
@@ -33,7 +34,9 @@ struct DocumentRequest {
   std::string id;
   std::optional<std::string> text;
   std::optional<Fingerprint> fingerprint;
-  std::string metadata_json;  // compact JSON of the "metadata" value (object or string), or empty
+  // The "metadata" value (object or string) exactly as the request wrote it (so numbers such as
+  // 1.0e5 come back unchanged), or empty for none/null.
+  std::string metadata_json;
 };
 
 struct AddRequest {

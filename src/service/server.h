@@ -1,9 +1,14 @@
-// The neardup HTTP/1.1 + JSON service over a DocumentStore (cpp-httplib): add, check-and-add,
-// query, get, delete, stats, /healthz and Prometheus /metrics. See docs/api.md.
+// The neardup HTTP/1.1 + JSON service over a DocumentStore (libmicrohttpd, event-driven): add,
+// check-and-add, query, get, delete, stats, /healthz and Prometheus /metrics. See docs/api.md.
 //
-// Internal header (part of the `neardup` binary). A Server is driven by one thread calling Run();
-// Stop() may be called from any thread (e.g. a signal handler thread) and makes Run() return once
-// in-flight requests are done. Request handlers run concurrently on the server's thread pool.
+// Internal header (the neardup_service library behind `neardup serve`). Connections are
+// multiplexed with epoll over a small pool of polling threads, so an idle or slow client costs a
+// socket and a little memory, never a thread. Cheap bounded requests (health, metrics, stats,
+// gets, fingerprint queries with k <= the store's max_k) are answered on the polling threads;
+// text, writes and scans run on a separate worker pool while their connection is suspended. A
+// Server is driven by one thread calling Run(); Stop() may be called from any thread (e.g. a signal
+// handler thread) and makes Run() return after draining in-flight requests for at most
+// `shutdown_timeout_seconds`.
 #ifndef NEARDUP_SERVICE_SERVER_H_
 #define NEARDUP_SERVICE_SERVER_H_
 
@@ -20,15 +25,31 @@ namespace neardup::service {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0 picks a free port (see Server::port())
-  int threads = 0;  // request threads; 0 = DefaultThreadCount()
+  int threads = 0;  // polling threads (epoll, /healthz, /metrics); 0 = DefaultThreadCount()
+  // Threads running text, write and scan handlers; 0 = max(32, 8 x DefaultThreadCount()). A write
+  // holds its worker through its fsync, never a polling thread.
+  int workers = 0;
+  // Requests waiting for a worker; more get 503.
+  size_t max_queued_requests = 4096;
   // If non-empty, every write needs "Authorization: Bearer <token>" (and reads too if
-  // auth_reads).
+  // auth_reads). Decided from the headers, before any body byte is read.
   std::string token;
   bool auth_reads = false;
+  // Decoded body bytes (after chunked framing and gzip/deflate); more is refused with 413 as
+  // soon as the limit is crossed.
   size_t max_body_bytes = 64u << 20;
-  int read_timeout_seconds = 10;
-  int write_timeout_seconds = 10;
-  int keep_alive_timeout_seconds = 5;
+  // Whole-request deadline: from the request line to the last response byte (headers, body,
+  // handling and sending). A connection past it is closed.
+  int request_timeout_seconds = 30;
+  // A keep-alive connection without traffic for this long is closed.
+  int idle_timeout_seconds = 60;
+  // Open connections; more wait in the listen backlog. 0 = the open-file limit minus a reserve.
+  int max_connections = 0;
+  int listen_backlog = 4096;
+  // Per-connection memory for the request line, headers and read buffer (larger: 431/414).
+  size_t connection_memory_bytes = 32u << 10;
+  // After Stop(): in-flight requests get this long to finish, then every connection is closed.
+  int shutdown_timeout_seconds = 5;
   RequestLimits limits;
 };
 
@@ -39,10 +60,11 @@ class Server {
   Server(DocumentStore* store, const Fingerprinter* fingerprinter, ServerOptions options);
   ~Server();
 
-  // Binds the listening socket. IoError naming host:port on failure.
+  // Binds the listening socket exclusively (no SO_REUSEPORT). IoError naming host:port on
+  // failure, e.g. "127.0.0.1:8080: address in use".
   Status Bind();
   int port() const;
-  // Serves until Stop(). Returns the listen loop's status.
+  // Serves until Stop(), then drains and closes. Returns the status of starting the service.
   Status Run();
   void Stop();
 
@@ -51,6 +73,9 @@ class Server {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+// Raises the soft RLIMIT_NOFILE to the hard limit; returns the new soft limit.
+long RaiseOpenFileLimit();
 
 }  // namespace neardup::service
 
