@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/report.h"
 #include "neardup/index_planner.h"
 
 namespace neardup::cli {
@@ -47,7 +48,7 @@ RunFunction SetupPlan(CLI::App* app) {
     request.memory_budget_bytes = args->budget;
     auto designs = EnumerateIndexDesigns(request);
     if (!designs.ok()) {
-      std::fprintf(stderr, "neardup plan: %s\n", designs.status().ToString().c_str());
+      PrintError(designs.status());
       return kExitUsage;
     }
     auto chosen = PlanIndex(request);
@@ -75,7 +76,7 @@ RunFunction SetupPlan(CLI::App* app) {
       std::printf("      picked when %s\n", range.c_str());
     }
     if (!chosen.ok()) {
-      std::fprintf(stderr, "neardup plan: %s\n", chosen.status().ToString().c_str());
+      PrintError(chosen.status());
       return kExitFailure;
     }
     std::printf("\nchosen:\n");
