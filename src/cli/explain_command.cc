@@ -231,9 +231,10 @@ int RunExplain(const ExplainArgs& args) {
   }
   const char* names[2] = {"A", "B"};
   for (int i = 0; i < 2; ++i) {
-    std::printf("%s: %s, %zu bytes, %zu features, %zu shingles\n   fingerprint %s\n", names[i],
-                (*docs)[i].label.c_str(), (*docs)[i].text.size(), details[i].feature_count,
-                shingles[i].size(), ToHex(details[i].fingerprint).c_str());
+    std::printf("%s: %s, %s, %s, %s\n   fingerprint %s\n", names[i], (*docs)[i].label.c_str(),
+                Count((*docs)[i].text.size(), "byte").c_str(),
+                Count(details[i].feature_count, "feature").c_str(),
+                Count(shingles[i].size(), "shingle").c_str(), ToHex(details[i].fingerprint).c_str());
   }
   std::printf("Hamming distance: %d of %d bits (k = %d, %s: %s)\n", distance,
               details[0].fingerprint.bits, k, k_rule.c_str(), within_k ? "within" : "beyond");

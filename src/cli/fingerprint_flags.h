@@ -52,11 +52,16 @@ struct FingerprintFlags {
                     "auto (jieba for Chinese, ICU words otherwise) | "
                     "jieba | icu | char")
         ->check(CLI::IsMember({"auto", "jieba", "icu", "char"}));
-    app->add_option("--shingle", shingle, "words per feature (word tokenizers; default 2)");
-    app->add_option("--ngram", ngram, "characters per feature for --tokenizer char (default 4)");
-    app->add_option("--weighting", weighting, "tf (default) | tfidf | uniform")
-        ->check(CLI::IsMember({"tf", "tfidf", "uniform"}));
-    app->add_option("--top-k", top_k, "keep only the K heaviest features (0 = all)");
+    app->add_option("--shingle", shingle, "words per feature (word tokenizers)")
+        ->default_str("2");
+    app->add_option("--ngram", ngram, "characters per feature for --tokenizer char")
+        ->default_str("4");
+    app->add_option("--weighting", weighting, "tf | tfidf | uniform")
+        ->check(CLI::IsMember({"tf", "tfidf", "uniform"}))
+        ->default_str("tf");
+    app->add_option("--top-k", top_k,
+                    "keep only the K heaviest features (0 = all; keywords: 20, yanyiwu: 5)")
+        ->default_str("0");
     if (with_bits) {
       app->add_option("--bits", bits, "fingerprint width: 64 or 128")
           ->check(CLI::IsMember({64, 128}));

@@ -233,7 +233,7 @@ int RunRemove(const IndexArgs& args) {
   for (const std::string& id : args.ids) {
     Status status = (*opened)->Remove(id);
     if (!status.ok()) {
-      Fail(status.WithContext("\"" + id + "\""));
+      Fail(status);
       code = kExitFailure;
     } else {
       std::printf("removed %s\n", id.c_str());

@@ -44,10 +44,9 @@ int main(int argc, char** argv) {
   // Every option's default is shown in --help (inherited by the subcommands added below).
   app.option_defaults()->always_capture_default();
   app.failure_message([](const CLI::App* failed, const CLI::Error& e) {
-    std::string command = failed->get_name();
-    for (const CLI::App* parent = failed->get_parent(); parent && parent->get_parent();
-         parent = parent->get_parent()) {
-      command = parent->get_name() + " " + command;
+    std::string command;  // "index add" (empty for the top level)
+    for (const CLI::App* app = failed; app && app->get_parent(); app = app->get_parent()) {
+      command = app->get_name() + (command.empty() ? "" : " " + command);
     }
     return std::string("neardup: error: ") + e.what() + "\nRun 'neardup " +
            (command.empty() ? "" : command + " ") + "--help' for more information.\n";
