@@ -38,7 +38,7 @@ namespace neardup {
 enum class KeepPolicy {
   kFirst,    // the first document in canonical order
   kLongest,  // the longest normalised text (bytes after markup stripping, NFKC, whitespace
-             // folding), so a bare copy beats an HTML-wrapped one; then raw bytes; ties go first
+             // folding), so markup does not count; ties go to the first
   kField,  // the highest numeric value of DedupOptions::keep_field; missing values lose; ties first
 };
 

@@ -54,6 +54,10 @@ struct DocumentReaderOptions {
   // Optional JSONL field holding a fingerprint (hex string): a record with it needs no text field
   // (Document::fingerprint is set and Document::text left empty).
   std::string fingerprint_field;
+  // Pass plain-text documents (not JSONL) with invalid UTF-8 through instead of skipping them, for
+  // callers that repair it (NormalizeOptions::replace_invalid_utf8). Document::text may then hold
+  // invalid UTF-8.
+  bool allow_invalid_utf8_text = false;
   // Stop at the first malformed record with an error instead of skipping it.
   bool strict = false;
   // Treat standard input as one plain-text document instead of JSONL.

@@ -58,6 +58,7 @@ struct DedupFlags {
     options->verify_threshold = verify;
     options->threads = input.threads;
     input.ToReaderOptions(&options->reader);
+    options->reader.allow_invalid_utf8_text = fingerprint.replace_invalid;
     options->join = join == "index"    ? DedupOptions::Join::kPermutedIndex
                     : join == "blocks" ? DedupOptions::Join::kBlocks
                                        : DedupOptions::Join::kAuto;

@@ -40,7 +40,11 @@ int RunFingerprintCommand(const FingerprintCommandArgs& args) {
     PrintError("--format decimal: only for 64-bit fingerprints (use hex or binary with --bits 128)");
     return kExitUsage;
   }
-  auto reader = InputBatchReader::Open(args.input);
+  auto reader = InputBatchReader::Open([&] {
+    InputFlags input = args.input;
+    input.allow_invalid_utf8_text = args.fingerprint.replace_invalid;
+    return input;
+  }());
   if (!reader.ok()) {
     PrintError(reader.status());
     return kExitFailure;

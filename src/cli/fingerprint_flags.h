@@ -128,6 +128,7 @@ struct InputFlags {
   bool stdin_text = false;
   bool strict = false;
   int threads = 0;
+  bool allow_invalid_utf8_text = false;  // set from --replace-invalid-utf8, not a flag itself
 
   // Declares the flags; `positional` adds the INPUT... arguments (required when `required`).
   void Add(CLI::App* app, bool positional = true, bool required = false) {
@@ -163,6 +164,7 @@ struct InputFlags {
     options->strict = strict;
     options->stdin_is_text = stdin_text;
     options->text_lines = lines;
+    options->allow_invalid_utf8_text = allow_invalid_utf8_text;
   }
 };
 
@@ -185,7 +187,7 @@ class InputBatchReader {
     reader->flags_ = flags;
     if (reader->flags_.inputs.empty()) reader->flags_.inputs.push_back("-");
     DocumentReaderOptions options;
-    flags.ToReaderOptions(&options);
+    reader->flags_.ToReaderOptions(&options);
     options.on_warning = reader->warnings_.Callback();
     auto opened = DocumentReader::Open(reader->flags_.inputs, std::move(options));
     if (!opened.ok()) return opened.status();

@@ -45,7 +45,11 @@ int RunIdfCommand(const IdfCommandArgs& args) {
     PrintError(extractor.status());
     return kExitFailure;
   }
-  auto reader = InputBatchReader::Open(args.input);
+  auto reader = InputBatchReader::Open([&] {
+    InputFlags input = args.input;
+    input.allow_invalid_utf8_text = args.fingerprint.replace_invalid;
+    return input;
+  }());
   if (!reader.ok()) {
     PrintError(reader.status());
     return kExitFailure;

@@ -75,7 +75,11 @@ int RunKeywordsCommand(const KeywordsCommandArgs& args) {
     }
     fingerprinter = std::move(*created);
   }
-  auto reader = InputBatchReader::Open(args.input);
+  auto reader = InputBatchReader::Open([&] {
+    InputFlags input = args.input;
+    input.allow_invalid_utf8_text = args.fingerprint.replace_invalid;
+    return input;
+  }());
   if (!reader.ok()) {
     PrintError(reader.status());
     return kExitFailure;

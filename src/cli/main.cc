@@ -44,8 +44,15 @@ int main(int argc, char** argv) {
   // Every option's default is shown in --help (inherited by the subcommands added below).
   app.option_defaults()->always_capture_default();
   app.failure_message([](const CLI::App* failed, const CLI::Error& e) {
-    std::string command;  // "index add" (empty for the top level)
-    for (const CLI::App* app = failed; app && app->get_parent(); app = app->get_parent()) {
+    // The deepest parsed command ("index add"); errors found by the top level still name it.
+    const CLI::App* deepest = failed;
+    for (;;) {
+      std::vector<CLI::App*> parsed = deepest->get_subcommands();
+      if (parsed.empty()) break;
+      deepest = parsed.front();
+    }
+    std::string command;
+    for (const CLI::App* app = deepest; app && app->get_parent(); app = app->get_parent()) {
       command = app->get_name() + (command.empty() ? "" : " " + command);
     }
     return std::string("neardup: error: ") + e.what() + "\nRun 'neardup " +

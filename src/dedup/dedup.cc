@@ -53,7 +53,6 @@ bool Better(const DedupDocument& x, uint32_t xi, const DedupDocument& y, uint32_
   switch (keep) {
     case KeepPolicy::kLongest:
       if (x.normalized_bytes != y.normalized_bytes) return x.normalized_bytes > y.normalized_bytes;
-      if (x.text_bytes != y.text_bytes) return x.text_bytes > y.text_bytes;
       break;
     case KeepPolicy::kField:
       if (x.score.has_value() != y.score.has_value()) return x.score.has_value();

@@ -525,7 +525,7 @@ Result<bool> DocumentReader::Next(Document* doc) {
                                     std::to_string(options_.max_document_bytes) + " bytes"));
         continue;
       }
-      if (!simdjson::validate_utf8(text.data(), text.size())) {
+      if (!options_.allow_invalid_utf8_text && !simdjson::validate_utf8(text.data(), text.size())) {
         NEARDUP_RETURN_IF_ERROR(Skip(kSkipInvalidUtf8, path + ": invalid UTF-8"));
         continue;
       }
@@ -566,7 +566,8 @@ Result<bool> DocumentReader::Next(Document* doc) {
       continue;
     }
     if (line_.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank line
-    if (!simdjson::validate_utf8(line_.data(), line_.size())) {
+    if (!(options_.allow_invalid_utf8_text && !current_is_jsonl_) &&
+        !simdjson::validate_utf8(line_.data(), line_.size())) {
       NEARDUP_RETURN_IF_ERROR(Skip(kSkipInvalidUtf8, where + ": invalid UTF-8"));
       continue;
     }
