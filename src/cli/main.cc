@@ -58,12 +58,6 @@ int main(int argc, char** argv) {
     return std::string("neardup: error: ") + e.what() + "\nRun 'neardup " +
            (command.empty() ? "" : command + " ") + "--help' for more information.\n";
   });
-  app.footer(
-      "Examples:\n"
-      "  neardup dedup corpus.jsonl -o out/       # keep.txt, remove.txt, clusters.jsonl\n"
-      "  neardup explain --file corpus.jsonl ID_A ID_B\n"
-      "  neardup fingerprint corpus.jsonl > fingerprints.jsonl\n"
-      "Every command has --help; `man neardup` after cmake --install.");
   std::vector<Command> commands = RegisteredCommands();
   std::sort(commands.begin(), commands.end(),
             [](const Command& a, const Command& b) { return a.name < b.name; });
@@ -72,6 +66,14 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(command.name, command.description);
     runners[sub] = command.setup(sub);
   }
+  // Set after the subcommands are added: CLI11 copies a parent's footer into new subcommands.
+  app.footer(
+      "Examples:\n"
+      "  neardup dedup corpus.jsonl -o out/       # keep.txt, remove.txt, clusters.jsonl\n"
+      "  neardup explain --file corpus.jsonl ID_A ID_B\n"
+      "  neardup fingerprint corpus.jsonl > fingerprints.jsonl\n"
+      "Every command has --help; `man neardup` after cmake --install.");
+
   // An unknown command gets a clear message (and a suggestion), not "A subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
     const std::string given = argv[1];
