@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -132,6 +133,11 @@ int Main(int argc, char** argv) {
   double megabytes = argc > 1 ? std::atof(argv[1]) : 2.0;
   std::string dir = argc > 2 ? argv[2] : std::string(NEARDUP_SHARED_DIR) + "/corpus";
   size_t max_bytes = static_cast<size_t>(megabytes * 1e6);
+  if (!std::filesystem::is_directory(dir)) {
+    std::printf("fingerprint_bench: skipped: the corpus %s is not there (needs ../shared)\n",
+                dir.c_str());
+    return 0;
+  }
   TextSet zh =
       Load(dir, {"zh_lohelp.jsonl", "zh_manpages.jsonl", "zh_debian_docs.jsonl"}, max_bytes);
   TextSet en = Load(dir, {"en_speeches.jsonl", "en_manpages.jsonl"}, max_bytes);

@@ -62,8 +62,9 @@ class CliFingerprintTest : public ::testing::Test {
     dir_ = ::testing::TempDir();
     // 2 x kPairs real documents (Chinese and English) with a malformed line 3 and a non-string
     // text.
-    std::ifstream zh(std::string(NEARDUP_SHARED_DIR) + "/corpus/zh_fortunes.jsonl");
-    std::ifstream en(std::string(NEARDUP_SHARED_DIR) + "/corpus/en_spamassassin.jsonl");
+    // The repository's own sample corpus: this test runs without ../shared.
+    std::ifstream zh(std::string(NEARDUP_SOURCE_DIR) + "/sample/zh_poetry.jsonl");
+    std::ifstream en(std::string(NEARDUP_SOURCE_DIR) + "/sample/en_spamassassin.jsonl");
     std::string jsonl, line;
     for (int i = 0; i < kPairs && std::getline(zh, line); ++i) {
       jsonl += line + "\n";
