@@ -97,8 +97,7 @@ TEST(CliHelpTest, EveryCommandHasHelpWithDefaultsAndExamples) {
       text = match.suffix();
     }
     // Every top-level command, and `index add`, ends with examples of itself.
-    const bool needs_examples =
-        command.find(' ') == std::string::npos || command == "index add";
+    const bool needs_examples = command.find(' ') == std::string::npos || command == "index add";
     if (needs_examples && !IsServe(command)) {
       size_t examples = help.out.find("\nExamples:\n");
       ASSERT_NE(examples, std::string::npos) << command << "\n" << help.out;

@@ -1,8 +1,9 @@
 // End-to-end regression tests of the real `neardup` binary for issue 12: outputs never written over
 // an input, existing outputs refused without --force, shared ids, counted fallbacks, a run that
 // reads nothing, one reader for every command (index add included: extra fields, numeric ids, bad
-// lines, gzip, directories, several inputs, raw metadata), BOM / xz / gzip by content / a file named
-// twice, explain's unknown ids and k rule, and the small defects (fingerprint --format decimal
+// lines, gzip, directories, several inputs, raw metadata), BOM / xz / gzip by content / a file
+// named twice, explain's unknown ids and k rule, and the small defects (fingerprint --format
+// decimal
 // --bits 128, index remove with a missing id, a mistyped command, eval's scoring and paths).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -44,7 +45,8 @@ const char* kOther =
     "Bright orange fish swim slowly around the coral reef while divers photograph the turtles "
     "that rest on the sandy bottom near the wreck of an old cargo ship";
 
-std::string Line(const std::string& id_json, const std::string& text, const std::string& extra = "") {
+std::string Line(const std::string& id_json, const std::string& text,
+                 const std::string& extra = "") {
   return "{\"id\":" + id_json + ",\"text\":\"" + text + "\"" + extra + "}\n";
 }
 
@@ -191,8 +193,7 @@ TEST_F(CliSafetyTest, ARunThatReadsNothingIsAnError) {
   std::string err;
   EXPECT_EQ(Run("dedup in.jsonl -o o --text-field body", nullptr, &err), 1);
   EXPECT_NE(err.find("in.jsonl:1: missing field \"body\" (skipped)"), std::string::npos) << err;
-  EXPECT_NE(err.find("neardup: error: no document read: all 3 records skipped"),
-            std::string::npos)
+  EXPECT_NE(err.find("neardup: error: no document read: all 3 records skipped"), std::string::npos)
       << err;
   EXPECT_FALSE(fs::exists(dir_ / "o/keep.txt"));
   EXPECT_EQ(Run("fingerprint in.jsonl --text-field body", nullptr, &err), 1);
@@ -233,8 +234,8 @@ TEST_F(CliSafetyTest, ByteOrderMarkXzGzipByContentAndAFileNamedTwice) {
 }
 
 TEST_F(CliSafetyTest, NestedFieldPaths) {
-  Write("n.jsonl", "{\"meta\":{\"id\":\"n1\"},\"content\":{\"text\":\"" + std::string(kBase) +
-                       "\"}}\n");
+  Write("n.jsonl",
+        "{\"meta\":{\"id\":\"n1\"},\"content\":{\"text\":\"" + std::string(kBase) + "\"}}\n");
   std::string out, err;
   ASSERT_EQ(Run("fingerprint n.jsonl --id-field meta.id --text-field content.text", &out, &err), 0)
       << err;
@@ -243,8 +244,8 @@ TEST_F(CliSafetyTest, NestedFieldPaths) {
 
 TEST_F(CliSafetyTest, IndexAddReadsLikeEveryOtherCommandAndKeepsMetadataAsJson) {
   ASSERT_EQ(Run("index create st"), 0);
-  Write("one.jsonl", Line("\"u1\"", kBase, ",\"metadata\":\"m\",\"extra\":1") +
-                         "not json\n" + Line("7", kOther, ",\"metadata\":{\"k\":[1,2]}"));
+  Write("one.jsonl", Line("\"u1\"", kBase, ",\"metadata\":\"m\",\"extra\":1") + "not json\n" +
+                         Line("7", kOther, ",\"metadata\":{\"k\":[1,2]}"));
   WriteGzip("more/two.jsonl.gz", "{\"id\":\"u3\",\"fingerprint\":\"f773be40a3f0a3e5\"}\n");
   std::string out, err;
   ASSERT_EQ(Run("index add st one.jsonl more", &out, &err), 0) << err;
@@ -286,8 +287,7 @@ TEST_F(CliSafetyTest, ExplainUnknownIdOrForgottenFileIsAnError) {
   EXPECT_NE(err.find("id \"en1\" not found"), std::string::npos) << err;
   EXPECT_EQ(Run("explain a en1", &out, &err), 1);
   EXPECT_NE(err.find("no such file"), std::string::npos) << err;
-  ASSERT_EQ(Run("explain --text 'one two three four' 'one two three five'", &out, &err), 0)
-      << err;
+  ASSERT_EQ(Run("explain --text 'one two three four' 'one two three five'", &out, &err), 0) << err;
   EXPECT_NE(out.find("literal text"), std::string::npos) << out;
 }
 

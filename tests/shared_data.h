@@ -9,12 +9,12 @@
 #include <filesystem>
 
 // Skips the current test, saying why, unless ../shared/corpus exists.
-#define NEARDUP_SKIP_WITHOUT_SHARED_CORPUS()                                                  \
-  do {                                                                                         \
-    if (!std::filesystem::is_directory(NEARDUP_SHARED_DIR "/corpus")) {                        \
-      GTEST_SKIP() << "skipped: the shared corpus " NEARDUP_SHARED_DIR                         \
+#define NEARDUP_SKIP_WITHOUT_SHARED_CORPUS()                                                    \
+  do {                                                                                          \
+    if (!std::filesystem::is_directory(NEARDUP_SHARED_DIR "/corpus")) {                         \
+      GTEST_SKIP() << "skipped: the shared corpus " NEARDUP_SHARED_DIR                          \
                       "/corpus is not there (this test needs ../shared beside the repository)"; \
-    }                                                                                          \
+    }                                                                                           \
   } while (0)
 
 #endif  // NEARDUP_TESTS_SHARED_DATA_H_

@@ -169,10 +169,8 @@ std::string Roff(const std::string& text) {
 
 void ManOptions(const CLI::App* app, std::string* out) {
   for (const CLI::Option* option : app->get_options()) {
-    if (option->get_lnames().empty() && option->get_snames().empty() &&
-        option->get_positional()) {
-      *out += ".TP\n.I " + Roff(option->get_name()) + "\n" + Roff(option->get_description()) +
-              "\n";
+    if (option->get_lnames().empty() && option->get_snames().empty() && option->get_positional()) {
+      *out += ".TP\n.I " + Roff(option->get_name()) + "\n" + Roff(option->get_description()) + "\n";
       continue;
     }
     std::string names = option->get_name(false, true);
@@ -223,20 +221,21 @@ struct CompletionArgs {
   std::string shell;
 };
 
-const CommandRegistrar kCompletion(
-    "completion", "print the bash or zsh completion script", [](CLI::App* app) -> RunFunction {
-      app->group("");  // hidden: a build-time generator
-      auto args = std::make_shared<CompletionArgs>();
-      app->add_option("shell", args->shell, "bash | zsh")
-          ->required()
-          ->check(CLI::IsMember({"bash", "zsh"}));
-      return [app, args] {
-        const CLI::App* root = app->get_parent();
-        std::string text = args->shell == "bash" ? Bash(root) : Zsh(root);
-        std::fputs(text.c_str(), stdout);
-        return std::fflush(stdout) == 0 ? kExitOk : kExitFailure;
-      };
-    });
+const CommandRegistrar kCompletion("completion", "print the bash or zsh completion script",
+                                   [](CLI::App* app) -> RunFunction {
+                                     app->group("");  // hidden: a build-time generator
+                                     auto args = std::make_shared<CompletionArgs>();
+                                     app->add_option("shell", args->shell, "bash | zsh")
+                                         ->required()
+                                         ->check(CLI::IsMember({"bash", "zsh"}));
+                                     return [app, args] {
+                                       const CLI::App* root = app->get_parent();
+                                       std::string text =
+                                           args->shell == "bash" ? Bash(root) : Zsh(root);
+                                       std::fputs(text.c_str(), stdout);
+                                       return std::fflush(stdout) == 0 ? kExitOk : kExitFailure;
+                                     };
+                                   });
 
 const CommandRegistrar kMan("man", "print the man page (roff)", [](CLI::App* app) -> RunFunction {
   app->group("");

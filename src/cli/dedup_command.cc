@@ -160,8 +160,9 @@ int RunDedupCommand(const DedupCommandArgs& args) {
     std::string summary = DedupSummaryJson(*report, &options);
     std::fputs(summary.c_str(), args.output_dir.empty() ? stderr : stdout);
   } else if (!quiet) {
-    std::fprintf(stderr, "neardup: dedup: %s (%s skipped), k = %d%s, %s, %s removed, %.2f s "
-                         "(+%.2f s writing)%s%s\n",
+    std::fprintf(stderr,
+                 "neardup: dedup: %s (%s skipped), k = %d%s, %s, %s removed, %.2f s "
+                 "(+%.2f s writing)%s%s\n",
                  Count(report->documents.size(), "document").c_str(),
                  std::to_string(skipped_total).c_str(), report->max_distance,
                  options.max_distance == DedupOptions::kAutoDistance ? " (auto)" : "",

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "cli/command.h"
-#include "cli/report.h"
 #include "cli/fingerprint_flags.h"
+#include "cli/report.h"
 #include "common/json_writer.h"
 #include "neardup/fingerprinter.h"
 

@@ -11,14 +11,13 @@
 #include <unordered_map>
 
 #include "cli/command.h"
-#include "cli/report.h"
 #include "cli/dedup_flags.h"
 #include "cli/report.h"
-#include "neardup/output_file.h"
 #include "common/parallel.h"
 #include "dedup/shingles.h"
 #include "neardup/dedup.h"
 #include "neardup/eval.h"
+#include "neardup/output_file.h"
 
 namespace neardup::cli {
 namespace {
@@ -200,8 +199,8 @@ int RunEval(const EvalArgs& args) {
   {
     const PairCounts& overall = cluster.scores.overall;
     if (overall.positives + overall.negatives == 0) {
-      PrintError("no labelled pair could be scored: " +
-                 Count(overall.missing, "pair") + " name documents not in the inputs, the rest " +
+      PrintError("no labelled pair could be scored: " + Count(overall.missing, "pair") +
+                 " name documents not in the inputs, the rest " +
                  "have graded or unknown labels (pairs.tsv format: see neardup eval --help)");
       return kExitFailure;
     }

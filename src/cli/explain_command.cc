@@ -12,7 +12,6 @@
 #include <unordered_set>
 
 #include "cli/command.h"
-#include "cli/report.h"
 #include "cli/dedup_flags.h"
 #include "cli/report.h"
 #include "common/json_writer.h"
@@ -82,11 +81,10 @@ Result<ResolvedPair> Resolve(const ExplainArgs& args, const DedupOptions& option
         return Status::NotFound("id \"" + *names[i] + "\" not found in the --file inputs");
       }
       if (matches[i].size() > 1) {
-        return Status::InvalidArgument("id \"" + *names[i] + "\" is used by " +
-                                       Count(matches[i].size(), "document") + " (" +
-                                       matches[i][0] + ", " + matches[i][1] +
-                                       (matches[i].size() > 2 ? ", ..." : "") + "); name one as " +
-                                       *names[i] + "@" + matches[i][0]);
+        return Status::InvalidArgument(
+            "id \"" + *names[i] + "\" is used by " + Count(matches[i].size(), "document") + " (" +
+            matches[i][0] + ", " + matches[i][1] + (matches[i].size() > 2 ? ", ..." : "") +
+            "); name one as " + *names[i] + "@" + matches[i][0]);
       }
     }
     return result;
@@ -161,12 +159,11 @@ int RunExplain(const ExplainArgs& args) {
   // number of documents); without --file, the k of a small corpus unless -k is given.
   const size_t corpus = resolved->corpus_documents;
   const int k = ResolveMaxDistance(options, corpus > 0 ? corpus : 2);
-  std::string k_rule = options.max_distance != DedupOptions::kAutoDistance
-                           ? "given by -k"
-                           : corpus > 0 ? "auto, as dedup of the " + Count(corpus, "document") +
-                                              " in the --file inputs"
-                                        : "auto for a small corpus; use --file CORPUS or -k to "
-                                          "match a large run";
+  std::string k_rule =
+      options.max_distance != DedupOptions::kAutoDistance ? "given by -k"
+      : corpus > 0 ? "auto, as dedup of the " + Count(corpus, "document") + " in the --file inputs"
+                   : "auto for a small corpus; use --file CORPUS or -k to "
+                     "match a large run";
   const bool within_k = distance <= k;
   const bool verified = options.verify_threshold <= 0 || jaccard >= options.verify_threshold;
   const bool duplicate = within_k && verified;
@@ -234,7 +231,8 @@ int RunExplain(const ExplainArgs& args) {
     std::printf("%s: %s, %s, %s, %s\n   fingerprint %s\n", names[i], (*docs)[i].label.c_str(),
                 Count((*docs)[i].text.size(), "byte").c_str(),
                 Count(details[i].feature_count, "feature").c_str(),
-                Count(shingles[i].size(), "shingle").c_str(), ToHex(details[i].fingerprint).c_str());
+                Count(shingles[i].size(), "shingle").c_str(),
+                ToHex(details[i].fingerprint).c_str());
   }
   std::printf("Hamming distance: %d of %d bits (k = %d, %s: %s)\n", distance,
               details[0].fingerprint.bits, k, k_rule.c_str(), within_k ? "within" : "beyond");

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "cli/command.h"
-#include "cli/report.h"
 #include "cli/fingerprint_flags.h"
+#include "cli/report.h"
 #include "common/json_writer.h"
 #include "common/parallel.h"
 #include "neardup/fingerprinter.h"
@@ -37,7 +37,8 @@ int RunFingerprintCommand(const FingerprintCommandArgs& args) {
     return kExitUsage;
   }
   if (args.format == "decimal" && options.bits != 64) {
-    PrintError("--format decimal: only for 64-bit fingerprints (use hex or binary with --bits 128)");
+    PrintError(
+        "--format decimal: only for 64-bit fingerprints (use hex or binary with --bits 128)");
     return kExitUsage;
   }
   auto reader = InputBatchReader::Open([&] {
@@ -55,31 +56,30 @@ int RunFingerprintCommand(const FingerprintCommandArgs& args) {
     return kExitFailure;
   }
   const Fingerprinter& engine = **fingerprinter;
-  return (*reader)->ProcessAll(
-      [&](const InputDocument& document, std::string* line) -> Status {
-        auto details = engine.ComputeDetails(document.text, args.explain);
-        if (!details.ok()) return details.status();
-        JsonWriter json(line);
-        json.BeginObject();
-        json.Key("id").String(document.id);
-        json.Key("fingerprint").String(FormatFingerprint(details->fingerprint, args.format));
-        json.Key("bits").Int(details->fingerprint.bits);
-        json.Key("features").Uint(details->feature_count);
-        if (details->whole_text_fallback) json.Key("whole_text_fallback").Bool(true);
-        if (args.explain) {
-          json.Key("top_features").BeginArray();
-          size_t shown = std::min(details->features.size(),
-                                  static_cast<size_t>(std::max(0, args.explain_features)));
-          for (size_t f = 0; f < shown; ++f) {
-            json.BeginArray().String(details->features[f].text).Double(details->features[f].weight);
-            json.EndArray();
-          }
-          json.EndArray();
-        }
-        json.EndObject();
-        line->push_back('\n');
-        return Status::Ok();
-      });
+  return (*reader)->ProcessAll([&](const InputDocument& document, std::string* line) -> Status {
+    auto details = engine.ComputeDetails(document.text, args.explain);
+    if (!details.ok()) return details.status();
+    JsonWriter json(line);
+    json.BeginObject();
+    json.Key("id").String(document.id);
+    json.Key("fingerprint").String(FormatFingerprint(details->fingerprint, args.format));
+    json.Key("bits").Int(details->fingerprint.bits);
+    json.Key("features").Uint(details->feature_count);
+    if (details->whole_text_fallback) json.Key("whole_text_fallback").Bool(true);
+    if (args.explain) {
+      json.Key("top_features").BeginArray();
+      size_t shown = std::min(details->features.size(),
+                              static_cast<size_t>(std::max(0, args.explain_features)));
+      for (size_t f = 0; f < shown; ++f) {
+        json.BeginArray().String(details->features[f].text).Double(details->features[f].weight);
+        json.EndArray();
+      }
+      json.EndArray();
+    }
+    json.EndObject();
+    line->push_back('\n');
+    return Status::Ok();
+  });
 }
 
 const CommandRegistrar kRegistrar(

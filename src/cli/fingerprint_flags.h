@@ -52,8 +52,7 @@ struct FingerprintFlags {
                     "auto (jieba for Chinese, ICU words otherwise) | "
                     "jieba | icu | char")
         ->check(CLI::IsMember({"auto", "jieba", "icu", "char"}));
-    app->add_option("--shingle", shingle, "words per feature (word tokenizers)")
-        ->default_str("2");
+    app->add_option("--shingle", shingle, "words per feature (word tokenizers)")->default_str("2");
     app->add_option("--ngram", ngram, "characters per feature for --tokenizer char")
         ->default_str("4");
     app->add_option("--weighting", weighting, "tf | tfidf | uniform")

@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "cli/command.h"
-#include "cli/report.h"
-#include "neardup/output_file.h"
 #include "cli/fingerprint_flags.h"
+#include "cli/report.h"
 #include "common/parallel.h"
 #include "neardup/features.h"
+#include "neardup/output_file.h"
 #include "neardup/text.h"
 
 namespace neardup::cli {

@@ -10,9 +10,9 @@
 #include "cli/report.h"
 #include "common/json_writer.h"
 #include "common/parallel.h"
+#include "neardup/document_reader.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/store.h"
-#include "neardup/document_reader.h"
 #include "store/stats_json.h"
 
 namespace neardup::cli {
@@ -101,7 +101,8 @@ int RunAdd(const IndexArgs& args) {
   std::vector<Document> batch;
   std::map<std::string, uint64_t> failed;  // records read but not added, by reason
   size_t added = 0;
-  auto skip = [&](const Document& doc, const std::string& reason, const std::string& why) -> Status {
+  auto skip = [&](const Document& doc, const std::string& reason,
+                  const std::string& why) -> Status {
     if (args.input.strict) return Status::InvalidArgument(doc.location + ": " + why);
     ++failed[reason];
     warnings.Callback()(doc.location + ": " + why + " (skipped)");
@@ -138,10 +139,9 @@ int RunAdd(const IndexArgs& args) {
     std::vector<DocumentInput> documents;
     for (size_t i = 0; i < batch.size(); ++i) {
       if (!errors[i].ok()) {
-        NEARDUP_RETURN_IF_ERROR(skip(batch[i],
-                                     batch[i].fingerprint.empty() ? "cannot_fingerprint"
-                                                                  : "invalid_fingerprint",
-                                     errors[i].message()));
+        NEARDUP_RETURN_IF_ERROR(skip(
+            batch[i], batch[i].fingerprint.empty() ? "cannot_fingerprint" : "invalid_fingerprint",
+            errors[i].message()));
         continue;
       }
       if (batch[i].metadata.size() > options.max_metadata_bytes) {
@@ -178,8 +178,8 @@ int RunAdd(const IndexArgs& args) {
   for (const auto& [reason, count] : failed) skipped[reason] += count;
   WarningPrinter::PrintTotals(skipped, (*reader)->fallbacks());
   if (added == 0) return Fail(NothingRead(skipped));
-  std::fprintf(stderr, "neardup: index add: added %s to %s\n",
-               Count(added, "document").c_str(), args.dir.c_str());
+  std::fprintf(stderr, "neardup: index add: added %s to %s\n", Count(added, "document").c_str(),
+               args.dir.c_str());
   return kExitOk;
 }
 

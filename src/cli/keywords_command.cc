@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "cli/command.h"
-#include "cli/report.h"
 #include "cli/fingerprint_flags.h"
+#include "cli/report.h"
 #include "common/json_writer.h"
 #include "common/parallel.h"
 #include "common/utf8.h"
@@ -85,27 +85,26 @@ int RunKeywordsCommand(const KeywordsCommandArgs& args) {
     return kExitFailure;
   }
   const size_t top_k = static_cast<size_t>(flags.top_k);
-  return (*reader)->ProcessAll(
-      [&](const InputDocument& document, std::string* line) -> Status {
-        std::vector<std::pair<std::string, double>> pairs;
-        if (extractor != nullptr) {
-          size_t invalid = utf8::FindInvalid(document.text);
-          if (invalid != std::string_view::npos) {
-            return Status::InvalidUtf8("invalid UTF-8 at byte " + std::to_string(invalid));
-          }
-          for (Keyword& keyword : extractor->ExtractTags(document.text, top_k)) {
-            pairs.emplace_back(std::move(keyword.word), keyword.weight);
-          }
-        } else {
-          auto features = fingerprinter->Features(document.text);
-          if (!features.ok()) return features.status();
-          for (WeightedFeature& feature : *features) {
-            pairs.emplace_back(std::move(feature.text), feature.weight);
-          }
-        }
-        WritePairs(document.id, pairs, line);
-        return Status::Ok();
-      });
+  return (*reader)->ProcessAll([&](const InputDocument& document, std::string* line) -> Status {
+    std::vector<std::pair<std::string, double>> pairs;
+    if (extractor != nullptr) {
+      size_t invalid = utf8::FindInvalid(document.text);
+      if (invalid != std::string_view::npos) {
+        return Status::InvalidUtf8("invalid UTF-8 at byte " + std::to_string(invalid));
+      }
+      for (Keyword& keyword : extractor->ExtractTags(document.text, top_k)) {
+        pairs.emplace_back(std::move(keyword.word), keyword.weight);
+      }
+    } else {
+      auto features = fingerprinter->Features(document.text);
+      if (!features.ok()) return features.status();
+      for (WeightedFeature& feature : *features) {
+        pairs.emplace_back(std::move(feature.text), feature.weight);
+      }
+    }
+    WritePairs(document.id, pairs, line);
+    return Status::Ok();
+  });
 }
 
 const CommandRegistrar kRegistrar(

@@ -90,8 +90,7 @@ int main(int argc, char** argv) {
     }
     if (!known) {
       PrintError("unknown command '" + given + "'" +
-                 (best.empty() ? "" : "; did you mean '" + best + "'?") +
-                 " (see neardup --help)");
+                 (best.empty() ? "" : "; did you mean '" + best + "'?") + " (see neardup --help)");
       return kExitUsage;
     }
   }

@@ -101,8 +101,8 @@ Result<uint64_t> QualifyDuplicateIds(DedupReport* report, bool strict) {
     if (strict) {
       const DedupDocument& first = documents[it->second];
       return Status::InvalidArgument(
-          "id \"" + documents[i].id + "\" is used twice: " +
-          report->input_files[first.file_index] + ":" + std::to_string(first.line) + " and " +
+          "id \"" + documents[i].id + "\" is used twice: " + report->input_files[first.file_index] +
+          ":" + std::to_string(first.line) + " and " +
           report->input_files[documents[i].file_index] + ":" + std::to_string(documents[i].line));
     }
     if (it->second != UINT32_MAX) {

@@ -605,9 +605,9 @@ Result<bool> DocumentReader::Next(Document* doc) {
       if (FindField(object, options_.fingerprint_field, &fingerprint_value) == simdjson::SUCCESS &&
           !fingerprint_value.is_null()) {
         if (fingerprint_value.get_string().get(fingerprint_text)) {
-          NEARDUP_RETURN_IF_ERROR(Skip(kSkipInvalidJson, where + ": field \"" +
-                                                             options_.fingerprint_field +
-                                                             "\" is not a string"));
+          NEARDUP_RETURN_IF_ERROR(
+              Skip(kSkipInvalidJson,
+                   where + ": field \"" + options_.fingerprint_field + "\" is not a string"));
           continue;
         }
         doc->fingerprint.assign(fingerprint_text);
@@ -643,8 +643,8 @@ Result<bool> DocumentReader::Next(Document* doc) {
     }
     if (doc->id.empty()) {
       doc->id = where;
-      NEARDUP_RETURN_IF_ERROR(Fallback(kFallbackMissingId,
-                                       where + ": no id in field \"" + options_.id_field +
+      NEARDUP_RETURN_IF_ERROR(
+          Fallback(kFallbackMissingId, where + ": no id in field \"" + options_.id_field +
                                            "\" (missing, null or empty; using the location)"));
     }
     doc->score.reset();
@@ -652,9 +652,9 @@ Result<bool> DocumentReader::Next(Document* doc) {
       simdjson::dom::element score_value;
       if (FindField(object, options_.score_field, &score_value) != simdjson::SUCCESS ||
           score_value.is_null()) {
-        NEARDUP_RETURN_IF_ERROR(Fallback(kFallbackMissingScore,
-                                         where + ": no score field \"" + options_.score_field +
-                                             "\" (ranked below every document that has one)"));
+        NEARDUP_RETURN_IF_ERROR(
+            Fallback(kFallbackMissingScore, where + ": no score field \"" + options_.score_field +
+                                                "\" (ranked below every document that has one)"));
       } else {
         double score = 0;
         int64_t integer = 0;

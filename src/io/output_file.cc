@@ -57,11 +57,12 @@ Result<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string& path,
   buffer.push_back('\0');
   int fd = ::mkstemp(buffer.data());
   if (fd < 0) return Status::IoError(path + ": cannot create a temporary file: " + ErrnoText());
-  ::fchmod(fd, 0666 & ~[] {
-    mode_t mask = ::umask(0);
-    ::umask(mask);
-    return mask;
-  }());
+  ::fchmod(
+      fd, 0666 & ~[] {
+        mode_t mask = ::umask(0);
+        ::umask(mask);
+        return mask;
+      }());
   out->temporary_ = buffer.data();
   out->file_ = ::fdopen(fd, "wb");
   if (!out->file_) {
