@@ -78,6 +78,10 @@ int RunDedupCommand(const DedupCommandArgs& args) {
     PrintError("--write-kept cannot re-read standard input");
     return kExitUsage;
   }
+  if (args.write_kept == "-" && args.output_dir.empty()) {
+    PrintError("--write-kept - needs -o DIR: without it standard output holds the clusters");
+    return kExitUsage;
+  }
   {
     // Refuse unwritable outputs before the (possibly long) run, not after it.
     auto expanded = DocumentReader::Open(args.inputs, DocumentReaderOptions{});
