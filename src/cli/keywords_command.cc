@@ -112,6 +112,7 @@ const CommandRegistrar kRegistrar(
     [](CLI::App* app) -> RunFunction {
       auto args = std::make_shared<KeywordsCommandArgs>();
       args->fingerprint.Add(app, /*with_bits=*/false);
+      app->get_option("--top-k")->default_str("20");  // keywords lists 20 unless told
       args->input.Add(app);
       app->add_flag("--extract-tags", args->extract_tags,
                     "jieba.analyse.extract_tags keywords (tf / total x idf) of the raw text "
