@@ -7,7 +7,11 @@
 
 #include <cstdio>
 #include <map>
+// GCC 12 with -fsanitize reports a false -Wmaybe-uninitialized inside <regex>'s std::function.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <regex>
+#pragma GCC diagnostic pop
 #include <set>
 #include <sstream>
 #include <string>
