@@ -40,6 +40,10 @@ EOF
 
 seconds_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['total_seconds'])" "$1"; }
 
+if [[ ! -d "$SHARED/corpus" || ! -f "$SHARED/devpairs/docs.jsonl" ]]; then
+  echo "dedup_bench: skipped: the shared corpus is not at $SHARED (set SHARED=...)" >&2
+  exit 0
+fi
 INPUTS=("$SHARED"/corpus/*.jsonl "$SHARED"/devpairs/docs.jsonl)
 echo "== corpus + devpairs, default options (threads=${THREADS}, nproc=$(nproc))"
 "$NEARDUP" dedup "${INPUTS[@]}" -o "$OUT/default" --threads "$THREADS" -q

@@ -13,4 +13,8 @@ cmake --build "$scratch/consumer-build" >/dev/null
 "$scratch/consumer-build/consumer"
 test -x "$scratch/prefix/bin/neardup"
 "$scratch/prefix/bin/neardup" --help >/dev/null
-echo "install: find_package(neardup) consumer built and ran"
+# The completions and the man page generated from the CLI definitions are installed too.
+test -s "$scratch/prefix/share/bash-completion/completions/neardup"
+test -s "$scratch/prefix/share/zsh/site-functions/_neardup"
+test -s "$scratch/prefix/share/man/man1/neardup.1"
+echo "install: find_package(neardup) consumer built and ran; completions and man page installed"

@@ -1,24 +1,22 @@
 #!/usr/bin/env bash
-# The first thing to run: installs and builds neardup (scripts/setup.sh), then deduplicates a
-# sample of the shared dev corpus (Chinese fortunes + SpamAssassin spam, ~6.5k documents with
-# natural exact and near duplicates) into out/demo/ and shows a few clusters.
+# The first thing to run: installs and builds the neardup tool (scripts/setup.sh: the library and
+# the tool only), then deduplicates the repository's own sample corpus (sample/: 400 SpamAssassin
+# spam mails and 1,500 Song ci poems, which hold natural exact and near duplicates) into out/demo/
+# and shows a few clusters. Needs nothing but the clone (and Debian packages).
 #
-#   bash scripts/demo.sh            # SHARED=/path/to/shared to use another corpus location
+#   bash scripts/demo.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash "$(dirname "$0")/setup.sh"
+bash scripts/setup.sh
 
 NEARDUP=${NEARDUP_BUILD_DIR:-build}/neardup
-SHARED=${SHARED:-../shared}
-INPUTS=("$SHARED/corpus/zh_fortunes.jsonl" "$SHARED/corpus/en_spamassassin.jsonl")
-for input in "${INPUTS[@]}"; do
-  [ -f "$input" ] || { echo "demo: $input not found (set SHARED=...)" >&2; exit 1; }
-done
+INPUTS=(sample/en_spamassassin.jsonl sample/zh_poetry.jsonl)
 OUT=out/demo
 mkdir -p "$OUT"
 
-echo "demo: $NEARDUP dedup ${INPUTS[*]} -o $OUT --write-kept $OUT/kept.jsonl"
-"$NEARDUP" dedup "${INPUTS[@]}" -o "$OUT" --write-kept "$OUT/kept.jsonl"
+# --force: the demo replaces its own outputs of an earlier run (never an input).
+echo "demo: $NEARDUP dedup ${INPUTS[*]} -o $OUT --write-kept $OUT/kept.jsonl --force"
+"$NEARDUP" dedup "${INPUTS[@]}" -o "$OUT" --write-kept "$OUT/kept.jsonl" --force
 
 echo
 echo "Outputs:"
@@ -27,17 +25,17 @@ for f in clusters.jsonl keep.txt remove.txt summary.json kept.jsonl; do
 done
 echo
 echo "Summary ($OUT/summary.json):"
-python3 - "$OUT/summary.json" <<'EOF'
+/usr/bin/python3 - "$OUT/summary.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 print(f"  {s['documents_fingerprinted']} documents, {s['clusters']} clusters, "
       f"{s['documents_removed']} removed, {s['documents_kept']} kept, {s['total_seconds']:.2f} s")
 for st in s["stages"]:
     print(f"    {st['stage']:<12} {st['seconds']:.3f} s")
-EOF
+PY
 echo
 echo "A few clusters (kept document, then removed members with distance and reason):"
-python3 - "$OUT/clusters.jsonl" "${INPUTS[@]}" <<'EOF'
+/usr/bin/python3 - "$OUT/clusters.jsonl" "${INPUTS[@]}" <<'PY'
 import json, sys
 texts = {}
 for path in sys.argv[2:]:
@@ -45,15 +43,27 @@ for path in sys.argv[2:]:
         d = json.loads(line)
         texts[d["id"]] = d["text"]
 def preview(doc_id):
-    return " ".join(texts.get(doc_id, "").split())[:70]
+    return " ".join(texts.get(doc_id.split("@")[0], "").split())[:70]
 clusters = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
-# Show near-duplicate clusters first: they are the interesting ones.
+# Near-duplicate clusters first: they are the interesting ones.
 clusters.sort(key=lambda c: (all(m["reason"] == "exact_duplicate" for m in c["removed"]), -c["size"]))
 for c in clusters[:4]:
     print(f"- cluster {c['cluster']} ({c['size']} documents), keep {c['kept']['id']}: {preview(c['kept']['id'])}")
     for m in c["removed"][:3]:
         sim = f", Jaccard {m['similarity_to_via']:.2f}" if "similarity_to_via" in m else ""
         print(f"    remove {m['id']} (distance {m['distance']}, {m['reason']}{sim}): {preview(m['id'])}")
-EOF
+PY
+pair=$(/usr/bin/python3 -c '
+import json, sys
+for line in open(sys.argv[1], encoding="utf-8"):
+    c = json.loads(line)
+    near = [m for m in c["removed"] if m["reason"] != "exact_duplicate"]
+    if near:
+        print(c["kept"]["id"], near[0]["id"]); break
+' "$OUT/clusters.jsonl")
 echo
-echo "Try: $NEARDUP explain --file ${INPUTS[1]} ID_A ID_B    (ids from $OUT/clusters.jsonl)"
+files=()
+for input in "${INPUTS[@]}"; do files+=(--file "$input"); done
+echo "Why are two of them near-duplicates? $NEARDUP explain ${files[*]} $pair"
+# shellcheck disable=SC2086  # two ids
+"$NEARDUP" explain "${files[@]}" $pair | head -n 7

@@ -1,18 +1,37 @@
 #!/usr/bin/env bash
 # Installs what neardup needs on Debian 12 (as root, or via sudo) and builds it into build/.
 # Safe to run again: it installs only missing packages and rebuilds only what changed.
+#
+#   bash scripts/setup.sh               # the library and the neardup tool only (what the demo needs)
+#   bash scripts/setup.sh --with-tests  # also the test suite and benchmarks (scripts/test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(
+# Packages to build and run the library and the tool. Add new build dependencies here.
+BUILD_PACKAGES=(
   cmake ninja-build g++ pkg-config ccache python3 python3-jieba
   libicu-dev libxxhash-dev libopencc-dev opencc libsimdjson-dev libcli11-dev
-  zlib1g-dev libzstd-dev libmicrohttpd-dev libcpp-httplib-dev
+  zlib1g-dev libzstd-dev liblzma-dev libmicrohttpd-dev libcpp-httplib-dev
+)
+# Packages only the tests, benchmarks and checks need. Add new test-only dependencies here.
+TEST_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libfaiss-dev clang-format clang-14 libclang-rt-14-dev
+  xz-utils
   wrk  # bench/serve_load.sh
 )
+
+with_tests=0
+for arg in "$@"; do
+  case "$arg" in
+    --with-tests) with_tests=1 ;;
+    *) echo "setup: unknown argument $arg (use --with-tests or nothing)" >&2; exit 2 ;;
+  esac
+done
+
+packages=("${BUILD_PACKAGES[@]}")
+((with_tests)) && packages+=("${TEST_PACKAGES[@]}")
 missing=()
-for package in "${PACKAGES[@]}"; do
+for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
 if ((${#missing[@]})); then
@@ -25,6 +44,11 @@ if ((${#missing[@]})); then
 fi
 
 build_dir=${NEARDUP_BUILD_DIR:-build}
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNEARDUP_BUILD_BENCH=ON >/dev/null
+if ((with_tests)); then
+  options=(-DNEARDUP_BUILD_TESTS=ON -DNEARDUP_BUILD_BENCH=ON)
+else
+  options=(-DNEARDUP_BUILD_TESTS=OFF -DNEARDUP_BUILD_BENCH=OFF)
+fi
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${options[@]}" >/dev/null
 cmake --build "$build_dir" -j "$(nproc)"
-echo "setup: built $build_dir/neardup" >&2
+echo "setup: built $build_dir/neardup$( ((with_tests)) && echo ' with the tests and benchmarks')" >&2

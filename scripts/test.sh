@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs neardup's whole test suite: installs and builds (scripts/setup.sh), checks formatting and the
-# installed CMake package, then runs every test in the optimised build and again under
+# Runs neardup's whole test suite: installs and builds with the tests and benchmarks
+# (scripts/setup.sh --with-tests), checks formatting and the installed CMake package (with its
+# completions and man page), then runs every test in the optimised build and again under
 # AddressSanitizer + UndefinedBehaviorSanitizer. Exits non-zero if anything fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +13,7 @@ trap 'rm -rf "$logs"' EXIT
 step() { printf '\n==== %s ====\n' "$*"; }
 
 step "setup and optimised build"
-bash scripts/setup.sh || { echo "setup failed"; exit 1; }
+bash scripts/setup.sh --with-tests || { echo "setup failed"; exit 1; }
 
 step "formatting (clang-format)"
 bash scripts/check_format.sh || failures=$((failures + 1))

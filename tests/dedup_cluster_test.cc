@@ -17,6 +17,7 @@ DedupDocument Doc(const std::string& id, uint64_t fp, uint64_t bytes, uint64_t h
   doc.id = id;
   doc.fingerprint = Fingerprint::From64(fp);
   doc.text_bytes = bytes;
+  doc.normalized_bytes = bytes;  // --keep longest compares the normalised length
   doc.content_hash = hash == 0 ? fp * 31 + bytes : hash;
   doc.score = score;
   return doc;

@@ -252,5 +252,68 @@ TEST_F(DocumentReaderTest, OverLongLineIsSkipped) {
   EXPECT_EQ((*reader)->skipped().at(kSkipTooLarge), 1u);
 }
 
+// Issue 12: the one reader's input handling.
+TEST_F(DocumentReaderTest, NestedFieldsByteOrderMarkAndFallbacksCounted) {
+  std::string path = Write("n.jsonl",
+                           "\xEF\xBB\xBF{\"meta\":{\"id\":\"n1\"},\"body\":{\"text\":\"one\"}}\n"
+                           "{\"meta\":{\"id\":null},\"body\":{\"text\":\"two\"}}\n"
+                           "{\"meta.id\":\"dotted\",\"body\":{\"text\":\"three\"}}\n");
+  DocumentReaderOptions options;
+  options.id_field = "meta.id";
+  options.text_field = "body.text";
+  std::vector<std::string> warnings;
+  options.on_warning = [&](const std::string& message) { warnings.push_back(message); };
+  auto reader = DocumentReader::Open({path}, options);
+  ASSERT_TRUE(reader.ok());
+  auto docs = ReadAll(reader->get());
+  ASSERT_EQ(docs.size(), 3u);
+  EXPECT_EQ(docs[0].id, "n1");  // the byte-order mark does not hide the first line
+  EXPECT_EQ(docs[1].id, path + ":2");
+  EXPECT_EQ(docs[2].id, "dotted");  // a key with a dot in its name is found too
+  EXPECT_EQ((*reader)->fallbacks().at(kFallbackMissingId), 1u);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find(path + ":2: no id"), std::string::npos) << warnings[0];
+  // With strict a missing id is an error naming the place.
+  options.strict = true;
+  auto strict = DocumentReader::Open({path}, options);
+  ASSERT_TRUE(strict.ok());
+  Status error;
+  ReadAll(strict->get(), &error);
+  EXPECT_NE(error.message().find(path + ":2"), std::string::npos) << error.ToString();
+}
+
+TEST_F(DocumentReaderTest, CompressionByContentAndOneFileNamedTwice) {
+  std::string gz = WriteGzip("really_gzip.jsonl", "{\"id\":\"g\",\"text\":\"gz\"}\n");
+  std::string zst = WriteZstd("really_zstd.txt", "plain text in zstd");
+  std::string plain = Write("plain.jsonl.gz", "{\"id\":\"p\",\"text\":\"not compressed\"}\n");
+  auto reader = DocumentReader::Open(
+      {gz, zst, plain, dir_.string(), (dir_ / "." / "plain.jsonl.gz").string()}, {});
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ((*reader)->files().size(), 3u);  // the directory and "./" name the same three files
+  auto docs = ReadAll(reader->get());
+  ASSERT_EQ(docs.size(), 3u);
+  EXPECT_EQ(docs[0].id, "p");
+  EXPECT_EQ(docs[1].id, "g");
+  EXPECT_EQ(docs[2].text, "plain text in zstd");
+}
+
+TEST_F(DocumentReaderTest, MetadataAndFingerprintFields) {
+  std::string path =
+      Write("m.jsonl",
+            "{\"id\":\"a\",\"text\":\"x\",\"metadata\":{\"k\": [1, \"v\"]}}\n"
+            "{\"id\":\"b\",\"fingerprint\":\"f773be40a3f0a3e5\",\"metadata\":\"m\"}\n");
+  DocumentReaderOptions options;
+  options.metadata_field = "metadata";
+  options.fingerprint_field = "fingerprint";
+  auto reader = DocumentReader::Open({path}, options);
+  ASSERT_TRUE(reader.ok());
+  auto docs = ReadAll(reader->get());
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[0].metadata, "{\"k\":[1,\"v\"]}");  // compact JSON text of the value
+  EXPECT_EQ(docs[1].metadata, "\"m\"");
+  EXPECT_EQ(docs[1].fingerprint, "f773be40a3f0a3e5");
+  EXPECT_TRUE(docs[1].text.empty());
+}
+
 }  // namespace
 }  // namespace neardup

@@ -11,6 +11,8 @@
 
 #include "neardup/document_reader.h"
 
+#include "shared_data.h"
+
 namespace neardup {
 namespace {
 
@@ -94,6 +96,7 @@ Fingerprint Fp(const Fingerprinter& fingerprinter, std::string_view text) {
 class FingerprinterCorpusTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(FingerprinterCorpusTest, OneWordEditMovesFewBits) {
+  NEARDUP_SKIP_WITHOUT_SHARED_CORPUS();
   const int bits = GetParam();
   auto fingerprinter = Make(bits);
   struct Source {
@@ -120,6 +123,7 @@ TEST_P(FingerprinterCorpusTest, OneWordEditMovesFewBits) {
 }
 
 TEST_P(FingerprinterCorpusTest, UnrelatedDocumentsAreHalfTheBitsApart) {
+  NEARDUP_SKIP_WITHOUT_SHARED_CORPUS();
   const int bits = GetParam();
   auto fingerprinter = Make(bits);
   auto pair_distances = [&](const std::vector<std::string>& a, const std::vector<std::string>& b) {
@@ -233,6 +237,7 @@ TEST(FingerprinterTest, CallerFeaturesAndExplain) {
 }
 
 TEST(FingerprinterTest, ConcurrentComputeMatchesSerial) {
+  NEARDUP_SKIP_WITHOUT_SHARED_CORPUS();
   auto fingerprinter = Make();
   std::vector<std::string> texts = CorpusTexts("zh_fortunes.jsonl", 50, 200);
   std::vector<std::string> english = CorpusTexts("en_spamassassin.jsonl", 50, 200);

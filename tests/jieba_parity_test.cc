@@ -23,6 +23,8 @@
 #include "common/json_writer.h"
 #include "neardup/jieba.h"
 
+#include "shared_data.h"
+
 namespace neardup {
 namespace {
 
@@ -144,6 +146,7 @@ void CompareTokens(const std::string& name, const std::vector<std::string_view>&
 }
 
 TEST(JiebaParityTest, MatchesPythonJiebaOnCorpusAndEdgeCases) {
+  NEARDUP_SKIP_WITHOUT_SHARED_CORPUS();
   auto extractor_result = KeywordExtractor::Default();
   ASSERT_TRUE(extractor_result.ok()) << extractor_result.status().ToString();
   const KeywordExtractor& extractor = **extractor_result;

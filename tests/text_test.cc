@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "common/utf8.h"
+#include "shared_data.h"
 
 #ifndef NEARDUP_DEFAULT_OPENCC_DIR_FOR_TESTS
 #define NEARDUP_DEFAULT_OPENCC_DIR_FOR_TESTS "/usr/share/opencc"
@@ -166,6 +167,7 @@ namespace {
 // The default configuration skips OpenCC for texts holding no convertible character; the result
 // must equal converting every text (an explicit opencc_config disables the shortcut).
 TEST(TextTest, TraditionalShortcutMatchesFullConversion) {
+  NEARDUP_SKIP_WITHOUT_SHARED_CORPUS();
   NormalizeOptions fast_options;
   NormalizeOptions full_options;
   full_options.opencc_config = std::string(NEARDUP_DEFAULT_OPENCC_DIR_FOR_TESTS) + "/t2s.json";

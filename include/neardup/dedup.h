@@ -37,7 +37,8 @@ namespace neardup {
 
 enum class KeepPolicy {
   kFirst,    // the first document in canonical order
-  kLongest,  // the longest text (bytes); ties go to the first
+  kLongest,  // the longest normalised text (bytes after markup stripping, NFKC, whitespace
+             // folding), so markup does not count; ties go to the first
   kField,  // the highest numeric value of DedupOptions::keep_field; missing values lose; ties first
 };
 
@@ -81,6 +82,7 @@ struct DedupDocument {
   std::string id;
   Fingerprint fingerprint;
   uint64_t text_bytes = 0;
+  uint64_t normalized_bytes = 0;  // bytes of the normalised text (computed for kLongest only)
   uint64_t content_hash = 0;  // XXH3 of the raw text: equal hashes and lengths = exact duplicates
   // XXH3 of the text without any whitespace: equal values are duplicates that differ only in
   // whitespace (including whitespace inserted inside words, a spam trick), paired even when
@@ -131,6 +133,12 @@ struct DedupReport {
   std::vector<bool> removed;                // per document
   std::map<std::string, uint64_t> skipped;  // reader skip counts by reason
   std::map<std::string, uint64_t> failed;   // documents that could not be fingerprinted, by code
+  // Records read with a fallback (DocumentReader::fallbacks(): missing id, missing score, ...).
+  std::map<std::string, uint64_t> fallbacks;
+  // Documents whose id is shared with another document. Each of them is renamed "id@file:line"
+  // (its location) in `documents`, so the outputs never name one id twice; with
+  // DocumentReaderOptions::strict a shared id is an error instead.
+  uint64_t duplicate_ids = 0;
   uint64_t text_bytes = 0;
   std::vector<StageTiming> stages;
   double total_seconds = 0;
@@ -154,17 +162,22 @@ void BuildClusters(const std::vector<DedupDocument>& documents,
                    std::vector<DedupCluster>* clusters, std::vector<bool>* removed);
 
 struct DedupOutputOptions {
-  // Directory for clusters.jsonl, keep.txt, remove.txt and summary.json; empty writes all four to
-  // standard output, each preceded by a "# <name>" line.
+  // Directory for clusters.jsonl, keep.txt, remove.txt and summary.json; empty writes only the
+  // clusters (JSONL) to standard output.
   std::string directory;
   // When set, the inputs are read again and every kept document is written here as JSONL (the
-  // original line for JSONL inputs, {"id","text"} for plain text files).
+  // original line for JSONL inputs, {"id","text"} for plain text files). Skipped (malformed)
+  // records are not written.
   std::string write_kept_path;
+  // Replace existing output files. Outputs are never written over an input (device + inode), and
+  // each is written through a temporary file renamed into place (neardup/output_file.h).
+  bool force = false;
   const std::vector<std::string>* inputs = nullptr;  // needed for write_kept_path
   const DedupOptions* options = nullptr;             // recorded in summary.json
 };
 
-// Writes the outputs of `report`. Errors name the file that could not be written.
+// Writes the outputs of `report`. Every output path is checked first (AlreadyExists without
+// force, InvalidArgument for an input), so a refused run writes nothing. Errors name the file.
 Status WriteDedupOutputs(const DedupReport& report, const DedupOutputOptions& output);
 
 // The summary.json text of a report.

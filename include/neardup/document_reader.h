@@ -1,21 +1,31 @@
 // DocumentReader: streams documents (id + text) out of JSONL files, plain text files, directories
-// of them and standard input, reading gzip (.gz) and zstd (.zst) files directly.
+// of them and standard input, reading gzip, zstd and xz compressed files directly. It is the one
+// reader of every command that reads documents (dedup, explain, eval, fingerprint, keywords, idf,
+// index add), so they all take the same inputs and report malformed records the same way.
 //
 // A DocumentReader is not thread-safe: one thread calls Next() at a time. Memory does not grow with
 // the amount of text read: only the current line (or, for a plain text file, the current file) is
 // held. Inputs are visited in a canonical order (sorted paths; standard input first) so the same
 // set of files always yields the same sequence of documents, whatever order they were named in.
 //
-// Formats, chosen by file name:
-//   *.jsonl, *.ndjson, *.json (optionally followed by .gz or .zst) - one JSON object per line; the
-//       id and text are read from configurable fields. Blank lines are ignored.
+// Compression is recognised by the file's first bytes (gzip, zstd, xz magic numbers), whatever its
+// name; the format is chosen by the name without a compression suffix (.gz, .zst, .xz):
+//   *.jsonl, *.ndjson, *.json - one JSON object per line; the id and text are read from
+//       configurable fields, which may be nested paths ("meta.id", "content.text"). Blank lines are
+//       ignored.
 //   any other file - plain text, the whole file is one document whose id is its path.
-//   "-" - standard input, JSONL unless DocumentReaderOptions::stdin_is_text.
+//   "-" - standard input (uncompressed), JSONL unless DocumentReaderOptions::stdin_is_text.
 //   a directory - every regular file below it (recursively), in sorted path order.
+// A UTF-8 byte-order mark at the start of a file is ignored. A file named twice (by any path, even
+// through a directory) is read once: files are told apart by device and inode.
+//
 // A malformed line (invalid JSON, missing or non-string text, invalid UTF-8, over-long) or an
-// empty document (no text, or only whitespace) is counted
-// under its reason, reported through the warning callback with file and line, and skipped; with
-// `strict` it instead ends reading with an error naming the place.
+// empty document (no text, or only whitespace) is counted under its reason (skipped()), reported
+// through the warning callback as "file:line: reason (skipped)", and skipped; with `strict` it
+// instead ends reading with an error naming the place. Records that are read but fall back to a
+// default (a missing or null id becomes "file:line", a missing or non-numeric score field) are
+// counted under their reason (fallbacks()) and reported as "file:line: reason (...)"; with `strict`
+// they are errors too.
 #ifndef NEARDUP_DOCUMENT_READER_H_
 #define NEARDUP_DOCUMENT_READER_H_
 
@@ -33,14 +43,28 @@
 namespace neardup {
 
 struct DocumentReaderOptions {
+  // Field names are dotted paths into nested objects ("meta.id"); a key that itself contains a dot
+  // is found too (the whole name is tried first).
   std::string id_field = "id";      // JSONL field holding the id (string or number)
   std::string text_field = "text";  // JSONL field holding the text (must be a string)
   // Optional numeric JSONL field copied into Document::score (e.g. for "keep the highest").
   std::string score_field;
+  // Optional JSONL field whose value is copied, as compact JSON text, into Document::metadata.
+  std::string metadata_field;
+  // Optional JSONL field holding a fingerprint (hex string): a record with it needs no text field
+  // (Document::fingerprint is set and Document::text left empty).
+  std::string fingerprint_field;
+  // Pass plain-text documents (not JSONL) with invalid UTF-8 through instead of skipping them, for
+  // callers that repair it (NormalizeOptions::replace_invalid_utf8). Document::text may then hold
+  // invalid UTF-8.
+  bool allow_invalid_utf8_text = false;
   // Stop at the first malformed record with an error instead of skipping it.
   bool strict = false;
   // Treat standard input as one plain-text document instead of JSONL.
   bool stdin_is_text = false;
+  // Every input (files, directories, standard input) is plain text with one document a line, id
+  // "file:line" (blank lines are ignored). Overrides the format chosen by name.
+  bool text_lines = false;
   // Copy standard input to an anonymous temporary file first so Rewind() can read it again.
   bool spool_stdin = false;
   // Keep the raw JSONL line in Document::raw_line (for re-writing the input).
@@ -61,6 +85,8 @@ struct Document {
   std::optional<double> score;  // the score field, when configured and numeric
   std::string raw_line;         // the original JSONL line when keep_raw_line (empty otherwise)
   bool from_jsonl = false;
+  std::string metadata;     // compact JSON of the metadata field's value (empty when absent)
+  std::string fingerprint;  // the fingerprint field's string (empty when absent)
 };
 
 // Reasons a record was skipped, as counted in DocumentReader::skipped().
@@ -71,6 +97,11 @@ inline constexpr const char* kSkipInvalidUtf8 = "invalid_utf8";
 inline constexpr const char* kSkipTooLarge = "too_large";
 inline constexpr const char* kSkipEmptyText = "empty_text";  // empty or only whitespace
 inline constexpr const char* kSkipUnreadable = "unreadable_file";
+
+// Fallbacks counted in DocumentReader::fallbacks() (the record is still read).
+inline constexpr const char* kFallbackMissingId = "missing_id";  // id absent, null or not scalar
+inline constexpr const char* kFallbackMissingScore = "missing_score";
+inline constexpr const char* kFallbackNonNumericScore = "non_numeric_score";
 
 class DocumentReader {
  public:
@@ -95,6 +126,8 @@ class DocumentReader {
   // Skipped records per reason (see kSkip*), counted during the first pass only.
   const std::map<std::string, uint64_t>& skipped() const { return skipped_; }
   uint64_t skipped_total() const;
+  // Records read with a fallback, per reason (see kFallback*), counted during the first pass only.
+  const std::map<std::string, uint64_t>& fallbacks() const { return fallbacks_; }
   // Uncompressed bytes consumed so far (all passes).
   uint64_t bytes_read() const { return bytes_read_; }
   // Sum of the on-disk sizes of the regular input files (0 if unknown), for progress estimates.
@@ -108,12 +141,14 @@ class DocumentReader {
   DocumentReader() = default;
   Status OpenFile(size_t index);
   Status Skip(const std::string& reason, const std::string& message);
+  Status Fallback(const std::string& reason, const std::string& message);
   Result<bool> ReadLine(std::string* line, bool* too_long);
 
   DocumentReaderOptions options_;
   std::vector<std::string> files_;
   std::vector<std::string> display_names_;
   std::map<std::string, uint64_t> skipped_;
+  std::map<std::string, uint64_t> fallbacks_;
   uint64_t bytes_read_ = 0;
   uint64_t total_input_bytes_ = 0;
   uint64_t finished_input_bytes_ = 0;
@@ -127,13 +162,17 @@ class DocumentReader {
   std::string buffer_;
   size_t buffer_pos_ = 0;
   bool source_eof_ = false;
+  bool at_file_start_ = false;  // a byte-order mark may follow
   std::string line_;
   struct JsonState;
   std::unique_ptr<JsonState> json_;
 };
 
-// True if `path` names a JSONL file (by extension, ignoring a trailing .gz / .zst).
+// True if `path` names a JSONL file (by extension, ignoring a trailing .gz / .zst / .xz).
 bool IsJsonlPath(std::string_view path);
+
+// True if `a` and `b` name the same existing file (same device and inode), whatever the path.
+bool IsSameFile(const std::string& a, const std::string& b);
 
 }  // namespace neardup
 

@@ -6,9 +6,14 @@
 #include <cstdio>
 #include <memory>
 
+#include <filesystem>
+#include <map>
+
 #include "cli/command.h"
 #include "cli/dedup_flags.h"
+#include "cli/report.h"
 #include "neardup/dedup.h"
+#include "neardup/output_file.h"
 
 namespace neardup::cli {
 namespace {
@@ -56,6 +61,8 @@ struct DedupCommandArgs {
   std::string output_dir;
   std::string write_kept;
   bool quiet = false;
+  bool json = false;
+  bool force = false;
   DedupFlags flags;
 };
 
@@ -63,28 +70,49 @@ int RunDedupCommand(const DedupCommandArgs& args) {
   DedupOptions options;
   Status status = args.flags.ToOptions(&options);
   if (!status.ok()) {
-    std::fprintf(stderr, "neardup dedup: %s\n", status.message().c_str());
+    PrintError(status);
     return kExitUsage;
   }
   if (!args.write_kept.empty() &&
       std::find(args.inputs.begin(), args.inputs.end(), "-") != args.inputs.end()) {
-    std::fprintf(stderr, "neardup dedup: --write-kept cannot re-read standard input\n");
+    PrintError("--write-kept cannot re-read standard input");
     return kExitUsage;
   }
-  auto warnings = std::make_shared<uint64_t>(0);
+  if (args.write_kept == "-" && args.output_dir.empty()) {
+    PrintError("--write-kept - needs -o DIR: without it standard output holds the clusters");
+    return kExitUsage;
+  }
+  {
+    // Refuse unwritable outputs before the (possibly long) run, not after it.
+    auto expanded = DocumentReader::Open(args.inputs, DocumentReaderOptions{});
+    if (!expanded.ok()) {
+      PrintError(expanded.status());
+      return kExitFailure;
+    }
+    OutputFileOptions check;
+    check.force = args.force;
+    check.inputs = (*expanded)->files();
+    std::vector<std::string> paths;
+    if (!args.output_dir.empty()) {
+      for (const char* name : {"clusters.jsonl", "keep.txt", "remove.txt", "summary.json"}) {
+        paths.push_back((std::filesystem::path(args.output_dir) / name).string());
+      }
+    }
+    if (!args.write_kept.empty()) paths.push_back(args.write_kept);
+    for (const std::string& path : paths) {
+      status = CheckOutputPath(path, check);
+      if (!status.ok()) {
+        PrintError(status);
+        return kExitFailure;
+      }
+    }
+  }
   const bool quiet = args.quiet;
   const bool show_progress = !quiet && isatty(fileno(stderr));
+  WarningPrinter warnings;
   // On a terminal a warning first clears the progress line; elsewhere it is a plain line.
-  const char* clear_line = show_progress ? "\r\033[K" : "";
-  options.reader.on_warning = [warnings, quiet, clear_line](const std::string& message) {
-    ++*warnings;
-    if (quiet) return;
-    if (*warnings <= 20) {
-      std::fprintf(stderr, "%swarning: %s\n", clear_line, message.c_str());
-    } else if (*warnings == 21) {
-      std::fprintf(stderr, "%swarning: more skipped records; see summary.json\n", clear_line);
-    }
-  };
+  warnings.set_clear_line(show_progress ? "\r\033[K" : "");
+  options.reader.on_warning = warnings.Callback();
   ProgressBar bar;
   DedupProgress progress;
   if (show_progress) {
@@ -95,34 +123,56 @@ int RunDedupCommand(const DedupCommandArgs& args) {
   auto report = RunDedup(args.inputs, options, progress);
   bar.Finish();
   if (!report.ok()) {
-    std::fprintf(stderr, "neardup dedup: %s\n", report.status().ToString().c_str());
+    PrintError(report.status());
     return kExitFailure;
+  }
+  std::map<std::string, uint64_t> skipped = report->skipped;
+  for (const auto& [code, count] : report->failed) skipped["cannot_fingerprint"] += count;
+  WarningPrinter::PrintTotals(skipped, report->fallbacks);
+  if (report->documents.empty()) {
+    PrintError(NothingRead(skipped));
+    return kExitFailure;
+  }
+  if (report->duplicate_ids > 0) {
+    PrintWarning(Count(report->duplicate_ids, "document") +
+                 " share their id with another document; they are listed as id@file:line "
+                 "(--strict refuses shared ids)");
   }
   DedupOutputOptions output;
   output.directory = args.output_dir;
   output.write_kept_path = args.write_kept;
+  output.force = args.force;
   output.inputs = &args.inputs;
   output.options = &options;
   auto write_start = std::chrono::steady_clock::now();
   status = WriteDedupOutputs(*report, output);
   if (!status.ok()) {
-    std::fprintf(stderr, "neardup dedup: %s\n", status.ToString().c_str());
+    PrintError(status);
     return kExitFailure;
+  }
+  uint64_t skipped_total = 0;
+  for (const auto& [reason, count] : skipped) skipped_total += count;
+  if (!args.write_kept.empty() && skipped_total > 0) {
+    PrintWarning(Count(skipped_total, "skipped record") + " (malformed or empty) " +
+                 (skipped_total == 1 ? "is" : "are") + " not in " + args.write_kept);
   }
   double write_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - write_start).count();
-  if (!quiet) {
-    uint64_t skipped = 0;
-    for (const auto& [reason, count] : report->skipped) skipped += count;
+  if (args.json) {
+    // The summary as one JSON object: on stdout when the results went to a directory, else on
+    // stderr (stdout holds the clusters).
+    std::string summary = DedupSummaryJson(*report, &options);
+    std::fputs(summary.c_str(), args.output_dir.empty() ? stderr : stdout);
+  } else if (!quiet) {
     std::fprintf(stderr,
-                 "neardup dedup: %zu documents (%llu skipped), k = %d%s, %zu clusters, %llu "
-                 "removed, %.2f s (+%.2f s writing)%s%s\n",
-                 report->documents.size(), static_cast<unsigned long long>(skipped),
-                 report->max_distance,
+                 "neardup: dedup: %s (%s skipped), k = %d%s, %s, %s removed, %.2f s "
+                 "(+%.2f s writing)%s%s\n",
+                 Count(report->documents.size(), "document").c_str(),
+                 std::to_string(skipped_total).c_str(), report->max_distance,
                  options.max_distance == DedupOptions::kAutoDistance ? " (auto)" : "",
-                 report->clusters.size(), static_cast<unsigned long long>(report->removed_count()),
-                 report->total_seconds, write_seconds, args.output_dir.empty() ? "" : " -> ",
-                 args.output_dir.c_str());
+                 Count(report->clusters.size(), "cluster").c_str(),
+                 std::to_string(report->removed_count()).c_str(), report->total_seconds,
+                 write_seconds, args.output_dir.empty() ? "" : " -> ", args.output_dir.c_str());
   }
   return kExitOk;
 }
@@ -132,16 +182,26 @@ CommandRegistrar registrar(
     [](CLI::App* app) -> RunFunction {
       auto args = std::make_shared<DedupCommandArgs>();
       app->add_option("inputs", args->inputs,
-                      "JSONL files (.jsonl/.ndjson/.json, optionally .gz/.zst), text files, "
-                      "directories, or - for standard input")
+                      "JSONL files (.jsonl/.ndjson/.json), plain text files, directories, or - "
+                      "for standard input; gzip, zstd and xz are read directly")
           ->required();
       app->add_option("-o,--output", args->output_dir,
                       "directory for clusters.jsonl, keep.txt, remove.txt, summary.json "
-                      "(default: all to standard output)");
+                      "(default: clusters JSONL to standard output, summary to stderr)");
       app->add_option("--write-kept", args->write_kept,
                       "also write the input without removed documents (JSONL) to this file");
-      app->add_flag("-q,--quiet", args->quiet, "no progress bar, warnings or summary line");
+      app->add_flag("-f,--force", args->force,
+                    "replace existing output files (never an input file)");
+      app->add_flag("--json", args->json, "print the summary as one JSON object");
+      app->add_flag("-q,--quiet", args->quiet,
+                    "no progress bar or summary line (warnings are still printed)");
       args->flags.Declare(app, /*with_keep=*/true);
+      app->footer(
+          "Examples:\n"
+          "  neardup dedup corpus.jsonl -o out/                 # out/keep.txt, remove.txt, ...\n"
+          "  neardup dedup data/ --text-field content.body | jq .kept.id\n"
+          "  neardup dedup a.jsonl.gz b.jsonl -o out --write-kept clean.jsonl --keep longest\n"
+          "Shared ids are listed as id@file:line; outputs are never written over an input.");
       return [args] { return RunDedupCommand(*args); };
     });
 

@@ -1,5 +1,6 @@
 // Command-line flags shared by `neardup dedup`, `neardup explain` and `neardup eval`: declares the
-// fingerprint / dedup options on a CLI11 subcommand and turns them into DedupOptions.
+// fingerprint / reading / dedup options on a CLI11 subcommand and turns them into DedupOptions, so
+// explain and eval judge pairs by exactly the rule dedup applies.
 //
 // Internal, header-only (CLI11 is header-only); included by src/cli/*_command.cc only.
 #ifndef NEARDUP_CLI_DEDUP_FLAGS_H_
@@ -16,42 +17,31 @@ namespace neardup {
 
 struct DedupFlags {
   cli::FingerprintFlags fingerprint;  // the same fingerprint flags as `neardup fingerprint`
+  cli::InputFlags input;              // the same reading flags as every other command
   int k = DedupOptions().max_distance;
   std::string keep = "first";
   double verify = DedupOptions().verify_threshold;
-  int threads = 0;
-  bool strict = false;
-  std::string id_field = "id";
-  std::string text_field = "text";
-  bool stdin_text = false;
   std::string join = "auto";
 
-  // Declares the flags on `app`. `with_keep` adds --keep (dedup only).
+  // Declares the flags on `app` (not the INPUT... arguments). `with_keep` adds --keep (dedup
+  // only).
   void Declare(CLI::App* app, bool with_keep) {
     fingerprint.Add(app);
-    app->add_option("-k,--distance", k,
-                    "largest Hamming distance of a duplicate pair; default auto: 16 up to 200000 "
+    input.Add(app, /*positional=*/false);
+    app->add_option("-k,--max-distance", k,
+                    "largest Hamming distance of a candidate pair; -1 = auto: 16 up to 200000 "
                     "documents, 6 above (the k = 16 join is close to all pairs)");
     if (with_keep) {
       app->add_option("--keep", keep,
-                      "which document of a cluster to keep: first | longest | field:NAME")
-          ->capture_default_str();
+                      "which document of a cluster to keep: first (first in input order) | "
+                      "longest (longest normalised text) | field:NAME (highest numeric field)");
     }
     app->add_option(
-           "--verify", verify,
-           "drop candidate pairs whose shingle Jaccard is below this (0 = no verification)")
-        ->capture_default_str();
-    app->add_option("--threads", threads, "worker threads (0 = all cores)")->capture_default_str();
-    app->add_flag("--strict", strict, "stop at the first malformed record instead of skipping it");
-    app->add_option("--id-field", id_field, "JSONL field holding the id")->capture_default_str();
-    app->add_option("--text-field", text_field, "JSONL field holding the text")
-        ->capture_default_str();
+        "--verify", verify,
+        "drop candidate pairs whose shingle Jaccard is below this (0 = no verification)");
     app->add_option("--join", join,
                     "self-join: auto | index (permuted tables) | blocks (pigeonhole blocks)")
-        ->check(CLI::IsMember({"auto", "index", "blocks"}))
-        ->capture_default_str();
-    app->add_flag("--stdin-text", stdin_text,
-                  "standard input is one plain-text document, not JSONL");
+        ->check(CLI::IsMember({"auto", "index", "blocks"}));
   }
 
   // Builds the options; InvalidArgument names the bad flag.
@@ -60,17 +50,15 @@ struct DedupFlags {
     const int bits = options->fingerprint.bits;
     options->max_distance = k;
     if ((k < 0 && k != DedupOptions::kAutoDistance) || k > bits / 4) {
-      return Status::InvalidArgument("-k: must be in [0, " + std::to_string(bits / 4) +
-                                     "], or -1 for auto");
+      return Status::InvalidArgument("-k/--max-distance: must be in [0, " +
+                                     std::to_string(bits / 4) + "], or -1 for auto");
     }
     NEARDUP_RETURN_IF_ERROR(ParseKeepPolicy(keep, &options->keep, &options->keep_field));
     if (verify < 0 || verify > 1) return Status::InvalidArgument("--verify: must be in [0, 1]");
     options->verify_threshold = verify;
-    options->threads = threads;
-    options->reader.strict = strict;
-    options->reader.id_field = id_field;
-    options->reader.text_field = text_field;
-    options->reader.stdin_is_text = stdin_text;
+    options->threads = input.threads;
+    input.ToReaderOptions(&options->reader);
+    options->reader.allow_invalid_utf8_text = fingerprint.replace_invalid;
     options->join = join == "index"    ? DedupOptions::Join::kPermutedIndex
                     : join == "blocks" ? DedupOptions::Join::kBlocks
                                        : DedupOptions::Join::kAuto;

@@ -6,6 +6,7 @@
 
 #include "cli/command.h"
 #include "cli/fingerprint_flags.h"
+#include "cli/report.h"
 #include "common/json_writer.h"
 #include "neardup/fingerprinter.h"
 
@@ -26,19 +27,19 @@ int RunDistanceCommand(const DistanceCommandArgs& args) {
     FingerprintOptions options;
     Status status = args.fingerprint.ToOptions(&options);
     if (!status.ok()) {
-      std::fprintf(stderr, "neardup distance: %s\n", status.message().c_str());
+      PrintError(status);
       return kExitUsage;
     }
     auto fingerprinter = Fingerprinter::Create(options);
     if (!fingerprinter.ok()) {
-      std::fprintf(stderr, "neardup distance: %s\n", fingerprinter.status().ToString().c_str());
+      PrintError(fingerprinter.status());
       return kExitFailure;
     }
     auto ra = (*fingerprinter)->Compute(args.a);
     auto rb = (*fingerprinter)->Compute(args.b);
     if (!ra.ok() || !rb.ok()) {
-      std::fprintf(stderr, "neardup distance: text %s: %s\n", ra.ok() ? "B" : "A",
-                   (ra.ok() ? rb : ra).status().message().c_str());
+      PrintError(std::string("text ") + (ra.ok() ? "B" : "A") + ": " +
+                 (ra.ok() ? rb : ra).status().message());
       return kExitFailure;
     }
     fa = *ra;
@@ -47,15 +48,15 @@ int RunDistanceCommand(const DistanceCommandArgs& args) {
     auto ra = ParseFingerprint(args.a);
     auto rb = ParseFingerprint(args.b);
     if (!ra.ok() || !rb.ok()) {
-      std::fprintf(stderr, "neardup distance: fingerprint %s: %s\n", ra.ok() ? "B" : "A",
-                   (ra.ok() ? rb : ra).status().message().c_str());
+      PrintError(std::string("fingerprint ") + (ra.ok() ? "B" : "A") + ": " +
+                 (ra.ok() ? rb : ra).status().message());
       return kExitUsage;
     }
     fa = *ra;
     fb = *rb;
     if (fa.bits != fb.bits) {
-      std::fprintf(stderr, "neardup distance: fingerprints of different widths (%d and %d bits)\n",
-                   fa.bits, fb.bits);
+      PrintError("fingerprints of different widths (" + std::to_string(fa.bits) + " and " +
+                 std::to_string(fb.bits) + " bits)");
       return kExitUsage;
     }
   }
@@ -86,6 +87,11 @@ const CommandRegistrar kRegistrar(
       app->add_flag("--text", args->texts, "A and B are texts: fingerprint them first");
       app->add_flag("--json", args->json, "print {\"a\",\"b\",\"bits\",\"distance\"}");
       args->fingerprint.Add(app);
+      app->footer(
+          "Examples:\n"
+          "  neardup distance f773be40a3f0a3e5 f773be40a3f0a3e7\n"
+          "  neardup distance --text \"the quick brown fox\" \"the quick brown fox!\"\n"
+          "  neardup distance --json d:17830487165380198885 f773be40a3f0a3e5");
       return [args] { return RunDistanceCommand(*args); };
     });
 

@@ -3,6 +3,7 @@
 // exact shingle Jaccard at a threshold). Prints a Markdown report (docs/quality.md is one).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -11,19 +12,30 @@
 
 #include "cli/command.h"
 #include "cli/dedup_flags.h"
+#include "cli/report.h"
 #include "common/parallel.h"
 #include "dedup/shingles.h"
 #include "neardup/dedup.h"
 #include "neardup/eval.h"
+#include "neardup/output_file.h"
 
 namespace neardup::cli {
 namespace {
 
+// The shared data folder: $NEARDUP_SHARED, else the `shared` folder beside the source tree this
+// binary was built from (an absolute path, so the result does not depend on the current directory).
+std::string DefaultSharedDir() {
+  const char* env = std::getenv("NEARDUP_SHARED");
+  if (env && *env) return env;
+  return NEARDUP_DEFAULT_SHARED_DIR;
+}
+
 struct EvalArgs {
-  std::string corpus_dir = "../shared/corpus";
-  std::string devpairs_dir = "../shared/devpairs";
+  std::string corpus_dir = DefaultSharedDir() + "/corpus";
+  std::string devpairs_dir = DefaultSharedDir() + "/devpairs";
   std::string markdown_path;
   double jaccard_threshold = 0.5;
+  bool force = false;
   bool per_set = true;
   DedupFlags flags;
 };
@@ -50,7 +62,7 @@ int RunEval(const EvalArgs& args) {
   DedupOptions options;
   Status status = args.flags.ToOptions(&options);
   if (!status.ok()) {
-    std::fprintf(stderr, "neardup eval: %s\n", status.message().c_str());
+    PrintError(status);
     return kExitUsage;
   }
   namespace fs = std::filesystem;
@@ -59,21 +71,29 @@ int RunEval(const EvalArgs& args) {
   for (const auto& entry : fs::directory_iterator(args.corpus_dir, error)) {
     if (entry.path().extension() == ".jsonl") inputs.push_back(entry.path().string());
   }
-  if (error || inputs.empty()) {
-    std::fprintf(stderr, "neardup eval: %s: no .jsonl files (%s)\n", args.corpus_dir.c_str(),
-                 error.message().c_str());
+  if (error) {
+    PrintError(args.corpus_dir + ": cannot list: " + error.message() +
+               " (set --corpus, or NEARDUP_SHARED to the shared data folder)");
     return kExitFailure;
   }
+  if (inputs.empty()) {
+    PrintError(args.corpus_dir + ": no .jsonl files in this folder");
+    return kExitFailure;
+  }
+  std::sort(inputs.begin(), inputs.end());
   inputs.push_back((fs::path(args.devpairs_dir) / "docs.jsonl").string());
   auto pairs = ReadLabelledPairs((fs::path(args.devpairs_dir) / "pairs.tsv").string());
   if (!pairs.ok()) {
-    std::fprintf(stderr, "neardup eval: %s\n", pairs.status().ToString().c_str());
+    PrintError(pairs.status());
     return kExitFailure;
   }
 
+  WarningPrinter warnings;
+  options.reader.on_warning = warnings.Callback();
   auto report = RunDedup(inputs, options);
+  options.reader.on_warning = nullptr;  // the texts are read again below: warned once
   if (!report.ok()) {
-    std::fprintf(stderr, "neardup eval: %s\n", report.status().ToString().c_str());
+    PrintError(report.status());
     return kExitFailure;
   }
   const auto& documents = report->documents;
@@ -100,7 +120,7 @@ int RunEval(const EvalArgs& args) {
   {
     auto reader = DocumentReader::Open(inputs, options.reader);
     if (!reader.ok()) {
-      std::fprintf(stderr, "neardup eval: %s\n", reader.status().ToString().c_str());
+      PrintError(reader.status());
       return kExitFailure;
     }
     Document doc;
@@ -117,7 +137,7 @@ int RunEval(const EvalArgs& args) {
   auto shingler =
       ShingleSimilarity::Create(options.fingerprint.normalize.traditional_to_simplified);
   if (!shingler.ok()) {
-    std::fprintf(stderr, "neardup eval: %s\n", shingler.status().ToString().c_str());
+    PrintError(shingler.status());
     return kExitFailure;
   }
   std::vector<std::vector<uint64_t>> shingles(texts.size());
@@ -150,16 +170,41 @@ int RunEval(const EvalArgs& args) {
     jaccard.flagged[i] =
         ShingleSimilarity::Jaccard(shingles[sa], shingles[sb]) >= args.jaccard_threshold;
   }
+  {
+    uint64_t unknown = 0;
+    std::set<std::string> unknown_labels;
+    for (const LabelledPair& pair : *pairs) {
+      if (ClassifyLabel(pair.label) == LabelClass::kUnknown) {
+        ++unknown;
+        unknown_labels.insert(pair.label);
+      }
+    }
+    if (unknown > 0) {
+      std::string names;
+      for (const std::string& label : unknown_labels) names += (names.empty() ? "" : ", ") + label;
+      PrintWarning(Count(unknown, "labelled pair") + " with unknown labels (" + names +
+                   ") are reported per label but not scored");
+    }
+  }
   std::vector<Method*> methods = {&cluster, &pair_level, &longest, &jaccard};
   for (Method* method : methods) {
     auto scores = ScorePairs(*pairs, method->flagged, found);
     if (!scores.ok()) {
-      std::fprintf(stderr, "neardup eval: %s\n", scores.status().ToString().c_str());
+      PrintError(scores.status());
       return kExitFailure;
     }
     method->scores = std::move(*scores);
   }
 
+  {
+    const PairCounts& overall = cluster.scores.overall;
+    if (overall.positives + overall.negatives == 0) {
+      PrintError("no labelled pair could be scored: " + Count(overall.missing, "pair") +
+                 " name documents not in the inputs, the rest " +
+                 "have graded or unknown labels (pairs.tsv format: see neardup eval --help)");
+      return kExitFailure;
+    }
+  }
   std::string md;
   auto line = [&md](const std::string& text) { md += text + "\n"; };
   line("Dedup settings: bits=" + std::to_string(options.fingerprint.bits) +
@@ -187,8 +232,11 @@ int RunEval(const EvalArgs& args) {
   line("|---|---|---|---|---|---|");
   for (Method* method : methods) {
     const PairCounts& o = method->scores.overall;
-    line("| " + method->name + " | " + Fixed(o.precision()) + " | " + Fixed(o.recall()) + " | " +
-         Fixed(o.f1()) + " | " + Percent(o.false_positive_rate()) + " | " +
+    const bool any_flagged = o.flagged_positives + o.flagged_negatives > 0;
+    line("| " + method->name + " | " + (any_flagged ? Fixed(o.precision()) : "n/a") + " | " +
+         (o.positives > 0 ? Fixed(o.recall()) : "n/a") + " | " +
+         (any_flagged && o.positives > 0 ? Fixed(o.f1()) : "n/a") + " | " +
+         (o.negatives > 0 ? Percent(o.false_positive_rate()) : "n/a") + " | " +
          Fixed(method->scores.after_normalisation.recall()) + " (" +
          std::to_string(method->scores.after_normalisation.flagged_positives) + "/" +
          std::to_string(method->scores.after_normalisation.positives) + ") |");
@@ -268,13 +316,14 @@ int RunEval(const EvalArgs& args) {
        std::to_string(documents.size()) + " documents.");
   std::fputs(md.c_str(), stdout);
   if (!args.markdown_path.empty()) {
-    FILE* file = std::fopen(args.markdown_path.c_str(), "wb");
-    if (!file || std::fwrite(md.data(), 1, md.size(), file) != md.size()) {
-      std::fprintf(stderr, "neardup eval: %s: cannot write\n", args.markdown_path.c_str());
-      if (file) std::fclose(file);
+    OutputFileOptions output_options;
+    output_options.force = args.force;
+    output_options.inputs = report->input_files;
+    Status written = WriteOutputFile(args.markdown_path, md, output_options);
+    if (!written.ok()) {
+      PrintError(written);
       return kExitFailure;
     }
-    std::fclose(file);
   }
   return kExitOk;
 }
@@ -289,10 +338,24 @@ CommandRegistrar registrar(
                       "directory holding docs.jsonl and pairs.tsv")
           ->capture_default_str();
       app->add_option("--markdown", args->markdown_path, "also write the report to this file");
+      app->add_flag("-f,--force", args->force,
+                    "replace an existing --markdown file (never an input file)");
       app->add_option("--jaccard", args->jaccard_threshold,
                       "threshold of the exact shingle Jaccard baseline")
           ->capture_default_str();
       args->flags.Declare(app, /*with_keep=*/false);
+      app->footer(
+          "Inputs: every *.jsonl of --corpus plus DEVPAIRS/docs.jsonl, deduplicated with the "
+          "given options; DEVPAIRS/pairs.tsv lists the labelled pairs, one a line, tab-separated "
+          "(a first line starting with \"set\" is a header):\n"
+          "  set  id_a  id_b  label  [reference similarity]  [note]\n"
+          "Labels: exact, exact_ws, near_dup_real, near_dup_template, syn_* (positive: must be "
+          "flagged); negative_*, paraphrase (must not be flagged); syn_script_*, cross_script, "
+          "diacritic_variant (scored apart); graded labels and unknown ones are only reported.\n"
+          "Examples:\n"
+          "  neardup eval                                  # ../shared beside the source tree\n"
+          "  NEARDUP_SHARED=/data/shared neardup eval --verify 0.6\n"
+          "  neardup eval --corpus my/corpus --devpairs my/pairs --markdown report.md");
       return [args] { return RunEval(*args); };
     });
 

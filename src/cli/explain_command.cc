@@ -1,8 +1,9 @@
 // `neardup explain A B`: why two documents are (or are not) near-duplicates: their fingerprints,
 // Hamming distance, shared and differing heaviest features, and the verified shingle similarity.
 //
-// A and B are each, in this order of preference: an id in one of the --file inputs (JSONL, text
-// files, directories), a path to a text file, or literal text.
+// A and B are both ids in the --file inputs (JSONL, text files, directories), both plain text
+// files, or with --text both literal texts; anything else (an unknown id, a missing file) is an
+// error, never silently treated as text.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/dedup_flags.h"
+#include "cli/report.h"
 #include "common/json_writer.h"
 #include "dedup/shingles.h"
 #include "neardup/dedup.h"
@@ -25,6 +27,7 @@ struct ExplainArgs {
   std::string a;
   std::string b;
   std::vector<std::string> files;
+  bool texts = false;
   size_t show = 12;
   bool json = false;
   DedupFlags flags;
@@ -35,72 +38,103 @@ struct Resolved {
   std::string text;
 };
 
-Result<std::vector<Resolved>> Resolve(const ExplainArgs& args, const DedupOptions& options) {
-  std::vector<Resolved> resolved(2);
-  std::vector<bool> done(2, false);
+struct ResolvedPair {
+  std::vector<Resolved> documents;
+  size_t corpus_documents = 0;  // documents read from the --file inputs (0 without --file)
+};
+
+// Finds A and B: ids in the --file inputs (plain, or id@file:line for a shared id), files, or
+// literal texts with --text. An unknown id or a missing file is an error, never literal text.
+Result<ResolvedPair> Resolve(const ExplainArgs& args, const DedupOptions& options) {
+  ResolvedPair result;
+  result.documents.resize(2);
   const std::string* names[2] = {&args.a, &args.b};
+  if (args.texts) {
+    if (!args.files.empty()) return Status::InvalidArgument("--text and --file exclude each other");
+    for (int i = 0; i < 2; ++i) result.documents[i] = {"literal text", *names[i]};
+    return result;
+  }
   if (!args.files.empty()) {
-    auto reader = DocumentReader::Open(args.files, options.reader);
+    DocumentReaderOptions reader_options = options.reader;
+    WarningPrinter warnings;
+    reader_options.on_warning = warnings.Callback();
+    auto reader = DocumentReader::Open(args.files, reader_options);
     if (!reader.ok()) return reader.status();
+    std::vector<std::vector<std::string>> matches(2);
     Document doc;
     for (;;) {
       auto got = (*reader)->Next(&doc);
       if (!got.ok()) return got.status();
       if (!*got) break;
+      ++result.corpus_documents;
       for (int i = 0; i < 2; ++i) {
-        if (!done[i] && doc.id == *names[i]) {
-          resolved[i] = {"id " + doc.id + " (" + doc.location + ")", doc.text};
-          done[i] = true;
+        if (doc.id == *names[i] || doc.id + "@" + doc.location == *names[i]) {
+          matches[i].push_back(doc.location);
+          if (matches[i].size() == 1) {
+            result.documents[i] = {"id " + doc.id + " (" + doc.location + ")", doc.text};
+          }
         }
       }
-      if (done[0] && done[1]) break;
     }
     for (int i = 0; i < 2; ++i) {
-      if (!done[i])
+      if (matches[i].empty()) {
         return Status::NotFound("id \"" + *names[i] + "\" not found in the --file inputs");
+      }
+      if (matches[i].size() > 1) {
+        return Status::InvalidArgument(
+            "id \"" + *names[i] + "\" is used by " + Count(matches[i].size(), "document") + " (" +
+            matches[i][0] + ", " + matches[i][1] + (matches[i].size() > 2 ? ", ..." : "") +
+            "); name one as " + *names[i] + "@" + matches[i][0]);
+      }
     }
-    return resolved;
+    return result;
   }
   for (int i = 0; i < 2; ++i) {
     std::error_code error;
-    if (std::filesystem::is_regular_file(*names[i], error)) {
-      auto reader = DocumentReader::Open({*names[i]}, DocumentReaderOptions{});
-      if (!reader.ok()) return reader.status();
-      Document doc;
-      auto got = (*reader)->Next(&doc);
-      if (!got.ok()) return got.status();
-      if (!*got) return Status::InvalidArgument(*names[i] + ": no document in this file");
-      resolved[i] = {
-          "file " + *names[i] + (doc.from_jsonl ? " (first document, id " + doc.id + ")" : ""),
-          doc.text};
-    } else {
-      resolved[i] = {"literal text", *names[i]};
+    if (!std::filesystem::is_regular_file(*names[i], error)) {
+      return Status::NotFound("\"" + *names[i] +
+                              "\": no such file; give --file INPUT to look up ids, or --text to "
+                              "compare literal texts");
     }
+    DocumentReaderOptions reader_options = options.reader;
+    reader_options.on_warning = WarningPrinter().Callback();
+    auto reader = DocumentReader::Open({*names[i]}, reader_options);
+    if (!reader.ok()) return reader.status();
+    Document doc;
+    auto got = (*reader)->Next(&doc);
+    if (!got.ok()) return got.status();
+    if (!*got) return Status::InvalidArgument(*names[i] + ": no document in this file");
+    if (doc.from_jsonl) {
+      return Status::InvalidArgument(*names[i] + " is a JSONL file: give it as --file " +
+                                     *names[i] + " and name the two ids");
+    }
+    result.documents[i] = {"file " + *names[i], doc.text};
   }
-  return resolved;
+  return result;
 }
 
 int RunExplain(const ExplainArgs& args) {
   DedupOptions options;
   Status status = args.flags.ToOptions(&options);
   if (!status.ok()) {
-    std::fprintf(stderr, "neardup explain: %s\n", status.message().c_str());
+    PrintError(status);
     return kExitUsage;
   }
-  auto docs = Resolve(args, options);
-  if (!docs.ok()) {
-    std::fprintf(stderr, "neardup explain: %s\n", docs.status().ToString().c_str());
+  auto resolved = Resolve(args, options);
+  if (!resolved.ok()) {
+    PrintError(resolved.status());
     return kExitFailure;
   }
+  const std::vector<Resolved>* docs = &resolved->documents;
   auto fingerprinter = Fingerprinter::Create(options.fingerprint);
   if (!fingerprinter.ok()) {
-    std::fprintf(stderr, "neardup explain: %s\n", fingerprinter.status().ToString().c_str());
+    PrintError(fingerprinter.status());
     return kExitFailure;
   }
   auto shingler =
       ShingleSimilarity::Create(options.fingerprint.normalize.traditional_to_simplified);
   if (!shingler.ok()) {
-    std::fprintf(stderr, "neardup explain: %s\n", shingler.status().ToString().c_str());
+    PrintError(shingler.status());
     return kExitFailure;
   }
   std::vector<FingerprintDetails> details;
@@ -108,22 +142,28 @@ int RunExplain(const ExplainArgs& args) {
   for (int i = 0; i < 2; ++i) {
     auto computed = (*fingerprinter)->ComputeDetails((*docs)[i].text, /*keep_features=*/true);
     if (!computed.ok()) {
-      std::fprintf(stderr, "neardup explain: %s: %s\n", i == 0 ? "A" : "B",
-                   computed.status().ToString().c_str());
+      PrintError(std::string(i == 0 ? "A" : "B") + ": " + computed.status().message());
       return kExitFailure;
     }
     details.push_back(std::move(*computed));
     status = (*shingler)->Shingles((*docs)[i].text, &shingles[i]);
     if (!status.ok()) {
-      std::fprintf(stderr, "neardup explain: %s\n", status.ToString().c_str());
+      PrintError(status);
       return kExitFailure;
     }
   }
   const int distance = HammingDistance(details[0].fingerprint, details[1].fingerprint);
   const double jaccard = ShingleSimilarity::Jaccard(shingles[0], shingles[1]);
   const double containment = ShingleSimilarity::Containment(shingles[0], shingles[1]);
-  // A pair is judged as in a small corpus (auto k = 16) unless -k is given.
-  const int k = ResolveMaxDistance(options, 2);
+  // The k of a dedup run with the same options over the --file inputs (auto k depends on the
+  // number of documents); without --file, the k of a small corpus unless -k is given.
+  const size_t corpus = resolved->corpus_documents;
+  const int k = ResolveMaxDistance(options, corpus > 0 ? corpus : 2);
+  std::string k_rule =
+      options.max_distance != DedupOptions::kAutoDistance ? "given by -k"
+      : corpus > 0 ? "auto, as dedup of the " + Count(corpus, "document") + " in the --file inputs"
+                   : "auto for a small corpus; use --file CORPUS or -k to "
+                     "match a large run";
   const bool within_k = distance <= k;
   const bool verified = options.verify_threshold <= 0 || jaccard >= options.verify_threshold;
   const bool duplicate = within_k && verified;
@@ -162,7 +202,7 @@ int RunExplain(const ExplainArgs& args) {
       json.Key("shingles").Uint(shingles[i].size());
       json.EndObject();
     }
-    json.Key("distance").Int(distance).Key("k").Int(k);
+    json.Key("distance").Int(distance).Key("k").Int(k).Key("k_rule").String(k_rule);
     json.Key("jaccard").Double(jaccard).Key("containment").Double(containment);
     json.Key("verify_threshold").Double(options.verify_threshold);
     json.Key("near_duplicate").Bool(duplicate);
@@ -188,12 +228,14 @@ int RunExplain(const ExplainArgs& args) {
   }
   const char* names[2] = {"A", "B"};
   for (int i = 0; i < 2; ++i) {
-    std::printf("%s: %s, %zu bytes, %zu features, %zu shingles\n   fingerprint %s\n", names[i],
-                (*docs)[i].label.c_str(), (*docs)[i].text.size(), details[i].feature_count,
-                shingles[i].size(), ToHex(details[i].fingerprint).c_str());
+    std::printf("%s: %s, %s, %s, %s\n   fingerprint %s\n", names[i], (*docs)[i].label.c_str(),
+                Count((*docs)[i].text.size(), "byte").c_str(),
+                Count(details[i].feature_count, "feature").c_str(),
+                Count(shingles[i].size(), "shingle").c_str(),
+                ToHex(details[i].fingerprint).c_str());
   }
-  std::printf("Hamming distance: %d of %d bits (k = %d: %s)\n", distance,
-              details[0].fingerprint.bits, k, within_k ? "within" : "beyond");
+  std::printf("Hamming distance: %d of %d bits (k = %d, %s: %s)\n", distance,
+              details[0].fingerprint.bits, k, k_rule.c_str(), within_k ? "within" : "beyond");
   std::printf("shingle similarity: Jaccard %.3f, containment %.3f (verify threshold %.2f: %s)\n",
               jaccard, containment, options.verify_threshold,
               options.verify_threshold <= 0 ? "off" : (verified ? "passes" : "fails"));
@@ -216,17 +258,26 @@ CommandRegistrar registrar(
     "explain", "show why two documents are or are not near-duplicates",
     [](CLI::App* app) -> RunFunction {
       auto args = std::make_shared<ExplainArgs>();
-      app->add_option("a", args->a, "first document: an id in --file, a file path, or text")
+      app->add_option("a", args->a,
+                      "first document: an id in the --file inputs (id@file:line for a shared "
+                      "id), a plain text file, or with --text the text itself")
           ->required();
-      app->add_option("b", args->b, "second document: an id in --file, a file path, or text")
-          ->required();
+      app->add_option("b", args->b, "second document, like A")->required();
+      app->add_flag("--text", args->texts, "A and B are literal texts");
       app->add_option("--file", args->files,
                       "an input (JSONL, text file, directory) in which A and B are ids; repeatable")
           ->allow_extra_args(false)
           ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-      app->add_option("--show", args->show, "features listed per group")->capture_default_str();
+      app->add_option("--show", args->show, "features listed per group");
       app->add_flag("--json", args->json, "print JSON instead of text");
       args->flags.Declare(app, /*with_keep=*/false);
+      app->footer(
+          "The verdict applies the rule of `neardup dedup` with the same options over the --file "
+          "inputs (the same -k, --verify, fingerprint flags).\n"
+          "Examples:\n"
+          "  neardup explain --file corpus.jsonl doc17 doc912\n"
+          "  neardup explain a.txt b.txt --json\n"
+          "  neardup explain --text \"the quick brown fox\" \"the quick brown fox jumps\"");
       return [args] { return RunExplain(*args); };
     });
 

@@ -1,6 +1,6 @@
-// Shared pieces of the `fingerprint`, `keywords` and `idf` commands: the fingerprinting flags
+// Shared pieces of every command that fingerprints or reads documents: the fingerprinting flags
 // (normalisation, tokenizer, weighting, width, profile), the input flags and a batch reader over
-// JSONL / plain-text inputs that keeps the input order.
+// DocumentReader that keeps the input order.
 //
 // Internal header of the command-line tool; not thread-safe (one command runs at a time).
 #ifndef NEARDUP_CLI_FINGERPRINT_FLAGS_H_
@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/report.h"
 #include "common/parallel.h"
 #include "neardup/document_reader.h"
 #include "neardup/fingerprinter.h"
@@ -51,11 +52,15 @@ struct FingerprintFlags {
                     "auto (jieba for Chinese, ICU words otherwise) | "
                     "jieba | icu | char")
         ->check(CLI::IsMember({"auto", "jieba", "icu", "char"}));
-    app->add_option("--shingle", shingle, "words per feature (word tokenizers; default 2)");
-    app->add_option("--ngram", ngram, "characters per feature for --tokenizer char (default 4)");
-    app->add_option("--weighting", weighting, "tf (default) | tfidf | uniform")
-        ->check(CLI::IsMember({"tf", "tfidf", "uniform"}));
-    app->add_option("--top-k", top_k, "keep only the K heaviest features (0 = all)");
+    app->add_option("--shingle", shingle, "words per feature (word tokenizers)")->default_str("2");
+    app->add_option("--ngram", ngram, "characters per feature for --tokenizer char")
+        ->default_str("4");
+    app->add_option("--weighting", weighting, "tf | tfidf | uniform")
+        ->check(CLI::IsMember({"tf", "tfidf", "uniform"}))
+        ->default_str("tf");
+    app->add_option("--top-k", top_k,
+                    "keep only the K heaviest features (0 = all; keywords: 20, yanyiwu: 5)")
+        ->default_str("0");
     if (with_bits) {
       app->add_option("--bits", bits, "fingerprint width: 64 or 128")
           ->check(CLI::IsMember({64, 128}));
@@ -112,25 +117,53 @@ struct FingerprintFlags {
   }
 };
 
-// Flags that choose the inputs.
+// Flags that choose the inputs and how they are read, the same in every command that reads
+// documents (dedup, explain, eval, fingerprint, keywords, idf, index add).
 struct InputFlags {
   std::vector<std::string> inputs;
   std::string id_field = "id";
   std::string text_field = "text";
   bool lines = false;
+  bool stdin_text = false;
   bool strict = false;
   int threads = 0;
+  bool allow_invalid_utf8_text = false;  // set from --replace-invalid-utf8, not a flag itself
 
-  void Add(CLI::App* app) {
-    app->add_option("inputs", inputs,
-                    "JSONL files (.jsonl/.ndjson, optionally .gz/.zst), plain text files, "
-                    "directories, or - for standard input (default: -)");
-    app->add_option("--id-field", id_field, "JSONL field holding the document id");
-    app->add_option("--text-field", text_field, "JSONL field holding the text");
+  // Declares the flags; `positional` adds the INPUT... arguments (required when `required`).
+  void Add(CLI::App* app, bool positional = true, bool required = false) {
+    if (positional) {
+      auto* option = app->add_option("inputs", inputs,
+                                     "JSONL files (.jsonl/.ndjson/.json), plain text files, "
+                                     "directories, or - for standard input; gzip, zstd and xz are "
+                                     "read directly" +
+                                         std::string(required ? "" : " (default: -)"));
+      if (required) option->required();
+    }
+    AddReadingFlags(app);
+    app->add_option("-j,--threads", threads, "worker threads (0 = all cores)");
+  }
+  void AddReadingFlags(CLI::App* app) {
+    app->add_option("--id-field", id_field,
+                    "JSONL field holding the document id; a dotted path reads nested objects "
+                    "(meta.id)");
+    app->add_option("--text-field", text_field,
+                    "JSONL field holding the text; a dotted path reads nested objects "
+                    "(content.text)");
     app->add_flag("--lines", lines,
-                  "inputs are plain text with one document per line (id: line number)");
-    app->add_flag("--strict", strict, "stop at the first malformed record (exit 1)");
-    app->add_option("--threads,-j", threads, "worker threads (default: all cores)");
+                  "every input is plain text with one document per line (id: file:line)");
+    app->add_flag("--stdin-text", stdin_text,
+                  "standard input is one plain-text document, not JSONL");
+    app->add_flag("--strict", strict,
+                  "stop (exit 1) at the first malformed record, missing id or shared id instead "
+                  "of warning and going on");
+  }
+  void ToReaderOptions(DocumentReaderOptions* options) const {
+    options->id_field = id_field;
+    options->text_field = text_field;
+    options->strict = strict;
+    options->stdin_is_text = stdin_text;
+    options->text_lines = lines;
+    options->allow_invalid_utf8_text = allow_invalid_utf8_text;
   }
 };
 
@@ -144,28 +177,20 @@ struct InputDocument {
 // Documents a command reads and processes in parallel at a time.
 inline constexpr size_t kBatchDocuments = 2048;
 
-// Reads documents in input order, either through DocumentReader or one per line of plain text.
-// Malformed records are reported on stderr (file:line: why) and skipped.
+// Reads documents in input order through DocumentReader. Malformed records are reported on
+// stderr (neardup: warning: file:line: why (skipped)) and skipped.
 class InputBatchReader {
  public:
   static Result<std::unique_ptr<InputBatchReader>> Open(const InputFlags& flags) {
     std::unique_ptr<InputBatchReader> reader(new InputBatchReader());
     reader->flags_ = flags;
     if (reader->flags_.inputs.empty()) reader->flags_.inputs.push_back("-");
-    if (!flags.lines) {
-      DocumentReaderOptions options;
-      options.id_field = flags.id_field;
-      options.text_field = flags.text_field;
-      options.strict = flags.strict;
-      InputBatchReader* raw = reader.get();
-      options.on_warning = [raw](const std::string& message) {
-        ++raw->skipped_;
-        std::fprintf(stderr, "warning: %s (skipped)\n", message.c_str());
-      };
-      auto opened = DocumentReader::Open(reader->flags_.inputs, std::move(options));
-      if (!opened.ok()) return opened.status();
-      reader->documents_ = std::move(*opened);
-    }
+    DocumentReaderOptions options;
+    reader->flags_.ToReaderOptions(&options);
+    options.on_warning = reader->warnings_.Callback();
+    auto opened = DocumentReader::Open(reader->flags_.inputs, std::move(options));
+    if (!opened.ok()) return opened.status();
+    reader->documents_ = std::move(*opened);
     return reader;
   }
 
@@ -174,25 +199,25 @@ class InputBatchReader {
     batch->clear();
     while (batch->size() < max_documents) {
       InputDocument doc;
-      auto got = flags_.lines ? NextLine(&doc) : NextDocument(&doc);
+      auto got = NextDocument(&doc);
       if (!got.ok()) return got.status();
       if (!*got) break;
       batch->push_back(std::move(doc));
     }
+    documents_read_ += batch->size();
     return !batch->empty();
   }
 
   // Writes the output lines of a processed batch to standard output in input order (`lines` may
   // be empty when the command writes nothing per document). A document whose processing failed is
-  // reported and skipped or, with --strict, ends the command: then it prints
-  // "<command>: <location>: <why>" and returns false.
-  bool WriteBatch(const char* command, const std::vector<InputDocument>& batch,
-                  const std::vector<Status>& errors, const std::vector<std::string>& lines) {
+  // reported and skipped or, with --strict, ends the command: then it prints the error and
+  // returns false.
+  bool WriteBatch(const std::vector<InputDocument>& batch, const std::vector<Status>& errors,
+                  const std::vector<std::string>& lines) {
     for (size_t i = 0; i < batch.size(); ++i) {
       if (!errors[i].ok()) {
         if (flags_.strict) {
-          std::fprintf(stderr, "%s: %s: %s\n", command, batch[i].location.c_str(),
-                       errors[i].message().c_str());
+          PrintError(batch[i].location + ": " + errors[i].message());
           return false;
         }
         ReportSkipped(batch[i].location, errors[i]);
@@ -205,16 +230,17 @@ class InputBatchReader {
 
   // Reads every document, runs `process(document, &line)` on the flags' thread count and writes
   // the lines to standard output in input order, whatever the thread count. `process` must be safe
-  // to call concurrently. Returns the exit status: 0, or 1 after printing "<command>: <why>".
+  // to call concurrently. Returns the exit status: 0, or 1 after printing the error. Skip counts
+  // are printed at the end; reading no document is an error.
   using ProcessFunction = std::function<Status(const InputDocument&, std::string* line)>;
-  int ProcessAll(const char* command, const ProcessFunction& process) {
+  int ProcessAll(const ProcessFunction& process) {
     std::vector<InputDocument> batch;
     std::vector<std::string> lines;
     std::vector<Status> errors;
     for (;;) {
       auto more = NextBatch(kBatchDocuments, &batch);
       if (!more.ok()) {
-        std::fprintf(stderr, "%s: %s\n", command, more.status().message().c_str());
+        PrintError(more.status());
         return 1;
       }
       if (!*more) break;
@@ -223,20 +249,34 @@ class InputBatchReader {
       ParallelFor(batch.size(), flags_.threads, [&](size_t begin, size_t end) {
         for (size_t i = begin; i < end; ++i) errors[i] = process(batch[i], &lines[i]);
       });
-      if (!WriteBatch(command, batch, errors, lines)) return 1;
+      if (!WriteBatch(batch, errors, lines)) return 1;
     }
     if (std::fflush(stdout) != 0) {
-      std::fprintf(stderr, "%s: error writing standard output\n", command);
+      PrintError("error writing standard output");
+      return 1;
+    }
+    return Finish();
+  }
+
+  // Prints the skip and fallback counts; returns 1 (after the error) if no document was read.
+  int Finish() {
+    std::map<std::string, uint64_t> skipped = documents_->skipped();
+    for (const auto& [reason, count] : failed_) skipped[reason] += count;
+    WarningPrinter::PrintTotals(skipped, documents_->fallbacks());
+    if (documents_read_ == 0) {
+      PrintError(NothingRead(skipped));
       return 1;
     }
     return 0;
   }
 
-  uint64_t skipped() const { return skipped_; }
+  // The expanded input files (DocumentReader::files()).
+  const std::vector<std::string>& files() const { return documents_->files(); }
+
   // Reports a record that failed later (e.g. while fingerprinting) the same way.
   void ReportSkipped(const std::string& location, const Status& status) {
-    ++skipped_;
-    std::fprintf(stderr, "warning: %s: %s (skipped)\n", location.c_str(), status.message().c_str());
+    ++failed_[std::string(StatusCodeName(status.code()))];
+    warnings_.Callback()(location + ": " + status.message() + " (skipped)");
   }
 
  private:
@@ -253,44 +293,11 @@ class InputBatchReader {
     return true;
   }
 
-  Result<bool> NextLine(InputDocument* doc) {
-    for (;;) {
-      if (stream_ == nullptr) {
-        if (next_input_ >= flags_.inputs.size()) return false;
-        current_name_ = flags_.inputs[next_input_++];
-        line_number_ = 0;
-        if (current_name_ == "-") {
-          stream_ = &std::cin;
-        } else {
-          file_ = std::make_unique<std::ifstream>(current_name_, std::ios::binary);
-          if (!*file_) return Status::NotFound("cannot open " + current_name_);
-          stream_ = file_.get();
-        }
-      }
-      std::string line;
-      if (!std::getline(*stream_, line)) {
-        if (stream_->bad()) return Status::IoError("error reading " + current_name_);
-        stream_ = nullptr;
-        file_.reset();
-        continue;
-      }
-      ++line_number_;
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      doc->location = current_name_ + ":" + std::to_string(line_number_);
-      doc->id = flags_.inputs.size() == 1 ? std::to_string(line_number_) : doc->location;
-      doc->text = std::move(line);
-      return true;
-    }
-  }
-
   InputFlags flags_;
   std::unique_ptr<DocumentReader> documents_;
-  size_t next_input_ = 0;
-  std::istream* stream_ = nullptr;
-  std::unique_ptr<std::ifstream> file_;
-  std::string current_name_;
-  uint64_t line_number_ = 0;
-  uint64_t skipped_ = 0;
+  WarningPrinter warnings_;
+  std::map<std::string, uint64_t> failed_;
+  uint64_t documents_read_ = 0;
 };
 
 }  // namespace neardup::cli

@@ -8,8 +8,10 @@
 
 #include "cli/command.h"
 #include "cli/fingerprint_flags.h"
+#include "cli/report.h"
 #include "common/parallel.h"
 #include "neardup/features.h"
+#include "neardup/output_file.h"
 #include "neardup/text.h"
 
 namespace neardup::cli {
@@ -20,13 +22,14 @@ struct IdfCommandArgs {
   InputFlags input;
   std::string output = "-";
   uint64_t min_df = 2;
+  bool force = false;
 };
 
 int RunIdfCommand(const IdfCommandArgs& args) {
   FingerprintOptions options;
   Status status = args.fingerprint.ToOptions(&options);
   if (!status.ok()) {
-    std::fprintf(stderr, "neardup idf: %s\n", status.message().c_str());
+    PrintError(status);
     return kExitUsage;
   }
   options.features.shingle_size = 1;  // IDF is per word
@@ -34,18 +37,32 @@ int RunIdfCommand(const IdfCommandArgs& args) {
   options.features.idf_path.clear();
   auto normalizer = TextNormalizer::Create(options.normalize);
   if (!normalizer.ok()) {
-    std::fprintf(stderr, "neardup idf: %s\n", normalizer.status().ToString().c_str());
+    PrintError(normalizer.status());
     return kExitFailure;
   }
   auto extractor = FeatureExtractor::Create(options.features);
   if (!extractor.ok()) {
-    std::fprintf(stderr, "neardup idf: %s\n", extractor.status().ToString().c_str());
+    PrintError(extractor.status());
     return kExitFailure;
   }
-  auto reader = InputBatchReader::Open(args.input);
+  auto reader = InputBatchReader::Open([&] {
+    InputFlags input = args.input;
+    input.allow_invalid_utf8_text = args.fingerprint.replace_invalid;
+    return input;
+  }());
   if (!reader.ok()) {
-    std::fprintf(stderr, "neardup idf: %s\n", reader.status().message().c_str());
+    PrintError(reader.status());
     return kExitFailure;
+  }
+  {
+    OutputFileOptions check;
+    check.force = args.force;
+    check.inputs = (*reader)->files();
+    Status refused = CheckOutputPath(args.output, check);
+    if (!refused.ok()) {
+      PrintError(refused);
+      return kExitFailure;
+    }
   }
   IdfTableBuilder total;
   std::mutex total_mutex;
@@ -54,7 +71,7 @@ int RunIdfCommand(const IdfCommandArgs& args) {
   for (;;) {
     auto more = (*reader)->NextBatch(kBatchDocuments, &batch);
     if (!more.ok()) {
-      std::fprintf(stderr, "neardup idf: %s\n", more.status().message().c_str());
+      PrintError(more.status());
       return kExitFailure;
     }
     if (!*more) break;
@@ -75,28 +92,17 @@ int RunIdfCommand(const IdfCommandArgs& args) {
       std::lock_guard<std::mutex> lock(total_mutex);
       total.Merge(local);  // sums of counts: the same whatever the chunking
     });
-    if (!(*reader)->WriteBatch("neardup idf", batch, errors, /*lines=*/{})) return kExitFailure;
+    if (!(*reader)->WriteBatch(batch, errors, /*lines=*/{})) return kExitFailure;
   }
-  if (total.document_count == 0) {
-    std::fprintf(stderr, "neardup idf: no documents read\n");
+  if ((*reader)->Finish() != kExitOk) return kExitFailure;
+  OutputFileOptions output_options;
+  output_options.force = args.force;
+  output_options.inputs = (*reader)->files();
+  Status written = WriteOutputFile(args.output, total.ToText(args.min_df), output_options);
+  if (!written.ok()) {
+    PrintError(written);
     return kExitFailure;
   }
-  if (args.output == "-") {
-    std::string text = total.ToText(args.min_df);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    if (std::fflush(stdout) != 0) {
-      std::fprintf(stderr, "neardup idf: error writing standard output\n");
-      return kExitFailure;
-    }
-  } else {
-    Status written = total.Write(args.output, args.min_df);
-    if (!written.ok()) {
-      std::fprintf(stderr, "neardup idf: %s\n", written.message().c_str());
-      return kExitFailure;
-    }
-  }
-  std::fprintf(stderr, "neardup idf: %llu documents\n",
-               static_cast<unsigned long long>(total.document_count));
   return kExitOk;
 }
 
@@ -106,12 +112,16 @@ const CommandRegistrar kRegistrar(
       auto args = std::make_shared<IdfCommandArgs>();
       args->input.Add(app);
       args->fingerprint.Add(app, /*with_bits=*/false);
-      app->add_option("--output,-o", args->output, "output file (default: standard output)");
-      app->add_option("--min-df", args->min_df,
-                      "leave out words found in fewer documents (default 2)");
+      app->add_option("-o,--output", args->output, "output file (- = standard output)");
+      app->add_flag("-f,--force", args->force,
+                    "replace an existing output file (never an input file)");
+      app->add_option("--min-df", args->min_df, "leave out words found in fewer documents");
       app->footer(
           "idf(word) = ln(N / df(word)) over the N documents read; words come from the same "
-          "normalisation and tokenizer as `neardup fingerprint` (single words, no shingles).");
+          "normalisation and tokenizer as `neardup fingerprint` (single words, no shingles).\n"
+          "Examples:\n"
+          "  neardup idf corpus.jsonl -o idf.txt\n"
+          "  neardup fingerprint corpus.jsonl --weighting tfidf --idf idf.txt");
       return [args] { return RunIdfCommand(*args); };
     });
 

@@ -1,17 +1,18 @@
 // `neardup index create|add|query|get|remove|stats|compact|recover DIR`: the persistent store from
 // the command line (the same directory `neardup serve` and the library open).
 #include <cstdio>
-#include <fstream>
-#include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 
 #include "cli/command.h"
+#include "cli/fingerprint_flags.h"
+#include "cli/report.h"
 #include "common/json_writer.h"
 #include "common/parallel.h"
+#include "neardup/document_reader.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/store.h"
-#include "service/request_parser.h"
 #include "store/stats_json.h"
 
 namespace neardup::cli {
@@ -23,7 +24,9 @@ struct IndexArgs {
   int max_k = 3;
   std::string memory_budget = "128/fp";
   double expected_documents = 1e7;
-  std::string input = "-";
+  InputFlags input;  // the same reading flags as every other command
+  std::string metadata_field = "metadata";
+  std::string fingerprint_field = "fingerprint";
   std::string sync = "every";
   size_t batch = 10000;
   size_t memtable_limit = size_t{1} << 20;
@@ -37,7 +40,7 @@ struct IndexArgs {
 };
 
 int Fail(const Status& status) {
-  std::fprintf(stderr, "neardup index: %s\n", status.ToString().c_str());
+  PrintError(status);
   return kExitFailure;
 }
 
@@ -54,7 +57,7 @@ void PrintDocument(const StoredDocument& doc, bool with_distance) {
   JsonWriter w(&out);
   w.BeginObject().Key("id").String(doc.id).Key("fingerprint").String(ToHex(doc.fingerprint));
   if (with_distance) w.Key("distance").Int(doc.distance);
-  w.Key("metadata").String(doc.metadata).EndObject();
+  w.Key("metadata").Metadata(doc.metadata).EndObject();
   std::puts(out.c_str());
 }
 
@@ -73,15 +76,17 @@ int RunCreate(const IndexArgs& args) {
   Status status = (*store)->Close();
   if (!status.ok()) return Fail(status);
   std::fprintf(stderr,
-               "created %s (%d-bit, max_k %d); index design for %.4g documents within %s: %s "
-               "(%.1f B/fp)\n",
+               "neardup: index create: created %s (%d-bit, max_k %d); index design for %.4g "
+               "documents within %s: %s (%.1f B/fp)\n",
                args.dir.c_str(), args.bits, args.max_k, args.expected_documents,
                budget->ToString().c_str(), stats.index_design.c_str(),
                stats.index_bytes_per_fingerprint);
   return kExitOk;
 }
 
-// Reads JSONL documents ({"id", "text"|"fingerprint", "metadata"}) and adds them in batches.
+// Reads documents through the one DocumentReader (the same inputs, flags and skip-and-count
+// behaviour as every other command) and adds them in batches. A record may carry a fingerprint
+// (hex) instead of text, and metadata: any JSON value, stored as its compact JSON text.
 int RunAdd(const IndexArgs& args) {
   // Bulk loading: big memtable, no background compaction while adding, one compaction at the end.
   StoreOptions options;
@@ -89,29 +94,36 @@ int RunAdd(const IndexArgs& args) {
   options.sync_mode = args.sync == "none" ? SyncMode::kNone : SyncMode::kEveryWrite;
   options.memtable_limit = args.memtable_limit;
   options.compaction_trigger = 0;
+  std::vector<std::string> inputs = args.input.inputs;
+  if (inputs.empty()) inputs.push_back("-");
+  DocumentReaderOptions reader_options;
+  args.input.ToReaderOptions(&reader_options);
+  reader_options.metadata_field = args.metadata_field;
+  reader_options.fingerprint_field = args.fingerprint_field;
+  WarningPrinter warnings;
+  reader_options.on_warning = warnings.Callback();
+  auto reader = DocumentReader::Open(inputs, reader_options);
+  if (!reader.ok()) return Fail(reader.status());
   auto opened = DocumentStore::Open(args.dir, options);
   if (!opened.ok()) return Fail(opened.status());
   DocumentStore& store = **opened;
   const StoreStats initial = store.Stats();
   std::unique_ptr<Fingerprinter> fingerprinter;
-  service::RequestLimits limits;
-  limits.bits = initial.bits;
-  limits.max_text_bytes = size_t{64} << 20;
-  std::istream* in = &std::cin;
-  std::ifstream file;
-  if (args.input != "-") {
-    file.open(args.input);
-    if (!file) return Fail(Status::NotFound(args.input + ": cannot open"));
-    in = &file;
-  }
-  const std::string name = args.input == "-" ? "<stdin>" : args.input;
-  std::vector<service::DocumentRequest> batch;
-  size_t line_number = 0, added = 0;
+  std::vector<Document> batch;
+  std::map<std::string, uint64_t> failed;  // records read but not added, by reason
+  size_t added = 0;
+  auto skip = [&](const Document& doc, const std::string& reason,
+                  const std::string& why) -> Status {
+    if (args.input.strict) return Status::InvalidArgument(doc.location + ": " + why);
+    ++failed[reason];
+    warnings.Callback()(doc.location + ": " + why + " (skipped)");
+    return Status::Ok();
+  };
   auto flush = [&]() -> Status {
     std::vector<Fingerprint> fps(batch.size());
     std::vector<Status> errors(batch.size());
     bool need_text = false;
-    for (const auto& doc : batch) need_text |= doc.text.has_value();
+    for (const Document& doc : batch) need_text |= doc.fingerprint.empty();
     if (need_text && !fingerprinter) {
       FingerprintOptions fo;
       fo.bits = initial.bits;
@@ -119,41 +131,53 @@ int RunAdd(const IndexArgs& args) {
       if (!created.ok()) return created.status();
       fingerprinter = std::move(*created);
     }
-    ParallelFor(batch.size(), 0, [&](size_t begin, size_t end) {
+    ParallelFor(batch.size(), args.input.threads, [&](size_t begin, size_t end) {
       for (size_t i = begin; i < end; ++i) {
-        if (batch[i].fingerprint) {
-          fps[i] = *batch[i].fingerprint;
+        Result<Fingerprint> fp = batch[i].fingerprint.empty()
+                                     ? fingerprinter->Compute(batch[i].text)
+                                     : ParseFingerprint(batch[i].fingerprint);
+        if (fp.ok() && fp->bits != initial.bits) {
+          fp = Status::InvalidArgument("a " + std::to_string(fp->bits) + "-bit fingerprint in a " +
+                                       std::to_string(initial.bits) + "-bit store");
+        }
+        if (fp.ok()) {
+          fps[i] = *fp;
         } else {
-          auto fp = fingerprinter->Compute(*batch[i].text);
-          if (fp.ok())
-            fps[i] = *fp;
-          else
-            errors[i] = fp.status();
+          errors[i] = fp.status();
         }
       }
     });
-    std::vector<DocumentInput> inputs;
+    std::vector<DocumentInput> documents;
     for (size_t i = 0; i < batch.size(); ++i) {
-      if (!errors[i].ok()) return errors[i].WithContext("document \"" + batch[i].id + "\"");
-      inputs.push_back({batch[i].id, fps[i], batch[i].metadata_json});
+      if (!errors[i].ok()) {
+        NEARDUP_RETURN_IF_ERROR(skip(
+            batch[i], batch[i].fingerprint.empty() ? "cannot_fingerprint" : "invalid_fingerprint",
+            errors[i].message()));
+        continue;
+      }
+      if (batch[i].metadata.size() > options.max_metadata_bytes) {
+        NEARDUP_RETURN_IF_ERROR(skip(batch[i], "metadata_too_large",
+                                     "metadata of " + std::to_string(batch[i].metadata.size()) +
+                                         " bytes, more than " +
+                                         std::to_string(options.max_metadata_bytes)));
+        continue;
+      }
+      documents.push_back({batch[i].id, fps[i], batch[i].metadata});
     }
-    NEARDUP_RETURN_IF_ERROR(store.AddBatch(inputs));
-    added += inputs.size();
+    NEARDUP_RETURN_IF_ERROR(store.AddBatch(documents));
+    added += documents.size();
     batch.clear();
     return Status::Ok();
   };
-  std::string line;
-  while (std::getline(*in, line)) {
-    ++line_number;
-    if (line.empty()) continue;
-    auto request = service::ParseAddRequest(line, limits);
-    if (!request.ok()) {
-      return Fail(request.status().WithContext(name + ":" + std::to_string(line_number)));
-    }
-    for (auto& doc : request->documents) batch.push_back(std::move(doc));
+  Document doc;
+  for (;;) {
+    auto got = (*reader)->Next(&doc);
+    if (!got.ok()) return Fail(got.status());
+    if (!*got) break;
+    batch.push_back(std::move(doc));
     if (batch.size() >= args.batch) {
       Status status = flush();
-      if (!status.ok()) return Fail(status.WithContext(name + ":" + std::to_string(line_number)));
+      if (!status.ok()) return Fail(status);
     }
   }
   Status status = flush();
@@ -161,7 +185,12 @@ int RunAdd(const IndexArgs& args) {
   if (status.ok() && args.compact) status = store.Compact();
   if (status.ok()) status = store.Close();
   if (!status.ok()) return Fail(status);
-  std::fprintf(stderr, "added %zu documents to %s\n", added, args.dir.c_str());
+  std::map<std::string, uint64_t> skipped = (*reader)->skipped();
+  for (const auto& [reason, count] : failed) skipped[reason] += count;
+  WarningPrinter::PrintTotals(skipped, (*reader)->fallbacks());
+  if (added == 0) return Fail(NothingRead(skipped));
+  std::fprintf(stderr, "neardup: index add: added %s to %s\n", Count(added, "document").c_str(),
+               args.dir.c_str());
   return kExitOk;
 }
 
@@ -205,19 +234,27 @@ int RunGet(const IndexArgs& args) {
   return code;
 }
 
+// Removes each id, reporting every one: "removed ID" on stdout, or the error on stderr (exit 1
+// if any failed; the others are still removed).
 int RunRemove(const IndexArgs& args) {
   auto opened = OpenExisting(args, SyncMode::kEveryWrite);
   if (!opened.ok()) return Fail(opened.status());
   int code = kExitOk;
+  size_t removed = 0;
   for (const std::string& id : args.ids) {
     Status status = (*opened)->Remove(id);
     if (!status.ok()) {
       Fail(status);
       code = kExitFailure;
+    } else {
+      std::printf("removed %s\n", id.c_str());
+      ++removed;
     }
   }
   Status status = (*opened)->Close();
   if (!status.ok()) return Fail(status);
+  std::fprintf(stderr, "neardup: index remove: removed %s of %zu\n",
+               Count(removed, "document").c_str(), args.ids.size());
   return code;
 }
 
@@ -251,7 +288,7 @@ int RunRecover(const IndexArgs& args) {
   auto report = RecoverStore(args.dir);
   if (!report.ok()) return Fail(report.status());
   for (const std::string& message : report->messages) {
-    std::fprintf(stderr, "recover: %s\n", message.c_str());
+    std::fprintf(stderr, "neardup: index recover: %s\n", message.c_str());
   }
   std::string out;
   JsonWriter w(&out);
@@ -295,21 +332,34 @@ RunFunction Setup(CLI::App* app) {
                    "Documents the index design is planned for")
       ->capture_default_str();
   CLI::App* add = app->add_subcommand(
-      "add", "Add JSONL documents {\"id\", \"text\"|\"fingerprint\", \"metadata\"}");
+      "add",
+      "Add documents: JSONL records {\"id\", \"text\" or \"fingerprint\", \"metadata\"}, text "
+      "files, directories, - for standard input (read like every other command)");
   dir_option(add);
-  add->add_option("input", args->input, "JSONL file, or - for standard input");
+  args->input.Add(add);
+  add->add_option("--metadata-field", args->metadata_field,
+                  "JSONL field stored as the document's metadata (any JSON value, kept verbatim)");
+  add->add_option("--fingerprint-field", args->fingerprint_field,
+                  "JSONL field holding a ready fingerprint (hex); such records need no text");
   add->add_option("--sync", args->sync, "every (fsync each batch) or none (bulk load)")
       ->check(CLI::IsMember({"every", "none"}));
   add->add_option("--batch", args->batch, "Documents per atomic batch")
       ->check(CLI::Range(1, 1000000));
   add->add_option("--memtable-limit", args->memtable_limit, "Entries per segment while loading");
   add->add_flag("!--no-compact", args->compact, "Leave the segments unmerged after loading");
+  add->footer(
+      "Examples:\n"
+      "  neardup index add store/ corpus.jsonl.gz more/\n"
+      "  neardup index add store/ --id-field meta.url --text-field body < docs.jsonl\n"
+      "  echo '{\"id\":\"u1\",\"fingerprint\":\"f773be40a3f0a3e5\",\"metadata\":{\"a\":1}}' | "
+      "neardup index add store/");
   CLI::App* query = app->add_subcommand("query", "Find stored documents within k");
   dir_option(query);
   auto* fp_opt = query->add_option("--fingerprint", args->fingerprint, "Query fingerprint (hex)");
   auto* text_opt = query->add_option("--text", args->text, "Query text");
   fp_opt->excludes(text_opt);
-  query->add_option("-k", args->k, "Hamming distance")->check(CLI::Range(0, 128));
+  query->add_option("-k,--max-distance", args->k, "largest Hamming distance of a result")
+      ->check(CLI::Range(0, 128));
   query->add_option("--limit", args->limit, "Most results (0 = all)");
   CLI::App* get = app->add_subcommand("get", "Print documents by id");
   dir_option(get);
@@ -325,6 +375,11 @@ RunFunction Setup(CLI::App* app) {
   CLI::App* recover = app->add_subcommand(
       "recover", "Salvage what is intact in a damaged store (damaged files become *.corrupt)");
   dir_option(recover);
+  app->footer(
+      "Examples:\n"
+      "  neardup index create store/ --max-k 3\n"
+      "  neardup index add store/ corpus.jsonl\n"
+      "  neardup index query store/ --text \"some text\" -k 3");
   return [=]() -> int {
     if (create->parsed()) return RunCreate(*args);
     if (add->parsed()) return RunAdd(*args);

@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/fingerprint_flags.h"
+#include "cli/report.h"
 #include "common/json_writer.h"
 #include "common/parallel.h"
 #include "common/utf8.h"
@@ -40,7 +41,7 @@ int RunKeywordsCommand(const KeywordsCommandArgs& args) {
   FingerprintOptions options;
   Status status = flags.ToOptions(&options);
   if (!status.ok()) {
-    std::fprintf(stderr, "neardup keywords: %s\n", status.message().c_str());
+    PrintError(status);
     return kExitUsage;
   }
   std::unique_ptr<Fingerprinter> fingerprinter;
@@ -62,45 +63,48 @@ int RunKeywordsCommand(const KeywordsCommandArgs& args) {
                               : Result<std::shared_ptr<const KeywordExtractor>>(segmenter.status());
     }
     if (!loaded.ok()) {
-      std::fprintf(stderr, "neardup keywords: %s\n", loaded.status().ToString().c_str());
+      PrintError(loaded.status());
       return kExitFailure;
     }
     extractor = *loaded;
   } else {
     auto created = Fingerprinter::Create(options);
     if (!created.ok()) {
-      std::fprintf(stderr, "neardup keywords: %s\n", created.status().ToString().c_str());
+      PrintError(created.status());
       return kExitFailure;
     }
     fingerprinter = std::move(*created);
   }
-  auto reader = InputBatchReader::Open(args.input);
+  auto reader = InputBatchReader::Open([&] {
+    InputFlags input = args.input;
+    input.allow_invalid_utf8_text = args.fingerprint.replace_invalid;
+    return input;
+  }());
   if (!reader.ok()) {
-    std::fprintf(stderr, "neardup keywords: %s\n", reader.status().message().c_str());
+    PrintError(reader.status());
     return kExitFailure;
   }
   const size_t top_k = static_cast<size_t>(flags.top_k);
-  return (*reader)->ProcessAll(
-      "neardup keywords", [&](const InputDocument& document, std::string* line) -> Status {
-        std::vector<std::pair<std::string, double>> pairs;
-        if (extractor != nullptr) {
-          size_t invalid = utf8::FindInvalid(document.text);
-          if (invalid != std::string_view::npos) {
-            return Status::InvalidUtf8("invalid UTF-8 at byte " + std::to_string(invalid));
-          }
-          for (Keyword& keyword : extractor->ExtractTags(document.text, top_k)) {
-            pairs.emplace_back(std::move(keyword.word), keyword.weight);
-          }
-        } else {
-          auto features = fingerprinter->Features(document.text);
-          if (!features.ok()) return features.status();
-          for (WeightedFeature& feature : *features) {
-            pairs.emplace_back(std::move(feature.text), feature.weight);
-          }
-        }
-        WritePairs(document.id, pairs, line);
-        return Status::Ok();
-      });
+  return (*reader)->ProcessAll([&](const InputDocument& document, std::string* line) -> Status {
+    std::vector<std::pair<std::string, double>> pairs;
+    if (extractor != nullptr) {
+      size_t invalid = utf8::FindInvalid(document.text);
+      if (invalid != std::string_view::npos) {
+        return Status::InvalidUtf8("invalid UTF-8 at byte " + std::to_string(invalid));
+      }
+      for (Keyword& keyword : extractor->ExtractTags(document.text, top_k)) {
+        pairs.emplace_back(std::move(keyword.word), keyword.weight);
+      }
+    } else {
+      auto features = fingerprinter->Features(document.text);
+      if (!features.ok()) return features.status();
+      for (WeightedFeature& feature : *features) {
+        pairs.emplace_back(std::move(feature.text), feature.weight);
+      }
+    }
+    WritePairs(document.id, pairs, line);
+    return Status::Ok();
+  });
 }
 
 const CommandRegistrar kRegistrar(
@@ -108,13 +112,22 @@ const CommandRegistrar kRegistrar(
     [](CLI::App* app) -> RunFunction {
       auto args = std::make_shared<KeywordsCommandArgs>();
       args->fingerprint.Add(app, /*with_bits=*/false);
+      app->get_option("--top-k")->default_str("20");  // keywords lists 20 unless told
       args->input.Add(app);
       app->add_flag("--extract-tags", args->extract_tags,
-                    "jieba.analyse.extract_tags keywords (tf / total x idf) instead of the "
-                    "fingerprint features");
+                    "jieba.analyse.extract_tags keywords (tf / total x idf) of the raw text "
+                    "instead of the fingerprint features");
       app->footer(
+          "Without --extract-tags this prints the fingerprint's features: the normalised text "
+          "(Traditional -> Simplified, case folding, NFKC, markup stripped; see the --no-* flags) "
+          "in --shingle word shingles, weighted. --extract-tags reproduces Python jieba exactly, "
+          "so it sees the text as given (no normalisation), as jieba does.\n"
           "Output: {\"id\":\"...\",\"keywords\":[[\"word\",weight],...]} per document, heaviest "
-          "first; --top-k defaults to 20 (5 with --profile yanyiwu).");
+          "first; --top-k defaults to 20 (5 with --profile yanyiwu).\n"
+          "Examples:\n"
+          "  neardup keywords corpus.jsonl --top-k 10\n"
+          "  neardup keywords --extract-tags --lines zh.txt\n"
+          "  neardup keywords --shingle 1 --no-t2s docs/");
       return [args] { return RunKeywordsCommand(*args); };
     });
 

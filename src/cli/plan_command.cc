@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/report.h"
 #include "neardup/index_planner.h"
 
 namespace neardup::cli {
@@ -35,10 +36,15 @@ RunFunction SetupPlan(CLI::App* app) {
   auto args = std::make_shared<PlanArgs>();
   app->add_option("--bits", args->bits, "fingerprint width: 64 or 128")
       ->check(CLI::IsMember({64, 128}));
-  app->add_option("-k,--k", args->k, "largest Hamming distance queried");
-  app->add_option("-n,--n", args->n, "expected number of fingerprints (e.g. 8e9)");
+  app->add_option("-k,--max-distance", args->k, "largest Hamming distance queried");
+  app->add_option("-n,--documents", args->n, "expected number of fingerprints (e.g. 8e9)");
   app->add_option("--memory-budget", args->budget, "memory budget for the whole index in bytes");
   app->add_flag("--list", args->list, "print every candidate design and the Pareto frontier");
+  app->footer(
+      "Examples:\n"
+      "  neardup plan -k 3 -n 1e9\n"
+      "  neardup plan --bits 128 -k 6 -n 1e8 --memory-budget 64e9\n"
+      "  neardup plan -k 3 -n 8e9 --list");
   return [args]() {
     PlanRequest request;
     request.bits = args->bits;
@@ -47,7 +53,7 @@ RunFunction SetupPlan(CLI::App* app) {
     request.memory_budget_bytes = args->budget;
     auto designs = EnumerateIndexDesigns(request);
     if (!designs.ok()) {
-      std::fprintf(stderr, "neardup plan: %s\n", designs.status().ToString().c_str());
+      PrintError(designs.status());
       return kExitUsage;
     }
     auto chosen = PlanIndex(request);
@@ -75,7 +81,7 @@ RunFunction SetupPlan(CLI::App* app) {
       std::printf("      picked when %s\n", range.c_str());
     }
     if (!chosen.ok()) {
-      std::fprintf(stderr, "neardup plan: %s\n", chosen.status().ToString().c_str());
+      PrintError(chosen.status());
       return kExitFailure;
     }
     std::printf("\nchosen:\n");

@@ -1,6 +1,8 @@
 // JsonWriter implementation; see json_writer.h.
 #include "common/json_writer.h"
 
+#include <simdjson.h>
+
 #include <charconv>
 #include <cmath>
 
@@ -139,6 +141,16 @@ JsonWriter& JsonWriter::Raw(std::string_view json) {
   Separate();
   out_->append(json);
   return *this;
+}
+
+JsonWriter& JsonWriter::Metadata(std::string_view metadata) {
+  if (metadata.empty()) return Null();
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::element element;
+  if (parser.parse(metadata.data(), metadata.size(), true).get(element) == simdjson::SUCCESS) {
+    return Raw(metadata);
+  }
+  return String(metadata);
 }
 
 }  // namespace neardup

@@ -32,6 +32,10 @@ class JsonWriter {
   JsonWriter& Null();
   // Appends already-serialised JSON as one value.
   JsonWriter& Raw(std::string_view json);
+  // Stored document metadata (the store keeps a JSON value's text as opaque bytes): written raw
+  // when it is valid JSON, as a string otherwise (bytes stored by an older writer), null if empty.
+  // The one place the CLI and the server turn stored metadata into JSON.
+  JsonWriter& Metadata(std::string_view metadata);
 
  private:
   void Separate();

@@ -52,7 +52,7 @@ bool Better(const DedupDocument& x, uint32_t xi, const DedupDocument& y, uint32_
             KeepPolicy keep) {
   switch (keep) {
     case KeepPolicy::kLongest:
-      if (x.text_bytes != y.text_bytes) return x.text_bytes > y.text_bytes;
+      if (x.normalized_bytes != y.normalized_bytes) return x.normalized_bytes > y.normalized_bytes;
       break;
     case KeepPolicy::kField:
       if (x.score.has_value() != y.score.has_value()) return x.score.has_value();
@@ -86,6 +86,41 @@ uint64_t SqueezedHash(std::string_view text) {
     squeezed.push_back(static_cast<char>(c));
   }
   return XXH3_64bits(squeezed.data(), squeezed.size());
+}
+
+// Renames every document whose id is shared with another one to "id@file:line" (its location),
+// so keep.txt and remove.txt never name one id twice. Returns how many documents were renamed;
+// with `strict` the first shared id is an error instead.
+Result<uint64_t> QualifyDuplicateIds(DedupReport* report, bool strict) {
+  std::unordered_map<std::string_view, uint32_t> first_with_id;
+  std::vector<uint32_t> shared;
+  auto& documents = report->documents;
+  for (uint32_t i = 0; i < documents.size(); ++i) {
+    auto [it, inserted] = first_with_id.try_emplace(documents[i].id, i);
+    if (inserted) continue;
+    if (strict) {
+      const DedupDocument& first = documents[it->second];
+      return Status::InvalidArgument(
+          "id \"" + documents[i].id + "\" is used twice: " + report->input_files[first.file_index] +
+          ":" + std::to_string(first.line) + " and " +
+          report->input_files[documents[i].file_index] + ":" + std::to_string(documents[i].line));
+    }
+    if (it->second != UINT32_MAX) {
+      shared.push_back(it->second);
+      it->second = UINT32_MAX;  // its first holder is listed once
+    }
+    shared.push_back(i);
+  }
+  for (uint32_t i : shared) {
+    DedupDocument& doc = documents[i];
+    std::string qualified = doc.id + "@" + report->input_files[doc.file_index];
+    if (doc.line > 0) {
+      qualified += ':';  // two appends: GCC 12 reports a false -Wrestrict on ":" + ...
+      qualified += std::to_string(doc.line);
+    }
+    doc.id = std::move(qualified);
+  }
+  return static_cast<uint64_t>(shared.size());
 }
 
 }  // namespace
@@ -238,6 +273,7 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
   double read_seconds = 0;
   std::vector<Document> batch(options.batch_size);
   std::vector<Result<Fingerprint>> results;
+  std::vector<uint64_t> normalized_bytes;
   bool done = false;
   while (!done) {
     auto read_start = Clock::now();
@@ -253,11 +289,24 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
     }
     read_seconds += SecondsSince(read_start);
     results.assign(count, Result<Fingerprint>(Status::Internal("not computed")));
+    normalized_bytes.assign(count, 0);
     ParallelFor(
         count, threads,
         [&](size_t begin, size_t end) {
-          for (size_t i = begin; i < end; ++i)
-            results[i] = (*fingerprinter)->Compute(batch[i].text);
+          for (size_t i = begin; i < end; ++i) {
+            if (options.keep != KeepPolicy::kLongest) {
+              results[i] = (*fingerprinter)->Compute(batch[i].text);
+              continue;
+            }
+            // --keep longest compares the normalised texts (markup stripped, ...).
+            auto details = (*fingerprinter)->ComputeDetails(batch[i].text, false, true);
+            if (!details.ok()) {
+              results[i] = details.status();
+              continue;
+            }
+            results[i] = details->fingerprint;
+            normalized_bytes[i] = details->normalized_text.size();
+          }
         },
         16);
     for (size_t i = 0; i < count; ++i) {
@@ -275,6 +324,7 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
       record.id = std::move(doc.id);
       record.fingerprint = *results[i];
       record.text_bytes = doc.text.size();
+      record.normalized_bytes = normalized_bytes[i];
       record.content_hash = XXH3_64bits(doc.text.data(), doc.text.size());
       record.squeezed_hash = SqueezedHash(doc.text);
       record.score = doc.score;
@@ -298,6 +348,10 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
   if (report.documents.size() > UINT32_MAX) {
     return Status::ResourceExhausted("more than 4294967295 documents");
   }
+  auto qualified = QualifyDuplicateIds(&report, reader_options.strict);
+  if (!qualified.ok()) return qualified.status();
+  report.duplicate_ids = *qualified;
+  report.fallbacks = reader.fallbacks();
 
   // ---- Stage 2: self-join within k. ----
   stage_start = Clock::now();

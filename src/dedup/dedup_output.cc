@@ -6,6 +6,7 @@
 
 #include "common/json_writer.h"
 #include "neardup/dedup.h"
+#include "neardup/output_file.h"
 
 namespace neardup {
 
@@ -32,25 +33,6 @@ const char* KeepName(KeepPolicy keep) {
       return "field";
   }
   return "?";
-}
-
-// Writes `text` to `path`, or to stdout under a "# name" header when path is empty.
-Status Emit(const std::string& directory, const std::string& name, const std::string& text) {
-  if (directory.empty()) {
-    std::string header = "# " + name + "\n";
-    std::fwrite(header.data(), 1, header.size(), stdout);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    if (!text.empty() && text.back() != '\n') std::fputc('\n', stdout);
-    std::fflush(stdout);
-    return Status::Ok();
-  }
-  std::string path = (std::filesystem::path(directory) / name).string();
-  FILE* file = std::fopen(path.c_str(), "wb");
-  if (!file) return Status::IoError(path + ": cannot create: " + std::strerror(errno));
-  bool ok = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  ok = (std::fclose(file) == 0) && ok;
-  if (!ok) return Status::IoError(path + ": write failed: " + std::strerror(errno));
-  return Status::Ok();
 }
 
 std::string ClustersJsonl(const DedupReport& report) {
@@ -101,6 +83,10 @@ std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* opti
   json.Key("skipped_by_reason").BeginObject();
   for (const auto& [reason, count] : report.skipped) json.Key(reason).Uint(count);
   json.EndObject();
+  json.Key("fallbacks_by_reason").BeginObject();
+  for (const auto& [reason, count] : report.fallbacks) json.Key(reason).Uint(count);
+  json.EndObject();
+  json.Key("duplicate_ids").Uint(report.duplicate_ids);
   json.Key("fingerprint_failures_by_code").BeginObject();
   for (const auto& [code, count] : report.failed) json.Key(code).Uint(count);
   json.EndObject();
@@ -148,24 +134,41 @@ std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* opti
 }
 
 Status WriteDedupOutputs(const DedupReport& report, const DedupOutputOptions& output) {
+  OutputFileOptions file_options;
+  file_options.force = output.force;
+  file_options.inputs = report.input_files;
+  // Every output is checked before anything is written, so a refused run writes nothing.
+  std::vector<std::string> paths;
   if (!output.directory.empty()) {
+    for (const char* name : {"clusters.jsonl", "keep.txt", "remove.txt", "summary.json"}) {
+      paths.push_back((std::filesystem::path(output.directory) / name).string());
+    }
+  }
+  if (!output.write_kept_path.empty()) paths.push_back(output.write_kept_path);
+  for (const std::string& path : paths) {
+    NEARDUP_RETURN_IF_ERROR(CheckOutputPath(path, file_options));
+  }
+  if (output.directory.empty()) {
+    // Standard output: the clusters only (one JSON object a line).
+    NEARDUP_RETURN_IF_ERROR(WriteOutputFile("-", ClustersJsonl(report), file_options));
+  } else {
     std::error_code error;
     std::filesystem::create_directories(output.directory, error);
     if (error) {
       return Status::IoError(output.directory + ": cannot create directory: " + error.message());
     }
+    std::string keep, remove;
+    for (size_t i = 0; i < report.documents.size(); ++i) {
+      std::string& list = report.removed[i] ? remove : keep;
+      list += report.documents[i].id;
+      list.push_back('\n');
+    }
+    NEARDUP_RETURN_IF_ERROR(WriteOutputFile(paths[0], ClustersJsonl(report), file_options));
+    NEARDUP_RETURN_IF_ERROR(WriteOutputFile(paths[1], keep, file_options));
+    NEARDUP_RETURN_IF_ERROR(WriteOutputFile(paths[2], remove, file_options));
+    NEARDUP_RETURN_IF_ERROR(
+        WriteOutputFile(paths[3], DedupSummaryJson(report, output.options), file_options));
   }
-  NEARDUP_RETURN_IF_ERROR(Emit(output.directory, "clusters.jsonl", ClustersJsonl(report)));
-  std::string keep, remove;
-  for (size_t i = 0; i < report.documents.size(); ++i) {
-    std::string& list = report.removed[i] ? remove : keep;
-    list += report.documents[i].id;
-    list.push_back('\n');
-  }
-  NEARDUP_RETURN_IF_ERROR(Emit(output.directory, "keep.txt", keep));
-  NEARDUP_RETURN_IF_ERROR(Emit(output.directory, "remove.txt", remove));
-  NEARDUP_RETURN_IF_ERROR(
-      Emit(output.directory, "summary.json", DedupSummaryJson(report, output.options)));
 
   if (output.write_kept_path.empty()) return Status::Ok();
   if (!output.inputs || !output.options) {
@@ -180,20 +183,14 @@ Status WriteDedupOutputs(const DedupReport& report, const DedupOutputOptions& ou
   }
   auto reader = DocumentReader::Open(*output.inputs, reader_options);
   if (!reader.ok()) return reader.status();
-  const std::string& path = output.write_kept_path;
-  FILE* file = path == "-" ? stdout : std::fopen(path.c_str(), "wb");
-  if (!file) return Status::IoError(path + ": cannot create: " + std::strerror(errno));
+  auto file = OutputFile::Create(output.write_kept_path, file_options);
+  if (!file.ok()) return file.status();
   Document doc;
   size_t next_doc = 0;
   std::string line;
-  bool ok = true;
-  Status status;
   while (next_doc < report.documents.size()) {
     auto got = (*reader)->Next(&doc);
-    if (!got.ok()) {
-      status = got.status();
-      break;
-    }
+    if (!got.ok()) return got.status();
     if (!*got) break;
     const DedupDocument& record = report.documents[next_doc];
     if (doc.file_index != record.file_index || doc.line != record.line) continue;
@@ -208,16 +205,9 @@ Status WriteDedupOutputs(const DedupReport& report, const DedupOutputOptions& ou
       json.BeginObject().Key("id").String(doc.id).Key("text").String(doc.text).EndObject();
     }
     line.push_back('\n');
-    ok = ok && std::fwrite(line.data(), 1, line.size(), file) == line.size();
+    NEARDUP_RETURN_IF_ERROR((*file)->Write(line));
   }
-  if (file != stdout) {
-    ok = (std::fclose(file) == 0) && ok;
-  } else {
-    std::fflush(stdout);
-  }
-  if (!status.ok()) return status;
-  if (!ok) return Status::IoError(path + ": write failed: " + std::strerror(errno));
-  return Status::Ok();
+  return (*file)->Commit();
 }
 
 }  // namespace neardup

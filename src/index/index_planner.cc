@@ -102,7 +102,10 @@ std::vector<BitRange> Complement(const std::vector<BitRange>& used, int bits) {
 
 std::string JoinWidths(const std::vector<int>& widths) {
   std::string s;
-  for (size_t i = 0; i < widths.size(); ++i) s += (i ? "," : "") + std::to_string(widths[i]);
+  for (size_t i = 0; i < widths.size(); ++i) {
+    if (i) s += ',';  // two appends: GCC 12 reports a false -Wrestrict on "," + ...
+    s += std::to_string(widths[i]);
+  }
   return s;
 }
 

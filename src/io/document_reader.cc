@@ -1,6 +1,8 @@
 // DocumentReader implementation: input expansion, streaming (de)compression, JSONL parsing.
 #include "neardup/document_reader.h"
 
+#include <lzma.h>
+#include <sys/stat.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -10,7 +12,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <system_error>
+#include <utility>
 
 namespace neardup {
 
@@ -21,9 +25,44 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
 }
 
 std::string_view StripCompression(std::string_view path) {
-  if (EndsWith(path, ".gz")) return path.substr(0, path.size() - 3);
+  if (EndsWith(path, ".gz") || EndsWith(path, ".xz")) return path.substr(0, path.size() - 3);
   if (EndsWith(path, ".zst")) return path.substr(0, path.size() - 4);
   return path;
+}
+
+enum class Compression { kNone, kGzip, kZstd, kXz };
+
+// The compression of a file, from its first bytes.
+Compression DetectCompression(const unsigned char* magic, size_t size) {
+  if (size >= 2 && magic[0] == 0x1f && magic[1] == 0x8b) return Compression::kGzip;
+  if (size >= 4 && magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f && magic[3] == 0xfd)
+    return Compression::kZstd;
+  if (size >= 6 && magic[0] == 0xfd && std::memcmp(magic + 1, "7zXZ", 4) == 0 && magic[5] == 0)
+    return Compression::kXz;
+  return Compression::kNone;
+}
+
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+
+// Looks up a field by name: the whole name first, then as a dotted path into nested objects.
+simdjson::error_code FindField(simdjson::dom::object object, std::string_view path,
+                               simdjson::dom::element* value) {
+  if (object.at_key(path).get(*value) == simdjson::SUCCESS) return simdjson::SUCCESS;
+  size_t dot = path.find('.');
+  if (dot == std::string_view::npos) return simdjson::NO_SUCH_FIELD;
+  simdjson::dom::element child;
+  // The longest prefix that names an object wins; try each dot in turn.
+  while (dot != std::string_view::npos) {
+    if (object.at_key(path.substr(0, dot)).get(child) == simdjson::SUCCESS) {
+      simdjson::dom::object nested;
+      if (child.get_object().get(nested) == simdjson::SUCCESS &&
+          FindField(nested, path.substr(dot + 1), value) == simdjson::SUCCESS) {
+        return simdjson::SUCCESS;
+      }
+    }
+    dot = path.find('.', dot + 1);
+  }
+  return simdjson::NO_SUCH_FIELD;
 }
 
 std::string ErrnoText() { return std::strerror(errno); }
@@ -34,6 +73,12 @@ bool IsBlank(std::string_view text) {
 }
 
 }  // namespace
+
+bool IsSameFile(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  if (::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return false;
+  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
 
 bool IsJsonlPath(std::string_view path) {
   std::string_view base = StripCompression(path);
@@ -153,6 +198,57 @@ class ZstdSource : public DocumentReader::ByteSource {
   uint64_t consumed_ = 0;
 };
 
+class XzSource : public DocumentReader::ByteSource {
+ public:
+  XzSource(FILE* file, std::string name) : file_(file), name_(std::move(name)) {
+    input_buffer_.resize(size_t{1} << 16);
+    ok_ = lzma_stream_decoder(&stream_, UINT64_MAX, LZMA_CONCATENATED) == LZMA_OK;
+  }
+  ~XzSource() override {
+    lzma_end(&stream_);
+    std::fclose(file_);
+  }
+  Result<size_t> Read(char* out, size_t capacity) override {
+    if (!ok_) return Status::Internal("cannot start the xz decoder");
+    if (finished_) return size_t{0};
+    stream_.next_out = reinterpret_cast<uint8_t*>(out);
+    stream_.avail_out = capacity;
+    while (stream_.avail_out == capacity) {
+      lzma_action action = LZMA_RUN;
+      if (stream_.avail_in == 0 && !file_eof_) {
+        size_t n = std::fread(input_buffer_.data(), 1, input_buffer_.size(), file_);
+        if (n == 0 && std::ferror(file_)) return Status::IoError("read failed: " + ErrnoText());
+        if (n == 0) file_eof_ = true;
+        consumed_ += n;
+        stream_.next_in = input_buffer_.data();
+        stream_.avail_in = n;
+      }
+      if (file_eof_ && stream_.avail_in == 0) action = LZMA_FINISH;
+      lzma_ret result = lzma_code(&stream_, action);
+      if (result == LZMA_STREAM_END) {
+        finished_ = true;
+        break;
+      }
+      if (result != LZMA_OK) {
+        return Status::Corruption(result == LZMA_BUF_ERROR ? "truncated xz stream"
+                                                           : "xz error " + std::to_string(result));
+      }
+    }
+    return capacity - stream_.avail_out;
+  }
+  uint64_t consumed() const override { return consumed_; }
+
+ private:
+  FILE* file_;
+  std::string name_;
+  lzma_stream stream_ = LZMA_STREAM_INIT;
+  std::vector<uint8_t> input_buffer_;
+  bool ok_ = false;
+  bool file_eof_ = false;
+  bool finished_ = false;
+  uint64_t consumed_ = 0;
+};
+
 constexpr size_t kReadChunk = size_t{1} << 16;
 
 }  // namespace
@@ -200,6 +296,19 @@ Result<std::unique_ptr<DocumentReader>> DocumentReader::Open(const std::vector<s
   }
   std::sort(files.begin(), files.end());
   files.erase(std::unique(files.begin(), files.end()), files.end());
+  {
+    // The same file named twice (./a.jsonl and a.jsonl, or a file and its directory) is read once.
+    std::set<std::pair<dev_t, ino_t>> seen;
+    std::vector<std::string> unique;
+    for (std::string& file : files) {
+      struct stat info;
+      if (::stat(file.c_str(), &info) == 0 && !seen.insert({info.st_dev, info.st_ino}).second) {
+        continue;
+      }
+      unique.push_back(std::move(file));
+    }
+    files = std::move(unique);
+  }
   if (has_stdin) files.insert(files.begin(), "-");
   for (const std::string& file : files) {
     if (file == "-") continue;
@@ -255,8 +364,9 @@ Status DocumentReader::OpenFile(size_t index) {
   buffer_pos_ = 0;
   source_eof_ = false;
   current_line_ = 0;
+  at_file_start_ = true;
   if (path == "-") {
-    current_is_jsonl_ = !options_.stdin_is_text;
+    current_is_jsonl_ = !options_.stdin_is_text && !options_.text_lines;
     if (json_->spooled_stdin) {
       std::rewind(json_->spooled_stdin);
       source_ = std::make_unique<PlainSource>(json_->spooled_stdin, false, "-");
@@ -266,21 +376,36 @@ Status DocumentReader::OpenFile(size_t index) {
     file_open_ = true;
     return Status::Ok();
   }
-  current_is_jsonl_ = IsJsonlPath(path);
-  if (EndsWith(path, ".gz")) {
-    gzFile file = gzopen(path.c_str(), "rb");
-    if (!file) return Status::IoError(path + ": cannot open: " + ErrnoText());
-    gzbuffer(file, 1 << 17);
-    source_ = std::make_unique<GzipSource>(file, path);
-  } else {
-    FILE* file = std::fopen(path.c_str(), "rb");
-    if (!file) return Status::IoError(path + ": cannot open: " + ErrnoText());
-    if (EndsWith(path, ".zst")) {
-      source_ = std::make_unique<ZstdSource>(file, path);
-    } else {
-      source_ = std::make_unique<PlainSource>(file, true, path);
-    }
+  current_is_jsonl_ = IsJsonlPath(path) && !options_.text_lines;
+  FILE* file = std::fopen(path.c_str(), "rb");
+  if (!file) return Status::IoError(path + ": cannot open: " + ErrnoText());
+  unsigned char magic[6];
+  size_t magic_size = std::fread(magic, 1, sizeof(magic), file);
+  if (std::ferror(file) || std::fseek(file, 0, SEEK_SET) != 0) {
+    Status error = Status::IoError(path + ": cannot read: " + ErrnoText());
+    std::fclose(file);
+    return error;
   }
+  switch (DetectCompression(magic, magic_size)) {
+    case Compression::kGzip: {
+      std::fclose(file);
+      gzFile gz = gzopen(path.c_str(), "rb");
+      if (!gz) return Status::IoError(path + ": cannot open: " + ErrnoText());
+      gzbuffer(gz, 1 << 17);
+      source_ = std::make_unique<GzipSource>(gz, path);
+      break;
+    }
+    case Compression::kZstd:
+      source_ = std::make_unique<ZstdSource>(file, path);
+      break;
+    case Compression::kXz:
+      source_ = std::make_unique<XzSource>(file, path);
+      break;
+    case Compression::kNone:
+      source_ = std::make_unique<PlainSource>(file, true, path);
+      break;
+  }
+  at_file_start_ = true;
   file_open_ = true;
   return Status::Ok();
 }
@@ -289,6 +414,15 @@ Status DocumentReader::Skip(const std::string& reason, const std::string& messag
   if (options_.strict) return Status::InvalidArgument(message);
   if (first_pass_) {
     ++skipped_[reason];
+    if (options_.on_warning) options_.on_warning(message + " (skipped)");
+  }
+  return Status::Ok();
+}
+
+Status DocumentReader::Fallback(const std::string& reason, const std::string& message) {
+  if (options_.strict) return Status::InvalidArgument(message);
+  if (first_pass_) {
+    ++fallbacks_[reason];
     if (options_.on_warning) options_.on_warning(message);
   }
   return Status::Ok();
@@ -312,6 +446,11 @@ Result<bool> DocumentReader::ReadLine(std::string* line, bool* too_long) {
       if (*n == 0) {
         source_eof_ = true;
         break;
+      }
+      if (at_file_start_) {
+        at_file_start_ = false;
+        if (std::string_view(buffer_).substr(0, 3) == kByteOrderMark) buffer_pos_ = 3;
+        if (buffer_pos_ == buffer_.size()) continue;
       }
     }
     any = true;
@@ -357,7 +496,7 @@ Result<bool> DocumentReader::Next(Document* doc) {
       file_open_ = false;
       ++current_file_;
     };
-    if (!current_is_jsonl_) {
+    if (!current_is_jsonl_ && !options_.text_lines) {
       // The whole file is one document.
       std::string text;
       bool too_long = false;
@@ -379,13 +518,14 @@ Result<bool> DocumentReader::Next(Document* doc) {
         if (!too_long) text.append(chunk.data(), *n);
       }
       close_file();
+      if (std::string_view(text).substr(0, 3) == kByteOrderMark) text.erase(0, 3);
       if (too_long) {
         NEARDUP_RETURN_IF_ERROR(
             Skip(kSkipTooLarge, path + ": document larger than " +
                                     std::to_string(options_.max_document_bytes) + " bytes"));
         continue;
       }
-      if (!simdjson::validate_utf8(text.data(), text.size())) {
+      if (!options_.allow_invalid_utf8_text && !simdjson::validate_utf8(text.data(), text.size())) {
         NEARDUP_RETURN_IF_ERROR(Skip(kSkipInvalidUtf8, path + ": invalid UTF-8"));
         continue;
       }
@@ -401,6 +541,8 @@ Result<bool> DocumentReader::Next(Document* doc) {
       doc->score.reset();
       doc->raw_line.clear();
       doc->from_jsonl = false;
+      doc->metadata.clear();
+      doc->fingerprint.clear();
       return true;
     }
 
@@ -424,9 +566,23 @@ Result<bool> DocumentReader::Next(Document* doc) {
       continue;
     }
     if (line_.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank line
-    if (!simdjson::validate_utf8(line_.data(), line_.size())) {
+    if (!(options_.allow_invalid_utf8_text && !current_is_jsonl_) &&
+        !simdjson::validate_utf8(line_.data(), line_.size())) {
       NEARDUP_RETURN_IF_ERROR(Skip(kSkipInvalidUtf8, where + ": invalid UTF-8"));
       continue;
+    }
+    if (!current_is_jsonl_) {  // text_lines: the line is the document
+      doc->text = line_;
+      doc->id = where;
+      doc->location = where;
+      doc->file_index = static_cast<uint32_t>(current_file_);
+      doc->line = current_line_;
+      doc->score.reset();
+      doc->raw_line.clear();
+      doc->from_jsonl = false;
+      doc->metadata.clear();
+      doc->fingerprint.clear();
+      return true;
     }
     line_.reserve(line_.size() + simdjson::SIMDJSON_PADDING);
     simdjson::dom::element root;
@@ -442,26 +598,42 @@ Result<bool> DocumentReader::Next(Document* doc) {
       NEARDUP_RETURN_IF_ERROR(Skip(kSkipInvalidJson, where + ": invalid JSON (not an object)"));
       continue;
     }
-    simdjson::dom::element text_value;
-    if (object.at_key(options_.text_field).get(text_value)) {
-      NEARDUP_RETURN_IF_ERROR(
-          Skip(kSkipMissingText, where + ": missing field \"" + options_.text_field + "\""));
-      continue;
+    doc->fingerprint.clear();
+    if (!options_.fingerprint_field.empty()) {
+      simdjson::dom::element fingerprint_value;
+      std::string_view fingerprint_text;
+      if (FindField(object, options_.fingerprint_field, &fingerprint_value) == simdjson::SUCCESS &&
+          !fingerprint_value.is_null()) {
+        if (fingerprint_value.get_string().get(fingerprint_text)) {
+          NEARDUP_RETURN_IF_ERROR(
+              Skip(kSkipInvalidJson,
+                   where + ": field \"" + options_.fingerprint_field + "\" is not a string"));
+          continue;
+        }
+        doc->fingerprint.assign(fingerprint_text);
+      }
     }
+    simdjson::dom::element text_value;
     std::string_view text;
-    if (text_value.get_string().get(text)) {
+    if (FindField(object, options_.text_field, &text_value) != simdjson::SUCCESS ||
+        text_value.is_null()) {
+      if (doc->fingerprint.empty()) {
+        NEARDUP_RETURN_IF_ERROR(
+            Skip(kSkipMissingText, where + ": missing field \"" + options_.text_field + "\""));
+        continue;
+      }
+    } else if (text_value.get_string().get(text)) {
       NEARDUP_RETURN_IF_ERROR(Skip(
           kSkipNonStringText, where + ": field \"" + options_.text_field + "\" is not a string"));
       continue;
-    }
-    if (IsBlank(text)) {
+    } else if (IsBlank(text) && doc->fingerprint.empty()) {
       NEARDUP_RETURN_IF_ERROR(Skip(kSkipEmptyText, where + ": empty text"));
       continue;
     }
     doc->text.assign(text);
     doc->id.clear();
     simdjson::dom::element id_value;
-    if (!object.at_key(options_.id_field).get(id_value)) {
+    if (FindField(object, options_.id_field, &id_value) == simdjson::SUCCESS) {
       std::string_view id_text;
       if (!id_value.get_string().get(id_text)) {
         doc->id.assign(id_text);
@@ -469,22 +641,44 @@ Result<bool> DocumentReader::Next(Document* doc) {
         doc->id = simdjson::minify(id_value);
       }
     }
-    if (doc->id.empty()) doc->id = where;
+    if (doc->id.empty()) {
+      doc->id = where;
+      NEARDUP_RETURN_IF_ERROR(
+          Fallback(kFallbackMissingId, where + ": no id in field \"" + options_.id_field +
+                                           "\" (missing, null or empty; using the location)"));
+    }
     doc->score.reset();
     if (!options_.score_field.empty()) {
       simdjson::dom::element score_value;
-      double score = 0;
-      if (!object.at_key(options_.score_field).get(score_value) &&
-          !score_value.get_double().get(score)) {
-        doc->score = score;
-      } else if (!object.at_key(options_.score_field).get(score_value)) {
+      if (FindField(object, options_.score_field, &score_value) != simdjson::SUCCESS ||
+          score_value.is_null()) {
+        NEARDUP_RETURN_IF_ERROR(
+            Fallback(kFallbackMissingScore, where + ": no score field \"" + options_.score_field +
+                                                "\" (ranked below every document that has one)"));
+      } else {
+        double score = 0;
         int64_t integer = 0;
         uint64_t unsigned_integer = 0;
-        if (!score_value.get_int64().get(integer)) {
+        if (!score_value.get_double().get(score)) {
+          doc->score = score;
+        } else if (!score_value.get_int64().get(integer)) {
           doc->score = static_cast<double>(integer);
         } else if (!score_value.get_uint64().get(unsigned_integer)) {
           doc->score = static_cast<double>(unsigned_integer);
+        } else {
+          NEARDUP_RETURN_IF_ERROR(Fallback(kFallbackNonNumericScore,
+                                           where + ": score field \"" + options_.score_field +
+                                               "\" is not a number (ranked below every document "
+                                               "that has one)"));
         }
+      }
+    }
+    doc->metadata.clear();
+    if (!options_.metadata_field.empty()) {
+      simdjson::dom::element metadata_value;
+      if (FindField(object, options_.metadata_field, &metadata_value) == simdjson::SUCCESS &&
+          !metadata_value.is_null()) {
+        doc->metadata = simdjson::minify(metadata_value);
       }
     }
     doc->location = where;
