@@ -5,7 +5,7 @@
 #include <random>
 
 #include "dedup/self_join.h"
-#include "dedup/shingles.h"
+#include "neardup/shingles.h"
 #include "neardup/dedup.h"
 
 namespace neardup {

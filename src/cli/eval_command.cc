@@ -12,7 +12,7 @@
 #include "cli/command.h"
 #include "cli/dedup_flags.h"
 #include "common/parallel.h"
-#include "dedup/shingles.h"
+#include "neardup/shingles.h"
 #include "neardup/dedup.h"
 #include "neardup/eval.h"
 

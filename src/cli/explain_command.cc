@@ -13,7 +13,7 @@
 #include "cli/command.h"
 #include "cli/dedup_flags.h"
 #include "common/json_writer.h"
-#include "dedup/shingles.h"
+#include "neardup/shingles.h"
 #include "neardup/dedup.h"
 #include "neardup/document_reader.h"
 #include "neardup/fingerprinter.h"

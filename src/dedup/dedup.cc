@@ -11,7 +11,7 @@
 
 #include "common/parallel.h"
 #include "dedup/self_join.h"
-#include "dedup/shingles.h"
+#include "neardup/shingles.h"
 #include "neardup/permuted_index.h"
 
 namespace neardup {

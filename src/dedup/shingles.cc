@@ -1,5 +1,5 @@
 // ShingleSimilarity implementation; see shingles.h.
-#include "dedup/shingles.h"
+#include "neardup/shingles.h"
 
 #include <unicode/uchar.h>
 #include <unicode/uscript.h>
