@@ -122,8 +122,6 @@ class MinHashLsh {
   MinHashLsh(const MinHashLshOptions& options, const LshParameters& parameters);
   MinHashLshOptions options_;
   LshParameters parameters_;
-  std::vector<uint32_t> donors_;  // densification: donor bin of (bin, attempt), flattened
-  int donor_attempts_ = 0;
 };
 
 // A candidate pair of document numbers, a < b.

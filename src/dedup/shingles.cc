@@ -147,6 +147,25 @@ double ShingleSimilarity::Jaccard32(const std::vector<uint32_t>& a,
   return static_cast<double>(common) / static_cast<double>(a.size() + b.size() - common);
 }
 
+void ShingleSimilarity::Narrow(const std::vector<uint64_t>& shingles,
+                               std::vector<uint32_t>* narrow) {
+  narrow->clear();
+  narrow->reserve(shingles.size());
+  for (uint64_t h : shingles) narrow->push_back(static_cast<uint32_t>(h ^ (h >> 32)));
+  std::sort(narrow->begin(), narrow->end());
+  narrow->erase(std::unique(narrow->begin(), narrow->end()), narrow->end());
+}
+
+Result<double> ShingleSimilarity::VerifiedJaccard(std::string_view a, std::string_view b) const {
+  std::vector<uint64_t> wide;
+  std::vector<uint32_t> na, nb;
+  NEARDUP_RETURN_IF_ERROR(Shingles(a, &wide));
+  Narrow(wide, &na);
+  NEARDUP_RETURN_IF_ERROR(Shingles(b, &wide));
+  Narrow(wide, &nb);
+  return Jaccard32(na, nb);
+}
+
 double ShingleSimilarity::Containment(const std::vector<uint64_t>& a,
                                       const std::vector<uint64_t>& b) {
   if (a.empty() || b.empty()) return a.empty() && b.empty() ? 1.0 : 0.0;
