@@ -67,6 +67,19 @@ uint64_t SqueezedHash(std::string_view text) {
   return XXH3_64bits(squeezed.data(), squeezed.size());
 }
 
+// True when `fingerprint` normalises text exactly as `shingles` does (invalid UTF-8 aside: the
+// Fingerprinter rejects it, so such a document never reaches the shingles).
+bool SameNormalization(const FingerprintOptions& fingerprint, const NormalizeOptions& shingles) {
+  const NormalizeOptions& f = fingerprint.normalize;
+  return fingerprint.profile != HashProfile::kYanyiwuSimhash &&
+         f.strip_markup == shingles.strip_markup && f.nfkc == shingles.nfkc &&
+         f.case_fold == shingles.case_fold &&
+         f.traditional_to_simplified == shingles.traditional_to_simplified &&
+         f.fold_whitespace == shingles.fold_whitespace &&
+         f.opencc_config == shingles.opencc_config &&
+         (f.replace_invalid_utf8 == shingles.replace_invalid_utf8 || !f.replace_invalid_utf8);
+}
+
 }  // namespace
 
 uint64_t DedupReport::removed_count() const {
@@ -287,6 +300,12 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
   BandKeyTable keys(use_lsh ? bands : 0);
   std::vector<uint32_t> batch_keys;
   std::vector<uint8_t> batch_has_keys;
+  // When the fingerprint is computed from the same normalised text the shingles need (the
+  // default options), the shingles are cut from the Fingerprinter's normalised text instead of
+  // normalising every document twice.
+  const bool share_normalization =
+      use_lsh && SameNormalization(options.fingerprint, (*similarity)->normalize_options());
+  std::vector<std::string> normalized;
   bool done = false;
   while (!done) {
     auto read_start = Clock::now();
@@ -302,11 +321,23 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
     }
     read_seconds += SecondsSince(read_start);
     results.assign(count, Result<Fingerprint>(Status::Internal("not computed")));
+    if (share_normalization) normalized.resize(count);
     ParallelFor(
         count, threads,
         [&](size_t begin, size_t end) {
-          for (size_t i = begin; i < end; ++i)
-            results[i] = (*fingerprinter)->Compute(batch[i].text);
+          for (size_t i = begin; i < end; ++i) {
+            if (!share_normalization) {
+              results[i] = (*fingerprinter)->Compute(batch[i].text);
+              continue;
+            }
+            auto details = (*fingerprinter)->ComputeDetails(batch[i].text, false, true);
+            if (!details.ok()) {
+              results[i] = details.status();
+              continue;
+            }
+            results[i] = details->fingerprint;
+            normalized[i] = std::move(details->normalized_text);
+          }
         },
         16);
     if (use_lsh) {
@@ -320,7 +351,11 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
             std::vector<uint64_t> shingles;
             for (size_t i = begin; i < end; ++i) {
               if (!results[i].ok()) continue;
-              if (!(*similarity)->Shingles(batch[i].text, &shingles).ok()) continue;
+              if (share_normalization) {
+                ShingleSimilarity::ShinglesOfNormalized(normalized[i], &shingles);
+              } else if (!(*similarity)->Shingles(batch[i].text, &shingles).ok()) {
+                continue;
+              }
               batch_has_keys[i] = lsh->BandKeysOf(
                   shingles, std::span<uint32_t>(batch_keys.data() + i * bands, bands));
             }
