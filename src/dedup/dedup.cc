@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cinttypes>
+#include <cstdio>
 #include <deque>
 #include <numeric>
 #include <unordered_map>
@@ -67,6 +69,27 @@ uint64_t SqueezedHash(std::string_view text) {
   return XXH3_64bits(squeezed.data(), squeezed.size());
 }
 
+// Peak resident memory of the process (Linux VmHWM) in bytes, 0 when unknown.
+uint64_t PeakMemoryBytes() {
+  FILE* file = std::fopen("/proc/self/status", "r");
+  if (!file) return 0;
+  char line[256];
+  uint64_t kb = 0;
+  while (std::fgets(line, sizeof(line), file)) {
+    if (std::sscanf(line, "VmHWM: %" SCNu64 " kB", &kb) == 1) break;
+  }
+  std::fclose(file);
+  return kb * 1024;
+}
+
+// Starts a new peak-memory measurement (Linux >= 4.0: "5" resets VmHWM to the current size).
+void ResetPeakMemory() {
+  FILE* file = std::fopen("/proc/self/clear_refs", "w");
+  if (!file) return;
+  std::fputs("5", file);
+  std::fclose(file);
+}
+
 // True when `fingerprint` normalises text exactly as `shingles` does (invalid UTF-8 aside: the
 // Fingerprinter rejects it, so such a document never reaches the shingles).
 bool SameNormalization(const FingerprintOptions& fingerprint, const NormalizeOptions& shingles) {
@@ -112,8 +135,7 @@ void BuildClusters(const std::vector<DedupDocument>& documents,
   std::vector<NeighborPair> links;
   links.reserve(pairs.size());
   for (const DuplicatePair& pair : pairs) links.push_back({pair.a, pair.b, pair.distance});
-  const std::vector<std::vector<uint64_t>> groups =
-      GroupComponents(ConnectedComponents({}, links));
+  const std::vector<std::vector<uint64_t>> groups = GroupComponents(ConnectedComponents({}, links));
   std::vector<NeighborPair>().swap(links);
   if (groups.empty()) return;
   // Adjacency of accepted pairs, for the breadth-first "via" links.
@@ -188,7 +210,7 @@ void BuildClusters(const std::vector<DedupDocument>& documents,
 
 double ResolveVerifyThreshold(const DedupOptions& options) {
   return options.verify_threshold == DedupOptions::kVerifyAtThreshold ? options.lsh.threshold
-                                                                       : options.verify_threshold;
+                                                                      : options.verify_threshold;
 }
 
 namespace {
@@ -205,8 +227,7 @@ Status CheckOptions(const DedupOptions& options) {
   const int max_k = options.fingerprint.bits / 8;
   if (options.max_distance < 0 || options.max_distance > max_k) {
     return Status::InvalidArgument("-k must be in [0, " + std::to_string(max_k) + "] for " +
-                                   std::to_string(options.fingerprint.bits) +
-                                   "-bit fingerprints");
+                                   std::to_string(options.fingerprint.bits) + "-bit fingerprints");
   }
   const double verify = ResolveVerifyThreshold(options);
   if (verify < 0 || verify > 1) return Status::InvalidArgument("--verify must be in [0, 1]");
@@ -291,6 +312,15 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
   report.lsh = use_lsh ? lsh->parameters() : LshParameters{};
   report.max_distance = use_simhash ? options.max_distance : -1;
   report.verify_threshold = verify ? verify_threshold : 0;
+
+  // Peak memory per stage (when asked): the peak since the previous stage ended.
+  auto stage_memory = [&options](std::vector<StageTiming>* stages, size_t from) {
+    if (!options.measure_stage_memory) return;
+    const uint64_t peak = PeakMemoryBytes();
+    for (size_t i = from; i < stages->size(); ++i) (*stages)[i].peak_memory_bytes = peak;
+    ResetPeakMemory();
+  };
+  if (options.measure_stage_memory) ResetPeakMemory();
 
   // ---- Stage 1: read, fingerprint and band keys, in batches. ----
   auto stage_start = Clock::now();
@@ -405,9 +435,9 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
   report.stages.push_back({"fingerprint", fingerprint_seconds - read_seconds - lsh_seconds,
                            report.documents.size(), report.text_bytes});
   if (use_lsh) {
-    report.stages.push_back(
-        {"minhash", lsh_seconds, report.documents.size(), report.text_bytes});
+    report.stages.push_back({"minhash", lsh_seconds, report.documents.size(), report.text_bytes});
   }
+  stage_memory(&report.stages, 0);
   if (report.documents.size() > UINT32_MAX) {
     return Status::ResourceExhausted("more than 4294967295 documents");
   }
@@ -425,6 +455,7 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
     for (const LshPair& pair : found) lsh_pairs.push_back(pair.a << 32 | pair.b);
     report.lsh_candidate_pairs = found.size();
     report.stages.push_back({"lsh", SecondsSince(stage_start), found.size(), 0});
+    stage_memory(&report.stages, report.stages.size() - 1);
   }
 
   // ---- Stage 2b: SimHash join within k (permuted-table index). ----
@@ -455,6 +486,7 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
     std::sort(simhash_pairs.begin(), simhash_pairs.end());
     report.simhash_candidate_pairs = simhash_pairs.size();
     report.stages.push_back({"join", SecondsSince(stage_start), simhash_pairs.size(), 0});
+    stage_memory(&report.stages, report.stages.size() - 1);
   }
 
   // ---- Stage 2c: merge the candidates, add the whitespace-only variants. ----
@@ -470,8 +502,7 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
     for (uint64_t packed : merged) {
       const uint32_t a = static_cast<uint32_t>(packed >> 32), b = static_cast<uint32_t>(packed);
       report.pairs.push_back(
-          {a, b,
-           HammingDistance(report.documents[a].fingerprint, report.documents[b].fingerprint),
+          {a, b, HammingDistance(report.documents[a].fingerprint, report.documents[b].fingerprint),
            -1.0});
     }
   }
@@ -506,6 +537,7 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
     report.candidate_pairs = report.pairs.size();
   }
   report.stages.push_back({"merge", SecondsSince(stage_start), report.candidate_pairs, 0});
+  stage_memory(&report.stages, report.stages.size() - 1);
 
   // ---- Stage 3: verification by shingle Jaccard (re-reads only the documents involved). ----
   if (verify) {
@@ -574,13 +606,13 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
           }
         },
         256);
-    pairs.erase(std::remove_if(pairs.begin(), pairs.end(),
-                               [&](const DuplicatePair& pair) {
-                                 return pair.similarity < verify_threshold;
-                               }),
+    pairs.erase(std::remove_if(
+                    pairs.begin(), pairs.end(),
+                    [&](const DuplicatePair& pair) { return pair.similarity < verify_threshold; }),
                 pairs.end());
     report.stages.push_back(
         {"verify", SecondsSince(stage_start), report.candidate_pairs, verified_bytes});
+    stage_memory(&report.stages, report.stages.size() - 1);
   }
 
   // ---- Stage 4: clusters. ----
@@ -588,6 +620,7 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
   if (progress) progress("cluster", 0, 0, report.documents.size());
   BuildClusters(report.documents, report.pairs, options.keep, &report.clusters, &report.removed);
   report.stages.push_back({"cluster", SecondsSince(stage_start), report.pairs.size(), 0});
+  stage_memory(&report.stages, report.stages.size() - 1);
   report.total_seconds = SecondsSince(run_start);
   return report;
 }
