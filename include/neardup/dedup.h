@@ -143,8 +143,8 @@ struct DedupReport {
   uint64_t candidate_pairs = 0;             // distinct candidate pairs before verification
   uint64_t lsh_candidate_pairs = 0;         // of which found by the LSH stage
   uint64_t simhash_candidate_pairs = 0;     // of which found by the SimHash join (0 when off)
-  // With both stages on: SimHash-join pairs the LSH stage did not find, before and after
-  // verification (what combining the two adds).
+  // With both stages on: SimHash-join pairs neither the LSH stage nor the whitespace-free hash
+  // found, before and after verification (what combining the two adds).
   uint64_t simhash_only_candidate_pairs = 0;
   uint64_t simhash_only_accepted_pairs = 0;
   LshJoinStats lsh_stats;                   // buckets of the LSH stage

@@ -525,6 +525,16 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
            HammingDistance(report.documents[first].fingerprint, report.documents[i].fingerprint),
            1.0});
     }
+    if (!extra.empty() && !simhash_only.empty()) {
+      // Pairs the whitespace-free hash finds anyway are not the SimHash join's contribution.
+      std::vector<uint64_t> packed;
+      for (const DuplicatePair& pair : extra) packed.push_back(uint64_t{pair.a} << 32 | pair.b);
+      std::sort(packed.begin(), packed.end());
+      std::vector<uint64_t> rest;
+      std::set_difference(simhash_only.begin(), simhash_only.end(), packed.begin(), packed.end(),
+                          std::back_inserter(rest));
+      simhash_only.swap(rest);
+    }
     if (!extra.empty()) {
       report.pairs.insert(report.pairs.end(), extra.begin(), extra.end());
       // Sort by (a, b), a pre-verified entry first, then keep one entry per pair.
