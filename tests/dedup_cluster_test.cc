@@ -5,8 +5,8 @@
 
 #include <random>
 
-#include "neardup/shingles.h"
 #include "neardup/dedup.h"
+#include "neardup/shingles.h"
 
 namespace neardup {
 namespace {

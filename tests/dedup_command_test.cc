@@ -291,9 +291,9 @@ TEST_F(DedupCommandTest, ExplainTwoDocuments) {
   EXPECT_NE(out.find("near-duplicate: yes"), std::string::npos) << out;
   EXPECT_NE(out.find("MinHash LSH: "), std::string::npos) << out;
   // The same rule as dedup: a threshold above the pair's Jaccard makes it distinct.
-  ASSERT_EQ(Run("explain --file " + (dir_ / "a.jsonl").string() + " base base-edit --verify 0.99",
-                &out),
-            0);
+  ASSERT_EQ(
+      Run("explain --file " + (dir_ / "a.jsonl").string() + " base base-edit --verify 0.99", &out),
+      0);
   EXPECT_NE(out.find("near-duplicate: no"), std::string::npos) << out;
   ASSERT_EQ(Run("explain --file " + (dir_ / "a.jsonl").string() + " base other2", &out), 0);
   EXPECT_NE(out.find("near-duplicate: no"), std::string::npos) << out;

@@ -137,12 +137,12 @@ struct StageTiming {
 };
 
 struct DedupReport {
-  std::vector<DedupDocument> documents;     // canonical order
-  std::vector<std::string> input_files;     // DocumentReader::files()
-  std::vector<DuplicatePair> pairs;         // accepted pairs, sorted by (a, b)
-  uint64_t candidate_pairs = 0;             // distinct candidate pairs before verification
-  uint64_t lsh_candidate_pairs = 0;         // of which found by the LSH stage
-  uint64_t simhash_candidate_pairs = 0;     // of which found by the SimHash join (0 when off)
+  std::vector<DedupDocument> documents;  // canonical order
+  std::vector<std::string> input_files;  // DocumentReader::files()
+  std::vector<DuplicatePair> pairs;      // accepted pairs, sorted by (a, b)
+  uint64_t candidate_pairs = 0;          // distinct candidate pairs before verification
+  uint64_t lsh_candidate_pairs = 0;      // of which found by the LSH stage
+  uint64_t simhash_candidate_pairs = 0;  // of which found by the SimHash join (0 when off)
   // With both stages on: SimHash-join pairs neither the LSH stage nor the whitespace-free hash
   // found, before and after verification (what combining the two adds).
   uint64_t simhash_only_candidate_pairs = 0;
@@ -196,14 +196,14 @@ std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* opti
 
 // How a dedup run with `options` judges one pair of texts (what `neardup explain` prints).
 struct PairJudgement {
-  bool exact = false;             // byte-identical texts
-  bool whitespace_only = false;   // identical once whitespace is removed
-  int distance = 0;               // Hamming distance of the fingerprints
-  bool within_k = false;          // SimHash join candidate (false when that join is off)
-  int shared_bands = 0;           // LSH band keys in common (of lsh.bands)
-  bool lsh_candidate = false;     // shared_bands > 0 and the LSH stage is on
-  double jaccard = 0;             // verification shingle Jaccard (as dedup computes it)
-  bool verified = false;          // jaccard >= verify threshold, or verification off
+  bool exact = false;            // byte-identical texts
+  bool whitespace_only = false;  // identical once whitespace is removed
+  int distance = 0;              // Hamming distance of the fingerprints
+  bool within_k = false;         // SimHash join candidate (false when that join is off)
+  int shared_bands = 0;          // LSH band keys in common (of lsh.bands)
+  bool lsh_candidate = false;    // shared_bands > 0 and the LSH stage is on
+  double jaccard = 0;            // verification shingle Jaccard (as dedup computes it)
+  bool verified = false;         // jaccard >= verify threshold, or verification off
   // exact || whitespace_only || ((lsh_candidate || within_k) && verified). In a corpus, a pair
   // only in oversized LSH buckets may not be paired directly (the bucket window) but is still
   // usually linked through its bucket's chain.

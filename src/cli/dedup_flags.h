@@ -33,9 +33,10 @@ struct DedupFlags {
   // Declares the flags on `app`. `with_keep` adds --keep (dedup only).
   void Declare(CLI::App* app, bool with_keep) {
     fingerprint.Add(app);
-    app->add_option("--threshold", threshold,
-                    "shingle Jaccard similarity of a duplicate pair; sets the LSH bands/rows and the "
-                    "verification threshold (see neardup plan --threshold)")
+    app->add_option(
+           "--threshold", threshold,
+           "shingle Jaccard similarity of a duplicate pair; sets the LSH bands/rows and the "
+           "verification threshold (see neardup plan --threshold)")
         ->capture_default_str();
     app->add_option("--bands", bands, "LSH bands (with --rows; default: chosen from --threshold)");
     app->add_option("--rows", rows, "LSH rows per band (with --bands)");
