@@ -140,7 +140,7 @@ void BucketPairs(std::span<const uint64_t> members, uint32_t window, std::vector
 uint64_t BucketPairCount(uint64_t members, uint32_t window);
 
 // The band keys of documents 0, 1, 2, ... kept band-major (4 bytes per document and band), for
-// a single-process run.
+// a single-process run of at most 2^32 documents.
 class BandKeyTable {
  public:
   explicit BandKeyTable(int bands) : bands_(bands), keys_(bands) {}
