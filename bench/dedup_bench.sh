@@ -43,6 +43,11 @@ user = re.search(r"User time \(seconds\): ([\d.]+)", timing)
 system = re.search(r"System time \(seconds\): ([\d.]+)", timing)
 wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", timing)
 mb = s["text_bytes"] / 1e6
+# dedup resets the kernel's peak counter at each stage (per-stage peaks), so /usr/bin/time only
+# sees the peak since the last stage: the process peak is the larger of it and the stage peaks.
+stage_peak = max([st.get("peak_memory_mb", 0) * 1e6 / 1024 for st in s["stages"]] + [0])
+if peak:
+    peak_kb = max(int(peak.group(1)), int(stage_peak))
 n = s["documents_fingerprinted"]
 o = s.get("options", {})
 print(f"{label}: {n} docs, {mb:.1f} MB; candidates {o.get('candidates')}, threshold "
@@ -57,8 +62,8 @@ if s.get("lsh_candidate_pairs") and s.get("simhash_candidate_pairs"):
 print(f"  total {s['total_seconds']:.2f} s = {n / s['total_seconds']:.0f} docs/s, "
       f"{mb / s['total_seconds']:.1f} MB/s; process: wall {wall.group(1) if wall else '?'}, "
       f"CPU {float(user.group(1)) + float(system.group(1)) if user else 0:.1f} s, peak memory "
-      f"{int(peak.group(1)) / 1024 if peak else 0:.0f} MiB "
-      f"({int(peak.group(1)) * 1024 / max(1, n) if peak else 0:.0f} bytes/document)")
+      f"{peak_kb / 1024 if peak else 0:.0f} MiB "
+      f"({peak_kb * 1024 / max(1, n) if peak else 0:.0f} bytes/document)")
 for st in s["stages"]:
     rate = f"{st.get('items_per_second', 0):.0f} items/s"
     if "mb_per_second" in st:
