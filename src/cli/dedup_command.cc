@@ -107,6 +107,7 @@ int RunDedupCommand(const DedupCommandArgs& args) {
       }
     }
   }
+  options.measure_stage_memory = true;  // a process of its own: per-stage peak memory
   const bool quiet = args.quiet;
   const bool show_progress = !quiet && isatty(fileno(stderr));
   WarningPrinter warnings;
@@ -164,12 +165,18 @@ int RunDedupCommand(const DedupCommandArgs& args) {
     std::string summary = DedupSummaryJson(*report, &options);
     std::fputs(summary.c_str(), args.output_dir.empty() ? stderr : stdout);
   } else if (!quiet) {
+    std::string rule = "verify " + (report->verify_threshold > 0
+                                        ? std::to_string(report->verify_threshold).substr(0, 4)
+                                        : std::string("off"));
+    if (report->lsh.bands > 0) {
+      rule += ", LSH " + std::to_string(report->lsh.bands) + "x" + std::to_string(report->lsh.rows);
+    }
+    if (report->max_distance >= 0) rule += ", SimHash k = " + std::to_string(report->max_distance);
     std::fprintf(stderr,
-                 "neardup: dedup: %s (%s skipped), k = %d%s, %s, %s removed, %.2f s "
+                 "neardup: dedup: %s (%s skipped), %s, %s, %s removed, %.2f s "
                  "(+%.2f s writing)%s%s\n",
                  Count(report->documents.size(), "document").c_str(),
-                 std::to_string(skipped_total).c_str(), report->max_distance,
-                 options.max_distance == DedupOptions::kAutoDistance ? " (auto)" : "",
+                 std::to_string(skipped_total).c_str(), rule.c_str(),
                  Count(report->clusters.size(), "cluster").c_str(),
                  std::to_string(report->removed_count()).c_str(), report->total_seconds,
                  write_seconds, args.output_dir.empty() ? "" : " -> ", args.output_dir.c_str());

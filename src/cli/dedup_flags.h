@@ -21,27 +21,43 @@ struct DedupFlags {
   int k = DedupOptions().max_distance;
   std::string keep = "first";
   double verify = DedupOptions().verify_threshold;
-  std::string join = "auto";
+  double threshold = DedupOptions().lsh.threshold;
+  int bands = 0;
+  int rows = 0;
+  uint32_t bucket_window = DedupOptions().lsh.bucket_window;
+  std::string candidates = "lsh";
 
   // Declares the flags on `app` (not the INPUT... arguments). `with_keep` adds --keep (dedup
   // only).
   void Declare(CLI::App* app, bool with_keep) {
     fingerprint.Add(app);
     input.Add(app, /*positional=*/false);
+    app->add_option(
+           "--threshold", threshold,
+           "shingle Jaccard similarity of a duplicate pair; sets the LSH bands/rows and the "
+           "verification threshold (see neardup plan --threshold)")
+        ->capture_default_str();
+    app->add_option("--bands", bands, "LSH bands (with --rows; default: chosen from --threshold)");
+    app->add_option("--rows", rows, "LSH rows per band (with --bands)");
+    app->add_option("--bucket-window", bucket_window,
+                    "an LSH bucket pairs each document with the next N in input order")
+        ->capture_default_str();
+    app->add_option("--candidates", candidates,
+                    "candidate stages: lsh (MinHash LSH) | lsh+simhash (also fingerprints within "
+                    "-k) | simhash (fingerprints within -k only)")
+        ->check(CLI::IsMember({"lsh+simhash", "lsh", "simhash"}))
+        ->capture_default_str();
     app->add_option("-k,--max-distance", k,
-                    "largest Hamming distance of a candidate pair; -1 = auto: 16 up to 200000 "
-                    "documents, 6 above (the k = 16 join is close to all pairs)");
+                    "largest Hamming distance of a SimHash-join candidate pair (at most bits/8)")
+        ->capture_default_str();
     if (with_keep) {
       app->add_option("--keep", keep,
                       "which document of a cluster to keep: first (first in input order) | "
                       "longest (longest normalised text) | field:NAME (highest numeric field)");
     }
-    app->add_option(
-        "--verify", verify,
-        "drop candidate pairs whose shingle Jaccard is below this (0 = no verification)");
-    app->add_option("--join", join,
-                    "self-join: auto | index (permuted tables) | blocks (pigeonhole blocks)")
-        ->check(CLI::IsMember({"auto", "index", "blocks"}));
+    app->add_option("--verify", verify,
+                    "drop candidate pairs whose shingle Jaccard is below this (default: "
+                    "--threshold; 0 = no verification)");
   }
 
   // Builds the options; InvalidArgument names the bad flag.
@@ -49,19 +65,29 @@ struct DedupFlags {
     NEARDUP_RETURN_IF_ERROR(fingerprint.ToOptions(&options->fingerprint));
     const int bits = options->fingerprint.bits;
     options->max_distance = k;
-    if ((k < 0 && k != DedupOptions::kAutoDistance) || k > bits / 4) {
+    if (k < 0 || k > bits / 8) {
       return Status::InvalidArgument("-k/--max-distance: must be in [0, " +
-                                     std::to_string(bits / 4) + "], or -1 for auto");
+                                     std::to_string(bits / 8) + "]");
     }
+    if (!(threshold > 0 && threshold < 1)) {
+      return Status::InvalidArgument("--threshold: must be in (0, 1)");
+    }
+    options->lsh.threshold = threshold;
+    options->lsh.bands = bands;
+    options->lsh.rows = rows;
+    options->lsh.bucket_window = bucket_window;
+    if (auto lsh = ResolveLshParameters(options->lsh); !lsh.ok()) return lsh.status();
+    options->candidates = candidates == "lsh"       ? DedupOptions::Candidates::kLsh
+                          : candidates == "simhash" ? DedupOptions::Candidates::kSimHash
+                                                    : DedupOptions::Candidates::kLshAndSimHash;
     NEARDUP_RETURN_IF_ERROR(ParseKeepPolicy(keep, &options->keep, &options->keep_field));
-    if (verify < 0 || verify > 1) return Status::InvalidArgument("--verify: must be in [0, 1]");
+    if (verify != DedupOptions::kVerifyAtThreshold && (verify < 0 || verify > 1)) {
+      return Status::InvalidArgument("--verify: must be in [0, 1]");
+    }
     options->verify_threshold = verify;
     options->threads = input.threads;
     input.ToReaderOptions(&options->reader);
     options->reader.allow_invalid_utf8_text = fingerprint.replace_invalid;
-    options->join = join == "index"    ? DedupOptions::Join::kPermutedIndex
-                    : join == "blocks" ? DedupOptions::Join::kBlocks
-                                       : DedupOptions::Join::kAuto;
     return Status::Ok();
   }
 };
