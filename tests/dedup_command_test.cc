@@ -266,7 +266,7 @@ TEST_F(DedupCommandTest, SummaryRecordsTheRuleUsed) {
   EXPECT_NE(summary.find("\"k\":-1"), std::string::npos) << summary;  // SimHash join off
   EXPECT_NE(summary.find("\"verify\":0.5"), std::string::npos) << summary;
   ASSERT_EQ(Run("dedup " + Inputs() + " -o " + out.string() +
-                " -q --threshold 0.8 --candidates lsh+simhash"),
+                " -q --force --threshold 0.8 --candidates lsh+simhash"),
             0);
   summary = ReadFile(out / "summary.json");
   EXPECT_NE(summary.find("\"bands\":17"), std::string::npos) << summary;
