@@ -4,7 +4,8 @@
 // A thin layer: options are the command-line flags (src/cli/fingerprint_flags.h,
 // src/cli/dedup_flags.h) with '-' turned into '_', so names, defaults and their validation are the
 // CLI's own. A non-ok Status becomes ValueError (bad input), OSError (files; FileNotFoundError for
-// a missing one), KeyError (a missing store id) or RuntimeError (a bug), carrying the C++ message.
+// a missing one, FileExistsError for one that must be new), KeyError (a missing store id) or
+// RuntimeError (a bug), carrying the C++ message.
 // Every call that can take long releases the GIL; batch calls run on all cores.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -52,6 +53,9 @@ namespace {
   switch (status.code()) {
     case StatusCode::kNotFound:
       PyErr_SetString(PyExc_FileNotFoundError, message.c_str());
+      throw py::error_already_set();
+    case StatusCode::kAlreadyExists:
+      PyErr_SetString(PyExc_FileExistsError, message.c_str());
       throw py::error_already_set();
     case StatusCode::kIoError:
     case StatusCode::kCorruption:
