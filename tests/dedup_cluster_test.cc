@@ -1,11 +1,11 @@
-// Tests of dedup's clustering (union-find, keep policies, chaining), the exact self-join and the
-// shingle similarity used for verification.
+// Tests of dedup's clustering (connected components, keep policies, chaining), the shingle
+// similarity used for verification, and the pair rule (JudgePair) with its size-independent
+// defaults.
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "dedup/self_join.h"
-#include "dedup/shingles.h"
+#include "neardup/shingles.h"
 #include "neardup/dedup.h"
 
 namespace neardup {
@@ -86,44 +86,6 @@ TEST(DedupClusterTest, ParseKeepPolicy) {
   EXPECT_FALSE(ParseKeepPolicy("biggest", &policy, &field).ok());
 }
 
-// The block self-join must find exactly the pairs brute force finds, for several k and widths.
-TEST(SelfJoinTest, MatchesBruteForce) {
-  std::mt19937_64 random(7);
-  for (int bits : {64, 128}) {
-    std::vector<Fingerprint> fps;
-    for (int i = 0; i < 300; ++i) {
-      Fingerprint base =
-          bits == 64 ? Fingerprint::From64(random()) : Fingerprint::From128(random(), random());
-      fps.push_back(base);
-      // A few near neighbours of each base.
-      for (int flips = 1; flips <= 6; flips += 2) {
-        Fingerprint near = base;
-        for (int f = 0; f < flips; ++f) {
-          int bit = static_cast<int>(random() % bits);
-          if (bit < 64) {
-            near.lo ^= uint64_t{1} << bit;
-          } else {
-            near.hi ^= uint64_t{1} << (bit - 64);
-          }
-        }
-        fps.push_back(near);
-      }
-    }
-    for (int k : {0, 1, 3, 5, 12, 16}) {
-      auto joined = SelfJoinWithinK(fps, k, 2);
-      ASSERT_TRUE(joined.ok());
-      std::vector<NeighborPair> expected;
-      for (size_t i = 0; i < fps.size(); ++i) {
-        for (size_t j = i + 1; j < fps.size(); ++j) {
-          int d = HammingDistance(fps[i], fps[j]);
-          if (d <= k) expected.push_back({i, j, d});
-        }
-      }
-      EXPECT_EQ(*joined, expected) << "bits=" << bits << " k=" << k;
-    }
-  }
-}
-
 TEST(ShingleSimilarityTest, NormalisesBeforeShingling) {
   auto similarity = ShingleSimilarity::Create(/*traditional_to_simplified=*/true);
   ASSERT_TRUE(similarity.ok()) << similarity.status().ToString();
@@ -145,15 +107,63 @@ TEST(ShingleSimilarityTest, NormalisesBeforeShingling) {
   EXPECT_GT(ShingleSimilarity::Jaccard(simplified, traditional), 0.8);
 }
 
-TEST(DedupAutoDistanceTest, SmallCorpusGetsTunedKLargeCorpusGetsIndexableK) {
+// The definition of "duplicate" comes from the options alone: no corpus size enters it.
+TEST(DedupDefaultsTest, ThresholdSetsVerificationAndLshParameters) {
   DedupOptions options;
-  ASSERT_EQ(options.max_distance, DedupOptions::kAutoDistance);
-  EXPECT_EQ(ResolveMaxDistance(options, 0), 16);
-  EXPECT_EQ(ResolveMaxDistance(options, DedupOptions::kAutoDistanceLimit), 16);
-  EXPECT_EQ(ResolveMaxDistance(options, DedupOptions::kAutoDistanceLimit + 1), 6);
-  options.max_distance = 3;  // an explicit k is never changed
-  EXPECT_EQ(ResolveMaxDistance(options, 10), 3);
-  EXPECT_EQ(ResolveMaxDistance(options, 10000000), 3);
+  EXPECT_EQ(options.lsh.threshold, 0.5);
+  EXPECT_EQ(ResolveVerifyThreshold(options), 0.5);
+  EXPECT_EQ(options.max_distance, 3);
+  EXPECT_EQ(options.candidates, DedupOptions::Candidates::kLshAndSimHash);
+  EXPECT_EQ(*ResolveLshParameters(options.lsh), (LshParameters{30, 3}));
+  options.lsh.threshold = 0.8;
+  EXPECT_EQ(ResolveVerifyThreshold(options), 0.8);
+  EXPECT_EQ(*ResolveLshParameters(options.lsh), (LshParameters{17, 7}));
+  options.verify_threshold = 0;  // verification off, explicitly
+  EXPECT_EQ(ResolveVerifyThreshold(options), 0.0);
+}
+
+TEST(JudgePairTest, AppliesTheDedupRule) {
+  DedupOptions options;
+  const std::string base =
+      "Neardup finds documents that say the same thing with a few words changed, and it keeps "
+      "one of each group while the others are removed from the corpus before training begins.";
+  const std::string edited =
+      "Neardup finds documents that say the same thing with a few words altered, and it keeps "
+      "one of each group while the others are removed from the corpus before training begins.";
+  const std::string other =
+      "A completely different sentence about the weather in the mountains, where snow falls "
+      "early in the autumn and the roads close until the spring returns to the valleys below.";
+  auto near = JudgePair(base, edited, options);
+  ASSERT_TRUE(near.ok()) << near.status().ToString();
+  EXPECT_GT(near->jaccard, 0.7);
+  EXPECT_TRUE(near->verified);
+  EXPECT_GT(near->shared_bands, 0);
+  EXPECT_TRUE(near->lsh_candidate);
+  EXPECT_TRUE(near->duplicate);
+  EXPECT_EQ(near->lsh, (LshParameters{30, 3}));
+  auto far = JudgePair(base, other, options);
+  ASSERT_TRUE(far.ok());
+  EXPECT_LT(far->jaccard, 0.1);
+  EXPECT_FALSE(far->verified);
+  EXPECT_FALSE(far->duplicate);
+  // Whitespace-only variants are duplicates whatever their shingles.
+  auto spaced = JudgePair("Hum an Gro wth hormone", "Human Growth hormone", options);
+  ASSERT_TRUE(spaced.ok());
+  EXPECT_TRUE(spaced->whitespace_only);
+  EXPECT_TRUE(spaced->duplicate);
+  // A stricter threshold turns the edited copy into a distinct document.
+  options.lsh.threshold = 0.95;
+  auto strict = JudgePair(base, edited, options);
+  ASSERT_TRUE(strict.ok());
+  EXPECT_FALSE(strict->verified);
+  EXPECT_FALSE(strict->duplicate);
+  // SimHash join only: no LSH candidate even when bands are shared.
+  options.lsh.threshold = 0.5;
+  options.candidates = DedupOptions::Candidates::kSimHash;
+  auto simhash = JudgePair(base, edited, options);
+  ASSERT_TRUE(simhash.ok());
+  EXPECT_FALSE(simhash->lsh_candidate);
+  EXPECT_EQ(simhash->duplicate, simhash->within_k);
 }
 
 }  // namespace

@@ -251,12 +251,50 @@ TEST_F(DedupCommandTest, BadOptionsAreUsageErrors) {
   EXPECT_NE(err.find("missing.jsonl"), std::string::npos) << err;
 }
 
+TEST_F(DedupCommandTest, SummaryRecordsTheRuleUsed) {
+  fs::path out = dir_ / "out";
+  ASSERT_EQ(Run("dedup " + Inputs() + " -o " + out.string() + " -q"), 0);
+  std::string summary = ReadFile(out / "summary.json");
+  EXPECT_NE(summary.find("\"candidates\":\"lsh+simhash\""), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"threshold\":0.5"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"bands\":30"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"rows\":3"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"k\":3"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"verify\":0.5"), std::string::npos) << summary;
+  ASSERT_EQ(Run("dedup " + Inputs() + " -o " + out.string() +
+                " -q --threshold 0.8 --candidates lsh"),
+            0);
+  summary = ReadFile(out / "summary.json");
+  EXPECT_NE(summary.find("\"bands\":17"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"rows\":7"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"k\":-1"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"verify\":0.8"), std::string::npos) << summary;
+  std::string err;
+  EXPECT_EQ(Run("dedup " + Inputs() + " --threshold 1.5", nullptr, &err), 2);
+  EXPECT_NE(err.find("--threshold"), std::string::npos) << err;
+  EXPECT_EQ(Run("dedup " + Inputs() + " --bands 4", nullptr, &err), 2);
+}
+
+TEST_F(DedupCommandTest, PlanPrintsTheLshTradeOff) {
+  std::string out;
+  ASSERT_EQ(Run("plan --threshold 0.5 -n 1e6", &out), 0);
+  EXPECT_NE(out.find("30 bands x 3 rows"), std::string::npos) << out;
+  EXPECT_NE(out.find("0.982"), std::string::npos) << out;  // P(found) at J = 0.5
+  EXPECT_NE(out.find("expected candidate pairs among n = 1e+06"), std::string::npos) << out;
+}
+
 TEST_F(DedupCommandTest, ExplainTwoDocuments) {
   std::string out;
   ASSERT_EQ(Run("explain --file " + (dir_ / "a.jsonl").string() + " base base-edit", &out), 0);
   EXPECT_NE(out.find("distance"), std::string::npos) << out;
   EXPECT_NE(out.find("similarity"), std::string::npos) << out;
   EXPECT_NE(out.find("near-duplicate: yes"), std::string::npos) << out;
+  EXPECT_NE(out.find("MinHash LSH: "), std::string::npos) << out;
+  // The same rule as dedup: a threshold above the pair's Jaccard makes it distinct.
+  ASSERT_EQ(Run("explain --file " + (dir_ / "a.jsonl").string() + " base base-edit --verify 0.99",
+                &out),
+            0);
+  EXPECT_NE(out.find("near-duplicate: no"), std::string::npos) << out;
   ASSERT_EQ(Run("explain --file " + (dir_ / "a.jsonl").string() + " base other2", &out), 0);
   EXPECT_NE(out.find("near-duplicate: no"), std::string::npos) << out;
   EXPECT_EQ(Run("explain --file " + (dir_ / "a.jsonl").string() + " base nope", &out), 1);

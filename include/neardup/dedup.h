@@ -1,10 +1,18 @@
 // Dedup: clusters the near-duplicate documents of a corpus and decides which one of each cluster
 // to keep (the library behind `neardup dedup`).
 //
-// Flow: stream documents (neardup/document_reader.h) -> fingerprint them on all cores -> self-join
-// the fingerprints within Hamming distance k -> optionally verify each candidate pair with the
-// exact shingle Jaccard (re-reading only the documents involved) -> connected components
-// (union-find) -> keep one document per component.
+// Flow: stream documents (neardup/document_reader.h) -> per document, on all cores: the SimHash
+// fingerprint and the MinHash band keys of its verification shingles (neardup/minhash_lsh.h) ->
+// candidate pairs: documents sharing a band key (MinHash LSH) plus, optionally, fingerprints within
+// a small Hamming distance k (the permuted-table index), plus identical texts -> verification of
+// each candidate pair by the exact shingle Jaccard (re-reading only the documents involved) ->
+// connected components (neardup/clusters.h) -> keep one document per component.
+//
+// What "duplicate" means does not depend on the corpus size: a pair is a duplicate when its texts
+// are identical, identical but for whitespace, or their shingle Jaccard reaches the verification
+// threshold (by default the LSH threshold, 0.5). The candidate stages only decide which pairs are
+// looked at; the LSH stage finds a pair at Jaccard J with probability 1 - (1 - J^r)^b whatever N.
+// JudgePair() applies the same rule to two texts.
 //
 // Chaining (A~B, B~C but A !~ C) is allowed: a cluster is a connected component. Each removed
 // member records the neighbour that linked it to the cluster ("via", found breadth-first from the
@@ -25,12 +33,14 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "neardup/document_reader.h"
 #include "neardup/fingerprint.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/hamming_index.h"
+#include "neardup/minhash_lsh.h"
 #include "neardup/status.h"
 
 namespace neardup {
@@ -45,36 +55,33 @@ struct DedupOptions {
   // How texts become fingerprints (normalisation, tokenizer, top-k, bits).
   // The Fingerprinter defaults strip markup too, so HTML-wrapped copies match the bare text.
   FingerprintOptions fingerprint;
-  // Pairs of fingerprints within this Hamming distance are candidate duplicates.
-  // kAutoDistance (the default) picks k from the number of documents, see ResolveMaxDistance:
-  // k = 16, tuned on devpairs (docs/quality.md) for recall with verification on, needs a join close
-  // to all pairs, so corpora of more than kAutoDistanceLimit documents get k = 6, which the
-  // permuted-table index joins in near-linear time (docs/dedup.md).
-  static constexpr int kAutoDistance = -1;
-  static constexpr int kAutoDistanceSmallCorpus = 16;
-  static constexpr int kAutoDistanceLargeCorpus = 6;
-  static constexpr size_t kAutoDistanceLimit = 200000;
-  int max_distance = kAutoDistance;
+  // The MinHash LSH candidate stage: the Jaccard threshold (which also sets the verification
+  // threshold by default), bands and rows (chosen from the threshold unless given), bucket window.
+  MinHashLshOptions lsh;
+  // Which candidate stages run. kLshAndSimHash (the default) adds the pairs within max_distance of
+  // the SimHash join to the LSH candidates; all candidates are verified the same way.
+  enum class Candidates { kLshAndSimHash, kLsh, kSimHash };
+  Candidates candidates = Candidates::kLshAndSimHash;
+  // Pairs of fingerprints within this Hamming distance are candidates (when the SimHash join runs).
+  // The permuted-table index joins small k in near-linear time; the same k at any corpus size.
+  static constexpr int kDefaultMaxDistance = 3;
+  int max_distance = kDefaultMaxDistance;
   KeepPolicy keep = KeepPolicy::kFirst;
   std::string keep_field;  // for KeepPolicy::kField
-  // Candidate pairs whose shingle Jaccard is below this are dropped; <= 0 disables verification.
-  // Tuned on devpairs (docs/quality.md).
-  double verify_threshold = 0.4;
+  // Candidate pairs whose shingle Jaccard is below this are dropped; kVerifyAtThreshold (the
+  // default) uses lsh.threshold; 0 disables verification (every candidate is accepted).
+  static constexpr double kVerifyAtThreshold = -1;
+  double verify_threshold = kVerifyAtThreshold;
   // Threads for fingerprinting, joining and verifying; <= 0 means DefaultThreadCount().
   int threads = 0;
-  // How the fingerprints are self-joined: kAuto uses the permuted-table index
-  // (neardup/permuted_index.h) for k <= 8 and the block join (k+1 pigeonhole blocks, or all pairs
-  // when blocks get narrower than 6 bits) above; both are exact, so results are identical.
-  enum class Join { kAuto, kPermutedIndex, kBlocks };
-  Join join = Join::kAuto;
   // Documents fingerprinted per parallel batch.
   size_t batch_size = 4096;
   DocumentReaderOptions reader;
 };
 
-// The k a run over `document_count` documents uses: options.max_distance, or for kAutoDistance
-// kAutoDistanceSmallCorpus up to kAutoDistanceLimit documents and kAutoDistanceLargeCorpus above.
-int ResolveMaxDistance(const DedupOptions& options, size_t document_count);
+// The verification threshold a run uses: options.verify_threshold, or lsh.threshold for
+// kVerifyAtThreshold (0 = no verification).
+double ResolveVerifyThreshold(const DedupOptions& options);
 
 // Per-document facts kept in memory (tens of bytes plus the id).
 struct DedupDocument {
@@ -95,7 +102,7 @@ struct DedupDocument {
 struct DuplicatePair {
   uint32_t a = 0;
   uint32_t b = 0;
-  int distance = 0;
+  int distance = 0;        // Hamming distance of the fingerprints
   double similarity = -1;  // shingle Jaccard when verified (or 1 for exact duplicates), else -1
 };
 
@@ -125,8 +132,13 @@ struct DedupReport {
   std::vector<DedupDocument> documents;     // canonical order
   std::vector<std::string> input_files;     // DocumentReader::files()
   std::vector<DuplicatePair> pairs;         // accepted pairs, sorted by (a, b)
-  uint64_t candidate_pairs = 0;             // pairs within k before verification
-  int max_distance = 0;                     // the k used (see ResolveMaxDistance)
+  uint64_t candidate_pairs = 0;             // distinct candidate pairs before verification
+  uint64_t lsh_candidate_pairs = 0;         // of which found by the LSH stage
+  uint64_t simhash_candidate_pairs = 0;     // of which found by the SimHash join (0 when off)
+  LshJoinStats lsh_stats;                   // buckets of the LSH stage
+  LshParameters lsh;                        // bands and rows used (0 when the stage was off)
+  int max_distance = 0;                     // the k of the SimHash join (-1 when it was off)
+  double verify_threshold = 0;              // the threshold used (0 = off)
   std::vector<DedupCluster> clusters;       // clusters of 2+ documents, by cluster_id
   std::vector<bool> removed;                // per document
   std::map<std::string, uint64_t> skipped;  // reader skip counts by reason
@@ -169,6 +181,30 @@ Status WriteDedupOutputs(const DedupReport& report, const DedupOutputOptions& ou
 
 // The summary.json text of a report.
 std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* options);
+
+// How a dedup run with `options` judges one pair of texts (what `neardup explain` prints).
+struct PairJudgement {
+  bool exact = false;             // byte-identical texts
+  bool whitespace_only = false;   // identical once whitespace is removed
+  int distance = 0;               // Hamming distance of the fingerprints
+  bool within_k = false;          // SimHash join candidate (false when that join is off)
+  int shared_bands = 0;           // LSH band keys in common (of lsh.bands)
+  bool lsh_candidate = false;     // shared_bands > 0 and the LSH stage is on
+  double jaccard = 0;             // verification shingle Jaccard (as dedup computes it)
+  bool verified = false;          // jaccard >= verify threshold, or verification off
+  // exact || whitespace_only || ((lsh_candidate || within_k) && verified). In a corpus, a pair
+  // only in oversized LSH buckets may not be paired directly (the bucket window) but is still
+  // usually linked through its bucket's chain.
+  bool duplicate = false;
+  LshParameters lsh;
+  int max_distance = -1;
+  double verify_threshold = 0;
+};
+
+// Judges two texts with the rule of a dedup run under `options`. Errors: bad options, or a text
+// that cannot be fingerprinted or shingled.
+Result<PairJudgement> JudgePair(std::string_view a, std::string_view b,
+                                const DedupOptions& options);
 
 // Parses "first", "longest" or "field:NAME".
 Status ParseKeepPolicy(const std::string& text, KeepPolicy* policy, std::string* field);

@@ -24,12 +24,17 @@ import tempfile
 from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from . import _neardup
-from ._neardup import Fingerprinter, cut, distance, extract_tags, jaccard, parse_fingerprint, to_hex
+from ._neardup import (Fingerprinter, MinHashLsh, choose_lsh_parameters, cut, distance,
+                       extract_tags, jaccard, lsh_probability, parse_fingerprint, to_hex)
 
 __all__ = [
     "Fingerprinter",
     "HammingIndex",
     "Store",
+    "open_store",
+    "MinHashLsh",
+    "lsh_probability",
+    "choose_lsh_parameters",
     "DedupResult",
     "dedup",
     "dedup_files",
@@ -253,8 +258,11 @@ def dedup(documents: Any, **options: Any) -> DedupResult:
     ``documents``: a pandas DataFrame (columns ``id_field`` / ``text_field``, default ``id`` and
     ``text``; without an id column the index is the id), or an iterable of ``(id, text)`` pairs,
     dicts, or plain strings (ids ``"0"``, ``"1"``, ...). Options are the flags of ``neardup dedup``:
-    ``k`` (-1 = auto), ``verify`` (0.4), ``keep`` ("first" | "longest" | "field:NAME"), ``bits``,
-    ``tokenizer``, ``shingle``, ``top_k``, ``no_t2s``, ... ``threads`` (0 = all cores).
+    ``threshold`` (shingle Jaccard of a duplicate, 0.5), ``candidates`` ("lsh+simhash" | "lsh" |
+    "simhash"), ``bands`` / ``rows`` (0 = from the threshold), ``bucket_window`` (64), ``k`` (the
+    SimHash join distance, 3), ``verify`` (None = the threshold; 0 = off), ``keep`` ("first" |
+    "longest" | "field:NAME"), ``bits``, ``tokenizer``, ``shingle``, ``top_k``, ``no_t2s``, ...
+    ``threads`` (0 = all cores).
 
     Rows whose text is not a string, or is empty or only whitespace, are skipped as the command
     skips them (counted in ``summary["skipped_by_reason"]``). ``index`` in the result is the row's

@@ -6,24 +6,28 @@ Bag of dicts or ``(id, text)`` pairs) and gives exactly the clusters and kept do
 the canonical order the command's ties are broken by):
 
 1. per partition: fingerprint (the library's Fingerprinter, all cores of the worker), the text
-   length, the content hash and the whitespace-free hash of every document;
-2. per partition: candidate keys. Two fingerprints within Hamming distance k differ in at most k
-   of ``blocks = k + t`` bit blocks, so they agree on at least t of them (pigeonhole); each
-   document emits one key per t-subset of blocks (the subset and its block values, hashed), and
-   the whitespace-free hash as a second kind of key;
-3. shuffle by key; per bucket, the pairs within k (each pair reported once: by the subset of its
-   first t agreeing blocks), and for equal whitespace-free hashes each document with the first one;
+   length, the content hash and the whitespace-free hash of every document, and the MinHash LSH
+   band keys of its verification shingles (neardup/minhash_lsh.h, the library's MinHashLsh);
+2. per partition: candidate keys of three kinds: the LSH band keys (band, key); for the SimHash
+   join, pigeonhole keys (two fingerprints within Hamming distance k differ in at most k of
+   ``blocks = k + t`` bit blocks, so they agree on at least t of them: each document emits one
+   key per t-subset of blocks, the subset and its block values hashed); the whitespace-free hash;
+3. shuffle by key; per bucket: the LSH bucket rule (the bucket's documents sorted, each paired
+   with the next ``bucket_window``, the library's BucketPairs), the pairs within k (each reported
+   once, by the subset of its first t agreeing blocks), and for equal whitespace-free hashes each
+   document with the first one;
 4. distinct pairs (a pre-verified whitespace pair wins, as in the command);
 5. verification: the documents of unverified pairs are looked up per partition and only their
-   shingles leave the partition; pairs are joined with both shingle sets and scored with the
-   shingle Jaccard (exact duplicates score 1); pairs below ``verify`` are dropped;
+   shingles leave the partition; pairs are joined with both documents' facts and shingle sets and
+   scored with the shingle Jaccard (exact duplicates score 1); pairs below ``verify`` are dropped;
 6. connected components and the keep decision (the library's BuildClusters) over the accepted
    pairs and the documents they touch, in one task (see docs/scale.md for its limits);
 7. the keep/remove decision of every document, per partition, written to JSONL (or Parquet when
    pyarrow or fastparquet is installed).
 
-Candidate stage: the SimHash join of ``neardup dedup`` on main (k auto: 16 up to 200,000 documents,
-6 above). Every stage is a pure function of its inputs, so a worker lost mid-run only makes Dask
+The candidate stages are those of ``neardup dedup`` (``candidates``: "lsh+simhash" by default, "lsh"
+or "simhash"), with the same parameters (``threshold``, ``bands``, ``rows``, ``bucket_window``,
+``k``). Every stage is a pure function of its inputs, so a worker lost mid-run only makes Dask
 recompute its tasks; the answer does not change.
 """
 from __future__ import annotations
@@ -46,6 +50,15 @@ _FINGERPRINT_OPTIONS = {
     "no_casefold", "no_case_fold", "no_t2s", "no_whitespace_folding", "keep_markup",
     "no_strip_markup", "replace_invalid_utf8", "idf", "jieba_dir",
 }
+
+_LSH: Dict[tuple, Any] = {}
+
+
+def _lsh(params: tuple) -> Any:
+    engine = _LSH.get(params)
+    if engine is None:
+        engine = _LSH[params] = _neardup.MinHashLsh(*params)
+    return engine
 
 _ASCII_WHITESPACE = " \t\n\r\f\v"
 
@@ -99,9 +112,13 @@ _RECORD_COLUMNS = {
 }
 
 
+_LSH_META = {"bucket": "u8", "gid": "u8"}
+
+
 def _records(frame: pd.DataFrame, partition: int, text: str, id: str, score_field: str,
-             fingerprint_options: dict) -> pd.DataFrame:
-    """The dedup record of every readable document of one partition (skips as the reader does)."""
+             fingerprint_options: dict, lsh_params: Optional[tuple]) -> tuple:
+    """The dedup record of every readable document of one partition (skips as the reader does),
+    and its LSH records (bucket = band << 32 | band key, document) when the LSH stage runs."""
     texts = frame[text].tolist() if text in frame.columns else [None] * len(frame)
     ids = frame[id].tolist() if id in frame.columns else [None] * len(frame)
     scores = (frame[score_field].tolist() if score_field and score_field in frame.columns
@@ -135,13 +152,32 @@ def _records(frame: pd.DataFrame, partition: int, text: str, id: str, score_fiel
         score_values.append(float(value) if isinstance(value, (int, float, np.number))
                             and not isinstance(value, bool) and math.isfinite(float(value))
                             else math.nan)
-    return pd.DataFrame({
-        "gid": (np.uint64(partition) << np.uint64(32)) | rows,
+    gids = (np.uint64(partition) << np.uint64(32)) | rows
+    records = pd.DataFrame({
+        "gid": gids,
         "id": pd.Series(out_ids, dtype=object),
         "hi": rec["hi"][ok], "lo": rec["lo"][ok], "bytes": rec["bytes"][ok],
         "content_hash": rec["content_hash"][ok], "squeezed_hash": rec["squeezed_hash"][ok],
         "score": np.asarray(score_values, dtype=np.float64),
     })
+    if lsh_params is None:
+        return records, pd.DataFrame({c: pd.Series(dtype=t) for c, t in _LSH_META.items()})
+    ok_texts = [t for t, good in zip(kept_texts, ok.tolist()) if good]
+    keys, has = _lsh(lsh_params).band_keys(ok_texts) if ok_texts else \
+        (np.zeros((0, lsh_params[1] or 1), np.uint32), np.zeros(0, bool))
+    keys = keys[has]
+    bands = keys.shape[1]
+    band = np.tile(np.arange(bands, dtype=np.uint64), len(keys))
+    buckets = (band << np.uint64(32)) | keys.reshape(-1).astype(np.uint64)
+    lsh = pd.DataFrame({"bucket": buckets, "gid": np.repeat(gids[has], bands)})
+    return records, lsh
+
+
+def _lsh_pairs(frame: pd.DataFrame, window: int) -> pd.DataFrame:
+    a, b = _neardup._lsh_bucket_pairs(frame["bucket"].to_numpy(np.uint64),
+                                      frame["gid"].to_numpy(np.uint64), window)
+    return pd.DataFrame({"a": a, "b": b, "distance": np.full(len(a), -1, np.int32),
+                         "similarity": np.full(len(a), -1.0)})
 
 
 def _id_text(value: Any, partition: int, row: int) -> str:
@@ -229,16 +265,20 @@ def _shingle_rows(frame: pd.DataFrame, needed_rows: np.ndarray, partition: int, 
     })
 
 
-def _score_pairs(frame: pd.DataFrame) -> pd.DataFrame:
-    exact = ((frame["content_hash_a"].to_numpy(np.uint64) == frame["content_hash_b"].to_numpy(np.uint64))
-             & (frame["bytes_a"].to_numpy(np.uint64) == frame["bytes_b"].to_numpy(np.uint64)))
-    left = [np.frombuffer(s, dtype=np.uint32) for s in frame["shingles_a"].tolist()]
-    right = [np.frombuffer(s, dtype=np.uint32) for s in frame["shingles_b"].tolist()]
-    similarity = _neardup._jaccard_pairs(left, right, 0) if left else np.zeros(0)
-    similarity = np.where(exact, 1.0, similarity)
+def _score_pairs(frame: pd.DataFrame, verify: bool) -> pd.DataFrame:
+    """Distance of every joined pair and, when verifying, its similarity (1 for exact copies)."""
+    x = frame["lo_a"].to_numpy(np.uint64) ^ frame["lo_b"].to_numpy(np.uint64)
+    y = frame["hi_a"].to_numpy(np.uint64) ^ frame["hi_b"].to_numpy(np.uint64)
+    distance = (_popcount(x) + _popcount(y)).astype(np.int32)
+    similarity = np.full(len(frame), -1.0)
+    if verify and len(frame):
+        exact = ((frame["content_hash_a"].to_numpy(np.uint64) == frame["content_hash_b"].to_numpy(np.uint64))
+                 & (frame["bytes_a"].to_numpy(np.uint64) == frame["bytes_b"].to_numpy(np.uint64)))
+        left = [np.frombuffer(s, dtype=np.uint32) for s in frame["shingles_a"].tolist()]
+        right = [np.frombuffer(s, dtype=np.uint32) for s in frame["shingles_b"].tolist()]
+        similarity = np.where(exact, 1.0, _neardup._jaccard_pairs(left, right, 0))
     return pd.DataFrame({"a": frame["a"].to_numpy(np.uint64), "b": frame["b"].to_numpy(np.uint64),
-                         "distance": frame["distance"].to_numpy(np.int32),
-                         "similarity": similarity.astype(np.float64)})
+                         "distance": distance, "similarity": similarity.astype(np.float64)})
 
 
 # ---- result -------------------------------------------------------------------------------------
@@ -332,15 +372,16 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
           format: str = "auto", shuffle_partitions: Optional[int] = None,
           **options: Any) -> DaskDedupResult:
     """Runs ``neardup dedup``'s stages on the current Dask scheduler (a ``distributed.Client`` if
-    one is active). Options are those of :func:`neardup.dedup` (``k``, ``verify``, ``keep``,
-    ``bits``, fingerprint options); ``text`` / ``id`` name the columns. ``output``: a directory for
+    one is active). Options are those of :func:`neardup.dedup` (``threshold``, ``candidates``,
+    ``bands``, ``rows``, ``bucket_window``, ``k``, ``verify``, ``keep``, ``bits``, fingerprint
+    options); ``text`` / ``id`` name the columns. ``output``: a directory for
     ``clusters.jsonl``, ``summary.json`` and ``decisions/`` (JSONL parts, or Parquet with
     ``format="parquet"``; ``"auto"`` picks Parquet when pyarrow/fastparquet is installed).
     """
     import dask
     import dask.dataframe as dd
 
-    for name in ("id_field", "text_field", "strict", "join"):
+    for name in ("id_field", "text_field", "strict"):
         if name in options:
             raise TypeError(f"unexpected option '{name}' (use text= / id=)")
     resolved = _neardup._resolve_dedup_options(options)  # validates before any work
@@ -359,33 +400,44 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
     nparts = ddf.npartitions
     shuffle_partitions = shuffle_partitions or nparts
 
-    # Stage 1: records per partition, kept in the cluster's memory for the later stages.
+    # Stage 1: records (and LSH band keys) per partition, kept in the cluster's memory.
+    lsh_params = ((resolved["threshold"], resolved["bands"], resolved["rows"],
+                   resolved["bucket_window"], resolved["seed"], resolved["t2s"])
+                  if resolved["use_lsh"] else None)
     parts = ddf.to_delayed()
-    record_parts = [dask.delayed(_records)(p, i, text, id, score_field, fingerprint_options)
-                    for i, p in enumerate(parts)]
-    rec = dd.from_delayed(record_parts, meta=_RECORD_COLUMNS, verify_meta=False)
-    rec = rec.persist()
+    both = [dask.delayed(_records, nout=2)(p, i, text, id, score_field, fingerprint_options,
+                                           lsh_params)
+            for i, p in enumerate(parts)]
+    rec = dd.from_delayed([b[0] for b in both], meta=_RECORD_COLUMNS, verify_meta=False)
+    lsh_records = dd.from_delayed([b[1] for b in both], meta=_LSH_META, verify_meta=False)
+    rec, lsh_records = dask.persist(rec, lsh_records)
     count = len(rec)
-    k = _neardup._resolve_dedup_options(options, count)["k"]
+    k = resolved["k"]
     blocks, t = plan_blocks(count, k, bits)
 
     # Stages 2-4: keys, shuffle by key, pairs per bucket, distinct pairs.
-    keys = rec.map_partitions(_hamming_keys, bits, blocks, t, meta=_KEY_META)
-    joined = keys.shuffle("key", npartitions=shuffle_partitions).map_partitions(
-        _bucket_pairs, bits, blocks, t, k, meta=_PAIR_META)
+    sources = []
+    if resolved["use_lsh"]:
+        sources.append(lsh_records.shuffle("bucket", npartitions=shuffle_partitions)
+                       .map_partitions(_lsh_pairs, resolved["bucket_window"], meta=_PAIR_META))
+    if resolved["use_simhash"]:
+        keys = rec.map_partitions(_hamming_keys, bits, blocks, t, meta=_KEY_META)
+        sources.append(keys.shuffle("key", npartitions=shuffle_partitions).map_partitions(
+            _bucket_pairs, bits, blocks, t, k, meta=_PAIR_META))
     squeezed = rec.map_partitions(_squeezed_keys,
                                   meta={"squeezed_hash": "u8", "gid": "u8", "hi": "u8", "lo": "u8"})
-    squeezed_pairs = squeezed.shuffle("squeezed_hash", npartitions=shuffle_partitions) \
-        .map_partitions(_squeezed_pairs, meta=_PAIR_META)
-    candidates = dd.concat([joined, squeezed_pairs])
+    sources.append(squeezed.shuffle("squeezed_hash", npartitions=shuffle_partitions)
+                   .map_partitions(_squeezed_pairs, meta=_PAIR_META))
+    candidates = dd.concat(sources)
     candidates = candidates.shuffle("a", npartitions=shuffle_partitions).map_partitions(
         _distinct_pairs, meta=_PAIR_META).persist()
     candidate_count = len(candidates)
 
-    # Stage 5: verification, fetching only the documents of unverified pairs.
+    # Stage 5: distances and verification, fetching only the documents of unverified pairs.
     verify = resolved["verify"]
+    unverified = candidates[candidates["similarity"] < 0]
+    info = rec[["gid", "hi", "lo", "bytes", "content_hash"]]
     if verify > 0:
-        unverified = candidates[candidates["similarity"] < 0]
         needed = dd.concat([unverified["a"], unverified["b"]]).unique().compute().to_numpy(np.uint64)
         needed.sort()
         by_partition = {}
@@ -397,22 +449,20 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
         shingle_parts = [dask.delayed(_shingle_rows)(parts[p], by_partition[p], p, text,
                                                      resolved["t2s"])
                          for p in sorted(by_partition)]
-        info = rec[["gid", "bytes", "content_hash"]]
         if shingle_parts:
             shingles = dd.from_delayed(shingle_parts, meta={"gid": "u8", "shingles": "O"},
                                        verify_meta=False)
             info = info.merge(shingles, on="gid", how="left")
         else:
             info = info.assign(shingles=b"")
-        scored = unverified
-        for side in ("a", "b"):
-            renamed = info.rename(columns={c: f"{c}_{side}" for c in info.columns})
-            scored = scored.merge(renamed, left_on=side, right_on=f"gid_{side}", how="left")
-        scored = scored.map_partitions(_score_pairs, meta=_PAIR_META)
-        accepted = dd.concat([candidates[candidates["similarity"] >= 0], scored])
+    scored = unverified
+    for side in ("a", "b"):
+        renamed = info.rename(columns={c: f"{c}_{side}" for c in info.columns})
+        scored = scored.merge(renamed, left_on=side, right_on=f"gid_{side}", how="left")
+    scored = scored.map_partitions(_score_pairs, verify > 0, meta=_PAIR_META)
+    accepted = dd.concat([candidates[candidates["similarity"] >= 0], scored])
+    if verify > 0:
         accepted = accepted[accepted["similarity"] >= verify]
-    else:
-        accepted = candidates
     pairs = accepted.compute().sort_values(["a", "b"]).reset_index(drop=True)
 
     # Stage 6: components and the keep decision over the documents the pairs touch.
@@ -468,11 +518,17 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
         "clusters": len(clusters),
         "documents_removed": len(removed),
         "documents_kept": count - len(removed),
-        "k": k,
+        "candidates": options.get("candidates", "lsh+simhash"),
+        "lsh": ({"threshold": resolved["threshold"], "bands": resolved["bands"],
+                 "rows": resolved["rows"], "bucket_window": resolved["bucket_window"]}
+                if resolved["use_lsh"] else None),
+        "k": k if resolved["use_simhash"] else -1,
+        "simhash_keys": ({"blocks": blocks, "agreeing_blocks": t,
+                          "keys_per_document": comb(blocks, t)}
+                         if resolved["use_simhash"] else None),
         "bits": bits,
         "verify": verify,
         "keep": keep,
-        "candidate_keys": {"blocks": blocks, "agreeing_blocks": t, "keys_per_document": comb(blocks, t)},
         "partitions": nparts,
     }
     if output:

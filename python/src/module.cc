@@ -32,13 +32,10 @@
 #include "neardup/dedup.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/jieba.h"
+#include "neardup/minhash_lsh.h"
 #include "neardup/permuted_index.h"
 #include "neardup/store.h"
-#if __has_include("neardup/shingles.h")
 #include "neardup/shingles.h"
-#else
-#include "dedup/shingles.h"
-#endif
 
 namespace py = pybind11;
 
@@ -321,11 +318,22 @@ DedupOptions ParseDedupOptions(const py::dict& kwargs) {
     std::string name = py::cast<std::string>(key);
     if (ApplyFingerprintOption(name, value, &flags.fingerprint)) continue;
     if (name == "k" || name == "distance") {
-      flags.k = value.is_none() ? DedupOptions::kAutoDistance : py::cast<int>(value);
+      flags.k = py::cast<int>(value);
+    } else if (name == "threshold") {
+      flags.threshold = py::cast<double>(value);
+    } else if (name == "bands") {
+      flags.bands = py::cast<int>(value);
+    } else if (name == "rows") {
+      flags.rows = py::cast<int>(value);
+    } else if (name == "bucket_window") {
+      flags.bucket_window = py::cast<uint32_t>(value);
+    } else if (name == "candidates") {
+      flags.candidates = py::cast<std::string>(value);
+      CheckChoice("candidates", flags.candidates, {"lsh+simhash", "lsh", "simhash"});
     } else if (name == "keep") {
       flags.keep = py::cast<std::string>(value);
     } else if (name == "verify") {
-      flags.verify = py::cast<double>(value);
+      flags.verify = value.is_none() ? DedupOptions::kVerifyAtThreshold : py::cast<double>(value);
     } else if (name == "threads") {
       flags.threads = value.is_none() ? 0 : py::cast<int>(value);
     } else if (name == "strict") {
@@ -334,9 +342,6 @@ DedupOptions ParseDedupOptions(const py::dict& kwargs) {
       flags.id_field = py::cast<std::string>(value);
     } else if (name == "text_field") {
       flags.text_field = py::cast<std::string>(value);
-    } else if (name == "join") {
-      flags.join = py::cast<std::string>(value);
-      CheckChoice("join", flags.join, {"auto", "index", "blocks"});
     } else {
       UnknownOption(name);
     }
@@ -603,11 +608,7 @@ class PyShingler {
             std::vector<uint64_t> wide;
             for (size_t i = begin; i < end; ++i) {
               if (!engine_->Shingles(batch.views[i], &wide).ok()) continue;
-              std::vector<uint32_t>& narrow = sets[i];
-              narrow.reserve(wide.size());
-              for (uint64_t h : wide) narrow.push_back(static_cast<uint32_t>(h ^ (h >> 32)));
-              std::sort(narrow.begin(), narrow.end());
-              narrow.erase(std::unique(narrow.begin(), narrow.end()), narrow.end());
+              ShingleSimilarity::Narrow(wide, &sets[i]);
             }
           },
           8);
@@ -874,6 +875,8 @@ py::dict ReportToDict(const DedupReport& report, const DedupOptions& options) {
   out["removed"] = ToArray(removed).attr("astype")("bool");
   out["clusters"] = clusters;
   out["k"] = report.max_distance;
+  out["lsh_candidate_pairs"] = report.lsh_candidate_pairs;
+  out["simhash_candidate_pairs"] = report.simhash_candidate_pairs;
   out["summary"] = DedupSummaryJson(report, &options);
   out["input_files"] = report.input_files;
   return out;
@@ -906,16 +909,22 @@ py::dict DedupFiles(const std::vector<std::string>& inputs, const std::string& o
   return out;
 }
 
-// The options a dedup run resolves (for the Dask pipeline): k for n documents, bits,
-// verification threshold, keep policy, t2s, and the reader's id/text fields.
-py::dict ResolveDedupOptions(const py::dict& kwargs, py::object document_count) {
+// The options a dedup run resolves (for the Dask pipeline): bits, the SimHash k, the LSH
+// parameters, the verification threshold, which candidate stages run, keep policy, t2s, fields.
+py::dict ResolveDedupOptions(const py::dict& kwargs) {
   DedupOptions options = ParseDedupOptions(kwargs);
+  LshParameters lsh = Unwrap(ResolveLshParameters(options.lsh));
   py::dict out;
   out["bits"] = options.fingerprint.bits;
-  out["k"] = document_count.is_none()
-                 ? options.max_distance
-                 : ResolveMaxDistance(options, py::cast<size_t>(document_count));
-  out["verify"] = options.verify_threshold;
+  out["k"] = options.max_distance;
+  out["use_lsh"] = options.candidates != DedupOptions::Candidates::kSimHash;
+  out["use_simhash"] = options.candidates != DedupOptions::Candidates::kLsh;
+  out["threshold"] = options.lsh.threshold;
+  out["bands"] = lsh.bands;
+  out["rows"] = lsh.rows;
+  out["bucket_window"] = options.lsh.bucket_window;
+  out["seed"] = options.lsh.seed;
+  out["verify"] = ResolveVerifyThreshold(options);
   out["keep_field"] = options.keep_field;
   out["t2s"] = options.fingerprint.normalize.traditional_to_simplified;
   out["id_field"] = options.reader.id_field;
@@ -923,6 +932,137 @@ py::dict ResolveDedupOptions(const py::dict& kwargs, py::object document_count) 
   out["strict"] = options.reader.strict;
   out["threads"] = options.threads;
   return out;
+}
+
+// ---- the MinHash LSH candidate stage (neardup/minhash_lsh.h) ----------------------------------
+
+class PyMinHashLsh {
+ public:
+  PyMinHashLsh(double threshold, int bands, int rows, uint32_t bucket_window, uint64_t seed,
+               bool traditional_to_simplified)
+      : t2s_(traditional_to_simplified) {
+    MinHashLshOptions options;
+    options.threshold = threshold;
+    options.bands = bands;
+    options.rows = rows;
+    options.bucket_window = bucket_window;
+    options.seed = seed;
+    lsh_ = std::make_unique<MinHashLsh>(Unwrap(MinHashLsh::Create(options)));
+    shingler_ = Unwrap(ShingleSimilarity::Create(traditional_to_simplified));
+  }
+
+  int bands() const { return lsh_->parameters().bands; }
+  int rows() const { return lsh_->parameters().rows; }
+  const MinHashLshOptions& options() const { return lsh_->options(); }
+  bool t2s() const { return t2s_; }
+
+  // Band keys of each text, shape (n, bands) uint32, and whether the text has any (a text without
+  // shingles has none and is in no bucket), on all cores.
+  py::tuple BandKeys(py::handle texts, int threads) const {
+    TextBatch batch(texts);
+    const size_t n = batch.size();
+    const size_t b = static_cast<size_t>(bands());
+    py::array_t<uint32_t> keys({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(b)});
+    std::vector<uint8_t> has(n, 0);
+    uint32_t* data = keys.mutable_data();
+    {
+      py::gil_scoped_release release;
+      std::fill(data, data + n * b, 0u);
+      ParallelFor(
+          n, threads,
+          [&](size_t begin, size_t end) {
+            std::vector<uint64_t> shingles;
+            for (size_t i = begin; i < end; ++i) {
+              if (!shingler_->Shingles(batch.views[i], &shingles).ok()) continue;
+              has[i] = lsh_->BandKeysOf(shingles, std::span<uint32_t>(data + i * b, b));
+            }
+          },
+          16);
+    }
+    return py::make_tuple(keys, ToArray(has).attr("astype")("bool"));
+  }
+
+  py::array_t<uint32_t> Signature(py::handle text) const {
+    std::string_view view = TextView(text);
+    std::vector<uint64_t> shingles;
+    Check(shingler_->Shingles(view, &shingles));
+    std::vector<uint32_t> signature;
+    lsh_->Signature(shingles, &signature);
+    return ToArray(signature);
+  }
+
+  // Candidate pairs (a < b) of documents 0..n-1 with band keys `keys` (n, bands) and `has` (n),
+  // exactly as `neardup dedup` forms them.
+  py::tuple CandidatePairs(py::array_t<uint32_t, py::array::c_style | py::array::forcecast> keys,
+                           py::array_t<bool, py::array::c_style | py::array::forcecast> has,
+                           int threads) const {
+    if (keys.ndim() != 2 || keys.shape(1) != bands() || has.ndim() != 1 ||
+        has.shape(0) != keys.shape(0)) {
+      throw py::value_error("keys: expected shape (n, bands) and has: shape (n,)");
+    }
+    const size_t n = keys.shape(0);
+    const size_t b = static_cast<size_t>(bands());
+    std::vector<LshPair> pairs;
+    LshJoinStats stats;
+    {
+      py::gil_scoped_release release;
+      BandKeyTable table(bands());
+      table.Reserve(n);
+      const uint32_t* data = keys.data();
+      const bool* flags = has.data();
+      for (size_t i = 0; i < n; ++i) {
+        table.Append(flags[i] ? std::span<const uint32_t>(data + i * b, b)
+                              : std::span<const uint32_t>());
+      }
+      pairs = LshCandidatePairs(table, lsh_->options().bucket_window, threads, &stats);
+    }
+    std::vector<uint64_t> a(pairs.size()), bb(pairs.size());
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      a[i] = pairs[i].a;
+      bb[i] = pairs[i].b;
+    }
+    return py::make_tuple(ToArray(a), ToArray(bb));
+  }
+
+ private:
+  bool t2s_ = true;
+  std::unique_ptr<MinHashLsh> lsh_;
+  std::unique_ptr<ShingleSimilarity> shingler_;
+};
+
+// The pairs of one shuffled partition of LSH records (bucket = band << 32 | key, document): each
+// bucket's documents sorted and paired by the bucket rule (neardup/minhash_lsh.h BucketPairs).
+py::tuple LshBucketPairs(py::array_t<uint64_t> bucket_array, py::array_t<uint64_t> doc_array,
+                         uint32_t window) {
+  auto buckets = bucket_array.unchecked<1>();
+  auto docs = doc_array.unchecked<1>();
+  const size_t n = buckets.shape(0);
+  std::vector<LshPair> pairs;
+  {
+    py::gil_scoped_release release;
+    std::vector<std::pair<uint64_t, uint64_t>> records(n);
+    for (size_t i = 0; i < n; ++i) records[i] = {buckets(i), docs(i)};
+    std::sort(records.begin(), records.end());
+    std::vector<uint64_t> members;
+    for (size_t begin = 0; begin < n;) {
+      size_t end = begin;
+      members.clear();
+      while (end < n && records[end].first == records[begin].first) {
+        if (members.empty() || members.back() != records[end].second) {
+          members.push_back(records[end].second);
+        }
+        ++end;
+      }
+      if (members.size() > 1) BucketPairs(members, window, &pairs);
+      begin = end;
+    }
+  }
+  std::vector<uint64_t> a(pairs.size()), b(pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    a[i] = pairs[i].a;
+    b[i] = pairs[i].b;
+  }
+  return py::make_tuple(ToArray(a), ToArray(b));
 }
 
 // ---- Hamming index ----------------------------------------------------------------------------
@@ -1288,8 +1428,53 @@ PYBIND11_MODULE(_neardup, m) {
   m.def("_clusters", &Clusters);
   m.def("_dedup_files", &DedupFiles, py::arg("inputs"), py::arg("output_dir"),
         py::arg("options"));
-  m.def("_resolve_dedup_options", &ResolveDedupOptions, py::arg("options"),
-        py::arg("document_count") = py::none());
+  m.def("_resolve_dedup_options", &ResolveDedupOptions, py::arg("options"));
+  m.def("_lsh_bucket_pairs", &LshBucketPairs);
+  m.def(
+      "lsh_probability",
+      [](double jaccard, int bands, int rows) {
+        return LshCandidateProbability(jaccard, LshParameters{bands, rows});
+      },
+      py::arg("jaccard"), py::arg("bands"), py::arg("rows"));
+  m.def(
+      "choose_lsh_parameters",
+      [](double threshold, double recall_at_threshold, int max_signature) {
+        LshPlanOptions plan;
+        plan.recall_at_threshold = recall_at_threshold;
+        plan.max_signature = max_signature;
+        LshParameters p = Unwrap(ChooseLshParameters(threshold, plan));
+        return py::make_tuple(p.bands, p.rows);
+      },
+      py::arg("threshold"), py::arg("recall_at_threshold") = LshPlanOptions().recall_at_threshold,
+      py::arg("max_signature") = LshPlanOptions().max_signature);
+
+  py::class_<PyMinHashLsh>(m, "MinHashLsh")
+      .def(py::init<double, int, int, uint32_t, uint64_t, bool>(),
+           py::arg("threshold") = MinHashLshOptions().threshold, py::arg("bands") = 0,
+           py::arg("rows") = 0, py::arg("bucket_window") = MinHashLshOptions().bucket_window,
+           py::arg("seed") = MinHashLshOptions().seed, py::arg("t2s") = true)
+      .def("band_keys", &PyMinHashLsh::BandKeys, py::arg("texts"), py::arg("threads") = 0)
+      .def("signature", &PyMinHashLsh::Signature, py::arg("text"))
+      .def("candidate_pairs", &PyMinHashLsh::CandidatePairs, py::arg("keys"), py::arg("has"),
+           py::arg("threads") = 0)
+      .def_property_readonly("bands", &PyMinHashLsh::bands)
+      .def_property_readonly("rows", &PyMinHashLsh::rows)
+      .def_property_readonly("threshold",
+                             [](const PyMinHashLsh& self) { return self.options().threshold; })
+      .def_property_readonly(
+          "bucket_window", [](const PyMinHashLsh& self) { return self.options().bucket_window; })
+      .def_property_readonly("seed", [](const PyMinHashLsh& self) { return self.options().seed; })
+      .def(py::pickle(
+          [](const PyMinHashLsh& self) {
+            return py::make_tuple(self.options().threshold, self.bands(), self.rows(),
+                                  self.options().bucket_window, self.options().seed,
+                                  self.t2s());
+          },
+          [](py::tuple t) {
+            return new PyMinHashLsh(t[0].cast<double>(), t[1].cast<int>(), t[2].cast<int>(),
+                                    t[3].cast<uint32_t>(), t[4].cast<uint64_t>(),
+                                    t[5].cast<bool>());
+          }));
 
   py::class_<PyIndex>(m, "HammingIndex")
       .def(py::init<int, int, double, int>(), py::arg("bits") = 64, py::arg("max_k") = 3,

@@ -48,6 +48,8 @@ def comparable_dask(clusters):
 
 def check_same(result, binary, path, out, *flags):
     clusters, remove, keep = cli_dedup(binary, path, out, *flags)
+    with open(os.path.join(out, "summary.json"), encoding="utf-8") as f:
+        assert result.summary["candidate_pairs"] == json.load(f)["candidate_pairs"]
     assert comparable_dask(result.clusters) == comparable(clusters)
     assert result.remove == set(remove)
     decisions = result.decisions.compute()
@@ -63,7 +65,7 @@ def test_devpairs_same_as_cli(client, binary, devpairs_docs, tmp_path):
     ddf = dd.from_pandas(pd.DataFrame(rows), npartitions=5, sort=False)
     result = nd.dedup(ddf, output=str(tmp_path / "dask"))
     clusters = check_same(result, binary, path, tmp_path / "cli")
-    assert len(clusters) > 1000 and result.summary["k"] == 16
+    assert len(clusters) > 1000 and result.summary["k"] == 3
     with open(tmp_path / "dask" / "clusters.jsonl", encoding="utf-8") as f:
         assert len(f.readlines()) == len(clusters)
     parts = os.listdir(tmp_path / "dask" / "decisions")
@@ -72,7 +74,10 @@ def test_devpairs_same_as_cli(client, binary, devpairs_docs, tmp_path):
 
 @pytest.mark.parametrize("options,flags", [
     ({}, []),
-    ({"k": 6, "keep": "longest", "verify": 0.5}, ["-k", "6", "--keep", "longest", "--verify", "0.5"]),
+    ({"k": 6, "keep": "longest", "verify": 0.5, "candidates": "simhash"},
+     ["-k", "6", "--keep", "longest", "--verify", "0.5", "--candidates", "simhash"]),
+    ({"threshold": 0.8, "bucket_window": 2, "candidates": "lsh"},
+     ["--threshold", "0.8", "--bucket-window", "2", "--candidates", "lsh"]),
     ({"k": 3, "verify": 0}, ["-k", "3", "--verify", "0"]),
 ])
 def test_generated_same_as_cli(client, binary, generated, tmp_path, options, flags):

@@ -32,7 +32,10 @@ def comparable(clusters):
 @pytest.mark.parametrize("options,flags", [
     ({}, []),
     ({"k": 6, "verify": 0.6, "keep": "longest"}, ["-k", "6", "--verify", "0.6", "--keep", "longest"]),
-    ({"bits": 128, "k": 20}, ["--bits", "128", "-k", "20"]),
+    ({"bits": 128, "k": 12, "candidates": "simhash", "verify": 0.4},
+     ["--bits", "128", "-k", "12", "--candidates", "simhash", "--verify", "0.4"]),
+    ({"threshold": 0.7, "candidates": "lsh", "bucket_window": 4},
+     ["--threshold", "0.7", "--candidates", "lsh", "--bucket-window", "4"]),
 ])
 def test_dataframe_dedup_matches_cli(binary, devpairs_docs, tmp_path, options, flags):
     rows = [{"id": d["id"], "text": d["text"]} for d in devpairs_docs]
@@ -43,6 +46,9 @@ def test_dataframe_dedup_matches_cli(binary, devpairs_docs, tmp_path, options, f
     assert comparable(result.clusters) == comparable(clusters)
     assert result.remove == remove and result.keep == keep
     assert len(result.clusters) > 100
+    with open(tmp_path / "out" / "summary.json", encoding="utf-8") as f:
+        summary = json.load(f)
+    assert result.summary["candidate_pairs"] == summary["candidate_pairs"]
     frame = result.clusters_frame()
     assert frame["kept"].sum() == len(clusters)
     assert set(frame.loc[~frame["kept"], "id"]) == set(remove)
@@ -78,9 +84,42 @@ def test_dedup_errors():
         neardup.dedup([("a", "x")], keep="best")
     with pytest.raises(ValueError, match="-k"):
         neardup.dedup([("a", "x")], k=40)
+    with pytest.raises(ValueError, match="--threshold"):
+        neardup.dedup([("a", "x")], threshold=1.5)
+    with pytest.raises(ValueError, match="candidates"):
+        neardup.dedup([("a", "x")], candidates="all")
     with pytest.raises(ValueError, match="--verify"):
         neardup.dedup([("a", "x")], verify=2)
     with pytest.raises(TypeError, match="documents"):
         neardup.dedup([42])
     with pytest.raises(FileNotFoundError):
         neardup.dedup_files(["/nonexistent/input.jsonl"])
+
+
+def test_lsh_stage_binding(devpairs_docs):
+    """The candidate stage on its own: parameters, band keys, candidate pairs, the S-curve."""
+    lsh = neardup.MinHashLsh(threshold=0.5)
+    assert (lsh.bands, lsh.rows) == neardup.choose_lsh_parameters(0.5)
+    assert neardup.lsh_probability(0.5, lsh.bands, lsh.rows) >= 0.98
+    assert neardup.lsh_probability(0.1, lsh.bands, lsh.rows) < 0.05
+    texts = [d["text"] for d in devpairs_docs[:800]]
+    keys, has = lsh.band_keys(texts)
+    assert keys.shape == (800, lsh.bands) and keys.dtype.name == "uint32" and has.all()
+    a, b = lsh.candidate_pairs(keys, has)
+    assert len(a) > 50 and (a < b).all()
+    # Pairs sharing a band, recomputed from the keys; the window (64) never binds on 800 texts
+    # unless a bucket is larger, so every recomputed pair must be found.
+    expected = set()
+    for band in range(lsh.bands):
+        buckets = {}
+        for i in range(800):
+            buckets.setdefault(keys[i, band], []).append(i)
+        for members in buckets.values():
+            if len(members) <= 65:
+                expected.update((x, y) for n, x in enumerate(members) for y in members[n + 1:])
+    assert expected <= set(zip(a.tolist(), b.tolist()))
+    same = lsh.band_keys([texts[0], texts[0]])[0]
+    assert (same[0] == same[1]).all()
+    assert len(lsh.signature(texts[0])) == lsh.bands * lsh.rows
+    with pytest.raises(ValueError):
+        neardup.MinHashLsh(threshold=1.5)

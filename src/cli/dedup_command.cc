@@ -114,12 +114,18 @@ int RunDedupCommand(const DedupCommandArgs& args) {
   if (!quiet) {
     uint64_t skipped = 0;
     for (const auto& [reason, count] : report->skipped) skipped += count;
+    std::string rule = "verify " + (report->verify_threshold > 0
+                                        ? std::to_string(report->verify_threshold).substr(0, 4)
+                                        : std::string("off"));
+    if (report->lsh.bands > 0) {
+      rule += ", LSH " + std::to_string(report->lsh.bands) + "x" +
+              std::to_string(report->lsh.rows);
+    }
+    if (report->max_distance >= 0) rule += ", SimHash k = " + std::to_string(report->max_distance);
     std::fprintf(stderr,
-                 "neardup dedup: %zu documents (%llu skipped), k = %d%s, %zu clusters, %llu "
+                 "neardup dedup: %zu documents (%llu skipped), %s, %zu clusters, %llu "
                  "removed, %.2f s (+%.2f s writing)%s%s\n",
-                 report->documents.size(), static_cast<unsigned long long>(skipped),
-                 report->max_distance,
-                 options.max_distance == DedupOptions::kAutoDistance ? " (auto)" : "",
+                 report->documents.size(), static_cast<unsigned long long>(skipped), rule.c_str(),
                  report->clusters.size(), static_cast<unsigned long long>(report->removed_count()),
                  report->total_seconds, write_seconds, args.output_dir.empty() ? "" : " -> ",
                  args.output_dir.c_str());

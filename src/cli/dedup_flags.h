@@ -24,31 +24,44 @@ struct DedupFlags {
   std::string id_field = "id";
   std::string text_field = "text";
   bool stdin_text = false;
-  std::string join = "auto";
+  double threshold = DedupOptions().lsh.threshold;
+  int bands = 0;
+  int rows = 0;
+  uint32_t bucket_window = DedupOptions().lsh.bucket_window;
+  std::string candidates = "lsh+simhash";
 
   // Declares the flags on `app`. `with_keep` adds --keep (dedup only).
   void Declare(CLI::App* app, bool with_keep) {
     fingerprint.Add(app);
+    app->add_option("--threshold", threshold,
+                    "shingle Jaccard similarity of a duplicate pair; sets the LSH bands/rows and the "
+                    "verification threshold (see neardup plan --threshold)")
+        ->capture_default_str();
+    app->add_option("--bands", bands, "LSH bands (with --rows; default: chosen from --threshold)");
+    app->add_option("--rows", rows, "LSH rows per band (with --bands)");
+    app->add_option("--bucket-window", bucket_window,
+                    "an LSH bucket pairs each document with the next N in input order")
+        ->capture_default_str();
+    app->add_option("--candidates", candidates,
+                    "candidate stages: lsh+simhash | lsh (MinHash LSH) | simhash (fingerprints "
+                    "within -k)")
+        ->check(CLI::IsMember({"lsh+simhash", "lsh", "simhash"}))
+        ->capture_default_str();
     app->add_option("-k,--distance", k,
-                    "largest Hamming distance of a duplicate pair; default auto: 16 up to 200000 "
-                    "documents, 6 above (the k = 16 join is close to all pairs)");
+                    "largest Hamming distance of a SimHash-join candidate pair (at most bits/8)")
+        ->capture_default_str();
     if (with_keep) {
       app->add_option("--keep", keep,
                       "which document of a cluster to keep: first | longest | field:NAME")
           ->capture_default_str();
     }
-    app->add_option(
-           "--verify", verify,
-           "drop candidate pairs whose shingle Jaccard is below this (0 = no verification)")
-        ->capture_default_str();
+    app->add_option("--verify", verify,
+                    "drop candidate pairs whose shingle Jaccard is below this (default: "
+                    "--threshold; 0 = no verification)");
     app->add_option("--threads", threads, "worker threads (0 = all cores)")->capture_default_str();
     app->add_flag("--strict", strict, "stop at the first malformed record instead of skipping it");
     app->add_option("--id-field", id_field, "JSONL field holding the id")->capture_default_str();
     app->add_option("--text-field", text_field, "JSONL field holding the text")
-        ->capture_default_str();
-    app->add_option("--join", join,
-                    "self-join: auto | index (permuted tables) | blocks (pigeonhole blocks)")
-        ->check(CLI::IsMember({"auto", "index", "blocks"}))
         ->capture_default_str();
     app->add_flag("--stdin-text", stdin_text,
                   "standard input is one plain-text document, not JSONL");
@@ -59,21 +72,30 @@ struct DedupFlags {
     NEARDUP_RETURN_IF_ERROR(fingerprint.ToOptions(&options->fingerprint));
     const int bits = options->fingerprint.bits;
     options->max_distance = k;
-    if ((k < 0 && k != DedupOptions::kAutoDistance) || k > bits / 4) {
-      return Status::InvalidArgument("-k: must be in [0, " + std::to_string(bits / 4) +
-                                     "], or -1 for auto");
+    if (k < 0 || k > bits / 8) {
+      return Status::InvalidArgument("-k: must be in [0, " + std::to_string(bits / 8) + "]");
     }
+    if (!(threshold > 0 && threshold < 1)) {
+      return Status::InvalidArgument("--threshold: must be in (0, 1)");
+    }
+    options->lsh.threshold = threshold;
+    options->lsh.bands = bands;
+    options->lsh.rows = rows;
+    options->lsh.bucket_window = bucket_window;
+    if (auto lsh = ResolveLshParameters(options->lsh); !lsh.ok()) return lsh.status();
+    options->candidates = candidates == "lsh"       ? DedupOptions::Candidates::kLsh
+                          : candidates == "simhash" ? DedupOptions::Candidates::kSimHash
+                                                    : DedupOptions::Candidates::kLshAndSimHash;
     NEARDUP_RETURN_IF_ERROR(ParseKeepPolicy(keep, &options->keep, &options->keep_field));
-    if (verify < 0 || verify > 1) return Status::InvalidArgument("--verify: must be in [0, 1]");
+    if (verify != DedupOptions::kVerifyAtThreshold && (verify < 0 || verify > 1)) {
+      return Status::InvalidArgument("--verify: must be in [0, 1]");
+    }
     options->verify_threshold = verify;
     options->threads = threads;
     options->reader.strict = strict;
     options->reader.id_field = id_field;
     options->reader.text_field = text_field;
     options->reader.stdin_is_text = stdin_text;
-    options->join = join == "index"    ? DedupOptions::Join::kPermutedIndex
-                    : join == "blocks" ? DedupOptions::Join::kBlocks
-                                       : DedupOptions::Join::kAuto;
     return Status::Ok();
   }
 };

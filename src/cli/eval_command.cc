@@ -12,7 +12,7 @@
 #include "cli/command.h"
 #include "cli/dedup_flags.h"
 #include "common/parallel.h"
-#include "dedup/shingles.h"
+#include "neardup/shingles.h"
 #include "neardup/dedup.h"
 #include "neardup/eval.h"
 
@@ -23,6 +23,7 @@ struct EvalArgs {
   std::string corpus_dir = "../shared/corpus";
   std::string devpairs_dir = "../shared/devpairs";
   std::string markdown_path;
+  std::vector<std::string> extra_inputs;
   double jaccard_threshold = 0.5;
   bool per_set = true;
   DedupFlags flags;
@@ -65,6 +66,7 @@ int RunEval(const EvalArgs& args) {
     return kExitFailure;
   }
   inputs.push_back((fs::path(args.devpairs_dir) / "docs.jsonl").string());
+  inputs.insert(inputs.end(), args.extra_inputs.begin(), args.extra_inputs.end());
   auto pairs = ReadLabelledPairs((fs::path(args.devpairs_dir) / "pairs.tsv").string());
   if (!pairs.ok()) {
     std::fprintf(stderr, "neardup eval: %s\n", pairs.status().ToString().c_str());
@@ -132,7 +134,7 @@ int RunEval(const EvalArgs& args) {
   const size_t n = pairs->size();
   std::vector<bool> found(n);
   Method cluster{"dedup: same cluster", std::vector<bool>(n), {}};
-  Method pair_level{"dedup: pair within k (+verified)", std::vector<bool>(n), {}};
+  Method pair_level{"dedup: candidate pair (+verified)", std::vector<bool>(n), {}};
   Method longest{"longest-3-sentences signature", std::vector<bool>(n), {}};
   Method jaccard{
       "exact shingle Jaccard >= " + Fixed(args.jaccard_threshold), std::vector<bool>(n), {}};
@@ -163,19 +165,24 @@ int RunEval(const EvalArgs& args) {
   std::string md;
   auto line = [&md](const std::string& text) { md += text + "\n"; };
   line("Dedup settings: bits=" + std::to_string(options.fingerprint.bits) +
-       ", k=" + std::to_string(report->max_distance) +
+       ", threshold=" + Fixed(options.lsh.threshold) +
+       ", LSH bands x rows=" + std::to_string(report->lsh.bands) + "x" +
+       std::to_string(report->lsh.rows) + ", SimHash join k=" +
+       (report->max_distance >= 0 ? std::to_string(report->max_distance) : std::string("off")) +
        ", tokenizer=" + args.flags.fingerprint.tokenizer + ", weighting=" +
        (args.flags.fingerprint.weighting.empty() ? std::string("tf")
                                                  : args.flags.fingerprint.weighting) +
        ", top-k=" + std::to_string(options.fingerprint.features.top_k) +
        ", shingle=" + std::to_string(options.fingerprint.features.shingle_size) +
-       ", verify=" + Fixed(options.verify_threshold) +
+       ", verify=" + Fixed(report->verify_threshold) +
        ", t2s=" + (options.fingerprint.normalize.traditional_to_simplified ? "on" : "off") +
        ", strip-markup=" + (options.fingerprint.normalize.strip_markup ? "on" : "off"));
   line("");
   line("Documents: " + std::to_string(documents.size()) + " (" +
        std::to_string(report->text_bytes / 1000000) +
-       " MB), candidate pairs within k: " + std::to_string(report->candidate_pairs) +
+       " MB), candidate pairs: " + std::to_string(report->candidate_pairs) + " (LSH " +
+       std::to_string(report->lsh_candidate_pairs) + ", SimHash join " +
+       std::to_string(report->simhash_candidate_pairs) + ")" +
        ", accepted pairs: " + std::to_string(report->pairs.size()) +
        ", clusters: " + std::to_string(report->clusters.size()) + ", removed: " +
        std::to_string(report->removed_count()) + ", labelled pairs: " + std::to_string(n) +
@@ -248,7 +255,7 @@ int RunEval(const EvalArgs& args) {
   }
   if (args.per_set) {
     line("");
-    line("### Per set (dedup: same cluster | dedup: pair within k)");
+    line("### Per set (dedup: same cluster | dedup: candidate pair)");
     line("");
     line(
         "| set | positives | negatives | graded | precision | recall | FP rate | graded flagged | "
@@ -289,6 +296,9 @@ CommandRegistrar registrar(
                       "directory holding docs.jsonl and pairs.tsv")
           ->capture_default_str();
       app->add_option("--markdown", args->markdown_path, "also write the report to this file");
+      app->add_option("--add", args->extra_inputs,
+                      "more inputs mixed into the dedup run, e.g. distractors from "
+                      "bench/generate_distractors.py (their ids must not clash with devpairs)");
       app->add_option("--jaccard", args->jaccard_threshold,
                       "threshold of the exact shingle Jaccard baseline")
           ->capture_default_str();

@@ -13,7 +13,7 @@
 #include "cli/command.h"
 #include "cli/dedup_flags.h"
 #include "common/json_writer.h"
-#include "dedup/shingles.h"
+#include "neardup/shingles.h"
 #include "neardup/dedup.h"
 #include "neardup/document_reader.h"
 #include "neardup/fingerprinter.h"
@@ -119,14 +119,18 @@ int RunExplain(const ExplainArgs& args) {
       return kExitFailure;
     }
   }
-  const int distance = HammingDistance(details[0].fingerprint, details[1].fingerprint);
-  const double jaccard = ShingleSimilarity::Jaccard(shingles[0], shingles[1]);
+  // The rule of a dedup run with the same options (neardup/dedup.h JudgePair).
+  auto judged = JudgePair((*docs)[0].text, (*docs)[1].text, options);
+  if (!judged.ok()) {
+    std::fprintf(stderr, "neardup explain: %s\n", judged.status().ToString().c_str());
+    return kExitFailure;
+  }
+  const PairJudgement& verdict = *judged;
+  const int distance = verdict.distance;
+  const int k = verdict.max_distance;
+  const double jaccard = verdict.jaccard;
   const double containment = ShingleSimilarity::Containment(shingles[0], shingles[1]);
-  // A pair is judged as in a small corpus (auto k = 16) unless -k is given.
-  const int k = ResolveMaxDistance(options, 2);
-  const bool within_k = distance <= k;
-  const bool verified = options.verify_threshold <= 0 || jaccard >= options.verify_threshold;
-  const bool duplicate = within_k && verified;
+  const bool duplicate = verdict.duplicate;
 
   // Shared and differing features among each document's heaviest `show`.
   std::unordered_map<std::string, double> weight_b;
@@ -163,8 +167,14 @@ int RunExplain(const ExplainArgs& args) {
       json.EndObject();
     }
     json.Key("distance").Int(distance).Key("k").Int(k);
+    json.Key("within_k").Bool(verdict.within_k);
+    json.Key("bands").Int(verdict.lsh.bands).Key("rows").Int(verdict.lsh.rows);
+    json.Key("shared_bands").Int(verdict.shared_bands);
+    json.Key("lsh_candidate").Bool(verdict.lsh_candidate);
+    json.Key("lsh_probability").Double(LshCandidateProbability(jaccard, verdict.lsh));
     json.Key("jaccard").Double(jaccard).Key("containment").Double(containment);
-    json.Key("verify_threshold").Double(options.verify_threshold);
+    json.Key("verify_threshold").Double(verdict.verify_threshold);
+    json.Key("exact").Bool(verdict.exact).Key("whitespace_only").Bool(verdict.whitespace_only);
     json.Key("near_duplicate").Bool(duplicate);
     json.Key("shared_features_total").Uint(shared_total);
     auto list = [&](const char* key, const std::vector<const WeightedFeature*>& features) {
@@ -192,12 +202,28 @@ int RunExplain(const ExplainArgs& args) {
                 (*docs)[i].label.c_str(), (*docs)[i].text.size(), details[i].feature_count,
                 shingles[i].size(), ToHex(details[i].fingerprint).c_str());
   }
-  std::printf("Hamming distance: %d of %d bits (k = %d: %s)\n", distance,
-              details[0].fingerprint.bits, k, within_k ? "within" : "beyond");
+  if (k >= 0) {
+    std::printf("Hamming distance: %d of %d bits (SimHash join k = %d: %s)\n", distance,
+                details[0].fingerprint.bits, k, verdict.within_k ? "candidate" : "beyond");
+  } else {
+    std::printf("Hamming distance: %d of %d bits (SimHash join off)\n", distance,
+                details[0].fingerprint.bits);
+  }
+  if (verdict.lsh_candidate || options.candidates != DedupOptions::Candidates::kSimHash) {
+    std::printf(
+        "MinHash LSH: %d of %d bands shared (%d rows each): %s; a pair at this Jaccard is a "
+        "candidate with probability %.3f\n",
+        verdict.shared_bands, verdict.lsh.bands, verdict.lsh.rows,
+        verdict.lsh_candidate ? "candidate" : "not a candidate",
+        LshCandidateProbability(jaccard, verdict.lsh));
+  }
   std::printf("shingle similarity: Jaccard %.3f, containment %.3f (verify threshold %.2f: %s)\n",
-              jaccard, containment, options.verify_threshold,
-              options.verify_threshold <= 0 ? "off" : (verified ? "passes" : "fails"));
-  std::printf("near-duplicate: %s\n", duplicate ? "yes" : "no");
+              jaccard, containment, verdict.verify_threshold,
+              verdict.verify_threshold <= 0 ? "off" : (verdict.verified ? "passes" : "fails"));
+  std::printf("near-duplicate: %s%s\n", duplicate ? "yes" : "no",
+              verdict.exact             ? " (identical texts)"
+              : verdict.whitespace_only ? " (identical but for whitespace)"
+                                        : "");
   auto print_list = [](const char* title, const std::vector<const WeightedFeature*>& features) {
     std::printf("%s:", title);
     if (features.empty()) std::printf(" (none)");

@@ -1,10 +1,13 @@
 // `neardup plan`: prints the permuted-table index design the planner picks for f, k, n and an
-// optional memory budget, with its modelled costs, and (--list) every alternative it priced.
+// optional memory budget, with its modelled costs, and (--list) every alternative it priced; with
+// --threshold, the MinHash LSH plan of dedup instead: bands and rows, the detection probability
+// by Jaccard similarity and the expected candidate pairs for n documents.
 #include <cstdio>
 #include <string>
 
 #include "cli/command.h"
 #include "neardup/index_planner.h"
+#include "neardup/minhash_lsh.h"
 
 namespace neardup::cli {
 namespace {
@@ -29,7 +32,46 @@ struct PlanArgs {
   double n = 1e6;
   double budget = 0;
   bool list = false;
+  double threshold = 0;  // > 0: the LSH plan
+  int bands = 0;
+  int rows = 0;
 };
+
+int PrintLshPlan(const PlanArgs& args) {
+  MinHashLshOptions options;
+  options.threshold = args.threshold;
+  options.bands = args.bands;
+  options.rows = args.rows;
+  auto parameters = ResolveLshParameters(options);
+  if (!parameters.ok()) {
+    std::fprintf(stderr, "neardup plan: %s\n", parameters.status().ToString().c_str());
+    return kExitUsage;
+  }
+  const LshParameters& p = *parameters;
+  std::printf("MinHash LSH plan: threshold (shingle Jaccard) %.2f -> %d bands x %d rows = %d "
+              "signature values%s; verification at Jaccard >= %.2f\n",
+              args.threshold, p.bands, p.rows, p.signature_size(),
+              args.bands > 0 ? " (as given)" : " (chosen from the threshold)", args.threshold);
+  std::printf("memory: %d bytes of band keys per document, plus 16 bytes per document for the "
+              "band being sorted on each thread\n\n",
+              4 * p.bands);
+  std::printf("probability that a pair is a candidate, 1 - (1 - J^%d)^%d:\n", p.rows, p.bands);
+  std::printf("  Jaccard   ");
+  for (int j = 1; j <= 9; ++j) std::printf(" %6.1f", j / 10.0);
+  std::printf("\n  P(found)  ");
+  for (int j = 1; j <= 9; ++j) std::printf(" %6.3f", LshCandidateProbability(j / 10.0, p));
+  std::printf("\n  P(missed) ");
+  for (int j = 1; j <= 9; ++j) std::printf(" %6.0e", 1 - LshCandidateProbability(j / 10.0, p));
+  std::printf("\n\nexpected candidate pairs among n = %.4g documents if every pair had Jaccard J "
+              "(add the duplicates' own pairs; unrelated texts are usually below 0.05):\n",
+              args.n);
+  for (double j : {0.0, 0.01, 0.02, 0.05, 0.1, 0.2}) {
+    double pairs = ExpectedCandidatePairs(args.n, p, j);
+    std::printf("  J = %-5.2f %12.4g pairs  (%.3g per document)\n", j, pairs,
+                args.n > 0 ? 2 * pairs / args.n : 0.0);
+  }
+  return kExitOk;
+}
 
 RunFunction SetupPlan(CLI::App* app) {
   auto args = std::make_shared<PlanArgs>();
@@ -39,7 +81,15 @@ RunFunction SetupPlan(CLI::App* app) {
   app->add_option("-n,--n", args->n, "expected number of fingerprints (e.g. 8e9)");
   app->add_option("--memory-budget", args->budget, "memory budget for the whole index in bytes");
   app->add_flag("--list", args->list, "print every candidate design and the Pareto frontier");
+  app->add_option("--threshold", args->threshold,
+                  "instead: the MinHash LSH plan of dedup for this Jaccard threshold (with -n)");
+  app->add_option("--bands", args->bands, "with --threshold: LSH bands (with --rows)");
+  app->add_option("--rows", args->rows, "with --threshold: LSH rows per band");
   return [args]() {
+    if (args->threshold > 0 || args->bands > 0 || args->rows > 0) {
+      if (args->threshold <= 0) args->threshold = MinHashLshOptions().threshold;
+      return PrintLshPlan(*args);
+    }
     PlanRequest request;
     request.bits = args->bits;
     request.k = args->k;
@@ -93,7 +143,8 @@ RunFunction SetupPlan(CLI::App* app) {
 }
 
 CommandRegistrar registrar("plan",
-                           "choose the permuted-table index design for f, k, n and a memory budget",
+                           "choose the permuted-table index design for f, k, n and a memory "
+                           "budget, or (--threshold) show dedup's MinHash LSH plan",
                            SetupPlan);
 
 }  // namespace

@@ -8,12 +8,13 @@
 #include <deque>
 #include <numeric>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/parallel.h"
 #include "dedup/document_hashes.h"
-#include "dedup/self_join.h"
-#include "dedup/shingles.h"
+#include "neardup/clusters.h"
 #include "neardup/permuted_index.h"
+#include "neardup/shingles.h"
 
 namespace neardup {
 
@@ -24,28 +25,6 @@ using Clock = std::chrono::steady_clock;
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
-
-class UnionFind {
- public:
-  explicit UnionFind(size_t n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0u); }
-  uint32_t Find(uint32_t x) {
-    while (parent_[x] != x) {
-      parent_[x] = parent_[parent_[x]];
-      x = parent_[x];
-    }
-    return x;
-  }
-  void Union(uint32_t a, uint32_t b) {
-    a = Find(a);
-    b = Find(b);
-    if (a == b) return;
-    if (a > b) std::swap(a, b);
-    parent_[b] = a;  // the smaller index is the root: deterministic
-  }
-
- private:
-  std::vector<uint32_t> parent_;
-};
 
 // True if document x should be kept over document y under `keep` (x < y in canonical order
 // breaks ties).
@@ -97,18 +76,14 @@ void BuildClusters(const std::vector<DedupDocument>& documents,
   const size_t n = documents.size();
   clusters->clear();
   removed->assign(n, false);
-  UnionFind components(n);
-  for (const DuplicatePair& pair : pairs) components.Union(pair.a, pair.b);
-  // Members of each component, in canonical order (roots are the smallest member).
-  std::unordered_map<uint32_t, std::vector<uint32_t>> members;
-  for (const DuplicatePair& pair : pairs) {
-    members.try_emplace(components.Find(pair.a));
-  }
-  if (members.empty()) return;
-  for (uint32_t i = 0; i < n; ++i) {
-    auto it = members.find(components.Find(i));
-    if (it != members.end()) it->second.push_back(i);
-  }
+  // Connected components (neardup/clusters.h): each group sorted, its first member the root.
+  std::vector<NeighborPair> links;
+  links.reserve(pairs.size());
+  for (const DuplicatePair& pair : pairs) links.push_back({pair.a, pair.b, pair.distance});
+  const std::vector<std::vector<uint64_t>> groups =
+      GroupComponents(ConnectedComponents({}, links));
+  std::vector<NeighborPair>().swap(links);
+  if (groups.empty()) return;
   // Adjacency of accepted pairs, for the breadth-first "via" links.
   std::unordered_map<uint32_t, std::vector<const DuplicatePair*>> adjacency;
   for (const DuplicatePair& pair : pairs) {
@@ -117,12 +92,13 @@ void BuildClusters(const std::vector<DedupDocument>& documents,
   }
   struct Pending {
     uint32_t kept;
-    const std::vector<uint32_t>* members;
+    const std::vector<uint64_t>* members;
   };
   std::vector<Pending> pending;
-  for (const auto& [root, list] : members) {
-    uint32_t kept = list[0];
-    for (uint32_t candidate : list) {
+  for (const std::vector<uint64_t>& list : groups) {
+    uint32_t kept = static_cast<uint32_t>(list[0]);
+    for (uint64_t member : list) {
+      const uint32_t candidate = static_cast<uint32_t>(member);
       if (Better(documents[candidate], candidate, documents[kept], kept, keep)) kept = candidate;
     }
     pending.push_back({kept, &list});
@@ -168,7 +144,8 @@ void BuildClusters(const std::vector<DedupDocument>& documents,
         linked[other] = std::move(member);
       }
     }
-    for (uint32_t doc : *entry.members) {
+    for (uint64_t member : *entry.members) {
+      const uint32_t doc = static_cast<uint32_t>(member);
       if (doc == entry.kept) continue;
       cluster.removed.push_back(std::move(linked[doc]));
       (*removed)[doc] = true;
@@ -177,35 +154,101 @@ void BuildClusters(const std::vector<DedupDocument>& documents,
   }
 }
 
-int ResolveMaxDistance(const DedupOptions& options, size_t document_count) {
-  if (options.max_distance != DedupOptions::kAutoDistance) return options.max_distance;
-  return document_count <= DedupOptions::kAutoDistanceLimit
-             ? DedupOptions::kAutoDistanceSmallCorpus
-             : DedupOptions::kAutoDistanceLargeCorpus;
+double ResolveVerifyThreshold(const DedupOptions& options) {
+  return options.verify_threshold == DedupOptions::kVerifyAtThreshold ? options.lsh.threshold
+                                                                       : options.verify_threshold;
+}
+
+namespace {
+
+bool UsesLsh(const DedupOptions& options) {
+  return options.candidates != DedupOptions::Candidates::kSimHash;
+}
+bool UsesSimHash(const DedupOptions& options) {
+  return options.candidates != DedupOptions::Candidates::kLsh;
+}
+
+// InvalidArgument naming the option, or OK.
+Status CheckOptions(const DedupOptions& options) {
+  const int max_k = options.fingerprint.bits / 8;
+  if (options.max_distance < 0 || options.max_distance > max_k) {
+    return Status::InvalidArgument("-k must be in [0, " + std::to_string(max_k) + "] for " +
+                                   std::to_string(options.fingerprint.bits) +
+                                   "-bit fingerprints");
+  }
+  const double verify = ResolveVerifyThreshold(options);
+  if (verify < 0 || verify > 1) return Status::InvalidArgument("--verify must be in [0, 1]");
+  if (options.keep == KeepPolicy::kField && options.keep_field.empty()) {
+    return Status::InvalidArgument("--keep field: needs a field name");
+  }
+  auto lsh = ResolveLshParameters(options.lsh);
+  if (!lsh.ok()) return lsh.status();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<PairJudgement> JudgePair(std::string_view a, std::string_view b,
+                                const DedupOptions& options) {
+  NEARDUP_RETURN_IF_ERROR(CheckOptions(options));
+  PairJudgement judgement;
+  judgement.verify_threshold = ResolveVerifyThreshold(options);
+  judgement.max_distance = UsesSimHash(options) ? options.max_distance : -1;
+  judgement.exact = a == b;
+  judgement.whitespace_only = SqueezedHash(a) == SqueezedHash(b);
+  auto fingerprinter = Fingerprinter::Create(options.fingerprint);
+  if (!fingerprinter.ok()) return fingerprinter.status().WithContext("fingerprint options");
+  auto fa = (*fingerprinter)->Compute(a);
+  if (!fa.ok()) return fa.status().WithContext("A");
+  auto fb = (*fingerprinter)->Compute(b);
+  if (!fb.ok()) return fb.status().WithContext("B");
+  judgement.distance = HammingDistance(*fa, *fb);
+  judgement.within_k = UsesSimHash(options) && judgement.distance <= options.max_distance;
+  auto similarity =
+      ShingleSimilarity::Create(options.fingerprint.normalize.traditional_to_simplified);
+  if (!similarity.ok()) return similarity.status();
+  std::vector<uint64_t> sa, sb;
+  NEARDUP_RETURN_IF_ERROR((*similarity)->Shingles(a, &sa));
+  NEARDUP_RETURN_IF_ERROR((*similarity)->Shingles(b, &sb));
+  auto lsh = MinHashLsh::Create(options.lsh);
+  if (!lsh.ok()) return lsh.status();
+  judgement.lsh = lsh->parameters();
+  std::vector<uint32_t> ka(judgement.lsh.bands), kb(judgement.lsh.bands);
+  if (lsh->BandKeysOf(sa, ka) && lsh->BandKeysOf(sb, kb)) {
+    judgement.shared_bands = MinHashLsh::SharedBands(ka, kb);
+  }
+  judgement.lsh_candidate = UsesLsh(options) && judgement.shared_bands > 0;
+  std::vector<uint32_t> na, nb;
+  ShingleSimilarity::Narrow(sa, &na);
+  ShingleSimilarity::Narrow(sb, &nb);
+  judgement.jaccard = judgement.exact ? 1.0 : ShingleSimilarity::Jaccard32(na, nb);
+  judgement.verified =
+      judgement.verify_threshold <= 0 || judgement.jaccard >= judgement.verify_threshold;
+  judgement.duplicate = judgement.exact || judgement.whitespace_only ||
+                        ((judgement.lsh_candidate || judgement.within_k) && judgement.verified);
+  return judgement;
 }
 
 Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const DedupOptions& options,
                              const DedupProgress& progress) {
   const auto run_start = Clock::now();
-  if ((options.max_distance < 0 && options.max_distance != DedupOptions::kAutoDistance) ||
-      options.max_distance > options.fingerprint.bits / 4) {
-    return Status::InvalidArgument("-k must be in [0, " +
-                                   std::to_string(options.fingerprint.bits / 4) + "] for " +
-                                   std::to_string(options.fingerprint.bits) + "-bit fingerprints");
-  }
-  if (options.verify_threshold > 1.0) {
-    return Status::InvalidArgument("--verify must be in [0, 1]");
-  }
-  if (options.keep == KeepPolicy::kField && options.keep_field.empty()) {
-    return Status::InvalidArgument("--keep field: needs a field name");
-  }
+  NEARDUP_RETURN_IF_ERROR(CheckOptions(options));
   const int threads = options.threads > 0 ? options.threads : DefaultThreadCount();
   auto fingerprinter = Fingerprinter::Create(options.fingerprint);
   if (!fingerprinter.ok()) return fingerprinter.status().WithContext("fingerprint options");
+  auto similarity =
+      ShingleSimilarity::Create(options.fingerprint.normalize.traditional_to_simplified);
+  if (!similarity.ok()) return similarity.status();
+  auto lsh = MinHashLsh::Create(options.lsh);
+  if (!lsh.ok()) return lsh.status();
+  const bool use_lsh = UsesLsh(options);
+  const bool use_simhash = UsesSimHash(options);
+  const int bands = lsh->parameters().bands;
 
   DocumentReaderOptions reader_options = options.reader;
   if (options.keep == KeepPolicy::kField) reader_options.score_field = options.keep_field;
-  const bool verify = options.verify_threshold > 0;
+  const double verify_threshold = ResolveVerifyThreshold(options);
+  const bool verify = verify_threshold > 0;
   if (verify) reader_options.spool_stdin = true;
   auto opened = DocumentReader::Open(inputs, reader_options);
   if (!opened.ok()) return opened.status();
@@ -213,12 +256,18 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
 
   DedupReport report;
   report.input_files = reader.files();
+  report.lsh = use_lsh ? lsh->parameters() : LshParameters{};
+  report.max_distance = use_simhash ? options.max_distance : -1;
+  report.verify_threshold = verify ? verify_threshold : 0;
 
-  // ---- Stage 1: read + fingerprint, in batches. ----
+  // ---- Stage 1: read, fingerprint and band keys, in batches. ----
   auto stage_start = Clock::now();
-  double read_seconds = 0;
+  double read_seconds = 0, lsh_seconds = 0;
   std::vector<Document> batch(options.batch_size);
   std::vector<Result<Fingerprint>> results;
+  BandKeyTable keys(use_lsh ? bands : 0);
+  std::vector<uint32_t> batch_keys;
+  std::vector<uint8_t> batch_has_keys;
   bool done = false;
   while (!done) {
     auto read_start = Clock::now();
@@ -241,6 +290,25 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
             results[i] = (*fingerprinter)->Compute(batch[i].text);
         },
         16);
+    if (use_lsh) {
+      // Shingles -> signature -> band keys, timed apart from the fingerprints.
+      auto lsh_start = Clock::now();
+      batch_keys.assign(count * bands, 0);
+      batch_has_keys.assign(count, 0);
+      ParallelFor(
+          count, threads,
+          [&](size_t begin, size_t end) {
+            std::vector<uint64_t> shingles;
+            for (size_t i = begin; i < end; ++i) {
+              if (!results[i].ok()) continue;
+              if (!(*similarity)->Shingles(batch[i].text, &shingles).ok()) continue;
+              batch_has_keys[i] = lsh->BandKeysOf(
+                  shingles, std::span<uint32_t>(batch_keys.data() + i * bands, bands));
+            }
+          },
+          16);
+      lsh_seconds += SecondsSince(lsh_start);
+    }
     for (size_t i = 0; i < count; ++i) {
       Document& doc = batch[i];
       if (!results[i].ok()) {
@@ -251,6 +319,11 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
           reader_options.on_warning(doc.location + ": cannot fingerprint: " + error.ToString());
         }
         continue;
+      }
+      if (use_lsh) {
+        keys.Append(batch_has_keys[i]
+                        ? std::span<const uint32_t>(batch_keys.data() + i * bands, bands)
+                        : std::span<const uint32_t>());
       }
       DedupDocument record;
       record.id = std::move(doc.id);
@@ -271,52 +344,83 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
   }
   batch.clear();
   batch.shrink_to_fit();
+  std::vector<uint32_t>().swap(batch_keys);
   report.skipped = reader.skipped();
   const double fingerprint_seconds = SecondsSince(stage_start);
   report.stages.push_back({"read", read_seconds, report.documents.size(), report.text_bytes});
-  report.stages.push_back({"fingerprint", fingerprint_seconds - read_seconds,
+  report.stages.push_back({"fingerprint", fingerprint_seconds - read_seconds - lsh_seconds,
                            report.documents.size(), report.text_bytes});
+  if (use_lsh) {
+    report.stages.push_back(
+        {"minhash", lsh_seconds, report.documents.size(), report.text_bytes});
+  }
   if (report.documents.size() > UINT32_MAX) {
     return Status::ResourceExhausted("more than 4294967295 documents");
   }
+  const size_t n = report.documents.size();
 
-  // ---- Stage 2: self-join within k. ----
-  stage_start = Clock::now();
-  if (progress) progress("join", 0, 0, report.documents.size());
-  std::vector<Fingerprint> fingerprints;
-  fingerprints.reserve(report.documents.size());
-  for (const DedupDocument& doc : report.documents) fingerprints.push_back(doc.fingerprint);
-  const int k = ResolveMaxDistance(options, report.documents.size());
-  report.max_distance = k;
-  const bool use_index = options.join == DedupOptions::Join::kPermutedIndex ||
-                         (options.join == DedupOptions::Join::kAuto && k <= 8);
-  Result<std::vector<NeighborPair>> joined = std::vector<NeighborPair>();
-  if (use_index && !fingerprints.empty()) {
+  // ---- Stage 2a: LSH candidates (documents sharing a band key). ----
+  std::vector<uint64_t> lsh_pairs;  // packed a << 32 | b, sorted
+  if (use_lsh) {
+    stage_start = Clock::now();
+    if (progress) progress("lsh", 0, 0, n);
+    std::vector<LshPair> found =
+        LshCandidatePairs(keys, options.lsh.bucket_window, threads, &report.lsh_stats);
+    keys = BandKeyTable(0);
+    lsh_pairs.reserve(found.size());
+    for (const LshPair& pair : found) lsh_pairs.push_back(pair.a << 32 | pair.b);
+    report.lsh_candidate_pairs = found.size();
+    report.stages.push_back({"lsh", SecondsSince(stage_start), found.size(), 0});
+  }
+
+  // ---- Stage 2b: SimHash join within k (permuted-table index). ----
+  std::vector<uint64_t> simhash_pairs;
+  if (use_simhash && n > 0) {
+    stage_start = Clock::now();
+    if (progress) progress("join", 0, 0, n);
+    std::vector<Fingerprint> fingerprints;
+    fingerprints.reserve(n);
+    for (const DedupDocument& doc : report.documents) fingerprints.push_back(doc.fingerprint);
     PermutedIndexOptions index_options;
     index_options.bits = options.fingerprint.bits;
-    index_options.max_k = k;
-    index_options.expected_size = static_cast<double>(fingerprints.size());
+    index_options.max_k = options.max_distance;
+    index_options.expected_size = static_cast<double>(n);
     index_options.threads = threads;
     auto index = PermutedIndex::Create(index_options);
     if (!index.ok()) return index.status().WithContext("fingerprint index");
-    std::vector<uint64_t> ids(fingerprints.size());
+    std::vector<uint64_t> ids(n);
     std::iota(ids.begin(), ids.end(), uint64_t{0});
     NEARDUP_RETURN_IF_ERROR((*index)->AddBatch(ids, fingerprints));
-    joined = (*index)->SelfJoin(k);
-  } else {
-    joined = SelfJoinWithinK(fingerprints, k, threads);
+    std::vector<Fingerprint>().swap(fingerprints);
+    std::vector<uint64_t>().swap(ids);
+    auto joined = (*index)->SelfJoin(options.max_distance);
+    index->reset();
+    if (!joined.ok()) return joined.status();
+    simhash_pairs.reserve(joined->size());
+    for (const NeighborPair& pair : *joined) simhash_pairs.push_back(pair.a << 32 | pair.b);
+    std::sort(simhash_pairs.begin(), simhash_pairs.end());
+    report.simhash_candidate_pairs = simhash_pairs.size();
+    report.stages.push_back({"join", SecondsSince(stage_start), simhash_pairs.size(), 0});
   }
-  fingerprints.clear();
-  fingerprints.shrink_to_fit();
-  if (!joined.ok()) return joined.status();
-  report.candidate_pairs = joined->size();
-  report.pairs.reserve(joined->size());
-  for (const NeighborPair& pair : *joined) {
-    report.pairs.push_back(
-        {static_cast<uint32_t>(pair.a), static_cast<uint32_t>(pair.b), pair.distance, -1.0});
+
+  // ---- Stage 2c: merge the candidates, add the whitespace-only variants. ----
+  stage_start = Clock::now();
+  {
+    std::vector<uint64_t> merged;
+    merged.reserve(lsh_pairs.size() + simhash_pairs.size());
+    std::set_union(lsh_pairs.begin(), lsh_pairs.end(), simhash_pairs.begin(), simhash_pairs.end(),
+                   std::back_inserter(merged));
+    std::vector<uint64_t>().swap(lsh_pairs);
+    std::vector<uint64_t>().swap(simhash_pairs);
+    report.pairs.reserve(merged.size());
+    for (uint64_t packed : merged) {
+      const uint32_t a = static_cast<uint32_t>(packed >> 32), b = static_cast<uint32_t>(packed);
+      report.pairs.push_back(
+          {a, b,
+           HammingDistance(report.documents[a].fingerprint, report.documents[b].fingerprint),
+           -1.0});
+    }
   }
-  joined->clear();
-  joined->shrink_to_fit();
   {
     // Whitespace-only variants: pair each document with the first one of equal squeezed hash.
     std::unordered_map<uint64_t, uint32_t> first_with_hash;
@@ -347,15 +451,11 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
     }
     report.candidate_pairs = report.pairs.size();
   }
-  report.stages.push_back({"join", SecondsSince(stage_start), report.candidate_pairs, 0});
+  report.stages.push_back({"merge", SecondsSince(stage_start), report.candidate_pairs, 0});
 
   // ---- Stage 3: verification by shingle Jaccard (re-reads only the documents involved). ----
   if (verify) {
     stage_start = Clock::now();
-    auto similarity =
-        ShingleSimilarity::Create(options.fingerprint.normalize.traditional_to_simplified);
-    if (!similarity.ok()) return similarity.status();
-    const size_t n = report.documents.size();
     std::vector<uint32_t> slot(n, UINT32_MAX);  // document -> index into shingle sets
     uint32_t needed = 0;
     for (DuplicatePair& pair : report.pairs) {
@@ -367,8 +467,7 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
       if (slot[pair.a] == UINT32_MAX) slot[pair.a] = needed++;
       if (slot[pair.b] == UINT32_MAX) slot[pair.b] = needed++;
     }
-    // 32-bit shingle hashes halve the memory; a collision among a few thousand shingles is rare
-    // enough (p ~ 1e-6 per document pair) not to move a Jaccard value measurably.
+    // The narrowed (32-bit) shingle sets, as ShingleSimilarity::VerifiedJaccard compares them.
     std::vector<std::vector<uint32_t>> shingles(needed);
     uint64_t verified_bytes = 0;
     if (needed > 0) {
@@ -387,10 +486,7 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
                 std::vector<uint32_t>& narrow = shingles[pending[i].first];
                 narrow.clear();
                 if (!(*similarity)->Shingles(pending[i].second, &wide).ok()) continue;
-                narrow.reserve(wide.size());
-                for (uint64_t h : wide) narrow.push_back(static_cast<uint32_t>(h ^ (h >> 32)));
-                std::sort(narrow.begin(), narrow.end());
-                narrow.erase(std::unique(narrow.begin(), narrow.end()), narrow.end());
+                ShingleSimilarity::Narrow(wide, &narrow);
                 narrow.shrink_to_fit();
               }
             },
@@ -426,7 +522,7 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
         256);
     pairs.erase(std::remove_if(pairs.begin(), pairs.end(),
                                [&](const DuplicatePair& pair) {
-                                 return pair.similarity < options.verify_threshold;
+                                 return pair.similarity < verify_threshold;
                                }),
                 pairs.end());
     report.stages.push_back(

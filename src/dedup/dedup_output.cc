@@ -106,6 +106,15 @@ std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* opti
   json.EndObject();
   json.Key("text_bytes").Uint(report.text_bytes);
   json.Key("candidate_pairs").Uint(report.candidate_pairs);
+  json.Key("lsh_candidate_pairs").Uint(report.lsh_candidate_pairs);
+  json.Key("simhash_candidate_pairs").Uint(report.simhash_candidate_pairs);
+  json.Key("lsh_buckets").BeginObject();
+  json.Key("records").Uint(report.lsh_stats.records);
+  json.Key("buckets").Uint(report.lsh_stats.buckets);
+  json.Key("oversized").Uint(report.lsh_stats.oversized_buckets);
+  json.Key("largest").Uint(report.lsh_stats.largest_bucket);
+  json.Key("pairs_before_dedup").Uint(report.lsh_stats.bucket_pairs);
+  json.EndObject();
   json.Key("accepted_pairs").Uint(report.pairs.size());
   json.Key("clusters").Uint(report.clusters.size());
   uint64_t removed = report.removed_count();
@@ -133,13 +142,20 @@ std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* opti
   if (options) {
     json.Key("options").BeginObject();
     json.Key("bits").Int(options->fingerprint.bits);
+    json.Key("candidates").String(options->candidates == DedupOptions::Candidates::kLsh ? "lsh"
+                                  : options->candidates == DedupOptions::Candidates::kSimHash
+                                      ? "simhash"
+                                      : "lsh+simhash");
+    json.Key("threshold").Double(options->lsh.threshold);
+    json.Key("bands").Int(report.lsh.bands);
+    json.Key("rows").Int(report.lsh.rows);
+    json.Key("bucket_window").Uint(options->lsh.bucket_window);
     json.Key("k").Int(report.max_distance);
-    json.Key("k_auto").Bool(options->max_distance == DedupOptions::kAutoDistance);
     json.Key("top_k").Uint(options->fingerprint.features.top_k);
     json.Key("shingle_size").Int(options->fingerprint.features.shingle_size);
     json.Key("keep").String(KeepName(options->keep));
     if (options->keep == KeepPolicy::kField) json.Key("keep_field").String(options->keep_field);
-    json.Key("verify").Double(options->verify_threshold);
+    json.Key("verify").Double(report.verify_threshold);
     json.EndObject();
   }
   json.EndObject();

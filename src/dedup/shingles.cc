@@ -1,5 +1,5 @@
 // ShingleSimilarity implementation; see shingles.h.
-#include "dedup/shingles.h"
+#include "neardup/shingles.h"
 
 #include <unicode/uchar.h>
 #include <unicode/uscript.h>
@@ -145,6 +145,25 @@ double ShingleSimilarity::Jaccard32(const std::vector<uint32_t>& a,
   if (a.empty() && b.empty()) return 1.0;
   size_t common = IntersectionSize(a, b);
   return static_cast<double>(common) / static_cast<double>(a.size() + b.size() - common);
+}
+
+void ShingleSimilarity::Narrow(const std::vector<uint64_t>& shingles,
+                               std::vector<uint32_t>* narrow) {
+  narrow->clear();
+  narrow->reserve(shingles.size());
+  for (uint64_t h : shingles) narrow->push_back(static_cast<uint32_t>(h ^ (h >> 32)));
+  std::sort(narrow->begin(), narrow->end());
+  narrow->erase(std::unique(narrow->begin(), narrow->end()), narrow->end());
+}
+
+Result<double> ShingleSimilarity::VerifiedJaccard(std::string_view a, std::string_view b) const {
+  std::vector<uint64_t> wide;
+  std::vector<uint32_t> na, nb;
+  NEARDUP_RETURN_IF_ERROR(Shingles(a, &wide));
+  Narrow(wide, &na);
+  NEARDUP_RETURN_IF_ERROR(Shingles(b, &wide));
+  Narrow(wide, &nb);
+  return Jaccard32(na, nb);
 }
 
 double ShingleSimilarity::Containment(const std::vector<uint64_t>& a,
