@@ -368,15 +368,25 @@ def _parquet_available() -> bool:
     return False
 
 
+def _nbytes(frame) -> int:
+    """In-memory size of a Dask DataFrame's rows (what a shuffle of it moves, before pickling)."""
+    sizes = frame.map_partitions(
+        lambda df: pd.Series([int(df.memory_usage(deep=True, index=False).sum())]),
+        meta=(None, "i8"))
+    return int(sizes.sum().compute())
+
+
 def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] = None,
           format: str = "auto", shuffle_partitions: Optional[int] = None,
-          **options: Any) -> DaskDedupResult:
+          measure_shuffle: bool = False, **options: Any) -> DaskDedupResult:
     """Runs ``neardup dedup``'s stages on the current Dask scheduler (a ``distributed.Client`` if
     one is active). Options are those of :func:`neardup.dedup` (``threshold``, ``candidates``,
     ``bands``, ``rows``, ``bucket_window``, ``k``, ``verify``, ``keep``, ``bits``, fingerprint
     options); ``text`` / ``id`` name the columns. ``output``: a directory for
     ``clusters.jsonl``, ``summary.json`` and ``decisions/`` (JSONL parts, or Parquet with
     ``format="parquet"``; ``"auto"`` picks Parquet when pyarrow/fastparquet is installed).
+    ``measure_shuffle``: also record in ``summary["shuffle_bytes"]`` the in-memory bytes of the
+    rows entering each shuffle (costs extra passes; for benchmarks).
     """
     import dask
     import dask.dataframe as dd
@@ -416,19 +426,24 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
     blocks, t = plan_blocks(count, k, bits)
 
     # Stages 2-4: keys, shuffle by key, pairs per bucket, distinct pairs.
+    shuffled = {}
     sources = []
     if resolved["use_lsh"]:
+        shuffled["lsh_band_keys"] = lsh_records
         sources.append(lsh_records.shuffle("bucket", npartitions=shuffle_partitions)
                        .map_partitions(_lsh_pairs, resolved["bucket_window"], meta=_PAIR_META))
     if resolved["use_simhash"]:
         keys = rec.map_partitions(_hamming_keys, bits, blocks, t, meta=_KEY_META)
+        shuffled["simhash_keys"] = keys
         sources.append(keys.shuffle("key", npartitions=shuffle_partitions).map_partitions(
             _bucket_pairs, bits, blocks, t, k, meta=_PAIR_META))
     squeezed = rec.map_partitions(_squeezed_keys,
                                   meta={"squeezed_hash": "u8", "gid": "u8", "hi": "u8", "lo": "u8"})
     sources.append(squeezed.shuffle("squeezed_hash", npartitions=shuffle_partitions)
                    .map_partitions(_squeezed_pairs, meta=_PAIR_META))
+    shuffled["whitespace_keys"] = squeezed
     candidates = dd.concat(sources)
+    shuffled["candidate_pairs"] = candidates
     candidates = candidates.shuffle("a", npartitions=shuffle_partitions).map_partitions(
         _distinct_pairs, meta=_PAIR_META).persist()
     candidate_count = len(candidates)
@@ -455,6 +470,8 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
             info = info.merge(shingles, on="gid", how="left")
         else:
             info = info.assign(shingles=b"")
+    shuffled["verify_pairs_x2"] = unverified
+    shuffled["verify_documents_x2"] = info
     scored = unverified
     for side in ("a", "b"):
         renamed = info.rename(columns={c: f"{c}_{side}" for c in info.columns})
@@ -531,6 +548,9 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
         "keep": keep,
         "partitions": nparts,
     }
+    if measure_shuffle:
+        summary["shuffle_bytes"] = {name: _nbytes(frame) * (2 if name.endswith("_x2") else 1)
+                                    for name, frame in shuffled.items()}
     if output:
         os.makedirs(output, exist_ok=True)
         with open(os.path.join(output, "clusters.jsonl"), "w", encoding="utf-8") as f:
