@@ -34,19 +34,20 @@
 #include "neardup/jieba.h"
 #include "neardup/minhash_lsh.h"
 #include "neardup/permuted_index.h"
-#include "neardup/store.h"
 #include "neardup/shingles.h"
+#include "neardup/store.h"
 
 namespace py = pybind11;
 
 namespace neardup::python {
 namespace {
 
-// ---- errors ---------------------------------------------------------------------------------------
+// ---- errors
+// ---------------------------------------------------------------------------------------
 
 [[noreturn]] void Throw(const Status& status, std::string_view context = {}) {
-  std::string message = context.empty() ? status.message()
-                                        : std::string(context) + ": " + status.message();
+  std::string message =
+      context.empty() ? status.message() : std::string(context) + ": " + status.message();
   switch (status.code()) {
     case StatusCode::kNotFound:
       PyErr_SetString(PyExc_FileNotFoundError, message.c_str());
@@ -75,7 +76,8 @@ T Unwrap(Result<T> result, std::string_view context = {}) {
   return std::move(*result);
 }
 
-// ---- texts ----------------------------------------------------------------------------------------
+// ---- texts
+// ----------------------------------------------------------------------------------------
 
 // A UTF-8 view of a str (CPython's cached UTF-8 form, valid while the object lives) or bytes.
 std::string_view TextView(py::handle object, std::string_view what = "text") {
@@ -141,7 +143,8 @@ Fingerprint FingerprintFromObject(py::handle object, int bits, std::string_view 
     }
     py::int_ mask((uint64_t{0} - 1));
     py::int_ low = py::reinterpret_steal<py::int_>(PyNumber_And(value.ptr(), mask.ptr()));
-    py::int_ high = py::reinterpret_steal<py::int_>(PyNumber_Rshift(value.ptr(), py::int_(64).ptr()));
+    py::int_ high =
+        py::reinterpret_steal<py::int_>(PyNumber_Rshift(value.ptr(), py::int_(64).ptr()));
     uint64_t lo = low.cast<uint64_t>();
     if (PyObject_RichCompareBool(high.ptr(), mask.ptr(), Py_GT) == 1) {
       throw py::value_error(std::string(what) + ": does not fit 128 bits");
@@ -351,7 +354,8 @@ DedupOptions ParseDedupOptions(const py::dict& kwargs) {
   return options;
 }
 
-// ---- Fingerprinter --------------------------------------------------------------------------------
+// ---- Fingerprinter
+// --------------------------------------------------------------------------------
 
 class PyFingerprinter {
  public:
@@ -500,7 +504,8 @@ class PyFingerprinter {
   std::unique_ptr<Fingerprinter> engine_;
 };
 
-// ---- keywords (jieba) -----------------------------------------------------------------------------
+// ---- keywords (jieba)
+// -----------------------------------------------------------------------------
 
 std::shared_ptr<const KeywordExtractor> GetExtractor(const std::string& idf,
                                                      const std::string& jieba_dir) {
@@ -627,9 +632,7 @@ std::vector<uint32_t> U32(py::handle object) {
       py::array_t<uint32_t, py::array::c_style | py::array::forcecast>::ensure(object));
 }
 
-double Jaccard(py::handle a, py::handle b) {
-  return ShingleSimilarity::Jaccard32(U32(a), U32(b));
-}
+double Jaccard(py::handle a, py::handle b) { return ShingleSimilarity::Jaccard32(U32(a), U32(b)); }
 
 // Jaccard of pairs of shingle sets given as two lists of uint32 arrays, on all cores.
 py::array_t<double> JaccardPairs(const py::list& left, const py::list& right, int threads) {
@@ -788,7 +791,8 @@ py::tuple HammingBucketPairs(py::array_t<uint64_t> key_array, py::array_t<uint32
   return py::make_tuple(ToArray(out_a), ToArray(out_b), ToArray(out_d));
 }
 
-// ---- clusters (the keep decision), on a compact set of documents ---------------------------------
+// ---- clusters (the keep decision), on a compact set of documents
+// ---------------------------------
 
 // Runs BuildClusters over documents 0..n-1 (canonical order) and accepted pairs; returns per
 // cluster (kept, [(document, distance_to_kept, via, distance_to_via, similarity_to_via, reason)]).
@@ -1232,8 +1236,7 @@ class PyStore {
   int bits() { return static_cast<int>(store().Stats().bits); }
 
   bool Add(const std::string& id, py::handle fp, py::handle metadata) {
-    DocumentInput doc{id, FingerprintFromObject(fp, bits(), "fingerprint"),
-                      std::string_view()};
+    DocumentInput doc{id, FingerprintFromObject(fp, bits(), "fingerprint"), std::string_view()};
     std::string meta = MetadataBytes(metadata);
     doc.metadata = meta;
     bool replaced = false;
@@ -1393,12 +1396,11 @@ PYBIND11_MODULE(_neardup, m) {
       .def_property_readonly("threads", &PyFingerprinter::threads)
       .def_property_readonly("options",
                              [](const PyFingerprinter& self) { return py::dict(self.kwargs()); })
-      .def(py::pickle(
-          [](const PyFingerprinter& self) { return py::dict(self.kwargs()); },
-          [](py::dict state) { return new PyFingerprinter(state); }));
+      .def(py::pickle([](const PyFingerprinter& self) { return py::dict(self.kwargs()); },
+                      [](py::dict state) { return new PyFingerprinter(state); }));
 
-  m.def("extract_tags", &ExtractTags, py::arg("text"), py::arg("top_k") = 20,
-        py::arg("idf") = "", py::arg("jieba_dir") = "");
+  m.def("extract_tags", &ExtractTags, py::arg("text"), py::arg("top_k") = 20, py::arg("idf") = "",
+        py::arg("jieba_dir") = "");
   m.def("cut", &Cut, py::arg("text"), py::arg("hmm") = true);
   m.def("distance", &Distance, py::arg("a"), py::arg("b"));
   m.def(
@@ -1421,13 +1423,11 @@ PYBIND11_MODULE(_neardup, m) {
       .def(py::init<bool>(), py::arg("traditional_to_simplified") = true)
       .def("batch", &PyShingler::Batch, py::arg("texts"), py::arg("threads") = 0);
   m.def("jaccard", &Jaccard, py::arg("a"), py::arg("b"));
-  m.def("_jaccard_pairs", &JaccardPairs, py::arg("left"), py::arg("right"),
-        py::arg("threads") = 0);
+  m.def("_jaccard_pairs", &JaccardPairs, py::arg("left"), py::arg("right"), py::arg("threads") = 0);
   m.def("_hamming_keys", &HammingKeys);
   m.def("_hamming_bucket_pairs", &HammingBucketPairs);
   m.def("_clusters", &Clusters);
-  m.def("_dedup_files", &DedupFiles, py::arg("inputs"), py::arg("output_dir"),
-        py::arg("options"));
+  m.def("_dedup_files", &DedupFiles, py::arg("inputs"), py::arg("output_dir"), py::arg("options"));
   m.def("_resolve_dedup_options", &ResolveDedupOptions, py::arg("options"));
   m.def("_lsh_bucket_pairs", &LshBucketPairs);
   m.def(
@@ -1461,14 +1461,13 @@ PYBIND11_MODULE(_neardup, m) {
       .def_property_readonly("rows", &PyMinHashLsh::rows)
       .def_property_readonly("threshold",
                              [](const PyMinHashLsh& self) { return self.options().threshold; })
-      .def_property_readonly(
-          "bucket_window", [](const PyMinHashLsh& self) { return self.options().bucket_window; })
+      .def_property_readonly("bucket_window",
+                             [](const PyMinHashLsh& self) { return self.options().bucket_window; })
       .def_property_readonly("seed", [](const PyMinHashLsh& self) { return self.options().seed; })
       .def(py::pickle(
           [](const PyMinHashLsh& self) {
             return py::make_tuple(self.options().threshold, self.bands(), self.rows(),
-                                  self.options().bucket_window, self.options().seed,
-                                  self.t2s());
+                                  self.options().bucket_window, self.options().seed, self.t2s());
           },
           [](py::tuple t) {
             return new PyMinHashLsh(t[0].cast<double>(), t[1].cast<int>(), t[2].cast<int>(),
@@ -1492,16 +1491,15 @@ PYBIND11_MODULE(_neardup, m) {
 
   py::class_<PyStore>(m, "Store")
       .def(py::init<const std::string&, bool, bool, int, int, const std::string&, size_t, bool>(),
-           py::arg("path"), py::arg("create_if_missing") = true,
-           py::arg("error_if_exists") = false, py::arg("bits") = 64, py::arg("max_k") = 3,
-           py::arg("sync") = "every", py::arg("memtable_limit") = StoreOptions().memtable_limit,
+           py::arg("path"), py::arg("create_if_missing") = true, py::arg("error_if_exists") = false,
+           py::arg("bits") = 64, py::arg("max_k") = 3, py::arg("sync") = "every",
+           py::arg("memtable_limit") = StoreOptions().memtable_limit,
            py::arg("verify_checksums") = true)
       .def("add", &PyStore::Add, py::arg("id"), py::arg("fingerprint"),
            py::arg("metadata") = py::none())
       .def("add_batch", &PyStore::AddBatch, py::arg("ids"), py::arg("fingerprints"),
            py::arg("metadata") = py::none())
-      .def("search", &PyStore::Search, py::arg("fingerprint"), py::arg("k"),
-           py::arg("limit") = 0)
+      .def("search", &PyStore::Search, py::arg("fingerprint"), py::arg("k"), py::arg("limit") = 0)
       .def("check_and_add", &PyStore::CheckAndAdd, py::arg("id"), py::arg("fingerprint"),
            py::arg("k"), py::arg("always_add") = false, py::arg("metadata") = py::none())
       .def("get", &PyStore::Get, py::arg("id"))
