@@ -319,13 +319,25 @@ class DaskDedupResult:
                                            "distance_to_via", "similarity_to_via"])
 
 
-def _decide(rec: pd.DataFrame, removed: frozenset) -> pd.DataFrame:
+def _in_sorted(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """values[i] in sorted_set, by binary search."""
+    if len(sorted_set) == 0:
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    return sorted_set[at] == values
+
+
+def _select(rec: pd.DataFrame, members: np.ndarray) -> pd.DataFrame:
+    return rec[_in_sorted(rec["gid"].to_numpy(np.uint64), members)]
+
+
+def _decide(rec: pd.DataFrame, removed: np.ndarray) -> pd.DataFrame:
     gid = rec["gid"].to_numpy(np.uint64)
     return pd.DataFrame({
         "id": rec["id"].to_numpy(object),
         "partition": (gid >> np.uint64(32)).astype(np.int64),
         "row": (gid & np.uint64(0xFFFFFFFF)).astype(np.int64),
-        "keep": ~pd.Series(gid).isin(removed).to_numpy(),
+        "keep": ~_in_sorted(gid, removed),
     })
 
 
@@ -451,10 +463,12 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
     # Stage 5: distances and verification, fetching only the documents of unverified pairs.
     verify = resolved["verify"]
     unverified = candidates[candidates["similarity"] < 0]
-    info = rec[["gid", "hi", "lo", "bytes", "content_hash"]]
+    needed = dd.concat([unverified["a"], unverified["b"]]).unique().compute().to_numpy(np.uint64)
+    needed.sort()
+    # Only the documents of unverified pairs move: their facts, and their shingles when verifying.
+    info = rec.map_partitions(_select, dask.delayed(needed), meta=_RECORD_COLUMNS)[
+        ["gid", "hi", "lo", "bytes", "content_hash"]]
     if verify > 0:
-        needed = dd.concat([unverified["a"], unverified["b"]]).unique().compute().to_numpy(np.uint64)
-        needed.sort()
         by_partition = {}
         if len(needed):
             part_of = (needed >> np.uint64(32)).astype(np.int64)
@@ -486,8 +500,9 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
     members = np.unique(np.concatenate([pairs["a"].to_numpy(np.uint64),
                                         pairs["b"].to_numpy(np.uint64)])) if len(pairs) else \
         np.zeros(0, dtype=np.uint64)
-    member_set = frozenset(members.tolist())
-    docs = rec[rec["gid"].isin(member_set)].compute() if len(members) else \
+    # The member list travels once (one graph key all partitions depend on), not once per task.
+    docs = rec.map_partitions(_select, dask.delayed(members), meta=_RECORD_COLUMNS).compute() \
+        if len(members) else \
         pd.DataFrame({c: pd.Series(dtype=t) for c, t in _RECORD_COLUMNS.items()})
     docs = docs.sort_values("gid").reset_index(drop=True)
     position = {g: i for i, g in enumerate(docs["gid"].tolist())}
@@ -525,8 +540,8 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
             removed.add(gids[doc])
         clusters.append(entry)
 
-    removed_frozen = frozenset(removed)
-    decisions = rec.map_partitions(_decide, removed_frozen,
+    removed_sorted = np.asarray(sorted(removed), dtype=np.uint64)
+    decisions = rec.map_partitions(_decide, dask.delayed(removed_sorted),
                                    meta={"id": "O", "partition": "i8", "row": "i8", "keep": "bool"})
     summary = {
         "documents_fingerprinted": count,
@@ -559,7 +574,6 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
         with open(os.path.join(output, "summary.json"), "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=1)
         _write_table(decisions, output, "decisions", format)
-    rec.__dask_graph__()  # keep the persisted records referenced until here
     return DaskDedupResult(clusters, decisions, set(ids[i] for i in range(len(ids))
-                                                    if gids[i] in removed_frozen),
+                                                    if gids[i] in removed),
                            summary, output)
