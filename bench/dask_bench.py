@@ -54,12 +54,14 @@ def main():
     start = time.time()
     cli = subprocess.run([args.binary, "dedup", "-q", path, "-o", out_cli], check=True)
     cli_seconds = time.time() - start
-    cli_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cli_peak = usage.ru_maxrss * 1024
+    cli_cpu = usage.ru_utime + usage.ru_stime
     with open(os.path.join(out_cli, "summary.json")) as f:
         cli_summary = json.load(f)
     with open(os.path.join(out_cli, "remove.txt")) as f:
         cli_remove = set(line for line in f.read().split("\n") if line)
-    print(f"neardup dedup: {cli_seconds:.1f} s, peak memory {cli_peak / 1e6:.0f} MB, "
+    print(f"neardup dedup: {cli_seconds:.1f} s ({cli_cpu:.1f} CPU s), peak memory {cli_peak / 1e6:.0f} MB, "
           f"{cli_summary['documents_fingerprinted']} documents, {cli_summary['clusters']} clusters, "
           f"{len(cli_remove)} removed")
 
@@ -88,6 +90,11 @@ def main():
     dask_seconds = time.time() - start
     stop.set()
     sampler.join()
+    # CPU seconds of the worker processes (a worker restarted mid-run would be undercounted) and
+    # of this (client) process.
+    worker_cpu = client.run(lambda: sum(__import__("psutil").Process().cpu_times()[:2]))
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    client_cpu = own.ru_utime + own.ru_stime
     client.close()
     cluster.close()
     same = (result.remove == cli_remove
@@ -98,6 +105,10 @@ def main():
           f"{dask_seconds:.1f} s, {result.summary['clusters']} clusters, {len(result.remove)} removed; "
           f"same answer as the CLI: {same}")
     print(f"time ratio dask / CLI: {dask_seconds / cli_seconds:.2f}")
+    dask_cpu = sum(worker_cpu.values()) + client_cpu
+    print(f"CPU seconds: CLI {cli_cpu:.1f}, dask workers {sum(worker_cpu.values()):.1f} + client "
+          f"{client_cpu:.1f} (ratio {dask_cpu / max(cli_cpu, 1e-9):.2f}); per document: CLI "
+          f"{1e6 * cli_cpu / max(n, 1):.0f} us, dask {1e6 * dask_cpu / max(n, 1):.0f} us")
     print(f"input: {size / 1e6:.0f} MB, {size / max(n, 1):.0f} bytes per document")
     total = 0
     for name, nbytes in result.summary["shuffle_bytes"].items():
@@ -107,6 +118,8 @@ def main():
     for worker, peak in sorted(peaks.items()):
         print(f"  worker {worker}: peak memory {peak / 1e6:.0f} MB")
     print(json.dumps({"count": n, "cli_seconds": cli_seconds, "dask_seconds": dask_seconds,
+                      "cli_cpu_seconds": cli_cpu, "worker_cpu_seconds": worker_cpu,
+                      "client_cpu_seconds": client_cpu,
                       "cli_peak_bytes": cli_peak, "worker_peak_bytes": peaks,
                       "shuffle_bytes": result.summary["shuffle_bytes"], "same": same,
                       "partitions": ddf.npartitions, "input_bytes": size}))
