@@ -1,74 +1,121 @@
 #!/usr/bin/env bash
 # End-to-end dedup speed benchmark: the dev corpus plus devpairs (~28k docs, ~55 MB), then
-# optionally N generated documents (bench/generate_corpus.py) with peak memory from /usr/bin/time.
-# Prints docs/s and MB/s per stage (from summary.json) and the ratio to a baseline measured in
-# the same run: the exact-duplicate setting (-k 0, no verification), which costs only reading and
-# fingerprinting.
+# optionally N generated documents (bench/generate_corpus.py). Every corpus is deduplicated three
+# ways in the same run: the defaults (MinHash LSH + SimHash join at k = 3, verification at the
+# threshold), the SimHash-only join at k = 6 with verification at 0.4 (what dedup did above 200,000
+# documents before the LSH stage), and the exact-duplicate baseline (SimHash join at k = 0, no
+# verification: only reading and fingerprinting). Prints wall time and peak memory per stage (from
+# summary.json), the process's peak memory and CPU time (/usr/bin/time), and ratios to the baselines.
 #
 #   bash bench/dedup_bench.sh                      # corpus + devpairs
 #   bash bench/dedup_bench.sh --large 1000000      # also 1M generated docs
 # Environment: NEARDUP (binary, default build/neardup), SHARED (default ../shared),
-#   THREADS (default: all cores), LARGE_FLAGS (extra dedup flags for the large run, default none).
+#   THREADS (default: all cores), LARGE_INPUT (an existing generated JSONL to use instead of
+#   generating one), CONFIGS (space-separated subset of: default simhash6 exact).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NEARDUP=${NEARDUP:-build/neardup}
 SHARED=${SHARED:-../shared}
 THREADS=${THREADS:-0}
-LARGE_FLAGS=${LARGE_FLAGS-}  # default: dedup defaults (auto k: 6 above 200,000 documents)
+CONFIGS=${CONFIGS:-default simhash6 exact}
 LARGE=0
 if [[ "${1:-}" == "--large" ]]; then LARGE=${2:?--large needs a document count}; fi
 OUT=$(mktemp -d /tmp/neardup_bench.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
 
-print_summary() {  # summary.json -> one line per stage
-  python3 - "$1" "$2" <<'EOF'
-import json, sys
+flags_of() {
+  case "$1" in
+    default) echo "" ;;
+    simhash6) echo "--candidates simhash -k 6 --verify 0.4" ;;
+    exact) echo "--candidates simhash -k 0 --verify 0" ;;
+  esac
+}
+
+print_summary() {  # summary.json and /usr/bin/time output -> one line per stage
+  /usr/bin/python3 - "$1" "$2" "$3" <<'EOF'
+import json, re, sys
 s = json.load(open(sys.argv[1]))
 label = sys.argv[2]
+timing = open(sys.argv[3]).read()
+peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", timing)
+user = re.search(r"User time \(seconds\): ([\d.]+)", timing)
+system = re.search(r"System time \(seconds\): ([\d.]+)", timing)
+wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", timing)
 mb = s["text_bytes"] / 1e6
-print(f"{label}: {s['documents_fingerprinted']} docs, {mb:.1f} MB, {s['candidate_pairs']} candidate "
-      f"pairs, {s['accepted_pairs']} accepted, {s['clusters']} clusters, {s['documents_removed']} "
-      f"removed, total {s['total_seconds']:.2f} s = {s['documents_fingerprinted']/s['total_seconds']:.0f} "
-      f"docs/s, {mb/s['total_seconds']:.1f} MB/s")
+n = s["documents_fingerprinted"]
+o = s.get("options", {})
+print(f"{label}: {n} docs, {mb:.1f} MB; candidates {o.get('candidates')}, threshold "
+      f"{o.get('threshold')}, LSH {o.get('bands')}x{o.get('rows')}, k {o.get('k')}, verify "
+      f"{o.get('verify')}")
+print(f"  {s['candidate_pairs']} candidate pairs (LSH {s['lsh_candidate_pairs']}, SimHash "
+      f"{s['simhash_candidate_pairs']}), {s['accepted_pairs']} accepted, {s['clusters']} "
+      f"clusters, {s['documents_removed']} removed")
+print(f"  total {s['total_seconds']:.2f} s = {n / s['total_seconds']:.0f} docs/s, "
+      f"{mb / s['total_seconds']:.1f} MB/s; process: wall {wall.group(1) if wall else '?'}, "
+      f"CPU {float(user.group(1)) + float(system.group(1)) if user else 0:.1f} s, peak memory "
+      f"{int(peak.group(1)) / 1024 if peak else 0:.0f} MiB "
+      f"({int(peak.group(1)) * 1024 / max(1, n) if peak else 0:.0f} bytes/document)")
 for st in s["stages"]:
     rate = f"{st.get('items_per_second', 0):.0f} items/s"
     if "mb_per_second" in st:
         rate += f", {st['mb_per_second']:.1f} MB/s"
-    print(f"  {st['stage']:<12} {st['seconds']:8.3f} s  {st['items']:>10} items  {rate}")
+    memory = f"peak {st['peak_memory_mb']:.0f} MB" if "peak_memory_mb" in st else ""
+    print(f"    {st['stage']:<12} {st['seconds']:8.3f} s  {st['items']:>10} items  {rate:<34} "
+          f"{memory}")
 EOF
 }
 
-seconds_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['total_seconds'])" "$1"; }
+seconds_of() {
+  /usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['total_seconds'])" "$1"
+}
 
-INPUTS=("$SHARED"/corpus/*.jsonl "$SHARED"/devpairs/docs.jsonl)
-echo "== corpus + devpairs, default options (threads=${THREADS}, nproc=$(nproc))"
-"$NEARDUP" dedup "${INPUTS[@]}" -o "$OUT/default" --threads "$THREADS" -q
-print_summary "$OUT/default/summary.json" "default"
-echo "== baseline: exact duplicates only (-k 0 --verify 0)"
-"$NEARDUP" dedup "${INPUTS[@]}" -o "$OUT/base" --threads "$THREADS" -q -k 0 --verify 0
-print_summary "$OUT/base/summary.json" "baseline"
-python3 -c "import sys; d,b=float(sys.argv[1]),float(sys.argv[2]); print(f'ratio default/baseline time: {d/b:.2f}x')" \
-  "$(seconds_of "$OUT/default/summary.json")" "$(seconds_of "$OUT/base/summary.json")"
+run_configs() {  # name inputs...
+  local name=$1
+  shift
+  for config in $CONFIGS; do
+    # shellcheck disable=SC2046
+    /usr/bin/time -v "$NEARDUP" dedup "$@" -o "$OUT/$name-$config" --threads "$THREADS" -q \
+      $(flags_of "$config") 2> "$OUT/$name-$config.time"
+    print_summary "$OUT/$name-$config/summary.json" "$name, $config" "$OUT/$name-$config.time"
+  done
+  if [[ " $CONFIGS " == *" default "* ]]; then
+    for config in $CONFIGS; do
+      [[ "$config" == default ]] && continue
+      /usr/bin/python3 -c "import sys; d,b=float(sys.argv[1]),float(sys.argv[2]); \
+print(f'ratio default / $config time: {d/b:.2f}x')" \
+        "$(seconds_of "$OUT/$name-default/summary.json")" \
+        "$(seconds_of "$OUT/$name-$config/summary.json")"
+    done
+  fi
+}
+
+echo "== corpus + devpairs (threads=${THREADS}, nproc=$(nproc), load: $(cut -d' ' -f1-3 /proc/loadavg))"
+run_configs small "$SHARED"/corpus/*.jsonl "$SHARED"/devpairs/docs.jsonl
 
 if [[ "$LARGE" -gt 0 ]]; then
-  echo "== $LARGE generated documents"
-  python3 bench/generate_corpus.py "$LARGE" "$OUT/gen.jsonl" --corpus "$SHARED/corpus"
-  ls -l "$OUT/gen.jsonl" | awk '{printf "input: %.1f MB\n", $5/1e6}'
-  # shellcheck disable=SC2086
-  /usr/bin/time -v "$NEARDUP" dedup "$OUT/gen.jsonl" -o "$OUT/large" --threads "$THREADS" -q \
-    $LARGE_FLAGS 2> "$OUT/time.txt"
-  print_summary "$OUT/large/summary.json" "large ($LARGE_FLAGS)"
-  grep -E "Maximum resident|Elapsed \(wall" "$OUT/time.txt"
-  python3 - "$OUT/gen.jsonl" "$OUT/large/remove.txt" <<'EOF'
+  echo "== $LARGE generated documents (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+  GEN=${LARGE_INPUT:-$OUT/gen.jsonl}
+  if [[ -z "${LARGE_INPUT:-}" ]]; then
+    /usr/bin/python3 bench/generate_corpus.py "$LARGE" "$GEN" --corpus "$SHARED/corpus"
+  fi
+  ls -l "$GEN" | awk '{printf "input: %.1f MB\n", $5/1e6}'
+  run_configs large "$GEN"
+  for config in $CONFIGS; do
+    [[ "$config" == exact ]] && continue
+    /usr/bin/python3 - "$GEN" "$OUT/large-$config/remove.txt" "$config" <<'EOF'
 import json, sys
 copies = set()
 for line in open(sys.argv[1], encoding="utf-8"):
     d = json.loads(line)
+    if "derived_from" not in d:  # not from generate_corpus.py (e.g. distractors): nothing to check
+        sys.exit(0)
     if d["derived_from"] is not None:
         copies.add(d["id"])
 removed = set(l.strip() for l in open(sys.argv[2]))
 hit = len(copies & removed)
-print(f"generated copies removed: {hit}/{len(copies)} ({100*hit/max(1,len(copies)):.1f}%), "
-      f"removed documents that were not generated copies: {len(removed - copies)}")
+print(f"{sys.argv[3]}: generated copies removed: {hit}/{len(copies)} "
+      f"({100*hit/max(1,len(copies)):.1f}%), removed documents that were not generated copies: "
+      f"{len(removed - copies)}")
 EOF
+  done
 fi

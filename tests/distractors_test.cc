@@ -45,7 +45,7 @@ TEST(DistractorGeneratorTest, SampleHoldsNoNearDuplicates) {
   const fs::path out = fs::temp_directory_path() /
                        ("neardup_distractors_" + std::to_string(::getpid()) + ".jsonl");
   const std::string command = "/usr/bin/python3 " NEARDUP_SOURCE_DIR
-                              "/bench/generate_distractors.py 1500 " +
+                              "/bench/generate_distractors.py 800 " +
                               out.string() + " --corpus " + (shared / "corpus").string() +
                               " --seed 7 2>/dev/null";
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
@@ -53,7 +53,7 @@ TEST(DistractorGeneratorTest, SampleHoldsNoNearDuplicates) {
   ASSERT_TRUE(similarity.ok());
   const auto distractors = ShinglesOf(out.string(), **similarity);
   fs::remove(out);
-  ASSERT_EQ(distractors.size(), 1500u);
+  ASSERT_EQ(distractors.size(), 800u);
   const auto devpairs = ShinglesOf((shared / "devpairs" / "docs.jsonl").string(), **similarity);
   ASSERT_GT(devpairs.size(), 4000u);
 

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "neardup/shingles.h"
+#include "neardup/text.h"
 
 namespace neardup {
 namespace {
@@ -313,6 +314,23 @@ TEST(ShingleVerificationTest, VerifiedJaccardIsTheNarrowedJaccard) {
   EXPECT_DOUBLE_EQ(*verified, ShingleSimilarity::Jaccard32(na, nb));
   EXPECT_DOUBLE_EQ(*verified, ShingleSimilarity::Jaccard(wa, wb));  // no 32-bit collision here
   EXPECT_NEAR(*verified, 8.0 / 14.0, 1e-12);  // 11 word 3-grams each, 3 differ: 8 / (11 + 11 - 8)
+}
+
+TEST(ShingleVerificationTest, ShinglesOfNormalizedTextAreTheSame) {
+  auto similarity = ShingleSimilarity::Create(true);
+  ASSERT_TRUE(similarity.ok());
+  auto normalizer = TextNormalizer::Create((*similarity)->normalize_options());
+  ASSERT_TRUE(normalizer.ok());
+  for (std::string text : {"<p>The QUICK brown fox</p> jumps &amp; over the lazy dog",
+                           "這是一個關於簡體中文和繁體中文的測試句子", "ｆｕｌｌ　ｗｉｄｔｈ text here",
+                           "", "!!!", "one"}) {
+    std::vector<uint64_t> direct, shared;
+    ASSERT_TRUE((*similarity)->Shingles(text, &direct).ok());
+    std::string normal;
+    ASSERT_TRUE((*normalizer)->Normalize(text, &normal).ok());
+    ShingleSimilarity::ShinglesOfNormalized(normal, &shared);
+    EXPECT_EQ(direct, shared) << text;
+  }
 }
 
 }  // namespace

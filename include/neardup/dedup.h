@@ -76,6 +76,9 @@ struct DedupOptions {
   int threads = 0;
   // Documents fingerprinted per parallel batch.
   size_t batch_size = 4096;
+  // Record each stage's peak resident memory (Linux: resets the process's peak counter through
+  // /proc/self/clear_refs at each stage, so only for a process of its own, like the CLI).
+  bool measure_stage_memory = false;
   DocumentReaderOptions reader;
 };
 
@@ -126,6 +129,9 @@ struct StageTiming {
   double seconds = 0;
   uint64_t items = 0;  // documents or pairs handled
   uint64_t bytes = 0;  // text bytes handled (0 when not meaningful)
+  // Peak resident memory of the process during the stage (DedupOptions::measure_stage_memory;
+  // read, fingerprint and minhash share one figure as they run interleaved), else 0.
+  uint64_t peak_memory_bytes = 0;
 };
 
 struct DedupReport {

@@ -31,6 +31,11 @@ class ShingleSimilarity {
   // Sorted, distinct 64-bit shingle hashes of `text` (valid UTF-8). A text with fewer units than
   // the shingle size yields one shingle of all its units; a text without units yields none.
   Status Shingles(std::string_view text, std::vector<uint64_t>* shingles) const;
+  // The same from a text already normalised with normalize_options() (e.g. the Fingerprinter's
+  // normalised text when its options are the same): Shingles(t) == ShinglesOfNormalized(N(t)).
+  static void ShinglesOfNormalized(std::string_view normalized, std::vector<uint64_t>* shingles);
+  // The normalisation applied before shingling.
+  const NormalizeOptions& normalize_options() const { return normalizer_->options(); }
 
   // |a ∩ b| / |a ∪ b| of two sorted distinct sets; 1 when both are empty.
   static double Jaccard(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b);

@@ -71,6 +71,7 @@ int RunDedupCommand(const DedupCommandArgs& args) {
     std::fprintf(stderr, "neardup dedup: --write-kept cannot re-read standard input\n");
     return kExitUsage;
   }
+  options.measure_stage_memory = true;  // a process of its own: per-stage peak memory
   auto warnings = std::make_shared<uint64_t>(0);
   const bool quiet = args.quiet;
   const bool show_progress = !quiet && isatty(fileno(stderr));

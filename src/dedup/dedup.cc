@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cinttypes>
+#include <cstdio>
 #include <deque>
 #include <numeric>
 #include <unordered_map>
@@ -48,6 +50,40 @@ bool IsExactDuplicate(const DedupDocument& x, const DedupDocument& y) {
   return x.content_hash == y.content_hash && x.text_bytes == y.text_bytes;
 }
 
+// Peak resident memory of the process (Linux VmHWM) in bytes, 0 when unknown.
+uint64_t PeakMemoryBytes() {
+  FILE* file = std::fopen("/proc/self/status", "r");
+  if (!file) return 0;
+  char line[256];
+  uint64_t kb = 0;
+  while (std::fgets(line, sizeof(line), file)) {
+    if (std::sscanf(line, "VmHWM: %" SCNu64 " kB", &kb) == 1) break;
+  }
+  std::fclose(file);
+  return kb * 1024;
+}
+
+// Starts a new peak-memory measurement (Linux >= 4.0: "5" resets VmHWM to the current size).
+void ResetPeakMemory() {
+  FILE* file = std::fopen("/proc/self/clear_refs", "w");
+  if (!file) return;
+  std::fputs("5", file);
+  std::fclose(file);
+}
+
+// True when `fingerprint` normalises text exactly as `shingles` does (invalid UTF-8 aside: the
+// Fingerprinter rejects it, so such a document never reaches the shingles).
+bool SameNormalization(const FingerprintOptions& fingerprint, const NormalizeOptions& shingles) {
+  const NormalizeOptions& f = fingerprint.normalize;
+  return fingerprint.profile != HashProfile::kYanyiwuSimhash &&
+         f.strip_markup == shingles.strip_markup && f.nfkc == shingles.nfkc &&
+         f.case_fold == shingles.case_fold &&
+         f.traditional_to_simplified == shingles.traditional_to_simplified &&
+         f.fold_whitespace == shingles.fold_whitespace &&
+         f.opencc_config == shingles.opencc_config &&
+         (f.replace_invalid_utf8 == shingles.replace_invalid_utf8 || !f.replace_invalid_utf8);
+}
+
 }  // namespace
 
 uint64_t DedupReport::removed_count() const {
@@ -80,8 +116,7 @@ void BuildClusters(const std::vector<DedupDocument>& documents,
   std::vector<NeighborPair> links;
   links.reserve(pairs.size());
   for (const DuplicatePair& pair : pairs) links.push_back({pair.a, pair.b, pair.distance});
-  const std::vector<std::vector<uint64_t>> groups =
-      GroupComponents(ConnectedComponents({}, links));
+  const std::vector<std::vector<uint64_t>> groups = GroupComponents(ConnectedComponents({}, links));
   std::vector<NeighborPair>().swap(links);
   if (groups.empty()) return;
   // Adjacency of accepted pairs, for the breadth-first "via" links.
@@ -156,7 +191,7 @@ void BuildClusters(const std::vector<DedupDocument>& documents,
 
 double ResolveVerifyThreshold(const DedupOptions& options) {
   return options.verify_threshold == DedupOptions::kVerifyAtThreshold ? options.lsh.threshold
-                                                                       : options.verify_threshold;
+                                                                      : options.verify_threshold;
 }
 
 namespace {
@@ -173,8 +208,7 @@ Status CheckOptions(const DedupOptions& options) {
   const int max_k = options.fingerprint.bits / 8;
   if (options.max_distance < 0 || options.max_distance > max_k) {
     return Status::InvalidArgument("-k must be in [0, " + std::to_string(max_k) + "] for " +
-                                   std::to_string(options.fingerprint.bits) +
-                                   "-bit fingerprints");
+                                   std::to_string(options.fingerprint.bits) + "-bit fingerprints");
   }
   const double verify = ResolveVerifyThreshold(options);
   if (verify < 0 || verify > 1) return Status::InvalidArgument("--verify must be in [0, 1]");
@@ -260,6 +294,15 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
   report.max_distance = use_simhash ? options.max_distance : -1;
   report.verify_threshold = verify ? verify_threshold : 0;
 
+  // Peak memory per stage (when asked): the peak since the previous stage ended.
+  auto stage_memory = [&options](std::vector<StageTiming>* stages, size_t from) {
+    if (!options.measure_stage_memory) return;
+    const uint64_t peak = PeakMemoryBytes();
+    for (size_t i = from; i < stages->size(); ++i) (*stages)[i].peak_memory_bytes = peak;
+    ResetPeakMemory();
+  };
+  if (options.measure_stage_memory) ResetPeakMemory();
+
   // ---- Stage 1: read, fingerprint and band keys, in batches. ----
   auto stage_start = Clock::now();
   double read_seconds = 0, lsh_seconds = 0;
@@ -268,6 +311,12 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
   BandKeyTable keys(use_lsh ? bands : 0);
   std::vector<uint32_t> batch_keys;
   std::vector<uint8_t> batch_has_keys;
+  // When the fingerprint is computed from the same normalised text the shingles need (the
+  // default options), the shingles are cut from the Fingerprinter's normalised text instead of
+  // normalising every document twice.
+  const bool share_normalization =
+      use_lsh && SameNormalization(options.fingerprint, (*similarity)->normalize_options());
+  std::vector<std::string> normalized;
   bool done = false;
   while (!done) {
     auto read_start = Clock::now();
@@ -283,11 +332,23 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
     }
     read_seconds += SecondsSince(read_start);
     results.assign(count, Result<Fingerprint>(Status::Internal("not computed")));
+    if (share_normalization) normalized.resize(count);
     ParallelFor(
         count, threads,
         [&](size_t begin, size_t end) {
-          for (size_t i = begin; i < end; ++i)
-            results[i] = (*fingerprinter)->Compute(batch[i].text);
+          for (size_t i = begin; i < end; ++i) {
+            if (!share_normalization) {
+              results[i] = (*fingerprinter)->Compute(batch[i].text);
+              continue;
+            }
+            auto details = (*fingerprinter)->ComputeDetails(batch[i].text, false, true);
+            if (!details.ok()) {
+              results[i] = details.status();
+              continue;
+            }
+            results[i] = details->fingerprint;
+            normalized[i] = std::move(details->normalized_text);
+          }
         },
         16);
     if (use_lsh) {
@@ -301,7 +362,11 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
             std::vector<uint64_t> shingles;
             for (size_t i = begin; i < end; ++i) {
               if (!results[i].ok()) continue;
-              if (!(*similarity)->Shingles(batch[i].text, &shingles).ok()) continue;
+              if (share_normalization) {
+                ShingleSimilarity::ShinglesOfNormalized(normalized[i], &shingles);
+              } else if (!(*similarity)->Shingles(batch[i].text, &shingles).ok()) {
+                continue;
+              }
               batch_has_keys[i] = lsh->BandKeysOf(
                   shingles, std::span<uint32_t>(batch_keys.data() + i * bands, bands));
             }
@@ -351,9 +416,9 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
   report.stages.push_back({"fingerprint", fingerprint_seconds - read_seconds - lsh_seconds,
                            report.documents.size(), report.text_bytes});
   if (use_lsh) {
-    report.stages.push_back(
-        {"minhash", lsh_seconds, report.documents.size(), report.text_bytes});
+    report.stages.push_back({"minhash", lsh_seconds, report.documents.size(), report.text_bytes});
   }
+  stage_memory(&report.stages, 0);
   if (report.documents.size() > UINT32_MAX) {
     return Status::ResourceExhausted("more than 4294967295 documents");
   }
@@ -371,6 +436,7 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
     for (const LshPair& pair : found) lsh_pairs.push_back(pair.a << 32 | pair.b);
     report.lsh_candidate_pairs = found.size();
     report.stages.push_back({"lsh", SecondsSince(stage_start), found.size(), 0});
+    stage_memory(&report.stages, report.stages.size() - 1);
   }
 
   // ---- Stage 2b: SimHash join within k (permuted-table index). ----
@@ -401,6 +467,7 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
     std::sort(simhash_pairs.begin(), simhash_pairs.end());
     report.simhash_candidate_pairs = simhash_pairs.size();
     report.stages.push_back({"join", SecondsSince(stage_start), simhash_pairs.size(), 0});
+    stage_memory(&report.stages, report.stages.size() - 1);
   }
 
   // ---- Stage 2c: merge the candidates, add the whitespace-only variants. ----
@@ -416,8 +483,7 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
     for (uint64_t packed : merged) {
       const uint32_t a = static_cast<uint32_t>(packed >> 32), b = static_cast<uint32_t>(packed);
       report.pairs.push_back(
-          {a, b,
-           HammingDistance(report.documents[a].fingerprint, report.documents[b].fingerprint),
+          {a, b, HammingDistance(report.documents[a].fingerprint, report.documents[b].fingerprint),
            -1.0});
     }
   }
@@ -452,6 +518,7 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
     report.candidate_pairs = report.pairs.size();
   }
   report.stages.push_back({"merge", SecondsSince(stage_start), report.candidate_pairs, 0});
+  stage_memory(&report.stages, report.stages.size() - 1);
 
   // ---- Stage 3: verification by shingle Jaccard (re-reads only the documents involved). ----
   if (verify) {
@@ -520,13 +587,13 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
           }
         },
         256);
-    pairs.erase(std::remove_if(pairs.begin(), pairs.end(),
-                               [&](const DuplicatePair& pair) {
-                                 return pair.similarity < verify_threshold;
-                               }),
+    pairs.erase(std::remove_if(
+                    pairs.begin(), pairs.end(),
+                    [&](const DuplicatePair& pair) { return pair.similarity < verify_threshold; }),
                 pairs.end());
     report.stages.push_back(
         {"verify", SecondsSince(stage_start), report.candidate_pairs, verified_bytes});
+    stage_memory(&report.stages, report.stages.size() - 1);
   }
 
   // ---- Stage 4: clusters. ----
@@ -534,6 +601,7 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
   if (progress) progress("cluster", 0, 0, report.documents.size());
   BuildClusters(report.documents, report.pairs, options.keep, &report.clusters, &report.removed);
   report.stages.push_back({"cluster", SecondsSince(stage_start), report.pairs.size(), 0});
+  stage_memory(&report.stages, report.stages.size() - 1);
   report.total_seconds = SecondsSince(run_start);
   return report;
 }

@@ -125,6 +125,9 @@ std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* opti
   for (const StageTiming& stage : report.stages) {
     json.BeginObject().Key("stage").String(stage.stage).Key("seconds").Double(stage.seconds);
     json.Key("items").Uint(stage.items);
+    if (stage.peak_memory_bytes > 0) {
+      json.Key("peak_memory_mb").Double(static_cast<double>(stage.peak_memory_bytes) / 1e6);
+    }
     if (stage.seconds > 0) {
       json.Key("items_per_second").Double(static_cast<double>(stage.items) / stage.seconds);
       if (stage.bytes > 0) {
@@ -142,10 +145,10 @@ std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* opti
   if (options) {
     json.Key("options").BeginObject();
     json.Key("bits").Int(options->fingerprint.bits);
-    json.Key("candidates").String(options->candidates == DedupOptions::Candidates::kLsh ? "lsh"
-                                  : options->candidates == DedupOptions::Candidates::kSimHash
-                                      ? "simhash"
-                                      : "lsh+simhash");
+    json.Key("candidates")
+        .String(options->candidates == DedupOptions::Candidates::kLsh       ? "lsh"
+                : options->candidates == DedupOptions::Candidates::kSimHash ? "simhash"
+                                                                            : "lsh+simhash");
     json.Key("threshold").Double(options->lsh.threshold);
     json.Key("bands").Int(report.lsh.bands);
     json.Key("rows").Int(report.lsh.rows);

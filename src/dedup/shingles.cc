@@ -64,6 +64,13 @@ Status ShingleSimilarity::Shingles(std::string_view text, std::vector<uint64_t>*
   shingles->clear();
   std::string normal;
   NEARDUP_RETURN_IF_ERROR(normalizer_->Normalize(text, &normal));
+  ShinglesOfNormalized(normal, shingles);
+  return Status::Ok();
+}
+
+void ShingleSimilarity::ShinglesOfNormalized(std::string_view normal,
+                                             std::vector<uint64_t>* shingles) {
+  shingles->clear();
   std::vector<uint64_t> units;
   size_t character_units = 0;
   size_t word_start = std::string::npos;
@@ -96,13 +103,13 @@ Status ShingleSimilarity::Shingles(std::string_view text, std::vector<uint64_t>*
     i += len;
   }
   end_word(normal.size());
-  if (units.empty()) return Status::Ok();
+  if (units.empty()) return;
   const size_t n = character_units * 2 >= units.size() ? 5 : 3;
   if (units.size() <= n) {
     uint64_t h = 0;
     for (uint64_t unit : units) h = Mix(h, unit);
     shingles->push_back(h);
-    return Status::Ok();
+    return;
   }
   shingles->reserve(units.size() - n + 1);
   for (size_t start = 0; start + n <= units.size(); ++start) {
@@ -112,7 +119,6 @@ Status ShingleSimilarity::Shingles(std::string_view text, std::vector<uint64_t>*
   }
   std::sort(shingles->begin(), shingles->end());
   shingles->erase(std::unique(shingles->begin(), shingles->end()), shingles->end());
-  return Status::Ok();
 }
 
 namespace {
