@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -130,6 +131,7 @@ def main():
                       "cli_peak_bytes": cli_peak, "worker_peak_bytes": peaks,
                       "shuffle_bytes": shuffle_bytes, "same": same,
                       "partitions": ddf.npartitions, "input_bytes": size}))
+    shutil.rmtree(scratch, ignore_errors=True)
     return 0 if same else 1
 
 
