@@ -56,7 +56,7 @@ for log in "$logs"/release.log "$logs"/asan.log; do
   fi
 done
 # pytest's own summary line: "N passed[, N failed][, N skipped] in ...".
-py_line=$(grep -E '^(=+ )?[0-9]+ (passed|failed)' "$logs/python.log" | tail -n 1)
+py_line=$(grep -E '^(=+ )?[0-9]+ (passed|failed|errors?)' "$logs/python.log" | tail -n 1)
 if [ -n "$py_line" ]; then
   py_passed=$(grep -oE '[0-9]+ passed' <<<"$py_line" | grep -oE '[0-9]+' || echo 0)
   py_failed=$(( $(grep -oE '[0-9]+ failed' <<<"$py_line" | grep -oE '[0-9]+' || echo 0) + \
