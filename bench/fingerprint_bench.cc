@@ -1,14 +1,21 @@
-// Fingerprinting throughput benchmark: Chinese jieba-keyword SimHash against Python jieba's
-// extract_tags on the same text (timed in the same run), English and Japanese with the default
-// features, and thread scaling. Prints a table of MB/s and ratios.
+// Fingerprinting throughput benchmark: the default pipeline per language (en, ru, zh, ja), today's
+// fast path against the reference path it replaced (plain ICU/OpenCC over the whole text, ICU word
+// break, one string per shingle, full sort; FingerprintOptions with fast_paths off), both timed in
+// the same run and checked to give identical fingerprints; Chinese jieba-keyword SimHash against
+// Python jieba's extract_tags; thread scaling. Prints a table of MB/s and ratios.
+//
+// MB/s is given twice: by wall clock, and per second of CPU time the process used (CLOCK_PROCESS_
+// CPUTIME_ID), which stays meaningful on a machine shared with other work.
 //
 // Usage: fingerprint_bench [MB per language, default 2] [corpus dir, default the shared corpus]
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -31,6 +38,18 @@ using Clock = std::chrono::steady_clock;
 double Seconds(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
+
+double CpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Wall-clock and CPU seconds of one measurement.
+struct Timing {
+  double wall = 0;
+  double cpu = 0;
+};
 
 struct TextSet {
   std::vector<std::string> texts;
@@ -56,22 +75,26 @@ TextSet Load(const std::string& dir, const std::vector<std::string>& files, size
   return set;
 }
 
-// Runs fn over every text `repeats` times on `threads` threads; returns seconds of the best run.
-double TimeFingerprints(const Fingerprinter& fingerprinter, const TextSet& set, int threads,
+// Fingerprints every text `repeats` times on `threads` threads; returns the best run's times.
+// *checksum receives a position-dependent hash of all fingerprints.
+Timing TimeFingerprints(const Fingerprinter& fingerprinter, const TextSet& set, int threads,
                         int repeats, uint64_t* checksum) {
-  double best = 1e30;
+  Timing best{1e30, 1e30};
   for (int r = 0; r < repeats; ++r) {
     std::vector<uint64_t> values(set.texts.size());
     auto start = Clock::now();
+    double cpu_start = CpuSeconds();
     ParallelFor(set.texts.size(), threads, [&](size_t begin, size_t end) {
       for (size_t i = begin; i < end; ++i) {
         auto fp = fingerprinter.Compute(set.texts[i]);
         values[i] = fp.ok() ? fp->lo : 0;
       }
     });
-    best = std::min(best, Seconds(start));
+    double wall = Seconds(start);
+    double cpu = CpuSeconds() - cpu_start;
+    if (wall < best.wall) best = {wall, cpu};
     uint64_t sum = 0;
-    for (uint64_t v : values) sum ^= v;
+    for (uint64_t v : values) sum = (sum ^ v) * 0x100000001b3ull;
     *checksum = sum;
   }
   return best;
@@ -87,8 +110,9 @@ std::unique_ptr<Fingerprinter> MakeOrDie(const FingerprintOptions& options) {
 }
 
 // Times Python jieba.analyse.extract_tags(text, topK=20) over the texts in a subprocess (the
-// dictionary is loaded before the clock starts). Returns seconds, or a negative value on failure.
-double TimePythonJieba(const TextSet& set) {
+// dictionary is loaded before the clock starts). Returns wall and CPU seconds (negative on
+// failure).
+Timing TimePythonJieba(const TextSet& set) {
   std::string input_path = "/tmp/neardup_fingerprint_bench_" + std::to_string(getpid()) + ".jsonl";
   std::string script_path = input_path + ".py";
   {
@@ -106,47 +130,81 @@ double TimePythonJieba(const TextSet& set) {
               "jieba.initialize()\n"
               "jieba.analyse.extract_tags('预热', topK=20)\n"
               "start = time.perf_counter()\n"
+              "cpu = time.process_time()\n"
               "for t in texts: jieba.analyse.extract_tags(t, topK=20)\n"
-              "print(time.perf_counter() - start)\n";
+              "print(time.perf_counter() - start, time.process_time() - cpu)\n";
   }
   std::string command = "/usr/bin/python3 " + script_path + " " + input_path;
   FILE* pipe = popen(command.c_str(), "r");
-  double seconds = -1;
+  Timing timing{-1, -1};
   if (pipe != nullptr) {
-    if (std::fscanf(pipe, "%lf", &seconds) != 1) seconds = -1;
+    if (std::fscanf(pipe, "%lf %lf", &timing.wall, &timing.cpu) != 2) timing = {-1, -1};
     pclose(pipe);
   }
   std::remove(input_path.c_str());
   std::remove(script_path.c_str());
-  return seconds;
+  return timing;
 }
 
-void Row(const char* name, size_t bytes, double seconds, int threads, double baseline_mbps) {
-  double mbps = bytes / 1e6 / seconds;
-  std::printf("%-52s %3d %9.2f %12.2f", name, threads, mbps, mbps / threads);
-  if (baseline_mbps > 0) std::printf(" %10.2fx", mbps / baseline_mbps);
-  std::printf("\n");
+// One table row: MB/s by wall clock, MB/s per CPU-second (per core), and the CPU-time ratio
+// against `baseline_cpu_mbps` when given.
+void Row(const std::string& name, size_t bytes, Timing t, int threads, double baseline_cpu_mbps = 0,
+         const char* note = "") {
+  double wall_mbps = bytes / 1e6 / t.wall;
+  double cpu_mbps = bytes / 1e6 / t.cpu;
+  std::printf("%-50s %3d %9.2f %11.2f", name.c_str(), threads, wall_mbps, cpu_mbps);
+  if (baseline_cpu_mbps > 0) {
+    std::printf(" %9.2fx", cpu_mbps / baseline_cpu_mbps);
+  } else {
+    std::printf(" %10s", "");
+  }
+  std::printf("  %s\n", note);
+}
+
+FingerprintOptions ReferenceOptions(FingerprintOptions options) {
+  options.normalize.fast_paths = false;
+  options.features.fast_paths = false;
+  return options;
 }
 
 int Main(int argc, char** argv) {
   double megabytes = argc > 1 ? std::atof(argv[1]) : 2.0;
   std::string dir = argc > 2 ? argv[2] : std::string(NEARDUP_SHARED_DIR) + "/corpus";
   size_t max_bytes = static_cast<size_t>(megabytes * 1e6);
-  TextSet zh =
-      Load(dir, {"zh_lohelp.jsonl", "zh_manpages.jsonl", "zh_debian_docs.jsonl"}, max_bytes);
-  TextSet en = Load(dir, {"en_speeches.jsonl", "en_manpages.jsonl"}, max_bytes);
-  TextSet ja = Load(dir, {"ja_manpages.jsonl"}, max_bytes);
+  if (!std::filesystem::is_directory(dir)) {
+    std::printf("fingerprint_bench: skipped: the corpus %s is not there (needs ../shared)\n",
+                dir.c_str());
+    return 0;
+  }
+  struct Language {
+    const char* name;
+    TextSet set;
+  };
+  std::vector<Language> languages;
+  languages.push_back({"en", Load(dir, {"en_speeches.jsonl", "en_manpages.jsonl"}, max_bytes)});
+  languages.push_back({"ru", Load(dir, {"ru_manpages.jsonl"}, max_bytes)});
+  languages.push_back(
+      {"zh",
+       Load(dir, {"zh_lohelp.jsonl", "zh_manpages.jsonl", "zh_debian_docs.jsonl"}, max_bytes)});
+  languages.push_back({"ja", Load(dir, {"ja_manpages.jsonl"}, max_bytes)});
+  const TextSet& zh = languages[2].set;
   const int nproc = DefaultThreadCount();
-  std::printf("corpus: zh %zu docs %.2f MB, en %zu docs %.2f MB, ja %zu docs %.2f MB; nproc %d\n",
-              zh.texts.size(), zh.bytes / 1e6, en.texts.size(), en.bytes / 1e6, ja.texts.size(),
-              ja.bytes / 1e6, nproc);
-  std::printf("%-52s %3s %9s %12s %11s\n", "what", "thr", "MB/s", "MB/s/core", "ratio");
+  std::printf("corpus:");
+  for (const Language& language : languages) {
+    std::printf(" %s %zu docs %.2f MB;", language.name, language.set.texts.size(),
+                language.set.bytes / 1e6);
+  }
+  std::printf(" nproc %d\n", nproc);
+  std::printf(
+      "MB/s: by wall clock, and per CPU-second of this process (= per core; the machine may "
+      "be shared)\n");
+  std::printf("%-50s %3s %9s %11s %10s\n", "what", "thr", "wall MB/s", "CPU MB/s", "ratio");
 
   uint64_t checksum = 0;
-  double python_seconds = TimePythonJieba(zh);
-  double python_mbps = python_seconds > 0 ? zh.bytes / 1e6 / python_seconds : 0;
-  if (python_seconds > 0) {
-    Row("zh python3 jieba.analyse.extract_tags(topK=20)", zh.bytes, python_seconds, 1, 0);
+  Timing python = TimePythonJieba(zh);
+  double python_mbps = python.cpu > 0 ? zh.bytes / 1e6 / python.cpu : 0;  // per CPU-second
+  if (python.cpu > 0) {
+    Row("zh python3 jieba.analyse.extract_tags(topK=20)", zh.bytes, python, 1);
   } else {
     std::printf("zh python3 jieba: could not run /usr/bin/python3 with jieba\n");
   }
@@ -159,6 +217,7 @@ int Main(int argc, char** argv) {
   }
   {
     auto start = Clock::now();
+    double cpu_start = CpuSeconds();
     uint64_t sum = 0;
     for (const std::string& text : zh.texts) {
       std::vector<WeightedFeature> features;
@@ -168,40 +227,60 @@ int Main(int argc, char** argv) {
       auto fp = SimHashFeatures(features, 64, FeatureHash::kXxh3);
       sum ^= fp.ok() ? fp->lo : 0;
     }
-    Row("zh extract_tags(topK=20) -> SimHash64 (C++)", zh.bytes, Seconds(start), 1, python_mbps);
+    Timing t{Seconds(start), CpuSeconds() - cpu_start};
+    Row("zh extract_tags(topK=20) -> SimHash64 (C++)", zh.bytes, t, 1, python_mbps, "vs Python");
     checksum ^= sum;
   }
   auto compat = MakeOrDie(YanyiwuSimhashOptions(20));
-  double compat_seconds = TimeFingerprints(*compat, zh, 1, 2, &checksum);
-  Row("zh yanyiwu profile (top 20, Jenkins) Fingerprinter", zh.bytes, compat_seconds, 1,
-      python_mbps);
+  Timing compat_time = TimeFingerprints(*compat, zh, 1, 2, &checksum);
+  Row("zh yanyiwu profile (top 20, Jenkins) Fingerprinter", zh.bytes, compat_time, 1, python_mbps,
+      "vs Python");
 
+  // The default pipeline, reference path against fast path, per language.
   auto defaults = MakeOrDie(FingerprintOptions());
-  double zh_default = TimeFingerprints(*defaults, zh, 1, 2, &checksum);
-  Row("zh default options (NFKC+t2s, jieba 2-shingles)", zh.bytes, zh_default, 1, python_mbps);
-  double en_default = TimeFingerprints(*defaults, en, 1, 2, &checksum);
-  Row("en default options (NFKC, ICU words 2-shingles)", en.bytes, en_default, 1, 0);
-  double ja_default = TimeFingerprints(*defaults, ja, 1, 2, &checksum);
-  Row("ja default options (NFKC, ICU words 2-shingles)", ja.bytes, ja_default, 1, 0);
+  auto reference = MakeOrDie(ReferenceOptions(FingerprintOptions()));
+  (void)defaults->Compute("预热 warm-up");  // load jieba outside the clock
+  (void)reference->Compute("预热 warm-up");
+  bool all_identical = true;
+  for (const Language& language : languages) {
+    uint64_t ref_sum = 0, fast_sum = 0;
+    Timing ref = TimeFingerprints(*reference, language.set, 1, 2, &ref_sum);
+    Timing fast = TimeFingerprints(*defaults, language.set, 1, 3, &fast_sum);
+    double ref_cpu_mbps = language.set.bytes / 1e6 / ref.cpu;
+    Row(std::string(language.name) + " default options, reference path (before)",
+        language.set.bytes, ref, 1);
+    Row(std::string(language.name) + " default options, fast path", language.set.bytes, fast, 1,
+        ref_cpu_mbps,
+        ref_sum == fast_sum ? "vs reference; fingerprints identical"
+                            : "vs reference; FINGERPRINTS DIFFER");
+    all_identical = all_identical && ref_sum == fast_sum;
+    checksum ^= fast_sum;
+  }
   FingerprintOptions wide;
   wide.bits = 128;
   auto wide_fingerprinter = MakeOrDie(wide);
-  double en_128 = TimeFingerprints(*wide_fingerprinter, en, 1, 2, &checksum);
-  Row("en default options, 128 bits", en.bytes, en_128, 1, en.bytes / 1e6 / en_default);
+  Timing en_128 = TimeFingerprints(*wide_fingerprinter, languages[0].set, 1, 2, &checksum);
+  Row("en default options, 128 bits", languages[0].set.bytes, en_128, 1);
 
-  // Thread scaling on all three languages together.
+  // Thread scaling on all languages together.
   TextSet all;
-  for (const TextSet* set : {&zh, &en, &ja}) {
-    all.texts.insert(all.texts.end(), set->texts.begin(), set->texts.end());
-    all.bytes += set->bytes;
+  for (const Language& language : languages) {
+    all.texts.insert(all.texts.end(), language.set.texts.begin(), language.set.texts.end());
+    all.bytes += language.set.bytes;
   }
-  double one = TimeFingerprints(*defaults, all, 1, 1, &checksum);
-  Row("zh+en+ja default options, 1 thread", all.bytes, one, 1, 0);
-  double many = TimeFingerprints(*defaults, all, nproc, 1, &checksum);
-  Row("zh+en+ja default options, nproc threads (vs 1)", all.bytes, many, nproc,
-      all.bytes / 1e6 / one);
-  std::printf("checksum %016llx\n", static_cast<unsigned long long>(checksum));
-  return 0;
+  Timing one = TimeFingerprints(*defaults, all, 1, 2, &checksum);
+  Row("en+ru+zh+ja default options, 1 thread", all.bytes, one, 1);
+  Timing many = TimeFingerprints(*defaults, all, nproc, 2, &checksum);
+  double one_wall_mbps = all.bytes / 1e6 / one.wall;
+  double many_wall_mbps = all.bytes / 1e6 / many.wall;
+  char note[96];
+  std::snprintf(note, sizeof(note), "wall-clock speed-up over 1 thread: %.2fx",
+                many_wall_mbps / one_wall_mbps);
+  Row("en+ru+zh+ja default options, nproc threads", all.bytes, many, nproc, 0, note);
+  std::printf("checksum %016llx; fast path %s the reference path\n",
+              static_cast<unsigned long long>(checksum),
+              all_identical ? "gives the same fingerprints as" : "DIFFERS from");
+  return all_identical ? 0 : 1;
 }
 
 }  // namespace

@@ -10,8 +10,11 @@ shingle Jaccard of a near-duplicate. Sentences are split at . ! ? and their full
 at line breaks; those shorter than 30 characters (12 for Chinese / Japanese) are dropped, so that
 one short line repeated across the corpus ("See also", a poem's refrain) does not tie documents, and
 so are those longer than 60 shingle units (words, or characters of Han / kana / Thai / Lao /
-Myanmar / Khmer text), so that no one sentence dominates a document's shingles, and those holding
-"<" (an unclosed <script> or <style> tag would hide the rest of the text from the markup stripper).
+Myanmar / Khmer text), so that no one sentence dominates a document's shingles, those holding "<"
+(an unclosed <script> or <style> tag would hide the rest of the text from the markup stripper), and
+those that are not prose (fewer than 5 words, or fewer than half of them alphabetic words of 3+
+letters: quoted-printable or hex-dump lines of spam, whose few short tokens made 199 of a million
+distractors of the first version verify as near-duplicates of each other).
 
 Standard library only; deterministic for a given --seed. Ids are "distractor/NNNNNNNNN".
 
@@ -34,10 +37,21 @@ CHARACTER_UNITS = re.compile(r"[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u
 MAX_UNITS = 60
 
 
-def load_groups(corpus_dir):
+def is_prose(sentence):
+    """At least 5 word tokens, at least half of them alphabetic words of 3+ letters: drops encoded
+    junk (quoted-printable "=F5=F4" or hex-dump lines, base64) whose few distinct short tokens
+    would make unrelated documents share many shingles."""
+    tokens = re.findall(r"\w+", sentence)
+    words = sum(1 for t in tokens if len(t) >= 3 and t.isalpha())
+    return len(tokens) >= 5 and words * 2 >= len(tokens)
+
+
+def load_groups(corpus_dir, only):
     """One pool of (sentence, source document number) per corpus file."""
     groups = []
     for path in sorted(glob.glob(os.path.join(corpus_dir, "*.jsonl"))):
+        if only and only not in os.path.basename(path):
+            continue
         seen = set()
         pool = []
         with open(path, encoding="utf-8") as f:
@@ -54,6 +68,8 @@ def load_groups(corpus_dir):
                     characters = len(CHARACTER_UNITS.findall(sentence))
                     words = len(CHARACTER_UNITS.sub(" ", sentence).split())
                     if characters + words > MAX_UNITS:
+                        continue
+                    if cjk * 2 < len(sentence) and not is_prose(sentence):
                         continue
                     seen.add(sentence)
                     pool.append((sentence, doc_number))
@@ -96,12 +112,13 @@ def main():
     parser.add_argument("--min-sentences", type=int, default=8)
     parser.add_argument("--max-sentences", type=int, default=24)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--only", default="", help="use only corpus files whose name holds this")
     args = parser.parse_args()
     if args.min_sentences < 5 or args.max_sentences < args.min_sentences:
         sys.exit("generate_distractors: need 5 <= --min-sentences <= --max-sentences")
 
     rng = random.Random(args.seed)
-    groups = load_groups(args.corpus)
+    groups = load_groups(args.corpus, args.only)
     # Languages / genres in proportion to their pools' sizes.
     weights = [len(pool) for _, pool in groups]
     if args.output == "-":

@@ -5,8 +5,8 @@
 
 #include <random>
 
-#include "neardup/shingles.h"
 #include "neardup/dedup.h"
+#include "neardup/shingles.h"
 
 namespace neardup {
 namespace {
@@ -113,7 +113,7 @@ TEST(DedupDefaultsTest, ThresholdSetsVerificationAndLshParameters) {
   EXPECT_EQ(options.lsh.threshold, 0.5);
   EXPECT_EQ(ResolveVerifyThreshold(options), 0.5);
   EXPECT_EQ(options.max_distance, 3);
-  EXPECT_EQ(options.candidates, DedupOptions::Candidates::kLshAndSimHash);
+  EXPECT_EQ(options.candidates, DedupOptions::Candidates::kLsh);
   EXPECT_EQ(*ResolveLshParameters(options.lsh), (LshParameters{30, 3}));
   options.lsh.threshold = 0.8;
   EXPECT_EQ(ResolveVerifyThreshold(options), 0.8);
@@ -157,6 +157,13 @@ TEST(JudgePairTest, AppliesTheDedupRule) {
   ASSERT_TRUE(strict.ok());
   EXPECT_FALSE(strict->verified);
   EXPECT_FALSE(strict->duplicate);
+  // With the SimHash join on, a pair within k is a candidate too.
+  options.lsh.threshold = 0.5;
+  options.candidates = DedupOptions::Candidates::kLshAndSimHash;
+  auto both = JudgePair(base, edited, options);
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->within_k, both->distance <= 3);
+  EXPECT_TRUE(both->duplicate);
   // SimHash join only: no LSH candidate even when bands are shared.
   options.lsh.threshold = 0.5;
   options.candidates = DedupOptions::Candidates::kSimHash;

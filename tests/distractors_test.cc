@@ -42,12 +42,11 @@ TEST(DistractorGeneratorTest, SampleHoldsNoNearDuplicates) {
     GTEST_SKIP() << "../shared (corpus, devpairs) not found at " << shared;
   }
   if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "/usr/bin/python3 not found";
-  const fs::path out = fs::temp_directory_path() /
-                       ("neardup_distractors_" + std::to_string(::getpid()) + ".jsonl");
-  const std::string command = "/usr/bin/python3 " NEARDUP_SOURCE_DIR
-                              "/bench/generate_distractors.py 800 " +
-                              out.string() + " --corpus " + (shared / "corpus").string() +
-                              " --seed 7 2>/dev/null";
+  const fs::path out =
+      fs::temp_directory_path() / ("neardup_distractors_" + std::to_string(::getpid()) + ".jsonl");
+  const std::string command =
+      "/usr/bin/python3 " NEARDUP_SOURCE_DIR "/bench/generate_distractors.py 800 " + out.string() +
+      " --corpus " + (shared / "corpus").string() + " --seed 7 2>/dev/null";
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   auto similarity = ShingleSimilarity::Create(true);
   ASSERT_TRUE(similarity.ok());

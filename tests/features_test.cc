@@ -1,6 +1,7 @@
 // Tests of feature extraction: tokenizers on zh/en/ja/th/ru/mixed text, shingles, character
 // n-grams, weighting, top-K, IDF tables and the IDF learner.
 #include "neardup/features.h"
+#include "neardup/jieba.h"
 
 #include <gtest/gtest.h>
 
@@ -186,6 +187,34 @@ TEST(FeaturesTest, CustomIdfTableAndErrors) {
   EXPECT_NE(bad.status().message().find(path + ":2"), std::string::npos) << bad.status().message();
   options.idf_path = "/nonexistent/idf.txt";
   EXPECT_EQ(FeatureExtractor::Create(options).status().code(), StatusCode::kNotFound);
+  std::remove(path.c_str());
+}
+
+TEST(FeaturesTest, OneIdfParserForBothReaders) {
+  // Blank lines, CRLF, a tab separator, a repeated word (the last value wins): IdfTable and
+  // jieba's KeywordExtractor read the file through the same parser and agree.
+  std::string path = ::testing::TempDir() + "/features_test_idf_lenient.txt";
+  std::ofstream(path, std::ios::binary) << "\xE8\x9E\x83\xE8\x9F\xB9 9.5\r\n\nfoo\t2.5\n"
+                                           "foo 3.5\n  bar 1.25  \n";
+  FeatureOptions options;
+  options.weighting = Weighting::kTfIdf;
+  options.idf_path = path;
+  auto extractor = FeatureExtractor::Create(options);
+  ASSERT_TRUE(extractor.ok()) << extractor.status().ToString();
+  EXPECT_EQ((*extractor)->Idf("foo"), 3.5);
+  EXPECT_EQ((*extractor)->Idf("bar"), 1.25);
+  JiebaOptions jieba;
+  jieba.idf_path = path;
+  auto keywords = KeywordExtractor::Load(*JiebaSegmenter::Default(), jieba);
+  ASSERT_TRUE(keywords.ok()) << keywords.status().ToString();
+  EXPECT_EQ((*keywords)->Idf("foo"), 3.5);
+  EXPECT_EQ((*keywords)->Idf("bar"), 1.25);
+  EXPECT_EQ((*keywords)->Idf("\xE8\x9E\x83\xE8\x9F\xB9"), 9.5);
+  std::ofstream(path, std::ios::binary) << "ok 1.0\nbroken\n";
+  auto bad = KeywordExtractor::Load(*JiebaSegmenter::Default(), jieba);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(path + ":2:"), std::string::npos)
+      << bad.status().ToString();
   std::remove(path.c_str());
 }
 

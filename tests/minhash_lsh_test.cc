@@ -69,8 +69,9 @@ TEST(LshArithmeticTest, ExpectedCandidatePairs) {
   // J = 0.5: C(n, 2) * P(0.5) (the collision term is negligible).
   EXPECT_NEAR(ExpectedCandidatePairs(1000, {30, 3}, 0.5) / 499500.0, 0.9817929, 1e-6);
   // Quadratic in n.
-  EXPECT_NEAR(ExpectedCandidatePairs(2e6, {30, 3}, 0.01) / ExpectedCandidatePairs(1e6, {30, 3}, 0.01),
-              4.0, 1e-5);
+  EXPECT_NEAR(
+      ExpectedCandidatePairs(2e6, {30, 3}, 0.01) / ExpectedCandidatePairs(1e6, {30, 3}, 0.01), 4.0,
+      1e-5);
   EXPECT_EQ(ExpectedCandidatePairs(1, {30, 3}, 0.5), 0.0);
 }
 
@@ -322,8 +323,8 @@ TEST(ShingleVerificationTest, ShinglesOfNormalizedTextAreTheSame) {
   auto normalizer = TextNormalizer::Create((*similarity)->normalize_options());
   ASSERT_TRUE(normalizer.ok());
   for (std::string text : {"<p>The QUICK brown fox</p> jumps &amp; over the lazy dog",
-                           "這是一個關於簡體中文和繁體中文的測試句子", "ｆｕｌｌ　ｗｉｄｔｈ text here",
-                           "", "!!!", "one"}) {
+                           "這是一個關於簡體中文和繁體中文的測試句子",
+                           "ｆｕｌｌ　ｗｉｄｔｈ text here", "", "!!!", "one"}) {
     std::vector<uint64_t> direct, shared;
     ASSERT_TRUE((*similarity)->Shingles(text, &direct).ok());
     std::string normal;

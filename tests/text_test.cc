@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unicode/uchar.h>
+
 #include <fstream>
+
+#include "common/utf8.h"
 
 #ifndef NEARDUP_DEFAULT_OPENCC_DIR_FOR_TESTS
 #define NEARDUP_DEFAULT_OPENCC_DIR_FOR_TESTS "/usr/share/opencc"
@@ -41,6 +45,21 @@ TEST(TextTest, NfkcFoldsWidthAndCompatibilityForms) {
   EXPECT_EQ(Normalize(options, "ﬁle ①"), "file 1");
 }
 
+TEST(TextTest, OneWhitespaceDefinitionAgreesWithIcu) {
+  // utf8::IsPythonSpace is Unicode White_Space above ASCII (what folding used from ICU before).
+  for (char32_t cp = 0x80; cp <= 0x10FFFF; ++cp) {
+    if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+    ASSERT_EQ(utf8::IsPythonSpace(cp), static_cast<bool>(u_isUWhiteSpace(static_cast<UChar32>(cp))))
+        << "U+" << std::hex << static_cast<uint32_t>(cp);
+  }
+  std::string ascii_spaces;
+  for (int c = 0; c < 0x80; ++c) {
+    if (utf8::IsPythonSpace(static_cast<char32_t>(c))) ascii_spaces.push_back(static_cast<char>(c));
+  }
+  EXPECT_EQ(ascii_spaces, "\t\n\v\f\r\x1C\x1D\x1E\x1F ");
+  EXPECT_EQ(FoldWhitespace(" a\x1C\u3000b\u00A0\u200Bc "), "a b \u200Bc");
+}
+
 TEST(TextTest, CaseFolding) {
   NormalizeOptions options = AllOff();
   options.case_fold = true;
@@ -56,6 +75,12 @@ TEST(TextTest, TraditionalToSimplified) {
   options.traditional_to_simplified = true;
   EXPECT_EQ(Normalize(options, "漢語資訊"), "汉语资讯");
   EXPECT_EQ(Normalize(options, "English only"), "English only");
+  for (bool fast : {true, false}) {
+    options.fast_paths = fast;
+    // OpenCC reads C strings: the text after a NUL must not be lost.
+    EXPECT_EQ(Normalize(options, std::string("漢語\0資訊 x", 14)), std::string("汉语\0资讯 x", 14));
+    EXPECT_EQ(Normalize(options, "頭髮 and 發展, 乾燥。干预"), "头发 and 发展, 干燥。干预");
+  }
 }
 
 TEST(TextTest, WhitespaceFolding) {

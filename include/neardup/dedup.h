@@ -3,7 +3,7 @@
 //
 // Flow: stream documents (neardup/document_reader.h) -> per document, on all cores: the SimHash
 // fingerprint and the MinHash band keys of its verification shingles (neardup/minhash_lsh.h) ->
-// candidate pairs: documents sharing a band key (MinHash LSH) plus, optionally, fingerprints within
+// candidate pairs: documents sharing a band key (MinHash LSH), optionally plus fingerprints within
 // a small Hamming distance k (the permuted-table index), plus identical texts -> verification of
 // each candidate pair by the exact shingle Jaccard (re-reading only the documents involved) ->
 // connected components (neardup/clusters.h) -> keep one document per component.
@@ -58,10 +58,12 @@ struct DedupOptions {
   // The MinHash LSH candidate stage: the Jaccard threshold (which also sets the verification
   // threshold by default), bands and rows (chosen from the threshold unless given), bucket window.
   MinHashLshOptions lsh;
-  // Which candidate stages run. kLshAndSimHash (the default) adds the pairs within max_distance of
-  // the SimHash join to the LSH candidates; all candidates are verified the same way.
+  // Which candidate stages run: kLsh (the default) the MinHash LSH stage; kLshAndSimHash adds the
+  // pairs within max_distance of the SimHash join; kSimHash the join alone. All candidates are
+  // verified the same way. On devpairs, alone and among a million distractors, the SimHash join at
+  // k = 3 added no accepted pair to the LSH stage (docs/quality.md), so it is off by default.
   enum class Candidates { kLshAndSimHash, kLsh, kSimHash };
-  Candidates candidates = Candidates::kLshAndSimHash;
+  Candidates candidates = Candidates::kLsh;
   // Pairs of fingerprints within this Hamming distance are candidates (when the SimHash join runs).
   // The permuted-table index joins small k in near-linear time; the same k at any corpus size.
   static constexpr int kDefaultMaxDistance = 3;
@@ -135,12 +137,16 @@ struct StageTiming {
 };
 
 struct DedupReport {
-  std::vector<DedupDocument> documents;     // canonical order
-  std::vector<std::string> input_files;     // DocumentReader::files()
-  std::vector<DuplicatePair> pairs;         // accepted pairs, sorted by (a, b)
-  uint64_t candidate_pairs = 0;             // distinct candidate pairs before verification
-  uint64_t lsh_candidate_pairs = 0;         // of which found by the LSH stage
-  uint64_t simhash_candidate_pairs = 0;     // of which found by the SimHash join (0 when off)
+  std::vector<DedupDocument> documents;  // canonical order
+  std::vector<std::string> input_files;  // DocumentReader::files()
+  std::vector<DuplicatePair> pairs;      // accepted pairs, sorted by (a, b)
+  uint64_t candidate_pairs = 0;          // distinct candidate pairs before verification
+  uint64_t lsh_candidate_pairs = 0;      // of which found by the LSH stage
+  uint64_t simhash_candidate_pairs = 0;  // of which found by the SimHash join (0 when off)
+  // With both stages on: SimHash-join pairs neither the LSH stage nor the whitespace-free hash
+  // found, before and after verification (what combining the two adds).
+  uint64_t simhash_only_candidate_pairs = 0;
+  uint64_t simhash_only_accepted_pairs = 0;
   LshJoinStats lsh_stats;                   // buckets of the LSH stage
   LshParameters lsh;                        // bands and rows used (0 when the stage was off)
   int max_distance = 0;                     // the k of the SimHash join (-1 when it was off)
@@ -190,14 +196,14 @@ std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* opti
 
 // How a dedup run with `options` judges one pair of texts (what `neardup explain` prints).
 struct PairJudgement {
-  bool exact = false;             // byte-identical texts
-  bool whitespace_only = false;   // identical once whitespace is removed
-  int distance = 0;               // Hamming distance of the fingerprints
-  bool within_k = false;          // SimHash join candidate (false when that join is off)
-  int shared_bands = 0;           // LSH band keys in common (of lsh.bands)
-  bool lsh_candidate = false;     // shared_bands > 0 and the LSH stage is on
-  double jaccard = 0;             // verification shingle Jaccard (as dedup computes it)
-  bool verified = false;          // jaccard >= verify threshold, or verification off
+  bool exact = false;            // byte-identical texts
+  bool whitespace_only = false;  // identical once whitespace is removed
+  int distance = 0;              // Hamming distance of the fingerprints
+  bool within_k = false;         // SimHash join candidate (false when that join is off)
+  int shared_bands = 0;          // LSH band keys in common (of lsh.bands)
+  bool lsh_candidate = false;    // shared_bands > 0 and the LSH stage is on
+  double jaccard = 0;            // verification shingle Jaccard (as dedup computes it)
+  bool verified = false;         // jaccard >= verify threshold, or verification off
   // exact || whitespace_only || ((lsh_candidate || within_k) && verified). In a corpus, a pair
   // only in oversized LSH buckets may not be paired directly (the bucket window) but is still
   // usually linked through its bucket's chain.

@@ -9,6 +9,7 @@
 #ifndef NEARDUP_FEATURES_H_
 #define NEARDUP_FEATURES_H_
 
+#include <cmath>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -64,7 +65,21 @@ struct FeatureOptions {
   std::string jieba_dir;
   // HMM for unknown Chinese words in jieba segmentation.
   bool jieba_hmm = true;
+  // Shortcuts with the same output as the plain path: a hand-written word splitter instead of
+  // ICU's BreakIterator for text in space-separated scripts (ICU still segments Han, kana,
+  // Hangul, Thai, Lao, Khmer, Myanmar, emoji ZWJ sequences), and (in Fingerprinter) features
+  // hashed straight from token views. false runs the plain ICU path (the reference for
+  // differential tests and benchmarks).
+  bool fast_paths = true;
 };
+
+// The weight Extract gives a feature seen `count` times in a text whose IDF is `idf` (pass 1
+// without TF-IDF): 1 for kUniform, else count or 1 + ln(count) (sublinear_tf), times idf.
+inline double FeatureWeight(const FeatureOptions& options, double count, double idf = 1) {
+  if (options.weighting == Weighting::kUniform) return 1;
+  double weight = options.sublinear_tf ? 1 + std::log(count) : count;
+  return options.weighting == Weighting::kTfIdf ? weight * idf : weight;
+}
 
 class FeatureExtractor {
  public:
@@ -82,6 +97,11 @@ class FeatureExtractor {
 
   // The tokens (before shingling and weighting) the configured tokenizer produces for `text`.
   Status Tokenize(std::string_view text, std::vector<std::string>* tokens) const;
+
+  // The same tokens without copies: views into `text`, or into *storage for character n-grams.
+  // *tokens and *storage are replaced (their capacity is reused from call to call).
+  Status TokenViews(std::string_view text, std::vector<std::string_view>* tokens,
+                    std::string* storage) const;
 
   // IDF of one word under the configured table (the median for unknown words).
   double Idf(std::string_view word) const;

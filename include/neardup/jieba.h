@@ -42,6 +42,10 @@ struct JiebaOptions {
 // The directory of the python3-jieba package this build uses by default.
 std::string DefaultJiebaDirectory();
 
+// The one place that knows jieba's data layout: dict_path = dir/dict.txt, hmm_dir = dir/finalseg,
+// idf_path = dir/analyse/idf.txt (empty `dir`: DefaultJiebaDirectory()).
+JiebaOptions JiebaOptionsForDirectory(const std::string& dir);
+
 // Segments text into words exactly as jieba 0.42.1 does. Immutable after Load; thread-safe.
 class JiebaSegmenter {
  public:

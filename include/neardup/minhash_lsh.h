@@ -72,8 +72,7 @@ Result<LshParameters> ChooseLshParameters(double threshold, const LshPlanOptions
 // Jaccard similarity `background_jaccard`: C(n, 2) * (1 - (1 - p)^bands) with
 // p = J^rows + (1 - J^rows) * 2^-32 (a band-key collision). Ignores the bucket window, so it is an
 // upper bound when buckets overflow. Add the duplicates' own pairs on top.
-double ExpectedCandidatePairs(double n, const LshParameters& parameters,
-                              double background_jaccard);
+double ExpectedCandidatePairs(double n, const LshParameters& parameters, double background_jaccard);
 
 struct MinHashLshOptions {
   // Jaccard similarity of the verification shingles a duplicate pair must reach; (0, 1).
@@ -141,7 +140,7 @@ void BucketPairs(std::span<const uint64_t> members, uint32_t window, std::vector
 uint64_t BucketPairCount(uint64_t members, uint32_t window);
 
 // The band keys of documents 0, 1, 2, ... kept band-major (4 bytes per document and band), for
-// a single-process run.
+// a single-process run of at most 2^32 documents.
 class BandKeyTable {
  public:
   explicit BandKeyTable(int bands) : bands_(bands), keys_(bands) {}
@@ -163,12 +162,12 @@ class BandKeyTable {
 };
 
 struct LshJoinStats {
-  uint64_t records = 0;             // (band, key, document) records sorted
-  uint64_t buckets = 0;             // buckets of 2+ documents
-  uint64_t oversized_buckets = 0;   // buckets of more than window + 1 documents
-  uint64_t largest_bucket = 0;      // documents in the largest bucket
-  uint64_t bucket_pairs = 0;        // pairs yielded by all buckets, before removing repeats
-  uint64_t candidate_pairs = 0;     // distinct pairs returned
+  uint64_t records = 0;            // (band, key, document) records sorted
+  uint64_t buckets = 0;            // buckets of 2+ documents
+  uint64_t oversized_buckets = 0;  // buckets of more than window + 1 documents
+  uint64_t largest_bucket = 0;     // documents in the largest bucket
+  uint64_t bucket_pairs = 0;       // pairs yielded by all buckets, before removing repeats
+  uint64_t candidate_pairs = 0;    // distinct pairs returned
 };
 
 // Candidate pairs of all documents of `table` (sorted by (a, b), distinct): for each band the

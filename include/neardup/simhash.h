@@ -45,6 +45,9 @@ class SimHashAccumulator {
   // The fingerprint: bit j set when its vote sum is > 0.
   Fingerprint Finish() const;
   int bits() const { return bits_; }
+  // The vote sums so far: bits() values, sums()[j] for bit j of the low 64 bits, sums()[64 + j]
+  // for bit j of the high 64 bits.
+  std::span<const double> sums() const { return {sums_, static_cast<size_t>(bits_)}; }
 
  private:
   int bits_;

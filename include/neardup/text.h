@@ -30,11 +30,20 @@ struct NormalizeOptions {
   // Unicode full case folding ("Straße" -> "strasse", "ΣΊΣΥΦΟΣ" -> "σίσυφοσ").
   bool case_fold = true;
   // Traditional -> Simplified Chinese with OpenCC (config below). Costs time on Han text only.
+  // A NUL byte cuts the text into pieces converted one by one (OpenCC itself would stop there).
   bool traditional_to_simplified = true;
   // Every run of Unicode whitespace becomes one ASCII space; leading/trailing space is dropped.
   bool fold_whitespace = true;
   // OpenCC configuration file; empty means NEARDUP_DEFAULT_OPENCC_DIR "/t2s.json".
   std::string opencc_config;
+  // Shortcuts that give the same output as the plain path: no markup pass over text without '<'
+  // or '&', ASCII case folding without ICU, ICU only on the non-ASCII islands of mostly-ASCII
+  // text (split where ICU's Normalizer2::hasBoundaryBefore allows), OpenCC only on the pieces of
+  // text that hold a character it may convert (cut at characters outside every dictionary key),
+  // reused per-thread buffers.
+  // false runs every step over the whole text as ICU/OpenCC do (the reference for differential
+  // tests and benchmarks).
+  bool fast_paths = true;
 };
 
 class TextNormalizer {
@@ -52,9 +61,12 @@ class TextNormalizer {
 
   const NormalizeOptions& options() const { return options_; }
 
+  struct Impl;  // internal
+
  private:
-  struct Impl;
   explicit TextNormalizer(const NormalizeOptions& options);
+  Status ReferenceNormalize(std::string_view text, std::string* out) const;
+  void AppendLowerOrCopy(std::string_view ascii, std::string* out) const;
   NormalizeOptions options_;
   std::unique_ptr<Impl> impl_;
 };
@@ -62,9 +74,13 @@ class TextNormalizer {
 // Markup stripping on its own: removes tags, comments, <script>/<style> content and decodes
 // entities. Input must be valid UTF-8; the output is valid UTF-8.
 std::string StripMarkup(std::string_view html);
+// The same, writing into *out (replacing its contents; its capacity is reused).
+void StripMarkupTo(std::string_view html, std::string* out);
 
 // Whitespace folding on its own (see NormalizeOptions::fold_whitespace). Input must be valid UTF-8.
 std::string FoldWhitespace(std::string_view text);
+// The same, writing into *out (replacing its contents; its capacity is reused).
+void FoldWhitespaceTo(std::string_view text, std::string* out);
 
 }  // namespace neardup
 

@@ -119,8 +119,7 @@ int RunDedupCommand(const DedupCommandArgs& args) {
                                         ? std::to_string(report->verify_threshold).substr(0, 4)
                                         : std::string("off"));
     if (report->lsh.bands > 0) {
-      rule += ", LSH " + std::to_string(report->lsh.bands) + "x" +
-              std::to_string(report->lsh.rows);
+      rule += ", LSH " + std::to_string(report->lsh.bands) + "x" + std::to_string(report->lsh.rows);
     }
     if (report->max_distance >= 0) rule += ", SimHash k = " + std::to_string(report->max_distance);
     std::fprintf(stderr,

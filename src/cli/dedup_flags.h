@@ -28,14 +28,15 @@ struct DedupFlags {
   int bands = 0;
   int rows = 0;
   uint32_t bucket_window = DedupOptions().lsh.bucket_window;
-  std::string candidates = "lsh+simhash";
+  std::string candidates = "lsh";
 
   // Declares the flags on `app`. `with_keep` adds --keep (dedup only).
   void Declare(CLI::App* app, bool with_keep) {
     fingerprint.Add(app);
-    app->add_option("--threshold", threshold,
-                    "shingle Jaccard similarity of a duplicate pair; sets the LSH bands/rows and the "
-                    "verification threshold (see neardup plan --threshold)")
+    app->add_option(
+           "--threshold", threshold,
+           "shingle Jaccard similarity of a duplicate pair; sets the LSH bands/rows and the "
+           "verification threshold (see neardup plan --threshold)")
         ->capture_default_str();
     app->add_option("--bands", bands, "LSH bands (with --rows; default: chosen from --threshold)");
     app->add_option("--rows", rows, "LSH rows per band (with --bands)");
@@ -43,8 +44,8 @@ struct DedupFlags {
                     "an LSH bucket pairs each document with the next N in input order")
         ->capture_default_str();
     app->add_option("--candidates", candidates,
-                    "candidate stages: lsh+simhash | lsh (MinHash LSH) | simhash (fingerprints "
-                    "within -k)")
+                    "candidate stages: lsh (MinHash LSH) | lsh+simhash (also fingerprints within "
+                    "-k) | simhash (fingerprints within -k only)")
         ->check(CLI::IsMember({"lsh+simhash", "lsh", "simhash"}))
         ->capture_default_str();
     app->add_option("-k,--distance", k,

@@ -12,9 +12,9 @@
 #include "cli/command.h"
 #include "cli/dedup_flags.h"
 #include "common/parallel.h"
-#include "neardup/shingles.h"
 #include "neardup/dedup.h"
 #include "neardup/eval.h"
+#include "neardup/shingles.h"
 
 namespace neardup::cli {
 namespace {
@@ -164,10 +164,9 @@ int RunEval(const EvalArgs& args) {
 
   std::string md;
   auto line = [&md](const std::string& text) { md += text + "\n"; };
-  line("Dedup settings: bits=" + std::to_string(options.fingerprint.bits) +
-       ", threshold=" + Fixed(options.lsh.threshold) +
-       ", LSH bands x rows=" + std::to_string(report->lsh.bands) + "x" +
-       std::to_string(report->lsh.rows) + ", SimHash join k=" +
+  line("Dedup settings: bits=" + std::to_string(options.fingerprint.bits) + ", threshold=" +
+       Fixed(options.lsh.threshold) + ", LSH bands x rows=" + std::to_string(report->lsh.bands) +
+       "x" + std::to_string(report->lsh.rows) + ", SimHash join k=" +
        (report->max_distance >= 0 ? std::to_string(report->max_distance) : std::string("off")) +
        ", tokenizer=" + args.flags.fingerprint.tokenizer + ", weighting=" +
        (args.flags.fingerprint.weighting.empty() ? std::string("tf")

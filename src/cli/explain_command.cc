@@ -13,10 +13,10 @@
 #include "cli/command.h"
 #include "cli/dedup_flags.h"
 #include "common/json_writer.h"
-#include "neardup/shingles.h"
 #include "neardup/dedup.h"
 #include "neardup/document_reader.h"
 #include "neardup/fingerprinter.h"
+#include "neardup/shingles.h"
 
 namespace neardup::cli {
 namespace {

@@ -48,13 +48,15 @@ int PrintLshPlan(const PlanArgs& args) {
     return kExitUsage;
   }
   const LshParameters& p = *parameters;
-  std::printf("MinHash LSH plan: threshold (shingle Jaccard) %.2f -> %d bands x %d rows = %d "
-              "signature values%s; verification at Jaccard >= %.2f\n",
-              args.threshold, p.bands, p.rows, p.signature_size(),
-              args.bands > 0 ? " (as given)" : " (chosen from the threshold)", args.threshold);
-  std::printf("memory: %d bytes of band keys per document, plus 16 bytes per document for the "
-              "band being sorted on each thread\n\n",
-              4 * p.bands);
+  std::printf(
+      "MinHash LSH plan: threshold (shingle Jaccard) %.2f -> %d bands x %d rows = %d "
+      "signature values%s; verification at Jaccard >= %.2f\n",
+      args.threshold, p.bands, p.rows, p.signature_size(),
+      args.bands > 0 ? " (as given)" : " (chosen from the threshold)", args.threshold);
+  std::printf(
+      "memory: %d bytes of band keys per document, plus 16 bytes per document for the "
+      "band being sorted on each thread\n\n",
+      4 * p.bands);
   std::printf("probability that a pair is a candidate, 1 - (1 - J^%d)^%d:\n", p.rows, p.bands);
   std::printf("  Jaccard   ");
   for (int j = 1; j <= 9; ++j) std::printf(" %6.1f", j / 10.0);
@@ -62,9 +64,10 @@ int PrintLshPlan(const PlanArgs& args) {
   for (int j = 1; j <= 9; ++j) std::printf(" %6.3f", LshCandidateProbability(j / 10.0, p));
   std::printf("\n  P(missed) ");
   for (int j = 1; j <= 9; ++j) std::printf(" %6.0e", 1 - LshCandidateProbability(j / 10.0, p));
-  std::printf("\n\nexpected candidate pairs among n = %.4g documents if every pair had Jaccard J "
-              "(add the duplicates' own pairs; unrelated texts are usually below 0.05):\n",
-              args.n);
+  std::printf(
+      "\n\nexpected candidate pairs among n = %.4g documents if every pair had Jaccard J "
+      "(add the duplicates' own pairs; unrelated texts are usually below 0.05):\n",
+      args.n);
   for (double j : {0.0, 0.01, 0.02, 0.05, 0.1, 0.2}) {
     double pairs = ExpectedCandidatePairs(args.n, p, j);
     std::printf("  J = %-5.2f %12.4g pairs  (%.3g per document)\n", j, pairs,

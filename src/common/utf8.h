@@ -7,8 +7,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 namespace neardup::utf8 {
 
@@ -37,13 +42,21 @@ inline size_t ValidSequenceLength(std::string_view s, size_t i) {
   return 0;
 }
 
+// Whether the 8 bytes at p are all ASCII.
+inline bool AsciiWord(const char* p) {
+  uint64_t word;
+  std::memcpy(&word, p, 8);
+  return (word & 0x8080808080808080ull) == 0;
+}
+
 // Byte offset of the first invalid sequence in `s`, or std::string_view::npos if `s` is valid.
 inline size_t FindInvalid(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
-    // Fast path over ASCII.
+    // Fast path over ASCII, eight bytes at a time.
     if (static_cast<unsigned char>(s[i]) < 0x80) {
       ++i;
+      while (i + 8 <= s.size() && AsciiWord(s.data() + i)) i += 8;
       continue;
     }
     size_t len = ValidSequenceLength(s, i);
@@ -54,6 +67,31 @@ inline size_t FindInvalid(std::string_view s) {
 }
 
 inline bool IsValid(std::string_view s) { return FindInvalid(s) == std::string_view::npos; }
+
+// Number of bytes >= 0x80 in `s` (0: the text is ASCII).
+inline size_t CountNonAscii(std::string_view s) {
+  size_t count = 0;
+  for (char c : s) count += static_cast<unsigned char>(c) >> 7;
+  return count;
+}
+
+// The project's two whitespace definitions, both Python's (jieba is Python):
+//  - IsPythonSpace: str.isspace(), the whitespace of text. Whitespace folding, jieba's keyword
+//    filtering and str.strip() use it. Above ASCII it is Unicode White_Space (ICU's
+//    u_isUWhiteSpace, checked in tests/text_test.cc); in ASCII it adds the separators 0x1C-0x1F.
+//  - IsAsciiSpaceByte: bytes.isspace() (space \t \n \v \f \r), the whitespace of data files and
+//    of Python source (jieba's dict.txt lines, finalseg/prob_*.py).
+inline bool IsAsciiWhitespace(unsigned char c) {  // IsPythonSpace for one ASCII byte
+  return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1C && c <= 0x1F);
+}
+inline bool IsPythonSpace(char32_t cp) {
+  if (cp < 0x80) return IsAsciiWhitespace(static_cast<unsigned char>(cp));
+  return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
+         cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+inline bool IsAsciiSpaceByte(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
 
 // Decodes the code point at s[i] (which must start a valid sequence of `len` bytes).
 inline char32_t Decode(std::string_view s, size_t i, size_t len) {
@@ -88,6 +126,15 @@ bool AnyCodePoint(std::string_view text, unsigned char min_lead_byte, Visit&& vi
   while (i < text.size()) {
     if (static_cast<unsigned char>(text[i]) < min_lead_byte) {
       ++i;
+#ifdef __SSE2__
+      // Sixteen bytes at a time while none reaches min_lead_byte (unsigned compare via max).
+      const __m128i floor = _mm_set1_epi8(static_cast<char>(min_lead_byte));
+      while (i + 16 <= text.size()) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + i));
+        if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(v, floor), v)) != 0) break;
+        i += 16;
+      }
+#endif
       continue;
     }
     size_t len = ValidSequenceLength(text, i);
@@ -136,6 +183,23 @@ inline std::string ReplaceInvalid(std::string_view s) {
     }
   }
   return out;
+}
+
+// Python str.strip() on valid UTF-8.
+inline std::string_view StripPythonSpace(std::string_view s) {
+  while (!s.empty()) {
+    const size_t len = ValidSequenceLength(s, 0);
+    if (len == 0 || !IsPythonSpace(Decode(s, 0, len))) break;
+    s.remove_prefix(len);
+  }
+  while (!s.empty()) {
+    size_t start = s.size() - 1;
+    while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+    const size_t len = ValidSequenceLength(s, start);
+    if (len == 0 || !IsPythonSpace(Decode(s, start, len))) break;
+    s.remove_suffix(s.size() - start);
+  }
+  return s;
 }
 
 }  // namespace neardup::utf8

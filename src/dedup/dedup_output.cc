@@ -108,6 +108,8 @@ std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* opti
   json.Key("candidate_pairs").Uint(report.candidate_pairs);
   json.Key("lsh_candidate_pairs").Uint(report.lsh_candidate_pairs);
   json.Key("simhash_candidate_pairs").Uint(report.simhash_candidate_pairs);
+  json.Key("simhash_only_candidate_pairs").Uint(report.simhash_only_candidate_pairs);
+  json.Key("simhash_only_accepted_pairs").Uint(report.simhash_only_accepted_pairs);
   json.Key("lsh_buckets").BeginObject();
   json.Key("records").Uint(report.lsh_stats.records);
   json.Key("buckets").Uint(report.lsh_stats.buckets);

@@ -14,28 +14,25 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/string_hash.h"
 #include "common/utf8.h"
 #include "features/idf_table.h"
+#include "features/jieba_internal.h"
+#include "features/word_splitter.h"
 #include "neardup/features.h"
 #include "neardup/jieba.h"
 
 namespace neardup {
 namespace {
 
-// jieba.analyse's default STOP_WORDS.
+// jieba.analyse's STOP_WORDS, compared as they are (the text is normally case-folded already).
 const std::unordered_set<std::string_view>& JiebaStopWords() {
-  static const std::unordered_set<std::string_view> words = {
-      "the",  "of",   "is", "and",  "to",   "in",  "that", "we",   "for",   "an",  "are",
-      "by",   "be",   "as", "on",   "with", "can", "if",   "from", "which", "you", "it",
-      "this", "then", "at", "have", "all",  "not", "one",  "has",  "or"};
+  static const std::unordered_set<std::string_view> words(std::begin(jieba::kStopWords),
+                                                          std::end(jieba::kStopWords));
   return words;
 }
 
-constexpr uint32_t kContentMask = U_GC_L_MASK | U_GC_M_MASK | U_GC_N_MASK;
-
-bool IsContent(char32_t cp) {
-  return (U_GET_GC_MASK(static_cast<UChar32>(cp)) & kContentMask) != 0;
-}
+bool IsContent(char32_t cp) { return IsLetterMarkOrNumber(cp); }
 
 // True if the token holds a letter, mark or number (not only spaces and punctuation).
 bool HasContent(std::string_view token) {
@@ -73,7 +70,8 @@ struct ScriptMix {
 
 ScriptMix DetectScripts(std::string_view text) {
   ScriptMix mix;
-  utf8::AnyCodePoint(text, 0x80, [&mix](char32_t cp) {
+  // Han and kana are all above U+3000: lead bytes below 0xE3 are skipped.
+  utf8::AnyCodePoint(text, 0xE3, [&mix](char32_t cp) {
     if (utf8::IsHanIdeograph(cp)) {
       mix.han = true;
     } else if ((cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x31F0 && cp <= 0x31FF) ||
@@ -144,11 +142,6 @@ void CharNgrams(std::string_view text, int n, std::string* storage,
   }
 }
 
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-
 }  // namespace
 
 struct FeatureExtractor::Impl {
@@ -166,9 +159,8 @@ struct FeatureExtractor::Impl {
       if (jieba_dir.empty()) {
         loaded = JiebaSegmenter::Default();
       } else {
-        JiebaOptions jieba_options;
-        jieba_options.dict_path = jieba_dir + "/dict.txt";
-        jieba_options.hmm_dir = jieba_dir + "/finalseg";
+        JiebaOptions jieba_options = JiebaOptionsForDirectory(jieba_dir);
+        jieba_options.idf_path.clear();  // the segmenter reads no IDF table
         loaded = JiebaSegmenter::Load(jieba_options);
       }
       if (loaded.ok()) {
@@ -196,7 +188,8 @@ struct FeatureExtractor::Impl {
     if (tokenizer == Tokenizer::kJieba) {
       NEARDUP_RETURN_IF_ERROR(LoadJieba());
       jieba->Cut(text, tokens, options.jieba_hmm);
-    } else {
+    } else if (!options.fast_paths || !SplitSpaceSeparatedWords(text, tokens)) {
+      tokens->clear();
       NEARDUP_RETURN_IF_ERROR(IcuWords(text, tokens));
     }
     const auto& stop_words = JiebaStopWords();
@@ -231,15 +224,17 @@ Result<std::unique_ptr<FeatureExtractor>> FeatureExtractor::Create(const Feature
     NEARDUP_RETURN_IF_ERROR(extractor->impl_->LoadJieba());  // surely needed: fail early
   } else if (options.tokenizer == Tokenizer::kAuto && !options.jieba_dir.empty()) {
     std::error_code error;
-    if (!std::filesystem::exists(options.jieba_dir + "/dict.txt", error)) {
-      return Status::NotFound("jieba dictionary " + options.jieba_dir + "/dict.txt not found");
+    const std::string dict_path = JiebaOptionsForDirectory(options.jieba_dir).dict_path;
+    if (!std::filesystem::exists(dict_path, error)) {
+      return Status::NotFound("jieba dictionary " + dict_path + " not found");
     }
   }
   if (options.weighting == Weighting::kTfIdf || !options.idf_path.empty()) {
     Result<std::shared_ptr<const IdfTable>> idf =
-        !options.idf_path.empty()   ? IdfTable::Load(options.idf_path)
-        : options.jieba_dir.empty() ? IdfTable::Default()
-                                    : IdfTable::Load(options.jieba_dir + "/analyse/idf.txt");
+        !options.idf_path.empty() ? IdfTable::Load(options.idf_path)
+        : options.jieba_dir.empty()
+            ? IdfTable::Default()
+            : IdfTable::Load(JiebaOptionsForDirectory(options.jieba_dir).idf_path);
     if (!idf.ok()) return idf.status();
     extractor->impl_->idf = *idf;
   }
@@ -256,6 +251,11 @@ Status FeatureExtractor::Tokenize(std::string_view text, std::vector<std::string
   NEARDUP_RETURN_IF_ERROR(impl_->Tokens(options_, text, &storage, &views));
   tokens->assign(views.begin(), views.end());
   return Status::Ok();
+}
+
+Status FeatureExtractor::TokenViews(std::string_view text, std::vector<std::string_view>* tokens,
+                                    std::string* storage) const {
+  return impl_->Tokens(options_, text, storage, tokens);
 }
 
 Status FeatureExtractor::Extract(std::string_view text,
@@ -302,11 +302,7 @@ Status FeatureExtractor::Extract(std::string_view text,
   }
   features->reserve(tallies.size());
   for (const auto& [feature, tally] : tallies) {
-    double weight = 1;
-    if (options_.weighting != Weighting::kUniform) {
-      weight = options_.sublinear_tf ? 1 + std::log(tally.count) : tally.count;
-      if (tf_idf) weight *= tally.idf;
-    }
+    double weight = FeatureWeight(options_, tally.count, tf_idf ? tally.idf : 1);
     if (!(weight > 0)) continue;  // a zero or negative IDF carries no vote
     features->push_back(WeightedFeature{std::string(feature), weight});
   }

@@ -1,11 +1,13 @@
-// IdfTable loading and IdfTableBuilder (the `neardup idf` learner); see idf_table.h and
-// neardup/features.h.
+// The IDF table parser shared with jieba's keyword extractor, IdfTable loading and
+// IdfTableBuilder (the `neardup idf` learner); see idf_table.h and neardup/features.h.
 #include "features/idf_table.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <vector>
 
@@ -15,39 +17,82 @@
 
 namespace neardup {
 
-std::string IdfTable::DefaultPath() { return DefaultJiebaDirectory() + "/analyse/idf.txt"; }
+std::string IdfTable::DefaultPath() { return JiebaOptionsForDirectory("").idf_path; }
+
+namespace {
+
+// Python str.splitlines() line boundaries.
+bool IsLineBoundary(char32_t cp) {
+  return cp == '\n' || cp == '\r' || cp == 0x0B || cp == 0x0C || cp == 0x1C || cp == 0x1D ||
+         cp == 0x1E || cp == 0x85 || cp == 0x2028 || cp == 0x2029;
+}
+
+// Python float() of a decimal string (no hexadecimal forms).
+bool ParsePythonFloat(std::string_view s, double* value) {
+  std::string text;
+  for (char c : s) {
+    if (c != '_') text.push_back(c);
+  }
+  if (text.empty() || text.find_first_of("xX") != std::string::npos) return false;
+  char* end = nullptr;
+  *value = std::strtod(text.c_str(), &end);
+  return end == text.c_str() + text.size();
+}
+
+}  // namespace
+
+Status ParseIdfTable(std::string_view text, const std::string& path,
+                     const std::function<void(std::string_view word, double idf)>& add) {
+  const size_t bad_at = utf8::FindInvalid(text);
+  if (bad_at != std::string_view::npos) {
+    return Status::InvalidUtf8(path + ": invalid UTF-8 at byte " + std::to_string(bad_at));
+  }
+  size_t line_number = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    // str.splitlines(): find the next boundary.
+    size_t end = pos;
+    size_t boundary_length = 0;
+    while (end < text.size()) {
+      const size_t len = utf8::ValidSequenceLength(text, end);
+      const char32_t cp = utf8::Decode(text, end, len);
+      if (IsLineBoundary(cp)) {
+        boundary_length = (cp == '\r' && end + 1 < text.size() && text[end + 1] == '\n') ? 2 : len;
+        break;
+      }
+      end += len;
+    }
+    ++line_number;
+    const std::string_view line = utf8::StripPythonSpace(text.substr(pos, end - pos));
+    pos = boundary_length == 0 ? text.size() : end + boundary_length;
+    if (line.empty()) continue;
+    const size_t space = line.find_last_of(" \t");
+    const std::string_view word = space == std::string_view::npos
+                                      ? std::string_view()
+                                      : line.substr(0, line.find_last_not_of(" \t", space) + 1);
+    double idf = 0;
+    if (space == std::string_view::npos ||
+        line.find_last_not_of(" \t", space) == std::string_view::npos ||
+        !ParsePythonFloat(line.substr(space + 1), &idf) || !std::isfinite(idf)) {
+      return Status::Corruption(path + ":" + std::to_string(line_number) +
+                                ": expected 'word idf', got '" + std::string(line.substr(0, 200)) +
+                                "'");
+    }
+    add(word, idf);
+  }
+  return Status::Ok();
+}
 
 Result<std::shared_ptr<const IdfTable>> IdfTable::Load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound("cannot open IDF table " + path);
-  auto table = std::make_shared<IdfTable>();
-  std::string line;
-  uint64_t line_number = 0;
-  std::vector<double> values;
-  while (std::getline(in, line)) {
-    ++line_number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    auto fail = [&](const std::string& why) {
-      return Status::Corruption(path + ":" + std::to_string(line_number) + ": " + why);
-    };
-    if (!utf8::IsValid(line)) return fail("invalid UTF-8");
-    size_t space = line.find_last_of(" \t");
-    if (space == std::string::npos || space == 0) return fail("expected \"word idf\"");
-    std::string_view number(line.data() + space + 1, line.size() - space - 1);
-    double idf = 0;
-    auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), idf);
-    if (ec != std::errc() || ptr != number.data() + number.size() || !std::isfinite(idf)) {
-      return fail("IDF \"" + std::string(number) + "\" is not a number");
-    }
-    size_t word_end = line.find_last_not_of(" \t", space);
-    std::string word = line.substr(0, word_end + 1);
-    // jieba keeps the last value of a repeated word.
-    auto [it, inserted] = table->idf_.insert_or_assign(std::move(word), idf);
-    (void)it;
-    (void)inserted;
-  }
+  std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) return Status::IoError("error reading IDF table " + path);
+  auto table = std::make_shared<IdfTable>();
+  NEARDUP_RETURN_IF_ERROR(ParseIdfTable(contents, path, [&](std::string_view word, double idf) {
+    table->idf_.insert_or_assign(std::string(word), idf);  // jieba keeps the last value
+  }));
+  std::vector<double> values;
   if (table->idf_.empty()) return Status::InvalidArgument("IDF table " + path + " is empty");
   values.reserve(table->idf_.size());
   double sum = 0;

@@ -11,9 +11,19 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "common/string_hash.h"
 #include "neardup/status.h"
 
 namespace neardup {
+
+// The one parser of IDF tables, for IdfTable and jieba's KeywordExtractor: calls add(word, idf) for
+// every line of `contents` in order (a repeated word is added again; jieba keeps the last value).
+// Lines are Python's str.splitlines() stripped as str.strip() does, as jieba's IDFLoader reads
+// them; a line is "word idf" where the idf is the text after the last space or tab, a finite
+// Python float() literal, and the word is what comes before it (trimmed). Blank lines are skipped.
+// Errors: kInvalidUtf8 "path: invalid UTF-8 at byte N", kCorruption "path:line: ...".
+Status ParseIdfTable(std::string_view contents, const std::string& path,
+                     const std::function<void(std::string_view word, double idf)>& add);
 
 class IdfTable {
  public:
@@ -40,10 +50,6 @@ class IdfTable {
   size_t size() const { return idf_.size(); }
 
  private:
-  struct StringHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   std::unordered_map<std::string, double, StringHash, std::equal_to<>> idf_;
   double median_ = 0;
   double mean_ = 0;

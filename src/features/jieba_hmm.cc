@@ -41,7 +41,7 @@ class PyLiteralParser {
   void SkipSpace() {
     while (pos_ < source_.size()) {
       const char c = source_[pos_];
-      if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') {
+      if (utf8::IsAsciiSpaceByte(c)) {
         ++pos_;
       } else if (c == '\\' && pos_ + 1 < source_.size() && source_[pos_ + 1] == '\n') {
         pos_ += 2;  // explicit line joining

@@ -26,6 +26,13 @@
 
 namespace neardup::jieba {
 
+// jieba.analyse's KeywordExtractor.STOP_WORDS: the one list of stop words (keyword extraction
+// and FeatureOptions::drop_stop_words).
+inline constexpr std::string_view kStopWords[] = {
+    "the",  "of",   "is", "and",  "to",   "in",  "that", "we",   "for",   "an",  "are",
+    "by",   "be",   "as", "on",   "with", "can", "if",   "from", "which", "you", "it",
+    "this", "then", "at", "have", "all",  "not", "one",  "has",  "or"};
+
 // The Han range of jieba's regular expressions: [\u4E00-\u9FD5].
 inline constexpr char32_t kHanFirst = 0x4E00;
 inline constexpr char32_t kHanLast = 0x9FD5;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "features/idf_table.h"
 #include "features/jieba_internal.h"
 
 namespace neardup {
@@ -52,48 +53,6 @@ size_t TableSizeFor(size_t count) {
   return size;
 }
 
-// Python str.isspace() for one code point.
-bool IsPythonSpace(char32_t cp) {
-  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 ||
-         cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
-         cp == 0x202F || cp == 0x205F || cp == 0x3000;
-}
-
-// Python str.splitlines() line boundaries.
-bool IsLineBoundary(char32_t cp) {
-  return cp == '\n' || cp == '\r' || cp == 0x0B || cp == 0x0C || cp == 0x1C || cp == 0x1D ||
-         cp == 0x1E || cp == 0x85 || cp == 0x2028 || cp == 0x2029;
-}
-
-// Python str.strip() on valid UTF-8.
-std::string_view StripPythonSpace(std::string_view s) {
-  while (!s.empty()) {
-    const size_t len = utf8::ValidSequenceLength(s, 0);
-    if (len == 0 || !IsPythonSpace(utf8::Decode(s, 0, len))) break;
-    s.remove_prefix(len);
-  }
-  while (!s.empty()) {
-    size_t start = s.size() - 1;
-    while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
-    const size_t len = utf8::ValidSequenceLength(s, start);
-    if (len == 0 || !IsPythonSpace(utf8::Decode(s, start, len))) break;
-    s.remove_suffix(s.size() - start);
-  }
-  return s;
-}
-
-// Python float() of a decimal string (no hexadecimal forms).
-bool ParsePythonFloat(std::string_view s, double* value) {
-  std::string text;
-  for (char c : s) {
-    if (c != '_') text.push_back(c);
-  }
-  if (text.empty() || text.find_first_of("xX") != std::string::npos) return false;
-  char* end = nullptr;
-  *value = std::strtod(text.c_str(), &end);
-  return end == text.c_str() + text.size();
-}
-
 struct TermScratch {
   std::vector<std::string_view> tokens;
   std::vector<uint32_t> nodes;  // trie node of each token
@@ -117,12 +76,6 @@ TermScratch& ThreadTermScratch() {
   return scratch;
 }
 
-// jieba's KeywordExtractor.STOP_WORDS.
-constexpr std::string_view kStopWords[] = {
-    "the",  "of",   "is", "and",  "to",   "in",  "that", "we",   "for",   "an",  "are",
-    "by",   "be",   "as", "on",   "with", "can", "if",   "from", "which", "you", "it",
-    "this", "then", "at", "have", "all",  "not", "one",  "has",  "or"};
-
 // wc.lower() in STOP_WORDS. Terms are runs of [\u4E00-\u9FD5a-zA-Z0-9+#&._%-], whose Unicode
 // lower case is the ASCII lower case.
 bool IsStopWord(std::string_view term) {
@@ -134,7 +87,7 @@ bool IsStopWord(std::string_view term) {
     lower[i] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
   }
   const std::string_view lowered(lower, term.size());
-  for (std::string_view stop : kStopWords) {
+  for (std::string_view stop : jieba::kStopWords) {
     if (stop == lowered) return true;
   }
   return false;
@@ -151,7 +104,7 @@ bool LongEnough(std::string_view token) {
   // A word of a block (ASCII block characters and Han) holds no whitespace.
   if ((lead < 0x80 && jieba::IsBlockAscii(lead)) || (lead >= 0xE4 && lead <= 0xE9)) return true;
   size_t code_points = 0;
-  for (char c : StripPythonSpace(token)) {
+  for (char c : utf8::StripPythonSpace(token)) {
     if ((static_cast<unsigned char>(c) & 0xC0) != 0x80 && ++code_points >= 2) return true;
   }
   return false;
@@ -309,10 +262,6 @@ class KeywordExtractor::Impl {
   Status Load(const std::string& path) {
     std::string contents;
     NEARDUP_RETURN_IF_ERROR(jieba::ReadWholeFile(path, &contents));
-    const size_t bad_at = utf8::FindInvalid(contents);
-    if (bad_at != std::string::npos) {
-      return Status::InvalidUtf8(path + ": invalid UTF-8 at byte " + std::to_string(bad_at));
-    }
     // Count lines first to size the table.
     size_t estimated_lines =
         1 + static_cast<size_t>(std::count(contents.begin(), contents.end(), '\n'));
@@ -320,37 +269,8 @@ class KeywordExtractor::Impl {
     while (table_size < estimated_lines + estimated_lines / 2) table_size *= 2;
     table.Assign(table_size, Entry{});
     keys.reserve(contents.size());
-    const std::string_view text(contents);
-    size_t line_number = 0;
-    size_t pos = 0;
-    while (pos < text.size()) {
-      // str.splitlines(): find the next boundary.
-      size_t end = pos;
-      size_t boundary_length = 0;
-      while (end < text.size()) {
-        const size_t len = utf8::ValidSequenceLength(text, end);
-        const char32_t cp = utf8::Decode(text, end, len);
-        if (IsLineBoundary(cp)) {
-          boundary_length =
-              (cp == '\r' && end + 1 < text.size() && text[end + 1] == '\n') ? 2 : len;
-          break;
-        }
-        end += len;
-      }
-      ++line_number;
-      const std::string_view line = StripPythonSpace(text.substr(pos, end - pos));
-      pos = end + boundary_length;
-      if (boundary_length == 0) pos = text.size();
-      const size_t space = line.find(' ');
-      double idf = 0;
-      if (space == std::string_view::npos || line.find(' ', space + 1) != std::string_view::npos ||
-          !ParsePythonFloat(StripPythonSpace(line.substr(space + 1)), &idf)) {
-        return Status::Corruption(path + ":" + std::to_string(line_number) +
-                                  ": expected 'word idf', got '" +
-                                  std::string(line.substr(0, 200)) + "'");
-      }
-      Insert(line.substr(0, space), idf);
-    }
+    NEARDUP_RETURN_IF_ERROR(ParseIdfTable(
+        contents, path, [this](std::string_view word, double idf) { Insert(word, idf); }));
     if (count == 0) return Status::Corruption(path + ": the IDF table is empty");
     std::vector<double> values;
     values.reserve(count);
@@ -373,7 +293,7 @@ Result<std::shared_ptr<const KeywordExtractor>> KeywordExtractor::Load(
     std::shared_ptr<const JiebaSegmenter> segmenter, const JiebaOptions& options) {
   if (segmenter == nullptr) return Status::InvalidArgument("KeywordExtractor needs a segmenter");
   const std::string path =
-      options.idf_path.empty() ? DefaultJiebaDirectory() + "/analyse/idf.txt" : options.idf_path;
+      options.idf_path.empty() ? JiebaOptionsForDirectory("").idf_path : options.idf_path;
   auto impl = std::make_unique<Impl>();
   try {
     NEARDUP_RETURN_IF_ERROR(impl->Load(path));

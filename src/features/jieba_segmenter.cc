@@ -514,11 +514,8 @@ constexpr int64_t kMaxFrequency = 1000000000000;
 
 // Python bytes.strip(): ASCII whitespace.
 std::string_view StripAsciiWhitespace(std::string_view s) {
-  auto is_space = [](char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-  };
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  while (!s.empty() && utf8::IsAsciiSpaceByte(s.front())) s.remove_prefix(1);
+  while (!s.empty() && utf8::IsAsciiSpaceByte(s.back())) s.remove_suffix(1);
   return s;
 }
 
@@ -722,13 +719,20 @@ Result<std::shared_ptr<const JiebaSegmenter>> JiebaSegmenter::Load(const JiebaOp
   }
 }
 
+JiebaOptions JiebaOptionsForDirectory(const std::string& dir) {
+  const std::string root = dir.empty() ? DefaultJiebaDirectory() : dir;
+  JiebaOptions options;
+  options.dict_path = jieba::JoinPath(root, "dict.txt");
+  options.hmm_dir = jieba::JoinPath(root, "finalseg");
+  options.idf_path = jieba::JoinPath(root, "analyse/idf.txt");
+  return options;
+}
+
 Result<std::shared_ptr<const JiebaSegmenter>> JiebaSegmenter::LoadOrThrow(
     const JiebaOptions& options) {
-  const std::string dir = DefaultJiebaDirectory();
-  const std::string dict_path =
-      options.dict_path.empty() ? jieba::JoinPath(dir, "dict.txt") : options.dict_path;
-  const std::string hmm_dir =
-      options.hmm_dir.empty() ? jieba::JoinPath(dir, "finalseg") : options.hmm_dir;
+  const JiebaOptions defaults = JiebaOptionsForDirectory("");
+  const std::string dict_path = options.dict_path.empty() ? defaults.dict_path : options.dict_path;
+  const std::string hmm_dir = options.hmm_dir.empty() ? defaults.hmm_dir : options.hmm_dir;
 
   jieba::DictionaryLoader loader;
   NEARDUP_RETURN_IF_ERROR(jieba::LoadMainDictionary(dict_path, &loader.builder));

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 
 #include "common/utf8.h"
 #include "features/idf_table.h"
@@ -30,6 +32,205 @@ FingerprintOptions YanyiwuSimhashOptions(size_t top_k) {
   options.bits = 64;
   return options;
 }
+
+namespace {
+
+// kSpreadBits.lanes[b] holds bit i of byte b in byte i: adding it to a 64-bit word counts the
+// eight bits of b in eight 8-bit lanes at once.
+struct SpreadBits {
+  uint64_t lanes[256];
+  constexpr SpreadBits() : lanes() {
+    for (int b = 0; b < 256; ++b) {
+      for (int i = 0; i < 8; ++i) lanes[b] |= static_cast<uint64_t>((b >> i) & 1) << (8 * i);
+    }
+  }
+};
+constexpr SpreadBits kSpreadBits;
+
+// The fused path from token views to a SimHash: shingles are hashed from views into the text (or,
+// when their words are not separated by exactly one space there, from a per-thread arena), counted
+// in an open-addressing table keyed by their hash (texts compared on a hash match, so distinct
+// shingles never merge), and voted in order of first occurrence. Every buffer lives per thread and
+// is reused: no allocation per document in the steady state.
+class FeatureHasher {
+ public:
+  // Hashes the shingles of `tokens` (views into `text`) into *accumulator with the weights
+  // FeatureExtractor::Extract gives them, producing the same fingerprint as hashing Extract's
+  // features in its order (heaviest first, ties by text). Returns the number of features.
+  // *fingerprint is left alone when there is no feature.
+  size_t Run(const FeatureOptions& options, std::span<const std::string_view> tokens,
+             FeatureHash hash, int bits, Fingerprint* fingerprint);
+
+ private:
+  struct Entry {
+    std::string_view text;
+    FeatureHashValue hash;
+    double count = 0;
+    double weight = 0;
+  };
+  // The shingle of `words`: a view into the text, or (*in_arena set) written at the arena's end.
+  std::string_view ShingleView(std::span<const std::string_view> words, bool* in_arena);
+  uint32_t* Slot(const FeatureHashValue& h, std::string_view text);
+  void ReferenceOrder(int bits, Fingerprint* fingerprint);
+
+  std::string arena_;  // sized for the worst case; arena_used_ bytes hold the shingles kept
+  size_t arena_used_ = 0;
+  std::vector<Entry> entries_;
+  std::vector<uint32_t> slots_;  // index into entries_ + 1; 0 = empty
+  size_t mask_ = 0;
+};
+
+std::string_view FeatureHasher::ShingleView(std::span<const std::string_view> words,
+                                            bool* in_arena) {
+  bool contiguous = true;
+  for (size_t j = 0; j + 1 < words.size() && contiguous; ++j) {
+    const char* end = words[j].data() + words[j].size();
+    contiguous = words[j + 1].data() == end + 1 && *end == ' ';
+  }
+  *in_arena = !contiguous;
+  if (contiguous) {
+    const char* begin = words.front().data();
+    return std::string_view(begin,
+                            static_cast<size_t>(words.back().data() + words.back().size() - begin));
+  }
+  // The arena is sized for the worst case before the loop: it never reallocates, so earlier views
+  // stay valid. The caller gives the bytes back when the shingle was already counted.
+  char* const begin = arena_.data() + arena_used_;
+  char* out = begin;
+  for (size_t j = 0; j < words.size(); ++j) {
+    if (j > 0) *out++ = ' ';
+    std::memcpy(out, words[j].data(), words[j].size());
+    out += words[j].size();
+  }
+  arena_used_ += static_cast<size_t>(out - begin);
+  return std::string_view(begin, static_cast<size_t>(out - begin));
+}
+
+uint32_t* FeatureHasher::Slot(const FeatureHashValue& h, std::string_view text) {
+  size_t i = static_cast<size_t>(h.lo ^ (h.lo >> 29)) & mask_;
+  while (true) {
+    uint32_t& slot = slots_[i];
+    if (slot == 0) return &slot;
+    const Entry& entry = entries_[slot - 1];
+    if (entry.hash.lo == h.lo && entry.hash.hi == h.hi && entry.text == text) return &slot;
+    i = (i + 1) & mask_;
+  }
+}
+
+size_t FeatureHasher::Run(const FeatureOptions& options, std::span<const std::string_view> tokens,
+                          FeatureHash hash, int bits, Fingerprint* fingerprint) {
+  entries_.clear();
+  if (tokens.empty()) return 0;
+  const size_t n = static_cast<size_t>(options.shingle_size);
+  const size_t count = tokens.size() >= n ? tokens.size() - n + 1 : 1;
+  const size_t width = std::min(n, tokens.size());
+  size_t table = 16;
+  while (table < 2 * count) table *= 2;
+  if (slots_.size() < table || slots_.size() > 64 * table) slots_.assign(table, 0);
+  std::fill(slots_.begin(), slots_.begin() + static_cast<ptrdiff_t>(table), 0);
+  mask_ = table - 1;
+  arena_used_ = 0;
+  if (width > 1) {
+    size_t token_bytes = 0;
+    for (std::string_view token : tokens) token_bytes += token.size() + 1;
+    if (arena_.size() < token_bytes * width) arena_.resize(token_bytes * width);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    bool in_arena = false;
+    std::string_view text = ShingleView(tokens.subspan(i, width), &in_arena);
+    FeatureHashValue h = HashFeature(text, hash, bits);
+    uint32_t* slot = Slot(h, text);
+    if (*slot == 0) {
+      entries_.push_back(Entry{text, h, 0, 0});
+      *slot = static_cast<uint32_t>(entries_.size());
+    } else if (in_arena) {
+      arena_used_ -= text.size();  // counted before: its bytes are not needed
+    }
+    entries_[*slot - 1].count += 1;
+  }
+  // Votes. Extract's order (heaviest first, ties by text) can round differently from any other
+  // order, but every order's sum is within gamma_m * sum|w| of the exact sum (recursive summation,
+  // gamma_m = m u / (1 - m u)), so a sum of ours farther than 2 gamma_m sum|w| from 0 (ours is
+  // exact to within that too) has the same sign as Extract's. With integer weights every sum is
+  // exact in any order. Otherwise, when a sum is too close to 0 to decide, the votes are redone in
+  // Extract's order. Features seen once (weight 1 under every weighting) are counted per bit in
+  // integers, eight bits per 64-bit word; the rest are voted in doubles.
+  double sums[128] = {};
+  uint64_t ones[128] = {};
+  uint64_t lanes[16] = {};
+  uint64_t once = 0, pending = 0;
+  bool integral = true;
+  double total = 0;
+  SimHashAccumulator heavy(bits);
+  auto flush = [&] {
+    for (int k = 0; k < bits / 8; ++k) {
+      for (int i = 0; i < 8; ++i) ones[8 * k + i] += (lanes[k] >> (8 * i)) & 0xFF;
+      lanes[k] = 0;
+    }
+    pending = 0;
+  };
+  for (Entry& entry : entries_) {
+    entry.weight = FeatureWeight(options, entry.count);
+    total += entry.weight;
+    if (entry.weight == 1.0) {
+      for (int k = 0; k < 8; ++k) lanes[k] += kSpreadBits.lanes[(entry.hash.lo >> (8 * k)) & 0xFF];
+      if (bits == 128) {
+        for (int k = 0; k < 8; ++k) {
+          lanes[8 + k] += kSpreadBits.lanes[(entry.hash.hi >> (8 * k)) & 0xFF];
+        }
+      }
+      ++once;
+      if (++pending == 255) flush();
+      continue;
+    }
+    integral = integral && entry.weight == std::floor(entry.weight);
+    heavy.Add(entry.hash, entry.weight);
+  }
+  flush();
+  std::span<const double> heavy_sums = heavy.sums();
+  for (int j = 0; j < bits; ++j) {
+    const double net = 2 * static_cast<double>(ones[j]) - static_cast<double>(once);
+    sums[j] = heavy_sums[static_cast<size_t>(j)] + net;
+  }
+  bool decided = integral && total < 0x1p52;
+  if (!decided) {
+    const double m = static_cast<double>(entries_.size());
+    const double u = std::numeric_limits<double>::epsilon() / 2;
+    const double gamma = m * u / (1 - m * u);
+    const double margin = 4 * gamma * total;  // twice the bound: `total` itself is rounded
+    decided = true;
+    for (int j = 0; j < bits && decided; ++j) decided = std::fabs(sums[j]) > margin;
+  }
+  if (!decided) {
+    ReferenceOrder(bits, fingerprint);
+    return entries_.size();
+  }
+  uint64_t lo = 0, hi = 0;
+  for (int j = 0; j < 64; ++j) lo |= static_cast<uint64_t>(sums[j] > 0) << j;
+  if (bits == 128) {
+    for (int j = 0; j < 64; ++j) hi |= static_cast<uint64_t>(sums[64 + j] > 0) << j;
+  }
+  *fingerprint = bits == 128 ? Fingerprint::From128(hi, lo) : Fingerprint::From64(lo);
+  return entries_.size();
+}
+
+void FeatureHasher::ReferenceOrder(int bits, Fingerprint* fingerprint) {
+  std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
+    return a.weight != b.weight ? a.weight > b.weight : a.text < b.text;
+  });
+  SimHashAccumulator accumulator(bits);
+  for (const Entry& entry : entries_) accumulator.Add(entry.hash, entry.weight);
+  *fingerprint = accumulator.Finish();
+}
+
+// Whether the fused path computes what Extract + SimHash would for these options.
+bool FusedPathApplies(const FingerprintOptions& options) {
+  const FeatureOptions& f = options.features;
+  return f.fast_paths && options.normalize.fast_paths && f.tokenizer != Tokenizer::kCharNgram &&
+         f.weighting != Weighting::kTfIdf && f.top_k == 0;
+}
+
+}  // namespace
 
 struct Fingerprinter::Impl {
   std::unique_ptr<TextNormalizer> normalizer;        // kNeardup
@@ -60,11 +261,7 @@ Result<std::unique_ptr<Fingerprinter>> Fingerprinter::Create(const FingerprintOp
       keywords = KeywordExtractor::Default();
     } else {
       JiebaOptions jieba;
-      if (!features.jieba_dir.empty()) {
-        jieba.dict_path = features.jieba_dir + "/dict.txt";
-        jieba.hmm_dir = features.jieba_dir + "/finalseg";
-        jieba.idf_path = features.jieba_dir + "/analyse/idf.txt";
-      }
+      if (!features.jieba_dir.empty()) jieba = JiebaOptionsForDirectory(features.jieba_dir);
       if (!features.idf_path.empty()) jieba.idf_path = features.idf_path;
       auto segmenter =
           features.jieba_dir.empty() ? JiebaSegmenter::Default() : JiebaSegmenter::Load(jieba);
@@ -73,9 +270,10 @@ Result<std::unique_ptr<Fingerprinter>> Fingerprinter::Create(const FingerprintOp
     }
     if (!keywords.ok()) return keywords.status().WithContext("loading the jieba IDF table");
     impl.keywords = *keywords;
-    std::string idf_path = !features.idf_path.empty()    ? features.idf_path
-                           : !features.jieba_dir.empty() ? features.jieba_dir + "/analyse/idf.txt"
-                                                         : std::string();
+    std::string idf_path = !features.idf_path.empty() ? features.idf_path
+                           : !features.jieba_dir.empty()
+                               ? JiebaOptionsForDirectory(features.jieba_dir).idf_path
+                               : std::string();
     auto idf = idf_path.empty() ? IdfTable::Default() : IdfTable::Load(idf_path);
     if (!idf.ok()) return idf.status();
     impl.idf = *idf;
@@ -135,6 +333,37 @@ Result<FingerprintDetails> Fingerprinter::ComputeDetails(std::string_view text, 
           WeightedFeature{std::string(terms[scored[i].order].word), scored[i].weight});
     }
     if (keep_normalized_text) normalized.assign(text);
+  } else if (!keep_features && FusedPathApplies(options_)) {
+    struct Scratch {  // one thread_local: one TLS lookup per call
+      std::string normalized;
+      std::vector<std::string_view> tokens;
+      std::string storage;
+      FeatureHasher hasher;
+    };
+    thread_local Scratch scratch;
+    if (scratch.normalized.capacity() > (size_t{64} << 20) &&
+        scratch.normalized.capacity() > 8 * text.size()) {
+      scratch = Scratch();  // a huge earlier text: give its buffers back
+    }
+    std::vector<std::string_view>& tokens = scratch.tokens;
+    std::string& storage = scratch.storage;
+    FeatureHasher& hasher = scratch.hasher;
+    std::string& norm = keep_normalized_text ? normalized : scratch.normalized;
+    NEARDUP_RETURN_IF_ERROR(impl_->normalizer->Normalize(text, &norm));
+    NEARDUP_RETURN_IF_ERROR(impl_->extractor->TokenViews(norm, &tokens, &storage));
+    details.fingerprint = SimHashAccumulator(options_.bits).Finish();
+    details.feature_count =
+        hasher.Run(options_.features, tokens, options_.hash, options_.bits, &details.fingerprint);
+    if (details.feature_count == 0 && !norm.empty()) {
+      // No word feature (only punctuation or symbols): hash the text itself, as below.
+      SimHashAccumulator accumulator(options_.bits);
+      accumulator.Add(HashFeature(norm, options_.hash, options_.bits), 1.0);
+      details.feature_count = 1;
+      details.whole_text_fallback = true;
+      details.fingerprint = accumulator.Finish();
+    }
+    if (keep_normalized_text) details.normalized_text = std::move(normalized);
+    return details;
   } else {
     NEARDUP_RETURN_IF_ERROR(impl_->normalizer->Normalize(text, &normalized));
     NEARDUP_RETURN_IF_ERROR(impl_->extractor->Extract(normalized, &features));

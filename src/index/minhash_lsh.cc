@@ -15,7 +15,8 @@ namespace neardup {
 
 namespace {
 
-// The 64-bit finaliser of MurmurHash3: a bijection that mixes every input bit into every output bit.
+// The 64-bit finaliser of MurmurHash3: a bijection that mixes every input bit into every output
+// bit.
 inline uint64_t Mix64(uint64_t x) {
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdULL;
@@ -189,9 +190,9 @@ bool MinHashLsh::Signature(std::span<const uint64_t> shingles,
 void MinHashLsh::BandKeys(std::span<const uint32_t> signature, std::span<uint32_t> keys) const {
   const int rows = parameters_.rows;
   for (int b = 0; b < parameters_.bands; ++b) {
-    keys[b] = static_cast<uint32_t>(XXH3_64bits_withSeed(
-        signature.data() + static_cast<size_t>(b) * rows, sizeof(uint32_t) * rows,
-        options_.seed + static_cast<uint64_t>(b)));
+    keys[b] = static_cast<uint32_t>(
+        XXH3_64bits_withSeed(signature.data() + static_cast<size_t>(b) * rows,
+                             sizeof(uint32_t) * rows, options_.seed + static_cast<uint64_t>(b)));
   }
 }
 
@@ -209,8 +210,9 @@ int MinHashLsh::SharedBands(std::span<const uint32_t> keys_a, std::span<const ui
 }
 
 void BucketPairs(std::span<const uint64_t> members, uint32_t window, std::vector<LshPair>* pairs) {
-  ForEachBucketPair(members.data(), members.size(), window,
-                    [pairs](uint64_t a, uint64_t b) { pairs->push_back({a, b}); });
+  ForEachBucketPair(members.data(), members.size(), window, [pairs](uint64_t a, uint64_t b) {
+    pairs->push_back({a, b});
+  });
 }
 
 uint64_t BucketPairCount(uint64_t members, uint32_t window) {

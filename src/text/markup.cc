@@ -1,5 +1,8 @@
 // HTML/XML markup stripping and entity decoding, and whitespace folding; see neardup/text.h.
 #include <unicode/uchar.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include <algorithm>
 #include <array>
@@ -106,9 +109,24 @@ size_t DecodeEntity(std::string_view html, size_t i, std::string* out) {
 
 std::string StripMarkup(std::string_view html) {
   std::string out;
+  StripMarkupTo(html, &out);
+  return out;
+}
+
+void StripMarkupTo(std::string_view html, std::string* out_buffer) {
+  std::string& out = *out_buffer;
+  out.clear();
   out.reserve(html.size());
   size_t i = 0;
   while (i < html.size()) {
+    // Text up to the next '<' or '&' is copied as it is.
+    size_t special = i;
+    while (special < html.size() && html[special] != '<' && html[special] != '&') ++special;
+    if (special > i) {
+      out.append(html.substr(i, special - i));
+      i = special;
+      if (i == html.size()) break;
+    }
     char c = html[i];
     if (c == '&') {
       size_t used = DecodeEntity(html, i, &out);
@@ -187,35 +205,82 @@ std::string StripMarkup(std::string_view html) {
         std::find(std::begin(kBlockTags), std::end(kBlockTags), name) != std::end(kBlockTags);
     if (block) out.push_back('\n');
   }
-  return out;
 }
 
 std::string FoldWhitespace(std::string_view text) {
   std::string out;
-  out.reserve(text.size());
-  bool pending_space = false;
-  size_t i = 0;
-  while (i < text.size()) {
-    auto byte = static_cast<unsigned char>(text[i]);
-    size_t len = 1;
-    bool space;
-    if (byte < 0x80) {
-      space = byte == ' ' || (byte >= '\t' && byte <= '\r') || (byte >= 0x1C && byte <= 0x1F);
-    } else {
-      len = utf8::ValidSequenceLength(text, i);
-      if (len == 0) len = 1;  // caller promised valid UTF-8; copy a stray byte unchanged
-      space = len > 1 && u_isUWhiteSpace(static_cast<UChar32>(utf8::Decode(text, i, len)));
-    }
-    if (space) {
-      pending_space = !out.empty();
-    } else {
-      if (pending_space) out.push_back(' ');
-      pending_space = false;
-      out.append(text.substr(i, len));
-    }
-    i += len;
-  }
+  FoldWhitespaceTo(text, &out);
   return out;
+}
+
+void FoldWhitespaceTo(std::string_view text, std::string* out) {
+  // Writes through a raw pointer into a buffer sized for the worst case (the output is never
+  // longer than the input), then trims. ASCII goes through a branch-free step: a whitespace byte
+  // is written as ' ' but the pointer only advances if the previous byte was not whitespace (and
+  // not the start of the text).
+  out->resize(text.size());
+  char* const begin = out->data();
+  char* dest = begin;
+  const char* src = text.data();
+  const char* const end = src + text.size();
+  bool after_space = true;  // at the start: leading whitespace is dropped
+  while (src < end) {
+#ifdef __SSE2__
+    // Sixteen bytes at once when they are ASCII whose only whitespace is single ' ' characters
+    // (none first after a space): they are copied unchanged, the common case of running text.
+    if (end - src >= 16) {
+      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+      // Bytes >= 0x80 are negative as signed chars: `low` is masked to ASCII. The lead bytes of
+      // every non-ASCII White_Space character (U+0085 U+00A0: C2; U+1680: E1; U+2000-U+205F: E2;
+      // U+3000: E3) send the block to the byte-wise path.
+      unsigned non_ascii = static_cast<unsigned>(_mm_movemask_epi8(v));
+      unsigned low =
+          static_cast<unsigned>(_mm_movemask_epi8(_mm_cmplt_epi8(v, _mm_set1_epi8(0x21))));
+      unsigned spaces =
+          static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(' '))));
+      unsigned space_leads = 0;
+      if (non_ascii != 0) {
+        __m128i leads =
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xC2))),
+                                      _mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xE1)))),
+                         _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xE2))),
+                                      _mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xE3)))));
+        space_leads = static_cast<unsigned>(_mm_movemask_epi8(leads));
+      }
+      if (space_leads == 0 && (low & ~non_ascii) == spaces && (spaces & (spaces >> 1)) == 0 &&
+          !(after_space && (spaces & 1))) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dest), v);
+        dest += 16;
+        src += 16;
+        after_space = (spaces >> 15) & 1;
+        continue;
+      }
+    }
+#endif
+    auto byte = static_cast<unsigned char>(*src);
+    if (byte < 0x80) {
+      const bool space = utf8::IsAsciiWhitespace(byte);
+      *dest = space ? ' ' : static_cast<char>(byte);
+      dest += !(space && after_space);
+      after_space = space;
+      ++src;
+      continue;
+    }
+    size_t i = static_cast<size_t>(src - text.data());
+    size_t len = utf8::ValidSequenceLength(text, i);
+    if (len == 0) len = 1;  // caller promised valid UTF-8; copy a stray byte unchanged
+    if (len > 1 && utf8::IsPythonSpace(utf8::Decode(text, i, len))) {
+      if (!after_space) *dest++ = ' ';
+      after_space = true;
+    } else {
+      std::memcpy(dest, src, len);
+      dest += len;
+      after_space = false;
+    }
+    src += len;
+  }
+  if (dest != begin && after_space) --dest;  // a trailing space
+  out->resize(static_cast<size_t>(dest - begin));
 }
 
 }  // namespace neardup

@@ -46,7 +46,8 @@ std::vector<char32_t> CodePoints(std::string_view text) {
 // Adds to *may_change every code point whose presence can make OpenCC change a text: the keys of
 // the dictionary `path` whose conversion differs, position by position. Returns false if the
 // dictionary cannot be read (the caller then converts every Han text).
-bool AddChangingCodePoints(const std::string& path, std::vector<bool>* may_change) {
+bool AddChangingCodePoints(const std::string& path, std::vector<bool>* may_change,
+                           std::vector<bool>* in_key) {
   FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) return false;
   try {
@@ -58,6 +59,7 @@ bool AddChangingCodePoints(const std::string& path, std::vector<bool>* may_chang
       for (const std::string& value : entry->Values()) {
         std::vector<char32_t> converted = CodePoints(value);
         for (size_t i = 0; i < key.size(); ++i) {
+          if (key[i] < kMaxTrackedCodePoint) (*in_key)[key[i]] = true;
           bool same = key.size() == converted.size() && key[i] == converted[i];
           if (!same && key[i] < kMaxTrackedCodePoint) (*may_change)[key[i]] = true;
         }
@@ -79,15 +81,134 @@ bool MayChange(std::string_view text, const std::vector<bool>& may_change) {
   });
 }
 
+// Per-thread buffers the stages write into alternately; reused from one text to the next, so the
+// steady state allocates nothing.
+struct Scratch {
+  std::string replaced;
+  std::string stage[2];
+  // Gives back the memory of buffers grown by an earlier huge text (more than 64 MiB and 8 times
+  // the text at hand), so one outlier does not pin that much memory per thread.
+  void Trim(size_t text_size) {
+    for (std::string* s : {&replaced, &stage[0], &stage[1]}) {
+      if (s->capacity() > (size_t{64} << 20) && s->capacity() > 8 * text_size)
+        std::string().swap(*s);
+    }
+  }
+  // A buffer for the next stage's output that does not hold `current`.
+  std::string* Next(std::string_view current) {
+    return current.data() == stage[0].data() ? &stage[1] : &stage[0];
+  }
+};
+
+void AppendLowerAscii(std::string_view ascii, std::string* out) {
+  size_t at = out->size();
+  out->resize(at + ascii.size());
+  char* dest = out->data() + at;
+  for (char c : ascii) {
+    *dest++ = static_cast<char>(c + ((static_cast<unsigned char>(c - 'A') < 26) ? 32 : 0));
+  }
+}
+
 }  // namespace
 
 struct TextNormalizer::Impl {
   const icu::Normalizer2* normalizer = nullptr;  // owned by ICU; thread-safe
+  // ASCII under the configured NFKC / case folding maps to itself, lowercased when case folding
+  // (checked against ICU at Create), and every ASCII character has a normalisation boundary
+  // before it: ASCII runs can be handled without ICU.
+  bool ascii_shortcut = false;
+
+  // NFKC / NFKC_Casefold / case folding of `text`, appended to *out.
+  Status IcuNormalize(std::string_view text, bool case_fold, std::string* out) const {
+    icu::StringByteSink<std::string> sink(out);
+    UErrorCode error = U_ZERO_ERROR;
+    icu::StringPiece piece(text.data(), static_cast<int32_t>(text.size()));
+    if (normalizer != nullptr) {
+      normalizer->normalizeUTF8(0, piece, sink, nullptr, error);
+    } else if (case_fold) {
+      icu::CaseMap::utf8Fold(0, piece, sink, nullptr, error);
+    }
+    if (U_FAILURE(error)) {
+      return Status::Internal(std::string("ICU normalisation failed: ") + u_errorName(error));
+    }
+    return Status::Ok();
+  }
   std::unique_ptr<opencc::SimpleConverter> t2s;  // Convert() is const and read-only
   // may_change_under_t2s[cp]: OpenCC may rewrite a text holding cp. Texts without any such code
   // point skip OpenCC (most Simplified text). Empty: convert every text with Han characters.
   std::vector<bool> may_change_under_t2s;
+  // in_t2s_key[cp]: cp occurs in some key of the t2s dictionaries. OpenCC matches dictionary keys
+  // at each position, so no match spans a code point outside every key: the text can be cut
+  // there and the pieces converted on their own, and a piece without any may-change code point
+  // is already its conversion. Empty: cut only at NUL.
+  std::vector<bool> in_t2s_key;
+
+  // OpenCC t2s of `text` into *out, piece by piece. Also cuts at NUL bytes, where OpenCC itself
+  // would stop reading (it takes C strings) and drop the rest of the text.
+  Status ConvertT2s(std::string_view text, bool skip_unchanged, std::string* out) const {
+    out->clear();
+    out->reserve(text.size());
+    size_t piece = 0;
+    bool piece_changes = false;
+    auto flush = [&](size_t end) -> Status {
+      if (end > piece) {
+        std::string_view part = text.substr(piece, end - piece);
+        if (piece_changes || !skip_unchanged) {
+          try {
+            out->append(t2s->Convert(part.data(), part.size()));
+          } catch (const std::exception& e) {
+            return Status::Internal(std::string("OpenCC conversion failed: ") + e.what());
+          }
+        } else {
+          out->append(part);
+        }
+      }
+      return Status::Ok();
+    };
+    size_t i = 0;
+    while (i < text.size()) {
+      size_t len = utf8::ValidSequenceLength(text, i);
+      if (len == 0) len = 1;  // valid UTF-8 by now; a stray byte is kept in its piece
+      char32_t cp = len == 1 ? static_cast<unsigned char>(text[i]) : utf8::Decode(text, i, len);
+      bool cut = cp == 0 || (skip_unchanged && !in_t2s_key.empty() && cp < kMaxTrackedCodePoint &&
+                             !in_t2s_key[cp]);
+      if (cut) {
+        NEARDUP_RETURN_IF_ERROR(flush(i));
+        out->append(text.substr(i, len));
+        piece = i + len;
+        piece_changes = false;
+      } else if (!piece_changes) {
+        piece_changes = may_change_under_t2s.empty()
+                            ? utf8::IsHanIdeograph(cp)
+                            : cp >= kMaxTrackedCodePoint || may_change_under_t2s[cp];
+      }
+      i += len;
+    }
+    return flush(text.size());
+  }
 };
+
+namespace {
+
+// Whether ASCII text may skip ICU: checked once per configuration against ICU itself.
+bool AsciiShortcutHolds(const TextNormalizer::Impl& impl, bool case_fold) {
+  for (int c = 0; c < 0x80; ++c) {
+    if (impl.normalizer != nullptr && !impl.normalizer->hasBoundaryBefore(c)) return false;
+    std::string one(1, static_cast<char>(c));
+    std::string folded;
+    if (!impl.IcuNormalize(one, case_fold, &folded).ok()) return false;
+    std::string expected;
+    if (case_fold) {
+      AppendLowerAscii(one, &expected);
+    } else {
+      expected = one;
+    }
+    if (folded != expected) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 TextNormalizer::TextNormalizer(const NormalizeOptions& options)
     : options_(options), impl_(std::make_unique<Impl>()) {}
@@ -105,6 +226,9 @@ Result<std::unique_ptr<TextNormalizer>> TextNormalizer::Create(const NormalizeOp
   if (U_FAILURE(error)) {
     return Status::Internal(std::string("ICU normalizer unavailable: ") + u_errorName(error));
   }
+  if (options.nfkc || options.case_fold) {
+    normalizer->impl_->ascii_shortcut = AsciiShortcutHolds(*normalizer->impl_, options.case_fold);
+  }
   if (options.traditional_to_simplified) {
     std::string config = options.opencc_config.empty()
                              ? std::string(NEARDUP_DEFAULT_OPENCC_DIR) + "/t2s.json"
@@ -118,10 +242,12 @@ Result<std::unique_ptr<TextNormalizer>> TextNormalizer::Create(const NormalizeOp
       if (options.opencc_config.empty()) {
         // The default t2s.json converts with TSPhrases then TSCharacters.
         std::vector<bool> may_change(kMaxTrackedCodePoint, false);
+        std::vector<bool> in_key(kMaxTrackedCodePoint, false);
         std::string dir = NEARDUP_DEFAULT_OPENCC_DIR;
-        if (AddChangingCodePoints(dir + "/TSPhrases.ocd2", &may_change) &&
-            AddChangingCodePoints(dir + "/TSCharacters.ocd2", &may_change)) {
+        if (AddChangingCodePoints(dir + "/TSPhrases.ocd2", &may_change, &in_key) &&
+            AddChangingCodePoints(dir + "/TSCharacters.ocd2", &may_change, &in_key)) {
           normalizer->impl_->may_change_under_t2s = std::move(may_change);
+          normalizer->impl_->in_t2s_key = std::move(in_key);
         }
       }
     } catch (const std::exception& e) {
@@ -133,6 +259,96 @@ Result<std::unique_ptr<TextNormalizer>> TextNormalizer::Create(const NormalizeOp
 }
 
 Status TextNormalizer::Normalize(std::string_view text, std::string* out) const {
+  if (!options_.fast_paths) return ReferenceNormalize(text, out);
+  thread_local Scratch scratch;
+  scratch.Trim(text.size());
+  size_t invalid = utf8::FindInvalid(text);
+  if (invalid != std::string_view::npos) {
+    if (!options_.replace_invalid_utf8) {
+      return Status::InvalidUtf8("invalid UTF-8 at byte " + std::to_string(invalid));
+    }
+    scratch.replaced = utf8::ReplaceInvalid(text);
+    text = scratch.replaced;
+  }
+  if (text.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return Status::ResourceExhausted("text of " + std::to_string(text.size()) +
+                                     " bytes is too large to normalise (limit 2 GiB)");
+  }
+  std::string_view current = text;
+  // Markup stripping changes nothing in a text without '<' or '&'.
+  if (options_.strip_markup && (current.find('<') != std::string_view::npos ||
+                                current.find('&') != std::string_view::npos)) {
+    std::string* next = scratch.Next(current);
+    StripMarkupTo(current, next);
+    current = *next;
+  }
+  if (impl_->normalizer != nullptr || options_.case_fold) {
+    std::string* next = scratch.Next(current);
+    next->clear();
+    size_t non_ascii = impl_->ascii_shortcut ? utf8::CountNonAscii(current) : current.size();
+    if (non_ascii == 0) {
+      if (options_.case_fold) {
+        AppendLowerAscii(current, next);
+      } else {
+        next->assign(current);  // NFKC leaves ASCII as it is
+      }
+    } else if (non_ascii * 8 < current.size()) {
+      // Mostly ASCII: ASCII runs by hand, ICU on each non-ASCII island together with the ASCII
+      // character before it (which may combine with a following mark). Every ASCII character has
+      // a normalisation boundary before it, so the pieces normalise independently.
+      next->reserve(current.size() + current.size() / 8);
+      size_t i = 0;
+      const size_t n = current.size();
+      while (i < n) {
+        size_t j = i;
+        while (j < n && static_cast<unsigned char>(current[j]) < 0x80) ++j;
+        if (j == n) {
+          AppendLowerOrCopy(current.substr(i), next);
+          break;
+        }
+        size_t island = j > i ? j - 1 : j;
+        AppendLowerOrCopy(current.substr(i, island - i), next);
+        size_t k = j;
+        while (k < n && static_cast<unsigned char>(current[k]) >= 0x80) ++k;
+        NEARDUP_RETURN_IF_ERROR(
+            impl_->IcuNormalize(current.substr(island, k - island), options_.case_fold, next));
+        i = k;
+      }
+    } else {
+      next->reserve(current.size() + current.size() / 8);
+      NEARDUP_RETURN_IF_ERROR(impl_->IcuNormalize(current, options_.case_fold, next));
+    }
+    current = *next;
+  }
+  if (impl_->t2s != nullptr && MayChange(current, impl_->may_change_under_t2s)) {
+    std::string* next = scratch.Next(current);
+    NEARDUP_RETURN_IF_ERROR(impl_->ConvertT2s(current, /*skip_unchanged=*/true, next));
+    current = *next;
+  }
+  if (options_.fold_whitespace) {
+    if (current.data() >= out->data() && current.data() < out->data() + out->capacity()) {
+      std::string* copy = scratch.Next(current);  // `text` is *out itself: fold from a copy
+      copy->assign(current);
+      current = *copy;
+    }
+    FoldWhitespaceTo(current, out);
+  } else {
+    out->assign(current);
+  }
+  return Status::Ok();
+}
+
+void TextNormalizer::AppendLowerOrCopy(std::string_view ascii, std::string* out) const {
+  if (options_.case_fold) {
+    AppendLowerAscii(ascii, out);
+  } else {
+    out->append(ascii);
+  }
+}
+
+// The plain path: every step over the whole text, fresh buffers (the reference the fast path is
+// tested against).
+Status TextNormalizer::ReferenceNormalize(std::string_view text, std::string* out) const {
   std::string buffer;
   size_t invalid = utf8::FindInvalid(text);
   if (invalid != std::string_view::npos) {
@@ -155,28 +371,13 @@ Status TextNormalizer::Normalize(std::string_view text, std::string* out) const 
   if (impl_->normalizer != nullptr || options_.case_fold) {
     std::string next;
     next.reserve(current.size());
-    icu::StringByteSink<std::string> sink(&next);
-    UErrorCode error = U_ZERO_ERROR;
-    if (impl_->normalizer != nullptr) {
-      impl_->normalizer->normalizeUTF8(
-          0, icu::StringPiece(current.data(), static_cast<int32_t>(current.size())), sink, nullptr,
-          error);
-    } else {
-      icu::CaseMap::utf8Fold(0,
-                             icu::StringPiece(current.data(), static_cast<int32_t>(current.size())),
-                             sink, nullptr, error);
-    }
-    if (U_FAILURE(error)) {
-      return Status::Internal(std::string("ICU normalisation failed: ") + u_errorName(error));
-    }
+    NEARDUP_RETURN_IF_ERROR(impl_->IcuNormalize(current, options_.case_fold, &next));
     current.swap(next);
   }
   if (impl_->t2s != nullptr && MayChange(current, impl_->may_change_under_t2s)) {
-    try {
-      current = impl_->t2s->Convert(current.data(), current.size());
-    } catch (const std::exception& e) {
-      return Status::Internal(std::string("OpenCC conversion failed: ") + e.what());
-    }
+    std::string converted;
+    NEARDUP_RETURN_IF_ERROR(impl_->ConvertT2s(current, /*skip_unchanged=*/false, &converted));
+    current.swap(converted);
   }
   if (options_.fold_whitespace) {
     *out = FoldWhitespace(current);

@@ -1,0 +1,264 @@
+// Word segmentation for space-separated scripts without ICU's BreakIterator; see word_splitter.h.
+//
+// The rules are those of ICU 72's root word.txt: UAX #29 WB4-WB13b with '@' an ALetter and ':'
+// not a MidLetter. Every code point is classified once from ICU's own properties, so the splitter
+// follows the ICU data it is compared with; scripts that ICU segments with dictionaries are
+// refused (the caller falls back to ICU), as are ZWJ and regional indicators.
+#include "features/word_splitter.h"
+
+#include <unicode/uchar.h>
+#include <unicode/uscript.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/utf8.h"
+
+namespace neardup {
+namespace {
+
+enum Class : uint8_t {
+  kOther,         // breaks on both sides and is no word (punctuation, spaces, symbols, ...)
+  kHardBreak,     // CR, LF, Newline: Extend/Format after them does not attach to them
+  kExtend,        // Word_Break Extend or Format: attaches to the code point before it (WB4)
+  kALetter,       // ALetter (minus dictionary scripts) and '@'
+  kHebrewLetter,  // Hebrew_Letter
+  kNumeric,       // Numeric
+  kMidLetter,     // MidLetter minus ':' U+FE55 U+FF1A
+  kMidNumLet,     // MidNumLet
+  kMidNum,        // MidNum
+  kSingleQuote,   // Single_Quote
+  kDoubleQuote,   // Double_Quote
+  kExtendNumLet,  // ExtendNumLet
+  kRefuse,        // left to ICU
+};
+
+Class Classify(UChar32 c) {
+  UErrorCode error = U_ZERO_ERROR;
+  UScriptCode script = uscript_getScript(c, &error);
+  if (script == USCRIPT_HAN || script == USCRIPT_HIRAGANA || script == USCRIPT_KATAKANA ||
+      script == USCRIPT_HANGUL || u_hasBinaryProperty(c, UCHAR_IDEOGRAPHIC) ||
+      u_getIntPropertyValue(c, UCHAR_LINE_BREAK) == U_LB_COMPLEX_CONTEXT) {
+    return kRefuse;
+  }
+  if (c == '@') return kALetter;
+  if (c == ':' || c == 0xFE55 || c == 0xFF1A) return kOther;
+  switch (u_getIntPropertyValue(c, UCHAR_WORD_BREAK)) {
+    case U_WB_CR:
+    case U_WB_LF:
+    case U_WB_NEWLINE:
+      return kHardBreak;
+    case U_WB_EXTEND:
+    case U_WB_FORMAT:
+      return kExtend;
+    case U_WB_ALETTER:
+      return kALetter;
+    case U_WB_HEBREW_LETTER:
+      return kHebrewLetter;
+    case U_WB_NUMERIC:
+      return kNumeric;
+    case U_WB_MIDLETTER:
+      return kMidLetter;
+    case U_WB_MIDNUMLET:
+      return kMidNumLet;
+    case U_WB_MIDNUM:
+      return kMidNum;
+    case U_WB_SINGLE_QUOTE:
+      return kSingleQuote;
+    case U_WB_DOUBLE_QUOTE:
+      return kDoubleQuote;
+    case U_WB_EXTENDNUMLET:
+      return kExtendNumLet;
+    case U_WB_OTHER:
+    case U_WB_WSEGSPACE:
+      return kOther;
+    default:  // Katakana, ZWJ, Regional_Indicator, the emoji classes of Unicode 9-10
+      return kRefuse;
+  }
+}
+
+// Classes of the Basic Multilingual Plane, built once; other planes are classified on the fly.
+const std::array<uint8_t, 0x10000>& BmpClasses() {
+  static const auto* table = [] {
+    auto* t = new std::array<uint8_t, 0x10000>;
+    for (UChar32 c = 0; c < 0x10000; ++c) {
+      (*t)[static_cast<size_t>(c)] =
+          static_cast<uint8_t>((c >= 0xD800 && c <= 0xDFFF) ? kRefuse : Classify(c));
+    }
+    return t;
+  }();
+  return *table;
+}
+
+bool IsWordClass(Class c) {
+  return c == kALetter || c == kHebrewLetter || c == kNumeric || c == kExtendNumLet;
+}
+bool IsAHLetter(Class c) { return c == kALetter || c == kHebrewLetter; }
+bool IsAsciiDigit(unsigned char c) { return c >= '0' && c <= '9'; }
+bool IsAsciiAlnum(unsigned char c) {
+  return IsAsciiDigit(c) || static_cast<unsigned char>((c | 0x20) - 'a') < 26;
+}
+
+// A base code point with the Extend/Format code points attached to it (WB4).
+struct Unit {
+  Class cls = kOther;
+  size_t end = 0;
+};
+
+class Scanner {
+ public:
+  explicit Scanner(std::string_view text) : text_(text), table_(BmpClasses()) {}
+
+  // The class of the code point at `i` and the offset after it.
+  Class ClassAt(size_t i, size_t* next) const {
+    auto byte = static_cast<unsigned char>(text_[i]);
+    if (byte < 0x80) {
+      *next = i + 1;
+      return static_cast<Class>(table_[byte]);
+    }
+    size_t len = utf8::ValidSequenceLength(text_, i);
+    if (len == 0) {  // the caller promised valid UTF-8; a stray byte is a non-word character
+      *next = i + 1;
+      return kOther;
+    }
+    *next = i + len;
+    char32_t cp = utf8::Decode(text_, i, len);
+    return cp < 0x10000 ? static_cast<Class>(table_[cp]) : Classify(static_cast<UChar32>(cp));
+  }
+
+  // The unit starting at `i` (< size). Extend/Format with no base before it (at the start of the
+  // text or after a hard break) forms a unit of its own that is no word (ICU's "^$ExFm+").
+  Unit UnitAt(size_t i) const {
+    size_t next = 0;
+    Class cls = ClassAt(i, &next);
+    Unit unit{cls == kExtend ? kOther : cls, next};
+    if (cls == kHardBreak || cls == kRefuse) return unit;
+    while (unit.end < text_.size()) {
+      size_t after = 0;
+      Class attached = ClassAt(unit.end, &after);
+      if (attached != kExtend) break;
+      unit.end = after;
+    }
+    return unit;
+  }
+
+  // The offset after the Extend/Format code points starting at `i` (WB4: they attach to the code
+  // point before `i`).
+  size_t SkipExtends(size_t i) const {
+    while (i < text_.size() && static_cast<unsigned char>(text_[i]) >= 0x80) {
+      size_t after = 0;
+      if (ClassAt(i, &after) != kExtend) break;
+      i = after;
+    }
+    return i;
+  }
+
+  size_t size() const { return text_.size(); }
+
+ private:
+  std::string_view text_;
+  const std::array<uint8_t, 0x10000>& table_;
+};
+
+}  // namespace
+
+bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_view>* words) {
+  Scanner scanner(text);
+  const size_t n = text.size();
+  size_t pos = 0;
+  while (pos < n) {
+    // Outside a word: ASCII spaces and punctuation are skipped at once ('_' and '@' can start
+    // words). Extend/Format here attaches to a non-word character, or stands alone after a hard
+    // break or at the start: either way no word.
+    auto byte = static_cast<unsigned char>(text[pos]);
+    if (byte < 0x80 && !IsAsciiAlnum(byte) && byte != '_' && byte != '@') {
+      ++pos;
+      continue;
+    }
+    size_t next = 0;
+    const Class first = scanner.ClassAt(pos, &next);
+    if (first == kRefuse) return false;
+    if (!IsWordClass(first)) {
+      pos = next;
+      continue;
+    }
+    const size_t begin = pos;
+    Class last = first;
+    size_t bases = 1;
+    pos = next;
+    while (pos < n) {
+      // Fast lane: ASCII letters and digits join whatever word they follow (WB5, WB8-WB10).
+      size_t run = pos;
+      while (run < n && IsAsciiAlnum(static_cast<unsigned char>(text[run]))) ++run;
+      if (run > pos) {
+        last = IsAsciiDigit(static_cast<unsigned char>(text[run - 1])) ? kNumeric : kALetter;
+        bases += run - pos;
+        pos = run;
+        continue;
+      }
+      // Any word character joins too (WB5, WB8-WB10, WB13a, WB13b); Extend/Format attaches (WB4).
+      const Class cls = scanner.ClassAt(pos, &next);
+      if (cls == kRefuse) return false;
+      if (cls == kExtend) {
+        pos = next;
+        continue;
+      }
+      if (IsWordClass(cls)) {
+        last = cls;
+        ++bases;
+        pos = next;
+        continue;
+      }
+      if (cls != kMidLetter && cls != kMidNumLet && cls != kMidNum && cls != kSingleQuote &&
+          cls != kDoubleQuote) {
+        break;  // nothing else continues a word
+      }
+      const Unit mid = scanner.UnitAt(pos);
+      const bool letter_mid = IsAHLetter(last) && (mid.cls == kMidLetter || mid.cls == kMidNumLet ||
+                                                   mid.cls == kSingleQuote);
+      const bool number_mid = last == kNumeric && (mid.cls == kMidNum || mid.cls == kMidNumLet ||
+                                                   mid.cls == kSingleQuote);
+      const bool hebrew_quote = last == kHebrewLetter && mid.cls == kDoubleQuote;
+      if ((letter_mid || number_mid || hebrew_quote) && mid.end < n) {
+        Unit after = scanner.UnitAt(mid.end);
+        if (after.cls == kRefuse) return false;
+        const bool joins = (letter_mid && IsAHLetter(after.cls)) ||       // WB6, WB7
+                           (number_mid && after.cls == kNumeric) ||       // WB11, WB12
+                           (hebrew_quote && after.cls == kHebrewLetter);  // WB7b, WB7c
+        if (joins) {
+          last = after.cls;
+          pos = after.end;
+          bases += 2;
+          continue;
+        }
+      }
+      if (last == kHebrewLetter && mid.cls == kSingleQuote) {  // WB7a; nothing joins after it
+        pos = mid.end;
+        ++bases;
+      }
+      break;
+    }
+    // A lone ExtendNumLet ("_") is no word for ICU (rule status 0); two or more are.
+    if (!(bases == 1 && first == kExtendNumLet)) {
+      words->push_back(text.substr(begin, pos - begin));
+    }
+  }
+  return true;
+}
+
+bool IsLetterMarkOrNumber(char32_t cp) {
+  static const auto* table = [] {
+    auto* bits = new std::vector<bool>(0x10000);
+    for (UChar32 c = 0; c < 0x10000; ++c) {
+      (*bits)[static_cast<size_t>(c)] =
+          (U_GET_GC_MASK(c) & (U_GC_L_MASK | U_GC_M_MASK | U_GC_N_MASK)) != 0;
+    }
+    return bits;
+  }();
+  if (cp < 0x10000) return (*table)[cp];
+  return (U_GET_GC_MASK(static_cast<UChar32>(cp)) & (U_GC_L_MASK | U_GC_M_MASK | U_GC_N_MASK)) != 0;
+}
+
+}  // namespace neardup

@@ -1,0 +1,262 @@
+// Differential tests of the fast text pipeline against the plain ICU path it replaces: the same
+// normalised text, the same tokens and the same fingerprints, over the shared corpus and the edge
+// cases fast paths tend to break (combining marks, full-width forms, ligatures, Turkish dotted I,
+// emoji and ZWJ sequences, mixed scripts inside one word, invalid UTF-8 at a word boundary of the
+// 8-byte ASCII scan, one 10 MB token).
+//
+// Documents compared: every document of ../shared/corpus with NEARDUP_LARGE_TESTS=1; an evenly
+// spaced subset of 4,000 by default; 400 under NEARDUP_SANITIZER_BUILD=1.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "features/word_splitter.h"
+#include "neardup/document_reader.h"
+#include "neardup/features.h"
+#include "neardup/fingerprinter.h"
+#include "neardup/text.h"
+
+namespace neardup {
+namespace {
+
+bool EnvFlag(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && std::string(value) == "1";
+}
+
+struct Doc {
+  std::string name;
+  std::string text;
+};
+
+std::vector<Doc> CorpusSubset(size_t* total) {
+  std::vector<Doc> all;
+  const std::string dir = std::string(NEARDUP_SHARED_DIR) + "/corpus";
+  std::vector<std::string> files;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    if (entry.path().extension() == ".jsonl") files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  for (const std::string& file : files) {
+    auto reader = DocumentReader::Open({file}, {});
+    if (!reader.ok()) continue;
+    Document doc;
+    size_t line = 0;
+    while (true) {
+      auto got = (*reader)->Next(&doc);
+      if (!got.ok() || !*got) break;
+      ++line;
+      all.push_back({std::filesystem::path(file).filename().string() + ":" + std::to_string(line),
+                     std::move(doc.text)});
+    }
+  }
+  *total = all.size();
+  size_t wanted = 4000;
+  if (EnvFlag("NEARDUP_LARGE_TESTS")) wanted = all.size();
+  if (EnvFlag("NEARDUP_SANITIZER_BUILD")) wanted = 400;
+  wanted = std::min(wanted, all.size());
+  std::vector<Doc> subset;
+  for (size_t i = 0; i < wanted; ++i) subset.push_back(std::move(all[i * all.size() / wanted]));
+  return subset;
+}
+
+std::vector<Doc> EdgeCases(bool with_large) {
+  std::vector<Doc> cases = {
+      {"combining marks",
+       "Cafe\u0301 nai\u0308ve e\u0301te\u0301 \u0301leading x\u0301\u0302y "
+       "\n\u0301after newline Ы\u0306 क\u093F ب\u064E"},
+      {"full-width forms", "ＡＢＣ１２３ Ｆｕｌｌ－ｗｉｄｔｈ　ｔｅｘｔ，ｈｅｒｅ． ｶﾀｶﾅ"},
+      {"ligatures", "ﬁle ﬂow ﬀ œuvre Æsir Ǆ ㎏ ① ½ ™"},
+      {"turkish dotted i", "İstanbul ISTANBUL ıiIİ i̇stanbul KIRIKKALE"},
+      {"emoji and zwj",
+       "family 👨‍👩‍👧 here 🇫🇷 flag 👍🏽 ok ❤️ x👍y a\u200Db"},
+      {"mixed scripts in one word",
+       "abcабв αβγ123 x٣y Moskвa e-mail test_case π3.14 "
+       "naïveБ l'homme can't 1,000.5 3'4 a:b @user __ _ a_b"},
+      {"hebrew quotes", "צה\"ל ש'כ אבג'"},
+      {"thai and latin", "ภาษาไทย word ภาษา"},
+      {"cjk in latin text", "the 漢字 word and かな text"},
+      {"markup", "<p>Hello &amp; <b>World</b></p>&lt;tag&gt; &#x4E2D;&#25991; a<b"},
+      {"whitespace kinds", "a\u00A0b\u2003c\u3000d\te\r\nf\u2028g\u0085h  \x1Ci"},
+      {"uppercase greek sigma", "ΣΊΣΥΦΟΣ Ὀδυσσεύς ΑΣ"},
+      {"german sharp s", "STRASSE Straße ẞ"},
+      {"numbers", "1.5 1,5 1'5 ١٢٣ ७८९ 3rd 4x4 x86_64"},
+      {"only punctuation", "!!! ... ??? ---"},
+      {"empty", ""},
+  };
+  // An invalid byte at every offset across two 8-byte words, and a truncated sequence at the end.
+  for (size_t at = 0; at < 18; ++at) {
+    std::string text(20, 'a');
+    text[at] = '\xC3';
+    cases.push_back({"invalid byte at " + std::to_string(at), text});
+  }
+  cases.push_back({"truncated sequence at the end", "abcdefgh word \xE2\x82"});
+  if (!with_large) return cases;
+  cases.push_back({"one 10 MB ASCII token", std::string(10 << 20, 'x')});
+  std::string accented;
+  while (accented.size() < (10u << 20)) accented += "e\u0301";
+  cases.push_back({"one 10 MB token of combining marks", accented});
+  return cases;
+}
+
+FingerprintOptions Reference(FingerprintOptions options) {
+  options.normalize.fast_paths = false;
+  options.features.fast_paths = false;
+  return options;
+}
+
+// Compares one text on every stage; returns whether the word splitter decided it alone.
+bool Compare(const Doc& doc, const TextNormalizer& fast_norm, const TextNormalizer& ref_norm,
+             const FeatureExtractor& fast_words, const FeatureExtractor& ref_words,
+             const std::vector<std::pair<const Fingerprinter*, const Fingerprinter*>>& pairs) {
+  std::string fast_text, ref_text;
+  Status fast_status = fast_norm.Normalize(doc.text, &fast_text);
+  Status ref_status = ref_norm.Normalize(doc.text, &ref_text);
+  EXPECT_EQ(fast_status.ToString(), ref_status.ToString()) << doc.name;
+  EXPECT_TRUE(fast_text == ref_text) << doc.name << ": normalised text differs";
+  // Tokens of the raw and of the normalised text (ICU word tokenizer).
+  for (const std::string& text : {doc.text, ref_text}) {
+    if (!ref_status.ok() && &text == &doc.text) continue;
+    std::vector<std::string> fast_tokens, ref_tokens;
+    Status a = fast_words.Tokenize(text, &fast_tokens);
+    Status b = ref_words.Tokenize(text, &ref_tokens);
+    EXPECT_EQ(a.ToString(), b.ToString()) << doc.name;
+    EXPECT_TRUE(fast_tokens == ref_tokens) << doc.name << ": tokens differ (" << fast_tokens.size()
+                                           << " vs " << ref_tokens.size() << ")";
+    if (fast_tokens != ref_tokens) {
+      for (size_t i = 0; i < std::min(fast_tokens.size(), ref_tokens.size()); ++i) {
+        if (fast_tokens[i] != ref_tokens[i]) {
+          ADD_FAILURE() << doc.name << ": token " << i << " '" << fast_tokens[i] << "' vs ICU '"
+                        << ref_tokens[i] << "'";
+          break;
+        }
+      }
+    }
+  }
+  for (const auto& [fast, ref] : pairs) {
+    auto a = fast->ComputeDetails(doc.text);
+    auto b = ref->ComputeDetails(doc.text);
+    EXPECT_EQ(a.ok(), b.ok()) << doc.name;
+    if (!a.ok() || !b.ok()) {
+      EXPECT_EQ(a.status().ToString(), b.status().ToString()) << doc.name;
+      continue;
+    }
+    EXPECT_EQ(a->fingerprint, b->fingerprint)
+        << doc.name << ": fingerprint differs (" << fast->options().bits << " bits)";
+    EXPECT_EQ(a->feature_count, b->feature_count) << doc.name;
+    EXPECT_EQ(a->whole_text_fallback, b->whole_text_fallback) << doc.name;
+  }
+  std::vector<std::string_view> words;
+  return ref_status.ok() && SplitSpaceSeparatedWords(ref_text, &words);
+}
+
+struct Pipelines {
+  std::unique_ptr<TextNormalizer> fast_norm, ref_norm;
+  std::unique_ptr<FeatureExtractor> fast_words, ref_words;
+  std::vector<std::unique_ptr<Fingerprinter>> fingerprinters;
+  std::vector<std::pair<const Fingerprinter*, const Fingerprinter*>> pairs;
+
+  explicit Pipelines(bool replace_invalid) {
+    NormalizeOptions normalize;
+    normalize.replace_invalid_utf8 = replace_invalid;
+    fast_norm = TextNormalizer::Create(normalize).value();
+    normalize.fast_paths = false;
+    ref_norm = TextNormalizer::Create(normalize).value();
+    FeatureOptions words;
+    words.tokenizer = Tokenizer::kIcuWord;
+    fast_words = FeatureExtractor::Create(words).value();
+    words.fast_paths = false;
+    ref_words = FeatureExtractor::Create(words).value();
+    FingerprintOptions defaults;
+    defaults.normalize.replace_invalid_utf8 = replace_invalid;
+    FingerprintOptions wide = defaults;
+    wide.bits = 128;
+    FingerprintOptions plain_tf = defaults;
+    plain_tf.features.sublinear_tf = false;
+    plain_tf.features.shingle_size = 3;
+    FingerprintOptions uniform = defaults;
+    uniform.features.weighting = Weighting::kUniform;
+    uniform.features.shingle_size = 1;
+    uniform.features.tokenizer = Tokenizer::kIcuWord;
+    for (const FingerprintOptions& options : {defaults, wide, plain_tf, uniform}) {
+      fingerprinters.push_back(Fingerprinter::Create(options).value());
+      fingerprinters.push_back(Fingerprinter::Create(Reference(options)).value());
+      pairs.emplace_back(fingerprinters[fingerprinters.size() - 2].get(),
+                         fingerprinters.back().get());
+    }
+  }
+};
+
+TEST(FastPathTest, EdgeCasesMatchTheIcuPath) {
+  for (bool replace : {false, true}) {
+    Pipelines p(replace);
+    for (const Doc& doc : EdgeCases(/*with_large=*/!replace)) {
+      Compare(doc, *p.fast_norm, *p.ref_norm, *p.fast_words, *p.ref_words, p.pairs);
+    }
+  }
+}
+
+TEST(FastPathTest, VotesThatCancelExactlyMatchTheReferenceOrder) {
+  // Words seen twice weigh 1 + ln 2 each; on the bits where their hashes differ the votes cancel
+  // to exactly 0, which rounding in another order could turn into a tiny positive sum. The fused
+  // path must then vote in the reference order.
+  for (int shingle : {1, 2}) {
+    FingerprintOptions options;
+    options.features.shingle_size = shingle;
+    auto fast = Fingerprinter::Create(options).value();
+    auto ref = Fingerprinter::Create(Reference(options)).value();
+    for (const char* text : {"x y x y", "alpha beta alpha beta", "a b c a b c a b c",
+                             "one two one two three three four four", "p q r p q r s s s s t",
+                             "x y x y x y z z", "mot mot mot autre autre autre"}) {
+      auto a = fast->ComputeDetails(text);
+      auto b = ref->ComputeDetails(text);
+      ASSERT_TRUE(a.ok() && b.ok());
+      EXPECT_EQ(a->fingerprint, b->fingerprint) << text << " (shingle " << shingle << ")";
+      EXPECT_EQ(a->feature_count, b->feature_count) << text;
+    }
+  }
+}
+
+TEST(FastPathTest, SplitterRefusesDictionaryScriptsAndZwj) {
+  std::vector<std::string_view> words;
+  EXPECT_FALSE(SplitSpaceSeparatedWords("the 漢字 word", &words));
+  EXPECT_FALSE(SplitSpaceSeparatedWords("ภาษาไทย", &words));
+  EXPECT_FALSE(SplitSpaceSeparatedWords("a\u200Db", &words));
+  words.clear();
+  ASSERT_TRUE(SplitSpaceSeparatedWords("Hello, wörld! can't 3.14 _ __ a_b", &words));
+  EXPECT_EQ(words, (std::vector<std::string_view>{"Hello", "wörld", "can't", "3.14", "__", "a_b"}));
+}
+
+TEST(FastPathTest, CorpusMatchesTheIcuPath) {
+  if (!std::filesystem::exists(std::string(NEARDUP_SHARED_DIR) + "/corpus")) {
+    GTEST_SKIP() << "no shared corpus at " << NEARDUP_SHARED_DIR << "/corpus";
+  }
+  size_t total = 0;
+  std::vector<Doc> docs = CorpusSubset(&total);
+  ASSERT_GT(total, 20000u) << "the shared corpus should hold about 24,000 documents";
+  Pipelines p(/*replace_invalid=*/false);
+  size_t split = 0, space_separated = 0, space_split = 0;
+  for (const Doc& doc : docs) {
+    bool decided = Compare(doc, *p.fast_norm, *p.ref_norm, *p.fast_words, *p.ref_words, p.pairs);
+    split += decided;
+    if (doc.name.starts_with("en_") || doc.name.starts_with("ru_")) {
+      ++space_separated;
+      space_split += decided;
+    }
+    if (::testing::Test::HasFailure()) break;  // one document's report is enough
+  }
+  std::printf(
+      "compared %zu of %zu documents; the word splitter decided %zu alone (%zu of %zu "
+      "English/Russian)\n",
+      docs.size(), total, split, space_split, space_separated);
+  // The splitter must actually carry the space-separated documents, or this test proves nothing.
+  EXPECT_GT(space_split * 10, space_separated * 9);
+}
+
+}  // namespace
+}  // namespace neardup
