@@ -259,7 +259,7 @@ def dedup(documents: Any, **options: Any) -> DedupResult:
     ``text``; without an id column the index is the id), or an iterable of ``(id, text)`` pairs,
     dicts, or plain strings (ids ``"0"``, ``"1"``, ...). Options are the flags of ``neardup dedup``:
     ``threshold`` (shingle Jaccard of a duplicate, 0.5), ``candidates`` ("lsh+simhash" | "lsh" |
-    "simhash"), ``bands`` / ``rows`` (0 = from the threshold), ``bucket_window`` (64), ``k`` (the
+    "simhash"; the command's default), ``bands`` / ``rows`` (0 = from the threshold), ``bucket_window`` (64), ``k`` (the
     SimHash join distance, 3), ``verify`` (None = the threshold; 0 = off), ``keep`` ("first" |
     "longest" | "field:NAME"), ``bits``, ``tokenizer``, ``shingle``, ``top_k``, ``no_t2s``, ...
     ``threads`` (0 = all cores).

@@ -25,8 +25,8 @@ the canonical order the command's ties are broken by):
 7. the keep/remove decision of every document, per partition, written to JSONL (or Parquet when
    pyarrow or fastparquet is installed).
 
-The candidate stages are those of ``neardup dedup`` (``candidates``: "lsh+simhash" by default, "lsh"
-or "simhash"), with the same parameters (``threshold``, ``bands``, ``rows``, ``bucket_window``,
+The candidate stages are those of ``neardup dedup`` (``candidates``: "lsh+simhash", "lsh" or
+"simhash", the command's default when not given), with the same parameters (``threshold``, ``bands``, ``rows``, ``bucket_window``,
 ``k``). Every stage is a pure function of its inputs, so a worker lost mid-run only makes Dask
 recompute its tasks; the answer does not change.
 """
@@ -550,7 +550,8 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
         "clusters": len(clusters),
         "documents_removed": len(removed),
         "documents_kept": count - len(removed),
-        "candidates": options.get("candidates", "lsh+simhash"),
+        "candidates": ("lsh+simhash" if resolved["use_lsh"] and resolved["use_simhash"]
+                       else "lsh" if resolved["use_lsh"] else "simhash"),
         "lsh": ({"threshold": resolved["threshold"], "bands": resolved["bands"],
                  "rows": resolved["rows"], "bucket_window": resolved["bucket_window"]}
                 if resolved["use_lsh"] else None),
