@@ -10,6 +10,7 @@
 #define NEARDUP_INDEX_PLANNER_H_
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,21 @@ struct IndexDesign {
   int min_key_bits() const;
   int max_key_bits() const;
 };
+
+// A memory budget for an index: total bytes, or bytes per fingerprint. When both are set the
+// smaller total wins; both 0 = unlimited.
+struct MemoryBudget {
+  double bytes = 0;
+  double bytes_per_fingerprint = 0;
+  // Total bytes for n fingerprints (0 = unlimited).
+  double TotalFor(double n) const;
+  // "unlimited", "640000000 bytes" or "128 bytes per fingerprint".
+  std::string ToString() const;
+};
+
+// Parses a budget: "640000000", "640M", "1.5G" (bytes, K/M/G/T powers of 1024 allowed) or "128/fp"
+// (bytes per fingerprint); "0" or "unlimited" = no limit. InvalidArgument quoting the text.
+Result<MemoryBudget> ParseMemoryBudget(std::string_view text);
 
 struct PlanRequest {
   int bits = 64;                   // 64 or 128

@@ -1,7 +1,8 @@
 // PermutedIndex: an exact Hamming index of permuted sorted tables (Manku et al. WWW 2007),
 // generalised to multi-index hashing (tables probed at a small radius around the query's key).
 //
-// Layout (memory-mappable, all flat arrays): the index is a list of immutable segments plus a
+// Layout (memory-mappable, all flat arrays): the index is a list of immutable segments (the one
+// segment image of src/index/table_segment.h, which the store also writes to files) plus a
 // small unsorted delta buffer. A segment of n rows keeps its rows sorted by fingerprint
 // (ids[n] uint64, lo[n] uint64, hi[n] uint64 for 128 bits); that array doubles as the table whose
 // projection is the identity. Every other table stores keys[n] (uint64): the permuted projection
@@ -80,9 +81,8 @@ class PermutedIndex : public HammingIndex {
   // Merges every segment and the delta buffer into one segment and drops tombstones.
   void Compact();
 
-  struct Impl;
-
  private:
+  struct Impl;
   explicit PermutedIndex(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

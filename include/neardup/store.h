@@ -26,9 +26,14 @@
 #include <vector>
 
 #include "neardup/fingerprint.h"
+#include "neardup/index_planner.h"
 #include "neardup/status.h"
 
 namespace neardup {
+
+namespace store {
+class FileSystem;  // internal (src/store/file_system.h)
+}  // namespace store
 
 // When acknowledged writes reach stable storage.
 enum class SyncMode {
@@ -49,12 +54,22 @@ struct StoreOptions {
   // Fail with AlreadyExists if a store is already there.
   bool error_if_exists = false;
 
-  // The following apply when a store is created; an existing store keeps the values it was made
-  // with (recorded in its MANIFEST).
-  int bits = 64;  // fingerprint width: 64 or 128
-  // Searches with k <= max_k use the permuted tables (max_k + 1 blocks, pigeonhole); larger k (up
-  // to bits) scans every fingerprint. 1..15.
-  int max_k = 3;
+  // The following apply when a store is created and are recorded in its MANIFEST. Opening an
+  // existing store with a different explicit value (bits != 0, max_k >= 0, a design, non-empty
+  // fingerprint_options) fails with InvalidArgument naming both values.
+  int bits = 0;  // fingerprint width: 64 or 128; 0 = the store's (64 for a new store)
+  // Searches with k <= max_k use the index tables (exact, pigeonhole); larger k (up to bits) scans
+  // every fingerprint. 0..15; -1 = the store's (3 for a new store).
+  int max_k = -1;
+  // The index design of a new store is planned (neardup/index_planner.h) for `expected_documents`
+  // within this budget for the index (ids, fingerprints, tables, directories); unlimited when both
+  // fields are 0. Stats().index_design says what was chosen.
+  MemoryBudget index_memory_budget{0, 128};
+  double expected_documents = 1e7;
+  std::optional<IndexDesign> design;  // overrides the planner
+  // What the fingerprints mean (e.g. the fingerprint options of the text pipeline that made them),
+  // as an opaque string recorded at creation; a different non-empty value is refused at open.
+  std::string fingerprint_options;
 
   SyncMode sync_mode = SyncMode::kEveryWrite;
   int group_commit_interval_ms = 2;  // for SyncMode::kGroupCommit
@@ -70,8 +85,19 @@ struct StoreOptions {
   size_t max_id_bytes = 2048;
   size_t max_metadata_bytes = 4096;
 
-  // Verify every segment's whole-file checksum when opening (reads every byte once).
+  // Verify every segment's whole-file checksum when opening (reads every byte once). Without it,
+  // damage goes undetected until read, but every offset read from a file is still bounds-checked:
+  // a damaged file gives wrong answers or an error, never a crash.
   bool verify_checksums_on_open = true;
+
+  // Open without writing anything to the directory (no log truncation, no clean-up, no flush at
+  // Close); writes fail with InvalidArgument. Takes a shared lock, so it fails while another
+  // process has the store open for writing. For `neardup index stats` and inspection.
+  bool read_only = false;
+
+  // Testing hook: the file layer the store writes through (null = the operating system's). The
+  // fault-injection layer of the power-cut test plugs in here.
+  store::FileSystem* file_system = nullptr;
 };
 
 // One stored document as returned by Get and Search.
@@ -89,6 +115,24 @@ struct CheckResult {
   bool replaced = false;                   // ... and it replaced a document with the same id
 };
 
+// Whether the store takes writes (what the server reports in /healthz and /metrics).
+enum class StoreState {
+  kOk,        // reads and writes work
+  kDegraded,  // the last write failed (disk full, I/O error); reads work, every later write first
+              // repairs the log (truncates the failed record, reopens) and retries, so writes
+              // work again once the cause is gone (space freed) and the state returns to kOk
+  kClosed,    // Close() was called
+};
+// "ok", "degraded" or "closed".
+const char* StoreStateName(StoreState state);
+
+struct StoreHealth {
+  StoreState state = StoreState::kOk;
+  std::string reason;  // the error that made the store degraded (names the file); empty if ok
+  uint64_t write_errors = 0;  // failed log/segment/MANIFEST writes since open
+  uint64_t recoveries = 0;    // times writes worked again after a failure, since open
+};
+
 struct StoreStats {
   uint64_t documents = 0;         // live documents
   uint64_t segments = 0;          // segment files
@@ -104,6 +148,12 @@ struct StoreStats {
   double open_seconds = 0;        // time Open took
   int bits = 64;
   int max_k = 3;
+  std::string index_design;  // the design's description, e.g. "5 blocks ..., choose 2"
+  // Index bytes per fingerprint: measured over the segment files' index sections, or the
+  // planner's figure for a store just created (0 when unknown).
+  double index_bytes_per_fingerprint = 0;
+  std::string fingerprint_options;  // as recorded at creation
+  StoreHealth health;               // same as Health()
 };
 
 // One document to add.
@@ -148,6 +198,8 @@ class DocumentStore {
   virtual Status Remove(std::string_view id) = 0;
 
   virtual StoreStats Stats() const = 0;
+  // Cheap (one mutex); safe to call from a health check at any rate.
+  virtual StoreHealth Health() const = 0;
 
   // Writes the in-memory part to a segment and fsyncs everything.
   virtual Status Flush() = 0;

@@ -21,6 +21,8 @@ struct IndexArgs {
   std::string dir;
   int bits = 64;
   int max_k = 3;
+  std::string memory_budget = "128/fp";
+  double expected_documents = 1e7;
   std::string input = "-";
   std::string sync = "every";
   size_t batch = 10000;
@@ -61,11 +63,21 @@ int RunCreate(const IndexArgs& args) {
   options.error_if_exists = true;
   options.bits = args.bits;
   options.max_k = args.max_k;
+  options.expected_documents = args.expected_documents;
+  Result<MemoryBudget> budget = ParseMemoryBudget(args.memory_budget);
+  if (!budget.ok()) return Fail(budget.status().WithContext("--memory-budget"));
+  options.index_memory_budget = *budget;
   auto store = DocumentStore::Open(args.dir, options);
   if (!store.ok()) return Fail(store.status());
+  const StoreStats stats = (*store)->Stats();
   Status status = (*store)->Close();
   if (!status.ok()) return Fail(status);
-  std::fprintf(stderr, "created %s (%d-bit, max_k %d)\n", args.dir.c_str(), args.bits, args.max_k);
+  std::fprintf(stderr,
+               "created %s (%d-bit, max_k %d); index design for %.4g documents within %s: %s "
+               "(%.1f B/fp)\n",
+               args.dir.c_str(), args.bits, args.max_k, args.expected_documents,
+               budget->ToString().c_str(), stats.index_design.c_str(),
+               stats.index_bytes_per_fingerprint);
   return kExitOk;
 }
 
@@ -210,7 +222,10 @@ int RunRemove(const IndexArgs& args) {
 }
 
 int RunStats(const IndexArgs& args) {
-  auto opened = OpenExisting(args, SyncMode::kEveryWrite);
+  StoreOptions options;  // read-only: stats never write to the store
+  options.read_only = true;
+  options.verify_checksums_on_open = !args.no_verify;
+  auto opened = DocumentStore::Open(args.dir, options);
   if (!opened.ok()) return Fail(opened.status());
   const StoreStats s = (*opened)->Stats();
   std::string out;
@@ -270,6 +285,15 @@ RunFunction Setup(CLI::App* app) {
       ->check(CLI::IsMember({64, 128}));
   create->add_option("--max-k", args->max_k, "Largest k served by the permuted tables")
       ->check(CLI::Range(0, 15));
+  create
+      ->add_option("--memory-budget", args->memory_budget,
+                   "Index memory budget: bytes (640M, 1.5G) or bytes per fingerprint (128/fp); "
+                   "the planner picks the fastest design within it")
+      ->capture_default_str();
+  create
+      ->add_option("--expected-documents", args->expected_documents,
+                   "Documents the index design is planned for")
+      ->capture_default_str();
   CLI::App* add = app->add_subcommand(
       "add", "Add JSONL documents {\"id\", \"text\"|\"fingerprint\", \"metadata\"}");
   dir_option(add);

@@ -23,8 +23,10 @@ struct ServeArgs {
   std::string token_file;
   std::string sync = "group";
   int group_commit_ms = 2;
-  int bits = 64;
-  int max_k = 3;
+  int bits = 0;    // 0: the store's (64 for a new store)
+  int max_k = -1;  // -1: the store's (3 for a new store)
+  std::string memory_budget = "128/fp";
+  double expected_documents = 1e7;
   size_t memtable_limit = 65536;
   bool no_text = false;
   bool no_verify = false;
@@ -52,6 +54,13 @@ int Run(ServeArgs& args) {
   StoreOptions options;
   options.bits = args.bits;
   options.max_k = args.max_k;
+  options.expected_documents = args.expected_documents;
+  Result<MemoryBudget> budget = ParseMemoryBudget(args.memory_budget);
+  if (!budget.ok()) {
+    std::fprintf(stderr, "neardup serve: --memory-budget: %s\n", budget.status().message().c_str());
+    return kExitUsage;
+  }
+  options.index_memory_budget = *budget;
   options.memtable_limit = args.memtable_limit;
   options.sync_mode = args.sync == "every"  ? SyncMode::kEveryWrite
                       : args.sync == "none" ? SyncMode::kNone
@@ -64,6 +73,9 @@ int Run(ServeArgs& args) {
     return kExitFailure;
   }
   const StoreStats stats = (*store)->Stats();
+  std::fprintf(stderr, "neardup serve: %s: %d-bit, max_k %d, index design: %s (%.0f B/fp)\n",
+               args.dir.c_str(), stats.bits, stats.max_k, stats.index_design.c_str(),
+               stats.index_bytes_per_fingerprint);
   std::unique_ptr<Fingerprinter> fingerprinter;
   if (!args.no_text) {
     FingerprintOptions fo;
@@ -122,9 +134,21 @@ RunFunction Setup(CLI::App* app) {
       ->check(CLI::IsMember({"every", "group", "none"}));
   app->add_option("--group-commit-ms", args->group_commit_ms, "Group commit window")
       ->check(CLI::Range(0, 1000));
-  app->add_option("--bits", args->bits, "Fingerprint width of a new store")
+  app->add_option("--bits", args->bits,
+                  "Fingerprint width of a new store (default 64); an existing store refuses "
+                  "another")
       ->check(CLI::IsMember({64, 128}));
-  app->add_option("--max-k", args->max_k, "Table max_k of a new store")->check(CLI::Range(0, 15));
+  app->add_option("--max-k", args->max_k,
+                  "Largest k the index tables of a new store serve (default 3); an existing "
+                  "store refuses another")
+      ->check(CLI::Range(0, 15));
+  app->add_option("--memory-budget", args->memory_budget,
+                  "Index memory budget of a new store: bytes (640M, 1.5G) or bytes per "
+                  "fingerprint (128/fp); the planner picks the fastest design within it")
+      ->capture_default_str();
+  app->add_option("--expected-documents", args->expected_documents,
+                  "Documents a new store is planned for")
+      ->capture_default_str();
   app->add_option("--memtable-limit", args->memtable_limit, "Entries before a flush to a segment");
   app->add_option("--max-body-bytes", args->server.max_body_bytes, "Request body limit");
   app->add_option("--max-batch", args->server.limits.max_batch, "Documents per add request");

@@ -3,8 +3,11 @@
 #include "neardup/index_planner.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <numeric>
 #include <string>
 
@@ -129,6 +132,70 @@ bool ProbesAffordable(int key_bits, int radius) {
 }
 
 }  // namespace
+
+double MemoryBudget::TotalFor(double n) const {
+  double total = 0;
+  if (bytes > 0) total = bytes;
+  if (bytes_per_fingerprint > 0) {
+    const double per = bytes_per_fingerprint * std::max(1.0, n);
+    total = total > 0 ? std::min(total, per) : per;
+  }
+  return total;
+}
+
+std::string MemoryBudget::ToString() const {
+  char buf[96];
+  if (bytes > 0 && bytes_per_fingerprint > 0)
+    std::snprintf(buf, sizeof(buf), "%.0f bytes and %g bytes per fingerprint", bytes,
+                  bytes_per_fingerprint);
+  else if (bytes > 0)
+    std::snprintf(buf, sizeof(buf), "%.0f bytes", bytes);
+  else if (bytes_per_fingerprint > 0)
+    std::snprintf(buf, sizeof(buf), "%g bytes per fingerprint", bytes_per_fingerprint);
+  else
+    return "unlimited";
+  return buf;
+}
+
+Result<MemoryBudget> ParseMemoryBudget(std::string_view text) {
+  MemoryBudget budget;
+  std::string t(text);
+  auto bad = [&] {
+    return Status::InvalidArgument("memory budget \"" + t +
+                                   "\": expected bytes (e.g. 640000000, 640M, 1.5G), bytes per "
+                                   "fingerprint (e.g. 128/fp) or unlimited");
+  };
+  if (t == "unlimited" || t == "0") return budget;
+  bool per_fp = false;
+  for (const char* suffix : {"B/fp", "/fp"}) {
+    const std::string sfx = suffix;
+    if (t.size() > sfx.size() && t.compare(t.size() - sfx.size(), sfx.size(), sfx) == 0) {
+      per_fp = true;
+      t.resize(t.size() - sfx.size());
+      break;
+    }
+  }
+  double scale = 1;
+  if (!per_fp && !t.empty()) {
+    const char last = static_cast<char>(std::toupper(static_cast<unsigned char>(t.back())));
+    const char* units = "KMGT";
+    if (const char* u = std::strchr(units, last); u != nullptr && last != '\0') {
+      scale = std::ldexp(1.0, 10 * static_cast<int>(u - units + 1));
+      t.pop_back();
+    }
+  }
+  char* end = nullptr;
+  const double value = std::strtod(t.c_str(), &end);
+  if (t.empty() || end != t.c_str() + t.size() || !(value >= 0) || !std::isfinite(value)) {
+    t = std::string(text);
+    return bad();
+  }
+  if (per_fp)
+    budget.bytes_per_fingerprint = value;
+  else
+    budget.bytes = value * scale;
+  return budget;
+}
 
 int IndexDesign::min_key_bits() const {
   int m = 1 << 20;

@@ -10,211 +10,19 @@
 #include <string>
 
 #include "common/parallel.h"
+#include "index/table_segment.h"
 
 namespace neardup {
 namespace {
 
-constexpr size_t kLinearRunLimit = 256;   // longer key runs are searched by descending bits
+using index::CompiledTable;
+using index::kLinearRunLimit;
+using index::RadixSort;
+using index::TableSegment;
+using Row = index::SegmentRow;
+using Segment = TableSegment;
+
 constexpr size_t kParallelMin = 1 << 17;  // smaller builds stay on the calling thread
-
-struct Row {
-  uint64_t hi;
-  uint64_t lo;
-  uint64_t id;
-  friend bool operator<(const Row& a, const Row& b) {
-    if (a.hi != b.hi) return a.hi < b.hi;
-    if (a.lo != b.lo) return a.lo < b.lo;
-    return a.id < b.id;
-  }
-  friend bool operator==(const Row&, const Row&) = default;
-};
-
-// Stable LSD radix sort on bits [min_bit, 64) of a 64-bit key, 11 bits per pass (2048 buckets
-// keep the scatter within cache), skipping passes where every key has the same digit.
-template <typename T, typename KeyFn>
-void RadixSort(std::vector<T>* values, KeyFn key, int min_bit = 0) {
-  const size_t n = values->size();
-  if (n < 256) {
-    std::stable_sort(values->begin(), values->end(), [&](const T& a, const T& b) {
-      return (key(a) >> min_bit) < (key(b) >> min_bit);
-    });
-    return;
-  }
-  constexpr int kDigitBits = 11;
-  constexpr uint64_t kDigitMask = (1 << kDigitBits) - 1;
-  std::vector<T> buffer(n);
-  std::vector<size_t> count(size_t{1} << kDigitBits);
-  T* src = values->data();
-  T* dst = buffer.data();
-  for (int shift = min_bit; shift < 64; shift += kDigitBits) {
-    std::fill(count.begin(), count.end(), 0);
-    for (size_t i = 0; i < n; ++i) ++count[(key(src[i]) >> shift) & kDigitMask];
-    if (count[(key(src[0]) >> shift) & kDigitMask] == n) continue;
-    size_t sum = 0;
-    for (size_t& c : count) {
-      size_t v = c;
-      c = sum;
-      sum += v;
-    }
-    for (size_t i = 0; i < n; ++i) dst[count[(key(src[i]) >> shift) & kDigitMask]++] = src[i];
-    std::swap(src, dst);
-  }
-  if (src != values->data()) std::copy(src, src + n, values->data());
-}
-
-// One contiguous piece of a table projection: `width` bits taken from `word` (0 = hi, 1 = lo) at
-// MSB-first offset `src`, placed at MSB-first offset `dst` of the 64-bit projection.
-struct Piece {
-  int word;
-  int src;
-  int width;
-  int dst;
-};
-
-inline uint64_t TakeBits(uint64_t word, int start, int width) {
-  return (word << start) >> (64 - width);
-}
-
-struct CompiledTable {
-  std::vector<Piece> pieces;
-  int key_bits = 0;
-  bool identity = false;
-
-  uint64_t Project(uint64_t hi, uint64_t lo) const {
-    uint64_t out = 0;
-    for (const Piece& p : pieces) {
-      uint64_t bits = TakeBits(p.word == 0 ? hi : lo, p.src, p.width);
-      out |= bits << (64 - p.dst - p.width);
-    }
-    return out;
-  }
-  // Inverse of Project for 64-bit fingerprints (the projection is a permutation of all 64 bits).
-  uint64_t Unproject64(uint64_t projected) const {
-    uint64_t out = 0;
-    for (const Piece& p : pieces) {
-      uint64_t bits = TakeBits(projected, p.dst, p.width);
-      out |= bits << (64 - p.src - p.width);
-    }
-    return out;
-  }
-  uint64_t KeyOf(uint64_t projected) const {
-    return key_bits == 64 ? projected : projected >> (64 - key_bits);
-  }
-};
-
-CompiledTable Compile(const IndexTableSpec& spec, int bits) {
-  CompiledTable table;
-  table.key_bits = spec.key_bits;
-  table.identity = IsIdentityProjection(spec, bits);
-  int filled = 0;
-  for (const BitRange& r : ProjectionRanges(spec, bits)) {
-    int start = r.start, width = r.width;
-    while (width > 0) {
-      // Split at the 64-bit word boundary of a 128-bit fingerprint.
-      int word = bits == 64 ? 1 : (start < 64 ? 0 : 1);
-      int offset = bits == 64 ? start : start % 64;
-      int w = std::min(width, 64 - offset);
-      table.pieces.push_back({word, offset, w, filled});
-      filled += w;
-      start += w;
-      width -= w;
-    }
-  }
-  return table;
-}
-
-struct SegmentTable {
-  int dir_bits = 0;
-  std::vector<uint64_t> keys;  // empty when the projection is the identity (use the row arrays)
-  std::vector<uint32_t> rows;  // 128-bit fingerprints, non-identity tables only
-  std::vector<uint32_t> dir;   // 2^dir_bits + 1 offsets
-};
-
-// An immutable batch of rows sorted by fingerprint, with one sorted table per design table.
-struct Segment {
-  int bits = 64;
-  std::vector<uint64_t> ids, lo, hi;  // hi empty for 64 bits
-  std::vector<SegmentTable> tables;
-
-  size_t size() const { return ids.size(); }
-  const uint64_t* Keys(size_t t, const CompiledTable& ct) const {
-    if (ct.identity) return bits == 64 ? lo.data() : hi.data();
-    return tables[t].keys.data();
-  }
-  size_t MemoryBytes() const {
-    size_t b = (ids.size() + lo.size() + hi.size()) * 8;
-    for (const auto& t : tables) b += t.keys.size() * 8 + t.rows.size() * 4 + t.dir.size() * 4;
-    return b;
-  }
-};
-
-void BuildDirectory(const uint64_t* keys, size_t n, int dir_bits, std::vector<uint32_t>* dir) {
-  dir->assign((size_t{1} << dir_bits) + 1, 0);
-  // dir[b] = first index whose top dir_bits bits are >= b.
-  size_t i = 0;
-  for (size_t b = 0; b < (size_t{1} << dir_bits); ++b) {
-    uint64_t low = dir_bits == 0 ? 0 : static_cast<uint64_t>(b) << (64 - dir_bits);
-    while (i < n && keys[i] < low) ++i;
-    (*dir)[b] = static_cast<uint32_t>(i);
-  }
-  (*dir)[size_t{1} << dir_bits] = static_cast<uint32_t>(n);
-}
-
-std::shared_ptr<const Segment> BuildSegment(std::vector<Row> rows, int bits,
-                                            const std::vector<CompiledTable>& tables,
-                                            const IndexDesign& design, int threads) {
-  auto seg = std::make_shared<Segment>();
-  seg->bits = bits;
-  const size_t n = rows.size();
-  if (n < kParallelMin) threads = 1;
-  RadixSort(&rows, [](const Row& r) { return r.lo; });
-  if (bits == 128) RadixSort(&rows, [](const Row& r) { return r.hi; });
-  // Equal fingerprints: order by id so the layout is deterministic.
-  for (size_t i = 0; i < n;) {
-    size_t j = i + 1;
-    while (j < n && rows[j].hi == rows[i].hi && rows[j].lo == rows[i].lo) ++j;
-    if (j - i > 1) std::sort(rows.begin() + i, rows.begin() + j);
-    i = j;
-  }
-  seg->ids.resize(n);
-  seg->lo.resize(n);
-  if (bits == 128) seg->hi.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    seg->ids[i] = rows[i].id;
-    seg->lo[i] = rows[i].lo;
-    if (bits == 128) seg->hi[i] = rows[i].hi;
-  }
-  rows = {};
-  seg->tables.resize(tables.size());
-  ParallelFor(tables.size(), threads, [&](size_t begin, size_t end) {
-    for (size_t t = begin; t < end; ++t) {
-      const CompiledTable& ct = tables[t];
-      SegmentTable& st = seg->tables[t];
-      st.dir_bits = DirectoryBitsFor(static_cast<double>(n), ct.key_bits);
-      if (!ct.identity) {
-        if (bits == 64) {
-          st.keys.resize(n);
-          for (size_t i = 0; i < n; ++i) st.keys[i] = ct.Project(0, seg->lo[i]);
-          RadixSort(&st.keys, [](uint64_t v) { return v; });
-        } else {
-          std::vector<std::pair<uint64_t, uint32_t>> pairs(n);
-          for (size_t i = 0; i < n; ++i)
-            pairs[i] = {ct.Project(seg->hi[i], seg->lo[i]), static_cast<uint32_t>(i)};
-          RadixSort(&pairs, [](const std::pair<uint64_t, uint32_t>& p) { return p.first; });
-          st.keys.resize(n);
-          st.rows.resize(n);
-          for (size_t i = 0; i < n; ++i) {
-            st.keys[i] = pairs[i].first;
-            st.rows[i] = pairs[i].second;
-          }
-        }
-      }
-      BuildDirectory(seg->Keys(t, ct), n, st.dir_bits, &st.dir);
-    }
-  });
-  (void)design;
-  return seg;
-}
 
 // Rows of a segment or delta not yet merged, with a fixed capacity so readers of older snapshots
 // can keep reading a prefix while the writer appends past it.
@@ -237,147 +45,8 @@ struct Snapshot {
   }
 };
 
-struct Counters {
-  uint64_t probes = 0, candidates = 0, oversized = 0;
-};
-
-// Searches one table's sorted projections.
-class TableSearcher {
- public:
-  TableSearcher(const uint64_t* keys, const SegmentTable& table, const CompiledTable& ct,
-                uint64_t projected_query, int k, Counters* counters)
-      : keys_(keys), table_(table), ct_(ct), pq_(projected_query), k_(k), counters_(counters) {}
-
-  // Calls emit(index) for every entry whose projection is within k of the query projection and
-  // whose key is within `radius` of the query key.
-  template <typename Emit>
-  void Run(int radius, Emit&& emit) {
-    uint64_t qkey = ct_.KeyOf(pq_);
-    Probe(qkey, 0, 0, radius, emit);
-  }
-
- private:
-  template <typename Emit>
-  void Probe(uint64_t key, int first_bit, int flipped, int radius, Emit& emit) {
-    Lookup(key, flipped, emit);
-    if (flipped == radius) return;
-    for (int b = first_bit; b < ct_.key_bits; ++b)
-      Probe(key ^ (uint64_t{1} << b), b + 1, flipped + 1, radius, emit);
-  }
-
-  template <typename Emit>
-  void Lookup(uint64_t key, int key_distance, Emit& emit) {
-    ++counters_->probes;
-    const int w = ct_.key_bits;
-    const int d = table_.dir_bits;
-    uint64_t bucket = d == 0 ? 0 : key >> (w - d);
-    size_t begin = table_.dir[bucket], end = table_.dir[bucket + 1];
-    if (begin == end) return;
-    if (w > d) {
-      uint64_t low = w == 64 ? key : key << (64 - w);
-      uint64_t high = w == 64 ? key : low | (~uint64_t{0} >> w);
-      begin = std::lower_bound(keys_ + begin, keys_ + end, low) - keys_;
-      end = std::upper_bound(keys_ + begin, keys_ + end, high) - keys_;
-    }
-    if (end - begin > kLinearRunLimit) ++counters_->oversized;
-    Scan(begin, end, w, key_distance, emit);
-  }
-
-  // Entries in [begin, end) share their first `bit` projection bits, at distance `distance` from
-  // the query's.
-  template <typename Emit>
-  void Scan(size_t begin, size_t end, int bit, int distance, Emit& emit) {
-    if (distance > k_) return;
-    if (end - begin <= kLinearRunLimit || bit >= 64) {
-      counters_->candidates += end - begin;
-      for (size_t i = begin; i < end; ++i)
-        if (std::popcount(keys_[i] ^ pq_) <= k_) emit(i);
-      return;
-    }
-    const int shift = 63 - bit;
-    size_t mid = std::partition_point(keys_ + begin, keys_ + end,
-                                      [shift](uint64_t v) { return ((v >> shift) & 1) == 0; }) -
-                 keys_;
-    int query_bit = static_cast<int>((pq_ >> shift) & 1);
-    Scan(begin, mid, bit + 1, distance + (query_bit != 0), emit);
-    Scan(mid, end, bit + 1, distance + (query_bit != 1), emit);
-  }
-
-  const uint64_t* keys_;
-  const SegmentTable& table_;
-  const CompiledTable& ct_;
-  uint64_t pq_;
-  int k_;
-  Counters* counters_;
-};
-
-// Per-thread scratch reused across searches.
-struct Scratch {
-  std::vector<uint32_t> rows;
-  std::vector<uint64_t> fps;
-};
-
-// Every row of `seg` within k of (hi, lo): calls emit(row, distance) once per row.
-template <typename Emit>
-void SearchSegment(const Segment& seg, const std::vector<CompiledTable>& tables, int radius,
-                   uint64_t hi, uint64_t lo, int k, Counters* counters, Scratch* scratch,
-                   Emit&& emit) {
-  scratch->rows.clear();
-  scratch->fps.clear();
-  int identity_table = -1;
-  for (size_t t = 0; t < tables.size(); ++t) {
-    const CompiledTable& ct = tables[t];
-    const uint64_t* keys = seg.Keys(t, ct);
-    uint64_t pq = ct.Project(hi, lo);
-    TableSearcher searcher(keys, seg.tables[t], ct, pq, k, counters);
-    if (seg.bits == 64) {
-      if (ct.identity) {
-        identity_table = static_cast<int>(t);
-        searcher.Run(radius, [&](size_t i) { scratch->rows.push_back(static_cast<uint32_t>(i)); });
-      } else {
-        searcher.Run(radius, [&](size_t i) { scratch->fps.push_back(ct.Unproject64(keys[i])); });
-      }
-    } else {
-      const SegmentTable& st = seg.tables[t];
-      searcher.Run(radius, [&](size_t i) {
-        uint32_t row = ct.identity ? static_cast<uint32_t>(i) : st.rows[i];
-        if (std::popcount(seg.hi[row] ^ hi) + std::popcount(seg.lo[row] ^ lo) <= k)
-          scratch->rows.push_back(row);
-      });
-    }
-  }
-  if (seg.bits == 64 && !scratch->fps.empty()) {
-    // Fingerprints found through permuted tables: find their rows (all rows holding an equal
-    // fingerprint have the same distance, so the identity table found all of them or none).
-    std::sort(scratch->fps.begin(), scratch->fps.end());
-    scratch->fps.erase(std::unique(scratch->fps.begin(), scratch->fps.end()), scratch->fps.end());
-    std::sort(scratch->rows.begin(), scratch->rows.end());
-    const size_t found_direct = scratch->rows.size();
-    for (uint64_t fp : scratch->fps) {
-      size_t begin = 0, end = seg.size();
-      if (identity_table >= 0) {
-        const SegmentTable& st = seg.tables[identity_table];
-        uint64_t bucket = st.dir_bits == 0 ? 0 : fp >> (64 - st.dir_bits);
-        begin = st.dir[bucket];
-        end = st.dir[bucket + 1];
-      }
-      auto range = std::equal_range(seg.lo.begin() + begin, seg.lo.begin() + end, fp);
-      if (range.first == range.second) continue;
-      uint32_t first = static_cast<uint32_t>(range.first - seg.lo.begin());
-      if (std::binary_search(scratch->rows.begin(), scratch->rows.begin() + found_direct, first))
-        continue;
-      for (auto it = range.first; it != range.second; ++it)
-        scratch->rows.push_back(static_cast<uint32_t>(it - seg.lo.begin()));
-    }
-  }
-  std::sort(scratch->rows.begin(), scratch->rows.end());
-  scratch->rows.erase(std::unique(scratch->rows.begin(), scratch->rows.end()), scratch->rows.end());
-  for (uint32_t row : scratch->rows) {
-    int d =
-        std::popcount(seg.lo[row] ^ lo) + (seg.bits == 128 ? std::popcount(seg.hi[row] ^ hi) : 0);
-    emit(row, d);
-  }
-}
+using Counters = index::SearchCounters;
+using Scratch = index::SearchScratch;
 
 // ---- self-join by sorted runs ---------------------------------------------------------------
 // Each table of a radius-0 design is sorted once; every pair within k shares the key of at least
@@ -495,7 +164,7 @@ void JoinTable(const JoinItems& items, const std::vector<CompiledTable>& tables,
 struct PermutedIndex::Impl {
   PermutedIndexOptions options;
   IndexDesign design;
-  std::vector<CompiledTable> tables;
+  std::shared_ptr<const index::CompiledDesign> compiled;
 
   mutable std::mutex snapshot_mu;
   std::shared_ptr<const Snapshot> snapshot;
@@ -533,12 +202,12 @@ struct PermutedIndex::Impl {
 
   std::shared_ptr<const Segment> Build(std::vector<Row> rows) const {
     const int build_threads = rows.size() >= kParallelMin ? threads() : 1;
-    return BuildSegment(std::move(rows), options.bits, tables, design, build_threads);
+    return TableSegment::Build(std::move(rows), options.bits, compiled, build_threads);
   }
 
   static void AppendRows(const Segment& seg, const Snapshot& s, std::vector<Row>* out) {
     for (size_t i = 0; i < seg.size(); ++i) {
-      Row r{seg.bits == 128 ? seg.hi[i] : 0, seg.lo[i], seg.ids[i]};
+      Row r{seg.hi(i), seg.lo(i), seg.id(i)};
       if (!s.IsDead(r.hi, r.lo, r.id)) out->push_back(r);
     }
   }
@@ -578,13 +247,12 @@ struct PermutedIndex::Impl {
   void SearchSnapshot(const Snapshot& s, uint64_t hi, uint64_t lo, int k, Scratch* scratch,
                       Visit&& visit) const {
     Counters counters;
-    const int radius = design.probe_radius[k];
     size_t offset = 0;
     uint64_t found = 0;
     for (const auto& seg : s.segments) {
-      SearchSegment(*seg, tables, radius, hi, lo, k, &counters, scratch, [&](uint32_t row, int d) {
-        uint64_t id = seg->ids[row];
-        if (s.IsDead(seg->bits == 128 ? seg->hi[row] : 0, seg->lo[row], id)) return;
+      seg->Search(hi, lo, k, &counters, scratch, [&](uint32_t row, int d) {
+        uint64_t id = seg->id(row);
+        if (s.IsDead(seg->hi(row), seg->lo(row), id)) return;
         ++found;
         visit(offset + row, id, d);
       });
@@ -659,11 +327,9 @@ Result<std::unique_ptr<PermutedIndex>> PermutedIndex::Create(const PermutedIndex
     if (!plan.ok()) return plan.status().WithContext("PermutedIndex");
     impl->design = std::move(plan).value();
   }
-  for (const IndexTableSpec& spec : impl->design.tables) {
-    if (spec.key_bits < 1 || spec.key_bits > 64)
-      return Status::InvalidArgument("PermutedIndex: table key width must be in [1, 64]");
-    impl->tables.push_back(Compile(spec, options.bits));
-  }
+  auto compiled = index::CompileDesign(impl->design);
+  if (!compiled.ok()) return compiled.status().WithContext("PermutedIndex");
+  impl->compiled = std::move(*compiled);
   auto s = std::make_shared<Snapshot>();
   s->delta = std::make_shared<DeltaBuffer>(options.delta_capacity);
   impl->snapshot = std::move(s);
@@ -773,21 +439,11 @@ size_t PermutedIndex::Remove(uint64_t id, const Fingerprint& fp) {
   if (!current->IsDead(fp.hi, fp.lo, id)) {
     size_t in_segments = 0;
     for (const auto& seg : current->segments) {
-      // Rows are sorted by (hi, lo, id): binary search the pair.
-      size_t lo_i = 0, hi_i = seg->size();
-      while (lo_i < hi_i) {
-        size_t mid = (lo_i + hi_i) / 2;
-        Row r{seg->bits == 128 ? seg->hi[mid] : 0, seg->lo[mid], seg->ids[mid]};
-        if (r < Row{fp.hi, fp.lo, id})
-          lo_i = mid + 1;
-        else
-          hi_i = mid;
-      }
-      while (lo_i < seg->size() && seg->lo[lo_i] == fp.lo &&
-             (seg->bits == 64 || seg->hi[lo_i] == fp.hi) && seg->ids[lo_i] == id) {
+      // Rows are sorted by (hi, lo, id).
+      for (size_t row = seg->Find(fp.hi, fp.lo, id); row < seg->size() && seg->lo(row) == fp.lo &&
+                                                     seg->hi(row) == fp.hi && seg->id(row) == id;
+           ++row)
         ++in_segments;
-        ++lo_i;
-      }
     }
     if (in_segments > 0) {
       auto tomb = current->tombstones ? std::make_shared<std::vector<Row>>(*current->tombstones)
@@ -863,8 +519,7 @@ Result<std::vector<NeighborPair>> PermutedIndex::SelfJoin(int k) const {
   };
   for (const auto& seg : s->segments) {
     for (size_t i = 0; i < seg->size(); ++i) {
-      uint64_t hi = seg->bits == 128 ? seg->hi[i] : 0;
-      if (!s->IsDead(hi, seg->lo[i], seg->ids[i])) push(hi, seg->lo[i], seg->ids[i]);
+      if (!s->IsDead(seg->hi(i), seg->lo(i), seg->id(i))) push(seg->hi(i), seg->lo(i), seg->id(i));
     }
   }
   for (size_t i = 0; i < s->delta_size; ++i)
@@ -876,9 +531,9 @@ Result<std::vector<NeighborPair>> PermutedIndex::SelfJoin(int k) const {
   if (n >= 2) {
     IndexDesign join_design = PlanJoinDesign(items.bits, k, static_cast<double>(n));
     if (join_design.tables.empty()) return Status::Internal("PermutedIndex::SelfJoin: no design");
-    std::vector<CompiledTable> tables;
-    for (const IndexTableSpec& spec : join_design.tables)
-      tables.push_back(Compile(spec, items.bits));
+    auto compiled = index::CompileDesign(join_design);
+    if (!compiled.ok()) return compiled.status().WithContext("PermutedIndex::SelfJoin");
+    const std::vector<CompiledTable>& tables = (*compiled)->tables;
     std::vector<std::vector<RowPair>> parts(tables.size());
     ParallelFor(tables.size(), n >= 4096 ? impl_->threads() : 1, [&](size_t begin, size_t end) {
       for (size_t t = begin; t < end; ++t) JoinTable(items, tables, t, k, &parts[t]);
@@ -915,7 +570,7 @@ PermutedIndexStats PermutedIndex::detailed_stats() const {
   st.segments = s->segments.size();
   st.delta_size = s->delta_size;
   st.tombstones = s->tombstones ? s->tombstones->size() : 0;
-  for (const auto& seg : s->segments) st.memory_bytes += seg->MemoryBytes();
+  for (const auto& seg : s->segments) st.memory_bytes += seg->image_size();
   return st;
 }
 

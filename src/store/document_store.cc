@@ -20,9 +20,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/string_hash.h"
+#include "index/table_segment.h"
 #include "neardup/permuted_index.h"
 #include "neardup/store.h"
-#include "store/linear_index.h"
 #include "store/manifest.h"
 #include "store/segment.h"
 #include "store/store_format.h"
@@ -39,11 +40,6 @@ using store::WalOp;
 using store::WalOpType;
 using store::WalWriter;
 
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-
 // Documents written since the last flush, newest version per id (tombstones included).
 class MemTable {
  public:
@@ -54,20 +50,20 @@ class MemTable {
     uint64_t slot = 0;  // id in `index_` (live entries only)
   };
 
-  // Searches with k <= max_k use a PermutedIndex over the memtable's live entries (the linear
-  // stand-in if it cannot be created); larger k scans the entries.
-  MemTable(int bits, int max_k, size_t expected_size) {
+  // Searches with k <= max_k use a PermutedIndex (the same segments as the store's files, planned
+  // for the memtable's size so inserts stay cheap) over the live entries; larger k scans them.
+  // `design` (planned once per store by Init) is for `expected_size` entries.
+  static Result<std::unique_ptr<MemTable>> Create(int bits, const IndexDesign& design,
+                                                  size_t expected_size) {
     PermutedIndexOptions options;
     options.bits = bits;
-    options.max_k = max_k;
+    options.max_k = design.max_k;
+    options.design = design;
     options.expected_size = static_cast<double>(std::max<size_t>(expected_size, 1024));
     options.threads = 1;
     Result<std::unique_ptr<PermutedIndex>> permuted = PermutedIndex::Create(options);
-    if (permuted.ok()) {
-      index_ = std::move(*permuted);
-    } else {
-      index_ = std::make_unique<store::LinearIndex>(bits);
-    }
+    if (!permuted.ok()) return permuted.status().WithContext("memtable index");
+    return std::unique_ptr<MemTable>(new MemTable(std::move(*permuted)));
   }
 
   const Entry* Find(std::string_view id) const {
@@ -121,8 +117,10 @@ class MemTable {
 
  private:
   std::unordered_map<std::string, Entry, StringHash, std::equal_to<>> entries_;
+  explicit MemTable(std::unique_ptr<PermutedIndex> index) : index_(std::move(index)) {}
+
   std::vector<const std::string*> slot_ids_;  // slot -> key in entries_ (null once replaced)
-  std::unique_ptr<HammingIndex> index_;
+  std::unique_ptr<PermutedIndex> index_;
 };
 
 bool ByDistanceThenId(const StoredDocument& a, const StoredDocument& b) {
@@ -145,6 +143,7 @@ class DocumentStoreImpl : public DocumentStore {
   Result<StoredDocument> Get(std::string_view id) const override;
   Status Remove(std::string_view id) override;
   StoreStats Stats() const override;
+  StoreHealth Health() const override;
   Status Flush() override;
   Status Compact() override;
   Status Close() override;
@@ -164,6 +163,10 @@ class DocumentStoreImpl : public DocumentStore {
     std::condition_variable cv;
   };
 
+  // The design of a new store: options_.design, or planned within the budget.
+  Result<IndexDesign> PlanStoreDesign(int bits, int max_k) const;
+  // Refuses explicit options that differ from what the store was created with; sets design_.
+  Status CheckCompatible(const Manifest& manifest);
   Status ValidateDoc(const DocumentInput& doc) const;
   Status ValidateK(const Fingerprint& fp, int k) const;
   Status Commit(Writer* writer);
@@ -172,6 +175,14 @@ class DocumentStoreImpl : public DocumentStore {
   Status WriteManifestLocked(const std::vector<uint64_t>& numbers);  // manifest_mu_ held
   void CompactionLoop();
   void MaybeScheduleCompaction();
+  // Health bookkeeping: a failed write makes the store degraded; a later good one makes it ok.
+  void NoteWriteError(const Status& status);
+  void NoteWriteOk();
+  // Appends one record to the log and syncs it per the SyncMode; on failure the record's bytes are
+  // truncated away again so the log stays a sequence of whole records (commit leader only).
+  Status AppendToLog(std::string_view record);
+  // Before a write after a failed one: makes sure the log ends at its last whole record.
+  Status RepairLog();
 
   // state_mu_ held (shared or exclusive).
   std::optional<StoredDocument> LookupLocked(std::string_view id) const;
@@ -180,8 +191,13 @@ class DocumentStoreImpl : public DocumentStore {
 
   const std::string dir_;
   StoreOptions options_;
+  store::FileSystem* fs_ = store::FileSystem::Default();
   int bits_ = 64;
   int max_k_ = 3;
+  std::shared_ptr<const index::CompiledDesign> design_;  // the store's index design
+  std::string fingerprint_options_;
+  double planned_bytes_per_fingerprint_ = 0;
+  IndexDesign memtable_design_;  // the planner's figure, for a store created now
   int lock_fd_ = -1;
   bool closed_ = true;
 
@@ -199,7 +215,10 @@ class DocumentStoreImpl : public DocumentStore {
   std::mutex writer_mu_;
   std::deque<Writer*> writers_;
   std::unique_ptr<WalWriter> wal_;  // used by the commit leader only
-  Status sticky_error_;             // a failed log write stops all later writes (writer_mu_)
+  bool log_needs_repair_ = false;   // a failed write may have left bytes after the last record
+
+  mutable std::mutex health_mu_;
+  StoreHealth health_;
 
   std::mutex compaction_mu_;
   std::condition_variable compaction_cv_;
@@ -216,13 +235,18 @@ class DocumentStoreImpl : public DocumentStore {
 
 Status DocumentStoreImpl::Init() {
   const auto start = std::chrono::steady_clock::now();
-  if (options_.bits != 64 && options_.bits != 128) {
+  if (options_.bits != 0 && options_.bits != 64 && options_.bits != 128) {
     return Status::InvalidArgument("StoreOptions.bits must be 64 or 128, got " +
                                    std::to_string(options_.bits));
   }
-  if (options_.max_k < 0 || options_.max_k > 15) {
+  if (options_.max_k < -1 || options_.max_k > 15) {
     return Status::InvalidArgument("StoreOptions.max_k must be in [0, 15], got " +
                                    std::to_string(options_.max_k));
+  }
+  if (options_.file_system != nullptr) fs_ = options_.file_system;
+  if (options_.read_only) {
+    options_.create_if_missing = false;
+    options_.compaction_trigger = 0;
   }
   struct stat st;
   if (::stat(dir_.c_str(), &st) != 0) {
@@ -234,10 +258,17 @@ Status DocumentStoreImpl::Init() {
     return Status::InvalidArgument(dir_ + ": not a directory");
   }
   const std::string lock_path = store::JoinPath(dir_, store::kLockName);
-  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0) return store::ErrnoStatus("open lock file", lock_path, errno);
-  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    return Status::IoError(dir_ + ": store is already open in another process (LOCK held)");
+  lock_fd_ = options_.read_only ? ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC)
+                                : ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0 && !(options_.read_only && errno == ENOENT)) {
+    return store::ErrnoStatus("open lock file", lock_path, errno);
+  }
+  if (lock_fd_ >= 0 && ::flock(lock_fd_, (options_.read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+    const int err = errno;
+    if (err != EWOULDBLOCK) return store::ErrnoStatus("lock", lock_path, err);
+    return Status::IoError(dir_ + ": store is already open " +
+                           (options_.read_only ? "for writing " : "") + "by another process (" +
+                           lock_path + " is locked)");
   }
 
   Result<Manifest> manifest = store::ReadManifest(dir_);
@@ -256,34 +287,61 @@ Status DocumentStoreImpl::Init() {
       return Status::NotFound(dir_ + ": no store here (no MANIFEST)");
     fresh = true;
     Manifest m;
-    m.bits = options_.bits;
-    m.max_k = options_.max_k;
+    m.bits = options_.bits != 0 ? options_.bits : 64;
+    m.max_k = options_.max_k >= 0 ? options_.max_k : 3;
+    Result<IndexDesign> design = PlanStoreDesign(m.bits, m.max_k);
+    if (!design.ok()) return design.status();
+    m.design = index::EncodeDesign(*design);
+    m.fingerprint_options = options_.fingerprint_options;
+    planned_bytes_per_fingerprint_ = design->bytes_per_fingerprint;
     m.wal_number = 1;
     m.next_file_number = 2;
-    Result<std::unique_ptr<WalWriter>> wal = WalWriter::Create(dir_, m.wal_number, m.bits);
+    Result<std::unique_ptr<WalWriter>> wal = WalWriter::Create(fs_, dir_, m.wal_number, m.bits);
     if (!wal.ok()) return wal.status();
-    NEARDUP_RETURN_IF_ERROR(store::WriteManifest(dir_, m));
+    NEARDUP_RETURN_IF_ERROR(store::WriteManifest(fs_, dir_, m));
     manifest = m;
   } else if (options_.error_if_exists) {
     return Status::AlreadyExists(dir_ + ": a store exists already");
   }
   (void)fresh;
+  NEARDUP_RETURN_IF_ERROR(CheckCompatible(*manifest));
   bits_ = manifest->bits;
   max_k_ = manifest->max_k;
   options_.bits = bits_;
   options_.max_k = max_k_;
+  fingerprint_options_ = manifest->fingerprint_options;
   next_file_number_ = manifest->next_file_number;
   wal_number_ = manifest->wal_number;
   segments_live_ = manifest->segments_live;
   segment_numbers_ = manifest->segments;
   for (uint64_t number : segment_numbers_) {
     Result<std::shared_ptr<Segment>> seg =
-        Segment::Open(store::JoinPath(dir_, store::SegmentFileName(number)), bits_,
+        Segment::Open(store::JoinPath(dir_, store::SegmentFileName(number)), design_,
                       options_.verify_checksums_on_open);
     if (!seg.ok()) return seg.status();
     segments_.push_back(*seg);
   }
-  mem_ = std::make_unique<MemTable>(bits_, max_k_, options_.memtable_limit);
+  {
+    // The memtable's own design: planned for its size under PermutedIndex's default budget, so
+    // inserts stay cheap.
+    PlanRequest request;
+    request.bits = bits_;
+    request.k = max_k_;
+    request.n = static_cast<double>(std::max<size_t>(options_.memtable_limit, 1024));
+    request.memory_budget_bytes =
+        PermutedIndexOptions{}.memory_budget_bytes_per_fingerprint * request.n;
+    Result<IndexDesign> planned = PlanIndex(request);
+    if (!planned.ok()) {
+      request.memory_budget_bytes = 0;
+      planned = PlanIndex(request);
+    }
+    if (!planned.ok()) return planned.status().WithContext("memtable index");
+    memtable_design_ = std::move(*planned);
+  }
+  Result<std::unique_ptr<MemTable>> mem =
+      MemTable::Create(bits_, memtable_design_, options_.memtable_limit);
+  if (!mem.ok()) return mem.status();
+  mem_ = std::move(*mem);
   live_ = segments_live_;
   const std::string wal_path = store::JoinPath(dir_, store::WalFileName(wal_number_));
   Result<store::WalReadResult> replay =
@@ -302,7 +360,14 @@ Status DocumentStoreImpl::Init() {
     }
     return replay.status();
   }
-  Result<std::unique_ptr<WalWriter>> wal = WalWriter::OpenForAppend(wal_path, replay->valid_bytes);
+  if (options_.read_only) {
+    wal_bytes_.store(replay->valid_bytes);
+    closed_ = false;
+    open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return Status::Ok();
+  }
+  Result<std::unique_ptr<WalWriter>> wal =
+      WalWriter::OpenForAppend(fs_, wal_path, replay->valid_bytes);
   if (!wal.ok()) return wal.status();
   wal_ = std::move(*wal);
   wal_bytes_.store(wal_->size());
@@ -316,7 +381,7 @@ Status DocumentStoreImpl::Init() {
       bool referenced = is_segment ? std::find(segment_numbers_.begin(), segment_numbers_.end(),
                                                number) != segment_numbers_.end()
                                    : number == wal_number_;
-      if (!referenced && number >= 1) ::unlink(store::JoinPath(dir_, name).c_str());
+      if (!referenced && number >= 1) (void)fs_->Remove(store::JoinPath(dir_, name));
     }
   }
   closed_ = false;
@@ -324,6 +389,61 @@ Status DocumentStoreImpl::Init() {
     compaction_thread_ = std::thread([this] { CompactionLoop(); });
   }
   open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return Status::Ok();
+}
+
+Result<IndexDesign> DocumentStoreImpl::PlanStoreDesign(int bits, int max_k) const {
+  if (options_.design) {
+    IndexDesign design = *options_.design;
+    if (design.bits != bits || design.max_k != max_k)
+      return Status::InvalidArgument("StoreOptions.design is for " + std::to_string(design.bits) +
+                                     " bits and max_k " + std::to_string(design.max_k) +
+                                     ", the store is " + std::to_string(bits) + "-bit, max_k " +
+                                     std::to_string(max_k));
+    return design;
+  }
+  PlanRequest request;
+  request.bits = bits;
+  request.k = max_k;
+  request.n = std::max(1.0, options_.expected_documents);
+  request.memory_budget_bytes = options_.index_memory_budget.TotalFor(request.n);
+  Result<IndexDesign> plan = PlanIndex(request);
+  if (!plan.ok()) {
+    return plan.status().WithContext(
+        dir_ + ": index design for " + std::to_string(static_cast<uint64_t>(request.n)) +
+        " documents within " + options_.index_memory_budget.ToString());
+  }
+  return plan;
+}
+
+Status DocumentStoreImpl::CheckCompatible(const Manifest& manifest) {
+  const std::string where = dir_ + ": store was created with ";
+  if (options_.bits != 0 && options_.bits != manifest.bits)
+    return Status::InvalidArgument(where + std::to_string(manifest.bits) +
+                                   "-bit fingerprints, not " + std::to_string(options_.bits));
+  if (options_.max_k >= 0 && options_.max_k != manifest.max_k)
+    return Status::InvalidArgument(where + "max_k " + std::to_string(manifest.max_k) + ", not " +
+                                   std::to_string(options_.max_k));
+  if (!options_.fingerprint_options.empty() &&
+      options_.fingerprint_options != manifest.fingerprint_options)
+    return Status::InvalidArgument(where + "fingerprint options \"" + manifest.fingerprint_options +
+                                   "\", not \"" + options_.fingerprint_options +
+                                   "\" (fingerprints made with other options are not comparable)");
+  Result<IndexDesign> design = index::DecodeDesign(manifest.design);
+  if (!design.ok())
+    return Status::Corruption(store::JoinPath(dir_, store::kManifestName) + ": " +
+                              design.status().message());
+  if (design->bits != manifest.bits || design->max_k != manifest.max_k)
+    return Status::Corruption(store::JoinPath(dir_, store::kManifestName) +
+                              ": index design does not match the store's width and max_k");
+  if (options_.design && !index::SameTables(*options_.design, *design))
+    return Status::InvalidArgument(where + "index design \"" + design->description + "\", not \"" +
+                                   options_.design->description + "\"");
+  Result<std::shared_ptr<const index::CompiledDesign>> compiled = index::CompileDesign(*design);
+  if (!compiled.ok())
+    return Status::Corruption(store::JoinPath(dir_, store::kManifestName) + ": " +
+                              compiled.status().message());
+  design_ = std::move(*compiled);
   return Status::Ok();
 }
 
@@ -415,6 +535,7 @@ Status DocumentStoreImpl::Flush() {
 Status DocumentStoreImpl::Commit(Writer* writer) {
   std::unique_lock<std::mutex> lock(writer_mu_);
   if (closed_) return Status::InvalidArgument(dir_ + ": store is closed");
+  if (options_.read_only) return Status::InvalidArgument(dir_ + ": store is open read-only");
   writers_.push_back(writer);
   while (!writer->done && writer != writers_.front()) writer->cv.wait(lock);
   if (writer->done) return writer->status;
@@ -428,17 +549,9 @@ Status DocumentStoreImpl::Commit(Writer* writer) {
   std::vector<Writer*> group(writers_.begin(), writers_.end());
   bool force_flush = false;
   for (Writer* w : group) force_flush |= w->kind == Writer::kFlush;
-  Status status = sticky_error_;
   lock.unlock();
-  if (status.ok()) {
-    status = CommitGroup(group, force_flush);
-  } else {
-    for (Writer* w : group) w->status = status;
-  }
+  (void)CommitGroup(group, force_flush);  // sets every writer's status
   lock.lock();
-  if (!status.ok() && sticky_error_.ok() && status.code() == StatusCode::kIoError) {
-    sticky_error_ = status;
-  }
   for (Writer* w : group) {
     writers_.pop_front();
     if (w != writer) {
@@ -526,12 +639,10 @@ Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_fl
     std::string payload;
     for (const WalOp& op : ops) store::AppendWalOp(op, &payload);
     const std::string record = store::EncodeWalRecord(static_cast<uint32_t>(ops.size()), payload);
-    Status status = wal_->Append(record);
-    if (status.ok() && options_.sync_mode != SyncMode::kNone) {
-      status = wal_->Sync();
-      wal_syncs_.fetch_add(1, std::memory_order_relaxed);
-    }
+    Status status = RepairLog();
+    if (status.ok()) status = AppendToLog(record);
     if (!status.ok()) {
+      NoteWriteError(status);
       for (Writer* w : group) w->status = status;
       return status;
     }
@@ -544,26 +655,82 @@ Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_fl
     wal_bytes_.store(wal_->size());
   }
   if (force_flush || mem_->size() >= options_.memtable_limit) {
+    if (force_flush) NEARDUP_RETURN_IF_ERROR(RepairLog());
     Status status = FlushMemTableLocked();
     if (!status.ok()) {
+      // The group's operations are durable in the log; only an explicit Flush fails. The next
+      // commit retries the flush.
+      NoteWriteError(status);
       for (Writer* w : group) {
         if (w->kind == Writer::kFlush) w->status = status;
       }
-      return status.code() == StatusCode::kIoError ? status : Status::Ok();
+      return status;
     }
   }
+  NoteWriteOk();
   return Status::Ok();
+}
+
+Status DocumentStoreImpl::AppendToLog(std::string_view record) {
+  const uint64_t before = wal_->size();
+  Status status = wal_->Append(record);
+  if (status.ok() && options_.sync_mode != SyncMode::kNone) {
+    status = wal_->Sync();
+    wal_syncs_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (!status.ok()) {
+    // Unacknowledged: take the record (or its written part) out of the log again, so it neither
+    // corrupts later records nor reappears after a restart.
+    log_needs_repair_ = !wal_->TruncateTo(before).ok();
+  }
+  return status;
+}
+
+Status DocumentStoreImpl::RepairLog() {
+  if (!log_needs_repair_) return Status::Ok();
+  Status status = wal_->TruncateTo(wal_->size());
+  if (!status.ok()) {
+    // The descriptor may be unusable: reopen the file at its last whole record.
+    Result<std::unique_ptr<WalWriter>> reopened =
+        WalWriter::OpenForAppend(fs_, wal_->path(), wal_->size());
+    if (!reopened.ok()) return reopened.status().WithContext("repairing the log");
+    wal_ = std::move(*reopened);
+  }
+  log_needs_repair_ = false;
+  return Status::Ok();
+}
+
+void DocumentStoreImpl::NoteWriteError(const Status& status) {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  health_.state = StoreState::kDegraded;
+  health_.reason = status.ToString();
+  ++health_.write_errors;
+}
+
+void DocumentStoreImpl::NoteWriteOk() {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  if (health_.state != StoreState::kDegraded) return;
+  health_.state = StoreState::kOk;
+  health_.reason.clear();
+  ++health_.recoveries;
+}
+
+StoreHealth DocumentStoreImpl::Health() const {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  return health_;
 }
 
 Status DocumentStoreImpl::WriteManifestLocked(const std::vector<uint64_t>& numbers) {
   Manifest m;
   m.bits = bits_;
   m.max_k = max_k_;
+  m.design = index::EncodeDesign(design_->design);
+  m.fingerprint_options = fingerprint_options_;
   m.next_file_number = next_file_number_;
   m.wal_number = wal_number_;
   m.segments_live = segments_live_;
   m.segments = numbers;
-  return store::WriteManifest(dir_, m);
+  return store::WriteManifest(fs_, dir_, m);
 }
 
 Status DocumentStoreImpl::FlushMemTableLocked() {
@@ -580,11 +747,19 @@ Status DocumentStoreImpl::FlushMemTableLocked() {
   const uint64_t segment_number = next_file_number_++;
   const uint64_t new_wal_number = next_file_number_++;
   const std::string segment_path = store::JoinPath(dir_, store::SegmentFileName(segment_number));
-  NEARDUP_RETURN_IF_ERROR(store::WriteSegment(segment_path, bits_, max_k_, std::move(entries)));
-  Result<std::shared_ptr<Segment>> segment = Segment::Open(segment_path, bits_, false);
-  if (!segment.ok()) return segment.status();
-  Result<std::unique_ptr<WalWriter>> new_wal = WalWriter::Create(dir_, new_wal_number, bits_);
-  if (!new_wal.ok()) return new_wal.status();
+  const std::string new_wal_path = store::JoinPath(dir_, store::WalFileName(new_wal_number));
+  // On failure (e.g. disk full) the half-written files go; the old log stays the live one.
+  auto fail = [&](const Status& status) {
+    (void)fs_->Remove(segment_path);
+    (void)fs_->Remove(new_wal_path);
+    return status;
+  };
+  Status written = store::WriteSegment(fs_, segment_path, design_, std::move(entries));
+  if (!written.ok()) return fail(written);
+  Result<std::shared_ptr<Segment>> segment = Segment::Open(segment_path, design_, false);
+  if (!segment.ok()) return fail(segment.status());
+  Result<std::unique_ptr<WalWriter>> new_wal = WalWriter::Create(fs_, dir_, new_wal_number, bits_);
+  if (!new_wal.ok()) return fail(new_wal.status());
   std::vector<uint64_t> numbers;
   uint64_t live_now;
   {
@@ -597,22 +772,26 @@ Status DocumentStoreImpl::FlushMemTableLocked() {
   const uint64_t old_segments_live = segments_live_;
   wal_number_ = new_wal_number;
   segments_live_ = live_now;
+  Result<std::unique_ptr<MemTable>> fresh_mem =
+      MemTable::Create(bits_, memtable_design_, options_.memtable_limit);
+  if (!fresh_mem.ok()) return fail(fresh_mem.status());
   Status status = WriteManifestLocked(numbers);
   if (!status.ok()) {
     wal_number_ = old_wal_number;
     segments_live_ = old_segments_live;
-    return status;
+    new_wal->reset();
+    return fail(status);
   }
   {
     std::unique_lock<std::shared_mutex> state(state_mu_);
     segments_.push_back(*segment);
     segment_numbers_ = numbers;
-    mem_ = std::make_unique<MemTable>(bits_, max_k_, options_.memtable_limit);
+    mem_ = std::move(*fresh_mem);
   }
   const std::string old_wal_path = wal_->path();
   wal_ = std::move(*new_wal);
   wal_bytes_.store(wal_->size());
-  ::unlink(old_wal_path.c_str());
+  (void)fs_->Remove(old_wal_path);
   flushes_.fetch_add(1, std::memory_order_relaxed);
   MaybeScheduleCompaction();
   return Status::Ok();
@@ -639,12 +818,14 @@ void DocumentStoreImpl::CompactionLoop() {
     if (stopping_) return;
     compaction_requested_ = false;
     lock.unlock();
-    (void)Compact();  // an error leaves the old segments in place; the next flush retries
+    // An error leaves the old segments in place; the next flush retries.
+    if (Status status = Compact(); !status.ok()) NoteWriteError(status.WithContext("compaction"));
     lock.lock();
   }
 }
 
 Status DocumentStoreImpl::Compact() {
+  if (options_.read_only) return Status::InvalidArgument(dir_ + ": store is open read-only");
   std::lock_guard<std::mutex> run_lock(compact_run_mu_);
   std::vector<std::shared_ptr<Segment>> inputs;
   std::vector<uint64_t> input_numbers;
@@ -674,9 +855,15 @@ Status DocumentStoreImpl::Compact() {
     }
   }
   const std::string path = store::JoinPath(dir_, store::SegmentFileName(number));
-  NEARDUP_RETURN_IF_ERROR(store::WriteSegment(path, bits_, max_k_, std::move(entries)));
-  Result<std::shared_ptr<Segment>> merged = Segment::Open(path, bits_, false);
-  if (!merged.ok()) return merged.status();
+  if (Status written = store::WriteSegment(fs_, path, design_, std::move(entries)); !written.ok()) {
+    (void)fs_->Remove(path);
+    return written;
+  }
+  Result<std::shared_ptr<Segment>> merged = Segment::Open(path, design_, false);
+  if (!merged.ok()) {
+    (void)fs_->Remove(path);
+    return merged.status();
+  }
   {
     std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
     std::vector<std::shared_ptr<Segment>> segments{*merged};
@@ -691,7 +878,7 @@ Status DocumentStoreImpl::Compact() {
     }
     Status status = WriteManifestLocked(numbers);
     if (!status.ok()) {
-      ::unlink(path.c_str());
+      (void)fs_->Remove(path);
       return status;
     }
     std::unique_lock<std::shared_mutex> state(state_mu_);
@@ -699,7 +886,7 @@ Status DocumentStoreImpl::Compact() {
     segment_numbers_ = std::move(numbers);
   }
   for (uint64_t old : input_numbers) {
-    ::unlink(store::JoinPath(dir_, store::SegmentFileName(old)).c_str());
+    (void)fs_->Remove(store::JoinPath(dir_, store::SegmentFileName(old)));
   }
   compactions_.fetch_add(1, std::memory_order_relaxed);
   return Status::Ok();
@@ -776,10 +963,15 @@ StoreStats DocumentStoreImpl::Stats() const {
     std::shared_lock<std::shared_mutex> state(state_mu_);
     stats.documents = live_;
     stats.segments = segments_.size();
+    uint64_t index_bytes = 0, index_rows = 0;
     for (const auto& seg : segments_) {
       stats.segment_entries += seg->size();
       stats.disk_bytes += seg->file_size();
+      index_bytes += seg->index().image_size();
+      index_rows += seg->index().size();
     }
+    // Measured on the segments once there are any.
+    if (index_rows > 0) stats.index_bytes_per_fingerprint = double(index_bytes) / index_rows;
     stats.memtable_entries = mem_ ? mem_->size() : 0;
   }
   stats.wal_bytes = wal_bytes_.load();
@@ -792,13 +984,23 @@ StoreStats DocumentStoreImpl::Stats() const {
   stats.open_seconds = open_seconds_;
   stats.bits = bits_;
   stats.max_k = max_k_;
+  stats.index_design = design_->design.description;
+  if (stats.index_bytes_per_fingerprint == 0)
+    stats.index_bytes_per_fingerprint = planned_bytes_per_fingerprint_;
+  stats.fingerprint_options = fingerprint_options_;
+  stats.health = Health();
   return stats;
 }
 
 Status DocumentStoreImpl::Close() {
   {
     std::lock_guard<std::mutex> lock(writer_mu_);
-    if (closed_) {
+    if (closed_ || options_.read_only) {
+      closed_ = true;
+      {
+        std::lock_guard<std::mutex> health_lock(health_mu_);
+        health_.state = StoreState::kClosed;
+      }
       if (lock_fd_ >= 0) {
         ::close(lock_fd_);
         lock_fd_ = -1;
@@ -818,6 +1020,10 @@ Status DocumentStoreImpl::Close() {
     closed_ = true;
     if (status.ok() && wal_) status = wal_->Sync();
   }
+  {
+    std::lock_guard<std::mutex> health_lock(health_mu_);
+    health_.state = StoreState::kClosed;
+  }
   if (lock_fd_ >= 0) {
     ::close(lock_fd_);
     lock_fd_ = -1;
@@ -826,6 +1032,18 @@ Status DocumentStoreImpl::Close() {
 }
 
 }  // namespace
+
+const char* StoreStateName(StoreState state) {
+  switch (state) {
+    case StoreState::kOk:
+      return "ok";
+    case StoreState::kDegraded:
+      return "degraded";
+    case StoreState::kClosed:
+      return "closed";
+  }
+  return "unknown";
+}
 
 Result<std::unique_ptr<DocumentStore>> DocumentStore::Open(const std::string& dir,
                                                            const StoreOptions& options) {

@@ -12,7 +12,7 @@ namespace neardup::store {
 namespace {
 
 constexpr char kManifestMagic[8] = {'N', 'D', 'U', 'P', 'M', 'A', 'N', '\0'};
-constexpr uint32_t kManifestVersion = 1;
+constexpr uint32_t kManifestVersion = 2;  // 2: + index design, fingerprint options
 
 }  // namespace
 
@@ -27,12 +27,16 @@ std::string EncodeManifest(const Manifest& m) {
   PutU64(&out, m.segments_live);
   PutU64(&out, m.segments.size());
   for (uint64_t number : m.segments) PutU64(&out, number);
+  PutU32(&out, static_cast<uint32_t>(m.design.size()));
+  out += m.design;
+  PutU32(&out, static_cast<uint32_t>(m.fingerprint_options.size()));
+  out += m.fingerprint_options;
   PutU64(&out, Checksum(out));
   return out;
 }
 
-Status WriteManifest(const std::string& dir, const Manifest& manifest) {
-  return WriteFileAtomically(dir, kManifestName, EncodeManifest(manifest));
+Status WriteManifest(FileSystem* fs, const std::string& dir, const Manifest& manifest) {
+  return WriteFileAtomically(fs, dir, kManifestName, EncodeManifest(manifest));
 }
 
 Result<Manifest> ReadManifest(const std::string& dir) {
@@ -56,8 +60,11 @@ Result<Manifest> ReadManifest(const std::string& dir) {
     return Status::Corruption(path + ": MANIFEST is truncated");
   }
   if (version != kManifestVersion) {
-    return Status::Unsupported(path + ": MANIFEST version " + std::to_string(version) +
-                               " is not supported");
+    return Status::Unsupported(
+        path + ": MANIFEST version " + std::to_string(version) + " is not supported" +
+        (version < kManifestVersion ? " (written by an older neardup: `neardup index recover` "
+                                      "rewrites the store)"
+                                    : ""));
   }
   if ((bits != 64 && bits != 128) || max_k > 15 || count > (1u << 20)) {
     return Status::Corruption(path + ": MANIFEST fields out of range");
@@ -69,6 +76,14 @@ Result<Manifest> ReadManifest(const std::string& dir) {
     if (!reader.U64(&number)) return Status::Corruption(path + ": MANIFEST is truncated");
     m.segments.push_back(number);
   }
+  uint32_t length;
+  std::string_view text;
+  if (!reader.U32(&length) || !reader.Bytes(length, &text))
+    return Status::Corruption(path + ": MANIFEST is truncated");
+  m.design.assign(text);
+  if (!reader.U32(&length) || !reader.Bytes(length, &text))
+    return Status::Corruption(path + ": MANIFEST is truncated");
+  m.fingerprint_options.assign(text);
   if (!reader.done()) return Status::Corruption(path + ": MANIFEST has trailing bytes");
   return m;
 }

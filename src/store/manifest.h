@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "neardup/status.h"
+#include "store/file_system.h"
 
 namespace neardup::store {
 
@@ -18,13 +20,15 @@ struct Manifest {
   int max_k = 3;
   uint64_t next_file_number = 1;
   uint64_t wal_number = 0;
-  uint64_t segments_live = 0;      // live documents in the segments alone
-  std::vector<uint64_t> segments;  // segment file numbers, oldest first
+  uint64_t segments_live = 0;       // live documents in the segments alone
+  std::vector<uint64_t> segments;   // segment file numbers, oldest first
+  std::string design;               // index::EncodeDesign of the store's index design
+  std::string fingerprint_options;  // opaque description given at creation (may be empty)
 };
 
 // NotFound if there is no MANIFEST; Corruption (naming the file) if it is damaged.
 Result<Manifest> ReadManifest(const std::string& dir);
-Status WriteManifest(const std::string& dir, const Manifest& manifest);
+Status WriteManifest(FileSystem* fs, const std::string& dir, const Manifest& manifest);
 std::string EncodeManifest(const Manifest& manifest);
 
 // Names of segment and log files in `dir` (not MANIFEST, LOCK or other files).

@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
+#include "index/table_segment.h"
 #include "neardup/store.h"
+#include "store/file_system.h"
 #include "store/manifest.h"
 #include "store/segment.h"
 #include "store/store_format.h"
@@ -35,155 +38,233 @@ int GuessBits(const std::string& dir, const std::vector<std::string>& files) {
   return 64;
 }
 
-}  // namespace
+// One recovery run, in the order of its steps (RecoverStore below).
+class Recovery {
+ public:
+  explicit Recovery(std::string dir) : dir_(std::move(dir)) {}
 
-Result<RecoveryReport> RecoverStore(const std::string& dir) {
-  RecoveryReport report;
-  const std::string lock_path = store::JoinPath(dir, store::kLockName);
-  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd < 0) return store::ErrnoStatus("open lock file", lock_path, errno);
-  struct LockCloser {
-    int fd;
-    ~LockCloser() { ::close(fd); }
-  } closer{lock_fd};
-  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    return Status::IoError(dir + ": store is open in another process (LOCK held)");
+  // Takes the store's LOCK: recovery never runs beside a process that has the store open.
+  Status Lock() {
+    const std::string lock_path = store::JoinPath(dir_, store::kLockName);
+    lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock_fd_ < 0) return store::ErrnoStatus("open lock file", lock_path, errno);
+    if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0)
+      return Status::IoError(dir_ + ": store is open in another process (" + lock_path +
+                             " is locked)");
+    return Status::Ok();
   }
-  Result<std::vector<std::string>> listed = store::ListDataFiles(dir);
-  if (!listed.ok()) return listed.status();
+  ~Recovery() {
+    if (lock_fd_ >= 0) ::close(lock_fd_);
+  }
 
-  // Which files to read, oldest content first.
-  std::vector<uint64_t> segment_numbers;
-  std::vector<uint64_t> wal_numbers;
-  int bits = 64;
-  int max_k = 3;
-  uint64_t max_number = 0;
-  for (const std::string& name : *listed) {
-    bool is_segment;
-    uint64_t number;
-    if (store::ParseFileName(name, &is_segment, &number)) max_number = std::max(max_number, number);
-  }
-  Result<store::Manifest> manifest = store::ReadManifest(dir);
-  if (manifest.ok()) {
-    bits = manifest->bits;
-    max_k = manifest->max_k;
-    segment_numbers = manifest->segments;
-    wal_numbers.push_back(manifest->wal_number);
-    max_number = std::max(max_number, manifest->next_file_number);
-  } else {
-    if (manifest.status().code() != StatusCode::kNotFound) {
-      report.messages.push_back(manifest.status().message() +
-                                " (using every file in the directory)");
+  // Which files to read, oldest content first: the MANIFEST's, or every file if it is unreadable.
+  Status ChooseInputs() {
+    Result<std::vector<std::string>> listed = store::ListDataFiles(dir_);
+    if (!listed.ok()) return listed.status();
+    for (const std::string& name : *listed) {
+      bool is_segment;
+      uint64_t number;
+      if (store::ParseFileName(name, &is_segment, &number))
+        max_number_ = std::max(max_number_, number);
     }
-    bits = GuessBits(dir, *listed);
+    Result<store::Manifest> manifest = store::ReadManifest(dir_);
+    if (manifest.ok()) {
+      manifest_ok_ = true;
+      bits_ = manifest->bits;
+      max_k_ = manifest->max_k;
+      segment_numbers_ = manifest->segments;
+      expected_segment_docs_ = manifest->segments_live;
+      fingerprint_options_ = manifest->fingerprint_options;
+      if (Result<IndexDesign> d = index::DecodeDesign(manifest->design); d.ok()) design_ = *d;
+      wal_numbers_.push_back(manifest->wal_number);
+      max_number_ = std::max(max_number_, manifest->next_file_number);
+      return Status::Ok();
+    }
+    if (manifest.status().code() != StatusCode::kNotFound) {
+      report_.messages.push_back(manifest.status().message() +
+                                 " (using every file in the directory)");
+    }
+    bits_ = GuessBits(dir_, *listed);
     uint64_t newest_wal = 0;
     for (const std::string& name : *listed) {
       bool is_segment;
       uint64_t number;
       store::ParseFileName(name, &is_segment, &number);
       if (is_segment) {
-        segment_numbers.push_back(number);
+        segment_numbers_.push_back(number);
       } else {
         newest_wal = std::max(newest_wal, number);
       }
     }
-    std::sort(segment_numbers.begin(), segment_numbers.end());
-    if (newest_wal > 0) wal_numbers.push_back(newest_wal);
+    std::sort(segment_numbers_.begin(), segment_numbers_.end());
+    if (newest_wal > 0) wal_numbers_.push_back(newest_wal);
+    return Status::Ok();
   }
 
-  std::unordered_map<std::string, RecoveredDoc> docs;
-  std::vector<std::string> damaged;   // renamed to *.corrupt
-  std::vector<std::string> consumed;  // intact inputs, deleted once the new store is written
-  for (uint64_t number : segment_numbers) {
-    const std::string name = store::SegmentFileName(number);
-    const std::string path = store::JoinPath(dir, name);
-    Result<std::shared_ptr<store::Segment>> seg = store::Segment::Open(path, bits, true);
-    if (seg.ok()) {
-      const store::Segment& s = **seg;
-      for (uint32_t i = 0; i < s.size(); ++i) {
-        docs[std::string(s.id(i))] = {s.fingerprint(i), std::string(s.metadata(i)), s.tombstone(i)};
+  // The index design of the recovered store: the MANIFEST's, else planned as for a new store.
+  Status ChooseDesign() {
+    if (!design_) {
+      StoreOptions defaults;
+      PlanRequest request;
+      request.bits = bits_;
+      request.k = max_k_;
+      request.n = defaults.expected_documents;
+      request.memory_budget_bytes = defaults.index_memory_budget.TotalFor(request.n);
+      Result<IndexDesign> planned = PlanIndex(request);
+      if (!planned.ok()) return planned.status().WithContext(dir_ + ": recover");
+      design_ = *planned;
+    }
+    Result<std::shared_ptr<const index::CompiledDesign>> compiled = index::CompileDesign(*design_);
+    if (!compiled.ok()) return compiled.status().WithContext(dir_ + ": recover");
+    compiled_ = std::move(*compiled);
+    return Status::Ok();
+  }
+
+  // Keeps intact segments whole and salvages the readable entries of damaged ones.
+  void ReadSegments() {
+    for (uint64_t number : segment_numbers_) {
+      const std::string path = store::JoinPath(dir_, store::SegmentFileName(number));
+      Result<std::shared_ptr<store::Segment>> seg = store::Segment::Open(path, compiled_, true);
+      if (seg.ok()) {
+        const store::Segment& s = **seg;
+        for (uint32_t i = 0; i < s.size(); ++i) {
+          docs_[std::string(s.id(i))] = {s.fingerprint(i), std::string(s.metadata(i)),
+                                         s.tombstone(i)};
+        }
+        ++report_.segments_kept;
+        consumed_.push_back(path);
+        continue;
       }
-      ++report.segments_kept;
-      consumed.push_back(path);
-      continue;
-    }
-    if (seg.status().code() == StatusCode::kNotFound) {
-      report.messages.push_back(seg.status().message());
-      continue;
-    }
-    report.messages.push_back(seg.status().message());
-    Result<uint64_t> lost = store::SalvageSegment(path, bits, [&](const store::SegmentEntry& e) {
-      docs[std::string(e.id)] = {e.fingerprint, std::string(e.metadata), e.tombstone};
-    });
-    if (lost.ok()) {
-      ++report.segments_salvaged;
-      report.entries_lost += *lost;
-      report.messages.push_back(path + ": salvaged entries whose records are in bounds (" +
-                                std::to_string(*lost) + " unreadable)");
-    } else {
-      report.messages.push_back(lost.status().message());
-    }
-    damaged.push_back(path);
-  }
-  for (uint64_t number : wal_numbers) {
-    const std::string path = store::JoinPath(dir, store::WalFileName(number));
-    Result<store::WalReadResult> read = store::ReadWal(
-        path, bits,
-        [&](std::vector<store::WalOp>& ops) {
-          for (store::WalOp& op : ops) {
-            docs[op.id] = {op.fingerprint, std::move(op.metadata),
-                           op.type == store::WalOpType::kRemove};
-          }
-          return Status::Ok();
-        },
-        /*salvage=*/true);
-    if (!read.ok()) {
-      report.messages.push_back(read.status().message());
-      if (read.status().code() != StatusCode::kNotFound) damaged.push_back(path);
-      continue;
-    }
-    report.wal_records_kept += read->records;
-    report.wal_bytes_dropped += read->dropped_bytes;
-    if (read->dropped_bytes > 0) {
-      report.messages.push_back(path + ": dropped " + std::to_string(read->dropped_bytes) +
-                                " bytes after the last intact record");
-      damaged.push_back(path);
-    } else {
-      consumed.push_back(path);
+      report_.messages.push_back(seg.status().message());
+      if (seg.status().code() == StatusCode::kNotFound) continue;
+      Result<uint64_t> lost = store::SalvageSegment(path, bits_, [&](const store::SegmentEntry& e) {
+        docs_[std::string(e.id)] = {e.fingerprint, std::string(e.metadata), e.tombstone};
+      });
+      if (lost.ok()) {
+        ++report_.segments_salvaged;
+        report_.entries_lost += *lost;
+        report_.messages.push_back(path + ": salvaged entries whose records are in bounds (" +
+                                   std::to_string(*lost) + " unreadable)");
+      } else {
+        report_.messages.push_back(lost.status().message());
+      }
+      damaged_.push_back(path);
     }
   }
 
-  // Write the survivors as one segment plus an empty log and a fresh MANIFEST.
-  std::vector<store::SegmentEntry> entries;
-  for (const auto& [id, doc] : docs) {
-    if (doc.tombstone || id.empty()) continue;
-    entries.push_back({id, doc.fingerprint, doc.metadata, false});
+  // Documents lost with missing or unreadable segments: the MANIFEST's count of live documents in
+  // its segments against what could be read back from them.
+  void CountMissingDocuments() {
+    uint64_t segment_docs = 0;
+    for (const auto& [id, doc] : docs_) segment_docs += doc.tombstone || id.empty() ? 0 : 1;
+    if (!manifest_ok_ || segment_docs >= expected_segment_docs_) return;
+    const uint64_t deficit = expected_segment_docs_ - segment_docs;
+    report_.messages.push_back(std::to_string(deficit) + " of the " +
+                               std::to_string(expected_segment_docs_) +
+                               " documents the MANIFEST counts in its segments could not be read");
+    report_.entries_lost = std::max(report_.entries_lost, deficit);
   }
-  report.documents = entries.size();
-  store::Manifest fresh;
-  fresh.bits = bits;
-  fresh.max_k = max_k;
-  uint64_t next = max_number + 1;
-  if (!entries.empty()) {
-    const uint64_t number = next++;
-    NEARDUP_RETURN_IF_ERROR(store::WriteSegment(
-        store::JoinPath(dir, store::SegmentFileName(number)), bits, max_k, std::move(entries)));
-    fresh.segments.push_back(number);
-  }
-  fresh.wal_number = next++;
-  fresh.next_file_number = next;
-  fresh.segments_live = report.documents;
-  Result<std::unique_ptr<store::WalWriter>> wal =
-      store::WalWriter::Create(dir, fresh.wal_number, bits);
-  if (!wal.ok()) return wal.status();
-  for (const std::string& path : damaged) {
-    if (::rename(path.c_str(), (path + ".corrupt").c_str()) != 0) {
-      return store::ErrnoStatus("rename to .corrupt", path, errno);
+
+  // Replays the log up to its first bad record.
+  void ReplayLogs() {
+    for (uint64_t number : wal_numbers_) {
+      const std::string path = store::JoinPath(dir_, store::WalFileName(number));
+      Result<store::WalReadResult> read = store::ReadWal(
+          path, bits_,
+          [&](std::vector<store::WalOp>& ops) {
+            for (store::WalOp& op : ops) {
+              docs_[op.id] = {op.fingerprint, std::move(op.metadata),
+                              op.type == store::WalOpType::kRemove};
+            }
+            return Status::Ok();
+          },
+          /*salvage=*/true);
+      if (!read.ok()) {
+        report_.messages.push_back(read.status().message());
+        if (read.status().code() != StatusCode::kNotFound) damaged_.push_back(path);
+        continue;
+      }
+      report_.wal_records_kept += read->records;
+      report_.wal_bytes_dropped += read->dropped_bytes;
+      if (read->dropped_bytes > 0) {
+        report_.messages.push_back(path + ": dropped " + std::to_string(read->dropped_bytes) +
+                                   " bytes after the last intact record");
+        damaged_.push_back(path);
+      } else {
+        consumed_.push_back(path);
+      }
     }
   }
-  NEARDUP_RETURN_IF_ERROR(store::WriteManifest(dir, fresh));
-  for (const std::string& path : consumed) ::unlink(path.c_str());
-  return report;
+
+  // Writes the survivors as one segment plus an empty log and a fresh MANIFEST, renames damaged
+  // files to *.corrupt and deletes the consumed intact ones.
+  Status WriteRecoveredStore() {
+    store::FileSystem* fs = store::FileSystem::Default();
+    std::vector<store::SegmentEntry> entries;
+    for (const auto& [id, doc] : docs_) {
+      if (doc.tombstone || id.empty()) continue;
+      entries.push_back({id, doc.fingerprint, doc.metadata, false});
+    }
+    report_.documents = entries.size();
+    store::Manifest fresh;
+    fresh.bits = bits_;
+    fresh.max_k = max_k_;
+    fresh.design = index::EncodeDesign(*design_);
+    fresh.fingerprint_options = fingerprint_options_;
+    uint64_t next = max_number_ + 1;
+    if (!entries.empty()) {
+      const uint64_t number = next++;
+      NEARDUP_RETURN_IF_ERROR(
+          store::WriteSegment(fs, store::JoinPath(dir_, store::SegmentFileName(number)), compiled_,
+                              std::move(entries)));
+      fresh.segments.push_back(number);
+    }
+    fresh.wal_number = next++;
+    fresh.next_file_number = next;
+    fresh.segments_live = report_.documents;
+    Result<std::unique_ptr<store::WalWriter>> wal =
+        store::WalWriter::Create(fs, dir_, fresh.wal_number, bits_);
+    if (!wal.ok()) return wal.status();
+    for (const std::string& path : damaged_) {
+      NEARDUP_RETURN_IF_ERROR(fs->Rename(path, path + ".corrupt"));
+    }
+    NEARDUP_RETURN_IF_ERROR(store::WriteManifest(fs, dir_, fresh));
+    for (const std::string& path : consumed_) (void)fs->Remove(path);
+    return Status::Ok();
+  }
+
+  RecoveryReport& report() { return report_; }
+
+ private:
+  const std::string dir_;
+  int lock_fd_ = -1;
+  RecoveryReport report_;
+  int bits_ = 64;
+  int max_k_ = 3;
+  bool manifest_ok_ = false;
+  uint64_t max_number_ = 0;
+  uint64_t expected_segment_docs_ = 0;  // live documents the MANIFEST counts in its segments
+  std::string fingerprint_options_;
+  std::vector<uint64_t> segment_numbers_, wal_numbers_;
+  std::optional<IndexDesign> design_;
+  std::shared_ptr<const index::CompiledDesign> compiled_;
+  std::unordered_map<std::string, RecoveredDoc> docs_;
+  std::vector<std::string> damaged_;   // renamed to *.corrupt
+  std::vector<std::string> consumed_;  // intact inputs, deleted once the new store is written
+};
+
+}  // namespace
+
+Result<RecoveryReport> RecoverStore(const std::string& dir) {
+  Recovery recovery(dir);
+  NEARDUP_RETURN_IF_ERROR(recovery.Lock());
+  NEARDUP_RETURN_IF_ERROR(recovery.ChooseInputs());
+  NEARDUP_RETURN_IF_ERROR(recovery.ChooseDesign());
+  recovery.ReadSegments();
+  recovery.CountMissingDocuments();
+  recovery.ReplayLogs();
+  NEARDUP_RETURN_IF_ERROR(recovery.WriteRecoveredStore());
+  return std::move(recovery.report());
 }
 
 }  // namespace neardup

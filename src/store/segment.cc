@@ -11,6 +11,8 @@
 #include <bit>
 #include <cerrno>
 
+#include <xxhash.h>
+
 #include "store/store_format.h"
 
 namespace neardup::store {
@@ -18,7 +20,7 @@ namespace {
 
 constexpr char kSegmentMagic[8] = {'N', 'D', 'U', 'P', 'S', 'E', 'G', '\0'};
 constexpr char kFooterMagic[8] = {'N', 'D', 'S', 'E', 'G', 'E', 'N', 'D'};
-constexpr uint32_t kSegmentVersion = 1;
+constexpr uint32_t kSegmentVersion = 2;  // 2: one index section (src/index/table_segment.h)
 constexpr size_t kHeaderSize = 128;
 constexpr size_t kFooterSize = 16;
 constexpr uint64_t kTombstoneBit = uint64_t{1} << 63;
@@ -38,43 +40,21 @@ enum : size_t {
   kOffBlob = 56,
   kOffBlobSize = 64,
   kOffIdHashes = 72,
-  kOffTablesStart = 88,
+  kOffIndex = 80,
+  kOffIndexSize = 88,
   kOffFileSize = 96,
   kOffHeaderChecksum = 120,
 };
-
-// Geometry of the permuted table t of T over `bits`: block t covers bits [begin, end); its key is
-// the block's top min(16, end - begin) bits.
-struct TableGeometry {
-  int shift;
-  int key_bits;
-};
-// Small segments use fewer key bits (about one bucket per entry) to keep directories small.
-TableGeometry Geometry(int bits, int num_tables, int t, uint64_t live) {
-  int begin = t * bits / num_tables;
-  int end = (t + 1) * bits / num_tables;
-  int wanted = std::clamp(static_cast<int>(std::bit_width(live)), 4, 16);
-  int key_bits = std::min(wanted, end - begin);
-  return {end - key_bits, key_bits};
-}
-
-uint32_t KeyOf(const Fingerprint& fp, const TableGeometry& g) {
-  return static_cast<uint32_t>((ToU128(fp) >> g.shift) & ((1u << g.key_bits) - 1));
-}
-
-// Byte size of table t's three arrays.
-size_t TableBytes(int key_bits, uint64_t live, int words) {
-  return Align8(((size_t{1} << key_bits) + 1) * 4) + Align8(live * 4) + live * words * 8;
-}
 
 }  // namespace
 
 uint64_t IdHash(std::string_view id) { return Checksum(id); }
 
-Status WriteSegment(const std::string& path, int bits, int max_k,
+Status WriteSegment(FileSystem* fs, const std::string& path,
+                    const std::shared_ptr<const index::CompiledDesign>& design,
                     std::vector<SegmentEntry> entries) {
+  const int bits = design->design.bits;
   const int words = bits / 64;
-  const int num_tables = max_k + 1;
   if (entries.size() >= (uint64_t{1} << 32) - 1) {
     return Status::ResourceExhausted(path + ": too many entries for one segment");
   }
@@ -92,26 +72,32 @@ Status WriteSegment(const std::string& path, int bits, int max_k,
     live += e.tombstone ? 0 : 1;
     blob_size += 8 + e.id.size() + e.metadata.size();
   }
+  // The index section: the live entries' fingerprints, row id = entry number.
+  std::vector<index::SegmentRow> rows;
+  rows.reserve(live);
+  for (uint64_t i = 0; i < n; ++i) {
+    const SegmentEntry& e = entries[order[i].second];
+    if (!e.tombstone) rows.push_back({e.fingerprint.hi, e.fingerprint.lo, i});
+  }
+  std::shared_ptr<const index::TableSegment> image =
+      index::TableSegment::Build(std::move(rows), bits, design, /*threads=*/0);
+
   const size_t fps_offset = kHeaderSize;
   const size_t offsets_offset = fps_offset + n * words * 8;
   const size_t blob_offset = offsets_offset + n * 8;
   const size_t hashes_offset = Align8(blob_offset + blob_size);
-  const size_t tables_offset = hashes_offset + n * 8;
-  size_t file_size = tables_offset;
-  for (int t = 0; t < num_tables; ++t) {
-    file_size += TableBytes(Geometry(bits, num_tables, t, live).key_bits, live, words);
-  }
-  file_size += kFooterSize;
+  const size_t index_offset = hashes_offset + n * 8;
+  const size_t file_size = index_offset + image->image_size() + kFooterSize;
 
-  std::string file(file_size, '\0');
+  std::string file(index_offset, '\0');
   char* base = file.data();
   std::memcpy(base, kSegmentMagic, 8);
   auto put32 = [&](size_t off, uint32_t v) { std::memcpy(base + off, &v, 4); };
   auto put64 = [&](size_t off, uint64_t v) { std::memcpy(base + off, &v, 8); };
   put32(kOffVersion, kSegmentVersion);
   put32(kOffBits, bits);
-  put32(kOffMaxK, max_k);
-  put32(kOffTables, num_tables);
+  put32(kOffMaxK, design->design.max_k);
+  put32(kOffTables, static_cast<uint32_t>(design->tables.size()));
   put64(kOffEntries, n);
   put64(kOffLive, live);
   put64(kOffFingerprints, fps_offset);
@@ -119,12 +105,11 @@ Status WriteSegment(const std::string& path, int bits, int max_k,
   put64(kOffBlob, blob_offset);
   put64(kOffBlobSize, blob_size);
   put64(kOffIdHashes, hashes_offset);
-  put64(kOffTablesStart, tables_offset);
+  put64(kOffIndex, index_offset);
+  put64(kOffIndexSize, image->image_size());
   put64(kOffFileSize, file_size);
   put64(kOffHeaderChecksum, Checksum(base, kOffHeaderChecksum));
 
-  std::vector<uint32_t> live_entries;
-  live_entries.reserve(live);
   size_t blob_pos = 0;
   for (uint64_t i = 0; i < n; ++i) {
     const SegmentEntry& e = entries[order[i].second];
@@ -140,44 +125,24 @@ Status WriteSegment(const std::string& path, int bits, int max_k,
     }
     blob_pos += 8 + e.id.size() + e.metadata.size();
     put64(hashes_offset + i * 8, order[i].first);
-    if (!e.tombstone) live_entries.push_back(static_cast<uint32_t>(i));
   }
+  // Footer: XXH3-64 of everything before it, computed as the parts are written.
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  XXH3_64bits_update(state, file.data(), file.size());
+  XXH3_64bits_update(state, image->image(), image->image_size());
+  const uint64_t checksum = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  std::string footer(kFooterSize, '\0');
+  std::memcpy(footer.data(), &checksum, 8);
+  std::memcpy(footer.data() + 8, kFooterMagic, 8);
 
-  // Permuted tables: a counting sort of the live entries by each block key.
-  size_t table_pos = tables_offset;
-  std::vector<uint32_t> keys(live);
-  for (int t = 0; t < num_tables; ++t) {
-    const TableGeometry g = Geometry(bits, num_tables, t, live);
-    const size_t buckets = size_t{1} << g.key_bits;
-    std::vector<uint32_t> directory(buckets + 1, 0);
-    for (uint64_t j = 0; j < live; ++j) {
-      const SegmentEntry& e = entries[order[live_entries[j]].second];
-      keys[j] = KeyOf(e.fingerprint, g);
-      ++directory[keys[j] + 1];
-    }
-    for (size_t b = 0; b < buckets; ++b) directory[b + 1] += directory[b];
-    std::memcpy(base + table_pos, directory.data(), directory.size() * 4);
-    const size_t entries_pos = table_pos + Align8(directory.size() * 4);
-    const size_t fps_pos = entries_pos + Align8(live * 4);
-    std::vector<uint32_t> next(directory.begin(), directory.end() - 1);
-    for (uint64_t j = 0; j < live; ++j) {
-      const uint32_t slot = next[keys[j]]++;
-      const uint32_t entry = live_entries[j];
-      put32(entries_pos + size_t{slot} * 4, entry);
-      const SegmentEntry& e = entries[order[entry].second];
-      put64(fps_pos + size_t{slot} * words * 8, e.fingerprint.lo);
-      if (words == 2) put64(fps_pos + size_t{slot} * 16 + 8, e.fingerprint.hi);
-    }
-    table_pos += TableBytes(g.key_bits, live, words);
-  }
-  put64(file_size - kFooterSize, Checksum(base, file_size - kFooterSize));
-  std::memcpy(base + file_size - 8, kFooterMagic, 8);
-
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus("create segment", path, errno);
-  Status status = WriteAll(fd, file, path);
-  if (status.ok() && ::fdatasync(fd) != 0) status = ErrnoStatus("fdatasync", path, errno);
-  ::close(fd);
+  Result<std::unique_ptr<WritableFile>> out = fs->NewWritableFile(path);
+  if (!out.ok()) return out.status();
+  Status status = (*out)->Append(file);
+  if (status.ok()) status = (*out)->Append(std::string_view(image->image(), image->image_size()));
+  if (status.ok()) status = (*out)->Append(footer);
+  if (status.ok()) status = (*out)->Sync();
   return status;
 }
 
@@ -196,8 +161,9 @@ Status CheckHeader(const std::string& path, const char* base, uint64_t size, int
     return Status::Corruption(path + ": segment header checksum mismatch");
   }
   if (LoadU32(base + kOffVersion) != kSegmentVersion) {
-    return Status::Unsupported(path + ": segment format version " +
-                               std::to_string(LoadU32(base + kOffVersion)) + " is not supported");
+    return Status::Unsupported(
+        path + ": segment format version " + std::to_string(LoadU32(base + kOffVersion)) +
+        " is not supported (`neardup index recover` rewrites older segments)");
   }
   if (static_cast<int>(LoadU32(base + kOffBits)) != bits) {
     return Status::Corruption(path + ": segment holds " + std::to_string(LoadU32(base + kOffBits)) +
@@ -213,8 +179,10 @@ Status CheckHeader(const std::string& path, const char* base, uint64_t size, int
 
 }  // namespace
 
-Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path, int bits,
+Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
+                                               std::shared_ptr<const index::CompiledDesign> design,
                                                bool verify_checksum) {
+  const int bits = design->design.bits;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return Status::NotFound(path + ": segment file is missing");
@@ -259,20 +227,18 @@ Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path, int bits
   const uint64_t blob = LoadU64(base + kOffBlob);
   const uint64_t blob_size = LoadU64(base + kOffBlobSize);
   const uint64_t hashes = LoadU64(base + kOffIdHashes);
-  const uint64_t tables = LoadU64(base + kOffTablesStart);
+  const uint64_t index_offset = LoadU64(base + kOffIndex);
+  const uint64_t index_size = LoadU64(base + kOffIndexSize);
   const uint64_t words = static_cast<uint64_t>(seg->words_);
-  // Every section must follow the writer's layout exactly.
-  bool layout_ok = n < (uint64_t{1} << 32) && live <= n && seg->max_k_ >= 0 && seg->max_k_ < 64 &&
-                   seg->num_tables_ == seg->max_k_ + 1 && fps == kHeaderSize &&
-                   offsets == fps + n * words * 8 && blob == offsets + n * 8 && blob_size <= size &&
-                   hashes == Align8(blob + blob_size) && tables == hashes + n * 8;
-  uint64_t end = tables;
-  if (layout_ok) {
-    for (int t = 0; t < seg->num_tables_; ++t) {
-      end += TableBytes(Geometry(bits, seg->num_tables_, t, live).key_bits, live, seg->words_);
-    }
-    layout_ok = end + kFooterSize == size;
-  }
+  // Every section must follow the writer's layout exactly (no sum below can overflow: each term
+  // is checked against the file size first).
+  const bool layout_ok = n < (uint64_t{1} << 32) && live <= n && fps == kHeaderSize &&
+                         offsets == fps + n * words * 8 && blob == offsets + n * 8 &&
+                         blob_size <= size && hashes == Align8(blob + blob_size) &&
+                         index_offset == hashes + n * 8 && index_size <= size &&
+                         index_offset <= size && index_offset + index_size + kFooterSize == size &&
+                         seg->max_k_ == design->design.max_k &&
+                         seg->num_tables_ == static_cast<int>(design->tables.size());
   if (!layout_ok) return Status::Corruption(path + ": segment section table is inconsistent");
   seg->num_entries_ = static_cast<uint32_t>(n);
   seg->num_live_ = static_cast<uint32_t>(live);
@@ -281,24 +247,14 @@ Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path, int bits
   seg->blob_ = base + blob;
   seg->blob_size_ = blob_size;
   seg->id_hashes_ = reinterpret_cast<const uint64_t*>(base + hashes);
-  size_t pos = tables;
-  for (int t = 0; t < seg->num_tables_; ++t) {
-    const TableGeometry g = Geometry(bits, seg->num_tables_, t, live);
-    Table table;
-    table.shift = g.shift;
-    table.mask = (1u << g.key_bits) - 1;
-    table.directory = reinterpret_cast<const uint32_t*>(base + pos);
-    table.entries =
-        reinterpret_cast<const uint32_t*>(base + pos + Align8(((size_t{1} << g.key_bits) + 1) * 4));
-    table.fingerprints = reinterpret_cast<const uint64_t*>(
-        reinterpret_cast<const char*>(table.entries) + Align8(live * 4));
-    if (table.directory[table.mask + 1] != live) {
-      return Status::Corruption(path + ": segment table " + std::to_string(t) +
-                                " directory is inconsistent");
-    }
-    seg->tables_.push_back(table);
-    pos += TableBytes(g.key_bits, live, seg->words_);
+  Result<std::shared_ptr<const index::TableSegment>> image = index::TableSegment::View(
+      std::string_view(base + index_offset, index_size), std::move(design), nullptr, path);
+  if (!image.ok()) return image.status();
+  if ((*image)->size() != live) {
+    return Status::Corruption(path + ": index section holds " + std::to_string((*image)->size()) +
+                              " rows, the segment " + std::to_string(live) + " live entries");
   }
+  seg->index_ = std::move(*image);
   ::madvise(map, size, MADV_RANDOM);
   return seg;
 }
@@ -352,43 +308,17 @@ int64_t Segment::Find(std::string_view id) const {
 }
 
 void Segment::Search(const Fingerprint& query, int k, std::vector<SegmentHit>* hits) const {
-  const size_t first_hit = hits->size();
-  if (k > max_k_) {
-    for (uint32_t i = 0; i < num_entries_; ++i) {
-      int d = words_ == 1 ? HammingDistance(fingerprints_[i], query.lo)
-                          : HammingDistance(fingerprints_[i * 2], query.lo) +
-                                HammingDistance(fingerprints_[i * 2 + 1], query.hi);
-      if (d <= k && !tombstone(i)) hits->push_back({i, d});
-    }
-    return;
-  }
-  const unsigned __int128 q = ToU128(query);
-  for (const Table& table : tables_) {
-    const auto key = static_cast<uint32_t>((q >> table.shift) & table.mask);
-    const uint32_t begin = table.directory[key];
-    const uint32_t end = table.directory[key + 1];
-    if (words_ == 1) {
-      const uint64_t lo = query.lo;
-      for (uint32_t j = begin; j < end; ++j) {
-        int d = HammingDistance(table.fingerprints[j], lo);
-        if (d <= k) hits->push_back({table.entries[j], d});
-      }
-    } else {
-      for (uint32_t j = begin; j < end; ++j) {
-        int d = HammingDistance(table.fingerprints[j * 2], query.lo) +
-                HammingDistance(table.fingerprints[j * 2 + 1], query.hi);
-        if (d <= k) hits->push_back({table.entries[j], d});
-      }
-    }
-  }
-  // An entry matching in several blocks is found once per block.
-  if (tables_.size() > 1 && hits->size() - first_hit > 1) {
-    std::sort(hits->begin() + first_hit, hits->end(),
-              [](const SegmentHit& a, const SegmentHit& b) { return a.entry < b.entry; });
-    hits->erase(
-        std::unique(hits->begin() + first_hit, hits->end(),
-                    [](const SegmentHit& a, const SegmentHit& b) { return a.entry == b.entry; }),
-        hits->end());
+  thread_local index::SearchScratch scratch;
+  index::SearchCounters counters;
+  // Row ids are entry numbers read from the file: checked before use.
+  auto emit = [&](uint32_t row, int distance) {
+    const uint64_t entry = index_->id(row);
+    if (entry < num_entries_) hits->push_back({static_cast<uint32_t>(entry), distance});
+  };
+  if (k <= index_->design().design.max_k) {
+    index_->Search(query.hi, query.lo, k, &counters, &scratch, emit);
+  } else {
+    index_->Scan(query.hi, query.lo, k, &counters, emit);
   }
 }
 

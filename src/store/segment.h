@@ -1,5 +1,6 @@
-// Immutable segment files: flat arrays of fingerprints, ids and metadata plus the permuted search
-// tables, written once and memory-mapped on open so nothing is rebuilt.
+// Immutable segment files: the id/metadata section (fingerprints, ids, metadata, id lookup) plus
+// one index section — the same TableSegment image PermutedIndex builds in memory (src/index/) —
+// written once and memory-mapped on open so nothing is rebuilt.
 //
 // Internal header. A Segment is immutable after Open and safe to search from many threads.
 #ifndef NEARDUP_STORE_SEGMENT_H_
@@ -12,8 +13,10 @@
 #include <string_view>
 #include <vector>
 
+#include "index/table_segment.h"
 #include "neardup/fingerprint.h"
 #include "neardup/status.h"
+#include "store/file_system.h"
 
 namespace neardup::store {
 
@@ -26,9 +29,11 @@ struct SegmentEntry {
   bool tombstone = false;
 };
 
-// Writes `entries` (ids unique) as segment file `path` and fsyncs it. Entries are reordered by id
-// hash. The caller fsyncs the directory (the MANIFEST write does).
-Status WriteSegment(const std::string& path, int bits, int max_k,
+// Writes `entries` (ids unique) as segment file `path` and fsyncs it; the index section holds the
+// live entries' fingerprints in the tables of `design`. Entries are reordered by id hash. The
+// caller fsyncs the directory (the MANIFEST write does).
+Status WriteSegment(FileSystem* fs, const std::string& path,
+                    const std::shared_ptr<const index::CompiledDesign>& design,
                     std::vector<SegmentEntry> entries);
 
 // A hit inside one segment.
@@ -39,9 +44,12 @@ struct SegmentHit {
 
 class Segment {
  public:
-  // Maps and validates `path`: magic, version, header checksum, section bounds, width; and the
-  // whole-file checksum if `verify_checksum`. Errors name the file.
-  static Result<std::shared_ptr<Segment>> Open(const std::string& path, int bits,
+  // Maps and validates `path`: magic, version, header checksum, section bounds, width, the index
+  // section's header and design (must be `design`'s tables); and the whole-file checksum if
+  // `verify_checksum`. Without it, every offset is still bounds-checked when read. Errors name the
+  // file.
+  static Result<std::shared_ptr<Segment>> Open(const std::string& path,
+                                               std::shared_ptr<const index::CompiledDesign> design,
                                                bool verify_checksum);
   ~Segment();
   Segment(const Segment&) = delete;
@@ -52,6 +60,8 @@ class Segment {
   uint32_t size() const { return num_entries_; }
   uint32_t live() const { return num_live_; }
   int max_k() const { return max_k_; }
+  // The index section (its row ids are entry numbers).
+  const index::TableSegment& index() const { return *index_; }
 
   Fingerprint fingerprint(uint32_t entry) const;
   bool tombstone(uint32_t entry) const;
@@ -63,7 +73,7 @@ class Segment {
   int64_t Find(std::string_view id) const;
 
   // Appends every non-tombstone entry within k of `query` (each once). Uses the permuted tables
-  // when k <= max_k, else scans all fingerprints.
+  // when k <= max_k, else scans the index section's rows.
   void Search(const Fingerprint& query, int k, std::vector<SegmentHit>* hits) const;
 
  private:
@@ -84,14 +94,7 @@ class Segment {
   const char* blob_ = nullptr;
   uint64_t blob_size_ = 0;
   const uint64_t* id_hashes_ = nullptr;  // ascending; entries are stored in this order
-  struct Table {
-    int shift = 0;  // key = (fingerprint >> shift) & mask
-    uint32_t mask = 0;
-    const uint32_t* directory = nullptr;     // mask + 2 bucket starts
-    const uint32_t* entries = nullptr;       // num_live entry indexes
-    const uint64_t* fingerprints = nullptr;  // num_live * words, same order
-  };
-  std::vector<Table> tables_;
+  std::shared_ptr<const index::TableSegment> index_;
 };
 
 // Hash of an external id used by the segment's id lookup.

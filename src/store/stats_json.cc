@@ -18,6 +18,13 @@ void WriteStoreStatsFields(const StoreStats& stats, JsonWriter* writer) {
   writer->Key("open_seconds").Double(stats.open_seconds);
   writer->Key("bits").Int(stats.bits);
   writer->Key("max_k").Int(stats.max_k);
+  writer->Key("index_design").String(stats.index_design);
+  writer->Key("index_bytes_per_fingerprint").Double(stats.index_bytes_per_fingerprint);
+  writer->Key("fingerprint_options").String(stats.fingerprint_options);
+  writer->Key("state").String(StoreStateName(stats.health.state));
+  writer->Key("state_reason").String(stats.health.reason);
+  writer->Key("write_errors").Uint(stats.health.write_errors);
+  writer->Key("write_recoveries").Uint(stats.health.recoveries);
 }
 
 }  // namespace neardup

@@ -1,6 +1,8 @@
 // Checksums, file naming and POSIX file helpers of the store; see store_format.h.
 #include "store/store_format.h"
 
+#include "store/file_system.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -98,19 +100,19 @@ Status SyncDir(const std::string& dir) {
   return Status::Ok();
 }
 
-Status WriteFileAtomically(const std::string& dir, const std::string& name,
+Status WriteFileAtomically(FileSystem* fs, const std::string& dir, const std::string& name,
                            std::string_view contents) {
   const std::string path = JoinPath(dir, name);
   const std::string temp = path + ".tmp";
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus("create", temp, errno);
-  Status status = WriteAll(fd, contents, temp);
-  if (status.ok() && ::fdatasync(fd) != 0) status = ErrnoStatus("fdatasync", temp, errno);
-  ::close(fd);
-  if (!status.ok()) return status;
-  if (::rename(temp.c_str(), path.c_str()) != 0)
-    return ErrnoStatus("rename to " + name, temp, errno);
-  return SyncDir(dir);
+  {
+    Result<std::unique_ptr<WritableFile>> file = fs->NewWritableFile(temp);
+    if (!file.ok()) return file.status();
+    Status status = (*file)->Append(contents);
+    if (status.ok()) status = (*file)->Sync();
+    if (!status.ok()) return status;
+  }
+  NEARDUP_RETURN_IF_ERROR(fs->Rename(temp, path));
+  return fs->SyncDir(dir);
 }
 
 }  // namespace neardup::store

@@ -15,6 +15,8 @@
 
 namespace neardup::store {
 
+class FileSystem;
+
 // XXH3-64 of `bytes`: the checksum used by every file of the store.
 uint64_t Checksum(const void* bytes, size_t size);
 inline uint64_t Checksum(std::string_view bytes) { return Checksum(bytes.data(), bytes.size()); }
@@ -88,7 +90,7 @@ std::string JoinPath(const std::string& dir, const std::string& name);
 Result<std::string> ReadFile(const std::string& path);
 // Writes `contents` to `path` via a temporary file, fsync, rename and directory fsync, so the file
 // is either the old one or the new one after a crash.
-Status WriteFileAtomically(const std::string& dir, const std::string& name,
+Status WriteFileAtomically(FileSystem* fs, const std::string& dir, const std::string& name,
                            std::string_view contents);
 // Writes all of `bytes` to fd; IoError naming `path` on failure.
 Status WriteAll(int fd, std::string_view bytes, const std::string& path);

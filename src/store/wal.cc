@@ -88,52 +88,48 @@ std::string EncodeWalRecord(uint32_t op_count, std::string_view ops) {
   return record;
 }
 
-Result<std::unique_ptr<WalWriter>> WalWriter::Create(const std::string& dir, uint64_t number,
-                                                     int bits) {
+Result<std::unique_ptr<WalWriter>> WalWriter::Create(FileSystem* fs, const std::string& dir,
+                                                     uint64_t number, int bits) {
   const std::string path = JoinPath(dir, WalFileName(number));
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus("create log", path, errno);
+  Result<std::unique_ptr<WritableFile>> file = fs->NewWritableFile(path);
+  if (!file.ok()) return file.status();
   std::string header(kWalMagic, 8);
   PutU32(&header, kWalVersion);
   PutU32(&header, static_cast<uint32_t>(bits));
   PutU64(&header, number);
   PutU64(&header, Checksum(header));
-  Status status = WriteAll(fd, header, path);
-  if (status.ok() && ::fdatasync(fd) != 0) status = ErrnoStatus("fdatasync", path, errno);
-  if (status.ok()) status = SyncDir(dir);
-  if (!status.ok()) {
-    ::close(fd);
-    return status;
-  }
-  return std::unique_ptr<WalWriter>(new WalWriter(fd, path, header.size()));
+  Status status = (*file)->Append(header);
+  if (status.ok()) status = (*file)->Sync();
+  if (status.ok()) status = fs->SyncDir(dir);
+  if (!status.ok()) return status;
+  return std::unique_ptr<WalWriter>(new WalWriter(std::move(*file), header.size()));
 }
 
-Result<std::unique_ptr<WalWriter>> WalWriter::OpenForAppend(const std::string& path,
+Result<std::unique_ptr<WalWriter>> WalWriter::OpenForAppend(FileSystem* fs, const std::string& path,
                                                             uint64_t valid_bytes) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus("open log", path, errno);
-  if (::ftruncate(fd, static_cast<off_t>(valid_bytes)) != 0 || ::fdatasync(fd) != 0) {
-    int err = errno;
-    ::close(fd);
-    return ErrnoStatus("truncate torn tail", path, err);
-  }
-  return std::unique_ptr<WalWriter>(new WalWriter(fd, path, valid_bytes));
-}
-
-WalWriter::~WalWriter() {
-  if (fd_ >= 0) ::close(fd_);
+  Result<std::unique_ptr<WritableFile>> file = fs->ReopenWritableFile(path);
+  if (!file.ok()) return file.status();
+  Status status = (*file)->Truncate(valid_bytes);
+  if (status.ok()) status = (*file)->Sync();
+  if (!status.ok()) return status.WithContext("truncating the torn tail");
+  return std::unique_ptr<WalWriter>(new WalWriter(std::move(*file), valid_bytes));
 }
 
 Status WalWriter::Append(std::string_view record) {
-  NEARDUP_RETURN_IF_ERROR(WriteAll(fd_, record, path_));
+  NEARDUP_RETURN_IF_ERROR(file_->Append(record));
   size_ += record.size();
   return Status::Ok();
 }
 
-Status WalWriter::Sync() {
-  if (::fdatasync(fd_) != 0) return ErrnoStatus("fdatasync", path_, errno);
+Status WalWriter::TruncateTo(uint64_t size) {
+  if (size > size_) return Status::InvalidArgument(path() + ": cannot truncate the log forward");
+  NEARDUP_RETURN_IF_ERROR(file_->Truncate(size));
+  NEARDUP_RETURN_IF_ERROR(file_->Sync());
+  size_ = size;
   return Status::Ok();
 }
+
+Status WalWriter::Sync() { return file_->Sync(); }
 
 Result<WalReadResult> ReadWal(const std::string& path, int bits,
                               const std::function<Status(std::vector<WalOp>&)>& on_batch,

@@ -16,6 +16,7 @@
 
 #include "neardup/fingerprint.h"
 #include "neardup/status.h"
+#include "store/file_system.h"
 
 namespace neardup::store {
 
@@ -42,24 +43,26 @@ std::string EncodeWalRecord(uint32_t op_count, std::string_view ops);
 class WalWriter {
  public:
   // Creates a new empty log (header written and fsynced, directory fsynced).
-  static Result<std::unique_ptr<WalWriter>> Create(const std::string& dir, uint64_t number,
-                                                   int bits);
+  static Result<std::unique_ptr<WalWriter>> Create(FileSystem* fs, const std::string& dir,
+                                                   uint64_t number, int bits);
   // Opens an existing log for appending after its first `valid_bytes` bytes (anything after is
   // truncated: a torn tail).
-  static Result<std::unique_ptr<WalWriter>> OpenForAppend(const std::string& path,
+  static Result<std::unique_ptr<WalWriter>> OpenForAppend(FileSystem* fs, const std::string& path,
                                                           uint64_t valid_bytes);
-  ~WalWriter();
 
+  // Appends with one write(2). On failure size() is unchanged, but part of the record may be in
+  // the file: TruncateTo(size()) removes it.
   Status Append(std::string_view record);
   Status Sync();
+  // Cuts the file back to `size` bytes (<= size()) and syncs.
+  Status TruncateTo(uint64_t size);
   uint64_t size() const { return size_; }
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return file_->path(); }
 
  private:
-  WalWriter(int fd, std::string path, uint64_t size)
-      : fd_(fd), path_(std::move(path)), size_(size) {}
-  int fd_;
-  std::string path_;
+  WalWriter(std::unique_ptr<WritableFile> file, uint64_t size)
+      : file_(std::move(file)), size_(size) {}
+  std::unique_ptr<WritableFile> file_;
   uint64_t size_;
 };
 
