@@ -18,3 +18,11 @@ test -s "$scratch/prefix/share/bash-completion/completions/neardup"
 test -s "$scratch/prefix/share/zsh/site-functions/_neardup"
 test -s "$scratch/prefix/share/man/man1/neardup.1"
 echo "install: find_package(neardup) consumer built and ran; completions and man page installed"
+# The Python package (when built): importable from the scratch prefix alone, outside the tree.
+if ls "$build_dir"/python/neardup/_neardup*.so >/dev/null 2>&1; then
+  site=$(dirname "$(find "$scratch/prefix" -path '*-packages/neardup/__init__.py' | head -n 1)")
+  (cd / && PYTHONPATH="$(dirname "$site")" /usr/bin/python3 -c \
+    'import neardup, sys; neardup.Fingerprinter().fingerprint("installed"); sys.exit(not neardup.__file__.startswith(sys.argv[1]))' \
+    "$scratch/prefix")
+  echo "install: the Python package imports and fingerprints from the installed prefix"
+fi

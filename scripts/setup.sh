@@ -2,7 +2,7 @@
 # Installs what neardup needs on Debian 12 (as root, or via sudo) and builds it into build/.
 # Safe to run again: it installs only missing packages and rebuilds only what changed.
 #
-#   bash scripts/setup.sh               # the library and the neardup tool only (what the demo needs)
+#   bash scripts/setup.sh               # the library, the neardup tool and the Python package
 #   bash scripts/setup.sh --with-tests  # also the test suite and benchmarks (scripts/test.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,11 +12,12 @@ BUILD_PACKAGES=(
   cmake ninja-build g++ pkg-config ccache python3 python3-jieba
   libicu-dev libxxhash-dev libopencc-dev opencc libsimdjson-dev libcli11-dev
   zlib1g-dev libzstd-dev liblzma-dev libmicrohttpd-dev libcpp-httplib-dev
+  pybind11-dev python3-dev python3-numpy python3-pandas python3-dask python3-distributed
 )
 # Packages only the tests, benchmarks and checks need. Add new test-only dependencies here.
 TEST_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libfaiss-dev clang-format clang-14 libclang-rt-14-dev
-  xz-utils
+  xz-utils python3-pytest python3-psutil
   wrk  # bench/serve_load.sh
 )
 
@@ -49,6 +50,15 @@ if ((with_tests)); then
 else
   options=(-DNEARDUP_BUILD_TESTS=OFF -DNEARDUP_BUILD_BENCH=OFF)
 fi
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${options[@]}" >/dev/null
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNEARDUP_BUILD_PYTHON=ON "${options[@]}" >/dev/null
 cmake --build "$build_dir" -j "$(nproc)"
 echo "setup: built $build_dir/neardup$( ((with_tests)) && echo ' with the tests and benchmarks')" >&2
+
+# The Python package (import neardup) into /usr/bin/python3's site-packages under /usr/local.
+install_cmd=(cmake --install "$build_dir" --component python)
+if [ -w "$(cmake -L -N "$build_dir" 2>/dev/null | sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p')" ]; then
+  "${install_cmd[@]}" >/dev/null
+else
+  sudo "${install_cmd[@]}" >/dev/null
+fi
+echo "setup: installed the Python package: $(cd / && /usr/bin/python3 -c 'import neardup; print(neardup.__file__)')" >&2

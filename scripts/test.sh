@@ -30,6 +30,12 @@ step "tests, optimised build"
 ctest --test-dir build --output-on-failure -j "$jobs" 2>&1 | tee "$logs/release.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || failures=$((failures + 1))
 
+step "Python tests (pytest, the built package; Dask on a 2-worker LocalCluster)"
+# Run from the build tree so the tests see this checkout's module, not an older installed one.
+PYTHONPATH="$PWD/build/python" NEARDUP_BINARY="$PWD/build/neardup" \
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests 2>&1 | tee "$logs/python.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || failures=$((failures + 1))
+
 step "tests, AddressSanitizer + UndefinedBehaviorSanitizer build"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNEARDUP_SANITIZE=ON \
   -DNEARDUP_BUILD_BENCH=OFF >/dev/null &&
@@ -38,7 +44,7 @@ NEARDUP_SANITIZER_BUILD=1 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stackt
   ctest --test-dir build-asan --output-on-failure -j "$jobs" 2>&1 | tee "$logs/asan.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || failures=$((failures + 1))
 
-# One closing line over both ctest runs, in the plain 'N passed, N failed' form.
+# One closing line over both ctest runs and pytest, in the plain 'N passed, N failed' form.
 total=0
 failed=0
 for log in "$logs"/release.log "$logs"/asan.log; do
@@ -50,6 +56,15 @@ for log in "$logs"/release.log "$logs"/asan.log; do
     failed=$((failed + f))
   fi
 done
+# pytest's own summary line: "N passed[, N failed][, N skipped] in ...".
+py_line=$(grep -E '^(=+ )?[0-9]+ (passed|failed|errors?)' "$logs/python.log" | tail -n 1)
+if [ -n "$py_line" ]; then
+  py_passed=$(grep -oE '[0-9]+ passed' <<<"$py_line" | grep -oE '[0-9]+' || echo 0)
+  py_failed=$(( $(grep -oE '[0-9]+ failed' <<<"$py_line" | grep -oE '[0-9]+' || echo 0) + \
+                $(grep -oE '[0-9]+ errors?' <<<"$py_line" | grep -oE '[0-9]+' || echo 0) ))
+  total=$((total + py_passed + py_failed))
+  failed=$((failed + py_failed))
+fi
 echo
 if [ "$failures" -ne 0 ]; then
   echo "test.sh: $failures step(s) failed"

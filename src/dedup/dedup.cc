@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "common/parallel.h"
+#include "dedup/document_hashes.h"
 #include "neardup/clusters.h"
 #include "neardup/permuted_index.h"
 #include "neardup/shingles.h"
@@ -47,26 +48,6 @@ bool Better(const DedupDocument& x, uint32_t xi, const DedupDocument& y, uint32_
 
 bool IsExactDuplicate(const DedupDocument& x, const DedupDocument& y) {
   return x.content_hash == y.content_hash && x.text_bytes == y.text_bytes;
-}
-
-// XXH3 of `text` with ASCII whitespace, U+3000 and U+00A0 removed.
-uint64_t SqueezedHash(std::string_view text) {
-  std::string squeezed;
-  squeezed.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') continue;
-    if (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0xA0) {
-      ++i;
-      continue;
-    }
-    if (c == 0xE3 && text.compare(i, 3, "\xE3\x80\x80") == 0) {
-      i += 2;
-      continue;
-    }
-    squeezed.push_back(static_cast<char>(c));
-  }
-  return XXH3_64bits(squeezed.data(), squeezed.size());
 }
 
 // Renames every document whose id is shared with another one to "id@file:line" (its location),

@@ -1,0 +1,304 @@
+"""neardup for Python: near-duplicate text detection with SimHash, in process.
+
+The compiled core (``neardup._neardup``, pybind11) is the neardup C++ library itself, not a
+subprocess wrapper. Options have the names of the ``neardup`` command-line flags with ``-`` turned
+into ``_`` (``--top-k`` is ``top_k``, ``--no-t2s`` is ``no_t2s``, ``-k`` is ``k``) and the same
+defaults. Bad input raises ``ValueError`` (or ``TypeError`` for a wrong type), file problems
+``OSError`` (``FileNotFoundError`` for a missing file), each carrying the C++ message.
+
+    import neardup
+    fp = neardup.Fingerprinter()                  # the defaults of `neardup fingerprint`
+    a = fp.fingerprint("some text")               # int (64 bits)
+    many = fp.fingerprint_batch(texts)            # numpy uint64 array, all cores, GIL released
+    result = neardup.dedup(frame)                 # pandas DataFrame with "id" and "text" columns
+    result.remove                                 # ids to drop
+
+Distributed dedup on Dask: ``neardup.dask.dedup`` (imported on first use).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from . import _neardup
+from ._neardup import (Fingerprinter, MinHashLsh, choose_lsh_parameters, cut, distance,
+                       extract_tags, jaccard, lsh_probability, parse_fingerprint, to_hex)
+
+__all__ = [
+    "Fingerprinter",
+    "HammingIndex",
+    "Store",
+    "open_store",
+    "MinHashLsh",
+    "lsh_probability",
+    "choose_lsh_parameters",
+    "DedupResult",
+    "dedup",
+    "dedup_files",
+    "extract_tags",
+    "cut",
+    "distance",
+    "to_hex",
+    "parse_fingerprint",
+    "jaccard",
+    "shingles",
+]
+
+__version__ = "0.1.0"
+
+
+class HammingIndex(_neardup.HammingIndex):
+    """An exact Hamming-distance index of (id, fingerprint) pairs (permuted sorted tables).
+
+    ``HammingIndex(bits=64, max_k=3, expected_size=1e6, threads=0)``; searches with any
+    ``k <= max_k`` are exact. Fingerprints are NumPy ``uint64`` arrays: shape ``(n,)`` for 64 bits,
+    ``(n, 2)`` ``[hi, lo]`` for 128 bits.
+
+    - ``add(ids, fingerprints)``: arrays (``ids=None`` numbers them 0..n-1) or one id and one int.
+    - ``remove(id, fingerprint) -> int``: how many stored pairs were removed.
+    - ``search(fingerprint, k) -> (ids, distances)``: sorted by (distance, id).
+    - ``search_batch(fingerprints, k) -> (query, ids, distances)``: one row per hit, on all cores.
+    - ``self_join(k) -> (a, b, distances)``: every stored pair within k, a < b, on all cores.
+    """
+
+    @classmethod
+    def build(cls, fingerprints: Any, ids: Any = None, *, max_k: int = 3,
+              bits: Optional[int] = None, threads: int = 0) -> "HammingIndex":
+        """An index holding ``fingerprints`` (ids default to row numbers), planned for their count."""
+        import numpy as np
+
+        array = np.ascontiguousarray(fingerprints, dtype=np.uint64)
+        if bits is None:
+            bits = 128 if array.ndim == 2 else 64
+        index = cls(bits=bits, max_k=max_k, expected_size=max(float(len(array)), 1.0),
+                    threads=threads)
+        index.add(ids, array)
+        return index
+
+
+class Store(_neardup.Store):
+    """The persistent, crash-safe store of ``neardup index`` / ``neardup serve``, in process.
+
+    ``Store(path, create_if_missing=True, error_if_exists=False, bits=64, max_k=3, sync="every",
+    memtable_limit=65536, verify_checksums=True)``; ``sync`` is ``"every"`` (fsync each write),
+    ``"group"`` (group commit) or ``"none"`` (bulk loading). A context manager (closes on exit).
+
+    - ``add(id, fingerprint, metadata=None) -> replaced``; ``add_batch(ids, fingerprints)``
+    - ``search(fingerprint, k, limit=0) -> [{"id", "fingerprint", "metadata", "distance"}]``
+    - ``check_and_add(id, fingerprint, k, always_add=False, metadata=None)
+      -> {"duplicates", "added", "replaced"}``
+    - ``get(id)`` (``KeyError`` if absent), ``remove(id)``, ``stats()``, ``flush()``,
+      ``compact()``, ``close()``.
+    """
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def open_store(path: str, **options: Any) -> Store:
+    """Opens (or creates) the store in directory ``path``; see :class:`Store`."""
+    return Store(path, **options)
+
+
+def shingles(texts: Sequence[str], *, t2s: bool = True, threads: int = 0) -> list:
+    """The sorted distinct 32-bit shingle hashes dedup verifies pairs with, one array per text."""
+    return _neardup._Shingler(t2s).batch(texts, threads)
+
+
+# ---- dedup ---------------------------------------------------------------------------------------
+
+_REASONS = ("exact_duplicate", "near_duplicate", "chained")
+
+
+class DedupResult:
+    """What a dedup run decided.
+
+    - ``clusters``: list of dicts as in ``clusters.jsonl`` (``cluster``, ``size``, ``kept`` and
+      ``removed`` members with ``id``, ``index`` (position in the input), ``bytes``, ``distance``,
+      ``reason``, ``via``, ``distance_to_via``, ``similarity_to_via``);
+    - ``keep`` / ``remove``: ids in input order; ``removed``: a bool per fingerprinted document;
+    - ``summary``: the ``summary.json`` of ``neardup dedup``; ``k``: the distance used.
+    - ``clusters_frame()`` / ``decisions_frame()``: the same as pandas DataFrames.
+    """
+
+    def __init__(self, ids: List[str], index: List[int], fingerprints: List[str],
+                 sizes: List[int], removed: List[bool], clusters_raw: list, k: int,
+                 summary: dict, warnings: Optional[List[str]] = None) -> None:
+        self.ids = ids
+        self.index = index
+        self.k = k
+        self.summary = summary
+        self.warnings = warnings or []
+        self.removed = removed
+        self.keep = [i for i, r in zip(ids, removed) if not r]
+        self.remove = [i for i, r in zip(ids, removed) if r]
+        self.clusters = []
+        for number, (kept, members) in enumerate(clusters_raw):
+            entry = {
+                "cluster": number,
+                "size": len(members) + 1,
+                "kept": {"id": ids[kept], "index": index[kept], "bytes": sizes[kept],
+                         "fingerprint": fingerprints[kept]},
+                "removed": [],
+            }
+            for doc, dist, via, dist_via, sim_via, reason in members:
+                member = {"id": ids[doc], "index": index[doc], "bytes": sizes[doc],
+                          "distance": dist, "reason": reason, "via": ids[via],
+                          "distance_to_via": dist_via}
+                if sim_via >= 0:
+                    member["similarity_to_via"] = sim_via
+                entry["removed"].append(member)
+            self.clusters.append(entry)
+
+    def __repr__(self) -> str:
+        return (f"DedupResult({len(self.ids)} documents, {len(self.clusters)} clusters, "
+                f"{len(self.remove)} removed, k={self.k})")
+
+    def clusters_frame(self):
+        """One row per cluster member: cluster, id, index, kept, distance, reason, via, ..."""
+        import pandas as pd
+
+        rows = []
+        for c in self.clusters:
+            kept = c["kept"]
+            rows.append({"cluster": c["cluster"], "id": kept["id"], "index": kept["index"],
+                         "kept": True, "distance": 0, "reason": "kept", "via": None,
+                         "distance_to_via": None, "similarity_to_via": None})
+            for m in c["removed"]:
+                rows.append({"cluster": c["cluster"], "id": m["id"], "index": m["index"],
+                             "kept": False, "distance": m["distance"], "reason": m["reason"],
+                             "via": m["via"], "distance_to_via": m["distance_to_via"],
+                             "similarity_to_via": m.get("similarity_to_via")})
+        return pd.DataFrame(rows, columns=["cluster", "id", "index", "kept", "distance", "reason",
+                                           "via", "distance_to_via", "similarity_to_via"])
+
+    def decisions_frame(self):
+        """One row per fingerprinted document: id, index, keep (bool)."""
+        import pandas as pd
+
+        return pd.DataFrame({"id": self.ids, "index": self.index,
+                             "keep": [not r for r in self.removed]})
+
+
+def _result_from_report(report: dict, index: List[int]) -> DedupResult:
+    bits = report["bits"]
+    hi, lo = report["hi"], report["lo"]
+    fingerprints = [to_hex((int(h) << 64) | int(l) if bits == 128 else int(l), bits)
+                    for h, l in zip(hi, lo)]
+    return DedupResult(list(report["ids"]), index, fingerprints,
+                       [int(b) for b in report["bytes"]], [bool(r) for r in report["removed"]],
+                       report["clusters"], report["k"], json.loads(report["summary"]),
+                       report.get("warnings"))
+
+
+def dedup_files(inputs: Sequence[str], output: Optional[str] = None, **options: Any) -> DedupResult:
+    """``neardup dedup INPUT... [-o output]`` in process: the same reader, stages and outputs.
+
+    ``index`` in the result is the document's line number (JSONL) minus one.
+    """
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    report = _neardup._dedup_files([os.fspath(p) for p in inputs], output or "", options)
+    index = [int(line) - 1 if line > 0 else 0 for line in report["line"]]
+    return _result_from_report(report, index)
+
+
+def _rows(documents: Any, id_field: str, text_field: str,
+          score_field: str) -> Iterator[Tuple[Any, Any, Any]]:
+    """(id, text, score) of each input row, in order."""
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is a dependency of the Debian setup
+        pd = None
+    if pd is not None and isinstance(documents, pd.DataFrame):
+        if text_field not in documents.columns:
+            raise ValueError(f"text_field: the DataFrame has no column {text_field!r}")
+        texts = documents[text_field].tolist()
+        ids = (documents[id_field].tolist() if id_field in documents.columns
+               else [str(i) for i in documents.index])
+        scores = (documents[score_field].tolist() if score_field and score_field in documents.columns
+                  else [None] * len(texts))
+        yield from zip(ids, texts, scores)
+        return
+    for position, item in enumerate(documents):
+        if isinstance(item, (str, bytes)):
+            yield str(position), item, None
+        elif isinstance(item, dict):
+            yield item.get(id_field, str(position)), item.get(text_field), item.get(score_field)
+        else:
+            try:
+                doc_id, text = item[0], item[1]
+            except (TypeError, IndexError, KeyError):
+                raise TypeError(f"documents[{position}]: expected (id, text), a dict or a str, "
+                                f"got {type(item).__name__}") from None
+            yield doc_id, text, (item[2] if len(item) > 2 else None)
+
+
+def _json_id(value: Any) -> Any:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if hasattr(value, "item"):  # numpy scalars
+        return _json_id(value.item())
+    return str(value)
+
+
+def dedup(documents: Any, **options: Any) -> DedupResult:
+    """Clusters near-duplicate documents and decides which to keep, exactly as ``neardup dedup``.
+
+    ``documents``: a pandas DataFrame (columns ``id_field`` / ``text_field``, default ``id`` and
+    ``text``; without an id column the index is the id), or an iterable of ``(id, text)`` pairs,
+    dicts, or plain strings (ids ``"0"``, ``"1"``, ...). Options are the flags of ``neardup dedup``:
+    ``threshold`` (shingle Jaccard of a duplicate, 0.5), ``candidates`` ("lsh+simhash" | "lsh" |
+    "simhash"; the command's default), ``bands`` / ``rows`` (0 = from the threshold), ``bucket_window`` (64), ``k`` (the
+    SimHash join distance, 3), ``verify`` (None = the threshold; 0 = off), ``keep`` ("first" |
+    "longest" | "field:NAME"), ``bits``, ``tokenizer``, ``shingle``, ``top_k``, ``no_t2s``, ...
+    ``threads`` (0 = all cores).
+
+    Rows whose text is not a string, or is empty or only whitespace, are skipped as the command
+    skips them (counted in ``summary["skipped_by_reason"]``). ``index`` in the result is the row's
+    position in the input.
+    """
+    resolved = _neardup._resolve_dedup_options(options)  # validates before any work
+    score_field = resolved["keep_field"]
+    with tempfile.TemporaryDirectory(prefix="neardup-") as directory:
+        path = os.path.join(directory, "documents.jsonl")
+        with open(path, "w", encoding="utf-8") as out:
+            for position, (doc_id, text, score) in enumerate(
+                    _rows(documents, resolved["id_field"], resolved["text_field"], score_field)):
+                if isinstance(text, bytes):
+                    text = text.decode("utf-8")
+                record = {"id": _json_id(doc_id), "text": text if isinstance(text, str) else None}
+                if score_field:
+                    record[score_field] = _json_id(score)
+                out.write(json.dumps(record, ensure_ascii=False))
+                out.write("\n")
+        opts = dict(options)
+        opts["id_field"] = "id"
+        opts["text_field"] = "text"
+        report = _neardup._dedup_files([path], "", opts)
+    index = [int(line) - 1 for line in report["line"]]
+    ids = list(report["ids"])
+    prefix = path + ":"
+    for i, doc_id in enumerate(ids):  # rows without an id: their position, not the temporary path
+        if doc_id.startswith(prefix):
+            ids[i] = str(index[i])
+    report["ids"] = ids
+    return _result_from_report(report, index)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "dask":
+        import importlib
+
+        return importlib.import_module(".dask", __name__)
+    raise AttributeError(f"module 'neardup' has no attribute {name!r}")

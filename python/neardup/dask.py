@@ -1,0 +1,580 @@
+"""neardup.dask: the stages of ``neardup dedup`` as Dask tasks, for corpora past one machine.
+
+``dedup(data, text="text", id="id", output=None, **options)`` takes a Dask DataFrame (or a Dask
+Bag of dicts or ``(id, text)`` pairs) and gives exactly the clusters and kept documents that
+``neardup dedup`` gives on the same rows in the same order (partition order, then row order, is
+the canonical order the command's ties are broken by):
+
+1. per partition: fingerprint (the library's Fingerprinter, all cores of the worker), the text
+   length, the content hash and the whitespace-free hash of every document, and the MinHash LSH
+   band keys of its verification shingles (neardup/minhash_lsh.h, the library's MinHashLsh);
+2. per partition: candidate keys of three kinds: the LSH band keys (band, key); for the SimHash
+   join, pigeonhole keys (two fingerprints within Hamming distance k differ in at most k of
+   ``blocks = k + t`` bit blocks, so they agree on at least t of them: each document emits one
+   key per t-subset of blocks, the subset and its block values hashed); the whitespace-free hash;
+3. shuffle by key; per bucket: the LSH bucket rule (the bucket's documents sorted, each paired
+   with the next ``bucket_window``, the library's BucketPairs), the pairs within k (each reported
+   once, by the subset of its first t agreeing blocks), and for equal whitespace-free hashes each
+   document with the first one;
+4. distinct pairs (a pre-verified whitespace pair wins, as in the command);
+5. verification: the documents of unverified pairs are looked up per partition and only their
+   shingles leave the partition; pairs are joined with both documents' facts and shingle sets and
+   scored with the shingle Jaccard (exact duplicates score 1); pairs below ``verify`` are dropped;
+6. connected components and the keep decision (the library's BuildClusters) over the accepted
+   pairs and the documents they touch, in one task (see docs/scale.md for its limits);
+7. the keep/remove decision of every document, per partition, written to JSONL (or Parquet when
+   pyarrow or fastparquet is installed).
+
+The candidate stages are those of ``neardup dedup`` (``candidates``: "lsh+simhash", "lsh" or
+"simhash", the command's default when not given), with the same parameters (``threshold``, ``bands``, ``rows``, ``bucket_window``,
+``k``). Every stage is a pure function of its inputs, so a worker lost mid-run only makes Dask
+recompute its tasks; the answer does not change.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from math import comb
+from typing import Any, Dict, Optional
+
+import numpy as np
+import pandas as pd
+
+from . import _neardup, to_hex
+
+__all__ = ["dedup", "plan_blocks", "DaskDedupResult"]
+
+_FINGERPRINT_OPTIONS = {
+    "profile", "tokenizer", "shingle", "ngram", "weighting", "top_k", "bits", "hash", "no_nfkc",
+    "no_casefold", "no_case_fold", "no_t2s", "no_whitespace_folding", "keep_markup",
+    "no_strip_markup", "replace_invalid_utf8", "idf", "jieba_dir",
+}
+
+_LSH: Dict[tuple, Any] = {}
+
+
+def _lsh(params: tuple) -> Any:
+    engine = _LSH.get(params)
+    if engine is None:
+        engine = _LSH[params] = _neardup.MinHashLsh(*params)
+    return engine
+
+_ASCII_WHITESPACE = " \t\n\r\f\v"
+
+# Per-process caches of engines built from option dicts (workers reuse them across tasks).
+_FINGERPRINTERS: Dict[str, Any] = {}
+_SHINGLERS: Dict[bool, Any] = {}
+
+
+def _fingerprinter(options: dict) -> Any:
+    key = json.dumps(options, sort_keys=True)
+    engine = _FINGERPRINTERS.get(key)
+    if engine is None:
+        engine = _FINGERPRINTERS[key] = _neardup.Fingerprinter(**options)
+    return engine
+
+
+def _shingler(t2s: bool) -> Any:
+    engine = _SHINGLERS.get(t2s)
+    if engine is None:
+        engine = _SHINGLERS[t2s] = _neardup._Shingler(t2s)
+    return engine
+
+
+def plan_blocks(n: int, k: int, bits: int = 64) -> tuple:
+    """(blocks, t) for the candidate keys of n documents at distance k: the cheapest of
+    blocks = k + t, t = 1..6, by an estimate of key records (shuffle) plus comparisons in buckets
+    of n / 2^(t * bits / blocks) random fingerprints."""
+    if k == 0:
+        return 1, 1
+    best = None
+    for t in range(1, 7):
+        blocks = k + t
+        if blocks > bits:
+            break
+        keys = comb(blocks, t)
+        if keys > 256:
+            break
+        key_bits = t * (bits // blocks)
+        bucket = max(1.0, n / 2.0 ** key_bits)
+        cost = n * keys * 8.0 + keys * (2.0 ** key_bits) * bucket * bucket / 2.0
+        if best is None or cost < best[0]:
+            best = (cost, blocks, t)
+    return best[1], best[2]
+
+
+# ---- stage 1: records per partition --------------------------------------------------------------
+
+_RECORD_COLUMNS = {
+    "gid": "u8", "id": "O", "hi": "u8", "lo": "u8", "bytes": "u8", "content_hash": "u8",
+    "squeezed_hash": "u8", "score": "f8",
+}
+
+
+_LSH_META = {"bucket": "u8", "gid": "u8"}
+
+
+def _records(frame: pd.DataFrame, partition: int, text: str, id: str, score_field: str,
+             fingerprint_options: dict, lsh_params: Optional[tuple]) -> tuple:
+    """The dedup record of every readable document of one partition (skips as the reader does),
+    and its LSH records (bucket = band << 32 | band key, document) when the LSH stage runs."""
+    texts = frame[text].tolist() if text in frame.columns else [None] * len(frame)
+    ids = frame[id].tolist() if id in frame.columns else [None] * len(frame)
+    scores = (frame[score_field].tolist() if score_field and score_field in frame.columns
+              else [None] * len(frame))
+    rows, kept_texts = [], []
+    for row, value in enumerate(texts):
+        if isinstance(value, bytes):
+            try:
+                value = value.decode("utf-8")
+            except UnicodeDecodeError:
+                continue  # invalid UTF-8: skipped
+        if not isinstance(value, str) or value.strip(_ASCII_WHITESPACE) == "":
+            continue  # missing, non-string, empty or blank text: skipped
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            continue  # lone surrogates cannot be UTF-8: skipped
+        rows.append(row)
+        kept_texts.append(value)
+    engine = _fingerprinter(fingerprint_options)
+    rec = engine._records(kept_texts)
+    ok = rec["ok"]
+    rows = np.asarray(rows, dtype=np.uint64)[ok]
+    out_ids = []
+    for row in rows.tolist():
+        value = ids[row]
+        out_ids.append(_id_text(value, partition, row))
+    score_values = []
+    for row in rows.tolist():
+        value = scores[row]
+        score_values.append(float(value) if isinstance(value, (int, float, np.number))
+                            and not isinstance(value, bool) and math.isfinite(float(value))
+                            else math.nan)
+    gids = (np.uint64(partition) << np.uint64(32)) | rows
+    records = pd.DataFrame({
+        "gid": gids,
+        "id": pd.Series(out_ids, dtype=object),
+        "hi": rec["hi"][ok], "lo": rec["lo"][ok], "bytes": rec["bytes"][ok],
+        "content_hash": rec["content_hash"][ok], "squeezed_hash": rec["squeezed_hash"][ok],
+        "score": np.asarray(score_values, dtype=np.float64),
+    })
+    if lsh_params is None:
+        return records, pd.DataFrame({c: pd.Series(dtype=t) for c, t in _LSH_META.items()})
+    ok_texts = [t for t, good in zip(kept_texts, ok.tolist()) if good]
+    keys, has = _lsh(lsh_params).band_keys(ok_texts) if ok_texts else \
+        (np.zeros((0, lsh_params[1] or 1), np.uint32), np.zeros(0, bool))
+    keys = keys[has]
+    bands = keys.shape[1]
+    band = np.tile(np.arange(bands, dtype=np.uint64), len(keys))
+    buckets = (band << np.uint64(32)) | keys.reshape(-1).astype(np.uint64)
+    lsh = pd.DataFrame({"bucket": buckets, "gid": np.repeat(gids[has], bands)})
+    return records, lsh
+
+
+def _lsh_pairs(frame: pd.DataFrame, window: int) -> pd.DataFrame:
+    a, b = _neardup._lsh_bucket_pairs(frame["bucket"].to_numpy(np.uint64),
+                                      frame["gid"].to_numpy(np.uint64), window)
+    return pd.DataFrame({"a": a, "b": b, "distance": np.full(len(a), -1, np.int32),
+                         "similarity": np.full(len(a), -1.0)})
+
+
+def _id_text(value: Any, partition: int, row: int) -> str:
+    """The id as the command prints it: strings as they are, integers in decimal."""
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, (bool, np.bool_)) or value is None:
+        return f"{partition}:{row}"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        if not math.isfinite(float(value)):
+            return f"{partition}:{row}"
+        return str(int(value)) if float(value).is_integer() else repr(float(value))
+    return str(value)
+
+
+# ---- stages 2-4: candidate keys, buckets, distinct pairs -----------------------------------------
+
+_KEY_META = {"key": "u8", "combo": "u4", "gid": "u8", "hi": "u8", "lo": "u8"}
+_PAIR_META = {"a": "u8", "b": "u8", "distance": "i4", "similarity": "f8"}
+
+
+def _hamming_keys(rec: pd.DataFrame, bits: int, blocks: int, t: int) -> pd.DataFrame:
+    hi = rec["hi"].to_numpy(np.uint64)
+    lo = rec["lo"].to_numpy(np.uint64)
+    rows, combos, keys = _neardup._hamming_keys(hi, lo, bits, blocks, t)
+    rows = rows.astype(np.int64)
+    return pd.DataFrame({"key": keys, "combo": combos, "gid": rec["gid"].to_numpy(np.uint64)[rows],
+                         "hi": hi[rows], "lo": lo[rows]})
+
+
+def _bucket_pairs(keys: pd.DataFrame, bits: int, blocks: int, t: int, k: int) -> pd.DataFrame:
+    a, b, d = _neardup._hamming_bucket_pairs(
+        keys["key"].to_numpy(np.uint64), keys["combo"].to_numpy(np.uint32),
+        keys["gid"].to_numpy(np.uint64), keys["hi"].to_numpy(np.uint64),
+        keys["lo"].to_numpy(np.uint64), bits, blocks, t, k)
+    return pd.DataFrame({"a": a, "b": b, "distance": d, "similarity": np.full(len(a), -1.0)})
+
+
+def _squeezed_keys(rec: pd.DataFrame) -> pd.DataFrame:
+    return rec[["squeezed_hash", "gid", "hi", "lo"]]
+
+
+def _squeezed_pairs(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each document paired with the first (smallest number) of equal whitespace-free hash."""
+    if len(frame) == 0:
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in _PAIR_META.items()})
+    frame = frame.sort_values(["squeezed_hash", "gid"], kind="stable")
+    first = frame.groupby("squeezed_hash", sort=False).transform("first")
+    others = frame["gid"].to_numpy(np.uint64) != first["gid"].to_numpy(np.uint64)
+    a = first["gid"].to_numpy(np.uint64)[others]
+    b = frame["gid"].to_numpy(np.uint64)[others]
+    x = first["lo"].to_numpy(np.uint64)[others] ^ frame["lo"].to_numpy(np.uint64)[others]
+    y = first["hi"].to_numpy(np.uint64)[others] ^ frame["hi"].to_numpy(np.uint64)[others]
+    distance = _popcount(x) + _popcount(y)
+    return pd.DataFrame({"a": a, "b": b, "distance": distance.astype(np.int32),
+                         "similarity": np.ones(len(a))})
+
+
+def _popcount(values: np.ndarray) -> np.ndarray:
+    bytes_view = values.astype("<u8").view(np.uint8).reshape(-1, 8)
+    return np.unpackbits(bytes_view, axis=1).sum(axis=1).astype(np.int64)
+
+
+def _distinct_pairs(frame: pd.DataFrame) -> pd.DataFrame:
+    """One entry per (a, b); a pre-verified (similarity 1) entry wins, as in the command."""
+    frame = frame.sort_values(["a", "b", "similarity"], ascending=[True, True, False],
+                              kind="stable")
+    return frame.drop_duplicates(["a", "b"], keep="first")
+
+
+# ---- stage 5: verification ----------------------------------------------------------------------
+
+def _shingle_rows(frame: pd.DataFrame, needed_rows: np.ndarray, partition: int, text: str,
+                  t2s: bool) -> pd.DataFrame:
+    """Shingle sets (as bytes of sorted uint32) of the needed rows of one partition only."""
+    texts = frame[text].tolist()
+    chosen = [texts[int(r)] for r in needed_rows]
+    chosen = [t.decode("utf-8") if isinstance(t, bytes) else t for t in chosen]
+    sets = _shingler(t2s).batch(chosen) if chosen else []
+    return pd.DataFrame({
+        "gid": (np.uint64(partition) << np.uint64(32)) | needed_rows.astype(np.uint64),
+        "shingles": pd.Series([s.astype(np.uint32).tobytes() for s in sets], dtype=object),
+    })
+
+
+def _score_pairs(frame: pd.DataFrame, verify: bool) -> pd.DataFrame:
+    """Distance of every joined pair and, when verifying, its similarity (1 for exact copies)."""
+    x = frame["lo_a"].to_numpy(np.uint64) ^ frame["lo_b"].to_numpy(np.uint64)
+    y = frame["hi_a"].to_numpy(np.uint64) ^ frame["hi_b"].to_numpy(np.uint64)
+    distance = (_popcount(x) + _popcount(y)).astype(np.int32)
+    similarity = np.full(len(frame), -1.0)
+    if verify and len(frame):
+        exact = ((frame["content_hash_a"].to_numpy(np.uint64) == frame["content_hash_b"].to_numpy(np.uint64))
+                 & (frame["bytes_a"].to_numpy(np.uint64) == frame["bytes_b"].to_numpy(np.uint64)))
+        left = [np.frombuffer(s, dtype=np.uint32) for s in frame["shingles_a"].tolist()]
+        right = [np.frombuffer(s, dtype=np.uint32) for s in frame["shingles_b"].tolist()]
+        similarity = np.where(exact, 1.0, _neardup._jaccard_pairs(left, right, 0))
+    return pd.DataFrame({"a": frame["a"].to_numpy(np.uint64), "b": frame["b"].to_numpy(np.uint64),
+                         "distance": distance, "similarity": similarity.astype(np.float64)})
+
+
+# ---- result -------------------------------------------------------------------------------------
+
+class DaskDedupResult:
+    """The answer of :func:`dedup`.
+
+    - ``clusters``: a list of dicts like ``neardup dedup``'s ``clusters.jsonl`` (``location`` is
+      ``"partition:row"``); ``clusters_frame()`` one row per member as a pandas DataFrame;
+    - ``decisions``: a Dask DataFrame ``id, partition, row, keep`` of every document;
+    - ``remove``: the removed ids (a set); ``summary``: counts and the parameters used;
+    - ``output``: the directory written, when one was given.
+    """
+
+    def __init__(self, clusters, decisions, remove, summary, output):
+        self.clusters = clusters
+        self.decisions = decisions
+        self.remove = remove
+        self.summary = summary
+        self.output = output
+
+    def __repr__(self) -> str:
+        return (f"DaskDedupResult({self.summary['documents_fingerprinted']} documents, "
+                f"{len(self.clusters)} clusters, {len(self.remove)} removed, k={self.summary['k']})")
+
+    def clusters_frame(self) -> pd.DataFrame:
+        rows = []
+        for c in self.clusters:
+            rows.append({"cluster": c["cluster"], "id": c["kept"]["id"], "kept": True,
+                         "distance": 0, "reason": "kept", "via": None, "distance_to_via": None,
+                         "similarity_to_via": None})
+            for m in c["removed"]:
+                rows.append({"cluster": c["cluster"], "id": m["id"], "kept": False,
+                             "distance": m["distance"], "reason": m["reason"], "via": m["via"],
+                             "distance_to_via": m["distance_to_via"],
+                             "similarity_to_via": m.get("similarity_to_via")})
+        return pd.DataFrame(rows, columns=["cluster", "id", "kept", "distance", "reason", "via",
+                                           "distance_to_via", "similarity_to_via"])
+
+
+def _in_sorted(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """values[i] in sorted_set, by binary search."""
+    if len(sorted_set) == 0:
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    return sorted_set[at] == values
+
+
+def _select(rec: pd.DataFrame, members: np.ndarray) -> pd.DataFrame:
+    return rec[_in_sorted(rec["gid"].to_numpy(np.uint64), members)]
+
+
+def _decide(rec: pd.DataFrame, removed: np.ndarray) -> pd.DataFrame:
+    gid = rec["gid"].to_numpy(np.uint64)
+    return pd.DataFrame({
+        "id": rec["id"].to_numpy(object),
+        "partition": (gid >> np.uint64(32)).astype(np.int64),
+        "row": (gid & np.uint64(0xFFFFFFFF)).astype(np.int64),
+        "keep": ~_in_sorted(gid, removed),
+    })
+
+
+def _as_dataframe(data: Any, text: str, id: str):
+    import dask.bag as db
+    import dask.dataframe as dd
+
+    if isinstance(data, dd.DataFrame):
+        return data
+    if isinstance(data, db.Bag):
+        def to_record(item):
+            if isinstance(item, dict):
+                return {id: item.get(id), text: item.get(text)}
+            return {id: item[0], text: item[1]}
+
+        return data.map(to_record).to_dataframe(meta={id: object, text: object})
+    if isinstance(data, pd.DataFrame):
+        return dd.from_pandas(data, npartitions=max(1, min(64, len(data) // 10000 + 1)), sort=False)
+    raise TypeError("data: expected a Dask DataFrame or Bag (or a pandas DataFrame)")
+
+
+def _write_table(frame, directory: str, name: str, fmt: str) -> str:
+    path = os.path.join(directory, name)
+    if fmt == "parquet":
+        frame.to_parquet(path, write_index=False)
+    else:
+        os.makedirs(path, exist_ok=True)
+        frame.to_json(os.path.join(path, "part-*.jsonl"), orient="records", lines=True,
+                      force_ascii=False)
+    return path
+
+
+def _parquet_available() -> bool:
+    for module in ("pyarrow", "fastparquet"):
+        try:
+            __import__(module)
+            return True
+        except ImportError:
+            pass
+    return False
+
+
+def _nbytes(frame) -> int:
+    """In-memory size of a Dask DataFrame's rows (what a shuffle of it moves, before pickling)."""
+    sizes = frame.map_partitions(
+        lambda df: pd.Series([int(df.memory_usage(deep=True, index=False).sum())]),
+        meta=(None, "i8"))
+    return int(sizes.sum().compute())
+
+
+def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] = None,
+          format: str = "auto", shuffle_partitions: Optional[int] = None,
+          measure_shuffle: bool = False, **options: Any) -> DaskDedupResult:
+    """Runs ``neardup dedup``'s stages on the current Dask scheduler (a ``distributed.Client`` if
+    one is active). Options are those of :func:`neardup.dedup` (``threshold``, ``candidates``,
+    ``bands``, ``rows``, ``bucket_window``, ``k``, ``verify``, ``keep``, ``bits``, fingerprint
+    options); ``text`` / ``id`` name the columns. ``output``: a directory for
+    ``clusters.jsonl``, ``summary.json`` and ``decisions/`` (JSONL parts, or Parquet with
+    ``format="parquet"``; ``"auto"`` picks Parquet when pyarrow/fastparquet is installed).
+    ``measure_shuffle``: also record in ``summary["shuffle_bytes"]`` the in-memory bytes of the
+    rows entering each shuffle (costs extra passes; for benchmarks).
+    """
+    import dask
+    import dask.dataframe as dd
+
+    for name in ("id_field", "text_field", "strict"):
+        if name in options:
+            raise TypeError(f"unexpected option '{name}' (use text= / id=)")
+    resolved = _neardup._resolve_dedup_options(options)  # validates before any work
+    if format not in ("auto", "jsonl", "parquet"):
+        raise ValueError('format: expected "auto", "jsonl" or "parquet"')
+    if format == "auto":
+        format = "parquet" if _parquet_available() else "jsonl"
+    bits = resolved["bits"]
+    fingerprint_options = {k: v for k, v in options.items() if k in _FINGERPRINT_OPTIONS}
+    score_field = resolved["keep_field"]
+    keep = options.get("keep", "first")
+
+    ddf = _as_dataframe(data, text, id)
+    if text not in ddf.columns:
+        raise ValueError(f"text: the data has no column {text!r}")
+    nparts = ddf.npartitions
+    shuffle_partitions = shuffle_partitions or nparts
+
+    # Stage 1: records (and LSH band keys) per partition, kept in the cluster's memory.
+    lsh_params = ((resolved["threshold"], resolved["bands"], resolved["rows"],
+                   resolved["bucket_window"], resolved["seed"], resolved["t2s"])
+                  if resolved["use_lsh"] else None)
+    parts = ddf.to_delayed()
+    both = [dask.delayed(_records, nout=2)(p, i, text, id, score_field, fingerprint_options,
+                                           lsh_params)
+            for i, p in enumerate(parts)]
+    rec = dd.from_delayed([b[0] for b in both], meta=_RECORD_COLUMNS, verify_meta=False)
+    lsh_records = dd.from_delayed([b[1] for b in both], meta=_LSH_META, verify_meta=False)
+    rec, lsh_records = dask.persist(rec, lsh_records)
+    count = len(rec)
+    k = resolved["k"]
+    blocks, t = plan_blocks(count, k, bits)
+
+    # Stages 2-4: keys, shuffle by key, pairs per bucket, distinct pairs.
+    shuffled = {}
+    sources = []
+    if resolved["use_lsh"]:
+        shuffled["lsh_band_keys"] = lsh_records
+        sources.append(lsh_records.shuffle("bucket", npartitions=shuffle_partitions)
+                       .map_partitions(_lsh_pairs, resolved["bucket_window"], meta=_PAIR_META))
+    if resolved["use_simhash"]:
+        keys = rec.map_partitions(_hamming_keys, bits, blocks, t, meta=_KEY_META)
+        shuffled["simhash_keys"] = keys
+        sources.append(keys.shuffle("key", npartitions=shuffle_partitions).map_partitions(
+            _bucket_pairs, bits, blocks, t, k, meta=_PAIR_META))
+    squeezed = rec.map_partitions(_squeezed_keys,
+                                  meta={"squeezed_hash": "u8", "gid": "u8", "hi": "u8", "lo": "u8"})
+    sources.append(squeezed.shuffle("squeezed_hash", npartitions=shuffle_partitions)
+                   .map_partitions(_squeezed_pairs, meta=_PAIR_META))
+    shuffled["whitespace_keys"] = squeezed
+    candidates = dd.concat(sources)
+    shuffled["candidate_pairs"] = candidates
+    candidates = candidates.shuffle("a", npartitions=shuffle_partitions).map_partitions(
+        _distinct_pairs, meta=_PAIR_META).persist()
+    candidate_count = len(candidates)
+
+    # Stage 5: distances and verification, fetching only the documents of unverified pairs.
+    verify = resolved["verify"]
+    unverified = candidates[candidates["similarity"] < 0]
+    needed = dd.concat([unverified["a"], unverified["b"]]).unique().compute().to_numpy(np.uint64)
+    needed.sort()
+    # Only the documents of unverified pairs move: their facts, and their shingles when verifying.
+    info = rec.map_partitions(_select, dask.delayed(needed), meta=_RECORD_COLUMNS)[
+        ["gid", "hi", "lo", "bytes", "content_hash"]]
+    if verify > 0:
+        by_partition = {}
+        if len(needed):
+            part_of = (needed >> np.uint64(32)).astype(np.int64)
+            rows = (needed & np.uint64(0xFFFFFFFF)).astype(np.int64)
+            for p in np.unique(part_of).tolist():
+                by_partition[p] = rows[part_of == p]
+        shingle_parts = [dask.delayed(_shingle_rows)(parts[p], by_partition[p], p, text,
+                                                     resolved["t2s"])
+                         for p in sorted(by_partition)]
+        if shingle_parts:
+            shingles = dd.from_delayed(shingle_parts, meta={"gid": "u8", "shingles": "O"},
+                                       verify_meta=False)
+            info = info.merge(shingles, on="gid", how="left")
+        else:
+            info = info.assign(shingles=b"")
+    shuffled["verify_pairs_x2"] = unverified
+    shuffled["verify_documents_x2"] = info
+    scored = unverified
+    for side in ("a", "b"):
+        renamed = info.rename(columns={c: f"{c}_{side}" for c in info.columns})
+        scored = scored.merge(renamed, left_on=side, right_on=f"gid_{side}", how="left")
+    scored = scored.map_partitions(_score_pairs, verify > 0, meta=_PAIR_META)
+    accepted = dd.concat([candidates[candidates["similarity"] >= 0], scored])
+    if verify > 0:
+        accepted = accepted[accepted["similarity"] >= verify]
+    pairs = accepted.compute().sort_values(["a", "b"]).reset_index(drop=True)
+
+    # Stage 6: components and the keep decision over the documents the pairs touch.
+    members = np.unique(np.concatenate([pairs["a"].to_numpy(np.uint64),
+                                        pairs["b"].to_numpy(np.uint64)])) if len(pairs) else \
+        np.zeros(0, dtype=np.uint64)
+    # The member list travels once (one graph key all partitions depend on), not once per task.
+    docs = rec.map_partitions(_select, dask.delayed(members), meta=_RECORD_COLUMNS).compute() \
+        if len(members) else \
+        pd.DataFrame({c: pd.Series(dtype=t) for c, t in _RECORD_COLUMNS.items()})
+    docs = docs.sort_values("gid").reset_index(drop=True)
+    position = {g: i for i, g in enumerate(docs["gid"].tolist())}
+    a = np.asarray([position[g] for g in pairs["a"].tolist()], dtype=np.uint32)
+    b = np.asarray([position[g] for g in pairs["b"].tolist()], dtype=np.uint32)
+    raw = _neardup._clusters(docs["hi"].to_numpy(np.uint64), docs["lo"].to_numpy(np.uint64), bits,
+                             docs["bytes"].to_numpy(np.uint64),
+                             docs["content_hash"].to_numpy(np.uint64),
+                             docs["score"].to_numpy(np.float64), a, b,
+                             pairs["distance"].to_numpy(np.int32),
+                             pairs["similarity"].to_numpy(np.float64), keep)
+    ids = docs["id"].tolist()
+    gids = docs["gid"].tolist()
+    his = docs["hi"].tolist()
+    los = docs["lo"].tolist()
+    sizes = docs["bytes"].tolist()
+
+    def location(i):
+        return f"{gids[i] >> 32}:{gids[i] & 0xFFFFFFFF}"
+
+    clusters, removed = [], set()
+    for number, (kept, removed_members) in enumerate(raw):
+        fp = (int(his[kept]) << 64) | int(los[kept]) if bits == 128 else int(los[kept])
+        entry = {"cluster": number, "size": len(removed_members) + 1,
+                 "kept": {"id": ids[kept], "location": location(kept), "bytes": int(sizes[kept]),
+                          "fingerprint": to_hex(fp, bits)},
+                 "removed": []}
+        for doc, dist, via, dist_via, sim_via, reason in removed_members:
+            member = {"id": ids[doc], "location": location(doc), "bytes": int(sizes[doc]),
+                      "distance": dist, "reason": reason, "via": ids[via],
+                      "distance_to_via": dist_via}
+            if sim_via >= 0:
+                member["similarity_to_via"] = sim_via
+            entry["removed"].append(member)
+            removed.add(gids[doc])
+        clusters.append(entry)
+
+    removed_sorted = np.asarray(sorted(removed), dtype=np.uint64)
+    decisions = rec.map_partitions(_decide, dask.delayed(removed_sorted),
+                                   meta={"id": "O", "partition": "i8", "row": "i8", "keep": "bool"})
+    summary = {
+        "documents_fingerprinted": count,
+        "candidate_pairs": candidate_count,
+        "accepted_pairs": int(len(pairs)),
+        "clusters": len(clusters),
+        "documents_removed": len(removed),
+        "documents_kept": count - len(removed),
+        "candidates": ("lsh+simhash" if resolved["use_lsh"] and resolved["use_simhash"]
+                       else "lsh" if resolved["use_lsh"] else "simhash"),
+        "lsh": ({"threshold": resolved["threshold"], "bands": resolved["bands"],
+                 "rows": resolved["rows"], "bucket_window": resolved["bucket_window"]}
+                if resolved["use_lsh"] else None),
+        "k": k if resolved["use_simhash"] else -1,
+        "simhash_keys": ({"blocks": blocks, "agreeing_blocks": t,
+                          "keys_per_document": comb(blocks, t)}
+                         if resolved["use_simhash"] else None),
+        "bits": bits,
+        "verify": verify,
+        "keep": keep,
+        "partitions": nparts,
+    }
+    if measure_shuffle:
+        summary["shuffle_bytes"] = {name: _nbytes(frame) * (2 if name.endswith("_x2") else 1)
+                                    for name, frame in shuffled.items()}
+    if output:
+        os.makedirs(output, exist_ok=True)
+        with open(os.path.join(output, "clusters.jsonl"), "w", encoding="utf-8") as f:
+            for entry in clusters:
+                f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        with open(os.path.join(output, "summary.json"), "w", encoding="utf-8") as f:
+            json.dump(summary, f, indent=1)
+        _write_table(decisions, output, "decisions", format)
+    return DaskDedupResult(clusters, decisions, set(ids[i] for i in range(len(ids))
+                                                    if gids[i] in removed),
+                           summary, output)

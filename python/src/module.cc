@@ -1,0 +1,1512 @@
+// neardup._neardup: the pybind11 binding of the neardup library (fingerprints, keywords, the
+// Hamming index, dedup, the persistent store, and the stage functions the Dask pipeline runs).
+//
+// A thin layer: options are the command-line flags (src/cli/fingerprint_flags.h,
+// src/cli/dedup_flags.h) with '-' turned into '_', so names, defaults and their validation are the
+// CLI's own. A non-ok Status becomes ValueError (bad input), OSError (files; FileNotFoundError for
+// a missing one, FileExistsError for one that must be new), KeyError (a missing store id) or
+// RuntimeError (a bug), carrying the C++ message.
+// Every call that can take long releases the GIL; batch calls run on all cores.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/dedup_flags.h"
+#include "cli/fingerprint_flags.h"
+#include "common/parallel.h"
+#include "dedup/document_hashes.h"
+#include "neardup/clusters.h"
+#include "neardup/dedup.h"
+#include "neardup/fingerprinter.h"
+#include "neardup/jieba.h"
+#include "neardup/minhash_lsh.h"
+#include "neardup/permuted_index.h"
+#include "neardup/shingles.h"
+#include "neardup/store.h"
+
+namespace py = pybind11;
+
+namespace neardup::python {
+namespace {
+
+// ---- errors
+// ---------------------------------------------------------------------------------------
+
+[[noreturn]] void Throw(const Status& status, std::string_view context = {}) {
+  std::string message =
+      context.empty() ? status.message() : std::string(context) + ": " + status.message();
+  switch (status.code()) {
+    case StatusCode::kNotFound:
+      PyErr_SetString(PyExc_FileNotFoundError, message.c_str());
+      throw py::error_already_set();
+    case StatusCode::kAlreadyExists:
+      PyErr_SetString(PyExc_FileExistsError, message.c_str());
+      throw py::error_already_set();
+    case StatusCode::kIoError:
+    case StatusCode::kCorruption:
+      PyErr_SetString(PyExc_OSError, message.c_str());
+      throw py::error_already_set();
+    case StatusCode::kInternal:
+      throw std::runtime_error(message);
+    default:
+      throw py::value_error(message);
+  }
+}
+
+void Check(const Status& status, std::string_view context = {}) {
+  if (!status.ok()) Throw(status, context);
+}
+
+template <typename T>
+T Unwrap(Result<T> result, std::string_view context = {}) {
+  if (!result.ok()) Throw(result.status(), context);
+  return std::move(*result);
+}
+
+// ---- texts
+// ----------------------------------------------------------------------------------------
+
+// A UTF-8 view of a str (CPython's cached UTF-8 form, valid while the object lives) or bytes.
+std::string_view TextView(py::handle object, std::string_view what = "text") {
+  if (PyUnicode_Check(object.ptr())) {
+    Py_ssize_t size = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(object.ptr(), &size);
+    if (data == nullptr) throw py::error_already_set();  // lone surrogates: UnicodeEncodeError
+    return {data, static_cast<size_t>(size)};
+  }
+  if (PyBytes_Check(object.ptr())) {
+    char* data = nullptr;
+    Py_ssize_t size = 0;
+    if (PyBytes_AsStringAndSize(object.ptr(), &data, &size) != 0) throw py::error_already_set();
+    return {data, static_cast<size_t>(size)};
+  }
+  throw py::type_error(std::string(what) + ": expected str or bytes, got " +
+                       std::string(py::str(py::type::handle_of(object).attr("__name__"))));
+}
+
+// Texts of a batch: the objects are kept alive while the views are used without the GIL.
+struct TextBatch {
+  std::vector<py::object> owners;
+  std::vector<std::string_view> views;
+
+  explicit TextBatch(py::handle texts) {
+    if (PyUnicode_Check(texts.ptr()) || PyBytes_Check(texts.ptr())) {
+      throw py::type_error("texts: expected a sequence of str, got a single string");
+    }
+    if (py::hasattr(texts, "__len__")) {
+      size_t n = py::len(texts);
+      owners.reserve(n);
+      views.reserve(n);
+    }
+    for (py::handle item : py::iter(texts)) {
+      owners.push_back(py::reinterpret_borrow<py::object>(item));
+      views.push_back(TextView(item, "texts[" + std::to_string(views.size()) + "]"));
+    }
+  }
+  size_t size() const { return views.size(); }
+};
+
+// ---- fingerprints as Python values -----------------------------------------------------------
+
+py::int_ FingerprintToInt(const Fingerprint& fp) {
+  if (fp.bits == 64) return py::int_(fp.lo);
+  py::int_ hi(fp.hi);
+  py::int_ lo(fp.lo);
+  return py::reinterpret_steal<py::int_>(
+      PyNumber_Or(PyNumber_Lshift(hi.ptr(), py::int_(64).ptr()), lo.ptr()));
+}
+
+// An int (64-bit unless bits == 128 or it does not fit 64 bits), a hex/binary/"d:" string, or a
+// NumPy row [hi, lo].
+Fingerprint FingerprintFromObject(py::handle object, int bits, std::string_view what) {
+  if (PyUnicode_Check(object.ptr())) {
+    return Unwrap(ParseFingerprint(py::cast<std::string>(object)), what);
+  }
+  if (PyLong_Check(object.ptr()) || py::isinstance<py::int_>(object) ||
+      py::hasattr(object, "__index__")) {
+    py::int_ value = py::reinterpret_borrow<py::object>(object).attr("__index__")();
+    if (PyObject_RichCompareBool(value.ptr(), py::int_(0).ptr(), Py_LT) == 1) {
+      throw py::value_error(std::string(what) + ": a fingerprint cannot be negative");
+    }
+    py::int_ mask((uint64_t{0} - 1));
+    py::int_ low = py::reinterpret_steal<py::int_>(PyNumber_And(value.ptr(), mask.ptr()));
+    py::int_ high =
+        py::reinterpret_steal<py::int_>(PyNumber_Rshift(value.ptr(), py::int_(64).ptr()));
+    uint64_t lo = low.cast<uint64_t>();
+    if (PyObject_RichCompareBool(high.ptr(), mask.ptr(), Py_GT) == 1) {
+      throw py::value_error(std::string(what) + ": does not fit 128 bits");
+    }
+    uint64_t hi = high.cast<uint64_t>();
+    if (bits == 128 || hi != 0) return Fingerprint::From128(hi, lo);
+    return Fingerprint::From64(lo);
+  }
+  if (py::isinstance<py::array>(object) || py::isinstance<py::tuple>(object) ||
+      py::isinstance<py::list>(object)) {
+    auto row = py::cast<std::vector<uint64_t>>(object);
+    if (row.size() == 2) return Fingerprint::From128(row[0], row[1]);
+    if (row.size() == 1) return Fingerprint::From64(row[0]);
+  }
+  throw py::type_error(std::string(what) +
+                       ": expected an int, a hex string or a [hi, lo] pair of a 128-bit value");
+}
+
+// A NumPy uint64 array of n fingerprints: shape (n,) for 64 bits, (n, 2) [hi, lo] for 128.
+std::vector<Fingerprint> FingerprintsFromArray(py::handle object, int bits) {
+  auto array = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(object);
+  if (!array) throw py::type_error("fingerprints: expected an array of uint64");
+  std::vector<Fingerprint> out;
+  if (array.ndim() == 1) {
+    if (bits == 128) {
+      throw py::value_error("fingerprints: 128-bit fingerprints are an (n, 2) array [hi, lo]");
+    }
+    auto view = array.unchecked<1>();
+    out.reserve(view.shape(0));
+    for (py::ssize_t i = 0; i < view.shape(0); ++i) out.push_back(Fingerprint::From64(view(i)));
+  } else if (array.ndim() == 2 && array.shape(1) == 2) {
+    if (bits == 64) {
+      throw py::value_error("fingerprints: 64-bit fingerprints are a one-dimensional array");
+    }
+    auto view = array.unchecked<2>();
+    out.reserve(view.shape(0));
+    for (py::ssize_t i = 0; i < view.shape(0); ++i) {
+      out.push_back(Fingerprint::From128(view(i, 0), view(i, 1)));
+    }
+  } else {
+    throw py::value_error("fingerprints: expected shape (n,) or (n, 2)");
+  }
+  return out;
+}
+
+py::array FingerprintArray(const std::vector<Fingerprint>& fps, int bits) {
+  if (bits == 64) {
+    py::array_t<uint64_t> out(static_cast<py::ssize_t>(fps.size()));
+    auto view = out.mutable_unchecked<1>();
+    for (size_t i = 0; i < fps.size(); ++i) view(i) = fps[i].lo;
+    return out;
+  }
+  py::array_t<uint64_t> out({static_cast<py::ssize_t>(fps.size()), py::ssize_t{2}});
+  auto view = out.mutable_unchecked<2>();
+  for (size_t i = 0; i < fps.size(); ++i) {
+    view(i, 0) = fps[i].hi;
+    view(i, 1) = fps[i].lo;
+  }
+  return out;
+}
+
+std::vector<uint64_t> IdsFromObject(py::handle object, size_t n) {
+  if (object.is_none()) {
+    std::vector<uint64_t> ids(n);
+    for (size_t i = 0; i < n; ++i) ids[i] = i;
+    return ids;
+  }
+  auto ids = py::cast<std::vector<uint64_t>>(
+      py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(object));
+  if (ids.size() != n) {
+    throw py::value_error("ids: " + std::to_string(ids.size()) + " ids for " + std::to_string(n) +
+                          " fingerprints");
+  }
+  return ids;
+}
+
+template <typename T>
+py::array_t<T> ToArray(const std::vector<T>& values) {
+  py::array_t<T> out(static_cast<py::ssize_t>(values.size()));
+  if (!values.empty()) std::memcpy(out.mutable_data(), values.data(), values.size() * sizeof(T));
+  return out;
+}
+
+// ---- options (the CLI flags, '-' -> '_') -------------------------------------------------------
+
+bool TakeBool(py::handle value) { return py::cast<bool>(value); }
+
+void CheckChoice(const char* flag, const std::string& value,
+                 std::initializer_list<const char*> choices) {
+  std::string list;
+  for (const char* choice : choices) {
+    if (value == choice) return;
+    if (!list.empty()) list += ", ";
+    list += choice;
+  }
+  throw py::value_error(std::string(flag) + ": expected one of " + list + ", got \"" + value +
+                        "\"");
+}
+
+// Applies one fingerprint option; false if `name` is not a fingerprint option.
+bool ApplyFingerprintOption(const std::string& name, py::handle value, cli::FingerprintFlags* f) {
+  auto text = [&] { return value.is_none() ? std::string() : py::cast<std::string>(value); };
+  auto integer = [&] { return value.is_none() ? -1 : py::cast<int>(value); };
+  if (name == "profile") {
+    f->profile = text();
+    CheckChoice("profile", f->profile, {"neardup", "yanyiwu"});
+  } else if (name == "tokenizer") {
+    f->tokenizer = text();
+    CheckChoice("tokenizer", f->tokenizer, {"auto", "jieba", "icu", "char"});
+  } else if (name == "weighting") {
+    f->weighting = text();
+    if (!f->weighting.empty()) CheckChoice("weighting", f->weighting, {"tf", "tfidf", "uniform"});
+  } else if (name == "shingle") {
+    f->shingle = integer();
+  } else if (name == "ngram") {
+    f->ngram = integer();
+  } else if (name == "top_k") {
+    f->top_k = integer();
+  } else if (name == "bits") {
+    f->bits = py::cast<int>(value);
+    if (f->bits != 64 && f->bits != 128) throw py::value_error("bits: must be 64 or 128");
+  } else if (name == "hash") {
+    f->hash = text();
+    CheckChoice("hash", f->hash, {"xxh3", "jenkins"});
+  } else if (name == "no_nfkc") {
+    f->no_nfkc = TakeBool(value);
+  } else if (name == "no_casefold" || name == "no_case_fold") {
+    f->no_casefold = TakeBool(value);
+  } else if (name == "no_t2s") {
+    f->no_t2s = TakeBool(value);
+  } else if (name == "no_whitespace_folding") {
+    f->no_whitespace = TakeBool(value);
+  } else if (name == "keep_markup" || name == "no_strip_markup") {
+    f->keep_html = TakeBool(value);
+  } else if (name == "replace_invalid_utf8") {
+    f->replace_invalid = TakeBool(value);
+  } else if (name == "idf") {
+    f->idf_path = text();
+  } else if (name == "jieba_dir") {
+    f->jieba_dir = text();
+  } else {
+    return false;
+  }
+  return true;
+}
+
+[[noreturn]] void UnknownOption(const std::string& name) {
+  throw py::type_error("unexpected option '" + name + "'");
+}
+
+struct ParsedFingerprintOptions {
+  cli::FingerprintFlags flags;
+  FingerprintOptions options;
+  int threads = 0;
+};
+
+ParsedFingerprintOptions ParseFingerprintOptions(const py::dict& kwargs) {
+  ParsedFingerprintOptions parsed;
+  for (auto [key, value] : kwargs) {
+    std::string name = py::cast<std::string>(key);
+    if (name == "threads") {
+      parsed.threads = value.is_none() ? 0 : py::cast<int>(value);
+    } else if (!ApplyFingerprintOption(name, value, &parsed.flags)) {
+      UnknownOption(name);
+    }
+  }
+  Check(parsed.flags.ToOptions(&parsed.options));
+  return parsed;
+}
+
+DedupOptions ParseDedupOptions(const py::dict& kwargs) {
+  DedupFlags flags;
+  for (auto [key, value] : kwargs) {
+    std::string name = py::cast<std::string>(key);
+    if (ApplyFingerprintOption(name, value, &flags.fingerprint)) continue;
+    if (name == "k" || name == "distance") {
+      flags.k = py::cast<int>(value);
+    } else if (name == "threshold") {
+      flags.threshold = py::cast<double>(value);
+    } else if (name == "bands") {
+      flags.bands = py::cast<int>(value);
+    } else if (name == "rows") {
+      flags.rows = py::cast<int>(value);
+    } else if (name == "bucket_window") {
+      flags.bucket_window = py::cast<uint32_t>(value);
+    } else if (name == "candidates") {
+      flags.candidates = py::cast<std::string>(value);
+      CheckChoice("candidates", flags.candidates, {"lsh+simhash", "lsh", "simhash"});
+    } else if (name == "keep") {
+      flags.keep = py::cast<std::string>(value);
+    } else if (name == "verify") {
+      flags.verify = value.is_none() ? DedupOptions::kVerifyAtThreshold : py::cast<double>(value);
+    } else if (name == "threads") {
+      flags.threads = value.is_none() ? 0 : py::cast<int>(value);
+    } else if (name == "strict") {
+      flags.strict = TakeBool(value);
+    } else if (name == "id_field") {
+      flags.id_field = py::cast<std::string>(value);
+    } else if (name == "text_field") {
+      flags.text_field = py::cast<std::string>(value);
+    } else {
+      UnknownOption(name);
+    }
+  }
+  DedupOptions options;
+  Check(flags.ToOptions(&options));
+  return options;
+}
+
+// ---- Fingerprinter
+// --------------------------------------------------------------------------------
+
+class PyFingerprinter {
+ public:
+  explicit PyFingerprinter(const py::dict& kwargs) : kwargs_(kwargs) {
+    ParsedFingerprintOptions parsed = ParseFingerprintOptions(kwargs);
+    threads_ = parsed.threads;
+    {
+      py::gil_scoped_release release;
+      auto created = Fingerprinter::Create(parsed.options);
+      if (!created.ok()) {
+        py::gil_scoped_acquire acquire;
+        Throw(created.status());
+      }
+      engine_ = std::move(*created);
+    }
+  }
+
+  const Fingerprinter& engine() const { return *engine_; }
+  int bits() const { return engine_->options().bits; }
+  int threads() const { return threads_; }
+  const py::dict& kwargs() const { return kwargs_; }
+
+  py::int_ Compute(py::handle text) const {
+    std::string_view view = TextView(text);
+    Result<Fingerprint> fp = Status::Internal("unset");
+    {
+      py::gil_scoped_release release;
+      fp = engine_->Compute(view);
+    }
+    return FingerprintToInt(Unwrap(std::move(fp)));
+  }
+
+  // Fingerprints of a batch on all cores; errors[i] is ok for the ones computed.
+  void ComputeBatch(const TextBatch& batch, std::vector<Fingerprint>* fps,
+                    std::vector<Status>* errors) const {
+    py::gil_scoped_release release;
+    fps->assign(batch.size(), Fingerprint{0, 0, bits()});
+    errors->assign(batch.size(), Status::Ok());
+    ParallelFor(
+        batch.size(), threads_,
+        [&](size_t begin, size_t end) {
+          for (size_t i = begin; i < end; ++i) {
+            auto fp = engine_->Compute(batch.views[i]);
+            if (fp.ok()) {
+              (*fps)[i] = *fp;
+            } else {
+              (*errors)[i] = fp.status();
+            }
+          }
+        },
+        16);
+  }
+
+  py::object ComputeBatchPy(py::handle texts, const std::string& errors_mode) const {
+    if (errors_mode != "raise" && errors_mode != "mask") {
+      throw py::value_error("errors: expected \"raise\" or \"mask\"");
+    }
+    TextBatch batch(texts);
+    std::vector<Fingerprint> fps;
+    std::vector<Status> errors;
+    ComputeBatch(batch, &fps, &errors);
+    py::array values = FingerprintArray(fps, bits());
+    if (errors_mode == "raise") {
+      for (size_t i = 0; i < errors.size(); ++i) {
+        if (!errors[i].ok()) Throw(errors[i], "texts[" + std::to_string(i) + "]");
+      }
+      return values;
+    }
+    py::array_t<bool> ok(static_cast<py::ssize_t>(errors.size()));
+    auto view = ok.mutable_unchecked<1>();
+    for (size_t i = 0; i < errors.size(); ++i) view(i) = errors[i].ok();
+    return py::make_tuple(values, ok);
+  }
+
+  py::list Features(py::handle text, size_t top_k) const {
+    std::string_view view = TextView(text);
+    Result<std::vector<WeightedFeature>> features = Status::Internal("unset");
+    {
+      py::gil_scoped_release release;
+      features = engine_->Features(view);
+    }
+    auto list = Unwrap(std::move(features));
+    py::list out;
+    for (size_t i = 0; i < list.size() && (top_k == 0 || i < top_k); ++i) {
+      out.append(py::make_tuple(list[i].text, list[i].weight));
+    }
+    return out;
+  }
+
+  int TextDistance(py::handle a, py::handle b) const {
+    std::string_view va = TextView(a, "a");
+    std::string_view vb = TextView(b, "b");
+    Result<Fingerprint> fa = Status::Internal("unset");
+    Result<Fingerprint> fb = Status::Internal("unset");
+    {
+      py::gil_scoped_release release;
+      fa = engine_->Compute(va);
+      fb = engine_->Compute(vb);
+    }
+    return HammingDistance(Unwrap(std::move(fa), "a"), Unwrap(std::move(fb), "b"));
+  }
+
+  // What dedup records of each document, for the Dask pipeline: ok, fingerprint, text bytes,
+  // content hash (XXH3 of the raw text) and squeezed hash, all computed on all cores.
+  py::dict Records(py::handle texts) const {
+    TextBatch batch(texts);
+    const size_t n = batch.size();
+    std::vector<Fingerprint> fps;
+    std::vector<Status> errors;
+    ComputeBatch(batch, &fps, &errors);
+    std::vector<uint64_t> bytes(n), content(n), squeezed(n);
+    std::vector<uint8_t> ok(n);
+    {
+      py::gil_scoped_release release;
+      ParallelFor(
+          n, threads_,
+          [&](size_t begin, size_t end) {
+            for (size_t i = begin; i < end; ++i) {
+              std::string_view text = batch.views[i];
+              bytes[i] = text.size();
+              content[i] = XXH3_64bits(text.data(), text.size());
+              squeezed[i] = SqueezedHash(text);
+              ok[i] = errors[i].ok();
+            }
+          },
+          64);
+    }
+    std::vector<uint64_t> hi(n), lo(n);
+    for (size_t i = 0; i < n; ++i) {
+      hi[i] = fps[i].hi;
+      lo[i] = fps[i].lo;
+    }
+    py::dict out;
+    out["ok"] = ToArray(ok).attr("astype")("bool");
+    out["hi"] = ToArray(hi);
+    out["lo"] = ToArray(lo);
+    out["bytes"] = ToArray(bytes);
+    out["content_hash"] = ToArray(content);
+    out["squeezed_hash"] = ToArray(squeezed);
+    return out;
+  }
+
+ private:
+  py::dict kwargs_;
+  int threads_ = 0;
+  std::unique_ptr<Fingerprinter> engine_;
+};
+
+// ---- keywords (jieba)
+// -----------------------------------------------------------------------------
+
+std::shared_ptr<const KeywordExtractor> GetExtractor(const std::string& idf,
+                                                     const std::string& jieba_dir) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, std::string>, std::shared_ptr<const KeywordExtractor>>
+      cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto key = std::make_pair(idf, jieba_dir);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  Result<std::shared_ptr<const KeywordExtractor>> loaded = Status::Internal("unset");
+  if (idf.empty() && jieba_dir.empty()) {
+    loaded = KeywordExtractor::Default();
+  } else {
+    // As `neardup keywords --extract-tags --jieba-dir --idf` does.
+    JiebaOptions jieba;
+    if (!jieba_dir.empty()) {
+      jieba.dict_path = jieba_dir + "/dict.txt";
+      jieba.hmm_dir = jieba_dir + "/finalseg";
+      jieba.idf_path = jieba_dir + "/analyse/idf.txt";
+    }
+    if (!idf.empty()) jieba.idf_path = idf;
+    auto segmenter = JiebaSegmenter::Load(jieba);
+    loaded = segmenter.ok() ? KeywordExtractor::Load(*segmenter, jieba)
+                            : Result<std::shared_ptr<const KeywordExtractor>>(segmenter.status());
+  }
+  if (!loaded.ok()) return nullptr;  // caller reports (needs the GIL)
+  cache.emplace(key, *loaded);
+  return *loaded;
+}
+
+Status ExtractorStatus(const std::string& idf, const std::string& jieba_dir) {
+  // Reloads only to produce the error message of a failed load (rare path).
+  if (idf.empty() && jieba_dir.empty()) return KeywordExtractor::Default().status();
+  JiebaOptions jieba;
+  if (!jieba_dir.empty()) {
+    jieba.dict_path = jieba_dir + "/dict.txt";
+    jieba.hmm_dir = jieba_dir + "/finalseg";
+    jieba.idf_path = jieba_dir + "/analyse/idf.txt";
+  }
+  if (!idf.empty()) jieba.idf_path = idf;
+  auto segmenter = JiebaSegmenter::Load(jieba);
+  if (!segmenter.ok()) return segmenter.status();
+  return KeywordExtractor::Load(*segmenter, jieba).status();
+}
+
+py::list ExtractTags(py::handle text, size_t top_k, const std::string& idf,
+                     const std::string& jieba_dir) {
+  std::string_view view = TextView(text);
+  std::shared_ptr<const KeywordExtractor> extractor;
+  std::vector<Keyword> keywords;
+  {
+    py::gil_scoped_release release;
+    extractor = GetExtractor(idf, jieba_dir);
+    if (extractor) keywords = extractor->ExtractTags(view, top_k);
+  }
+  if (!extractor) Throw(ExtractorStatus(idf, jieba_dir));
+  py::list out;
+  for (const Keyword& keyword : keywords) out.append(py::make_tuple(keyword.word, keyword.weight));
+  return out;
+}
+
+py::list Cut(py::handle text, bool hmm) {
+  std::string_view view = TextView(text);
+  std::vector<std::string_view> tokens;
+  Result<std::shared_ptr<const JiebaSegmenter>> segmenter = Status::Internal("unset");
+  {
+    py::gil_scoped_release release;
+    segmenter = JiebaSegmenter::Default();
+    if (segmenter.ok()) (*segmenter)->Cut(view, &tokens, hmm);
+  }
+  Unwrap(std::move(segmenter));
+  py::list out;
+  for (std::string_view token : tokens) out.append(py::str(token.data(), token.size()));
+  return out;
+}
+
+int Distance(py::handle a, py::handle b) {
+  Fingerprint fa = FingerprintFromObject(a, 64, "a");
+  Fingerprint fb = FingerprintFromObject(b, 64, "b");
+  if (fa.bits != fb.bits) {
+    // A 128-bit value whose high half is zero given as an int reads as 64 bits: widen it.
+    if (fa.bits == 64) fa = Fingerprint::From128(0, fa.lo);
+    if (fb.bits == 64) fb = Fingerprint::From128(0, fb.lo);
+  }
+  return HammingDistance(fa, fb);
+}
+
+// ---- shingles (verification) --------------------------------------------------------------------
+
+class PyShingler {
+ public:
+  explicit PyShingler(bool traditional_to_simplified)
+      : engine_(Unwrap(ShingleSimilarity::Create(traditional_to_simplified))) {}
+
+  // The sorted distinct 32-bit shingle hashes dedup verifies with, one uint32 array per text.
+  py::list Batch(py::handle texts, int threads) const {
+    TextBatch batch(texts);
+    std::vector<std::vector<uint32_t>> sets(batch.size());
+    {
+      py::gil_scoped_release release;
+      ParallelFor(
+          batch.size(), threads,
+          [&](size_t begin, size_t end) {
+            std::vector<uint64_t> wide;
+            for (size_t i = begin; i < end; ++i) {
+              if (!engine_->Shingles(batch.views[i], &wide).ok()) continue;
+              ShingleSimilarity::Narrow(wide, &sets[i]);
+            }
+          },
+          8);
+    }
+    py::list out;
+    for (const auto& set : sets) out.append(ToArray(set));
+    return out;
+  }
+
+ private:
+  std::unique_ptr<ShingleSimilarity> engine_;
+};
+
+std::vector<uint32_t> U32(py::handle object) {
+  return py::cast<std::vector<uint32_t>>(
+      py::array_t<uint32_t, py::array::c_style | py::array::forcecast>::ensure(object));
+}
+
+double Jaccard(py::handle a, py::handle b) { return ShingleSimilarity::Jaccard32(U32(a), U32(b)); }
+
+// Jaccard of pairs of shingle sets given as two lists of uint32 arrays, on all cores.
+py::array_t<double> JaccardPairs(const py::list& left, const py::list& right, int threads) {
+  if (left.size() != right.size()) throw py::value_error("left and right differ in length");
+  const size_t n = left.size();
+  std::vector<std::vector<uint32_t>> a(n), b(n);
+  for (size_t i = 0; i < n; ++i) {
+    a[i] = U32(left[i]);
+    b[i] = U32(right[i]);
+  }
+  std::vector<double> out(n);
+  {
+    py::gil_scoped_release release;
+    ParallelFor(
+        n, threads,
+        [&](size_t begin, size_t end) {
+          for (size_t i = begin; i < end; ++i) out[i] = ShingleSimilarity::Jaccard32(a[i], b[i]);
+        },
+        64);
+  }
+  return ToArray(out);
+}
+
+// ---- the Hamming-distance candidate stage, as independent buckets (for Dask) --------------------
+
+// Bit blocks of a `bits`-wide fingerprint: `blocks` contiguous ranges, the first (bits % blocks)
+// one bit wider. Two fingerprints within k differ in at most k blocks, so with blocks = k + t they
+// agree on at least t blocks: every pair within k shares the key of its first t agreeing blocks.
+struct BlockLayout {
+  std::vector<int> start, width;
+  BlockLayout(int bits, int blocks) {
+    int at = 0;
+    for (int i = 0; i < blocks; ++i) {
+      int w = bits / blocks + (i < bits % blocks ? 1 : 0);
+      start.push_back(at);
+      width.push_back(w);
+      at += w;
+    }
+  }
+  uint64_t Value(const Fingerprint& fp, int block) const {
+    uint64_t value = 0;
+    for (int b = 0; b < width[block]; ++b) {
+      value |= static_cast<uint64_t>(fp.bit(start[block] + b)) << b;
+    }
+    return value;
+  }
+};
+
+// All t-subsets of {0..blocks-1} in lexicographic order.
+std::vector<std::vector<int>> Combinations(int blocks, int t) {
+  std::vector<std::vector<int>> out;
+  std::vector<int> current(t);
+  for (int i = 0; i < t; ++i) current[i] = i;
+  for (;;) {
+    out.push_back(current);
+    int i = t - 1;
+    while (i >= 0 && current[i] == blocks - t + i) --i;
+    if (i < 0) break;
+    ++current[i];
+    for (int j = i + 1; j < t; ++j) current[j] = current[j - 1] + 1;
+  }
+  return out;
+}
+
+// Candidate keys of each fingerprint: one key per t-subset of blocks (XXH3 of the subset number
+// and its block values). Returns (row, combination, key) arrays, row-major.
+py::tuple HammingKeys(py::array_t<uint64_t> hi_array, py::array_t<uint64_t> lo_array, int bits,
+                      int blocks, int t) {
+  if (blocks < 1 || t < 1 || t > blocks || blocks > bits) {
+    throw py::value_error("blocks/t out of range");
+  }
+  auto hi = hi_array.unchecked<1>();
+  auto lo = lo_array.unchecked<1>();
+  const size_t n = lo.shape(0);
+  const BlockLayout layout(bits, blocks);
+  const auto combos = Combinations(blocks, t);
+  const size_t per = combos.size();
+  std::vector<uint64_t> rows(n * per), keys(n * per);
+  std::vector<uint32_t> combo_ids(n * per);
+  {
+    py::gil_scoped_release release;
+    std::vector<uint64_t> values(blocks);
+    for (size_t i = 0; i < n; ++i) {
+      Fingerprint fp{bits == 128 ? hi(i) : 0, lo(i), bits};
+      for (int b = 0; b < blocks; ++b) values[b] = layout.Value(fp, b);
+      for (size_t c = 0; c < per; ++c) {
+        uint64_t buffer[64];
+        buffer[0] = c;
+        for (int j = 0; j < t; ++j) buffer[1 + j] = values[combos[c][j]];
+        size_t at = i * per + c;
+        rows[at] = i;
+        combo_ids[at] = static_cast<uint32_t>(c);
+        keys[at] = XXH3_64bits(buffer, sizeof(uint64_t) * (1 + t));
+      }
+    }
+  }
+  return py::make_tuple(ToArray(rows), ToArray(combo_ids), ToArray(keys));
+}
+
+// The pairs within k of one shuffled partition of key records (key, combination, document, hi,
+// lo): records of equal key are compared all-pairs, and a pair is reported only by the
+// combination of its first t agreeing blocks, so each pair comes out once over all buckets.
+py::tuple HammingBucketPairs(py::array_t<uint64_t> key_array, py::array_t<uint32_t> combo_array,
+                             py::array_t<uint64_t> doc_array, py::array_t<uint64_t> hi_array,
+                             py::array_t<uint64_t> lo_array, int bits, int blocks, int t, int k) {
+  auto keys = key_array.unchecked<1>();
+  auto combo = combo_array.unchecked<1>();
+  auto docs = doc_array.unchecked<1>();
+  auto hi = hi_array.unchecked<1>();
+  auto lo = lo_array.unchecked<1>();
+  const size_t n = keys.shape(0);
+  const BlockLayout layout(bits, blocks);
+  const auto combos = Combinations(blocks, t);
+  std::vector<uint64_t> out_a, out_b;
+  std::vector<int32_t> out_d;
+  {
+    py::gil_scoped_release release;
+    std::vector<size_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      if (keys(x) != keys(y)) return keys(x) < keys(y);
+      if (combo(x) != combo(y)) return combo(x) < combo(y);
+      return docs(x) < docs(y);
+    });
+    std::vector<int> first(t);
+    for (size_t begin = 0; begin < n;) {
+      size_t end = begin + 1;
+      while (end < n && keys(order[end]) == keys(order[begin]) &&
+             combo(order[end]) == combo(order[begin])) {
+        ++end;
+      }
+      const auto& mine = combos[combo(order[begin])];
+      for (size_t x = begin; x < end; ++x) {
+        const size_t i = order[x];
+        const Fingerprint fi{bits == 128 ? hi(i) : 0, lo(i), bits};
+        for (size_t y = x + 1; y < end; ++y) {
+          const size_t j = order[y];
+          if (docs(i) == docs(j)) continue;
+          const Fingerprint fj{bits == 128 ? hi(j) : 0, lo(j), bits};
+          const int distance = HammingDistance(fi, fj);
+          if (distance > k) continue;
+          // The first t agreeing blocks must be this record's combination.
+          int found = 0;
+          for (int b = 0; b < blocks && found < t; ++b) {
+            if (layout.Value(fi, b) == layout.Value(fj, b)) first[found++] = b;
+          }
+          if (found < t || !std::equal(first.begin(), first.end(), mine.begin())) continue;
+          out_a.push_back(std::min(docs(i), docs(j)));
+          out_b.push_back(std::max(docs(i), docs(j)));
+          out_d.push_back(distance);
+        }
+      }
+      begin = end;
+    }
+  }
+  return py::make_tuple(ToArray(out_a), ToArray(out_b), ToArray(out_d));
+}
+
+// ---- clusters (the keep decision), on a compact set of documents
+// ---------------------------------
+
+// Runs BuildClusters over documents 0..n-1 (canonical order) and accepted pairs; returns per
+// cluster (kept, [(document, distance_to_kept, via, distance_to_via, similarity_to_via, reason)]).
+py::list Clusters(py::array_t<uint64_t> hi_array, py::array_t<uint64_t> lo_array, int bits,
+                  py::array_t<uint64_t> bytes_array, py::array_t<uint64_t> content_array,
+                  py::array_t<double> score_array, py::array_t<uint32_t> a_array,
+                  py::array_t<uint32_t> b_array, py::array_t<int32_t> distance_array,
+                  py::array_t<double> similarity_array, const std::string& keep) {
+  KeepPolicy policy;
+  std::string field;
+  Check(ParseKeepPolicy(keep, &policy, &field));
+  auto hi = hi_array.unchecked<1>();
+  auto lo = lo_array.unchecked<1>();
+  auto bytes = bytes_array.unchecked<1>();
+  auto content = content_array.unchecked<1>();
+  auto score = score_array.unchecked<1>();
+  auto a = a_array.unchecked<1>();
+  auto b = b_array.unchecked<1>();
+  auto distance = distance_array.unchecked<1>();
+  auto similarity = similarity_array.unchecked<1>();
+  std::vector<DedupDocument> documents(lo.shape(0));
+  for (size_t i = 0; i < documents.size(); ++i) {
+    documents[i].fingerprint = Fingerprint{bits == 128 ? hi(i) : 0, lo(i), bits};
+    documents[i].text_bytes = bytes(i);
+    documents[i].content_hash = content(i);
+    if (!std::isnan(score(i))) documents[i].score = score(i);
+  }
+  std::vector<DuplicatePair> pairs(a.shape(0));
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (a(i) >= documents.size() || b(i) >= documents.size()) {
+      throw py::value_error("pair " + std::to_string(i) + " names a document out of range");
+    }
+    pairs[i] = {a(i), b(i), distance(i), similarity(i)};
+  }
+  std::vector<DedupCluster> clusters;
+  std::vector<bool> removed;
+  {
+    py::gil_scoped_release release;
+    BuildClusters(documents, pairs, policy, &clusters, &removed);
+  }
+  py::list out;
+  for (const DedupCluster& cluster : clusters) {
+    py::list members;
+    for (const ClusterMember& m : cluster.removed) {
+      members.append(py::make_tuple(m.document, m.distance_to_kept, m.via, m.distance_to_via,
+                                    m.similarity_to_via, m.reason));
+    }
+    out.append(py::make_tuple(cluster.kept, members));
+  }
+  return out;
+}
+
+// ---- dedup over files (the library behind `neardup dedup`) ----------------------------------
+
+py::dict ReportToDict(const DedupReport& report, const DedupOptions& options) {
+  py::list ids;
+  for (const DedupDocument& doc : report.documents) ids.append(doc.id);
+  std::vector<uint64_t> hi, lo, bytes, file_index, line;
+  for (const DedupDocument& doc : report.documents) {
+    hi.push_back(doc.fingerprint.hi);
+    lo.push_back(doc.fingerprint.lo);
+    bytes.push_back(doc.text_bytes);
+    file_index.push_back(doc.file_index);
+    line.push_back(doc.line);
+  }
+  py::list clusters;
+  for (const DedupCluster& cluster : report.clusters) {
+    py::list members;
+    for (const ClusterMember& m : cluster.removed) {
+      members.append(py::make_tuple(m.document, m.distance_to_kept, m.via, m.distance_to_via,
+                                    m.similarity_to_via, m.reason));
+    }
+    clusters.append(py::make_tuple(cluster.kept, members));
+  }
+  std::vector<uint8_t> removed(report.removed.begin(), report.removed.end());
+  py::dict out;
+  out["ids"] = ids;
+  out["hi"] = ToArray(hi);
+  out["lo"] = ToArray(lo);
+  out["bits"] = options.fingerprint.bits;
+  out["bytes"] = ToArray(bytes);
+  out["file_index"] = ToArray(file_index);
+  out["line"] = ToArray(line);
+  out["removed"] = ToArray(removed).attr("astype")("bool");
+  out["clusters"] = clusters;
+  out["k"] = report.max_distance;
+  out["lsh_candidate_pairs"] = report.lsh_candidate_pairs;
+  out["simhash_candidate_pairs"] = report.simhash_candidate_pairs;
+  out["summary"] = DedupSummaryJson(report, &options);
+  out["input_files"] = report.input_files;
+  return out;
+}
+
+py::dict DedupFiles(const std::vector<std::string>& inputs, const std::string& output_dir,
+                    const py::dict& kwargs) {
+  DedupOptions options = ParseDedupOptions(kwargs);
+  auto warnings = std::make_shared<std::vector<std::string>>();
+  options.reader.on_warning = [warnings](const std::string& message) {
+    if (warnings->size() < 1000) warnings->push_back(message);
+  };
+  Result<DedupReport> report = Status::Internal("unset");
+  Status written;
+  {
+    py::gil_scoped_release release;
+    report = RunDedup(inputs, options);
+    if (report.ok() && !output_dir.empty()) {
+      DedupOutputOptions output;
+      output.directory = output_dir;
+      output.options = &options;
+      output.inputs = &inputs;
+      written = WriteDedupOutputs(*report, output);
+    }
+  }
+  if (!report.ok()) Throw(report.status());
+  Check(written);
+  py::dict out = ReportToDict(*report, options);
+  out["warnings"] = *warnings;
+  return out;
+}
+
+// The options a dedup run resolves (for the Dask pipeline): bits, the SimHash k, the LSH
+// parameters, the verification threshold, which candidate stages run, keep policy, t2s, fields.
+py::dict ResolveDedupOptions(const py::dict& kwargs) {
+  DedupOptions options = ParseDedupOptions(kwargs);
+  LshParameters lsh = Unwrap(ResolveLshParameters(options.lsh));
+  py::dict out;
+  out["bits"] = options.fingerprint.bits;
+  out["k"] = options.max_distance;
+  out["use_lsh"] = options.candidates != DedupOptions::Candidates::kSimHash;
+  out["use_simhash"] = options.candidates != DedupOptions::Candidates::kLsh;
+  out["threshold"] = options.lsh.threshold;
+  out["bands"] = lsh.bands;
+  out["rows"] = lsh.rows;
+  out["bucket_window"] = options.lsh.bucket_window;
+  out["seed"] = options.lsh.seed;
+  out["verify"] = ResolveVerifyThreshold(options);
+  out["keep_field"] = options.keep_field;
+  out["t2s"] = options.fingerprint.normalize.traditional_to_simplified;
+  out["id_field"] = options.reader.id_field;
+  out["text_field"] = options.reader.text_field;
+  out["strict"] = options.reader.strict;
+  out["threads"] = options.threads;
+  return out;
+}
+
+// ---- the MinHash LSH candidate stage (neardup/minhash_lsh.h) ----------------------------------
+
+class PyMinHashLsh {
+ public:
+  PyMinHashLsh(double threshold, int bands, int rows, uint32_t bucket_window, uint64_t seed,
+               bool traditional_to_simplified)
+      : t2s_(traditional_to_simplified) {
+    MinHashLshOptions options;
+    options.threshold = threshold;
+    options.bands = bands;
+    options.rows = rows;
+    options.bucket_window = bucket_window;
+    options.seed = seed;
+    lsh_ = std::make_unique<MinHashLsh>(Unwrap(MinHashLsh::Create(options)));
+    shingler_ = Unwrap(ShingleSimilarity::Create(traditional_to_simplified));
+  }
+
+  int bands() const { return lsh_->parameters().bands; }
+  int rows() const { return lsh_->parameters().rows; }
+  const MinHashLshOptions& options() const { return lsh_->options(); }
+  bool t2s() const { return t2s_; }
+
+  // Band keys of each text, shape (n, bands) uint32, and whether the text has any (a text without
+  // shingles has none and is in no bucket), on all cores.
+  py::tuple BandKeys(py::handle texts, int threads) const {
+    TextBatch batch(texts);
+    const size_t n = batch.size();
+    const size_t b = static_cast<size_t>(bands());
+    py::array_t<uint32_t> keys({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(b)});
+    std::vector<uint8_t> has(n, 0);
+    uint32_t* data = keys.mutable_data();
+    {
+      py::gil_scoped_release release;
+      std::fill(data, data + n * b, 0u);
+      ParallelFor(
+          n, threads,
+          [&](size_t begin, size_t end) {
+            std::vector<uint64_t> shingles;
+            for (size_t i = begin; i < end; ++i) {
+              if (!shingler_->Shingles(batch.views[i], &shingles).ok()) continue;
+              has[i] = lsh_->BandKeysOf(shingles, std::span<uint32_t>(data + i * b, b));
+            }
+          },
+          16);
+    }
+    return py::make_tuple(keys, ToArray(has).attr("astype")("bool"));
+  }
+
+  py::array_t<uint32_t> Signature(py::handle text) const {
+    std::string_view view = TextView(text);
+    std::vector<uint64_t> shingles;
+    Check(shingler_->Shingles(view, &shingles));
+    std::vector<uint32_t> signature;
+    lsh_->Signature(shingles, &signature);
+    return ToArray(signature);
+  }
+
+  // Candidate pairs (a < b) of documents 0..n-1 with band keys `keys` (n, bands) and `has` (n),
+  // exactly as `neardup dedup` forms them.
+  py::tuple CandidatePairs(py::array_t<uint32_t, py::array::c_style | py::array::forcecast> keys,
+                           py::array_t<bool, py::array::c_style | py::array::forcecast> has,
+                           int threads) const {
+    if (keys.ndim() != 2 || keys.shape(1) != bands() || has.ndim() != 1 ||
+        has.shape(0) != keys.shape(0)) {
+      throw py::value_error("keys: expected shape (n, bands) and has: shape (n,)");
+    }
+    const size_t n = keys.shape(0);
+    const size_t b = static_cast<size_t>(bands());
+    std::vector<LshPair> pairs;
+    LshJoinStats stats;
+    {
+      py::gil_scoped_release release;
+      BandKeyTable table(bands());
+      table.Reserve(n);
+      const uint32_t* data = keys.data();
+      const bool* flags = has.data();
+      for (size_t i = 0; i < n; ++i) {
+        table.Append(flags[i] ? std::span<const uint32_t>(data + i * b, b)
+                              : std::span<const uint32_t>());
+      }
+      pairs = LshCandidatePairs(table, lsh_->options().bucket_window, threads, &stats);
+    }
+    std::vector<uint64_t> a(pairs.size()), bb(pairs.size());
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      a[i] = pairs[i].a;
+      bb[i] = pairs[i].b;
+    }
+    return py::make_tuple(ToArray(a), ToArray(bb));
+  }
+
+ private:
+  bool t2s_ = true;
+  std::unique_ptr<MinHashLsh> lsh_;
+  std::unique_ptr<ShingleSimilarity> shingler_;
+};
+
+// The pairs of one shuffled partition of LSH records (bucket = band << 32 | key, document): each
+// bucket's documents sorted and paired by the bucket rule (neardup/minhash_lsh.h BucketPairs).
+py::tuple LshBucketPairs(py::array_t<uint64_t> bucket_array, py::array_t<uint64_t> doc_array,
+                         uint32_t window) {
+  auto buckets = bucket_array.unchecked<1>();
+  auto docs = doc_array.unchecked<1>();
+  const size_t n = buckets.shape(0);
+  std::vector<LshPair> pairs;
+  {
+    py::gil_scoped_release release;
+    std::vector<std::pair<uint64_t, uint64_t>> records(n);
+    for (size_t i = 0; i < n; ++i) records[i] = {buckets(i), docs(i)};
+    std::sort(records.begin(), records.end());
+    std::vector<uint64_t> members;
+    for (size_t begin = 0; begin < n;) {
+      size_t end = begin;
+      members.clear();
+      while (end < n && records[end].first == records[begin].first) {
+        if (members.empty() || members.back() != records[end].second) {
+          members.push_back(records[end].second);
+        }
+        ++end;
+      }
+      if (members.size() > 1) BucketPairs(members, window, &pairs);
+      begin = end;
+    }
+  }
+  std::vector<uint64_t> a(pairs.size()), b(pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    a[i] = pairs[i].a;
+    b[i] = pairs[i].b;
+  }
+  return py::make_tuple(ToArray(a), ToArray(b));
+}
+
+// ---- Hamming index ----------------------------------------------------------------------------
+
+class PyIndex {
+ public:
+  PyIndex(int bits, int max_k, double expected_size, int threads) {
+    PermutedIndexOptions options;
+    options.bits = bits;
+    options.max_k = max_k;
+    options.expected_size = expected_size;
+    options.threads = threads;
+    index_ = Unwrap(PermutedIndex::Create(options));
+  }
+
+  void Add(py::handle ids_object, py::handle fps_object) {
+    const bool scalar = !py::isinstance<py::array>(fps_object) &&
+                        !py::isinstance<py::list>(fps_object) &&
+                        !py::isinstance<py::tuple>(fps_object);
+    if (scalar) {
+      Fingerprint fp = FingerprintFromObject(fps_object, index_->bits(), "fingerprint");
+      uint64_t id = py::cast<uint64_t>(ids_object);
+      Check(index_->Add(id, fp));
+      return;
+    }
+    std::vector<Fingerprint> fps = FingerprintsFromArray(fps_object, index_->bits());
+    std::vector<uint64_t> ids = IdsFromObject(ids_object, fps.size());
+    Status status;
+    {
+      py::gil_scoped_release release;
+      status = index_->AddBatch(ids, fps);
+    }
+    Check(status);
+  }
+
+  size_t Remove(uint64_t id, py::handle fp) {
+    return index_->Remove(id, FingerprintFromObject(fp, index_->bits(), "fingerprint"));
+  }
+
+  py::tuple Search(py::handle fp_object, int k) const {
+    Fingerprint fp = FingerprintFromObject(fp_object, index_->bits(), "fingerprint");
+    if (fp.bits != index_->bits()) fp = Fingerprint::From128(fp.hi, fp.lo);
+    Result<std::vector<Neighbor>> hits = Status::Internal("unset");
+    {
+      py::gil_scoped_release release;
+      hits = index_->Search(fp, k);
+    }
+    auto list = Unwrap(std::move(hits));
+    std::vector<uint64_t> ids;
+    std::vector<int32_t> distances;
+    for (const Neighbor& hit : list) {
+      ids.push_back(hit.id);
+      distances.push_back(hit.distance);
+    }
+    return py::make_tuple(ToArray(ids), ToArray(distances));
+  }
+
+  py::tuple SearchBatch(py::handle fps_object, int k) const {
+    std::vector<Fingerprint> queries = FingerprintsFromArray(fps_object, index_->bits());
+    Result<std::vector<std::vector<Neighbor>>> hits = Status::Internal("unset");
+    {
+      py::gil_scoped_release release;
+      hits = index_->SearchBatch(queries, k);
+    }
+    auto lists = Unwrap(std::move(hits));
+    std::vector<uint64_t> query, ids;
+    std::vector<int32_t> distances;
+    for (size_t q = 0; q < lists.size(); ++q) {
+      for (const Neighbor& hit : lists[q]) {
+        query.push_back(q);
+        ids.push_back(hit.id);
+        distances.push_back(hit.distance);
+      }
+    }
+    return py::make_tuple(ToArray(query), ToArray(ids), ToArray(distances));
+  }
+
+  py::tuple SelfJoin(int k) const {
+    Result<std::vector<NeighborPair>> pairs = Status::Internal("unset");
+    {
+      py::gil_scoped_release release;
+      pairs = index_->SelfJoin(k);
+    }
+    auto list = Unwrap(std::move(pairs));
+    std::vector<uint64_t> a, b;
+    std::vector<int32_t> d;
+    a.reserve(list.size());
+    b.reserve(list.size());
+    d.reserve(list.size());
+    for (const NeighborPair& pair : list) {
+      a.push_back(pair.a);
+      b.push_back(pair.b);
+      d.push_back(pair.distance);
+    }
+    return py::make_tuple(ToArray(a), ToArray(b), ToArray(d));
+  }
+
+  void Compact() {
+    py::gil_scoped_release release;
+    index_->Compact();
+  }
+
+  py::dict Stats() const {
+    PermutedIndexStats s = index_->detailed_stats();
+    py::dict out;
+    out["queries"] = s.search.queries;
+    out["probes"] = s.search.probes;
+    out["candidates"] = s.search.candidates;
+    out["results"] = s.search.results;
+    out["segments"] = s.segments;
+    out["delta_size"] = s.delta_size;
+    out["tombstones"] = s.tombstones;
+    out["memory_bytes"] = s.memory_bytes;
+    return out;
+  }
+
+  PermutedIndex& index() { return *index_; }
+  const PermutedIndex& index() const { return *index_; }
+
+ private:
+  std::unique_ptr<PermutedIndex> index_;
+};
+
+// ---- persistent store --------------------------------------------------------------------------
+
+py::dict StoredToDict(const StoredDocument& doc, bool with_distance) {
+  py::dict out;
+  out["id"] = doc.id;
+  out["fingerprint"] = FingerprintToInt(doc.fingerprint);
+  out["metadata"] = py::bytes(doc.metadata);
+  if (with_distance) out["distance"] = doc.distance;
+  return out;
+}
+
+std::string MetadataBytes(py::handle metadata) {
+  if (metadata.is_none()) return {};
+  return std::string(TextView(metadata, "metadata"));
+}
+
+class PyStore {
+ public:
+  PyStore(const std::string& path, bool create_if_missing, bool error_if_exists, int bits,
+          int max_k, const std::string& sync, size_t memtable_limit, bool verify_checksums) {
+    StoreOptions options;
+    options.create_if_missing = create_if_missing;
+    options.error_if_exists = error_if_exists;
+    options.bits = bits;
+    options.max_k = max_k;
+    CheckChoice("sync", sync, {"every", "group", "none"});
+    options.sync_mode = sync == "every"   ? SyncMode::kEveryWrite
+                        : sync == "group" ? SyncMode::kGroupCommit
+                                          : SyncMode::kNone;
+    options.memtable_limit = memtable_limit;
+    options.verify_checksums_on_open = verify_checksums;
+    Result<std::unique_ptr<DocumentStore>> opened = Status::Internal("unset");
+    {
+      py::gil_scoped_release release;
+      opened = DocumentStore::Open(path, options);
+    }
+    store_ = Unwrap(std::move(opened));
+  }
+
+  DocumentStore& store() {
+    if (!store_) throw py::value_error("the store is closed");
+    return *store_;
+  }
+  int bits() { return static_cast<int>(store().Stats().bits); }
+
+  bool Add(const std::string& id, py::handle fp, py::handle metadata) {
+    DocumentInput doc{id, FingerprintFromObject(fp, bits(), "fingerprint"), std::string_view()};
+    std::string meta = MetadataBytes(metadata);
+    doc.metadata = meta;
+    bool replaced = false;
+    Status status;
+    {
+      py::gil_scoped_release release;
+      status = store().Add(doc, &replaced);
+    }
+    Check(status);
+    return replaced;
+  }
+
+  void AddBatch(const std::vector<std::string>& ids, py::handle fps_object, py::handle metadata) {
+    std::vector<Fingerprint> fps = FingerprintsFromArray(fps_object, bits());
+    if (fps.size() != ids.size()) throw py::value_error("ids and fingerprints differ in length");
+    std::vector<std::string> metas(ids.size());
+    if (!metadata.is_none()) {
+      size_t i = 0;
+      for (py::handle item : py::iter(metadata)) {
+        if (i >= metas.size()) break;
+        metas[i++] = MetadataBytes(item);
+      }
+      if (i != metas.size()) throw py::value_error("metadata and ids differ in length");
+    }
+    std::vector<DocumentInput> docs(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) docs[i] = {ids[i], fps[i], metas[i]};
+    Status status;
+    {
+      py::gil_scoped_release release;
+      status = store().AddBatch(docs);
+    }
+    Check(status);
+  }
+
+  py::list Search(py::handle fp, int k, size_t limit) {
+    Fingerprint query = FingerprintFromObject(fp, bits(), "fingerprint");
+    Result<std::vector<StoredDocument>> hits = Status::Internal("unset");
+    {
+      py::gil_scoped_release release;
+      hits = store().Search(query, k, limit);
+    }
+    py::list out;
+    for (const StoredDocument& doc : Unwrap(std::move(hits))) out.append(StoredToDict(doc, true));
+    return out;
+  }
+
+  py::dict CheckAndAdd(const std::string& id, py::handle fp, int k, bool always_add,
+                       py::handle metadata) {
+    DocumentInput doc{id, FingerprintFromObject(fp, bits(), "fingerprint"), std::string_view()};
+    std::string meta = MetadataBytes(metadata);
+    doc.metadata = meta;
+    Result<CheckResult> result = Status::Internal("unset");
+    {
+      py::gil_scoped_release release;
+      result = store().CheckAndAdd(doc, k, always_add);
+    }
+    CheckResult checked = Unwrap(std::move(result));
+    py::list duplicates;
+    for (const StoredDocument& dup : checked.duplicates) duplicates.append(StoredToDict(dup, true));
+    py::dict out;
+    out["duplicates"] = duplicates;
+    out["added"] = checked.added;
+    out["replaced"] = checked.replaced;
+    return out;
+  }
+
+  py::dict Get(const std::string& id) {
+    auto got = store().Get(id);
+    if (!got.ok() && got.status().code() == StatusCode::kNotFound) {
+      throw py::key_error(got.status().message());
+    }
+    return StoredToDict(Unwrap(std::move(got)), false);
+  }
+
+  void Remove(const std::string& id) {
+    Status status = store().Remove(id);
+    if (status.code() == StatusCode::kNotFound) throw py::key_error(status.message());
+    Check(status);
+  }
+
+  py::dict Stats() {
+    StoreStats s = store().Stats();
+    py::dict out;
+    out["documents"] = s.documents;
+    out["segments"] = s.segments;
+    out["segment_entries"] = s.segment_entries;
+    out["memtable_entries"] = s.memtable_entries;
+    out["wal_bytes"] = s.wal_bytes;
+    out["disk_bytes"] = s.disk_bytes;
+    out["compactions"] = s.compactions;
+    out["flushes"] = s.flushes;
+    out["searches"] = s.searches;
+    out["writes"] = s.writes;
+    out["bits"] = s.bits;
+    out["max_k"] = s.max_k;
+    return out;
+  }
+
+  void Flush() {
+    Status status;
+    {
+      py::gil_scoped_release release;
+      status = store().Flush();
+    }
+    Check(status);
+  }
+  void Compact() {
+    Status status;
+    {
+      py::gil_scoped_release release;
+      status = store().Compact();
+    }
+    Check(status);
+  }
+  void Close() {
+    if (!store_) return;
+    Status status;
+    {
+      py::gil_scoped_release release;
+      status = store_->Close();
+    }
+    store_.reset();
+    Check(status);
+  }
+  bool closed() const { return store_ == nullptr; }
+
+ private:
+  std::unique_ptr<DocumentStore> store_;
+};
+
+}  // namespace
+}  // namespace neardup::python
+
+PYBIND11_MODULE(_neardup, m) {
+  using namespace neardup;          // NOLINT: the binding table below names many of them
+  using namespace neardup::python;  // NOLINT
+  m.doc() = "The compiled core of neardup (use the neardup package, not this module).";
+
+  py::class_<PyFingerprinter>(m, "Fingerprinter")
+      .def(py::init([](py::kwargs kwargs) { return new PyFingerprinter(kwargs); }))
+      .def("fingerprint", &PyFingerprinter::Compute, py::arg("text"))
+      .def("fingerprint_batch", &PyFingerprinter::ComputeBatchPy, py::arg("texts"),
+           py::arg("errors") = "raise")
+      .def(
+          "features",
+          [](const PyFingerprinter& self, py::handle text) { return self.Features(text, 0); },
+          py::arg("text"))
+      .def(
+          "keywords",
+          [](const PyFingerprinter& self, py::handle text, size_t top_k) {
+            return self.Features(text, top_k);
+          },
+          py::arg("text"), py::arg("top_k") = 20)
+      .def("distance", &PyFingerprinter::TextDistance, py::arg("a"), py::arg("b"))
+      .def("_records", &PyFingerprinter::Records, py::arg("texts"))
+      .def_property_readonly("bits", &PyFingerprinter::bits)
+      .def_property_readonly("threads", &PyFingerprinter::threads)
+      .def_property_readonly("options",
+                             [](const PyFingerprinter& self) { return py::dict(self.kwargs()); })
+      .def(py::pickle([](const PyFingerprinter& self) { return py::dict(self.kwargs()); },
+                      [](py::dict state) { return new PyFingerprinter(state); }));
+
+  m.def("extract_tags", &ExtractTags, py::arg("text"), py::arg("top_k") = 20, py::arg("idf") = "",
+        py::arg("jieba_dir") = "");
+  m.def("cut", &Cut, py::arg("text"), py::arg("hmm") = true);
+  m.def("distance", &Distance, py::arg("a"), py::arg("b"));
+  m.def(
+      "to_hex",
+      [](py::handle value, int bits) {
+        Fingerprint fp = FingerprintFromObject(value, bits, "fingerprint");
+        if (bits == 128 && fp.bits == 64) fp = Fingerprint::From128(0, fp.lo);
+        return ToHex(fp);
+      },
+      py::arg("fingerprint"), py::arg("bits") = 64);
+  m.def(
+      "parse_fingerprint",
+      [](const std::string& text) {
+        return FingerprintToInt(Unwrap(ParseFingerprint(text), "fingerprint"));
+      },
+      py::arg("text"));
+  m.def("default_thread_count", &DefaultThreadCount);
+
+  py::class_<PyShingler>(m, "_Shingler")
+      .def(py::init<bool>(), py::arg("traditional_to_simplified") = true)
+      .def("batch", &PyShingler::Batch, py::arg("texts"), py::arg("threads") = 0);
+  m.def("jaccard", &Jaccard, py::arg("a"), py::arg("b"));
+  m.def("_jaccard_pairs", &JaccardPairs, py::arg("left"), py::arg("right"), py::arg("threads") = 0);
+  m.def("_hamming_keys", &HammingKeys);
+  m.def("_hamming_bucket_pairs", &HammingBucketPairs);
+  m.def("_clusters", &Clusters);
+  m.def("_dedup_files", &DedupFiles, py::arg("inputs"), py::arg("output_dir"), py::arg("options"));
+  m.def("_resolve_dedup_options", &ResolveDedupOptions, py::arg("options"));
+  m.def("_lsh_bucket_pairs", &LshBucketPairs);
+  m.def(
+      "lsh_probability",
+      [](double jaccard, int bands, int rows) {
+        return LshCandidateProbability(jaccard, LshParameters{bands, rows});
+      },
+      py::arg("jaccard"), py::arg("bands"), py::arg("rows"));
+  m.def(
+      "choose_lsh_parameters",
+      [](double threshold, double recall_at_threshold, int max_signature) {
+        LshPlanOptions plan;
+        plan.recall_at_threshold = recall_at_threshold;
+        plan.max_signature = max_signature;
+        LshParameters p = Unwrap(ChooseLshParameters(threshold, plan));
+        return py::make_tuple(p.bands, p.rows);
+      },
+      py::arg("threshold"), py::arg("recall_at_threshold") = LshPlanOptions().recall_at_threshold,
+      py::arg("max_signature") = LshPlanOptions().max_signature);
+
+  py::class_<PyMinHashLsh>(m, "MinHashLsh")
+      .def(py::init<double, int, int, uint32_t, uint64_t, bool>(),
+           py::arg("threshold") = MinHashLshOptions().threshold, py::arg("bands") = 0,
+           py::arg("rows") = 0, py::arg("bucket_window") = MinHashLshOptions().bucket_window,
+           py::arg("seed") = MinHashLshOptions().seed, py::arg("t2s") = true)
+      .def("band_keys", &PyMinHashLsh::BandKeys, py::arg("texts"), py::arg("threads") = 0)
+      .def("signature", &PyMinHashLsh::Signature, py::arg("text"))
+      .def("candidate_pairs", &PyMinHashLsh::CandidatePairs, py::arg("keys"), py::arg("has"),
+           py::arg("threads") = 0)
+      .def_property_readonly("bands", &PyMinHashLsh::bands)
+      .def_property_readonly("rows", &PyMinHashLsh::rows)
+      .def_property_readonly("threshold",
+                             [](const PyMinHashLsh& self) { return self.options().threshold; })
+      .def_property_readonly("bucket_window",
+                             [](const PyMinHashLsh& self) { return self.options().bucket_window; })
+      .def_property_readonly("seed", [](const PyMinHashLsh& self) { return self.options().seed; })
+      .def(py::pickle(
+          [](const PyMinHashLsh& self) {
+            return py::make_tuple(self.options().threshold, self.bands(), self.rows(),
+                                  self.options().bucket_window, self.options().seed, self.t2s());
+          },
+          [](py::tuple t) {
+            return new PyMinHashLsh(t[0].cast<double>(), t[1].cast<int>(), t[2].cast<int>(),
+                                    t[3].cast<uint32_t>(), t[4].cast<uint64_t>(),
+                                    t[5].cast<bool>());
+          }));
+
+  py::class_<PyIndex>(m, "HammingIndex")
+      .def(py::init<int, int, double, int>(), py::arg("bits") = 64, py::arg("max_k") = 3,
+           py::arg("expected_size") = 1e6, py::arg("threads") = 0)
+      .def("add", &PyIndex::Add, py::arg("ids"), py::arg("fingerprints"))
+      .def("remove", &PyIndex::Remove, py::arg("id"), py::arg("fingerprint"))
+      .def("search", &PyIndex::Search, py::arg("fingerprint"), py::arg("k"))
+      .def("search_batch", &PyIndex::SearchBatch, py::arg("fingerprints"), py::arg("k"))
+      .def("self_join", &PyIndex::SelfJoin, py::arg("k"))
+      .def("compact", &PyIndex::Compact)
+      .def("stats", &PyIndex::Stats)
+      .def("__len__", [](const PyIndex& self) { return self.index().size(); })
+      .def_property_readonly("bits", [](const PyIndex& self) { return self.index().bits(); })
+      .def_property_readonly("max_k", [](const PyIndex& self) { return self.index().max_k(); });
+
+  py::class_<PyStore>(m, "Store")
+      .def(py::init<const std::string&, bool, bool, int, int, const std::string&, size_t, bool>(),
+           py::arg("path"), py::arg("create_if_missing") = true, py::arg("error_if_exists") = false,
+           py::arg("bits") = 64, py::arg("max_k") = 3, py::arg("sync") = "every",
+           py::arg("memtable_limit") = StoreOptions().memtable_limit,
+           py::arg("verify_checksums") = true)
+      .def("add", &PyStore::Add, py::arg("id"), py::arg("fingerprint"),
+           py::arg("metadata") = py::none())
+      .def("add_batch", &PyStore::AddBatch, py::arg("ids"), py::arg("fingerprints"),
+           py::arg("metadata") = py::none())
+      .def("search", &PyStore::Search, py::arg("fingerprint"), py::arg("k"), py::arg("limit") = 0)
+      .def("check_and_add", &PyStore::CheckAndAdd, py::arg("id"), py::arg("fingerprint"),
+           py::arg("k"), py::arg("always_add") = false, py::arg("metadata") = py::none())
+      .def("get", &PyStore::Get, py::arg("id"))
+      .def("remove", &PyStore::Remove, py::arg("id"))
+      .def("stats", &PyStore::Stats)
+      .def("flush", &PyStore::Flush)
+      .def("compact", &PyStore::Compact)
+      .def("close", &PyStore::Close)
+      .def_property_readonly("closed", &PyStore::closed);
+}

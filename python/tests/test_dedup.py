@@ -1,0 +1,125 @@
+"""neardup.dedup in process: the same clusters, keep and remove lists as `neardup dedup`."""
+import json
+import os
+
+import pandas as pd
+import pytest
+
+import neardup
+from conftest import run_cli, write_jsonl
+
+
+def cli_dedup(binary, path, out, *flags):
+    run_cli(binary, "dedup", "-q", str(path), "-o", str(out), *flags)
+    with open(os.path.join(out, "clusters.jsonl"), encoding="utf-8") as f:
+        clusters = [json.loads(line) for line in f]
+    with open(os.path.join(out, "remove.txt"), encoding="utf-8") as f:
+        remove = f.read().split("\n")
+    with open(os.path.join(out, "keep.txt"), encoding="utf-8") as f:
+        keep = f.read().split("\n")
+    return clusters, [r for r in remove if r], [k for k in keep if k]
+
+
+def comparable(clusters):
+    out = []
+    for c in clusters:
+        out.append((c["cluster"], c["kept"]["id"], c["kept"]["bytes"], c["kept"]["fingerprint"],
+                    [(m["id"], m["distance"], m["reason"], m["via"], m["distance_to_via"],
+                      round(m.get("similarity_to_via", -1), 12)) for m in c["removed"]]))
+    return out
+
+
+@pytest.mark.parametrize("options,flags", [
+    ({}, []),
+    ({"k": 6, "verify": 0.6, "keep": "longest"}, ["-k", "6", "--verify", "0.6", "--keep", "longest"]),
+    ({"bits": 128, "k": 12, "candidates": "simhash", "verify": 0.4},
+     ["--bits", "128", "-k", "12", "--candidates", "simhash", "--verify", "0.4"]),
+    ({"threshold": 0.7, "candidates": "lsh", "bucket_window": 4},
+     ["--threshold", "0.7", "--candidates", "lsh", "--bucket-window", "4"]),
+])
+def test_dataframe_dedup_matches_cli(binary, devpairs_docs, tmp_path, options, flags):
+    rows = [{"id": d["id"], "text": d["text"]} for d in devpairs_docs]
+    path = tmp_path / "docs.jsonl"
+    write_jsonl(path, rows)
+    clusters, remove, keep = cli_dedup(binary, path, tmp_path / "out", *flags)
+    result = neardup.dedup(pd.DataFrame(rows), **options)
+    assert comparable(result.clusters) == comparable(clusters)
+    assert result.remove == remove and result.keep == keep
+    assert len(result.clusters) > 100
+    with open(tmp_path / "out" / "summary.json", encoding="utf-8") as f:
+        summary = json.load(f)
+    assert result.summary["candidate_pairs"] == summary["candidate_pairs"]
+    frame = result.clusters_frame()
+    assert frame["kept"].sum() == len(clusters)
+    assert set(frame.loc[~frame["kept"], "id"]) == set(remove)
+    decisions = result.decisions_frame()
+    assert decisions.loc[~decisions["keep"], "id"].tolist() == remove
+
+
+def test_dedup_files_is_the_command(binary, shared, tmp_path):
+    path = os.path.join(shared, "devpairs", "docs.jsonl")
+    clusters, remove, _ = cli_dedup(binary, path, tmp_path / "cli")
+    result = neardup.dedup_files([path], output=str(tmp_path / "py"))
+    assert comparable(result.clusters) == comparable(clusters) and result.remove == remove
+    with open(tmp_path / "py" / "clusters.jsonl", encoding="utf-8") as f:
+        assert [json.loads(line) for line in f] == clusters
+
+
+def test_iterables_and_skips():
+    docs = [("a", "one two three four five six seven"), ("b", "one two three four five six seven"),
+            ("c", "   "), ("d", None), ("e", "something else entirely, nothing alike at all")]
+    result = neardup.dedup(docs)
+    assert result.remove == ["b"] and result.keep == ["a", "e"]
+    assert result.clusters[0]["removed"][0]["reason"] == "exact_duplicate"
+    assert result.summary["skipped_by_reason"] == {"empty_text": 1, "non_string_text": 1}
+    plain = neardup.dedup(["same text here please", "same text here please", "other"])
+    assert plain.remove == ["1"] and plain.clusters[0]["kept"]["index"] == 0
+    scored = neardup.dedup(pd.DataFrame({"id": ["p", "q"], "text": ["dup text body"] * 2,
+                                         "quality": [0.1, 0.9]}), keep="field:quality")
+    assert scored.keep == ["q"]
+
+
+def test_dedup_errors():
+    with pytest.raises(ValueError, match="--keep"):
+        neardup.dedup([("a", "x")], keep="best")
+    with pytest.raises(ValueError, match="-k"):
+        neardup.dedup([("a", "x")], k=40)
+    with pytest.raises(ValueError, match="--threshold"):
+        neardup.dedup([("a", "x")], threshold=1.5)
+    with pytest.raises(ValueError, match="candidates"):
+        neardup.dedup([("a", "x")], candidates="all")
+    with pytest.raises(ValueError, match="--verify"):
+        neardup.dedup([("a", "x")], verify=2)
+    with pytest.raises(TypeError, match="documents"):
+        neardup.dedup([42])
+    with pytest.raises(FileNotFoundError):
+        neardup.dedup_files(["/nonexistent/input.jsonl"])
+
+
+def test_lsh_stage_binding(devpairs_docs):
+    """The candidate stage on its own: parameters, band keys, candidate pairs, the S-curve."""
+    lsh = neardup.MinHashLsh(threshold=0.5)
+    assert (lsh.bands, lsh.rows) == neardup.choose_lsh_parameters(0.5)
+    assert neardup.lsh_probability(0.5, lsh.bands, lsh.rows) >= 0.98
+    assert neardup.lsh_probability(0.1, lsh.bands, lsh.rows) < 0.05
+    texts = [d["text"] for d in devpairs_docs[:800]]
+    keys, has = lsh.band_keys(texts)
+    assert keys.shape == (800, lsh.bands) and keys.dtype.name == "uint32" and has.all()
+    a, b = lsh.candidate_pairs(keys, has)
+    assert len(a) > 50 and (a < b).all()
+    # Pairs sharing a band, recomputed from the keys; the window (64) never binds on 800 texts
+    # unless a bucket is larger, so every recomputed pair must be found.
+    expected = set()
+    for band in range(lsh.bands):
+        buckets = {}
+        for i in range(800):
+            buckets.setdefault(keys[i, band], []).append(i)
+        for members in buckets.values():
+            if len(members) <= 65:
+                expected.update((x, y) for n, x in enumerate(members) for y in members[n + 1:])
+    assert expected <= set(zip(a.tolist(), b.tolist()))
+    same = lsh.band_keys([texts[0], texts[0]])[0]
+    assert (same[0] == same[1]).all()
+    assert len(lsh.signature(texts[0])) == lsh.bands * lsh.rows
+    with pytest.raises(ValueError):
+        neardup.MinHashLsh(threshold=1.5)

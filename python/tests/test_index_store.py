@@ -1,0 +1,100 @@
+"""The Hamming index (against a brute-force answer) and the persistent store."""
+import numpy as np
+import pytest
+
+import neardup
+
+
+def _popcount(x):
+    return np.unpackbits(x.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1)
+
+
+@pytest.fixture(scope="module")
+def fingerprints():
+    rng = np.random.default_rng(7)
+    base = rng.integers(0, 2**63, size=3000, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, size=3000, dtype=np.uint64)
+    # Plant near neighbours: flip 0..4 random bits of the first 500.
+    near = base[:500].copy()
+    for i in range(500):
+        for bit in rng.choice(64, size=rng.integers(0, 5), replace=False):
+            near[i] ^= np.uint64(1) << np.uint64(bit)
+    return np.concatenate([base, near])
+
+
+def test_search_and_batch_match_brute_force(fingerprints):
+    index = neardup.HammingIndex.build(fingerprints, max_k=4)
+    assert len(index) == len(fingerprints) and index.bits == 64 and index.max_k == 4
+    queries = fingerprints[::97]
+    q, ids, dist = index.search_batch(queries, 4)
+    for row, query in enumerate(queries):
+        d = _popcount(fingerprints ^ query)
+        expected = sorted((int(d[i]), i) for i in np.nonzero(d <= 4)[0])
+        got_ids, got_dist = index.search(int(query), 4)
+        assert list(zip(got_dist.tolist(), got_ids.tolist())) == expected
+        mine = q == row
+        assert list(zip(dist[mine].tolist(), ids[mine].tolist())) == expected
+
+
+def test_self_join_matches_brute_force(fingerprints):
+    index = neardup.HammingIndex.build(fingerprints, max_k=3)
+    a, b, d = index.self_join(3)
+    got = set(zip(a.tolist(), b.tolist(), d.tolist()))
+    expected = set()
+    for i in range(len(fingerprints)):
+        dist = _popcount(fingerprints[i + 1:] ^ fingerprints[i])
+        for j in np.nonzero(dist <= 3)[0]:
+            expected.add((i, i + 1 + int(j), int(dist[j])))
+    assert got == expected and len(expected) > 300
+
+
+def test_add_remove_and_128_bits():
+    index = neardup.HammingIndex(bits=64, max_k=3)
+    index.add(np.array([10, 11], dtype=np.uint64), np.array([0b1111, 0b0111], dtype=np.uint64))
+    index.add(12, 0b0011)
+    assert index.search(0b1111, 2)[0].tolist() == [10, 11, 12]
+    assert index.remove(11, 0b0111) == 1
+    assert index.search(0b1111, 2)[0].tolist() == [10, 12]
+    wide = neardup.HammingIndex(bits=128, max_k=2)
+    wide.add(None, np.array([[1, 0], [1, 3], [0, 0]], dtype=np.uint64))
+    ids, dist = wide.search((1 << 64) | 1, 2)
+    assert ids.tolist() == [0, 1, 2] and dist.tolist() == [1, 1, 2]
+    with pytest.raises(ValueError, match="k"):
+        index.search(0, 9)
+    with pytest.raises(ValueError):
+        index.add(None, np.zeros((2, 2), dtype=np.uint64))  # 128-bit rows into a 64-bit index
+    with pytest.raises(ValueError):
+        neardup.HammingIndex(bits=32)
+
+
+def test_store_roundtrip_and_errors(tmp_path):
+    path = str(tmp_path / "store")
+    fp = neardup.Fingerprinter()
+    a = fp.fingerprint("the quick brown fox jumps over the lazy dog again and again")
+    b = fp.fingerprint("the quick brown fox jumps over the lazy dog again and again!")
+    with neardup.open_store(path, sync="none") as store:
+        assert store.add("doc-a", a, metadata=b'{"n":1}') is False
+        result = store.check_and_add("doc-b", b, k=3)
+        assert [d["id"] for d in result["duplicates"]] == ["doc-a"] and result["added"] is False
+        result = store.check_and_add("doc-b", b, k=3, always_add=True)
+        assert result["added"] is True
+        store.add_batch(["x", "y"], np.array([1, 2], dtype=np.uint64))
+        assert store.stats()["documents"] == 4
+        hits = store.search(a, 3)
+        assert {h["id"] for h in hits} == {"doc-a", "doc-b"} and hits[0]["distance"] == 0
+        with pytest.raises(KeyError):
+            store.get("missing")
+        with pytest.raises(ValueError):
+            store.search(a, 200)
+        with pytest.raises(ValueError):
+            store.add("", a)
+    with neardup.Store(path) as store:  # reopened: everything is still there
+        assert store.get("doc-a")["metadata"] == b'{"n":1}'
+        assert store.get("doc-b")["fingerprint"] == b
+        store.remove("x")
+        assert store.stats()["documents"] == 3
+    with pytest.raises(FileExistsError):
+        neardup.Store(path, error_if_exists=True)
+    with pytest.raises(FileNotFoundError):
+        neardup.Store(str(tmp_path / "none"), create_if_missing=False)
+    with pytest.raises(ValueError, match="closed"):
+        store.stats()
