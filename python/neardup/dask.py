@@ -107,7 +107,8 @@ def plan_blocks(n: int, k: int, bits: int = 64) -> tuple:
 # ---- stage 1: records per partition --------------------------------------------------------------
 
 _RECORD_COLUMNS = {
-    "gid": "u8", "id": "O", "hi": "u8", "lo": "u8", "bytes": "u8", "content_hash": "u8",
+    "gid": "u8", "id": "O", "hi": "u8", "lo": "u8", "bytes": "u8", "normalized_bytes": "u8",
+    "content_hash": "u8",
     "squeezed_hash": "u8", "score": "f8",
 }
 
@@ -116,7 +117,8 @@ _LSH_META = {"bucket": "u8", "gid": "u8"}
 
 
 def _records(frame: pd.DataFrame, partition: int, text: str, id: str, score_field: str,
-             fingerprint_options: dict, lsh_params: Optional[tuple]) -> tuple:
+             fingerprint_options: dict, lsh_params: Optional[tuple],
+             keep_longest: bool = False) -> tuple:
     """The dedup record of every readable document of one partition (skips as the reader does),
     and its LSH records (bucket = band << 32 | band key, document) when the LSH stage runs."""
     texts = frame[text].tolist() if text in frame.columns else [None] * len(frame)
@@ -139,7 +141,7 @@ def _records(frame: pd.DataFrame, partition: int, text: str, id: str, score_fiel
         rows.append(row)
         kept_texts.append(value)
     engine = _fingerprinter(fingerprint_options)
-    rec = engine._records(kept_texts)
+    rec = engine._records(kept_texts, normalized=keep_longest)
     ok = rec["ok"]
     rows = np.asarray(rows, dtype=np.uint64)[ok]
     out_ids = []
@@ -157,6 +159,7 @@ def _records(frame: pd.DataFrame, partition: int, text: str, id: str, score_fiel
         "gid": gids,
         "id": pd.Series(out_ids, dtype=object),
         "hi": rec["hi"][ok], "lo": rec["lo"][ok], "bytes": rec["bytes"][ok],
+        "normalized_bytes": rec["normalized_bytes"][ok],
         "content_hash": rec["content_hash"][ok], "squeezed_hash": rec["squeezed_hash"][ok],
         "score": np.asarray(score_values, dtype=np.float64),
     })
@@ -428,7 +431,7 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
                   if resolved["use_lsh"] else None)
     parts = ddf.to_delayed()
     both = [dask.delayed(_records, nout=2)(p, i, text, id, score_field, fingerprint_options,
-                                           lsh_params)
+                                           lsh_params, keep == "longest")
             for i, p in enumerate(parts)]
     rec = dd.from_delayed([b[0] for b in both], meta=_RECORD_COLUMNS, verify_meta=False)
     lsh_records = dd.from_delayed([b[1] for b in both], meta=_LSH_META, verify_meta=False)
@@ -510,6 +513,7 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
     b = np.asarray([position[g] for g in pairs["b"].tolist()], dtype=np.uint32)
     raw = _neardup._clusters(docs["hi"].to_numpy(np.uint64), docs["lo"].to_numpy(np.uint64), bits,
                              docs["bytes"].to_numpy(np.uint64),
+                             docs["normalized_bytes"].to_numpy(np.uint64),
                              docs["content_hash"].to_numpy(np.uint64),
                              docs["score"].to_numpy(np.float64), a, b,
                              pairs["distance"].to_numpy(np.int32),

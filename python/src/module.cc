@@ -320,7 +320,7 @@ DedupOptions ParseDedupOptions(const py::dict& kwargs) {
   for (auto [key, value] : kwargs) {
     std::string name = py::cast<std::string>(key);
     if (ApplyFingerprintOption(name, value, &flags.fingerprint)) continue;
-    if (name == "k" || name == "distance") {
+    if (name == "k" || name == "max_distance") {
       flags.k = py::cast<int>(value);
     } else if (name == "threshold") {
       flags.threshold = py::cast<double>(value);
@@ -338,13 +338,15 @@ DedupOptions ParseDedupOptions(const py::dict& kwargs) {
     } else if (name == "verify") {
       flags.verify = value.is_none() ? DedupOptions::kVerifyAtThreshold : py::cast<double>(value);
     } else if (name == "threads") {
-      flags.threads = value.is_none() ? 0 : py::cast<int>(value);
+      flags.input.threads = value.is_none() ? 0 : py::cast<int>(value);
     } else if (name == "strict") {
-      flags.strict = TakeBool(value);
+      flags.input.strict = TakeBool(value);
     } else if (name == "id_field") {
-      flags.id_field = py::cast<std::string>(value);
+      flags.input.id_field = py::cast<std::string>(value);
     } else if (name == "text_field") {
-      flags.text_field = py::cast<std::string>(value);
+      flags.input.text_field = py::cast<std::string>(value);
+    } else if (name == "lines") {
+      flags.input.lines = TakeBool(value);
     } else {
       UnknownOption(name);
     }
@@ -460,13 +462,14 @@ class PyFingerprinter {
 
   // What dedup records of each document, for the Dask pipeline: ok, fingerprint, text bytes,
   // content hash (XXH3 of the raw text) and squeezed hash, all computed on all cores.
-  py::dict Records(py::handle texts) const {
+  // `normalized`: also the bytes of each normalised text (what --keep longest compares).
+  py::dict Records(py::handle texts, bool normalized) const {
     TextBatch batch(texts);
     const size_t n = batch.size();
     std::vector<Fingerprint> fps;
     std::vector<Status> errors;
     ComputeBatch(batch, &fps, &errors);
-    std::vector<uint64_t> bytes(n), content(n), squeezed(n);
+    std::vector<uint64_t> bytes(n), content(n), squeezed(n), normalized_bytes(n);
     std::vector<uint8_t> ok(n);
     {
       py::gil_scoped_release release;
@@ -479,6 +482,10 @@ class PyFingerprinter {
               content[i] = XXH3_64bits(text.data(), text.size());
               squeezed[i] = SqueezedHash(text);
               ok[i] = errors[i].ok();
+              if (normalized && ok[i]) {
+                auto details = engine_->ComputeDetails(text, false, true);
+                if (details.ok()) normalized_bytes[i] = details->normalized_text.size();
+              }
             }
           },
           64);
@@ -495,6 +502,7 @@ class PyFingerprinter {
     out["bytes"] = ToArray(bytes);
     out["content_hash"] = ToArray(content);
     out["squeezed_hash"] = ToArray(squeezed);
+    out["normalized_bytes"] = ToArray(normalized_bytes);
     return out;
   }
 
@@ -797,16 +805,18 @@ py::tuple HammingBucketPairs(py::array_t<uint64_t> key_array, py::array_t<uint32
 // Runs BuildClusters over documents 0..n-1 (canonical order) and accepted pairs; returns per
 // cluster (kept, [(document, distance_to_kept, via, distance_to_via, similarity_to_via, reason)]).
 py::list Clusters(py::array_t<uint64_t> hi_array, py::array_t<uint64_t> lo_array, int bits,
-                  py::array_t<uint64_t> bytes_array, py::array_t<uint64_t> content_array,
-                  py::array_t<double> score_array, py::array_t<uint32_t> a_array,
-                  py::array_t<uint32_t> b_array, py::array_t<int32_t> distance_array,
-                  py::array_t<double> similarity_array, const std::string& keep) {
+                  py::array_t<uint64_t> bytes_array, py::array_t<uint64_t> normalized_array,
+                  py::array_t<uint64_t> content_array, py::array_t<double> score_array,
+                  py::array_t<uint32_t> a_array, py::array_t<uint32_t> b_array,
+                  py::array_t<int32_t> distance_array, py::array_t<double> similarity_array,
+                  const std::string& keep) {
   KeepPolicy policy;
   std::string field;
   Check(ParseKeepPolicy(keep, &policy, &field));
   auto hi = hi_array.unchecked<1>();
   auto lo = lo_array.unchecked<1>();
   auto bytes = bytes_array.unchecked<1>();
+  auto normalized = normalized_array.unchecked<1>();
   auto content = content_array.unchecked<1>();
   auto score = score_array.unchecked<1>();
   auto a = a_array.unchecked<1>();
@@ -817,6 +827,7 @@ py::list Clusters(py::array_t<uint64_t> hi_array, py::array_t<uint64_t> lo_array
   for (size_t i = 0; i < documents.size(); ++i) {
     documents[i].fingerprint = Fingerprint{bits == 128 ? hi(i) : 0, lo(i), bits};
     documents[i].text_bytes = bytes(i);
+    documents[i].normalized_bytes = normalized(i);
     documents[i].content_hash = content(i);
     if (!std::isnan(score(i))) documents[i].score = score(i);
   }
@@ -1391,7 +1402,7 @@ PYBIND11_MODULE(_neardup, m) {
           },
           py::arg("text"), py::arg("top_k") = 20)
       .def("distance", &PyFingerprinter::TextDistance, py::arg("a"), py::arg("b"))
-      .def("_records", &PyFingerprinter::Records, py::arg("texts"))
+      .def("_records", &PyFingerprinter::Records, py::arg("texts"), py::arg("normalized") = false)
       .def_property_readonly("bits", &PyFingerprinter::bits)
       .def_property_readonly("threads", &PyFingerprinter::threads)
       .def_property_readonly("options",

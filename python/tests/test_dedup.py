@@ -71,7 +71,7 @@ def test_iterables_and_skips():
     result = neardup.dedup(docs)
     assert result.remove == ["b"] and result.keep == ["a", "e"]
     assert result.clusters[0]["removed"][0]["reason"] == "exact_duplicate"
-    assert result.summary["skipped_by_reason"] == {"empty_text": 1, "non_string_text": 1}
+    assert result.summary["skipped_by_reason"] == {"empty_text": 1, "missing_text": 1}
     plain = neardup.dedup(["same text here please", "same text here please", "other"])
     assert plain.remove == ["1"] and plain.clusters[0]["kept"]["index"] == 0
     scored = neardup.dedup(pd.DataFrame({"id": ["p", "q"], "text": ["dup text body"] * 2,
