@@ -529,12 +529,7 @@ std::shared_ptr<const KeywordExtractor> GetExtractor(const std::string& idf,
     loaded = KeywordExtractor::Default();
   } else {
     // As `neardup keywords --extract-tags --jieba-dir --idf` does.
-    JiebaOptions jieba;
-    if (!jieba_dir.empty()) {
-      jieba.dict_path = jieba_dir + "/dict.txt";
-      jieba.hmm_dir = jieba_dir + "/finalseg";
-      jieba.idf_path = jieba_dir + "/analyse/idf.txt";
-    }
+    JiebaOptions jieba = JiebaOptionsForDirectory(jieba_dir);
     if (!idf.empty()) jieba.idf_path = idf;
     auto segmenter = JiebaSegmenter::Load(jieba);
     loaded = segmenter.ok() ? KeywordExtractor::Load(*segmenter, jieba)
@@ -548,12 +543,7 @@ std::shared_ptr<const KeywordExtractor> GetExtractor(const std::string& idf,
 Status ExtractorStatus(const std::string& idf, const std::string& jieba_dir) {
   // Reloads only to produce the error message of a failed load (rare path).
   if (idf.empty() && jieba_dir.empty()) return KeywordExtractor::Default().status();
-  JiebaOptions jieba;
-  if (!jieba_dir.empty()) {
-    jieba.dict_path = jieba_dir + "/dict.txt";
-    jieba.hmm_dir = jieba_dir + "/finalseg";
-    jieba.idf_path = jieba_dir + "/analyse/idf.txt";
-  }
+  JiebaOptions jieba = JiebaOptionsForDirectory(jieba_dir);
   if (!idf.empty()) jieba.idf_path = idf;
   auto segmenter = JiebaSegmenter::Load(jieba);
   if (!segmenter.ok()) return segmenter.status();

@@ -51,12 +51,7 @@ int RunKeywordsCommand(const KeywordsCommandArgs& args) {
     if (flags.idf_path.empty() && flags.jieba_dir.empty()) {
       loaded = KeywordExtractor::Default();
     } else {
-      JiebaOptions jieba;
-      if (!flags.jieba_dir.empty()) {
-        jieba.dict_path = flags.jieba_dir + "/dict.txt";
-        jieba.hmm_dir = flags.jieba_dir + "/finalseg";
-        jieba.idf_path = flags.jieba_dir + "/analyse/idf.txt";
-      }
+      JiebaOptions jieba = JiebaOptionsForDirectory(flags.jieba_dir);
       if (!flags.idf_path.empty()) jieba.idf_path = flags.idf_path;
       auto segmenter = JiebaSegmenter::Load(jieba);
       loaded = segmenter.ok() ? KeywordExtractor::Load(*segmenter, jieba)

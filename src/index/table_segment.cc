@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "common/byte_io.h"
 #include "common/parallel.h"
 
 namespace neardup::index {
@@ -22,41 +23,6 @@ constexpr uint32_t kMaxDesignBytes = 1 << 20;
 constexpr int kMaxDirBits = 26;
 
 size_t Align8(size_t n) { return (n + 7) & ~size_t{7}; }
-
-void Put32(std::string* out, uint32_t v) { out->append(reinterpret_cast<const char*>(&v), 4); }
-uint32_t Load32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-uint64_t Load64(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-
-// A bounds-checked reader of u32 values.
-class Reader {
- public:
-  explicit Reader(std::string_view bytes) : bytes_(bytes) {}
-  bool U32(uint32_t* v) {
-    if (bytes_.size() - pos_ < 4) return false;
-    *v = Load32(bytes_.data() + pos_);
-    pos_ += 4;
-    return true;
-  }
-  bool Bytes(size_t n, std::string_view* v) {
-    if (bytes_.size() - pos_ < n) return false;
-    *v = bytes_.substr(pos_, n);
-    pos_ += n;
-    return true;
-  }
-  bool done() const { return pos_ == bytes_.size(); }
-
- private:
-  std::string_view bytes_;
-  size_t pos_ = 0;
-};
 
 CompiledTable Compile(const IndexTableSpec& spec, int bits) {
   CompiledTable table;
@@ -123,25 +89,25 @@ Result<std::shared_ptr<const CompiledDesign>> CompileDesign(const IndexDesign& d
 
 std::string EncodeDesign(const IndexDesign& design) {
   std::string out;
-  Put32(&out, static_cast<uint32_t>(design.bits));
-  Put32(&out, static_cast<uint32_t>(design.max_k));
-  for (int r : design.probe_radius) Put32(&out, static_cast<uint32_t>(r));
-  Put32(&out, static_cast<uint32_t>(design.tables.size()));
+  PutU32(&out, static_cast<uint32_t>(design.bits));
+  PutU32(&out, static_cast<uint32_t>(design.max_k));
+  for (int r : design.probe_radius) PutU32(&out, static_cast<uint32_t>(r));
+  PutU32(&out, static_cast<uint32_t>(design.tables.size()));
   for (const IndexTableSpec& t : design.tables) {
-    Put32(&out, static_cast<uint32_t>(t.key_bits));
-    Put32(&out, static_cast<uint32_t>(t.key_ranges.size()));
+    PutU32(&out, static_cast<uint32_t>(t.key_bits));
+    PutU32(&out, static_cast<uint32_t>(t.key_ranges.size()));
     for (const BitRange& r : t.key_ranges) {
-      Put32(&out, static_cast<uint32_t>(r.start));
-      Put32(&out, static_cast<uint32_t>(r.width));
+      PutU32(&out, static_cast<uint32_t>(r.start));
+      PutU32(&out, static_cast<uint32_t>(r.width));
     }
   }
-  Put32(&out, static_cast<uint32_t>(design.description.size()));
+  PutU32(&out, static_cast<uint32_t>(design.description.size()));
   out += design.description;
   return out;
 }
 
 Result<IndexDesign> DecodeDesign(std::string_view bytes) {
-  Reader reader(bytes);
+  ByteReader reader(bytes);
   IndexDesign d;
   uint32_t bits, max_k, tables;
   if (!reader.U32(&bits) || !reader.U32(&max_k) || (bits != 64 && bits != 128) || max_k > bits)
@@ -279,17 +245,17 @@ std::shared_ptr<const TableSegment> TableSegment::Build(
   seg->Bind();
   // Header.
   std::string header(kImageMagic, 8);
-  Put32(&header, kImageVersion);
-  Put32(&header, static_cast<uint32_t>(bits));
+  PutU32(&header, kImageVersion);
+  PutU32(&header, static_cast<uint32_t>(bits));
   const uint64_t n64 = n;
   header.append(reinterpret_cast<const char*>(&n64), 8);
-  Put32(&header, static_cast<uint32_t>(tables.size()));
-  Put32(&header, static_cast<uint32_t>(design_bytes.size()));
+  PutU32(&header, static_cast<uint32_t>(tables.size()));
+  PutU32(&header, static_cast<uint32_t>(design_bytes.size()));
   header += design_bytes;
   header.resize(kFixedHeader + Align8(design_bytes.size()), '\0');
   for (size_t t = 0; t < tables.size(); ++t) {
-    Put32(&header, static_cast<uint32_t>(dir_bits[t]));
-    Put32(&header, tables[t].identity ? 1 : 0);
+    PutU32(&header, static_cast<uint32_t>(dir_bits[t]));
+    PutU32(&header, tables[t].identity ? 1 : 0);
   }
   const uint64_t checksum = XXH3_64bits(header.data(), header.size());
   header.append(reinterpret_cast<const char*>(&checksum), 8);
@@ -345,19 +311,19 @@ Result<std::shared_ptr<const TableSegment>> TableSegment::View(
   if (reinterpret_cast<uintptr_t>(bytes.data()) % 8 != 0) return corrupt("misaligned");
   const char* base = bytes.data();
   if (std::memcmp(base, kImageMagic, 8) != 0) return corrupt("bad magic");
-  if (Load32(base + 8) != kImageVersion)
+  if (LoadU32(base + 8) != kImageVersion)
     return Status::Unsupported(what + ": index section version " +
-                               std::to_string(Load32(base + 8)) + " is not supported");
-  const uint32_t bits = Load32(base + 12);
-  const uint64_t n = Load64(base + 16);
-  const uint32_t num_tables = Load32(base + 24);
-  const uint32_t design_bytes = Load32(base + 28);
+                               std::to_string(LoadU32(base + 8)) + " is not supported");
+  const uint32_t bits = LoadU32(base + 12);
+  const uint64_t n = LoadU64(base + 16);
+  const uint32_t num_tables = LoadU32(base + 24);
+  const uint32_t design_bytes = LoadU32(base + 28);
   if ((bits != 64 && bits != 128) || n > std::numeric_limits<uint32_t>::max() || num_tables == 0 ||
       num_tables > kMaxTables || design_bytes > kMaxDesignBytes)
     return corrupt("header fields out of range");
   const size_t header_bytes = HeaderBytes(design_bytes, num_tables);
   if (header_bytes > bytes.size()) return corrupt("truncated header");
-  if (XXH3_64bits(base, header_bytes - 8) != Load64(base + header_bytes - 8))
+  if (XXH3_64bits(base, header_bytes - 8) != LoadU64(base + header_bytes - 8))
     return corrupt("header checksum mismatch");
   Result<IndexDesign> stored = DecodeDesign(bytes.substr(kFixedHeader, design_bytes));
   if (!stored.ok()) return corrupt(stored.status().message());
@@ -375,8 +341,8 @@ Result<std::shared_ptr<const TableSegment>> TableSegment::View(
   std::vector<int> dir_bits(num_tables);
   const char* per_table = base + kFixedHeader + Align8(design_bytes);
   for (uint32_t t = 0; t < num_tables; ++t) {
-    const uint32_t d = Load32(per_table + 8 * t);
-    const uint32_t identity = Load32(per_table + 8 * t + 4);
+    const uint32_t d = LoadU32(per_table + 8 * t);
+    const uint32_t identity = LoadU32(per_table + 8 * t + 4);
     const CompiledTable& ct = seg->design_->tables[t];
     if (d > static_cast<uint32_t>(std::min(ct.key_bits, kMaxDirBits)) ||
         identity != (ct.identity ? 1u : 0u))

@@ -32,7 +32,7 @@ int GuessBits(const std::string& dir, const std::vector<std::string>& files) {
   for (const std::string& name : files) {
     Result<std::string> bytes = store::ReadFile(store::JoinPath(dir, name));
     if (!bytes.ok() || bytes->size() < 16) continue;
-    uint32_t bits = store::LoadU32(bytes->data() + 12);
+    uint32_t bits = LoadU32(bytes->data() + 12);
     if (bits == 64 || bits == 128) return static_cast<int>(bits);
   }
   return 64;
