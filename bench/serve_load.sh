@@ -75,7 +75,7 @@ du -sh "$STORE" | awk '{print "store size: " $1}'
 # Open time, measured by the library (cold: after dropping nothing; warm page cache).
 for i in 1 2 3; do "$BIN" index stats "$STORE"; done | tail -1 | sed 's/^/stats (3rd open): /'
 
-"$BIN" serve "$STORE" --port "$PORT" --threads "$SERVER_THREADS" > "$WORK/server.log" 2>&1 &
+"$BIN" serve "$STORE" --port "$PORT" --poll-threads "$SERVER_THREADS" > "$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
 head -1 "$WORK/server.log"

@@ -73,10 +73,6 @@ std::vector<std::string> AllCommands() {
   return commands;
 }
 
-// `neardup serve` belongs to the server's owner (issue 13); its --threads are HTTP request threads
-// and it has no -j yet. It is checked for defaults but left out of the shared-flag rules below.
-bool IsServe(const std::string& command) { return command == "serve"; }
-
 TEST(CliHelpTest, EveryCommandHasHelpWithDefaultsAndExamples) {
   std::vector<std::string> commands = AllCommands();
   ASSERT_GE(commands.size(), 10u);
@@ -102,7 +98,7 @@ TEST(CliHelpTest, EveryCommandHasHelpWithDefaultsAndExamples) {
     }
     // Every top-level command, and `index add`, ends with examples of itself.
     const bool needs_examples = command.find(' ') == std::string::npos || command == "index add";
-    if (needs_examples && !IsServe(command)) {
+    if (needs_examples) {
       size_t examples = help.out.find("\nExamples:\n");
       ASSERT_NE(examples, std::string::npos) << command << "\n" << help.out;
       const std::string tail = help.out.substr(examples);
@@ -133,7 +129,6 @@ TEST(CliHelpTest, SharedFlagsMeanTheSameEverywhere) {
   };
   std::map<std::string, int> seen;
   for (const std::string& command : AllCommands()) {
-    if (IsServe(command)) continue;
     Output help = RunNeardup(command + " --help");
     std::istringstream in(help.out);
     std::string line;

@@ -34,8 +34,8 @@ class ServerProcess {
       ::dup2(out[1], 1);
       ::close(out[0]);
       ::close(out[1]);
-      std::vector<std::string> args = {NEARDUP_BINARY, "serve", dir, "--port", "0",
-                                       "--threads",    "4"};
+      std::vector<std::string> args = {NEARDUP_BINARY,   "serve", dir, "--port", "0",
+                                       "--poll-threads", "4"};
       args.insert(args.end(), extra.begin(), extra.end());
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());

@@ -26,7 +26,8 @@ struct ServeArgs {
   std::string token_file;
   std::string sync = "group";
   int group_commit_ms = 2;
-  int bits = 0;    // 0: the store's (64 for a new store)
+  int bits = 64;  // the width of a new store; ignored (the store's) when --bits is not given
+  bool bits_given = false;
   int max_k = -1;  // -1: the store's (3 for a new store)
   std::string memory_budget = "128/fp";
   double expected_documents = 1e7;
@@ -76,7 +77,7 @@ int Run(ServeArgs& args) {
   const long open_files = service::RaiseOpenFileLimit();
 
   StoreOptions options;
-  options.bits = args.bits;
+  options.bits = args.bits_given ? args.bits : 0;  // 0: the store's own width
   options.max_k = args.max_k;
   options.expected_documents = args.expected_documents;
   Result<MemoryBudget> budget = ParseMemoryBudget(args.memory_budget);
@@ -146,71 +147,80 @@ int Run(ServeArgs& args) {
 
 RunFunction Setup(CLI::App* app) {
   auto args = std::make_shared<ServeArgs>();
-  app->add_option("dir", args->dir, "Store directory (created if missing)")->required();
-  app->add_option("--host", args->server.host, "Address to bind")->capture_default_str();
-  app->add_option("--port", args->server.port, "Port (0 = any free port)")->capture_default_str();
-  app->add_option("--threads", args->server.threads,
-                  "Polling threads (0 = nproc): read requests, answer /healthz and /metrics; "
+  app->add_option("dir", args->dir, "store directory (created if missing)")->required();
+  app->add_option("--host", args->server.host, "address to bind")->capture_default_str();
+  app->add_option("--port", args->server.port, "port (0 = any free port)")->capture_default_str();
+  app->add_option("--poll-threads", args->server.threads,
+                  "polling threads (0 = nproc): read requests, answer /healthz and /metrics; "
                   "connections are multiplexed, so this does not bound the number of clients");
   app->add_option("--workers", args->server.workers,
-                  "Threads running text, write and scan handlers (0 = max(32, 8 x nproc)); a write "
+                  "threads running text, write and scan handlers (0 = max(32, 8 x nproc)); a write "
                   "holds one through its fsync, and concurrent writes share one fsync");
   app->add_option("--token-file", args->token_file,
-                  "Read the bearer token required for writes from the first line of a file "
+                  "read the bearer token required for writes from the first line of a file "
                   "(preferred; a CRLF line end is stripped with a warning)");
   app->add_option("--token", args->server.token,
-                  "Bearer token on the command line (visible in `ps`: prefer --token-file or "
+                  "bearer token on the command line (visible in `ps`: prefer --token-file or "
                   "$NEARDUP_TOKEN, which is used when neither option is given)");
-  app->add_flag("--auth-reads", args->server.auth_reads, "Require the token for reads too");
+  app->add_flag("--auth-reads", args->server.auth_reads, "require the token for reads too");
   app->add_option("--sync", args->sync,
                   "every (fsync per write batch), group (fsync every --group-commit-ms, "
                   "default) or none (no fsync: not power-loss safe)")
       ->check(CLI::IsMember({"every", "group", "none"}));
-  app->add_option("--group-commit-ms", args->group_commit_ms, "Group commit window")
+  app->add_option("--group-commit-ms", args->group_commit_ms, "group commit window")
       ->check(CLI::Range(0, 1000));
-  app->add_option("--bits", args->bits,
-                  "Fingerprint width of a new store (default 64); an existing store refuses "
-                  "another")
-      ->check(CLI::IsMember({64, 128}));
+  CLI::Option* bits_option =
+      app->add_option("--bits", args->bits,
+                      "fingerprint width of a new store (default 64); an existing store refuses "
+                      "another")
+          ->check(CLI::IsMember({64, 128}));
   app->add_option("--max-k", args->max_k,
-                  "Largest k the index tables of a new store serve (default 3); an existing "
+                  "largest k the index tables of a new store serve (default 3); an existing "
                   "store refuses another")
       ->check(CLI::Range(0, 15));
   app->add_option("--memory-budget", args->memory_budget,
-                  "Index memory budget of a new store: bytes (640M, 1.5G) or bytes per "
+                  "index memory budget of a new store: bytes (640M, 1.5G) or bytes per "
                   "fingerprint (128/fp); the planner picks the fastest design within it")
       ->capture_default_str();
   app->add_option("--expected-documents", args->expected_documents,
-                  "Documents a new store is planned for")
+                  "documents a new store is planned for")
       ->capture_default_str();
-  app->add_option("--memtable-limit", args->memtable_limit, "Entries before a flush to a segment");
+  app->add_option("--memtable-limit", args->memtable_limit, "entries before a flush to a segment");
   app->add_option("--max-body-bytes", args->server.max_body_bytes,
-                  "Request body limit, counted after chunked framing and gzip/deflate decoding")
+                  "request body limit, counted after chunked framing and gzip/deflate decoding")
       ->capture_default_str();
-  app->add_option("--max-batch", args->server.limits.max_batch, "Documents per add request");
+  app->add_option("--max-batch", args->server.limits.max_batch, "documents per add request");
   app->add_option("--request-timeout,--timeout", args->server.request_timeout_seconds,
-                  "Whole-request deadline in seconds: request line, headers, body and reply")
+                  "whole-request deadline in seconds: request line, headers, body and reply")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
   app->add_option("--idle-timeout", args->server.idle_timeout_seconds,
-                  "Close a keep-alive connection without traffic for this many seconds")
+                  "close a keep-alive connection without traffic for this many seconds")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
   app->add_option("--max-connections", args->server.max_connections,
-                  "Open connections (0 = the open-file limit minus 64)")
+                  "open connections (0 = the open-file limit minus 64)")
       ->check(CLI::Range(0, 1 << 24));
   app->add_option("--shutdown-timeout", args->server.shutdown_timeout_seconds,
-                  "On SIGTERM/SIGINT, seconds to let in-flight requests finish before closing "
+                  "on SIGTERM/SIGINT, seconds to let in-flight requests finish before closing "
                   "every connection")
       ->capture_default_str()
       ->check(CLI::Range(0, 3600));
-  app->add_flag("--no-text", args->no_text, "Do not load the text fingerprinter");
+  app->add_flag("--no-text", args->no_text, "do not load the text fingerprinter");
   app->add_flag("--no-verify", args->no_verify,
-                "Skip the whole-file segment checksums at open (headers are still checked)");
-  return [args]() { return Run(*args); };
+                "skip the whole-file segment checksums at open (headers are still checked)");
+  app->footer(
+      "Examples:\n"
+      "  neardup serve store/ --port 8080 --token-file token.txt\n"
+      "  neardup serve store/ --memory-budget 128/fp --expected-documents 1e8\n"
+      "  NEARDUP_TOKEN=... neardup serve store/ --host 0.0.0.0 --sync every");
+  return [args, bits_option]() {
+    args->bits_given = bits_option->count() > 0;
+    return Run(*args);
+  };
 }
 
-CommandRegistrar registrar("serve", "Serve a store over HTTP/JSON (see docs/api.md)", Setup);
+CommandRegistrar registrar("serve", "serve a store over HTTP/JSON (see docs/api.md)", Setup);
 
 }  // namespace
 }  // namespace neardup::cli
