@@ -328,7 +328,9 @@ TEST(MemoryBudgetTest, ParsesBytesAndBytesPerFingerprint) {
   for (const char* bad : {"", "abc", "-5", "12X", "/fp", "1e400"}) {
     auto parsed = ParseMemoryBudget(bad);
     EXPECT_FALSE(parsed.ok()) << bad;
-    if (!parsed.ok()) EXPECT_NE(parsed.status().message().find("memory budget"), std::string::npos);
+    if (!parsed.ok()) {
+      EXPECT_NE(parsed.status().message().find("memory budget"), std::string::npos);
+    }
   }
 }
 

@@ -177,9 +177,10 @@ void RunMode(SyncMode mode, const char* name) {
       for (uint64_t n : batch) present += store.Get(IdOf(n)).ok() || round.ids[n].remove_issued;
       int removed = 0;
       for (uint64_t n : batch) removed += round.ids[n].remove_issued ? 1 : 0;
-      if (removed == 0)
+      if (removed == 0) {
         EXPECT_TRUE(present == 0 || present == 4)
             << name << " round " << r << ": a batch survived partially (" << present << " of 4)";
+      }
     }
     ASSERT_TRUE(store.Close().ok());
     fs::remove_all(dir);

@@ -72,6 +72,21 @@ bool IsBlank(std::string_view text) {
   return text.find_first_not_of(" \t\r\n\f\v") == std::string_view::npos;
 }
 
+// Fills `doc` as a plain-text document (not JSONL): its location is also its id.
+void SetPlainDocument(Document* doc, std::string text, const std::string& location,
+                      uint32_t file_index, uint64_t line) {
+  doc->text = std::move(text);
+  doc->id = location;
+  doc->location = location;
+  doc->file_index = file_index;
+  doc->line = line;
+  doc->score.reset();
+  doc->raw_line.clear();
+  doc->from_jsonl = false;
+  doc->metadata.clear();
+  doc->fingerprint.clear();
+}
+
 }  // namespace
 
 bool IsSameFile(const std::string& a, const std::string& b) {
@@ -533,16 +548,7 @@ Result<bool> DocumentReader::Next(Document* doc) {
         NEARDUP_RETURN_IF_ERROR(Skip(kSkipEmptyText, path + ": empty document"));
         continue;
       }
-      doc->id = path;
-      doc->text = std::move(text);
-      doc->location = path;
-      doc->file_index = static_cast<uint32_t>(current_file_ - 1);
-      doc->line = 0;
-      doc->score.reset();
-      doc->raw_line.clear();
-      doc->from_jsonl = false;
-      doc->metadata.clear();
-      doc->fingerprint.clear();
+      SetPlainDocument(doc, std::move(text), path, static_cast<uint32_t>(current_file_ - 1), 0);
       return true;
     }
 
@@ -572,16 +578,7 @@ Result<bool> DocumentReader::Next(Document* doc) {
       continue;
     }
     if (!current_is_jsonl_) {  // text_lines: the line is the document
-      doc->text = line_;
-      doc->id = where;
-      doc->location = where;
-      doc->file_index = static_cast<uint32_t>(current_file_);
-      doc->line = current_line_;
-      doc->score.reset();
-      doc->raw_line.clear();
-      doc->from_jsonl = false;
-      doc->metadata.clear();
-      doc->fingerprint.clear();
+      SetPlainDocument(doc, line_, where, static_cast<uint32_t>(current_file_), current_line_);
       return true;
     }
     line_.reserve(line_.size() + simdjson::SIMDJSON_PADDING);
