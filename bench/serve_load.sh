@@ -6,8 +6,8 @@
 #
 # Usage: bench/serve_load.sh [N] [DURATION_SECONDS]
 #   NEARDUP_BIN      the neardup binary   (default: build/neardup)
-#   SERVER_THREADS   server request threads (default 16; cpp-httplib serves one connection per
-#                    thread, so keep it >= CONNECTIONS)
+#   SERVER_THREADS   the server's --poll-threads (default 16; connections are multiplexed over
+#                    them, text and writes run on --workers)
 #   CONNECTIONS      wrk connections      (default 16)
 #   WRK_THREADS      wrk threads          (default 2)
 #   KEEP_DIR=1       keep the store directory
