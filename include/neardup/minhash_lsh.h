@@ -150,6 +150,8 @@ class BandKeyTable {
   // a signature (it is then in no bucket).
   void Append(std::span<const uint32_t> keys);
   bool has_keys(size_t document) const { return has_keys_[document]; }
+  const std::vector<bool>& has_keys_bits() const { return has_keys_; }
+  std::span<const uint32_t> band_keys(int band) const { return keys_[band]; }
   uint32_t key(int band, size_t document) const { return keys_[band][document]; }
   void Reserve(size_t documents);
   // Memory held, in bytes.
@@ -176,6 +178,15 @@ struct LshJoinStats {
 // per thread (8 bytes per document each). The result does not depend on `threads`.
 std::vector<LshPair> LshCandidatePairs(const BandKeyTable& table, uint32_t window, int threads,
                                        LshJoinStats* stats = nullptr);
+
+// One band's step of LshCandidatePairs, for callers that keep the band keys elsewhere (dedup
+// spills them to disk): the distinct pairs, packed a << 32 | b and sorted, that the bucket rule
+// yields over documents 0 .. keys.size() - 1 whose key in this band is keys[d] (documents with
+// has_keys[d] false are in no bucket). Adds to `stats` (all fields but candidate_pairs).
+// `records` and `scratch` are work buffers (8 bytes per document each), reusable across calls.
+void LshBandPairs(std::span<const uint32_t> keys, const std::vector<bool>& has_keys,
+                  uint32_t window, std::vector<uint64_t>* pairs, LshJoinStats* stats,
+                  std::vector<uint64_t>* records, std::vector<uint64_t>* scratch);
 
 }  // namespace neardup
 
