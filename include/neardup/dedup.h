@@ -2,11 +2,15 @@
 // to keep (the library behind `neardup dedup`).
 //
 // Flow: stream documents (neardup/document_reader.h) -> per document, on all cores: the SimHash
-// fingerprint and the MinHash band keys of its verification shingles (neardup/minhash_lsh.h) ->
-// candidate pairs: documents sharing a band key (MinHash LSH), optionally plus fingerprints within
-// a small Hamming distance k (the permuted-table index), plus identical texts -> verification of
-// each candidate pair by the exact shingle Jaccard (re-reading only the documents involved) ->
-// connected components (neardup/clusters.h) -> keep one document per component.
+// fingerprint and the MinHash band keys of its verification shingles (neardup/minhash_lsh.h),
+// the keys spilled band by band to a temporary file -> candidate pairs: documents sharing a band
+// key (MinHash LSH, one band at a time, each band's sorted pairs spilled as a run), optionally
+// plus fingerprints within a small Hamming distance k (the permuted-table index), plus identical
+// texts -> the runs merged (k-way) into distinct pairs -> verification of each candidate pair by
+// the exact shingle Jaccard (a second pass over the inputs computes the shingles of only the
+// documents involved and spills them; standard input is spooled to a temporary file so it can be
+// read twice) -> connected components (neardup/clusters.h) -> keep one document per component.
+// DedupOptions::spill = false keeps all of it in memory instead, with the same result.
 //
 // What "duplicate" means does not depend on the corpus size: a pair is a duplicate when its texts
 // are identical, identical but for whitespace, or their shingle Jaccard reaches the verification
@@ -77,6 +81,15 @@ struct DedupOptions {
   double verify_threshold = kVerifyAtThreshold;
   // Threads for fingerprinting, joining and verifying; <= 0 means DefaultThreadCount().
   int threads = 0;
+  // Where the run keeps its intermediate data. true (the default): the band keys, each band's
+  // candidate pairs (sorted runs, merged on the fly) and the shingle sets of the documents to
+  // verify go to unlinked temporary files in temp_directory (they vanish when the run ends, even
+  // if it is killed), so memory holds about sizeof(DedupDocument) per document plus the accepted
+  // pairs whatever the signature size or the number of candidate pairs. false: all in memory
+  // (band keys 4 bytes per document and band, 8 bytes per candidate pair and band that found it,
+  // the shingle sets of every document to verify). Both give the same pairs and clusters.
+  bool spill = true;
+  std::string temp_directory;  // empty: $TMPDIR, else /tmp
   // Documents fingerprinted per parallel batch.
   size_t batch_size = 4096;
   // Record each stage's peak resident memory (Linux: resets the process's peak counter through
@@ -150,6 +163,8 @@ struct DedupReport {
   uint64_t simhash_only_candidate_pairs = 0;
   uint64_t simhash_only_accepted_pairs = 0;
   LshJoinStats lsh_stats;                   // buckets of the LSH stage
+  bool spilled = false;                     // DedupOptions::spill
+  uint64_t spill_peak_bytes = 0;            // most bytes held in temporary files at once
   LshParameters lsh;                        // bands and rows used (0 when the stage was off)
   int max_distance = 0;                     // the k of the SimHash join (-1 when it was off)
   double verify_threshold = 0;              // the threshold used (0 = off)
