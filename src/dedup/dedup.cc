@@ -770,23 +770,23 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
   {
     // Candidates in blocks: similarity -2 = to compute.
     PairRunMerger merger(runs);
-    constexpr size_t kBlock = 1 << 18;
+    constexpr size_t kBlock = 1 << 16;
     std::vector<uint64_t> block;
     std::vector<double> similarity_of;
-    Status read_status;
-    std::mutex read_mutex;
+    const uint32_t* shingle_map = nullptr;
+    if (shingle_file) {
+      auto mapped = shingle_file->Map();
+      if (!mapped.ok()) return mapped.status();
+      shingle_map = reinterpret_cast<const uint32_t*>(*mapped);
+    }
     auto verify_block = [&]() -> Status {
       ParallelFor(
           block.size(), threads,
           [&](size_t begin, size_t end) {
-            std::vector<uint32_t> set_a, set_b;
-            uint32_t loaded_a = UINT32_MAX;
-            auto load = [&](uint32_t document, std::vector<uint32_t>* set) -> Status {
+            auto set_of = [&](uint32_t document) {
               const uint32_t s = slot[document];
               const uint64_t from = shingle_offsets[s], to = shingle_offsets[s + 1];
-              set->resize(to - from);
-              return shingle_file->ReadAt(from * sizeof(uint32_t), set->data(),
-                                          (to - from) * sizeof(uint32_t));
+              return std::span<const uint32_t>(shingle_map + from, to - from);
             };
             for (size_t i = begin; i < end; ++i) {
               if (similarity_of[i] != -2) continue;
@@ -797,23 +797,12 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
                     ShingleSimilarity::Jaccard32(shingles[slot[a]], shingles[slot[b]]);
                 continue;
               }
-              Status status;
-              if (a != loaded_a) {
-                status = load(a, &set_a);
-                loaded_a = a;
-              }
-              if (status.ok()) status = load(b, &set_b);
-              if (!status.ok()) {
-                std::lock_guard<std::mutex> lock(read_mutex);
-                read_status = status;
-                loaded_a = UINT32_MAX;
-                continue;
-              }
-              similarity_of[i] = ShingleSimilarity::Jaccard32(set_a, set_b);
+              similarity_of[i] = ShingleSimilarity::Jaccard32(set_of(a), set_of(b));
             }
           },
           256);
-      NEARDUP_RETURN_IF_ERROR(read_status);
+      // The pages read for this block leave the process (the page cache keeps them).
+      if (shingle_file) shingle_file->ReleaseMappedPages();
       for (size_t i = 0; i < block.size(); ++i) {
         if (verify && similarity_of[i] < verify_threshold) continue;
         const uint32_t a = static_cast<uint32_t>(block[i] >> 32);
