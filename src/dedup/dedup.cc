@@ -482,12 +482,14 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
     }
     if (!reserved && count > 0 && reader.total_input_bytes() > 0 &&
         reader.input_bytes_consumed() > 0) {
-      // Room for the whole corpus at the first batch's bytes per document (plus 5 %), so the
-      // document table is not copied while growing (a copy briefly holds it twice).
+      // Room for twice the corpus at the first batch's bytes per document, so the document
+      // table is not copied while growing (a copy briefly holds it twice, and the first batch
+      // may hold longer documents than the rest). Only the pages written become resident: the
+      // unused part of the reservation costs address space, not memory.
       reserved = true;
       const double per_byte = static_cast<double>(report.documents.size()) /
                               static_cast<double>(reader.input_bytes_consumed());
-      const double estimate = 1.05 * per_byte * static_cast<double>(reader.total_input_bytes());
+      const double estimate = 2.0 * per_byte * static_cast<double>(reader.total_input_bytes());
       if (estimate > static_cast<double>(report.documents.size()) && estimate < 4.3e9) {
         report.documents.reserve(static_cast<size_t>(estimate));
         if (use_lsh && spill) has_keys.reserve(static_cast<size_t>(estimate));
