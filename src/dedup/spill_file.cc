@@ -14,7 +14,7 @@ namespace neardup {
 
 namespace {
 
-constexpr size_t kBufferBytes = 1 << 20;
+constexpr size_t kBufferBytes = 1 << 18;  // 256 KiB: dedup keeps one per band
 
 std::string ErrnoText() { return std::strerror(errno); }
 
