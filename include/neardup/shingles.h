@@ -15,7 +15,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string_view>
 #include <vector>
 
@@ -41,7 +40,7 @@ class ShingleSimilarity {
   // |a ∩ b| / |a ∪ b| of two sorted distinct sets; 1 when both are empty.
   static double Jaccard(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b);
   // Jaccard of sorted distinct 32-bit sets (dedup's compact form of the shingle sets).
-  static double Jaccard32(std::span<const uint32_t> a, std::span<const uint32_t> b);
+  static double Jaccard32(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b);
   // The compact form dedup verifies with: each hash folded to 32 bits (h ^ h >> 32), sorted and
   // distinct. A collision among a few thousand shingles is rare enough (p ~ 1e-6 per document
   // pair) not to move a Jaccard value measurably, and it halves the memory.

@@ -772,23 +772,23 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
   {
     // Candidates in blocks: similarity -2 = to compute.
     PairRunMerger merger(runs);
-    constexpr size_t kBlock = 1 << 16;
+    constexpr size_t kBlock = 1 << 18;
     std::vector<uint64_t> block;
     std::vector<double> similarity_of;
-    const uint32_t* shingle_map = nullptr;
-    if (shingle_file) {
-      auto mapped = shingle_file->Map();
-      if (!mapped.ok()) return mapped.status();
-      shingle_map = reinterpret_cast<const uint32_t*>(*mapped);
-    }
+    Status read_status;
+    std::mutex read_mutex;
     auto verify_block = [&]() -> Status {
       ParallelFor(
           block.size(), threads,
           [&](size_t begin, size_t end) {
-            auto set_of = [&](uint32_t document) {
+            std::vector<uint32_t> set_a, set_b;
+            uint32_t loaded_a = UINT32_MAX;
+            auto load = [&](uint32_t document, std::vector<uint32_t>* set) -> Status {
               const uint32_t s = slot[document];
               const uint64_t from = shingle_offsets[s], to = shingle_offsets[s + 1];
-              return std::span<const uint32_t>(shingle_map + from, to - from);
+              set->resize(to - from);
+              return shingle_file->ReadAt(from * sizeof(uint32_t), set->data(),
+                                          (to - from) * sizeof(uint32_t));
             };
             for (size_t i = begin; i < end; ++i) {
               if (similarity_of[i] != -2) continue;
@@ -799,12 +799,23 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
                     ShingleSimilarity::Jaccard32(shingles[slot[a]], shingles[slot[b]]);
                 continue;
               }
-              similarity_of[i] = ShingleSimilarity::Jaccard32(set_of(a), set_of(b));
+              Status status;
+              if (a != loaded_a) {
+                status = load(a, &set_a);
+                loaded_a = a;
+              }
+              if (status.ok()) status = load(b, &set_b);
+              if (!status.ok()) {
+                std::lock_guard<std::mutex> lock(read_mutex);
+                read_status = status;
+                loaded_a = UINT32_MAX;
+                continue;
+              }
+              similarity_of[i] = ShingleSimilarity::Jaccard32(set_a, set_b);
             }
           },
           256);
-      // The pages read for this block leave the process (the page cache keeps them).
-      if (shingle_file) shingle_file->ReleaseMappedPages();
+      NEARDUP_RETURN_IF_ERROR(read_status);
       for (size_t i = 0; i < block.size(); ++i) {
         if (verify && similarity_of[i] < verify_threshold) continue;
         const uint32_t a = static_cast<uint32_t>(block[i] >> 32);

@@ -6,7 +6,6 @@
 #include <xxhash.h>
 
 #include <algorithm>
-#include <span>
 
 #include "common/utf8.h"
 
@@ -124,7 +123,7 @@ void ShingleSimilarity::ShinglesOfNormalized(std::string_view normal,
 
 namespace {
 template <typename T>
-size_t IntersectionSize(std::span<const T> a, std::span<const T> b) {
+size_t IntersectionSize(const std::vector<T>& a, const std::vector<T>& b) {
   size_t i = 0, j = 0, common = 0;
   while (i < a.size() && j < b.size()) {
     if (a[i] < b[j]) {
@@ -143,13 +142,14 @@ size_t IntersectionSize(std::span<const T> a, std::span<const T> b) {
 
 double ShingleSimilarity::Jaccard(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
   if (a.empty() && b.empty()) return 1.0;
-  size_t common = IntersectionSize<uint64_t>(a, b);
+  size_t common = IntersectionSize(a, b);
   return static_cast<double>(common) / static_cast<double>(a.size() + b.size() - common);
 }
 
-double ShingleSimilarity::Jaccard32(std::span<const uint32_t> a, std::span<const uint32_t> b) {
+double ShingleSimilarity::Jaccard32(const std::vector<uint32_t>& a,
+                                    const std::vector<uint32_t>& b) {
   if (a.empty() && b.empty()) return 1.0;
-  size_t common = IntersectionSize<uint32_t>(a, b);
+  size_t common = IntersectionSize(a, b);
   return static_cast<double>(common) / static_cast<double>(a.size() + b.size() - common);
 }
 
@@ -175,7 +175,7 @@ Result<double> ShingleSimilarity::VerifiedJaccard(std::string_view a, std::strin
 double ShingleSimilarity::Containment(const std::vector<uint64_t>& a,
                                       const std::vector<uint64_t>& b) {
   if (a.empty() || b.empty()) return a.empty() && b.empty() ? 1.0 : 0.0;
-  size_t common = IntersectionSize<uint64_t>(a, b);
+  size_t common = IntersectionSize(a, b);
   return static_cast<double>(common) / static_cast<double>(std::min(a.size(), b.size()));
 }
 

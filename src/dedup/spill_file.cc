@@ -2,7 +2,6 @@
 #include "dedup/spill_file.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -49,16 +48,11 @@ SpillFile::SpillFile(SpillFile&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
       directory_(std::move(other.directory_)),
       size_(other.size_),
-      buffer_(std::move(other.buffer_)),
-      map_(std::exchange(other.map_, nullptr)),
-      map_bytes_(std::exchange(other.map_bytes_, 0)) {}
+      buffer_(std::move(other.buffer_)) {}
 
 SpillFile& SpillFile::operator=(SpillFile&& other) noexcept {
   if (this != &other) {
-    if (map_) ::munmap(map_, map_bytes_);
     if (fd_ >= 0) ::close(fd_);
-    map_ = std::exchange(other.map_, nullptr);
-    map_bytes_ = std::exchange(other.map_bytes_, 0);
     fd_ = std::exchange(other.fd_, -1);
     directory_ = std::move(other.directory_);
     size_ = other.size_;
@@ -68,25 +62,7 @@ SpillFile& SpillFile::operator=(SpillFile&& other) noexcept {
 }
 
 SpillFile::~SpillFile() {
-  if (map_) ::munmap(map_, map_bytes_);
   if (fd_ >= 0) ::close(fd_);
-}
-
-Result<const char*> SpillFile::Map() {
-  if (map_) return static_cast<const char*>(map_);
-  NEARDUP_RETURN_IF_ERROR(Flush());
-  if (size_ == 0) return static_cast<const char*>(nullptr);
-  void* map = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd_, 0);
-  if (map == MAP_FAILED) {
-    return Status::IoError("temporary file in " + directory_ + ": cannot map it: " + ErrnoText());
-  }
-  map_ = map;
-  map_bytes_ = size_;
-  return static_cast<const char*>(map_);
-}
-
-void SpillFile::ReleaseMappedPages() {
-  if (map_) ::madvise(map_, map_bytes_, MADV_DONTNEED);
 }
 
 Status SpillFile::Append(const void* data, size_t bytes) {

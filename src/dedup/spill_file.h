@@ -41,12 +41,6 @@ class SpillFile {
   Status ReadAt(uint64_t offset, void* data, size_t bytes) const;
   // Bytes appended so far (flushed or not).
   uint64_t size() const { return size_; }
-  // Maps the (flushed) file read-only and returns its bytes (nullptr for an empty file); valid
-  // until the object is destroyed. No appends after this.
-  Result<const char*> Map();
-  // Drops the mapped pages from the process (they stay in the page cache), so the pages read so
-  // far stop counting in its resident memory.
-  void ReleaseMappedPages();
 
  private:
   SpillFile(int fd, std::string directory) : fd_(fd), directory_(std::move(directory)) {}
@@ -54,8 +48,6 @@ class SpillFile {
   std::string directory_;  // for error messages
   uint64_t size_ = 0;
   std::vector<char> buffer_;
-  void* map_ = nullptr;
-  uint64_t map_bytes_ = 0;
 };
 
 }  // namespace neardup
