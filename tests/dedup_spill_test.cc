@@ -140,8 +140,8 @@ TEST_F(DedupSpillTest, SameClustersAsInMemoryForEveryCandidateMode) {
   for (auto candidates : {DedupOptions::Candidates::kLsh, DedupOptions::Candidates::kLshAndSimHash,
                           DedupOptions::Candidates::kSimHash}) {
     for (double verify : {DedupOptions::kVerifyAtThreshold, 0.0, 0.3}) {
-      SCOPED_TRACE(::testing::Message() << "candidates " << static_cast<int>(candidates)
-                                        << " verify " << verify);
+      SCOPED_TRACE(::testing::Message()
+                   << "candidates " << static_cast<int>(candidates) << " verify " << verify);
       DedupOptions on = Options(true), off = Options(false);
       on.candidates = off.candidates = candidates;
       on.verify_threshold = off.verify_threshold = verify;

@@ -562,8 +562,7 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
               std::span<const uint32_t> view;
               if (spill) {
                 band_keys.resize(n);
-                worker.status =
-                    band_files[band].ReadAt(0, band_keys.data(), n * sizeof(uint32_t));
+                worker.status = band_files[band].ReadAt(0, band_keys.data(), n * sizeof(uint32_t));
                 if (!worker.status.ok()) return;
                 view = band_keys;
               } else {
@@ -821,7 +820,8 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
         const uint32_t a = static_cast<uint32_t>(block[i] >> 32);
         const uint32_t b = static_cast<uint32_t>(block[i]);
         report.pairs.push_back(
-            {a, b, HammingDistance(report.documents[a].fingerprint, report.documents[b].fingerprint),
+            {a, b,
+             HammingDistance(report.documents[a].fingerprint, report.documents[b].fingerprint),
              similarity_of[i]});
       }
       block.clear();

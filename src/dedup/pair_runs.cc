@@ -29,9 +29,9 @@ Result<bool> PairRunMerger::Fill(size_t i) {
     if (left == 0) return false;
     const uint64_t take = std::min(left, kBufferPairs);
     cursor.buffer.resize(take);
-    NEARDUP_RETURN_IF_ERROR(cursor.run.file->ReadAt(
-        cursor.run.offset + cursor.consumed * sizeof(uint64_t), cursor.buffer.data(),
-        take * sizeof(uint64_t)));
+    NEARDUP_RETURN_IF_ERROR(
+        cursor.run.file->ReadAt(cursor.run.offset + cursor.consumed * sizeof(uint64_t),
+                                cursor.buffer.data(), take * sizeof(uint64_t)));
     cursor.consumed += take;
     cursor.position = 0;
   }

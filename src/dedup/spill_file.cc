@@ -36,8 +36,8 @@ Result<SpillFile> SpillFile::Create(const std::string& directory) {
     std::string path = dir + "/neardup-spill.XXXXXX";
     fd = ::mkstemp(path.data());
     if (fd < 0) {
-      return Status::IoError("temporary directory " + dir + ": cannot create a file: " +
-                             ErrnoText());
+      return Status::IoError("temporary directory " + dir +
+                             ": cannot create a file: " + ErrnoText());
     }
     ::unlink(path.c_str());
   }
@@ -83,8 +83,7 @@ Status SpillFile::Flush() {
     ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      return Status::IoError("temporary file in " + directory_ + ": write failed: " +
-                             ErrnoText());
+      return Status::IoError("temporary file in " + directory_ + ": write failed: " + ErrnoText());
     }
     done += static_cast<size_t>(n);
   }

@@ -294,8 +294,8 @@ std::vector<LshPair> LshCandidatePairs(const BandKeyTable& table, uint32_t windo
           std::vector<uint64_t> records, scratch, band_pairs;
           size_t compacted = 0;
           for (int band = static_cast<int>(w); band < bands; band += workers) {
-            LshBandPairs(table.band_keys(band), table.has_keys_bits(), window, &band_pairs, &worker.stats,
-                         &records, &scratch);
+            LshBandPairs(table.band_keys(band), table.has_keys_bits(), window, &band_pairs,
+                         &worker.stats, &records, &scratch);
             worker.pairs.insert(worker.pairs.end(), band_pairs.begin(), band_pairs.end());
             // The same pair recurs in many bands: compact when the list has doubled.
             if (worker.pairs.size() > 2 * compacted + (1u << 20)) {
