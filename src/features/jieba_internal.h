@@ -140,6 +140,10 @@ class Trie {
     return units_[t].check == node && code != 0 ? t : kNoNode;
   }
   uint32_t Child(uint32_t node, char32_t cp) const { return ChildByCode(node, Code(cp)); }
+  // Starts loading the unit ChildByCode(ChildByCode(root, first), second) would read.
+  void PrefetchSecondStep(uint32_t first, uint32_t second) const {
+    __builtin_prefetch(&units_[units_[first].base + second]);  // root's child of code c is unit c
+  }
   // calc()'s log(FREQ[word]) - log(total) when FREQ[word] is not 0, else NaN.
   double WordLogProb(uint32_t node) const { return units_[node].log_prob; }
   bool HasChildren(uint32_t node) const { return units_[node].base != 0 || node == kRoot; }

@@ -301,6 +301,11 @@ class BlockCutter {
     prob[n] = 0;
     end[n] = 0;
     for (size_t idx = n; idx-- > 0;) {
+      if constexpr (std::is_same_v<TrieT, Trie>) {
+        // The second step of a walk a few positions on misses the cache most: start loading it.
+        constexpr size_t kAhead = 4;
+        if (idx >= kAhead) trie_.PrefetchSecondStep(codes[idx - kAhead], codes[idx - kAhead + 1]);
+      }
       bool found = false;
       double best = 0;
       size_t best_x = idx;
