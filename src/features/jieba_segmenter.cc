@@ -119,9 +119,10 @@ Trie::Trie(const TrieBuilder& builder, double log_total) {
   node_of[builder.Root()] = kRoot;
   std::vector<uint32_t> level = {builder.Root()};
   std::vector<uint32_t> next_level;
-  size_t end_used = 1;  // one past the last used unit
-  constexpr ptrdiff_t kBigFamily = 16;
-  size_t big_family_base = 1;
+  size_t end_used = 1;                 // one past the last used unit
+  constexpr size_t kSizeClasses = 16;  // families of 1, 2, ..., 14, and 15 or more children
+  std::array<size_t, kSizeClasses> last_base;
+  last_base.fill(1);
   auto child_count = [&](uint32_t node) { return first_child[node + 1] - first_child[node]; };
   while (!level.empty()) {
     std::stable_sort(level.begin(), level.end(),
@@ -135,10 +136,10 @@ Trie::Trie(const TrieBuilder& builder, double log_total) {
       if (parent != builder.Root()) {
         const size_t first_code = kids_begin->first;
         size_t window = free_head > first_code ? free_head - first_code : 1;
-        // A big family rarely fits among the units the previous big families left: start at the
-        // base of the last one (bases need not be unique, only the units of the kids).
-        const bool big = kids_end - kids_begin >= kBigFamily;
-        if (big) window = std::max(window, big_family_base);
+        // A family rarely fits among the units that the previous families of its size left:
+        // start at the base of the last one (bases need not be unique, only the kids' units).
+        const size_t size_class = std::min<size_t>(kids_end - kids_begin, kSizeClasses - 1);
+        window = std::max(window, last_base[size_class]);
         for (;; window += 64) {
           uint64_t fits = ~uint64_t{0};  // bit j: base window + j fits the kids seen so far
           for (auto kid = kids_begin; kid != kids_end && fits != 0; ++kid) {
@@ -150,7 +151,9 @@ Trie::Trie(const TrieBuilder& builder, double log_total) {
           }
         }
       }
-      if (kids_end - kids_begin >= kBigFamily) big_family_base = base;
+      if (parent != builder.Root()) {
+        last_base[std::min<size_t>(kids_end - kids_begin, kSizeClasses - 1)] = base;
+      }
       const uint32_t unit = node_of[parent];
       units[unit].base = static_cast<uint32_t>(base);
       for (auto kid = kids_begin; kid != kids_end; ++kid) {
