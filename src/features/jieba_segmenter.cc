@@ -54,7 +54,7 @@ std::vector<TrieBuilder::Edge> TrieBuilder::Edges() const {
 
 Trie::Trie(const TrieBuilder& builder, double log_total) {
   node_count_ = builder.node_count() - 1;  // without the root
-  const std::vector<TrieBuilder::Edge> edges = builder.Edges();
+  std::vector<TrieBuilder::Edge> edges = builder.Edges();
 
   // Codes: the code points by descending number of edges (ties by code point), from 1.
   std::unordered_map<char32_t, uint32_t> edge_count;
@@ -92,14 +92,23 @@ Trie::Trie(const TrieBuilder& builder, double log_total) {
   for (size_t i = 0; i < builder_nodes; ++i) {
     std::sort(children.begin() + first_child[i], children.begin() + first_child[i + 1]);
   }
+  std::vector<TrieBuilder::Edge>().swap(edges);  // not needed any more: lower the load's peak
 
   // Place the nodes level by level (in a level, those with the most children first), each node's
   // children at the first base where all are free. A bitmap of the used units tests 64 candidate
   // bases at once.
   constexpr uint32_t kUsedByRoot = kNoNode - 1;  // the root's check: occupied, no parent
-  std::vector<Unit> units(2 * builder_nodes + max_code + 2);
-  units[kRoot].check = kUsedByRoot;
-  std::vector<uint64_t> used(units.size() / 64 + 2, 0);
+  // Built in place, with room for the fill (about 45 % of the units end up used) so that it
+  // seldom grows, which would copy.
+  units_.Assign(builder_nodes * 5 / 2 + max_code + 64, Unit{});
+  auto grow_to = [&](size_t size) {
+    if (size <= units_.size()) return;
+    HugePageArray<Unit> bigger(std::max(size, units_.size() + units_.size() / 2), Unit{});
+    for (size_t i = 0; i < units_.size(); ++i) bigger[i] = units_[i];
+    units_ = std::move(bigger);
+  };
+  units_[kRoot].check = kUsedByRoot;
+  std::vector<uint64_t> used(units_.size() / 64 + 2, 0);
   used[0] = 1;                                // the root
   auto used_at = [&](size_t p) -> uint64_t {  // bit j: whether unit p + j is used
     const size_t word = p / 64;
@@ -110,8 +119,8 @@ Trie::Trie(const TrieBuilder& builder, double log_total) {
     return (lo >> shift) | (hi << (64 - shift));
   };
   auto mark_used = [&](size_t i) {
-    if (i >= units.size()) units.resize(std::max(i + 1, units.size() + units.size() / 2));
-    if (i / 64 >= used.size()) used.resize(units.size() / 64 + 2, 0);
+    grow_to(i + 1);
+    if (i / 64 >= used.size()) used.resize(units_.size() / 64 + 2, 0);
     used[i / 64] |= uint64_t{1} << (i % 64);
   };
   size_t free_head = 1;                                   // no free unit below this
@@ -155,14 +164,14 @@ Trie::Trie(const TrieBuilder& builder, double log_total) {
         last_base[std::min<size_t>(kids_end - kids_begin, kSizeClasses - 1)] = base;
       }
       const uint32_t unit = node_of[parent];
-      units[unit].base = static_cast<uint32_t>(base);
+      units_[unit].base = static_cast<uint32_t>(base);
       for (auto kid = kids_begin; kid != kids_end; ++kid) {
         const size_t t = base + kid->first;
         mark_used(t);
-        units[t].check = unit;
+        units_[t].check = unit;
         const int64_t freq = builder.Freq(kid->second);
         // calc(): log(FREQ.get(word) or 1) - logtotal, used only for words whose FREQ is truthy.
-        units[t].log_prob = freq != 0 ? std::log(static_cast<double>(freq)) - log_total : NAN;
+        units_[t].log_prob = freq != 0 ? std::log(static_cast<double>(freq)) - log_total : NAN;
         node_of[kid->second] = static_cast<uint32_t>(t);
         end_used = std::max(end_used, t + 1);
         next_level.push_back(kid->second);
@@ -173,11 +182,9 @@ Trie::Trie(const TrieBuilder& builder, double log_total) {
   }
   // Padding: base + code stays inside the array for every base and code.
   const size_t size = end_used + max_code + 1;
-  if (size > kUsedByRoot) throw std::bad_alloc();  // node ids must stay below the sentinels
-  units.resize(size);
-  units_.Assign(size, Unit{});
-  for (size_t i = 0; i < size; ++i) units_[i] = units[i];
-  freq_.assign(size, 0);
+  grow_to(size);
+  if (units_.size() > kUsedByRoot) throw std::bad_alloc();
+  freq_.assign(units_.size(), 0);
   for (size_t node = 0; node < builder_nodes; ++node) {
     if (node_of[node] != kNoNode) freq_[node_of[node]] = builder.Freq(static_cast<uint32_t>(node));
   }
