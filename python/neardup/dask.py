@@ -334,14 +334,280 @@ def _select(rec: pd.DataFrame, members: np.ndarray) -> pd.DataFrame:
     return rec[_in_sorted(rec["gid"].to_numpy(np.uint64), members)]
 
 
-def _decide(rec: pd.DataFrame, removed: np.ndarray) -> pd.DataFrame:
+def _decide(rec: pd.DataFrame, removed: pd.DataFrame) -> pd.DataFrame:
+    """Keep or remove every document of one input partition; ``removed`` holds the removed gids
+    of that same partition."""
     gid = rec["gid"].to_numpy(np.uint64)
+    gone = np.sort(removed["gid"].to_numpy(np.uint64))
     return pd.DataFrame({
         "id": rec["id"].to_numpy(object),
         "partition": (gid >> np.uint64(32)).astype(np.int64),
         "row": (gid & np.uint64(0xFFFFFFFF)).astype(np.int64),
-        "keep": ~_in_sorted(gid, removed),
+        "keep": ~_in_sorted(gid, gone),
     })
+
+
+# ---- stage 6: components and the keep decision, as Dask tasks ------------------------------------
+#
+# Frames are routed with explicit partition numbers (a "_partitions" column) so that two frames
+# routed by the same key are co-partitioned and can be combined partition by partition:
+# - by node: a mixing hash of the document number (gid) modulo the partition count;
+# - by input partition: gid >> 32, the partition the document was read from (aligned with `rec`).
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_EDGE_META = {"a": "u8", "b": "u8", "distance": "i4", "similarity": "f8"}
+_LABEL_META = {"node": "u8", "label": "u8"}
+_MESSAGE_META = {"node": "u8", "value": "u8", "kind": "i1"}
+_MEMBER_META = {
+    "gid": "u8", "comp": "u8", "id": "O", "hi": "u8", "lo": "u8", "bytes": "u8",
+    "normalized_bytes": "u8", "content_hash": "u8", "score": "f8",
+}
+_RESULT_META = {
+    "gid": "u8", "id": "O", "kept_gid": "u8", "is_kept": "bool", "bytes": "u8", "hi": "u8",
+    "lo": "u8", "distance": "i4", "via": "O", "distance_to_via": "i4", "similarity_to_via": "f8",
+    "reason": "O",
+}
+
+
+def _node_partition(values: np.ndarray, nparts: int) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        mixed = values.astype(np.uint64) * _GOLDEN
+    return ((mixed >> np.uint64(33)) % np.uint64(nparts)).astype(np.int64)
+
+
+def _with_route(frame: pd.DataFrame, column: str, nparts: int, by_input: bool) -> pd.DataFrame:
+    values = frame[column].to_numpy(np.uint64)
+    route = ((values >> np.uint64(32)).astype(np.int64) if by_input
+             else _node_partition(values, nparts))
+    return frame.assign(_partitions=route)
+
+
+def _drop_route(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.drop(columns="_partitions").reset_index(drop=True)
+
+
+def _rearrange(frame, column: str, nparts: int, meta: dict, by_input: bool = False):
+    """``frame`` moved so that partition i holds the rows whose ``column`` routes to i."""
+    from dask.dataframe.shuffle import rearrange_by_column
+
+    routed = frame.map_partitions(_with_route, column, nparts, by_input,
+                                  meta={**meta, "_partitions": "i8"})
+    moved = rearrange_by_column(routed, "_partitions", npartitions=nparts, shuffle="tasks",
+                                ignore_index=True)
+    return moved.map_partitions(_drop_route, meta=meta)
+
+
+def _lookup(labels: pd.DataFrame, nodes: np.ndarray) -> np.ndarray:
+    """The label of each of ``nodes`` (all present in ``labels``, which is sorted by node)."""
+    return labels["label"].to_numpy(np.uint64)[
+        np.searchsorted(labels["node"].to_numpy(np.uint64), nodes)]
+
+
+def _initial_labels(by_a: pd.DataFrame, by_b: pd.DataFrame) -> pd.DataFrame:
+    nodes = np.unique(np.concatenate([by_a["a"].to_numpy(np.uint64),
+                                      by_b["b"].to_numpy(np.uint64)]))
+    return pd.DataFrame({"node": nodes, "label": nodes})
+
+
+def _messages(by_a: pd.DataFrame, by_b: pd.DataFrame, labels: pd.DataFrame,
+              requests: pd.DataFrame, nparts: int) -> pd.DataFrame:
+    """One round's outgoing messages of one node partition, routed to their destination:
+    kind 0, "node may take label value": each edge end's label sent to the other end, and the
+    answers to pointer-jumping requests (the label of a node's label); kind 1, the requests of
+    this partition's nodes whose label is another node (sent to that node's partition)."""
+    a = by_a["a"].to_numpy(np.uint64)
+    b = by_b["b"].to_numpy(np.uint64)
+    asked = requests["value"].to_numpy(np.uint64)
+    node = labels["node"].to_numpy(np.uint64)
+    label = labels["label"].to_numpy(np.uint64)
+    pending = node != label
+    to = np.concatenate([by_a["b"].to_numpy(np.uint64), by_b["a"].to_numpy(np.uint64),
+                         requests["node"].to_numpy(np.uint64), label[pending]])
+    value = np.concatenate([_lookup(labels, a), _lookup(labels, b), _lookup(labels, asked),
+                            node[pending]])
+    kind = np.concatenate([np.zeros(len(a) + len(b) + len(asked), np.int8),
+                           np.ones(int(pending.sum()), np.int8)])
+    return pd.DataFrame({"node": to, "value": value, "kind": kind,
+                         "_partitions": _node_partition(to, nparts)})
+
+
+def _apply_messages(labels: pd.DataFrame, incoming: pd.DataFrame) -> pd.DataFrame:
+    """Each node's label lowered to the smallest label offered to it; ``changed`` marks those
+    lowered."""
+    offers = incoming[incoming["kind"] == 0]
+    node = labels["node"].to_numpy(np.uint64)
+    label = labels["label"].to_numpy(np.uint64).copy()
+    if len(offers):
+        at = np.searchsorted(node, offers["node"].to_numpy(np.uint64))
+        best = label.copy()
+        np.minimum.at(best, at, offers["value"].to_numpy(np.uint64))
+        changed = best < label
+        label = best
+    else:
+        changed = np.zeros(len(node), bool)
+    return pd.DataFrame({"node": node, "label": label, "changed": changed})
+
+
+def _requests(incoming: pd.DataFrame) -> pd.DataFrame:
+    """The pointer-jumping requests received: (asking node, the label it asks about)."""
+    asked = incoming[incoming["kind"] == 1]
+    return pd.DataFrame({"node": asked["value"].to_numpy(np.uint64),
+                         "value": asked["node"].to_numpy(np.uint64)})
+
+
+def _components(edges, nparts: int):
+    """The connected component of every document that an accepted pair touches, as a Dask
+    DataFrame (node, label) partitioned by node, label = the component's smallest document number
+    (so the component of the command's canonical first document), and the edges partitioned by
+    their first end.
+
+    Min-label propagation with pointer jumping: every round, each edge end offers its label to the
+    other end and each node offers its label's label to itself (asked for the round before); a node
+    takes the smallest offer. Labels are always members of the node's component and only decrease;
+    when a round changes nothing every edge joins equal labels, so each component carries one
+    label, its smallest member's (which never changes). One shuffle of messages per round; rounds
+    grow with the logarithm of the longest chain, not with the number of partitions."""
+    import dask
+    import dask.dataframe as dd
+
+    edges = edges[list(_EDGE_META)]
+    by_a = _rearrange(edges, "a", nparts, _EDGE_META)
+    by_b = _rearrange(edges[["a", "b"]], "b", nparts, {"a": "u8", "b": "u8"})
+    by_a, by_b = dask.persist(by_a, by_b)
+    labels = dd.map_partitions(_initial_labels, by_a, by_b, meta=_LABEL_META,
+                               align_dataframes=False)
+    requests = labels.map_partitions(lambda f: pd.DataFrame({"node": pd.Series(dtype="u8"),
+                                                             "value": pd.Series(dtype="u8")}),
+                                     meta={"node": "u8", "value": "u8"})
+    labels, requests = dask.persist(labels, requests)
+    from dask.dataframe.shuffle import rearrange_by_column
+
+    while True:
+        outgoing = dd.map_partitions(_messages, by_a, by_b, labels, requests, nparts,
+                                     meta={**_MESSAGE_META, "_partitions": "i8"},
+                                     align_dataframes=False)
+        incoming = rearrange_by_column(outgoing, "_partitions", npartitions=nparts,
+                                       shuffle="tasks", ignore_index=True)
+        incoming = incoming.map_partitions(_drop_route, meta=_MESSAGE_META).persist()
+        updated = dd.map_partitions(_apply_messages, labels, incoming,
+                                    meta={**_LABEL_META, "changed": "bool"},
+                                    align_dataframes=False)
+        requests = incoming.map_partitions(_requests, meta={"node": "u8", "value": "u8"})
+        updated, requests = dask.persist(updated, requests)
+        changed = int(updated["changed"].sum().compute())
+        labels = updated[["node", "label"]]
+        if changed == 0:
+            return labels, by_a
+
+
+def _member_facts(rec: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
+    """The dedup records of one input partition's documents that are in a component, with their
+    component."""
+    labels = labels.sort_values("node")
+    gid = rec["gid"].to_numpy(np.uint64)
+    inside = _in_sorted(gid, labels["node"].to_numpy(np.uint64))
+    chosen = rec[inside]
+    return chosen[["gid"]].assign(comp=_lookup(labels, gid[inside])).join(
+        chosen.drop(columns="gid"))[list(_MEMBER_META)].reset_index(drop=True)
+
+
+def _edge_components(by_a: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
+    return by_a.assign(comp=_lookup(labels, by_a["a"].to_numpy(np.uint64)))
+
+
+def _keep_per_cluster(members: pd.DataFrame, edges: pd.DataFrame, bits: int,
+                      keep: str) -> pd.DataFrame:
+    """The library's BuildClusters over the whole clusters of one cluster partition (all their
+    members and pairs are here), documents numbered in canonical (gid) order: which member is
+    kept and, for each removed one, the neighbour that linked it."""
+    if len(members) == 0:
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in _RESULT_META.items()})
+    members = members.sort_values("gid").reset_index(drop=True)
+    gid = members["gid"].to_numpy(np.uint64)
+    edges = edges.sort_values(["a", "b"])
+    a = np.searchsorted(gid, edges["a"].to_numpy(np.uint64)).astype(np.uint32)
+    b = np.searchsorted(gid, edges["b"].to_numpy(np.uint64)).astype(np.uint32)
+    raw = _neardup._clusters(members["hi"].to_numpy(np.uint64), members["lo"].to_numpy(np.uint64),
+                             bits, members["bytes"].to_numpy(np.uint64),
+                             members["normalized_bytes"].to_numpy(np.uint64),
+                             members["content_hash"].to_numpy(np.uint64),
+                             members["score"].to_numpy(np.float64), a, b,
+                             edges["distance"].to_numpy(np.int32),
+                             edges["similarity"].to_numpy(np.float64), keep)
+    ids = members["id"].tolist()
+    n = len(members)
+    kept_of = np.zeros(n, np.int64)
+    is_kept = np.zeros(n, bool)
+    distance = np.zeros(n, np.int32)
+    via = [None] * n
+    distance_to_via = np.zeros(n, np.int32)
+    similarity_to_via = np.full(n, -1.0)
+    reason = ["kept"] * n
+    for kept, removed_members in raw:
+        kept_of[kept] = kept
+        is_kept[kept] = True
+        for doc, dist, through, dist_via, sim_via, why in removed_members:
+            kept_of[doc] = kept
+            distance[doc] = dist
+            via[doc] = ids[through]
+            distance_to_via[doc] = dist_via
+            similarity_to_via[doc] = sim_via
+            reason[doc] = why
+    return pd.DataFrame({
+        "gid": gid, "id": members["id"].to_numpy(object), "kept_gid": gid[kept_of],
+        "is_kept": is_kept, "bytes": members["bytes"].to_numpy(np.uint64),
+        "hi": members["hi"].to_numpy(np.uint64), "lo": members["lo"].to_numpy(np.uint64),
+        "distance": distance, "via": pd.Series(via, dtype=object),
+        "distance_to_via": distance_to_via, "similarity_to_via": similarity_to_via,
+        "reason": pd.Series(reason, dtype=object),
+    })
+
+
+def _cluster_members(rec, labels, by_a, nparts: int, bits: int, keep: str):
+    """One row per document of a cluster (kept or removed, and why), as a Dask DataFrame:
+    members and pairs are grouped by component, each group decided where it lands."""
+    import dask.dataframe as dd
+
+    labels_by_input = _rearrange(labels, "node", rec.npartitions, _LABEL_META, by_input=True)
+    facts = dd.map_partitions(_member_facts, rec, labels_by_input, meta=_MEMBER_META,
+                              align_dataframes=False)
+    facts = _rearrange(facts, "comp", nparts, _MEMBER_META)
+    edges = dd.map_partitions(_edge_components, by_a, labels,
+                              meta={**_EDGE_META, "comp": "u8"}, align_dataframes=False)
+    edges = _rearrange(edges, "comp", nparts, {**_EDGE_META, "comp": "u8"})
+    return dd.map_partitions(_keep_per_cluster, facts, edges, bits, keep, meta=_RESULT_META,
+                             align_dataframes=False)
+
+
+def _cluster_list(rows: pd.DataFrame, bits: int) -> tuple:
+    """clusters.jsonl's entries (numbered in order of the kept document, members in canonical
+    order) and the removed ids, from the rows of _cluster_members."""
+    rows = rows.sort_values(["kept_gid", "is_kept", "gid"], ascending=[True, False, True])
+    clusters, removed = [], set()
+    entry = None
+
+    def location(g):
+        return f"{g >> 32}:{g & 0xFFFFFFFF}"
+
+    for row in rows.itertuples(index=False):
+        gid = int(row.gid)
+        if row.is_kept:
+            fp = (int(row.hi) << 64) | int(row.lo) if bits == 128 else int(row.lo)
+            entry = {"cluster": len(clusters), "size": 1,
+                     "kept": {"id": row.id, "location": location(gid), "bytes": int(row.bytes),
+                              "fingerprint": to_hex(fp, bits)},
+                     "removed": []}
+            clusters.append(entry)
+            continue
+        member = {"id": row.id, "location": location(gid), "bytes": int(row.bytes),
+                  "distance": int(row.distance), "reason": row.reason, "via": row.via,
+                  "distance_to_via": int(row.distance_to_via)}
+        if row.similarity_to_via >= 0:
+            member["similarity_to_via"] = float(row.similarity_to_via)
+        entry["removed"].append(member)
+        entry["size"] += 1
+        removed.add(row.id)
+    return clusters, removed
 
 
 def _as_dataframe(data: Any, text: str, id: str):
@@ -497,63 +763,28 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
     accepted = dd.concat([candidates[candidates["similarity"] >= 0], scored])
     if verify > 0:
         accepted = accepted[accepted["similarity"] >= verify]
-    pairs = accepted.compute().sort_values(["a", "b"]).reset_index(drop=True)
+    accepted = accepted.persist()
+    accepted_count = len(accepted)
 
-    # Stage 6: components and the keep decision over the documents the pairs touch.
-    members = np.unique(np.concatenate([pairs["a"].to_numpy(np.uint64),
-                                        pairs["b"].to_numpy(np.uint64)])) if len(pairs) else \
-        np.zeros(0, dtype=np.uint64)
-    # The member list travels once (one graph key all partitions depend on), not once per task.
-    docs = rec.map_partitions(_select, dask.delayed(members), meta=_RECORD_COLUMNS).compute() \
-        if len(members) else \
-        pd.DataFrame({c: pd.Series(dtype=t) for c, t in _RECORD_COLUMNS.items()})
-    docs = docs.sort_values("gid").reset_index(drop=True)
-    position = {g: i for i, g in enumerate(docs["gid"].tolist())}
-    a = np.asarray([position[g] for g in pairs["a"].tolist()], dtype=np.uint32)
-    b = np.asarray([position[g] for g in pairs["b"].tolist()], dtype=np.uint32)
-    raw = _neardup._clusters(docs["hi"].to_numpy(np.uint64), docs["lo"].to_numpy(np.uint64), bits,
-                             docs["bytes"].to_numpy(np.uint64),
-                             docs["normalized_bytes"].to_numpy(np.uint64),
-                             docs["content_hash"].to_numpy(np.uint64),
-                             docs["score"].to_numpy(np.float64), a, b,
-                             pairs["distance"].to_numpy(np.int32),
-                             pairs["similarity"].to_numpy(np.float64), keep)
-    ids = docs["id"].tolist()
-    gids = docs["gid"].tolist()
-    his = docs["hi"].tolist()
-    los = docs["lo"].tolist()
-    sizes = docs["bytes"].tolist()
-
-    def location(i):
-        return f"{gids[i] >> 32}:{gids[i] & 0xFFFFFFFF}"
-
-    clusters, removed = [], set()
-    for number, (kept, removed_members) in enumerate(raw):
-        fp = (int(his[kept]) << 64) | int(los[kept]) if bits == 128 else int(los[kept])
-        entry = {"cluster": number, "size": len(removed_members) + 1,
-                 "kept": {"id": ids[kept], "location": location(kept), "bytes": int(sizes[kept]),
-                          "fingerprint": to_hex(fp, bits)},
-                 "removed": []}
-        for doc, dist, via, dist_via, sim_via, reason in removed_members:
-            member = {"id": ids[doc], "location": location(doc), "bytes": int(sizes[doc]),
-                      "distance": dist, "reason": reason, "via": ids[via],
-                      "distance_to_via": dist_via}
-            if sim_via >= 0:
-                member["similarity_to_via"] = sim_via
-            entry["removed"].append(member)
-            removed.add(gids[doc])
-        clusters.append(entry)
-
-    removed_sorted = np.asarray(sorted(removed), dtype=np.uint64)
-    decisions = rec.map_partitions(_decide, dask.delayed(removed_sorted),
-                                   meta={"id": "O", "partition": "i8", "row": "i8", "keep": "bool"})
+    # Stage 6: connected components across partitions (min-label propagation, distributed), then
+    # the keep decision per cluster (a groupby over the cluster id), then per input partition.
+    cluster_partitions = shuffle_partitions
+    labels, by_a = _components(accepted, cluster_partitions)
+    members = _cluster_members(rec, labels, by_a, cluster_partitions, bits, keep).persist()
+    removed_rows = members[~members["is_kept"]][["gid"]]
+    removed_by_input = _rearrange(removed_rows, "gid", nparts, {"gid": "u8"}, by_input=True)
+    decisions = dd.map_partitions(_decide, rec, removed_by_input,
+                                  meta={"id": "O", "partition": "i8", "row": "i8", "keep": "bool"},
+                                  align_dataframes=False)
+    clusters, removed_ids = _cluster_list(members.compute(), bits)
+    removed_count = sum(len(c["removed"]) for c in clusters)
     summary = {
         "documents_fingerprinted": count,
         "candidate_pairs": candidate_count,
-        "accepted_pairs": int(len(pairs)),
+        "accepted_pairs": accepted_count,
         "clusters": len(clusters),
-        "documents_removed": len(removed),
-        "documents_kept": count - len(removed),
+        "documents_removed": removed_count,
+        "documents_kept": count - removed_count,
         "candidates": ("lsh+simhash" if resolved["use_lsh"] and resolved["use_simhash"]
                        else "lsh" if resolved["use_lsh"] else "simhash"),
         "lsh": ({"threshold": resolved["threshold"], "bands": resolved["bands"],
@@ -579,6 +810,4 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
         with open(os.path.join(output, "summary.json"), "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=1)
         _write_table(decisions, output, "decisions", format)
-    return DaskDedupResult(clusters, decisions, set(ids[i] for i in range(len(ids))
-                                                    if gids[i] in removed),
-                           summary, output)
+    return DaskDedupResult(clusters, decisions, removed_ids, summary, output)
