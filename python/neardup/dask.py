@@ -406,26 +406,30 @@ def _lookup(labels: pd.DataFrame, nodes: np.ndarray) -> np.ndarray:
 def _initial_labels(by_a: pd.DataFrame, by_b: pd.DataFrame) -> pd.DataFrame:
     nodes = np.unique(np.concatenate([by_a["a"].to_numpy(np.uint64),
                                       by_b["b"].to_numpy(np.uint64)]))
-    return pd.DataFrame({"node": nodes, "label": nodes})
+    return pd.DataFrame({"node": nodes, "label": nodes, "previous": nodes,
+                         "changed": np.zeros(len(nodes), bool)})
 
 
 def _messages(by_a: pd.DataFrame, by_b: pd.DataFrame, labels: pd.DataFrame,
               requests: pd.DataFrame, nparts: int) -> pd.DataFrame:
     """One round's outgoing messages of one node partition, routed to their destination:
-    kind 0, "node may take label value": each edge end's label sent to the other end, and the
-    answers to pointer-jumping requests (the label of a node's label); kind 1, the requests of
-    this partition's nodes whose label is another node (sent to that node's partition)."""
+    kind 0, "node may take label value": each edge end's label sent to the other end, the
+    answers to pointer-jumping requests (the label of a node's label), and hooks (a node whose
+    label fell from l to m offers m to l); kind 1, the requests of this partition's nodes whose
+    label is another node (sent to that node's partition)."""
     a = by_a["a"].to_numpy(np.uint64)
     b = by_b["b"].to_numpy(np.uint64)
     asked = requests["value"].to_numpy(np.uint64)
     node = labels["node"].to_numpy(np.uint64)
     label = labels["label"].to_numpy(np.uint64)
     pending = node != label
+    changed = labels["changed"].to_numpy(bool)
     to = np.concatenate([by_a["b"].to_numpy(np.uint64), by_b["a"].to_numpy(np.uint64),
-                         requests["node"].to_numpy(np.uint64), label[pending]])
+                         requests["node"].to_numpy(np.uint64),
+                         labels["previous"].to_numpy(np.uint64)[changed], label[pending]])
     value = np.concatenate([_lookup(labels, a), _lookup(labels, b), _lookup(labels, asked),
-                            node[pending]])
-    kind = np.concatenate([np.zeros(len(a) + len(b) + len(asked), np.int8),
+                            label[changed], node[pending]])
+    kind = np.concatenate([np.zeros(len(to) - int(pending.sum()), np.int8),
                            np.ones(int(pending.sum()), np.int8)])
     return pd.DataFrame({"node": to, "value": value, "kind": kind,
                          "_partitions": _node_partition(to, nparts)})
@@ -433,7 +437,7 @@ def _messages(by_a: pd.DataFrame, by_b: pd.DataFrame, labels: pd.DataFrame,
 
 def _apply_messages(labels: pd.DataFrame, incoming: pd.DataFrame) -> pd.DataFrame:
     """Each node's label lowered to the smallest label offered to it; ``changed`` marks those
-    lowered."""
+    lowered, ``previous`` is the label before."""
     offers = incoming[incoming["kind"] == 0]
     node = labels["node"].to_numpy(np.uint64)
     label = labels["label"].to_numpy(np.uint64).copy()
@@ -445,7 +449,8 @@ def _apply_messages(labels: pd.DataFrame, incoming: pd.DataFrame) -> pd.DataFram
         label = best
     else:
         changed = np.zeros(len(node), bool)
-    return pd.DataFrame({"node": node, "label": label, "changed": changed})
+    return pd.DataFrame({"node": node, "label": label, "previous": labels["label"].to_numpy(np.uint64),
+                         "changed": changed})
 
 
 def _requests(incoming: pd.DataFrame) -> pd.DataFrame:
@@ -458,12 +463,12 @@ def _requests(incoming: pd.DataFrame) -> pd.DataFrame:
 def _components(edges, nparts: int):
     """The connected component of every document that an accepted pair touches, as a Dask
     DataFrame (node, label) partitioned by node, label = the component's smallest document number
-    (so the component of the command's canonical first document), and the edges partitioned by
-    their first end.
+    (so the component of the command's canonical first document), the edges partitioned by
+    their first end, and the number of rounds run.
 
-    Min-label propagation with pointer jumping: every round, each edge end offers its label to the
-    other end and each node offers its label's label to itself (asked for the round before); a node
-    takes the smallest offer. Labels are always members of the node's component and only decrease;
+    Min-label propagation with hooking and pointer jumping: every round, each edge end offers its
+    label to the other end, each node is offered its label's label (asked for the round before),
+    and a node whose label fell from l to m offers m to l; a node takes the smallest offer. Labels are always members of the node's component and only decrease;
     when a round changes nothing every edge joins equal labels, so each component carries one
     label, its smallest member's (which never changes). One shuffle of messages per round; rounds
     grow with the logarithm of the longest chain, not with the number of partitions."""
@@ -474,7 +479,8 @@ def _components(edges, nparts: int):
     by_a = _rearrange(edges, "a", nparts, _EDGE_META)
     by_b = _rearrange(edges[["a", "b"]], "b", nparts, {"a": "u8", "b": "u8"})
     by_a, by_b = dask.persist(by_a, by_b)
-    labels = dd.map_partitions(_initial_labels, by_a, by_b, meta=_LABEL_META,
+    state_meta = {**_LABEL_META, "previous": "u8", "changed": "bool"}
+    labels = dd.map_partitions(_initial_labels, by_a, by_b, meta=state_meta,
                                align_dataframes=False)
     requests = labels.map_partitions(lambda f: pd.DataFrame({"node": pd.Series(dtype="u8"),
                                                              "value": pd.Series(dtype="u8")}),
@@ -482,22 +488,23 @@ def _components(edges, nparts: int):
     labels, requests = dask.persist(labels, requests)
     from dask.dataframe.shuffle import rearrange_by_column
 
+    rounds = 0
     while True:
+        rounds += 1
         outgoing = dd.map_partitions(_messages, by_a, by_b, labels, requests, nparts,
                                      meta={**_MESSAGE_META, "_partitions": "i8"},
                                      align_dataframes=False)
         incoming = rearrange_by_column(outgoing, "_partitions", npartitions=nparts,
                                        shuffle="tasks", ignore_index=True)
         incoming = incoming.map_partitions(_drop_route, meta=_MESSAGE_META).persist()
-        updated = dd.map_partitions(_apply_messages, labels, incoming,
-                                    meta={**_LABEL_META, "changed": "bool"},
+        updated = dd.map_partitions(_apply_messages, labels, incoming, meta=state_meta,
                                     align_dataframes=False)
         requests = incoming.map_partitions(_requests, meta={"node": "u8", "value": "u8"})
         updated, requests = dask.persist(updated, requests)
         changed = int(updated["changed"].sum().compute())
-        labels = updated[["node", "label"]]
+        labels = updated
         if changed == 0:
-            return labels, by_a
+            return labels[["node", "label"]], by_a, rounds
 
 
 def _member_facts(rec: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
@@ -769,7 +776,7 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
     # Stage 6: connected components across partitions (min-label propagation, distributed), then
     # the keep decision per cluster (a groupby over the cluster id), then per input partition.
     cluster_partitions = shuffle_partitions
-    labels, by_a = _components(accepted, cluster_partitions)
+    labels, by_a, rounds = _components(accepted, cluster_partitions)
     members = _cluster_members(rec, labels, by_a, cluster_partitions, bits, keep).persist()
     removed_rows = members[~members["is_kept"]][["gid"]]
     removed_by_input = _rearrange(removed_rows, "gid", nparts, {"gid": "u8"}, by_input=True)
@@ -798,6 +805,7 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
         "verify": verify,
         "keep": keep,
         "partitions": nparts,
+        "component_rounds": rounds,
     }
     if measure_shuffle:
         summary["shuffle_bytes"] = {name: _nbytes(frame) * (2 if name.endswith("_x2") else 1)
