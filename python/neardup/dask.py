@@ -277,9 +277,9 @@ def _score_pairs(frame: pd.DataFrame, verify: bool) -> pd.DataFrame:
     if verify and len(frame):
         exact = ((frame["content_hash_a"].to_numpy(np.uint64) == frame["content_hash_b"].to_numpy(np.uint64))
                  & (frame["bytes_a"].to_numpy(np.uint64) == frame["bytes_b"].to_numpy(np.uint64)))
-        left = [np.frombuffer(s, dtype=np.uint32) for s in frame["shingles_a"].tolist()]
-        right = [np.frombuffer(s, dtype=np.uint32) for s in frame["shingles_b"].tolist()]
-        similarity = np.where(exact, 1.0, _neardup._jaccard_pairs(left, right, 0))
+        # The shingle sets travel as bytes of sorted uint32; the library reads them as they are.
+        similarity = np.where(exact, 1.0, _neardup._jaccard_pairs(
+            frame["shingles_a"].tolist(), frame["shingles_b"].tolist(), 0))
     return pd.DataFrame({"a": frame["a"].to_numpy(np.uint64), "b": frame["b"].to_numpy(np.uint64),
                          "distance": distance, "similarity": similarity.astype(np.float64)})
 

@@ -625,14 +625,28 @@ class PyShingler {
   std::unique_ptr<ShingleSimilarity> engine_;
 };
 
+// A uint32 array-like (or the raw bytes of one, as the Dask pipeline ships shingle sets) copied
+// from its buffer, never element by element through Python objects.
 std::vector<uint32_t> U32(py::handle object) {
-  return py::cast<std::vector<uint32_t>>(
-      py::array_t<uint32_t, py::array::c_style | py::array::forcecast>::ensure(object));
+  if (PyBytes_Check(object.ptr())) {
+    char* data = nullptr;
+    Py_ssize_t size = 0;
+    PyBytes_AsStringAndSize(object.ptr(), &data, &size);
+    if (size % sizeof(uint32_t) != 0) throw py::value_error("bytes: not a whole number of uint32");
+    std::vector<uint32_t> out(static_cast<size_t>(size) / sizeof(uint32_t));
+    if (size > 0) std::memcpy(out.data(), data, static_cast<size_t>(size));
+    return out;
+  }
+  auto array = py::array_t<uint32_t, py::array::c_style | py::array::forcecast>::ensure(object);
+  if (!array) throw py::value_error("expected an array of uint32");
+  if (array.ndim() != 1) throw py::value_error("expected a one-dimensional array of uint32");
+  return std::vector<uint32_t>(array.data(), array.data() + array.shape(0));
 }
 
 double Jaccard(py::handle a, py::handle b) { return ShingleSimilarity::Jaccard32(U32(a), U32(b)); }
 
-// Jaccard of pairs of shingle sets given as two lists of uint32 arrays, on all cores.
+// Jaccard of pairs of shingle sets given as two lists of uint32 arrays (or their bytes), on all
+// cores.
 py::array_t<double> JaccardPairs(const py::list& left, const py::list& right, int threads) {
   if (left.size() != right.size()) throw py::value_error("left and right differ in length");
   const size_t n = left.size();
