@@ -109,8 +109,8 @@ def main():
             and result.summary["candidate_pairs"] == cli_summary["candidate_pairs"])
     n = result.summary["documents_fingerprinted"]
     print(f"neardup.dask.dedup ({args.workers} workers, {ddf.npartitions} partitions): "
-          f"{dask_seconds:.1f} s, {result.summary['clusters']} clusters, {len(result.remove)} removed; "
-          f"same answer as the CLI: {same}")
+          f"{dask_seconds:.1f} s, {result.summary['clusters']} clusters, {len(result.remove)} removed, "
+          f"{result.summary['component_rounds']} component rounds; same answer as the CLI: {same}")
     print(f"time ratio dask / CLI: {dask_seconds / cli_seconds:.2f}")
     dask_cpu = sum(worker_cpu.values()) + client_cpu
     print(f"CPU seconds: CLI {cli_cpu:.1f}, dask workers {sum(worker_cpu.values()):.1f} + client "
@@ -130,6 +130,7 @@ def main():
                       "client_cpu_seconds": client_cpu,
                       "cli_peak_bytes": cli_peak, "worker_peak_bytes": peaks,
                       "shuffle_bytes": shuffle_bytes, "same": same,
+                      "component_rounds": result.summary["component_rounds"],
                       "partitions": ddf.npartitions, "input_bytes": size}))
     shutil.rmtree(scratch, ignore_errors=True)
     return 0 if same else 1
