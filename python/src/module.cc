@@ -901,9 +901,19 @@ py::dict ReportToDict(const DedupReport& report, const DedupOptions& options) {
   return out;
 }
 
+// `memory`: inputs held in memory, name -> bytes (DocumentReaderOptions::memory_inputs); an input
+// naming one of them is read from its bytes, with the rules of a file of that name.
 py::dict DedupFiles(const std::vector<std::string>& inputs, const std::string& output_dir,
-                    const py::dict& kwargs) {
+                    const py::dict& kwargs, const py::dict& memory) {
   DedupOptions options = ParseDedupOptions(kwargs);
+  for (auto item : memory) {
+    char* data = nullptr;
+    Py_ssize_t size = 0;
+    if (!PyBytes_Check(item.second.ptr())) throw py::type_error("memory inputs: expected bytes");
+    PyBytes_AsStringAndSize(item.second.ptr(), &data, &size);
+    options.reader.memory_inputs[py::cast<std::string>(item.first)] =
+        std::make_shared<const std::string>(data, static_cast<size_t>(size));
+  }
   auto warnings = std::make_shared<std::vector<std::string>>();
   options.reader.on_warning = [warnings](const std::string& message) {
     if (warnings->size() < 1000) warnings->push_back(message);
@@ -1442,7 +1452,8 @@ PYBIND11_MODULE(_neardup, m) {
   m.def("_hamming_keys", &HammingKeys);
   m.def("_hamming_bucket_pairs", &HammingBucketPairs);
   m.def("_clusters", &Clusters);
-  m.def("_dedup_files", &DedupFiles, py::arg("inputs"), py::arg("output_dir"), py::arg("options"));
+  m.def("_dedup_files", &DedupFiles, py::arg("inputs"), py::arg("output_dir"), py::arg("options"),
+        py::arg("memory") = py::dict());
   m.def("_resolve_dedup_options", &ResolveDedupOptions, py::arg("options"));
   m.def("_lsh_bucket_pairs", &LshBucketPairs);
   m.def(
