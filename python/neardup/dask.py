@@ -20,10 +20,17 @@ the canonical order the command's ties are broken by):
 5. verification: the documents of unverified pairs are looked up per partition and only their
    shingles leave the partition; pairs are joined with both documents' facts and shingle sets and
    scored with the shingle Jaccard (exact duplicates score 1); pairs below ``verify`` are dropped;
-6. connected components and the keep decision (the library's BuildClusters) over the accepted
-   pairs and the documents they touch, in one task (see docs/scale.md for its limits);
-7. the keep/remove decision of every document, per partition, written to JSONL (or Parquet when
-   pyarrow or fastparquet is installed).
+6. connected components across partitions: min-label propagation with hooking and pointer
+   jumping over the accepted pairs, one shuffle of messages per round (``_components``);
+7. the keep decision per cluster: members (with their facts) and pairs grouped by component, the
+   library's BuildClusters over each group where it lands; clusters numbered in order of their
+   kept document by a count per input partition;
+8. the keep/remove decision of every document, per input partition, written to JSONL (or Parquet
+   when pyarrow or fastparquet is installed), and clusters.jsonl written per partition and joined.
+
+Only counts (a few per partition) and the verification stage's list of unverified document
+numbers pass through the client; ``result.clusters`` and ``result.remove`` gather the answer
+there only when asked for.
 
 The candidate stages are those of ``neardup dedup`` (``candidates``: "lsh+simhash", "lsh" or
 "simhash", the command's default when not given), with the same parameters (``threshold``, ``bands``, ``rows``, ``bucket_window``,
@@ -35,6 +42,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 from math import comb
 from typing import Any, Dict, Optional
 
@@ -290,22 +298,42 @@ class DaskDedupResult:
     """The answer of :func:`dedup`.
 
     - ``clusters``: a list of dicts like ``neardup dedup``'s ``clusters.jsonl`` (``location`` is
-      ``"partition:row"``); ``clusters_frame()`` one row per member as a pandas DataFrame;
+      ``"partition:row"``), gathered from the cluster when first asked for;
+      ``clusters_frame()`` one row per member as a pandas DataFrame;
+    - ``members``: the same as a Dask DataFrame, one row per document of a cluster (``cluster``,
+      ``kept``, ``reason``, ``via``, ...), partitioned by the input partition of the kept document;
     - ``decisions``: a Dask DataFrame ``id, partition, row, keep`` of every document;
-    - ``remove``: the removed ids (a set); ``summary``: counts and the parameters used;
+    - ``remove``: the removed ids (a set, gathered when first asked for); ``summary``: counts and
+      the parameters used;
     - ``output``: the directory written, when one was given.
     """
 
-    def __init__(self, clusters, decisions, remove, summary, output):
-        self.clusters = clusters
+    def __init__(self, members, decisions, summary, output, bits):
+        self.members = members
         self.decisions = decisions
-        self.remove = remove
         self.summary = summary
         self.output = output
+        self._bits = bits
+        self._clusters = None
+        self._remove = None
+
+    @property
+    def clusters(self) -> list:
+        if self._clusters is None:
+            self._clusters = _gather_clusters(self.members, self._bits)
+        return self._clusters
+
+    @property
+    def remove(self) -> set:
+        if self._remove is None:
+            removed = self.members[~self.members["kept"]]["id"].compute()
+            self._remove = set(removed.tolist())
+        return self._remove
 
     def __repr__(self) -> str:
         return (f"DaskDedupResult({self.summary['documents_fingerprinted']} documents, "
-                f"{len(self.clusters)} clusters, {len(self.remove)} removed, k={self.summary['k']})")
+                f"{self.summary['clusters']} clusters, {self.summary['documents_removed']} removed, "
+                f"k={self.summary['k']})")
 
     def clusters_frame(self) -> pd.DataFrame:
         rows = []
@@ -586,11 +614,22 @@ def _cluster_members(rec, labels, by_a, nparts: int, bits: int, keep: str):
                              align_dataframes=False)
 
 
-def _cluster_list(rows: pd.DataFrame, bits: int) -> tuple:
-    """clusters.jsonl's entries (numbered in order of the kept document, members in canonical
-    order) and the removed ids, from the rows of _cluster_members."""
-    rows = rows.sort_values(["kept_gid", "is_kept", "gid"], ascending=[True, False, True])
-    clusters, removed = [], set()
+_NUMBERED_META = {**_RESULT_META, "cluster": "i8"}
+
+
+def _number_clusters(rows: pd.DataFrame, first: int) -> pd.DataFrame:
+    """The rows of the clusters whose kept documents are in one input partition, in output order
+    (kept document, then its removed members in canonical order), clusters numbered from
+    ``first`` (the clusters of the earlier partitions)."""
+    rows = rows.sort_values(["kept_gid", "is_kept", "gid"], ascending=[True, False, True],
+                            kind="stable").reset_index(drop=True)
+    kept = rows["is_kept"].to_numpy(bool)
+    return rows.assign(cluster=first + np.cumsum(kept) - 1)
+
+
+def _cluster_entries(rows: pd.DataFrame, bits: int) -> list:
+    """clusters.jsonl's entries of some numbered rows (whole clusters, in output order)."""
+    entries = []
     entry = None
 
     def location(g):
@@ -600,11 +639,11 @@ def _cluster_list(rows: pd.DataFrame, bits: int) -> tuple:
         gid = int(row.gid)
         if row.is_kept:
             fp = (int(row.hi) << 64) | int(row.lo) if bits == 128 else int(row.lo)
-            entry = {"cluster": len(clusters), "size": 1,
+            entry = {"cluster": int(row.cluster), "size": 1,
                      "kept": {"id": row.id, "location": location(gid), "bytes": int(row.bytes),
                               "fingerprint": to_hex(fp, bits)},
                      "removed": []}
-            clusters.append(entry)
+            entries.append(entry)
             continue
         member = {"id": row.id, "location": location(gid), "bytes": int(row.bytes),
                   "distance": int(row.distance), "reason": row.reason, "via": row.via,
@@ -613,8 +652,57 @@ def _cluster_list(rows: pd.DataFrame, bits: int) -> tuple:
             member["similarity_to_via"] = float(row.similarity_to_via)
         entry["removed"].append(member)
         entry["size"] += 1
-        removed.add(row.id)
-    return clusters, removed
+    return entries
+
+
+def _write_cluster_part(rows: pd.DataFrame, path: str, bits: int) -> int:
+    with open(path, "w", encoding="utf-8") as f:
+        for entry in _cluster_entries(rows, bits):
+            f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    return len(rows)
+
+
+_MEMBERS_META = {
+    "cluster": "i8", "id": "O", "kept": "bool", "partition": "i8", "row": "i8", "bytes": "u8",
+    "distance": "i4", "reason": "O", "via": "O", "distance_to_via": "i4",
+    "similarity_to_via": "f8", "kept_partition": "i8", "kept_row": "i8", "hi": "u8", "lo": "u8",
+}
+
+
+def _members_frame(rows: pd.DataFrame) -> pd.DataFrame:
+    """The public form of numbered rows (DaskDedupResult.members)."""
+    gid = rows["gid"].to_numpy(np.uint64)
+    kept_gid = rows["kept_gid"].to_numpy(np.uint64)
+    low = np.uint64(0xFFFFFFFF)
+    return pd.DataFrame({
+        "cluster": rows["cluster"].to_numpy(np.int64), "id": rows["id"].to_numpy(object),
+        "kept": rows["is_kept"].to_numpy(bool),
+        "partition": (gid >> np.uint64(32)).astype(np.int64), "row": (gid & low).astype(np.int64),
+        "bytes": rows["bytes"].to_numpy(np.uint64), "distance": rows["distance"].to_numpy(np.int32),
+        "reason": rows["reason"].to_numpy(object), "via": rows["via"].to_numpy(object),
+        "distance_to_via": rows["distance_to_via"].to_numpy(np.int32),
+        "similarity_to_via": rows["similarity_to_via"].to_numpy(np.float64),
+        "kept_partition": (kept_gid >> np.uint64(32)).astype(np.int64),
+        "kept_row": (kept_gid & low).astype(np.int64),
+        "hi": rows["hi"].to_numpy(np.uint64), "lo": rows["lo"].to_numpy(np.uint64),
+    })
+
+
+def _entries_of_members(frame: pd.DataFrame, bits: int) -> list:
+    gid = ((frame["partition"].to_numpy(np.uint64) << np.uint64(32))
+           | frame["row"].to_numpy(np.uint64))
+    return _cluster_entries(frame.assign(gid=gid, is_kept=frame["kept"].to_numpy(bool)), bits)
+
+
+def _gather_clusters(members, bits: int) -> list:
+    """All clusters as clusters.jsonl's entries, on the client (the output list)."""
+    import dask
+
+    out = []
+    for entries in dask.compute(*[dask.delayed(_entries_of_members)(p, bits)
+                                  for p in members.to_delayed()]):
+        out.extend(entries)
+    return out
 
 
 def _as_dataframe(data: Any, text: str, id: str):
@@ -783,13 +871,26 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
     decisions = dd.map_partitions(_decide, rec, removed_by_input,
                                   meta={"id": "O", "partition": "i8", "row": "i8", "keep": "bool"},
                                   align_dataframes=False)
-    clusters, removed_ids = _cluster_list(members.compute(), bits)
-    removed_count = sum(len(c["removed"]) for c in clusters)
+    # Clusters are numbered in order of their kept document: grouped by the kept document's input
+    # partition, each partition numbers its own from the count of the partitions before it (only
+    # two counts per partition reach the client).
+    by_kept = _rearrange(members, "kept_gid", nparts, _RESULT_META, by_input=True).persist()
+    per_part = by_kept.map_partitions(
+        lambda f: pd.Series([int(f["is_kept"].sum()), int((~f["is_kept"]).sum())]),
+        meta=(None, "i8")).compute().to_numpy().reshape(-1, 2)
+    firsts = np.concatenate([[0], np.cumsum(per_part[:, 0])[:-1]]).astype(np.int64).tolist()
+    numbered = dd.from_delayed(
+        [dask.delayed(_number_clusters)(p, first)
+         for p, first in zip(by_kept.to_delayed(), firsts)],
+        meta=_NUMBERED_META, verify_meta=False).persist()
+    cluster_members = numbered.map_partitions(_members_frame, meta=_MEMBERS_META)
+    cluster_count = int(per_part[:, 0].sum())
+    removed_count = int(per_part[:, 1].sum())
     summary = {
         "documents_fingerprinted": count,
         "candidate_pairs": candidate_count,
         "accepted_pairs": accepted_count,
-        "clusters": len(clusters),
+        "clusters": cluster_count,
         "documents_removed": removed_count,
         "documents_kept": count - removed_count,
         "candidates": ("lsh+simhash" if resolved["use_lsh"] and resolved["use_simhash"]
@@ -812,10 +913,19 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
                                     for name, frame in shuffled.items()}
     if output:
         os.makedirs(output, exist_ok=True)
-        with open(os.path.join(output, "clusters.jsonl"), "w", encoding="utf-8") as f:
-            for entry in clusters:
-                f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        # Each partition's clusters are written where they are, then joined in order.
+        parts_dir = os.path.join(output, ".clusters-parts")
+        os.makedirs(parts_dir, exist_ok=True)
+        paths = [os.path.join(parts_dir, f"part-{i:06d}.jsonl") for i in range(nparts)]
+        dask.compute(*[dask.delayed(_write_cluster_part)(p, path, bits)
+                       for p, path in zip(numbered.to_delayed(), paths)])
+        with open(os.path.join(output, "clusters.jsonl"), "wb") as out:
+            for path in paths:
+                with open(path, "rb") as part:
+                    shutil.copyfileobj(part, out, 1 << 20)
+                os.remove(path)
+        os.rmdir(parts_dir)
         with open(os.path.join(output, "summary.json"), "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=1)
         _write_table(decisions, output, "decisions", format)
-    return DaskDedupResult(clusters, decisions, removed_ids, summary, output)
+    return DaskDedupResult(cluster_members, decisions, summary, output, bits)
