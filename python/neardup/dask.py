@@ -488,11 +488,12 @@ def _requests(incoming: pd.DataFrame) -> pd.DataFrame:
                          "value": asked["node"].to_numpy(np.uint64)})
 
 
-def _components(edges, nparts: int):
+def _components(edges, nparts: int, measure: Optional[dict] = None):
     """The connected component of every document that an accepted pair touches, as a Dask
     DataFrame (node, label) partitioned by node, label = the component's smallest document number
     (so the component of the command's canonical first document), the edges partitioned by
-    their first end, and the number of rounds run.
+    their first end, and the number of rounds run. ``measure``: a dict that receives the in-memory
+    bytes of the rows entering its shuffles (edges, and the messages of all rounds).
 
     Min-label propagation with hooking and pointer jumping: every round, each edge end offers its
     label to the other end, each node is offered its label's label (asked for the round before),
@@ -507,6 +508,9 @@ def _components(edges, nparts: int):
     by_a = _rearrange(edges, "a", nparts, _EDGE_META)
     by_b = _rearrange(edges[["a", "b"]], "b", nparts, {"a": "u8", "b": "u8"})
     by_a, by_b = dask.persist(by_a, by_b)
+    if measure is not None:
+        measure["component_edges"] = _nbytes(edges) + _nbytes(edges[["a", "b"]])
+        measure["component_messages"] = 0
     state_meta = {**_LABEL_META, "previous": "u8", "changed": "bool"}
     labels = dd.map_partitions(_initial_labels, by_a, by_b, meta=state_meta,
                                align_dataframes=False)
@@ -525,6 +529,8 @@ def _components(edges, nparts: int):
         incoming = rearrange_by_column(outgoing, "_partitions", npartitions=nparts,
                                        shuffle="tasks", ignore_index=True)
         incoming = incoming.map_partitions(_drop_route, meta=_MESSAGE_META).persist()
+        if measure is not None:
+            measure["component_messages"] += _nbytes(incoming)
         updated = dd.map_partitions(_apply_messages, labels, incoming, meta=state_meta,
                                     align_dataframes=False)
         requests = incoming.map_partitions(_requests, meta={"node": "u8", "value": "u8"})
@@ -598,7 +604,8 @@ def _keep_per_cluster(members: pd.DataFrame, edges: pd.DataFrame, bits: int,
     })
 
 
-def _cluster_members(rec, labels, by_a, nparts: int, bits: int, keep: str):
+def _cluster_members(rec, labels, by_a, nparts: int, bits: int, keep: str,
+                     measure: Optional[dict] = None):
     """One row per document of a cluster (kept or removed, and why), as a Dask DataFrame:
     members and pairs are grouped by component, each group decided where it lands."""
     import dask.dataframe as dd
@@ -606,9 +613,11 @@ def _cluster_members(rec, labels, by_a, nparts: int, bits: int, keep: str):
     labels_by_input = _rearrange(labels, "node", rec.npartitions, _LABEL_META, by_input=True)
     facts = dd.map_partitions(_member_facts, rec, labels_by_input, meta=_MEMBER_META,
                               align_dataframes=False)
-    facts = _rearrange(facts, "comp", nparts, _MEMBER_META)
     edges = dd.map_partitions(_edge_components, by_a, labels,
                               meta={**_EDGE_META, "comp": "u8"}, align_dataframes=False)
+    if measure is not None:
+        measure["keep_decision"] = _nbytes(labels) + _nbytes(facts) + _nbytes(edges)
+    facts = _rearrange(facts, "comp", nparts, _MEMBER_META)
     edges = _rearrange(edges, "comp", nparts, {**_EDGE_META, "comp": "u8"})
     return dd.map_partitions(_keep_per_cluster, facts, edges, bits, keep, meta=_RESULT_META,
                              align_dataframes=False)
@@ -864,8 +873,10 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
     # Stage 6: connected components across partitions (min-label propagation, distributed), then
     # the keep decision per cluster (a groupby over the cluster id), then per input partition.
     cluster_partitions = shuffle_partitions
-    labels, by_a, rounds = _components(accepted, cluster_partitions)
-    members = _cluster_members(rec, labels, by_a, cluster_partitions, bits, keep).persist()
+    component_bytes = {} if measure_shuffle else None
+    labels, by_a, rounds = _components(accepted, cluster_partitions, component_bytes)
+    members = _cluster_members(rec, labels, by_a, cluster_partitions, bits, keep,
+                               component_bytes).persist()
     removed_rows = members[~members["is_kept"]][["gid"]]
     removed_by_input = _rearrange(removed_rows, "gid", nparts, {"gid": "u8"}, by_input=True)
     decisions = dd.map_partitions(_decide, rec, removed_by_input,
@@ -911,6 +922,10 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
     if measure_shuffle:
         summary["shuffle_bytes"] = {name: _nbytes(frame) * (2 if name.endswith("_x2") else 1)
                                     for name, frame in shuffled.items()}
+        # The keep decision's shuffles: labels to the input partitions, members' facts and pairs
+        # by component (above), removed numbers to their partitions, members by kept document.
+        component_bytes["keep_decision"] += _nbytes(removed_rows) + _nbytes(members)
+        summary["shuffle_bytes"].update(component_bytes)
     if output:
         os.makedirs(output, exist_ok=True)
         # Each partition's clusters are written where they are, then joined in order.
