@@ -332,7 +332,8 @@ class DaskDedupResult:
 
     def __repr__(self) -> str:
         return (f"DaskDedupResult({self.summary['documents_fingerprinted']} documents, "
-                f"{self.summary['clusters']} clusters, {self.summary['documents_removed']} removed, "
+                f"{self.summary['clusters']} clusters, "
+                f"{self.summary['documents_removed']} removed, "
                 f"k={self.summary['k']})")
 
     def clusters_frame(self) -> pd.DataFrame:
@@ -414,14 +415,22 @@ def _drop_route(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.drop(columns="_partitions").reset_index(drop=True)
 
 
+def _shuffle_method() -> str:
+    """Dask's configured shuffle ("shuffle" in dask.config: "tasks", or "p2p" on newer Dask),
+    else the task-based shuffle (the only one that works across processes on Dask 2022.12)."""
+    import dask
+
+    return dask.config.get("shuffle", None) or "tasks"
+
+
 def _rearrange(frame, column: str, nparts: int, meta: dict, by_input: bool = False):
     """``frame`` moved so that partition i holds the rows whose ``column`` routes to i."""
     from dask.dataframe.shuffle import rearrange_by_column
 
     routed = frame.map_partitions(_with_route, column, nparts, by_input,
                                   meta={**meta, "_partitions": "i8"})
-    moved = rearrange_by_column(routed, "_partitions", npartitions=nparts, shuffle="tasks",
-                                ignore_index=True)
+    moved = rearrange_by_column(routed, "_partitions", npartitions=nparts,
+                                shuffle=_shuffle_method(), ignore_index=True)
     return moved.map_partitions(_drop_route, meta=meta)
 
 
@@ -477,8 +486,8 @@ def _apply_messages(labels: pd.DataFrame, incoming: pd.DataFrame) -> pd.DataFram
         label = best
     else:
         changed = np.zeros(len(node), bool)
-    return pd.DataFrame({"node": node, "label": label, "previous": labels["label"].to_numpy(np.uint64),
-                         "changed": changed})
+    return pd.DataFrame({"node": node, "label": label,
+                         "previous": labels["label"].to_numpy(np.uint64), "changed": changed})
 
 
 def _requests(incoming: pd.DataFrame) -> pd.DataFrame:
@@ -497,10 +506,12 @@ def _components(edges, nparts: int, measure: Optional[dict] = None):
 
     Min-label propagation with hooking and pointer jumping: every round, each edge end offers its
     label to the other end, each node is offered its label's label (asked for the round before),
-    and a node whose label fell from l to m offers m to l; a node takes the smallest offer. Labels are always members of the node's component and only decrease;
-    when a round changes nothing every edge joins equal labels, so each component carries one
-    label, its smallest member's (which never changes). One shuffle of messages per round; rounds
-    grow with the logarithm of the longest chain, not with the number of partitions."""
+    and a node whose label fell from l to m offers m to l; a node takes the smallest offer.
+    Labels are always members of the node's component and only decrease; when a round changes
+    nothing every edge joins equal labels, so each component carries one label, its smallest
+    member's (which never changes). One shuffle of messages per round; in the runs measured
+    (docs/scale.md) the rounds grew with the logarithm of the longest chain, not with the number
+    of partitions."""
     import dask
     import dask.dataframe as dd
 
@@ -527,7 +538,7 @@ def _components(edges, nparts: int, measure: Optional[dict] = None):
                                      meta={**_MESSAGE_META, "_partitions": "i8"},
                                      align_dataframes=False)
         incoming = rearrange_by_column(outgoing, "_partitions", npartitions=nparts,
-                                       shuffle="tasks", ignore_index=True)
+                                       shuffle=_shuffle_method(), ignore_index=True)
         incoming = incoming.map_partitions(_drop_route, meta=_MESSAGE_META).persist()
         if measure is not None:
             measure["component_messages"] += _nbytes(incoming)
