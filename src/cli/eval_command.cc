@@ -14,8 +14,8 @@
 #include "cli/dedup_flags.h"
 #include "cli/report.h"
 #include "common/parallel.h"
+#include "eval/eval.h"
 #include "neardup/dedup.h"
-#include "neardup/eval.h"
 #include "neardup/output_file.h"
 #include "neardup/shingles.h"
 

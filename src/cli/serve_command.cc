@@ -15,9 +15,9 @@
 #include "cli/fingerprint_flags.h"
 #include "cli/store_flags.h"
 #include "neardup/fingerprinter.h"
+#include "neardup/server.h"
 #include "neardup/store.h"
 #include "service/http_input.h"
-#include "service/server.h"
 
 namespace neardup::cli {
 namespace {
@@ -118,7 +118,12 @@ int Run(ServeArgs& args) {
   }
   args.server.limits.bits = stats.bits;
   args.server.limits.max_k = stats.bits;
-  service::Server server(store->get(), fingerprinter.get(), args.server);
+  auto created = service::Server::Create(store->get(), fingerprinter.get(), args.server);
+  if (!created.ok()) {
+    std::fprintf(stderr, "neardup serve: %s\n", created.status().ToString().c_str());
+    return kExitFailure;
+  }
+  service::Server& server = **created;
   Status status = server.Bind();
   if (!status.ok()) {
     std::fprintf(stderr, "neardup serve: %s\n", status.ToString().c_str());
