@@ -68,7 +68,7 @@ NEARDUP_EXPORT Result<MemoryBudget> ParseMemoryBudget(std::string_view text);
 
 struct PlanRequest {
   int bits = 64;                   // 64 or 128
-  int k = 3;                       // largest query radius the index must answer exactly
+  int max_k = 3;                   // largest query radius the index must answer exactly
   double n = 1e6;                  // expected number of fingerprints
   double memory_budget_bytes = 0;  // total budget for the index; 0 = unlimited
 };
