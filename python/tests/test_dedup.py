@@ -80,7 +80,7 @@ def test_iterables_and_skips():
 
 
 def test_dedup_errors():
-    with pytest.raises(ValueError, match="--keep"):
+    with pytest.raises(ValueError, match="keep: expected"):
         neardup.dedup([("a", "x")], keep="best")
     with pytest.raises(ValueError, match="-k"):
         neardup.dedup([("a", "x")], k=40)
