@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "neardup/document_reader.h"
+#include "neardup/export.h"
 #include "neardup/fingerprint.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/hamming_index.h"
@@ -100,7 +101,7 @@ struct DedupOptions {
 
 // The verification threshold a run uses: options.verify_threshold, or lsh.threshold for
 // kVerifyAtThreshold (0 = no verification).
-double ResolveVerifyThreshold(const DedupOptions& options);
+NEARDUP_EXPORT double ResolveVerifyThreshold(const DedupOptions& options);
 
 // Per-document facts kept in memory (tens of bytes plus the id).
 struct DedupDocument {
@@ -151,7 +152,7 @@ struct StageTiming {
   uint64_t peak_memory_bytes = 0;
 };
 
-struct DedupReport {
+struct NEARDUP_EXPORT DedupReport {
   std::vector<DedupDocument> documents;  // canonical order
   std::vector<std::string> input_files;  // DocumentReader::files()
   std::vector<DuplicatePair> pairs;      // accepted pairs, sorted by (a, b)
@@ -191,14 +192,15 @@ using DedupProgress = std::function<void(const std::string& stage, uint64_t done
 
 // Runs the whole flow over `inputs`. Errors: unreadable inputs, bad options (InvalidArgument naming
 // the option), or, when reader.strict, the first malformed record.
-Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const DedupOptions& options,
-                             const DedupProgress& progress = nullptr);
+NEARDUP_EXPORT Result<DedupReport> RunDedup(const std::vector<std::string>& inputs,
+                                            const DedupOptions& options,
+                                            const DedupProgress& progress = nullptr);
 
 // Clusters `pair_count` pairs over `document_count` documents and picks the kept one of each
 // component (exposed for tests). `documents` supplies lengths, scores and fingerprints.
-void BuildClusters(const std::vector<DedupDocument>& documents,
-                   const std::vector<DuplicatePair>& pairs, KeepPolicy keep,
-                   std::vector<DedupCluster>* clusters, std::vector<bool>* removed);
+NEARDUP_EXPORT void BuildClusters(const std::vector<DedupDocument>& documents,
+                                  const std::vector<DuplicatePair>& pairs, KeepPolicy keep,
+                                  std::vector<DedupCluster>* clusters, std::vector<bool>* removed);
 
 struct DedupOutputOptions {
   // Directory for clusters.jsonl, keep.txt, remove.txt and summary.json; empty writes only the
@@ -217,10 +219,11 @@ struct DedupOutputOptions {
 
 // Writes the outputs of `report`. Every output path is checked first (AlreadyExists without
 // force, InvalidArgument for an input), so a refused run writes nothing. Errors name the file.
-Status WriteDedupOutputs(const DedupReport& report, const DedupOutputOptions& output);
+NEARDUP_EXPORT Status WriteDedupOutputs(const DedupReport& report,
+                                        const DedupOutputOptions& output);
 
 // The summary.json text of a report.
-std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* options);
+NEARDUP_EXPORT std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* options);
 
 // How a dedup run with `options` judges one pair of texts (what `neardup explain` prints).
 struct PairJudgement {
@@ -243,11 +246,12 @@ struct PairJudgement {
 
 // Judges two texts with the rule of a dedup run under `options`. Errors: bad options, or a text
 // that cannot be fingerprinted or shingled.
-Result<PairJudgement> JudgePair(std::string_view a, std::string_view b,
-                                const DedupOptions& options);
+NEARDUP_EXPORT Result<PairJudgement> JudgePair(std::string_view a, std::string_view b,
+                                               const DedupOptions& options);
 
 // Parses "first", "longest" or "field:NAME".
-Status ParseKeepPolicy(const std::string& text, KeepPolicy* policy, std::string* field);
+NEARDUP_EXPORT Status ParseKeepPolicy(const std::string& text, KeepPolicy* policy,
+                                      std::string* field);
 
 }  // namespace neardup
 

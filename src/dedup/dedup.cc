@@ -138,8 +138,8 @@ Status ParseKeepPolicy(const std::string& text, KeepPolicy* policy, std::string*
     *policy = KeepPolicy::kField;
     *field = text.substr(6);
   } else {
-    return Status::InvalidArgument("--keep: expected first, longest or field:NAME, got \"" + text +
-                                   "\"");
+    return Status::InvalidArgument("keep policy: expected first, longest or field:NAME, got \"" +
+                                   text + "\"");
   }
   return Status::Ok();
 }
@@ -245,13 +245,15 @@ bool UsesSimHash(const DedupOptions& options) {
 Status CheckOptions(const DedupOptions& options) {
   const int max_k = options.fingerprint.bits / 8;
   if (options.max_distance < 0 || options.max_distance > max_k) {
-    return Status::InvalidArgument("-k must be in [0, " + std::to_string(max_k) + "] for " +
-                                   std::to_string(options.fingerprint.bits) + "-bit fingerprints");
+    return Status::InvalidArgument("max_distance must be in [0, " + std::to_string(max_k) +
+                                   "] for " + std::to_string(options.fingerprint.bits) +
+                                   "-bit fingerprints");
   }
   const double verify = ResolveVerifyThreshold(options);
-  if (verify < 0 || verify > 1) return Status::InvalidArgument("--verify must be in [0, 1]");
+  if (verify < 0 || verify > 1)
+    return Status::InvalidArgument("verify_threshold must be in [0, 1]");
   if (options.keep == KeepPolicy::kField && options.keep_field.empty()) {
-    return Status::InvalidArgument("--keep field: needs a field name");
+    return Status::InvalidArgument("keep_field: the field keep policy needs a field name");
   }
   auto lsh = ResolveLshParameters(options.lsh);
   if (!lsh.ok()) return lsh.status();

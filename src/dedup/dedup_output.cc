@@ -206,7 +206,10 @@ Status WriteDedupOutputs(const DedupReport& report, const DedupOutputOptions& ou
   reader_options.strict = false;
   reader_options.on_warning = nullptr;
   for (const std::string& input : *output.inputs) {
-    if (input == "-") return Status::Unsupported("--write-kept cannot re-read standard input");
+    if (input == "-")
+      return Status::Unsupported(
+          "write_kept_path: the kept records cannot be copied from standard input (it cannot be "
+          "read twice)");
   }
   auto reader = DocumentReader::Open(*output.inputs, reader_options);
   if (!reader.ok()) return reader.status();

@@ -89,8 +89,7 @@ double LshCandidateProbability(double jaccard, const LshParameters& parameters) 
 
 Result<LshParameters> ChooseLshParameters(double threshold, const LshPlanOptions& options) {
   if (!(threshold > 0 && threshold < 1)) {
-    return Status::InvalidArgument("--threshold must be in (0, 1), got " +
-                                   std::to_string(threshold));
+    return Status::InvalidArgument("threshold must be in (0, 1), got " + std::to_string(threshold));
   }
   if (options.max_signature < 1) {
     return Status::InvalidArgument("the signature size must be at least 1");
@@ -121,7 +120,7 @@ double ExpectedCandidatePairs(double n, const LshParameters& parameters,
 
 Result<LshParameters> ResolveLshParameters(const MinHashLshOptions& options) {
   if (!(options.threshold > 0 && options.threshold < 1)) {
-    return Status::InvalidArgument("--threshold must be in (0, 1), got " +
+    return Status::InvalidArgument("threshold must be in (0, 1), got " +
                                    std::to_string(options.threshold));
   }
   if (options.bucket_window < 1) {
@@ -130,7 +129,7 @@ Result<LshParameters> ResolveLshParameters(const MinHashLshOptions& options) {
   if (options.bands == 0 && options.rows == 0) return ChooseLshParameters(options.threshold);
   if (options.bands < 1 || options.rows < 1 || options.bands > 1024 || options.rows > 64) {
     return Status::InvalidArgument(
-        "--bands and --rows must be given together, bands in [1, 1024] and rows in [1, 64]");
+        "bands and rows must be given together, bands in [1, 1024] and rows in [1, 64]");
   }
   return LshParameters{options.bands, options.rows};
 }

@@ -107,7 +107,7 @@ class Recovery {
       StoreOptions defaults;
       PlanRequest request;
       request.bits = bits_;
-      request.k = max_k_;
+      request.max_k = max_k_;
       request.n = defaults.expected_documents;
       request.memory_budget_bytes = defaults.index_memory_budget.TotalFor(request.n);
       Result<IndexDesign> planned = PlanIndex(request);
