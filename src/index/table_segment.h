@@ -222,7 +222,7 @@ class TableSegment {
 
   std::shared_ptr<const CompiledDesign> design_;
   std::shared_ptr<const void> keeper_;  // owns the image when viewed from a mapping
-  std::unique_ptr<uint64_t[]> owned_;   // owns the image when built
+  std::shared_ptr<void> owned_;         // owns the image when built (AllocateImage)
   const char* image_ = nullptr;
   size_t image_size_ = 0;
   int bits_ = 64;
