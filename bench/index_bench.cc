@@ -31,6 +31,10 @@
 #include "neardup/fingerprinter.h"
 #include "neardup/permuted_index.h"
 
+#ifndef NEARDUP_SHARED_DIR
+#define NEARDUP_SHARED_DIR "../shared"
+#endif
+
 #ifdef NEARDUP_HAVE_FAISS
 #include <faiss/IndexBinaryHash.h>
 #include <faiss/impl/AuxIndexStructures.h>
@@ -424,7 +428,7 @@ int main(int argc, char** argv) {
   bool corpus = false, random = true, faiss_join = true, neardup_only = false;
   double k6_budget = 256;
   std::vector<int> ks = {3, 6};
-  std::string corpus_dir = "/work/shared/corpus";
+  std::string corpus_dir = NEARDUP_SHARED_DIR "/corpus";
   if (const char* env = std::getenv("NEARDUP_CORPUS_DIR")) corpus_dir = env;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -479,6 +483,12 @@ int main(int argc, char** argv) {
         "\nonline inserts: %zu Add() calls from empty in %.3f s = %.3f us/insert amortised "
         "(%zu segments, %zu in delta)\n",
         ds.fps.size(), seconds, seconds * 1e6 / ds.fps.size(), st.segments, st.delta_size);
+  }
+  if (corpus && !std::filesystem::is_directory(corpus_dir)) {
+    std::printf(
+        "\ncorpus case: skipped: ../shared missing (no directory %s; set NEARDUP_CORPUS_DIR)\n",
+        corpus_dir.c_str());
+    corpus = false;
   }
   if (corpus) {
     Dataset ds = MakeCorpus(corpus_dir, queries);
