@@ -306,10 +306,9 @@ std::shared_ptr<const TableSegment> TableSegment::Build(
       if (!ct.identity) {
         uint64_t* keys = reinterpret_cast<uint64_t*>(image + s->keys_off_[t]);
         if (bits == 64) {
-          std::vector<uint64_t> sorted(n);
-          for (size_t i = 0; i < n; ++i) sorted[i] = ct.Project(0, lo[i]);
-          RadixSort(&sorted, [](uint64_t v) { return v; });
-          std::copy(sorted.begin(), sorted.end(), keys);
+          // Sorted in place inside the image (one buffer of n keys per thread, no copy).
+          for (size_t i = 0; i < n; ++i) keys[i] = ct.Project(0, lo[i]);
+          RadixSort(keys, n, [](uint64_t v) { return v; });
         } else {
           std::vector<std::pair<uint64_t, uint32_t>> pairs(n);
           for (size_t i = 0; i < n; ++i)
