@@ -140,12 +140,20 @@ struct SearchCounters {
   uint64_t probes = 0, candidates = 0, oversized = 0;
 };
 
+// One probe of one table: a key, its directory bucket's bounds, how many bits it flips.
+struct Probe {
+  uint64_t key;
+  uint32_t begin, end;
+  uint32_t table;
+  uint32_t flips;
+};
+
 // Per-thread scratch reused across searches.
 struct SearchScratch {
+  std::vector<Probe> probes;
   std::vector<uint32_t> rows;
   std::vector<uint64_t> fps;
   std::vector<uint64_t> projected;  // per table
-  std::vector<size_t> begin, end;   // per table: the directory bucket
 };
 
 class TableSegment {
