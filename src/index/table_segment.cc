@@ -34,8 +34,8 @@ std::shared_ptr<void> AllocateImage(size_t size) {
   constexpr size_t kHuge = size_t{2} << 20;
   if (size >= 2 * kHuge) {
     const size_t length = (size + kHuge - 1) & ~(kHuge - 1);
-    void* raw = ::mmap(nullptr, length + kHuge, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* raw =
+        ::mmap(nullptr, length + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw != MAP_FAILED) {
       // Trim to a 2 MB-aligned range of `length` bytes.
       const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
