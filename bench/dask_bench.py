@@ -102,15 +102,16 @@ def main():
     if not args.no_shuffle_bytes:
         # A second run that also sizes the rows entering each shuffle (extra passes: not timed).
         shuffle_bytes = nd.dedup(ddf, measure_shuffle=True).summary["shuffle_bytes"]
+    dask_remove = result.remove  # gathered from the cluster
     client.close()
     cluster.close()
-    same = (result.remove == cli_remove
+    same = (dask_remove == cli_remove
             and result.summary["clusters"] == cli_summary["clusters"]
             and result.summary["candidate_pairs"] == cli_summary["candidate_pairs"])
     n = result.summary["documents_fingerprinted"]
     print(f"neardup.dask.dedup ({args.workers} workers, {ddf.npartitions} partitions): "
-          f"{dask_seconds:.1f} s, {result.summary['clusters']} clusters, {len(result.remove)} removed; "
-          f"same answer as the CLI: {same}")
+          f"{dask_seconds:.1f} s, {result.summary['clusters']} clusters, {len(dask_remove)} removed, "
+          f"{result.summary['component_rounds']} component rounds; same answer as the CLI: {same}")
     print(f"time ratio dask / CLI: {dask_seconds / cli_seconds:.2f}")
     dask_cpu = sum(worker_cpu.values()) + client_cpu
     print(f"CPU seconds: CLI {cli_cpu:.1f}, dask workers {sum(worker_cpu.values()):.1f} + client "
@@ -130,6 +131,7 @@ def main():
                       "client_cpu_seconds": client_cpu,
                       "cli_peak_bytes": cli_peak, "worker_peak_bytes": peaks,
                       "shuffle_bytes": shuffle_bytes, "same": same,
+                      "component_rounds": result.summary["component_rounds"],
                       "partitions": ddf.npartitions, "input_bytes": size}))
     shutil.rmtree(scratch, ignore_errors=True)
     return 0 if same else 1

@@ -1,7 +1,10 @@
 // Tests of the shared internals: Status/Result, UTF-8 primitives, JsonWriter and ParallelFor.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "common/json_writer.h"
@@ -94,6 +97,36 @@ TEST(ParallelForTest, CoversEveryIndexOnceWhateverTheThreadCount) {
   int calls = 0;
   ParallelFor(0, 4, [&](size_t, size_t) { ++calls; });
   EXPECT_EQ(calls, 0);
+}
+
+// Chunks shrink as the work runs out, so an expensive item near the end is not stuck in a big
+// chunk with many others while the other threads sit idle; min_chunk is honoured.
+TEST(ParallelForTest, ChunksShrinkTowardsTheEndAndHonourMinChunk) {
+  for (size_t min_chunk : {size_t{1}, size_t{7}}) {
+    const size_t n = 10000;
+    std::mutex mutex;
+    std::vector<std::pair<size_t, size_t>> chunks;
+    ParallelFor(
+        n, 2,
+        [&](size_t begin, size_t end) {
+          std::lock_guard<std::mutex> lock(mutex);
+          chunks.emplace_back(begin, end);
+        },
+        min_chunk);
+    std::sort(chunks.begin(), chunks.end());
+    size_t next = 0;
+    for (const auto& [begin, end] : chunks) {
+      ASSERT_EQ(begin, next);
+      ASSERT_LT(begin, end);
+      if (end != n) {
+        ASSERT_GE(end - begin, min_chunk);
+      }
+      ASSERT_LE(end - begin, n / 4) << "one chunk holds too much of the work";
+      next = end;
+    }
+    ASSERT_EQ(next, n);
+    EXPECT_LE(chunks.back().second - chunks.back().first, std::max<size_t>(min_chunk, n / 1000));
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,40 @@ TEST_F(DocumentReaderTest, ReadsJsonlWithIdsAndGeneratedIds) {
   ASSERT_TRUE(docs[2].score.has_value());
   EXPECT_DOUBLE_EQ(*docs[2].score, 3.5);
   EXPECT_EQ((*reader)->skipped_total(), 0u);
+}
+
+TEST_F(DocumentReaderTest, MemoryInputsFollowTheRulesOfAFileOfThatName) {
+  DocumentReaderOptions options;
+  options.score_field = "score";
+  options.memory_inputs["<documents>.jsonl"] = std::make_shared<const std::string>(
+      "{\"id\": \"x1\", \"text\": \"hello world\"}\n"
+      "{\"text\": \"no id here\"}\n"
+      "{\"id\": \"e\", \"text\": \"  \"}\n"
+      "{\"id\": 42, \"text\": \"numeric id\", \"score\": 3.5}\n");
+  options.memory_inputs["notes.txt"] = std::make_shared<const std::string>("one plain document");
+  const std::string file = Write("z.jsonl", "{\"id\": \"f\", \"text\": \"from a file\"}\n");
+  auto reader = DocumentReader::Open({file, "notes.txt", "<documents>.jsonl"}, options);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  // Canonical order, as for files: sorted names ("/tmp/.../z.jsonl" < "<documents>.jsonl" <
+  // "notes.txt").
+  for (int pass = 0; pass < 2; ++pass) {  // Rewind() reads the bytes again
+    if (pass == 1) {
+      ASSERT_TRUE((*reader)->Rewind().ok());
+    }
+    auto docs = ReadAll(reader->get());
+    ASSERT_EQ(docs.size(), 5u);
+    EXPECT_EQ(docs[0].text, "from a file");
+    EXPECT_EQ(docs[1].id, "x1");
+    EXPECT_EQ(docs[2].id, "<documents>.jsonl:2");
+    EXPECT_EQ(docs[2].location, "<documents>.jsonl:2");
+    EXPECT_EQ(docs[3].id, "42");
+    ASSERT_TRUE(docs[3].score.has_value());
+    EXPECT_DOUBLE_EQ(*docs[3].score, 3.5);
+    EXPECT_EQ(docs[4].text, "one plain document");
+    EXPECT_EQ(docs[4].id, "notes.txt");
+  }
+  EXPECT_EQ((*reader)->skipped().at(kSkipEmptyText), 1u);
+  EXPECT_EQ((*reader)->files().size(), 3u);
 }
 
 TEST_F(DocumentReaderTest, CustomFieldNames) {

@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -229,6 +230,60 @@ TEST(JiebaUserDictTest, AddWordWithAndWithoutFrequency) {
   EXPECT_EQ(custom.LCut("他来到了网易杭研大厦"), (Tokens{"他", "来到", "了", "网易", "杭研大厦"}));
   EXPECT_EQ(custom.LCut("他来到了网易杭研大厦", false),
             (Tokens{"他", "来到", "了", "网易", "杭研大厦"}));
+}
+
+// The double-array trie: every word of the default dictionary is found with its frequency (the
+// last line wins, as in Python's dict), every proper prefix of a word is a node (FREQ 0 unless a
+// word itself), and nothing else is.
+TEST(JiebaTrieTest, EveryDictionaryWordAndPrefix) {
+  std::ifstream in(JiebaOptionsForDirectory("").dict_path, std::ios::binary);
+  ASSERT_TRUE(in.good()) << "jieba's dict.txt (python3-jieba) is needed";
+  std::unordered_map<std::string, int64_t> freq;
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t space = line.find(' ');
+    ASSERT_NE(space, std::string::npos) << line;
+    freq[line.substr(0, space)] = std::stoll(line.substr(space + 1));
+  }
+  ASSERT_GT(freq.size(), 300000u);
+  size_t checked_prefixes = 0;
+  for (const auto& [word, f] : freq) {
+    ASSERT_EQ(Segmenter().Frequency(word), f) << word;
+    bool three_byte = word.size() % 3 == 0;  // Han words: prefixes at every third byte
+    for (size_t i = 0; i < word.size() && three_byte; i += 3) {
+      three_byte = (static_cast<unsigned char>(word[i]) & 0xF0) == 0xE0;
+    }
+    for (size_t end = 3; three_byte && end < word.size(); end += 3) {
+      const std::string prefix = word.substr(0, end);
+      if (freq.count(prefix) != 0) continue;  // a word itself: checked above
+      ASSERT_EQ(Segmenter().Frequency(prefix), 0) << prefix;
+      ++checked_prefixes;
+    }
+  }
+  EXPECT_GT(checked_prefixes, 10000u);
+  EXPECT_EQ(Segmenter().Frequency("清华大学不存在"), std::nullopt);
+  EXPECT_EQ(Segmenter().Frequency("\U00020000"), std::nullopt);
+  EXPECT_EQ(Segmenter().Frequency("x"), std::nullopt);
+}
+
+TEST(JiebaTrieTest, SupplementaryPlaneAndAsciiWords) {
+  JiebaOptions options;
+  options.dict_path = WriteTempFile("jieba_small_dict.txt",
+                                    "\U00020000\U00020001 7 n\n\U00020000 3 n\nab 5 x\nabc 9 x\n"
+                                    "\u4E2D\u6587 11 n\n\u4E2D 2 n\n\u6587 2 n\n"
+                                    "\U00020000\u4E2D 4 n\n");
+  auto segmenter = JiebaSegmenter::Load(options);
+  ASSERT_TRUE(segmenter.ok()) << segmenter.status().ToString();
+  const JiebaSegmenter& small = **segmenter;
+  EXPECT_EQ(small.Frequency("\U00020000\U00020001"), 7);
+  EXPECT_EQ(small.Frequency("\U00020000"), 3);
+  EXPECT_EQ(small.Frequency("\U00020000\u4E2D"), 4);
+  EXPECT_EQ(small.Frequency("\U00020001"), std::nullopt);
+  EXPECT_EQ(small.Frequency("a"), 0);  // a prefix only
+  EXPECT_EQ(small.Frequency("abc"), 9);
+  EXPECT_EQ(small.Frequency("abcd"), std::nullopt);
+  EXPECT_EQ(small.Frequency("\u4E2D\u6587"), 11);
+  EXPECT_EQ(small.dictionary_size(), 9u);  // 8 words and the prefix "a"
 }
 
 TEST(JiebaLoadTest, ReportsBadFilesWithTheirPlace) {

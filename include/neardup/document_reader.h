@@ -69,6 +69,10 @@ struct DocumentReaderOptions {
   bool spool_stdin = false;
   // Keep the raw JSONL line in Document::raw_line (for re-writing the input).
   bool keep_raw_line = false;
+  // Inputs held in memory (for embedding, e.g. the Python package): an input naming a key of this
+  // map is read from its bytes, with the same rules as a file of that name (JSONL by the name's
+  // extension), instead of from the file system. Not decompressed.
+  std::map<std::string, std::shared_ptr<const std::string>> memory_inputs;
   // Lines / text files longer than this are skipped as "too_large".
   size_t max_document_bytes = size_t{64} << 20;
   // Called for each skipped record with a message such as "a.jsonl:12: invalid JSON (...)".

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from . import _neardup
@@ -270,26 +269,29 @@ def dedup(documents: Any, **options: Any) -> DedupResult:
     """
     resolved = _neardup._resolve_dedup_options(options)  # validates before any work
     score_field = resolved["keep_field"]
-    with tempfile.TemporaryDirectory(prefix="neardup-") as directory:
-        path = os.path.join(directory, "documents.jsonl")
-        with open(path, "w", encoding="utf-8") as out:
-            for position, (doc_id, text, score) in enumerate(
-                    _rows(documents, resolved["id_field"], resolved["text_field"], score_field)):
-                if isinstance(text, bytes):
-                    text = text.decode("utf-8")
-                record = {"id": _json_id(doc_id), "text": text if isinstance(text, str) else None}
-                if score_field:
-                    record[score_field] = _json_id(score)
-                out.write(json.dumps(record, ensure_ascii=False))
-                out.write("\n")
-        opts = dict(options)
-        opts["id_field"] = "id"
-        opts["text_field"] = "text"
-        report = _neardup._dedup_files([path], "", opts)
+    # The rows become one JSONL buffer in memory that the library's dedup reads as an input (no
+    # file): the reader's rules (skips, ids, scores) are the command's, byte for byte.
+    lines = []
+    for doc_id, text, score in _rows(documents, resolved["id_field"], resolved["text_field"],
+                                     score_field):
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        record = {"id": _json_id(doc_id), "text": text if isinstance(text, str) else None}
+        if score_field:
+            record[score_field] = _json_id(score)
+        lines.append(json.dumps(record, ensure_ascii=False))
+    name = "<documents>.jsonl"
+    buffer = ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass") if lines else b""
+    del lines
+    opts = dict(options)
+    opts["id_field"] = "id"
+    opts["text_field"] = "text"
+    report = _neardup._dedup_files([name], "", opts, {name: buffer})
+    del buffer
     index = [int(line) - 1 for line in report["line"]]
     ids = list(report["ids"])
-    prefix = path + ":"
-    for i, doc_id in enumerate(ids):  # rows without an id: their position, not the temporary path
+    prefix = name + ":"
+    for i, doc_id in enumerate(ids):  # rows without an id: their position, not the input's name
         if doc_id.startswith(prefix):
             ids[i] = str(index[i])
     report["ids"] = ids

@@ -20,10 +20,17 @@ the canonical order the command's ties are broken by):
 5. verification: the documents of unverified pairs are looked up per partition and only their
    shingles leave the partition; pairs are joined with both documents' facts and shingle sets and
    scored with the shingle Jaccard (exact duplicates score 1); pairs below ``verify`` are dropped;
-6. connected components and the keep decision (the library's BuildClusters) over the accepted
-   pairs and the documents they touch, in one task (see docs/scale.md for its limits);
-7. the keep/remove decision of every document, per partition, written to JSONL (or Parquet when
-   pyarrow or fastparquet is installed).
+6. connected components across partitions: min-label propagation with hooking and pointer
+   jumping over the accepted pairs, one shuffle of messages per round (``_components``);
+7. the keep decision per cluster: members (with their facts) and pairs grouped by component, the
+   library's BuildClusters over each group where it lands; clusters numbered in order of their
+   kept document by a count per input partition;
+8. the keep/remove decision of every document, per input partition, written to JSONL (or Parquet
+   when pyarrow or fastparquet is installed), and clusters.jsonl written per partition and joined.
+
+Only counts (a few per partition) and the verification stage's list of unverified document
+numbers pass through the client; ``result.clusters`` and ``result.remove`` gather the answer
+there only when asked for.
 
 The candidate stages are those of ``neardup dedup`` (``candidates``: "lsh+simhash", "lsh" or
 "simhash", the command's default when not given), with the same parameters (``threshold``, ``bands``, ``rows``, ``bucket_window``,
@@ -35,6 +42,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 from math import comb
 from typing import Any, Dict, Optional
 
@@ -277,9 +285,9 @@ def _score_pairs(frame: pd.DataFrame, verify: bool) -> pd.DataFrame:
     if verify and len(frame):
         exact = ((frame["content_hash_a"].to_numpy(np.uint64) == frame["content_hash_b"].to_numpy(np.uint64))
                  & (frame["bytes_a"].to_numpy(np.uint64) == frame["bytes_b"].to_numpy(np.uint64)))
-        left = [np.frombuffer(s, dtype=np.uint32) for s in frame["shingles_a"].tolist()]
-        right = [np.frombuffer(s, dtype=np.uint32) for s in frame["shingles_b"].tolist()]
-        similarity = np.where(exact, 1.0, _neardup._jaccard_pairs(left, right, 0))
+        # The shingle sets travel as bytes of sorted uint32; the library reads them as they are.
+        similarity = np.where(exact, 1.0, _neardup._jaccard_pairs(
+            frame["shingles_a"].tolist(), frame["shingles_b"].tolist(), 0))
     return pd.DataFrame({"a": frame["a"].to_numpy(np.uint64), "b": frame["b"].to_numpy(np.uint64),
                          "distance": distance, "similarity": similarity.astype(np.float64)})
 
@@ -290,22 +298,43 @@ class DaskDedupResult:
     """The answer of :func:`dedup`.
 
     - ``clusters``: a list of dicts like ``neardup dedup``'s ``clusters.jsonl`` (``location`` is
-      ``"partition:row"``); ``clusters_frame()`` one row per member as a pandas DataFrame;
+      ``"partition:row"``), gathered from the cluster when first asked for;
+      ``clusters_frame()`` one row per member as a pandas DataFrame;
+    - ``members``: the same as a Dask DataFrame, one row per document of a cluster (``cluster``,
+      ``kept``, ``reason``, ``via``, ...), partitioned by the input partition of the kept document;
     - ``decisions``: a Dask DataFrame ``id, partition, row, keep`` of every document;
-    - ``remove``: the removed ids (a set); ``summary``: counts and the parameters used;
+    - ``remove``: the removed ids (a set, gathered when first asked for); ``summary``: counts and
+      the parameters used;
     - ``output``: the directory written, when one was given.
     """
 
-    def __init__(self, clusters, decisions, remove, summary, output):
-        self.clusters = clusters
+    def __init__(self, members, decisions, summary, output, bits):
+        self.members = members
         self.decisions = decisions
-        self.remove = remove
         self.summary = summary
         self.output = output
+        self._bits = bits
+        self._clusters = None
+        self._remove = None
+
+    @property
+    def clusters(self) -> list:
+        if self._clusters is None:
+            self._clusters = _gather_clusters(self.members, self._bits)
+        return self._clusters
+
+    @property
+    def remove(self) -> set:
+        if self._remove is None:
+            removed = self.members[~self.members["kept"]]["id"].compute()
+            self._remove = set(removed.tolist())
+        return self._remove
 
     def __repr__(self) -> str:
         return (f"DaskDedupResult({self.summary['documents_fingerprinted']} documents, "
-                f"{len(self.clusters)} clusters, {len(self.remove)} removed, k={self.summary['k']})")
+                f"{self.summary['clusters']} clusters, "
+                f"{self.summary['documents_removed']} removed, "
+                f"k={self.summary['k']})")
 
     def clusters_frame(self) -> pd.DataFrame:
         rows = []
@@ -334,14 +363,366 @@ def _select(rec: pd.DataFrame, members: np.ndarray) -> pd.DataFrame:
     return rec[_in_sorted(rec["gid"].to_numpy(np.uint64), members)]
 
 
-def _decide(rec: pd.DataFrame, removed: np.ndarray) -> pd.DataFrame:
+def _decide(rec: pd.DataFrame, removed: pd.DataFrame) -> pd.DataFrame:
+    """Keep or remove every document of one input partition; ``removed`` holds the removed gids
+    of that same partition."""
     gid = rec["gid"].to_numpy(np.uint64)
+    gone = np.sort(removed["gid"].to_numpy(np.uint64))
     return pd.DataFrame({
         "id": rec["id"].to_numpy(object),
         "partition": (gid >> np.uint64(32)).astype(np.int64),
         "row": (gid & np.uint64(0xFFFFFFFF)).astype(np.int64),
-        "keep": ~_in_sorted(gid, removed),
+        "keep": ~_in_sorted(gid, gone),
     })
+
+
+# ---- stage 6: components and the keep decision, as Dask tasks ------------------------------------
+#
+# Frames are routed with explicit partition numbers (a "_partitions" column) so that two frames
+# routed by the same key are co-partitioned and can be combined partition by partition:
+# - by node: a mixing hash of the document number (gid) modulo the partition count;
+# - by input partition: gid >> 32, the partition the document was read from (aligned with `rec`).
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_EDGE_META = {"a": "u8", "b": "u8", "distance": "i4", "similarity": "f8"}
+_LABEL_META = {"node": "u8", "label": "u8"}
+_MESSAGE_META = {"node": "u8", "value": "u8", "kind": "i1"}
+_MEMBER_META = {
+    "gid": "u8", "comp": "u8", "id": "O", "hi": "u8", "lo": "u8", "bytes": "u8",
+    "normalized_bytes": "u8", "content_hash": "u8", "score": "f8",
+}
+_RESULT_META = {
+    "gid": "u8", "id": "O", "kept_gid": "u8", "is_kept": "bool", "bytes": "u8", "hi": "u8",
+    "lo": "u8", "distance": "i4", "via": "O", "distance_to_via": "i4", "similarity_to_via": "f8",
+    "reason": "O",
+}
+
+
+def _node_partition(values: np.ndarray, nparts: int) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        mixed = values.astype(np.uint64) * _GOLDEN
+    return ((mixed >> np.uint64(33)) % np.uint64(nparts)).astype(np.int64)
+
+
+def _with_route(frame: pd.DataFrame, column: str, nparts: int, by_input: bool) -> pd.DataFrame:
+    values = frame[column].to_numpy(np.uint64)
+    route = ((values >> np.uint64(32)).astype(np.int64) if by_input
+             else _node_partition(values, nparts))
+    return frame.assign(_partitions=route)
+
+
+def _drop_route(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.drop(columns="_partitions").reset_index(drop=True)
+
+
+def _shuffle_method() -> str:
+    """Dask's configured shuffle ("shuffle" in dask.config: "tasks", or "p2p" on newer Dask),
+    else the task-based shuffle (the only one that works across processes on Dask 2022.12)."""
+    import dask
+
+    return dask.config.get("shuffle", None) or "tasks"
+
+
+def _rearrange(frame, column: str, nparts: int, meta: dict, by_input: bool = False):
+    """``frame`` moved so that partition i holds the rows whose ``column`` routes to i."""
+    from dask.dataframe.shuffle import rearrange_by_column
+
+    routed = frame.map_partitions(_with_route, column, nparts, by_input,
+                                  meta={**meta, "_partitions": "i8"})
+    moved = rearrange_by_column(routed, "_partitions", npartitions=nparts,
+                                shuffle=_shuffle_method(), ignore_index=True)
+    return moved.map_partitions(_drop_route, meta=meta)
+
+
+def _lookup(labels: pd.DataFrame, nodes: np.ndarray) -> np.ndarray:
+    """The label of each of ``nodes`` (all present in ``labels``, which is sorted by node)."""
+    return labels["label"].to_numpy(np.uint64)[
+        np.searchsorted(labels["node"].to_numpy(np.uint64), nodes)]
+
+
+def _initial_labels(by_a: pd.DataFrame, by_b: pd.DataFrame) -> pd.DataFrame:
+    nodes = np.unique(np.concatenate([by_a["a"].to_numpy(np.uint64),
+                                      by_b["b"].to_numpy(np.uint64)]))
+    return pd.DataFrame({"node": nodes, "label": nodes, "previous": nodes,
+                         "changed": np.zeros(len(nodes), bool)})
+
+
+def _messages(by_a: pd.DataFrame, by_b: pd.DataFrame, labels: pd.DataFrame,
+              requests: pd.DataFrame, nparts: int) -> pd.DataFrame:
+    """One round's outgoing messages of one node partition, routed to their destination:
+    kind 0, "node may take label value": each edge end's label sent to the other end, the
+    answers to pointer-jumping requests (the label of a node's label), and hooks (a node whose
+    label fell from l to m offers m to l); kind 1, the requests of this partition's nodes whose
+    label is another node (sent to that node's partition)."""
+    a = by_a["a"].to_numpy(np.uint64)
+    b = by_b["b"].to_numpy(np.uint64)
+    asked = requests["value"].to_numpy(np.uint64)
+    node = labels["node"].to_numpy(np.uint64)
+    label = labels["label"].to_numpy(np.uint64)
+    pending = node != label
+    changed = labels["changed"].to_numpy(bool)
+    to = np.concatenate([by_a["b"].to_numpy(np.uint64), by_b["a"].to_numpy(np.uint64),
+                         requests["node"].to_numpy(np.uint64),
+                         labels["previous"].to_numpy(np.uint64)[changed], label[pending]])
+    value = np.concatenate([_lookup(labels, a), _lookup(labels, b), _lookup(labels, asked),
+                            label[changed], node[pending]])
+    kind = np.concatenate([np.zeros(len(to) - int(pending.sum()), np.int8),
+                           np.ones(int(pending.sum()), np.int8)])
+    return pd.DataFrame({"node": to, "value": value, "kind": kind,
+                         "_partitions": _node_partition(to, nparts)})
+
+
+def _apply_messages(labels: pd.DataFrame, incoming: pd.DataFrame) -> pd.DataFrame:
+    """Each node's label lowered to the smallest label offered to it; ``changed`` marks those
+    lowered, ``previous`` is the label before."""
+    offers = incoming[incoming["kind"] == 0]
+    node = labels["node"].to_numpy(np.uint64)
+    label = labels["label"].to_numpy(np.uint64).copy()
+    if len(offers):
+        at = np.searchsorted(node, offers["node"].to_numpy(np.uint64))
+        best = label.copy()
+        np.minimum.at(best, at, offers["value"].to_numpy(np.uint64))
+        changed = best < label
+        label = best
+    else:
+        changed = np.zeros(len(node), bool)
+    return pd.DataFrame({"node": node, "label": label,
+                         "previous": labels["label"].to_numpy(np.uint64), "changed": changed})
+
+
+def _requests(incoming: pd.DataFrame) -> pd.DataFrame:
+    """The pointer-jumping requests received: (asking node, the label it asks about)."""
+    asked = incoming[incoming["kind"] == 1]
+    return pd.DataFrame({"node": asked["value"].to_numpy(np.uint64),
+                         "value": asked["node"].to_numpy(np.uint64)})
+
+
+def _components(edges, nparts: int, measure: Optional[dict] = None):
+    """The connected component of every document that an accepted pair touches, as a Dask
+    DataFrame (node, label) partitioned by node, label = the component's smallest document number
+    (so the component of the command's canonical first document), the edges partitioned by
+    their first end, and the number of rounds run. ``measure``: a dict that receives the in-memory
+    bytes of the rows entering its shuffles (edges, and the messages of all rounds).
+
+    Min-label propagation with hooking and pointer jumping: every round, each edge end offers its
+    label to the other end, each node is offered its label's label (asked for the round before),
+    and a node whose label fell from l to m offers m to l; a node takes the smallest offer.
+    Labels are always members of the node's component and only decrease; when a round changes
+    nothing every edge joins equal labels, so each component carries one label, its smallest
+    member's (which never changes). One shuffle of messages per round; in the runs measured
+    (docs/scale.md) the rounds grew with the logarithm of the longest chain, not with the number
+    of partitions."""
+    import dask
+    import dask.dataframe as dd
+
+    edges = edges[list(_EDGE_META)]
+    by_a = _rearrange(edges, "a", nparts, _EDGE_META)
+    by_b = _rearrange(edges[["a", "b"]], "b", nparts, {"a": "u8", "b": "u8"})
+    by_a, by_b = dask.persist(by_a, by_b)
+    if measure is not None:
+        measure["component_edges"] = _nbytes(edges) + _nbytes(edges[["a", "b"]])
+        measure["component_messages"] = 0
+    state_meta = {**_LABEL_META, "previous": "u8", "changed": "bool"}
+    labels = dd.map_partitions(_initial_labels, by_a, by_b, meta=state_meta,
+                               align_dataframes=False)
+    requests = labels.map_partitions(lambda f: pd.DataFrame({"node": pd.Series(dtype="u8"),
+                                                             "value": pd.Series(dtype="u8")}),
+                                     meta={"node": "u8", "value": "u8"})
+    labels, requests = dask.persist(labels, requests)
+    from dask.dataframe.shuffle import rearrange_by_column
+
+    rounds = 0
+    while True:
+        rounds += 1
+        outgoing = dd.map_partitions(_messages, by_a, by_b, labels, requests, nparts,
+                                     meta={**_MESSAGE_META, "_partitions": "i8"},
+                                     align_dataframes=False)
+        incoming = rearrange_by_column(outgoing, "_partitions", npartitions=nparts,
+                                       shuffle=_shuffle_method(), ignore_index=True)
+        incoming = incoming.map_partitions(_drop_route, meta=_MESSAGE_META).persist()
+        if measure is not None:
+            measure["component_messages"] += _nbytes(incoming)
+        updated = dd.map_partitions(_apply_messages, labels, incoming, meta=state_meta,
+                                    align_dataframes=False)
+        requests = incoming.map_partitions(_requests, meta={"node": "u8", "value": "u8"})
+        updated, requests = dask.persist(updated, requests)
+        changed = int(updated["changed"].sum().compute())
+        labels = updated
+        if changed == 0:
+            return labels[["node", "label"]], by_a, rounds
+
+
+def _member_facts(rec: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
+    """The dedup records of one input partition's documents that are in a component, with their
+    component."""
+    labels = labels.sort_values("node")
+    gid = rec["gid"].to_numpy(np.uint64)
+    inside = _in_sorted(gid, labels["node"].to_numpy(np.uint64))
+    chosen = rec[inside]
+    return chosen[["gid"]].assign(comp=_lookup(labels, gid[inside])).join(
+        chosen.drop(columns="gid"))[list(_MEMBER_META)].reset_index(drop=True)
+
+
+def _edge_components(by_a: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
+    return by_a.assign(comp=_lookup(labels, by_a["a"].to_numpy(np.uint64)))
+
+
+def _keep_per_cluster(members: pd.DataFrame, edges: pd.DataFrame, bits: int,
+                      keep: str) -> pd.DataFrame:
+    """The library's BuildClusters over the whole clusters of one cluster partition (all their
+    members and pairs are here), documents numbered in canonical (gid) order: which member is
+    kept and, for each removed one, the neighbour that linked it."""
+    if len(members) == 0:
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in _RESULT_META.items()})
+    members = members.sort_values("gid").reset_index(drop=True)
+    gid = members["gid"].to_numpy(np.uint64)
+    edges = edges.sort_values(["a", "b"])
+    a = np.searchsorted(gid, edges["a"].to_numpy(np.uint64)).astype(np.uint32)
+    b = np.searchsorted(gid, edges["b"].to_numpy(np.uint64)).astype(np.uint32)
+    raw = _neardup._clusters(members["hi"].to_numpy(np.uint64), members["lo"].to_numpy(np.uint64),
+                             bits, members["bytes"].to_numpy(np.uint64),
+                             members["normalized_bytes"].to_numpy(np.uint64),
+                             members["content_hash"].to_numpy(np.uint64),
+                             members["score"].to_numpy(np.float64), a, b,
+                             edges["distance"].to_numpy(np.int32),
+                             edges["similarity"].to_numpy(np.float64), keep)
+    ids = members["id"].tolist()
+    n = len(members)
+    kept_of = np.zeros(n, np.int64)
+    is_kept = np.zeros(n, bool)
+    distance = np.zeros(n, np.int32)
+    via = [None] * n
+    distance_to_via = np.zeros(n, np.int32)
+    similarity_to_via = np.full(n, -1.0)
+    reason = ["kept"] * n
+    for kept, removed_members in raw:
+        kept_of[kept] = kept
+        is_kept[kept] = True
+        for doc, dist, through, dist_via, sim_via, why in removed_members:
+            kept_of[doc] = kept
+            distance[doc] = dist
+            via[doc] = ids[through]
+            distance_to_via[doc] = dist_via
+            similarity_to_via[doc] = sim_via
+            reason[doc] = why
+    return pd.DataFrame({
+        "gid": gid, "id": members["id"].to_numpy(object), "kept_gid": gid[kept_of],
+        "is_kept": is_kept, "bytes": members["bytes"].to_numpy(np.uint64),
+        "hi": members["hi"].to_numpy(np.uint64), "lo": members["lo"].to_numpy(np.uint64),
+        "distance": distance, "via": pd.Series(via, dtype=object),
+        "distance_to_via": distance_to_via, "similarity_to_via": similarity_to_via,
+        "reason": pd.Series(reason, dtype=object),
+    })
+
+
+def _cluster_members(rec, labels, by_a, nparts: int, bits: int, keep: str,
+                     measure: Optional[dict] = None):
+    """One row per document of a cluster (kept or removed, and why), as a Dask DataFrame:
+    members and pairs are grouped by component, each group decided where it lands."""
+    import dask.dataframe as dd
+
+    labels_by_input = _rearrange(labels, "node", rec.npartitions, _LABEL_META, by_input=True)
+    facts = dd.map_partitions(_member_facts, rec, labels_by_input, meta=_MEMBER_META,
+                              align_dataframes=False)
+    edges = dd.map_partitions(_edge_components, by_a, labels,
+                              meta={**_EDGE_META, "comp": "u8"}, align_dataframes=False)
+    if measure is not None:
+        measure["keep_decision"] = _nbytes(labels) + _nbytes(facts) + _nbytes(edges)
+    facts = _rearrange(facts, "comp", nparts, _MEMBER_META)
+    edges = _rearrange(edges, "comp", nparts, {**_EDGE_META, "comp": "u8"})
+    return dd.map_partitions(_keep_per_cluster, facts, edges, bits, keep, meta=_RESULT_META,
+                             align_dataframes=False)
+
+
+_NUMBERED_META = {**_RESULT_META, "cluster": "i8"}
+
+
+def _number_clusters(rows: pd.DataFrame, first: int) -> pd.DataFrame:
+    """The rows of the clusters whose kept documents are in one input partition, in output order
+    (kept document, then its removed members in canonical order), clusters numbered from
+    ``first`` (the clusters of the earlier partitions)."""
+    rows = rows.sort_values(["kept_gid", "is_kept", "gid"], ascending=[True, False, True],
+                            kind="stable").reset_index(drop=True)
+    kept = rows["is_kept"].to_numpy(bool)
+    return rows.assign(cluster=first + np.cumsum(kept) - 1)
+
+
+def _cluster_entries(rows: pd.DataFrame, bits: int) -> list:
+    """clusters.jsonl's entries of some numbered rows (whole clusters, in output order)."""
+    entries = []
+    entry = None
+
+    def location(g):
+        return f"{g >> 32}:{g & 0xFFFFFFFF}"
+
+    for row in rows.itertuples(index=False):
+        gid = int(row.gid)
+        if row.is_kept:
+            fp = (int(row.hi) << 64) | int(row.lo) if bits == 128 else int(row.lo)
+            entry = {"cluster": int(row.cluster), "size": 1,
+                     "kept": {"id": row.id, "location": location(gid), "bytes": int(row.bytes),
+                              "fingerprint": to_hex(fp, bits)},
+                     "removed": []}
+            entries.append(entry)
+            continue
+        member = {"id": row.id, "location": location(gid), "bytes": int(row.bytes),
+                  "distance": int(row.distance), "reason": row.reason, "via": row.via,
+                  "distance_to_via": int(row.distance_to_via)}
+        if row.similarity_to_via >= 0:
+            member["similarity_to_via"] = float(row.similarity_to_via)
+        entry["removed"].append(member)
+        entry["size"] += 1
+    return entries
+
+
+def _write_cluster_part(rows: pd.DataFrame, path: str, bits: int) -> int:
+    with open(path, "w", encoding="utf-8") as f:
+        for entry in _cluster_entries(rows, bits):
+            f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    return len(rows)
+
+
+_MEMBERS_META = {
+    "cluster": "i8", "id": "O", "kept": "bool", "partition": "i8", "row": "i8", "bytes": "u8",
+    "distance": "i4", "reason": "O", "via": "O", "distance_to_via": "i4",
+    "similarity_to_via": "f8", "kept_partition": "i8", "kept_row": "i8", "hi": "u8", "lo": "u8",
+}
+
+
+def _members_frame(rows: pd.DataFrame) -> pd.DataFrame:
+    """The public form of numbered rows (DaskDedupResult.members)."""
+    gid = rows["gid"].to_numpy(np.uint64)
+    kept_gid = rows["kept_gid"].to_numpy(np.uint64)
+    low = np.uint64(0xFFFFFFFF)
+    return pd.DataFrame({
+        "cluster": rows["cluster"].to_numpy(np.int64), "id": rows["id"].to_numpy(object),
+        "kept": rows["is_kept"].to_numpy(bool),
+        "partition": (gid >> np.uint64(32)).astype(np.int64), "row": (gid & low).astype(np.int64),
+        "bytes": rows["bytes"].to_numpy(np.uint64), "distance": rows["distance"].to_numpy(np.int32),
+        "reason": rows["reason"].to_numpy(object), "via": rows["via"].to_numpy(object),
+        "distance_to_via": rows["distance_to_via"].to_numpy(np.int32),
+        "similarity_to_via": rows["similarity_to_via"].to_numpy(np.float64),
+        "kept_partition": (kept_gid >> np.uint64(32)).astype(np.int64),
+        "kept_row": (kept_gid & low).astype(np.int64),
+        "hi": rows["hi"].to_numpy(np.uint64), "lo": rows["lo"].to_numpy(np.uint64),
+    })
+
+
+def _entries_of_members(frame: pd.DataFrame, bits: int) -> list:
+    gid = ((frame["partition"].to_numpy(np.uint64) << np.uint64(32))
+           | frame["row"].to_numpy(np.uint64))
+    return _cluster_entries(frame.assign(gid=gid, is_kept=frame["kept"].to_numpy(bool)), bits)
+
+
+def _gather_clusters(members, bits: int) -> list:
+    """All clusters as clusters.jsonl's entries, on the client (the output list)."""
+    import dask
+
+    out = []
+    for entries in dask.compute(*[dask.delayed(_entries_of_members)(p, bits)
+                                  for p in members.to_delayed()]):
+        out.extend(entries)
+    return out
 
 
 def _as_dataframe(data: Any, text: str, id: str):
@@ -497,63 +878,43 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
     accepted = dd.concat([candidates[candidates["similarity"] >= 0], scored])
     if verify > 0:
         accepted = accepted[accepted["similarity"] >= verify]
-    pairs = accepted.compute().sort_values(["a", "b"]).reset_index(drop=True)
+    accepted = accepted.persist()
+    accepted_count = len(accepted)
 
-    # Stage 6: components and the keep decision over the documents the pairs touch.
-    members = np.unique(np.concatenate([pairs["a"].to_numpy(np.uint64),
-                                        pairs["b"].to_numpy(np.uint64)])) if len(pairs) else \
-        np.zeros(0, dtype=np.uint64)
-    # The member list travels once (one graph key all partitions depend on), not once per task.
-    docs = rec.map_partitions(_select, dask.delayed(members), meta=_RECORD_COLUMNS).compute() \
-        if len(members) else \
-        pd.DataFrame({c: pd.Series(dtype=t) for c, t in _RECORD_COLUMNS.items()})
-    docs = docs.sort_values("gid").reset_index(drop=True)
-    position = {g: i for i, g in enumerate(docs["gid"].tolist())}
-    a = np.asarray([position[g] for g in pairs["a"].tolist()], dtype=np.uint32)
-    b = np.asarray([position[g] for g in pairs["b"].tolist()], dtype=np.uint32)
-    raw = _neardup._clusters(docs["hi"].to_numpy(np.uint64), docs["lo"].to_numpy(np.uint64), bits,
-                             docs["bytes"].to_numpy(np.uint64),
-                             docs["normalized_bytes"].to_numpy(np.uint64),
-                             docs["content_hash"].to_numpy(np.uint64),
-                             docs["score"].to_numpy(np.float64), a, b,
-                             pairs["distance"].to_numpy(np.int32),
-                             pairs["similarity"].to_numpy(np.float64), keep)
-    ids = docs["id"].tolist()
-    gids = docs["gid"].tolist()
-    his = docs["hi"].tolist()
-    los = docs["lo"].tolist()
-    sizes = docs["bytes"].tolist()
-
-    def location(i):
-        return f"{gids[i] >> 32}:{gids[i] & 0xFFFFFFFF}"
-
-    clusters, removed = [], set()
-    for number, (kept, removed_members) in enumerate(raw):
-        fp = (int(his[kept]) << 64) | int(los[kept]) if bits == 128 else int(los[kept])
-        entry = {"cluster": number, "size": len(removed_members) + 1,
-                 "kept": {"id": ids[kept], "location": location(kept), "bytes": int(sizes[kept]),
-                          "fingerprint": to_hex(fp, bits)},
-                 "removed": []}
-        for doc, dist, via, dist_via, sim_via, reason in removed_members:
-            member = {"id": ids[doc], "location": location(doc), "bytes": int(sizes[doc]),
-                      "distance": dist, "reason": reason, "via": ids[via],
-                      "distance_to_via": dist_via}
-            if sim_via >= 0:
-                member["similarity_to_via"] = sim_via
-            entry["removed"].append(member)
-            removed.add(gids[doc])
-        clusters.append(entry)
-
-    removed_sorted = np.asarray(sorted(removed), dtype=np.uint64)
-    decisions = rec.map_partitions(_decide, dask.delayed(removed_sorted),
-                                   meta={"id": "O", "partition": "i8", "row": "i8", "keep": "bool"})
+    # Stage 6: connected components across partitions (min-label propagation, distributed), then
+    # the keep decision per cluster (a groupby over the cluster id), then per input partition.
+    cluster_partitions = shuffle_partitions
+    component_bytes = {} if measure_shuffle else None
+    labels, by_a, rounds = _components(accepted, cluster_partitions, component_bytes)
+    members = _cluster_members(rec, labels, by_a, cluster_partitions, bits, keep,
+                               component_bytes).persist()
+    removed_rows = members[~members["is_kept"]][["gid"]]
+    removed_by_input = _rearrange(removed_rows, "gid", nparts, {"gid": "u8"}, by_input=True)
+    decisions = dd.map_partitions(_decide, rec, removed_by_input,
+                                  meta={"id": "O", "partition": "i8", "row": "i8", "keep": "bool"},
+                                  align_dataframes=False)
+    # Clusters are numbered in order of their kept document: grouped by the kept document's input
+    # partition, each partition numbers its own from the count of the partitions before it (only
+    # two counts per partition reach the client).
+    by_kept = _rearrange(members, "kept_gid", nparts, _RESULT_META, by_input=True).persist()
+    per_part = by_kept.map_partitions(
+        lambda f: pd.Series([int(f["is_kept"].sum()), int((~f["is_kept"]).sum())]),
+        meta=(None, "i8")).compute().to_numpy().reshape(-1, 2)
+    firsts = np.concatenate([[0], np.cumsum(per_part[:, 0])[:-1]]).astype(np.int64).tolist()
+    numbered = dd.from_delayed(
+        [dask.delayed(_number_clusters)(p, first)
+         for p, first in zip(by_kept.to_delayed(), firsts)],
+        meta=_NUMBERED_META, verify_meta=False).persist()
+    cluster_members = numbered.map_partitions(_members_frame, meta=_MEMBERS_META)
+    cluster_count = int(per_part[:, 0].sum())
+    removed_count = int(per_part[:, 1].sum())
     summary = {
         "documents_fingerprinted": count,
         "candidate_pairs": candidate_count,
-        "accepted_pairs": int(len(pairs)),
-        "clusters": len(clusters),
-        "documents_removed": len(removed),
-        "documents_kept": count - len(removed),
+        "accepted_pairs": accepted_count,
+        "clusters": cluster_count,
+        "documents_removed": removed_count,
+        "documents_kept": count - removed_count,
         "candidates": ("lsh+simhash" if resolved["use_lsh"] and resolved["use_simhash"]
                        else "lsh" if resolved["use_lsh"] else "simhash"),
         "lsh": ({"threshold": resolved["threshold"], "bands": resolved["bands"],
@@ -567,18 +928,30 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
         "verify": verify,
         "keep": keep,
         "partitions": nparts,
+        "component_rounds": rounds,
     }
     if measure_shuffle:
         summary["shuffle_bytes"] = {name: _nbytes(frame) * (2 if name.endswith("_x2") else 1)
                                     for name, frame in shuffled.items()}
+        # The keep decision's shuffles: labels to the input partitions, members' facts and pairs
+        # by component (above), removed numbers to their partitions, members by kept document.
+        component_bytes["keep_decision"] += _nbytes(removed_rows) + _nbytes(members)
+        summary["shuffle_bytes"].update(component_bytes)
     if output:
         os.makedirs(output, exist_ok=True)
-        with open(os.path.join(output, "clusters.jsonl"), "w", encoding="utf-8") as f:
-            for entry in clusters:
-                f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        # Each partition's clusters are written where they are, then joined in order.
+        parts_dir = os.path.join(output, ".clusters-parts")
+        os.makedirs(parts_dir, exist_ok=True)
+        paths = [os.path.join(parts_dir, f"part-{i:06d}.jsonl") for i in range(nparts)]
+        dask.compute(*[dask.delayed(_write_cluster_part)(p, path, bits)
+                       for p, path in zip(numbered.to_delayed(), paths)])
+        with open(os.path.join(output, "clusters.jsonl"), "wb") as out:
+            for path in paths:
+                with open(path, "rb") as part:
+                    shutil.copyfileobj(part, out, 1 << 20)
+                os.remove(path)
+        os.rmdir(parts_dir)
         with open(os.path.join(output, "summary.json"), "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=1)
         _write_table(decisions, output, "decisions", format)
-    return DaskDedupResult(clusters, decisions, set(ids[i] for i in range(len(ids))
-                                                    if gids[i] in removed),
-                           summary, output)
+    return DaskDedupResult(cluster_members, decisions, summary, output, bits)

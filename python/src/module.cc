@@ -625,14 +625,28 @@ class PyShingler {
   std::unique_ptr<ShingleSimilarity> engine_;
 };
 
+// A uint32 array-like (or the raw bytes of one, as the Dask pipeline ships shingle sets) copied
+// from its buffer, never element by element through Python objects.
 std::vector<uint32_t> U32(py::handle object) {
-  return py::cast<std::vector<uint32_t>>(
-      py::array_t<uint32_t, py::array::c_style | py::array::forcecast>::ensure(object));
+  if (PyBytes_Check(object.ptr())) {
+    char* data = nullptr;
+    Py_ssize_t size = 0;
+    PyBytes_AsStringAndSize(object.ptr(), &data, &size);
+    if (size % sizeof(uint32_t) != 0) throw py::value_error("bytes: not a whole number of uint32");
+    std::vector<uint32_t> out(static_cast<size_t>(size) / sizeof(uint32_t));
+    if (size > 0) std::memcpy(out.data(), data, static_cast<size_t>(size));
+    return out;
+  }
+  auto array = py::array_t<uint32_t, py::array::c_style | py::array::forcecast>::ensure(object);
+  if (!array) throw py::value_error("expected an array of uint32");
+  if (array.ndim() != 1) throw py::value_error("expected a one-dimensional array of uint32");
+  return std::vector<uint32_t>(array.data(), array.data() + array.shape(0));
 }
 
 double Jaccard(py::handle a, py::handle b) { return ShingleSimilarity::Jaccard32(U32(a), U32(b)); }
 
-// Jaccard of pairs of shingle sets given as two lists of uint32 arrays, on all cores.
+// Jaccard of pairs of shingle sets given as two lists of uint32 arrays (or their bytes), on all
+// cores.
 py::array_t<double> JaccardPairs(const py::list& left, const py::list& right, int threads) {
   if (left.size() != right.size()) throw py::value_error("left and right differ in length");
   const size_t n = left.size();
@@ -887,9 +901,19 @@ py::dict ReportToDict(const DedupReport& report, const DedupOptions& options) {
   return out;
 }
 
+// `memory`: inputs held in memory, name -> bytes (DocumentReaderOptions::memory_inputs); an input
+// naming one of them is read from its bytes, with the rules of a file of that name.
 py::dict DedupFiles(const std::vector<std::string>& inputs, const std::string& output_dir,
-                    const py::dict& kwargs) {
+                    const py::dict& kwargs, const py::dict& memory) {
   DedupOptions options = ParseDedupOptions(kwargs);
+  for (auto item : memory) {
+    char* data = nullptr;
+    Py_ssize_t size = 0;
+    if (!PyBytes_Check(item.second.ptr())) throw py::type_error("memory inputs: expected bytes");
+    PyBytes_AsStringAndSize(item.second.ptr(), &data, &size);
+    options.reader.memory_inputs[py::cast<std::string>(item.first)] =
+        std::make_shared<const std::string>(data, static_cast<size_t>(size));
+  }
   auto warnings = std::make_shared<std::vector<std::string>>();
   options.reader.on_warning = [warnings](const std::string& message) {
     if (warnings->size() < 1000) warnings->push_back(message);
@@ -1428,7 +1452,8 @@ PYBIND11_MODULE(_neardup, m) {
   m.def("_hamming_keys", &HammingKeys);
   m.def("_hamming_bucket_pairs", &HammingBucketPairs);
   m.def("_clusters", &Clusters);
-  m.def("_dedup_files", &DedupFiles, py::arg("inputs"), py::arg("output_dir"), py::arg("options"));
+  m.def("_dedup_files", &DedupFiles, py::arg("inputs"), py::arg("output_dir"), py::arg("options"),
+        py::arg("memory") = py::dict());
   m.def("_resolve_dedup_options", &ResolveDedupOptions, py::arg("options"));
   m.def("_lsh_bucket_pairs", &LshBucketPairs);
   m.def(

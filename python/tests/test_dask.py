@@ -169,3 +169,80 @@ def test_bad_options_fail_before_any_work():
         nd.dedup(frame, text_field="body")
     with pytest.raises(ValueError, match="no column"):
         nd.dedup(frame, text="body")
+
+
+def _union_find_components(nodes, edges):
+    parent = {n: n for n in nodes}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in edges:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    return {n: find(n) for n in nodes}
+
+
+def test_components_across_partitions_match_union_find(client):
+    """The distributed components equal a plain union-find: random small clusters plus a long
+    chain whose consecutive links are in different partitions and whose nodes are numbered in
+    random order (the worst case for label propagation)."""
+    rng = np.random.default_rng(7)
+    gids = np.unique(((rng.integers(0, 40, 4000).astype(np.uint64) << np.uint64(32))
+                      | rng.integers(0, 100000, 4000).astype(np.uint64)))
+    order = rng.permutation(len(gids))
+    chain = gids[order[:300]]
+    edges = [(int(x), int(y)) for x, y in zip(chain[:-1], chain[1:])]
+    rest = gids[order[300:]]
+    for _ in range(1500):
+        x, y = rng.choice(rest, 2, replace=False)
+        edges.append((int(x), int(y)))
+    edges = [(min(x, y), max(x, y)) for x, y in edges]
+    frame = pd.DataFrame({"a": np.array([e[0] for e in edges], np.uint64),
+                          "b": np.array([e[1] for e in edges], np.uint64),
+                          "distance": np.zeros(len(edges), np.int32),
+                          "similarity": np.ones(len(edges))})
+    ddf = dd.from_pandas(frame, npartitions=13, sort=False)
+    labels, _, rounds = nd._components(ddf, 11)
+    got = labels.compute()
+    got = dict(zip(got["node"].tolist(), got["label"].tolist()))
+    nodes = {n for e in edges for n in e}
+    expected = _union_find_components(nodes, edges)
+    assert got == expected
+    print(f"{rounds} rounds")
+    assert len({got[int(n)] for n in chain}) == 1 and got[int(chain[0])] == int(chain.min())
+
+
+def _chain_texts(rng, links):
+    """Texts where each one shares most of its words with the next, so that document i is a
+    near-duplicate of i + 1 but not of i + 2 (a chain)."""
+    words = [f"w{rng.integers(0, 10**9)}" for _ in range(40 * (links + 4))]
+    return [" ".join(words[40 * i:40 * i + 160]) for i in range(links + 1)]
+
+
+def test_chain_across_many_partitions_same_as_cli(client, binary, generated, tmp_path):
+    """A chain of pairs whose links fall in different partitions among 16: one cluster, as the
+    command finds it, with every link's "via"."""
+    path, frame = generated
+    rng = np.random.default_rng(3)
+    chain = _chain_texts(rng, 40)
+    rows = [{"id": i, "text": t} for i, t in zip(frame["id"][:1600], frame["text"][:1600])]
+    # Chain member j goes at row 100 * j % 1600 + j, so consecutive members are 100 rows apart
+    # (a different partition of 100 rows each).
+    for j, text in enumerate(chain):
+        rows.insert(min(len(rows), (100 * j) % 1600 + j), {"id": f"chain-{j}", "text": text})
+    small = tmp_path / "chain.jsonl"
+    write_jsonl(small, rows)
+    ddf = dd.from_pandas(pd.DataFrame(rows), npartitions=16, sort=False)
+    result = nd.dedup(ddf, shuffle_partitions=7)
+    clusters = check_same(result, binary, small, tmp_path / "cli")
+    chained = [c for c in clusters if c["kept"]["id"].startswith("chain-")]
+    assert len(chained) == 1 and chained[0]["size"] == len(chain)
+    assert any(m["reason"] == "chained" for m in chained[0]["removed"])
+    partitions = {int(m["location"].split(":")[0]) for m in
+                  next(c for c in result.clusters if c["kept"]["id"].startswith("chain-"))["removed"]}
+    assert len(partitions) >= 10

@@ -79,6 +79,40 @@ def test_iterables_and_skips():
     assert scored.keep == ["q"]
 
 
+def test_in_memory_dedup_writes_no_file(binary, devpairs_docs, tmp_path, monkeypatch):
+    """neardup.dedup hands the rows to the library in memory: no file is opened or created, and
+    the answer is the command's."""
+    import builtins
+    import tempfile
+
+    rows = [{"id": d["id"], "text": d["text"]} for d in devpairs_docs[:3000]]
+    path = tmp_path / "docs.jsonl"
+    write_jsonl(path, rows)
+    clusters, remove, keep = cli_dedup(binary, path, tmp_path / "out")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+
+    def no_files(*args, **kwargs):
+        raise AssertionError(f"neardup.dedup opened a file: {args}")
+
+    monkeypatch.setattr(builtins, "open", no_files)
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", no_files)
+    monkeypatch.setattr(tempfile, "mkstemp", no_files)
+    result = neardup.dedup(pd.DataFrame(rows))
+    monkeypatch.undo()
+    assert os.listdir(scratch) == []
+    assert comparable(result.clusters) == comparable(clusters) and len(clusters) > 100
+    assert result.remove == remove and result.keep == keep
+
+
+def test_unencodable_text_is_skipped_not_raised():
+    result = neardup.dedup([("a", "same words in this text"), ("b", "lone \ud800 surrogate"),
+                            ("c", "same words in this text")])
+    assert result.remove == ["c"] and result.summary["skipped_by_reason"] == {"invalid_utf8": 1}
+
+
 def test_dedup_errors():
     with pytest.raises(ValueError, match="--keep"):
         neardup.dedup([("a", "x")], keep="best")

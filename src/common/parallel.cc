@@ -24,14 +24,20 @@ void ParallelFor(size_t n, int threads, const std::function<void(size_t, size_t)
     fn(0, n);
     return;
   }
-  // Several chunks per worker so uneven items balance; chunks are claimed in order.
-  size_t chunk = std::max(min_chunk, n / (workers * 8) + 1);
+  // Guided self-scheduling: each claim takes 1/(4 * workers) of the items still unclaimed (at least
+  // min_chunk), so chunks shrink towards the end. Items may differ a lot in cost (a long Japanese
+  // document next to many short Chinese ones): with fixed chunks the last one could hold most of
+  // the work and leave the other workers idle.
   std::atomic<size_t> next{0};
   auto work = [&] {
+    size_t begin = next.load(std::memory_order_relaxed);
     for (;;) {
-      size_t begin = next.fetch_add(chunk);
       if (begin >= n) return;
-      fn(begin, std::min(n, begin + chunk));
+      const size_t chunk = std::max(min_chunk, (n - begin) / (workers * 4));
+      const size_t end = std::min(n, begin + chunk);
+      if (!next.compare_exchange_weak(begin, end, std::memory_order_relaxed)) continue;
+      fn(begin, end);
+      begin = next.load(std::memory_order_relaxed);
     }
   };
   std::vector<std::thread> pool;

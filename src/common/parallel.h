@@ -1,7 +1,8 @@
 // ParallelFor and the default thread count: how neardup spreads work over the machine's cores.
 //
-// Internal header. Work is split into contiguous chunks so results can be written by index and
-// the output stays the same whatever the thread count.
+// Internal header. Work is split into contiguous chunks, claimed dynamically and shrinking towards
+// the end so uneven items balance; results can be written by index and the output stays the same
+// whatever the thread count.
 #ifndef NEARDUP_COMMON_PARALLEL_H_
 #define NEARDUP_COMMON_PARALLEL_H_
 

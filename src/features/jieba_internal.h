@@ -118,64 +118,54 @@ class HugePageArray {
   std::unique_ptr<T[], Free> data_;
   size_t size_ = 0;
 };
-// The immutable dictionary used to cut: one open-addressing hash table whose slots are the trie
-// nodes. The slot of a node holds the key (parent slot, code point) of the edge into it and the
-// node's calc() weight, so one probe both follows an edge and yields the weight. The root's
-// children are also in a direct table for the BMP.
+// The immutable dictionary used to cut: a double-array trie. Code points are renumbered from 1 by
+// how many dictionary edges carry them (the commonest get the smallest codes, so the children of a
+// node sit close together; 0 = in no word). Node t is the child of node s by code c when
+// t == units[s].base + c and units[t].check == s; the unit also holds the node's calc() weight, so
+// following an edge reads one 16-byte unit. The root is node 0 with base 0; a node without
+// children has base 0 too (its "children" would be the root's, whose check is 0, never its own).
 class Trie {
  public:
   Trie(const TrieBuilder& builder, double log_total);
   uint32_t Root() const { return kRoot; }
-  uint32_t Child(uint32_t node, char32_t cp) const {
-    if (node == kRoot && cp < root_table_.size()) return root_table_[cp].slot;
-    const uint64_t key = Key(node, cp);
-    for (size_t slot = Hash(key);; slot = (slot + 1) & mask_) {
-      const uint64_t slot_key = slots_[slot].key;
-      if ((slot_key & ~kHasChildren) == key) return static_cast<uint32_t>(slot);
-      if (slot_key == kEmptyKey) return kNoNode;
-    }
+  // The code of `cp` (0 when no dictionary word contains it).
+  uint32_t Code(char32_t cp) const {
+    if (cp < kBmp) return bmp_codes_[cp];
+    const auto it = other_codes_.find(cp);
+    return it == other_codes_.end() ? 0 : it->second;
+  }
+  // Child(node, cp) for code = Code(cp); code 0 gives kNoNode.
+  uint32_t ChildByCode(uint32_t node, uint32_t code) const {
+    const uint32_t t = units_[node].base + code;  // units_ is padded: t is always in range
+    return units_[t].check == node && code != 0 ? t : kNoNode;
+  }
+  uint32_t Child(uint32_t node, char32_t cp) const { return ChildByCode(node, Code(cp)); }
+  // Starts loading the unit ChildByCode(ChildByCode(root, first), second) would read.
+  void PrefetchSecondStep(uint32_t first, uint32_t second) const {
+    __builtin_prefetch(&units_[units_[first].base + second]);  // root's child of code c is unit c
   }
   // calc()'s log(FREQ[word]) - log(total) when FREQ[word] is not 0, else NaN.
-  double WordLogProb(uint32_t node) const { return slots_[node].log_prob; }
-  bool HasChildren(uint32_t node) const { return (slots_[node].key & kHasChildren) != 0; }
+  double WordLogProb(uint32_t node) const { return units_[node].log_prob; }
+  bool HasChildren(uint32_t node) const { return units_[node].base != 0 || node == kRoot; }
   int64_t Freq(uint32_t node) const { return freq_[node]; }
 
-  // Starts loading the slot where Child(root's child of `first`, `second`) would be found.
-  void PrefetchSecondLevel(char32_t first, char32_t second) const {
-    if (first >= root_table_.size()) return;
-    const RootChild& child = root_table_[first];
-    if (!child.has_children) return;
-    __builtin_prefetch(&slots_[Hash(Key(child.slot, second))]);
-  }
-
-  // A child of the root with its data, read from one dense table (no probe of the hash table).
-  struct RootChild {
-    uint32_t slot = kNoNode;
-    bool has_children = false;
-    double log_prob = 0;
-  };
-  // Precondition: cp < 0x10000.
-  const RootChild& RootChildOf(char32_t cp) const { return root_table_[cp]; }
   size_t node_count() const { return node_count_; }
-  size_t slot_count() const { return slots_.size(); }  // node ids are below this
+  size_t slot_count() const { return units_.size(); }  // node ids are below this
 
  private:
-  static constexpr uint32_t kRoot = 0xFFFFFFFEu;
-  static constexpr uint64_t kEmptyKey = ~uint64_t{0};
-  static constexpr uint64_t kHasChildren = uint64_t{1} << 63;  // flag in Slot::key
-  struct Slot {
-    uint64_t key = kEmptyKey;
-    double log_prob = 0;
+  static constexpr uint32_t kRoot = 0;
+  static constexpr char32_t kBmp = 0x10000;
+  struct Unit {
+    uint32_t base = 0;
+    uint32_t check = kNoNode;
+    double log_prob = NAN;
   };
-  static uint64_t Key(uint32_t node, char32_t cp) { return (uint64_t{node} << 21) | cp; }
-  size_t Hash(uint64_t key) const { return (key * 0x9E3779B97F4A7C15ull) >> shift_; }
 
-  HugePageArray<Slot> slots_;
-  std::vector<int64_t> freq_;  // per slot
-  size_t mask_ = 0;
-  int shift_ = 64;
+  HugePageArray<Unit> units_;
+  std::vector<int64_t> freq_;        // per unit
+  std::vector<uint32_t> bmp_codes_;  // code point < 0x10000 -> code
+  std::unordered_map<char32_t, uint32_t> other_codes_;
   size_t node_count_ = 0;
-  std::vector<RootChild> root_table_;  // code point < 0x10000 -> child of the root
 };
 
 // The BMES model of finalseg. States are indexed in the alphabetical order of their letters
@@ -210,6 +200,7 @@ Result<PyValue> ParsePythonAssignment(std::string_view source, std::string_view 
 // Per-thread scratch buffers reused across calls.
 struct CutScratch {
   std::vector<char32_t> cps;         // code points of the current block
+  std::vector<uint32_t> codes;       // Trie::Code of each code point
   std::vector<size_t> offsets;       // byte offset of each code point, plus the end
   std::vector<double> route_prob;    // route[i][0]
   std::vector<size_t> route_end;     // route[i][1]

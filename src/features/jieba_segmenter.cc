@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -53,44 +54,141 @@ std::vector<TrieBuilder::Edge> TrieBuilder::Edges() const {
 
 Trie::Trie(const TrieBuilder& builder, double log_total) {
   node_count_ = builder.node_count() - 1;  // without the root
-  size_t size = 16;
-  int bits = 4;
-  while (size < node_count_ * 2) {
-    size *= 2;
-    ++bits;
-  }
-  slots_.Assign(size, Slot{});
-  freq_.assign(size, 0);
-  mask_ = size - 1;
-  shift_ = 64 - bits;
-  root_table_.assign(0x10000, RootChild{});
-  // Builder node ids grow along insertion, so a parent always has a smaller id than its children:
-  // inserting edges by child id places every parent before its children.
   std::vector<TrieBuilder::Edge> edges = builder.Edges();
-  std::sort(edges.begin(), edges.end(),
-            [](const auto& a, const auto& b) { return a.child < b.child; });
-  std::vector<uint32_t> slot_of(builder.node_count(), kNoNode);
-  slot_of[builder.Root()] = kRoot;
-  for (const TrieBuilder::Edge& edge : edges) {
-    const uint32_t parent = slot_of[edge.parent];
-    const uint64_t key = Key(parent, edge.cp);
-    size_t slot = Hash(key);
-    while (slots_[slot].key != kEmptyKey) slot = (slot + 1) & mask_;
-    const int64_t freq = builder.Freq(edge.child);
-    slots_[slot].key = key;
-    // calc(): log(FREQ.get(word) or 1) - logtotal, used only for words whose FREQ is truthy.
-    slots_[slot].log_prob = freq != 0 ? std::log(static_cast<double>(freq)) - log_total : NAN;
-    freq_[slot] = freq;
-    slot_of[edge.child] = static_cast<uint32_t>(slot);
-    if (parent != kRoot) {
-      slots_[parent].key |= kHasChildren;
+
+  // Codes: the code points by descending number of edges (ties by code point), from 1.
+  std::unordered_map<char32_t, uint32_t> edge_count;
+  for (const TrieBuilder::Edge& edge : edges) ++edge_count[edge.cp];
+  std::vector<std::pair<uint32_t, char32_t>> by_count;
+  by_count.reserve(edge_count.size());
+  for (const auto& [cp, count] : edge_count) by_count.emplace_back(count, cp);
+  std::sort(by_count.begin(), by_count.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  bmp_codes_.assign(kBmp, 0);
+  for (size_t i = 0; i < by_count.size(); ++i) {
+    const char32_t cp = by_count[i].second;
+    const auto code = static_cast<uint32_t>(i + 1);
+    if (cp < kBmp) {
+      bmp_codes_[cp] = code;
+    } else {
+      other_codes_[cp] = code;
     }
   }
-  for (const TrieBuilder::Edge& edge : edges) {
-    if (edge.parent != builder.Root() || edge.cp >= root_table_.size()) continue;
-    const uint32_t slot = slot_of[edge.child];
-    root_table_[edge.cp] = {slot, HasChildren(slot), slots_[slot].log_prob};
+  const size_t max_code = by_count.size();
+
+  // The children of every builder node as (code, child), sorted by code.
+  const size_t builder_nodes = builder.node_count();
+  std::vector<uint32_t> first_child(builder_nodes + 1, 0);
+  for (const TrieBuilder::Edge& edge : edges) ++first_child[edge.parent + 1];
+  for (size_t i = 0; i < builder_nodes; ++i) first_child[i + 1] += first_child[i];
+  std::vector<std::pair<uint32_t, uint32_t>> children(edges.size());
+  {
+    std::vector<uint32_t> cursor(first_child.begin(), first_child.end() - 1);
+    for (const TrieBuilder::Edge& edge : edges) {
+      children[cursor[edge.parent]++] = {Code(edge.cp), edge.child};
+    }
   }
+  for (size_t i = 0; i < builder_nodes; ++i) {
+    std::sort(children.begin() + first_child[i], children.begin() + first_child[i + 1]);
+  }
+  std::vector<TrieBuilder::Edge>().swap(edges);  // not needed any more: lower the load's peak
+
+  // Place the nodes level by level (in a level, those with the most children first), each node's
+  // children at the first base where all are free. A bitmap of the used units tests 64 candidate
+  // bases at once.
+  constexpr uint32_t kUsedByRoot = kNoNode - 1;  // the root's check: occupied, no parent
+  // Built in place, with room for the fill (about 45 % of the units end up used) so that it
+  // seldom grows, which would copy.
+  units_.Assign(builder_nodes * 5 / 2 + max_code + 64, Unit{});
+  auto grow_to = [&](size_t size) {
+    if (size <= units_.size()) return;
+    HugePageArray<Unit> bigger(std::max(size, units_.size() + units_.size() / 2), Unit{});
+    for (size_t i = 0; i < units_.size(); ++i) bigger[i] = units_[i];
+    units_ = std::move(bigger);
+  };
+  units_[kRoot].check = kUsedByRoot;
+  std::vector<uint64_t> used(units_.size() / 64 + 2, 0);
+  used[0] = 1;                                // the root
+  auto used_at = [&](size_t p) -> uint64_t {  // bit j: whether unit p + j is used
+    const size_t word = p / 64;
+    const unsigned shift = p % 64;
+    const uint64_t lo = word < used.size() ? used[word] : 0;
+    if (shift == 0) return lo;
+    const uint64_t hi = word + 1 < used.size() ? used[word + 1] : 0;
+    return (lo >> shift) | (hi << (64 - shift));
+  };
+  auto mark_used = [&](size_t i) {
+    grow_to(i + 1);
+    if (i / 64 >= used.size()) used.resize(units_.size() / 64 + 2, 0);
+    used[i / 64] |= uint64_t{1} << (i % 64);
+  };
+  size_t free_head = 1;                                   // no free unit below this
+  std::vector<uint32_t> node_of(builder_nodes, kNoNode);  // builder node -> unit
+  node_of[builder.Root()] = kRoot;
+  std::vector<uint32_t> level = {builder.Root()};
+  std::vector<uint32_t> next_level;
+  size_t end_used = 1;                 // one past the last used unit
+  constexpr size_t kSizeClasses = 16;  // families of 1, 2, ..., 14, and 15 or more children
+  std::array<size_t, kSizeClasses> last_base;
+  last_base.fill(1);
+  auto child_count = [&](uint32_t node) { return first_child[node + 1] - first_child[node]; };
+  while (!level.empty()) {
+    std::stable_sort(level.begin(), level.end(),
+                     [&](uint32_t a, uint32_t b) { return child_count(a) > child_count(b); });
+    next_level.clear();
+    for (const uint32_t parent : level) {
+      const auto kids_begin = children.begin() + first_child[parent];
+      const auto kids_end = children.begin() + first_child[parent + 1];
+      if (kids_begin == kids_end) continue;
+      size_t base = 0;
+      if (parent != builder.Root()) {
+        const size_t first_code = kids_begin->first;
+        size_t window = free_head > first_code ? free_head - first_code : 1;
+        // A family rarely fits among the units that the previous families of its size left:
+        // start at the base of the last one (bases need not be unique, only the kids' units).
+        const size_t size_class = std::min<size_t>(kids_end - kids_begin, kSizeClasses - 1);
+        window = std::max(window, last_base[size_class]);
+        for (;; window += 64) {
+          uint64_t fits = ~uint64_t{0};  // bit j: base window + j fits the kids seen so far
+          for (auto kid = kids_begin; kid != kids_end && fits != 0; ++kid) {
+            fits &= ~used_at(window + kid->first);
+          }
+          if (fits != 0) {
+            base = window + static_cast<size_t>(std::countr_zero(fits));
+            break;
+          }
+        }
+      }
+      if (parent != builder.Root()) {
+        last_base[std::min<size_t>(kids_end - kids_begin, kSizeClasses - 1)] = base;
+      }
+      const uint32_t unit = node_of[parent];
+      units_[unit].base = static_cast<uint32_t>(base);
+      for (auto kid = kids_begin; kid != kids_end; ++kid) {
+        const size_t t = base + kid->first;
+        mark_used(t);
+        units_[t].check = unit;
+        const int64_t freq = builder.Freq(kid->second);
+        // calc(): log(FREQ.get(word) or 1) - logtotal, used only for words whose FREQ is truthy.
+        units_[t].log_prob = freq != 0 ? std::log(static_cast<double>(freq)) - log_total : NAN;
+        node_of[kid->second] = static_cast<uint32_t>(t);
+        end_used = std::max(end_used, t + 1);
+        next_level.push_back(kid->second);
+      }
+      while ((used_at(free_head) & 1) != 0) ++free_head;
+    }
+    level.swap(next_level);
+  }
+  // Padding: base + code stays inside the array for every base and code.
+  const size_t size = end_used + max_code + 1;
+  grow_to(size);
+  if (units_.size() > kUsedByRoot) throw std::bad_alloc();
+  freq_.assign(units_.size(), 0);
+  for (size_t node = 0; node < builder_nodes; ++node) {
+    if (node_of[node] != kNoNode) freq_[node_of[node]] = builder.Freq(static_cast<uint32_t>(node));
+  }
+  freq_[kRoot] = 0;
 }
 
 void AdviseHugePages(void* data, size_t bytes) {
@@ -204,9 +302,20 @@ class BlockCutter {
     prob.resize(n + 1);
     end.resize(n + 1);
     route_node.resize(n + 1);
+    const uint32_t* codes = nullptr;
+    if constexpr (std::is_same_v<TrieT, Trie>) {  // each code point's code, looked up once
+      scratch_.codes.resize(n);
+      for (size_t i = 0; i < n; ++i) scratch_.codes[i] = trie_.Code(cps_[i]);
+      codes = scratch_.codes.data();
+    }
     prob[n] = 0;
     end[n] = 0;
     for (size_t idx = n; idx-- > 0;) {
+      if constexpr (std::is_same_v<TrieT, Trie>) {
+        // The second step of a walk a few positions on misses the cache most: start loading it.
+        constexpr size_t kAhead = 4;
+        if (idx >= kAhead) trie_.PrefetchSecondStep(codes[idx - kAhead], codes[idx - kAhead + 1]);
+      }
       bool found = false;
       double best = 0;
       size_t best_x = idx;
@@ -217,17 +326,10 @@ class BlockCutter {
       bool has_children = true;
       double word_log_prob = NAN;
       if constexpr (std::is_same_v<TrieT, Trie>) {
-        if (cps_[idx] < 0x10000) {  // the first step from the dense root table
-          const Trie::RootChild& child = trie_.RootChildOf(cps_[idx]);
-          node = child.slot;
-          has_children = child.has_children;
-          word_log_prob = child.log_prob;
-        } else {
-          node = trie_.Child(trie_.Root(), cps_[idx]);
-          if (node != kNoNode) {
-            has_children = trie_.HasChildren(node);
-            word_log_prob = WordLogProb(node);
-          }
+        node = trie_.ChildByCode(trie_.Root(), codes[idx]);
+        if (node != kNoNode) {
+          has_children = trie_.HasChildren(node);
+          word_log_prob = trie_.WordLogProb(node);
         }
       } else {
         node = trie_.Child(trie_.Root(), cps_[idx]);
@@ -245,7 +347,11 @@ class BlockCutter {
           }
         }
         if (++i >= n || !has_children) break;
-        node = trie_.Child(node, cps_[i]);
+        if constexpr (std::is_same_v<TrieT, Trie>) {
+          node = trie_.ChildByCode(node, codes[i]);
+        } else {
+          node = trie_.Child(node, cps_[i]);
+        }
         if (node == kNoNode) break;
         has_children = trie_.HasChildren(node);
         word_log_prob = WordLogProb(node);

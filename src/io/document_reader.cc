@@ -134,6 +134,23 @@ class PlainSource : public DocumentReader::ByteSource {
   uint64_t consumed_ = 0;
 };
 
+// The bytes of an in-memory input (DocumentReaderOptions::memory_inputs).
+class MemorySource : public DocumentReader::ByteSource {
+ public:
+  explicit MemorySource(std::shared_ptr<const std::string> bytes) : bytes_(std::move(bytes)) {}
+  Result<size_t> Read(char* out, size_t capacity) override {
+    const size_t n = std::min(capacity, bytes_->size() - consumed_);
+    std::memcpy(out, bytes_->data() + consumed_, n);
+    consumed_ += n;
+    return n;
+  }
+  uint64_t consumed() const override { return consumed_; }
+
+ private:
+  std::shared_ptr<const std::string> bytes_;
+  size_t consumed_ = 0;
+};
+
 class GzipSource : public DocumentReader::ByteSource {
  public:
   GzipSource(gzFile file, std::string name) : file_(file), name_(std::move(name)) {}
@@ -292,6 +309,10 @@ Result<std::unique_ptr<DocumentReader>> DocumentReader::Open(const std::vector<s
       has_stdin = true;
       continue;
     }
+    if (reader->options_.memory_inputs.count(input)) {
+      files.push_back(input);
+      continue;
+    }
     std::error_code error;
     fs::file_status status = fs::status(input, error);
     if (error || !fs::exists(status))
@@ -317,7 +338,8 @@ Result<std::unique_ptr<DocumentReader>> DocumentReader::Open(const std::vector<s
     std::vector<std::string> unique;
     for (std::string& file : files) {
       struct stat info;
-      if (::stat(file.c_str(), &info) == 0 && !seen.insert({info.st_dev, info.st_ino}).second) {
+      if (!reader->options_.memory_inputs.count(file) && ::stat(file.c_str(), &info) == 0 &&
+          !seen.insert({info.st_dev, info.st_ino}).second) {
         continue;
       }
       unique.push_back(std::move(file));
@@ -327,6 +349,11 @@ Result<std::unique_ptr<DocumentReader>> DocumentReader::Open(const std::vector<s
   if (has_stdin) files.insert(files.begin(), "-");
   for (const std::string& file : files) {
     if (file == "-") continue;
+    if (auto memory = reader->options_.memory_inputs.find(file);
+        memory != reader->options_.memory_inputs.end()) {
+      reader->total_input_bytes_ += memory->second->size();
+      continue;
+    }
     std::error_code error;
     uint64_t size = fs::file_size(file, error);
     if (!error) reader->total_input_bytes_ += size;
@@ -392,6 +419,11 @@ Status DocumentReader::OpenFile(size_t index) {
     return Status::Ok();
   }
   current_is_jsonl_ = IsJsonlPath(path) && !options_.text_lines;
+  if (auto memory = options_.memory_inputs.find(path); memory != options_.memory_inputs.end()) {
+    source_ = std::make_unique<MemorySource>(memory->second);
+    file_open_ = true;
+    return Status::Ok();
+  }
   FILE* file = std::fopen(path.c_str(), "rb");
   if (!file) return Status::IoError(path + ": cannot open: " + ErrnoText());
   unsigned char magic[6];
