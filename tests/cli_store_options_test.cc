@@ -15,18 +15,13 @@
 #include <string>
 
 #include "server_process.h"
+#include "test_files.h"
 
 namespace neardup {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+using testing_files::ReadFile;
 
 // The value of "key":"..." in a one-line JSON object ("" if absent).
 std::string JsonString(const std::string& json, const std::string& key) {

@@ -17,11 +17,14 @@
 #include "common/json_writer.h"
 #include "neardup/dedup.h"
 #include "shared_data.h"
+#include "test_files.h"
 
 namespace neardup {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_files::JsonLine;
+using testing_files::Lines;
 
 std::string MakeText(std::mt19937* random, int words) {
   static const char* kSyllables[] = {"ka", "lo", "mi", "ne", "tu", "ra", "so", "vi",
@@ -45,21 +48,6 @@ std::string Edit(std::mt19937* random, const std::string& text, int edits) {
   std::string out;
   for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
   return out;
-}
-
-std::string JsonLine(const std::string& id, const std::string& text) {
-  std::string line;
-  JsonWriter json(&line);
-  json.BeginObject().Key("id").String(id).Key("text").String(text).EndObject();
-  return line + "\n";
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) lines.push_back(line);
-  return lines;
 }
 
 class DedupSpillTest : public ::testing::Test {
