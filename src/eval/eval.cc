@@ -1,4 +1,4 @@
-// Labelled-pair scoring and the longest-sentences baseline; see neardup/eval.h.
+// Labelled-pair scoring and the longest-sentences baseline; see eval/eval.h.
 #include "eval/eval.h"
 
 #include <xxhash.h>
