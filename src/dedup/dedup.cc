@@ -8,8 +8,10 @@
 #include <cinttypes>
 #include <cstdio>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -303,585 +305,762 @@ Result<PairJudgement> JudgePair(std::string_view a, std::string_view b,
   return judgement;
 }
 
-Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const DedupOptions& options,
-                             const DedupProgress& progress) {
-  const auto run_start = Clock::now();
-  NEARDUP_RETURN_IF_ERROR(CheckOptions(options));
-  const int threads = options.threads > 0 ? options.threads : DefaultThreadCount();
-  auto fingerprinter = Fingerprinter::Create(options.fingerprint);
-  if (!fingerprinter.ok()) return fingerprinter.status().WithContext("fingerprint options");
-  auto similarity =
-      ShingleSimilarity::Create(options.fingerprint.normalize.traditional_to_simplified);
-  if (!similarity.ok()) return similarity.status();
-  auto lsh = MinHashLsh::Create(options.lsh);
-  if (!lsh.ok()) return lsh.status();
-  const bool use_lsh = UsesLsh(options);
-  const bool use_simhash = UsesSimHash(options);
-  const int bands = lsh->parameters().bands;
+namespace {
 
-  DocumentReaderOptions reader_options = options.reader;
-  if (options.keep == KeepPolicy::kField) reader_options.score_field = options.keep_field;
-  const double verify_threshold = ResolveVerifyThreshold(options);
-  const bool verify = verify_threshold > 0;
-  if (verify) reader_options.spool_stdin = true;
-  auto opened = DocumentReader::Open(inputs, reader_options);
-  if (!opened.ok()) return opened.status();
-  DocumentReader& reader = **opened;
+// Sources of a candidate pair (PairRun::source bits).
+constexpr uint8_t kFromLsh = 1, kFromSimHash = 2, kWhitespace = 4;
 
-  DedupReport report;
-  report.input_files = reader.files();
-  report.lsh = use_lsh ? lsh->parameters() : LshParameters{};
-  report.max_distance = use_simhash ? options.max_distance : -1;
-  report.verify_threshold = verify ? verify_threshold : 0;
+// One RunDedup call: the options, the engines, the intermediate data each stage hands to the
+// next, and the report being filled. RunDedup calls the stages in order; each frees what later
+// stages no longer need. Candidate pairs come as sorted runs of distinct packed pairs
+// (a << 32 | b), merged by PairRunMerger. Intermediate data (band keys, candidate pair runs,
+// shingle sets of the documents to verify) lives in unlinked temporary files when spilling,
+// else in memory.
+class DedupRun {
+ public:
+  DedupRun(const DedupOptions& options, const DedupProgress& progress)
+      : options_(options), progress_(progress) {}
 
-  // Peak memory per stage (when asked): the peak since the previous stage ended.
-  auto stage_memory = [&options](std::vector<StageTiming>* stages, size_t from) {
-    if (!options.measure_stage_memory) return;
-    const uint64_t peak = PeakMemoryBytes();
-    for (size_t i = from; i < stages->size(); ++i) (*stages)[i].peak_memory_bytes = peak;
-    ResetPeakMemory();
-  };
-  if (options.measure_stage_memory) ResetPeakMemory();
+  // Checks the options, creates the engines, opens the inputs and (when spilling) the band key
+  // files.
+  Status Open(const std::vector<std::string>& inputs);
+  // Stage 1: reads the inputs in batches, fingerprints them and computes their band keys.
+  Status ReadAndFingerprint();
+  // Stage 2a (LSH candidates only): documents sharing a band key, one band at a time per worker.
+  Status LshCandidates();
+  // Stage 2b (SimHash candidates only): SimHash join within k (permuted-table index).
+  Status SimHashCandidates();
+  // Stage 2c: merges the candidates, adds the whitespace-only variants and gives a verification
+  // slot to each document whose shingles verification needs.
+  Status MergeCandidates();
+  // Stage 3: reads the needed shingle sets, then verifies the candidates into report.pairs.
+  Status Verify();
+  // Stage 4: clusters, and the run's total time.
+  void Cluster();
 
-  // Intermediate data (band keys, candidate pair runs, shingle sets of the documents to verify):
-  // unlinked temporary files when spilling, else memory.
-  const bool spill = options.spill;
-  std::vector<SpillFile> band_files;
-  if (spill && use_lsh) {
-    band_files.reserve(bands);
-    for (int b = 0; b < bands; ++b) {
-      auto file = SpillFile::Create(options.temp_directory);
-      if (!file.ok()) return file.status();
-      band_files.push_back(std::move(*file));
-    }
-  }
-  uint64_t spill_bytes = 0, spill_peak_bytes = 0;
-  auto note_spill = [&](int64_t delta) {
-    spill_bytes = static_cast<uint64_t>(static_cast<int64_t>(spill_bytes) + delta);
-    spill_peak_bytes = std::max(spill_peak_bytes, spill_bytes);
+  DedupReport TakeReport() { return std::move(report_); }
+
+ private:
+  // One LSH worker's results.
+  struct LshWorker {
+    std::vector<std::pair<uint64_t, uint64_t>> spilled;  // (offset, count) of each band's run
+    std::vector<std::vector<uint64_t>> kept;             // each band's run, when not spilling
+    LshJoinStats stats;
+    Status status;
   };
 
-  // ---- Stage 1: read, fingerprint and band keys, in batches. ----
-  auto stage_start = Clock::now();
-  double read_seconds = 0, lsh_seconds = 0;
-  std::vector<Document> batch(options.batch_size);
-  std::vector<Result<Fingerprint>> results;
-  std::vector<uint64_t> normalized_bytes;
-  BandKeyTable keys(use_lsh && !spill ? bands : 0);
-  std::vector<bool> has_keys;  // per document, when spilling
-  std::vector<uint32_t> batch_keys, band_column;
-  std::vector<uint8_t> batch_has_keys;
+  // Peak memory of the stages from `from` on (when asked): the peak since the previous stage.
+  void NoteStageMemory(size_t from);
+  // Adds `delta` bytes to the temporary files' size and its peak.
+  void NoteSpill(int64_t delta);
+  // Reads up to a batch of documents into batch_; sets *count, and *done at the end.
+  Status ReadBatch(size_t* count, bool* done);
+  // Fingerprints the batch (and keeps the normalised text or its size when needed).
+  void FingerprintBatch(size_t count);
+  // Shingles -> signature -> band keys of the batch's fingerprinted documents.
+  void BandKeysOfBatch(size_t count);
+  // Appends the batch's keys to the band files, band-major: each band's file holds one key per
+  // fingerprinted document (0 without keys).
+  Status SpillBandKeys(size_t count);
+  // Adds the batch's documents to the report (and their keys to the table); warns about, or
+  // with --strict fails on, the ones that could not be fingerprinted.
+  Status RecordBatch(size_t count);
+  // At the first batch: reserves room for twice the corpus at its bytes per document.
+  void ReserveDocuments(size_t count);
+  // Ends stage 1: frees its buffers, records its timings and names shared ids apart.
+  Status FinishFingerprinting(Clock::time_point stage_start);
+  // Worker w's bands: their candidate pairs, spilled or kept.
+  void RunLshWorker(int w, int workers, LshWorker* worker, std::mutex* spill_mutex);
+  // Sums the workers' statistics and lists their runs.
+  Status CollectLshWorkers(std::vector<LshWorker>* state);
+  // The pairs of documents of equal whitespace-free hash (pre-verified), as a run.
+  void WhitespaceCandidates();
+  // True when the pair's similarity has to be computed from shingles.
+  bool NeedsJaccard(uint64_t packed, uint8_t sources) const;
+  // Reads the inputs again and keeps the narrowed (32-bit) shingle sets of the documents with
+  // a slot (spilled to a temporary file when spilling).
+  Status LoadShingles();
+  // Shingles of the pending documents, stored by slot.
+  Status FlushShingles(std::vector<std::pair<uint32_t, std::string>>* pending,
+                       std::vector<std::vector<uint32_t>>* computed);
+  // Merges the candidates again and verifies them in blocks.
+  Status VerifyCandidates();
+  // Computes the block's missing similarities (-2) and accepts its pairs.
+  Status VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* similarity_of);
+  // Reads the shingle set of `document` from the spill file.
+  Status LoadShingleSet(uint32_t document, std::vector<uint32_t>* set) const;
+  // Frees the candidates and shingles, records the verify stage and counts SimHash-only pairs.
+  void FinishVerify(Clock::time_point stage_start);
+
+  const DedupOptions& options_;
+  const DedupProgress& progress_;
+  const Clock::time_point run_start_ = Clock::now();
+  int threads_ = 1;
+  std::unique_ptr<Fingerprinter> fingerprinter_;
+  std::unique_ptr<ShingleSimilarity> similarity_;
+  std::optional<MinHashLsh> lsh_;
+  bool use_lsh_ = false;
+  bool use_simhash_ = false;
+  int bands_ = 0;
+  DocumentReaderOptions reader_options_;
+  double verify_threshold_ = 0;
+  bool verify_ = false;
+  std::unique_ptr<DocumentReader> reader_;
+  DedupReport report_;
+  bool spill_ = false;
+  uint64_t spill_bytes_ = 0, spill_peak_bytes_ = 0;
+
+  // Stage 1.
+  std::vector<SpillFile> band_files_;
+  double read_seconds_ = 0, lsh_seconds_ = 0;
+  std::vector<Document> batch_;
+  std::vector<Result<Fingerprint>> results_;
+  std::vector<uint64_t> normalized_bytes_;
+  BandKeyTable keys_{0};
+  std::vector<bool> has_keys_;  // per document, when spilling
+  std::vector<uint32_t> batch_keys_, band_column_;
+  std::vector<uint8_t> batch_has_keys_;
   // When the fingerprint is computed from the same normalised text the shingles need (the
   // default options), the shingles are cut from the Fingerprinter's normalised text instead of
   // normalising every document twice.
-  const bool share_normalization =
-      use_lsh && SameNormalization(options.fingerprint, (*similarity)->normalize_options());
-  std::vector<std::string> normalized;
+  bool share_normalization_ = false;
+  std::vector<std::string> normalized_;
   // --keep longest compares the normalised texts (markup stripped, ...).
-  const bool need_normalized = share_normalization || options.keep == KeepPolicy::kLongest;
+  bool need_normalized_ = false;
+  bool reserved_ = false;
+  size_t n_ = 0;
+
+  // Stage 2.
+  std::vector<PairRun> runs_;
+  std::vector<std::vector<uint64_t>> memory_runs_;  // when not spilling
+  std::vector<SpillFile> run_files_;                // when spilling: one per LSH worker
+  std::vector<uint64_t> simhash_pairs_;
+  std::vector<uint64_t> whitespace_pairs_;
+  std::vector<uint64_t> simhash_only_;  // packed pairs of the SimHash join the others missed
+  // Verification slot of each document whose shingles are needed (UINT32_MAX: not needed).
+  std::vector<uint32_t> slot_;
+  uint32_t needed_ = 0;
+
+  // Stage 3.
+  size_t merge_stage_ = 0;
+  uint64_t verified_bytes_ = 0;
+  std::vector<std::vector<uint32_t>> shingles_;  // by slot, when not spilling
+  std::optional<SpillFile> shingle_file_;
+  std::vector<uint64_t> shingle_offsets_;  // by slot, plus the end, when spilling
+};
+
+Status DedupRun::Open(const std::vector<std::string>& inputs) {
+  NEARDUP_RETURN_IF_ERROR(CheckOptions(options_));
+  threads_ = options_.threads > 0 ? options_.threads : DefaultThreadCount();
+  auto fingerprinter = Fingerprinter::Create(options_.fingerprint);
+  if (!fingerprinter.ok()) return fingerprinter.status().WithContext("fingerprint options");
+  fingerprinter_ = std::move(*fingerprinter);
+  auto similarity =
+      ShingleSimilarity::Create(options_.fingerprint.normalize.traditional_to_simplified);
+  if (!similarity.ok()) return similarity.status();
+  similarity_ = std::move(*similarity);
+  auto lsh = MinHashLsh::Create(options_.lsh);
+  if (!lsh.ok()) return lsh.status();
+  lsh_.emplace(std::move(*lsh));
+  use_lsh_ = UsesLsh(options_);
+  use_simhash_ = UsesSimHash(options_);
+  bands_ = lsh_->parameters().bands;
+
+  reader_options_ = options_.reader;
+  if (options_.keep == KeepPolicy::kField) reader_options_.score_field = options_.keep_field;
+  verify_threshold_ = ResolveVerifyThreshold(options_);
+  verify_ = verify_threshold_ > 0;
+  if (verify_) reader_options_.spool_stdin = true;
+  auto opened = DocumentReader::Open(inputs, reader_options_);
+  if (!opened.ok()) return opened.status();
+  reader_ = std::move(*opened);
+
+  report_.input_files = reader_->files();
+  report_.lsh = use_lsh_ ? lsh_->parameters() : LshParameters{};
+  report_.max_distance = use_simhash_ ? options_.max_distance : -1;
+  report_.verify_threshold = verify_ ? verify_threshold_ : 0;
+  if (options_.measure_stage_memory) ResetPeakMemory();
+
+  spill_ = options_.spill;
+  if (spill_ && use_lsh_) {
+    band_files_.reserve(bands_);
+    for (int b = 0; b < bands_; ++b) {
+      auto file = SpillFile::Create(options_.temp_directory);
+      if (!file.ok()) return file.status();
+      band_files_.push_back(std::move(*file));
+    }
+  }
+  return Status::Ok();
+}
+
+void DedupRun::NoteStageMemory(size_t from) {
+  if (!options_.measure_stage_memory) return;
+  const uint64_t peak = PeakMemoryBytes();
+  for (size_t i = from; i < report_.stages.size(); ++i) report_.stages[i].peak_memory_bytes = peak;
+  ResetPeakMemory();
+}
+
+void DedupRun::NoteSpill(int64_t delta) {
+  spill_bytes_ = static_cast<uint64_t>(static_cast<int64_t>(spill_bytes_) + delta);
+  spill_peak_bytes_ = std::max(spill_peak_bytes_, spill_bytes_);
+}
+
+Status DedupRun::ReadAndFingerprint() {
+  const auto stage_start = Clock::now();
+  batch_.resize(options_.batch_size);
+  keys_ = BandKeyTable(use_lsh_ && !spill_ ? bands_ : 0);
+  share_normalization_ =
+      use_lsh_ && SameNormalization(options_.fingerprint, similarity_->normalize_options());
+  need_normalized_ = share_normalization_ || options_.keep == KeepPolicy::kLongest;
   bool done = false;
-  bool reserved = false;
   while (!done) {
-    auto read_start = Clock::now();
     size_t count = 0;
-    while (count < batch.size()) {
-      auto got = reader.Next(&batch[count]);
-      if (!got.ok()) return got.status();
-      if (!*got) {
-        done = true;
-        break;
-      }
-      ++count;
+    NEARDUP_RETURN_IF_ERROR(ReadBatch(&count, &done));
+    FingerprintBatch(count);
+    if (use_lsh_) BandKeysOfBatch(count);
+    if (use_lsh_ && spill_) NEARDUP_RETURN_IF_ERROR(SpillBandKeys(count));
+    NEARDUP_RETURN_IF_ERROR(RecordBatch(count));
+    ReserveDocuments(count);
+    if (progress_) {
+      progress_("fingerprint", reader_->input_bytes_consumed(), reader_->total_input_bytes(),
+                report_.documents.size());
     }
-    read_seconds += SecondsSince(read_start);
-    results.assign(count, Result<Fingerprint>(Status::Internal("not computed")));
-    normalized_bytes.assign(count, 0);
-    if (share_normalization) normalized.resize(count);
-    ParallelFor(
-        count, threads,
-        [&](size_t begin, size_t end) {
-          for (size_t i = begin; i < end; ++i) {
-            if (!need_normalized) {
-              results[i] = (*fingerprinter)->Compute(batch[i].text);
-              continue;
-            }
-            auto details = (*fingerprinter)->ComputeDetails(batch[i].text, false, true);
-            if (!details.ok()) {
-              results[i] = details.status();
-              continue;
-            }
-            results[i] = details->fingerprint;
-            normalized_bytes[i] = details->normalized_text.size();
-            if (share_normalization) normalized[i] = std::move(details->normalized_text);
+  }
+  return FinishFingerprinting(stage_start);
+}
+
+Status DedupRun::ReadBatch(size_t* count, bool* done) {
+  auto read_start = Clock::now();
+  while (*count < batch_.size()) {
+    auto got = reader_->Next(&batch_[*count]);
+    if (!got.ok()) return got.status();
+    if (!*got) {
+      *done = true;
+      break;
+    }
+    ++*count;
+  }
+  read_seconds_ += SecondsSince(read_start);
+  return Status::Ok();
+}
+
+void DedupRun::FingerprintBatch(size_t count) {
+  results_.assign(count, Result<Fingerprint>(Status::Internal("not computed")));
+  normalized_bytes_.assign(count, 0);
+  if (share_normalization_) normalized_.resize(count);
+  ParallelFor(
+      count, threads_,
+      [&](size_t begin, size_t end) {
+        for (size_t i = begin; i < end; ++i) {
+          if (!need_normalized_) {
+            results_[i] = fingerprinter_->Compute(batch_[i].text);
+            continue;
           }
-        },
-        16);
-    if (use_lsh) {
-      // Shingles -> signature -> band keys, timed apart from the fingerprints.
-      auto lsh_start = Clock::now();
-      batch_keys.assign(count * bands, 0);
-      batch_has_keys.assign(count, 0);
-      ParallelFor(
-          count, threads,
-          [&](size_t begin, size_t end) {
-            std::vector<uint64_t> shingles;
-            for (size_t i = begin; i < end; ++i) {
-              if (!results[i].ok()) continue;
-              if (share_normalization) {
-                ShingleSimilarity::ShinglesOfNormalized(normalized[i], &shingles);
-              } else if (!(*similarity)->Shingles(batch[i].text, &shingles).ok()) {
-                continue;
-              }
-              batch_has_keys[i] = lsh->BandKeysOf(
-                  shingles, std::span<uint32_t>(batch_keys.data() + i * bands, bands));
-            }
-          },
-          16);
-      lsh_seconds += SecondsSince(lsh_start);
-    }
-    if (use_lsh && spill) {
-      // Band-major: each band's file holds one key per fingerprinted document (0 without keys).
-      for (int b = 0; b < bands; ++b) {
-        band_column.clear();
-        for (size_t i = 0; i < count; ++i) {
-          if (results[i].ok()) band_column.push_back(batch_keys[i * bands + b]);
+          auto details = fingerprinter_->ComputeDetails(batch_[i].text, false, true);
+          if (!details.ok()) {
+            results_[i] = details.status();
+            continue;
+          }
+          results_[i] = details->fingerprint;
+          normalized_bytes_[i] = details->normalized_text.size();
+          if (share_normalization_) normalized_[i] = std::move(details->normalized_text);
         }
-        NEARDUP_RETURN_IF_ERROR(
-            band_files[b].Append(band_column.data(), band_column.size() * sizeof(uint32_t)));
-        note_spill(static_cast<int64_t>(band_column.size() * sizeof(uint32_t)));
-      }
-    }
+      },
+      16);
+}
+
+void DedupRun::BandKeysOfBatch(size_t count) {
+  // Timed apart from the fingerprints.
+  auto lsh_start = Clock::now();
+  batch_keys_.assign(count * bands_, 0);
+  batch_has_keys_.assign(count, 0);
+  ParallelFor(
+      count, threads_,
+      [&](size_t begin, size_t end) {
+        std::vector<uint64_t> shingles;
+        for (size_t i = begin; i < end; ++i) {
+          if (!results_[i].ok()) continue;
+          if (share_normalization_) {
+            ShingleSimilarity::ShinglesOfNormalized(normalized_[i], &shingles);
+          } else if (!similarity_->Shingles(batch_[i].text, &shingles).ok()) {
+            continue;
+          }
+          batch_has_keys_[i] = lsh_->BandKeysOf(
+              shingles, std::span<uint32_t>(batch_keys_.data() + i * bands_, bands_));
+        }
+      },
+      16);
+  lsh_seconds_ += SecondsSince(lsh_start);
+}
+
+Status DedupRun::SpillBandKeys(size_t count) {
+  for (int b = 0; b < bands_; ++b) {
+    band_column_.clear();
     for (size_t i = 0; i < count; ++i) {
-      Document& doc = batch[i];
-      if (!results[i].ok()) {
-        const Status& error = results[i].status();
-        if (reader_options.strict) return error.WithContext(doc.location);
-        ++report.failed[StatusCodeName(error.code())];
-        if (reader_options.on_warning) {
-          reader_options.on_warning(doc.location + ": cannot fingerprint: " + error.ToString());
-        }
-        continue;
-      }
-      if (use_lsh && spill) {
-        has_keys.push_back(batch_has_keys[i] != 0);
-      } else if (use_lsh) {
-        keys.Append(batch_has_keys[i]
-                        ? std::span<const uint32_t>(batch_keys.data() + i * bands, bands)
-                        : std::span<const uint32_t>());
-      }
-      DedupDocument record;
-      record.id = std::move(doc.id);
-      record.fingerprint = *results[i];
-      record.text_bytes = doc.text.size();
-      record.normalized_bytes = normalized_bytes[i];
-      record.content_hash = XXH3_64bits(doc.text.data(), doc.text.size());
-      record.squeezed_hash = SqueezedHash(doc.text);
-      record.score = doc.score;
-      record.file_index = doc.file_index;
-      record.line = doc.line;
-      report.text_bytes += doc.text.size();
-      report.documents.push_back(std::move(record));
+      if (results_[i].ok()) band_column_.push_back(batch_keys_[i * bands_ + b]);
     }
-    if (!reserved && count > 0 && reader.total_input_bytes() > 0 &&
-        reader.input_bytes_consumed() > 0) {
-      // Room for twice the corpus at the first batch's bytes per document, so the document
-      // table is not copied while growing (a copy briefly holds it twice, and the first batch
-      // may hold longer documents than the rest). Only the pages written become resident: the
-      // unused part of the reservation costs address space, not memory.
-      reserved = true;
-      const double per_byte = static_cast<double>(report.documents.size()) /
-                              static_cast<double>(reader.input_bytes_consumed());
-      const double estimate = 2.0 * per_byte * static_cast<double>(reader.total_input_bytes());
-      if (estimate > static_cast<double>(report.documents.size()) && estimate < 4.3e9) {
-        report.documents.reserve(static_cast<size_t>(estimate));
-        if (use_lsh && spill) has_keys.reserve(static_cast<size_t>(estimate));
-      }
-    }
-    if (progress) {
-      progress("fingerprint", reader.input_bytes_consumed(), reader.total_input_bytes(),
-               report.documents.size());
-    }
+    NEARDUP_RETURN_IF_ERROR(
+        band_files_[b].Append(band_column_.data(), band_column_.size() * sizeof(uint32_t)));
+    NoteSpill(static_cast<int64_t>(band_column_.size() * sizeof(uint32_t)));
   }
-  batch.clear();
-  batch.shrink_to_fit();
-  std::vector<uint32_t>().swap(batch_keys);
-  std::vector<std::string>().swap(normalized);
-  for (SpillFile& file : band_files) NEARDUP_RETURN_IF_ERROR(file.Flush());
-  report.skipped = reader.skipped();
+  return Status::Ok();
+}
+
+Status DedupRun::RecordBatch(size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    Document& doc = batch_[i];
+    if (!results_[i].ok()) {
+      const Status& error = results_[i].status();
+      if (reader_options_.strict) return error.WithContext(doc.location);
+      ++report_.failed[StatusCodeName(error.code())];
+      if (reader_options_.on_warning) {
+        reader_options_.on_warning(doc.location + ": cannot fingerprint: " + error.ToString());
+      }
+      continue;
+    }
+    if (use_lsh_ && spill_) {
+      has_keys_.push_back(batch_has_keys_[i] != 0);
+    } else if (use_lsh_) {
+      keys_.Append(batch_has_keys_[i]
+                       ? std::span<const uint32_t>(batch_keys_.data() + i * bands_, bands_)
+                       : std::span<const uint32_t>());
+    }
+    DedupDocument record;
+    record.id = std::move(doc.id);
+    record.fingerprint = *results_[i];
+    record.text_bytes = doc.text.size();
+    record.normalized_bytes = normalized_bytes_[i];
+    record.content_hash = XXH3_64bits(doc.text.data(), doc.text.size());
+    record.squeezed_hash = SqueezedHash(doc.text);
+    record.score = doc.score;
+    record.file_index = doc.file_index;
+    record.line = doc.line;
+    report_.text_bytes += doc.text.size();
+    report_.documents.push_back(std::move(record));
+  }
+  return Status::Ok();
+}
+
+void DedupRun::ReserveDocuments(size_t count) {
+  if (reserved_ || count == 0 || reader_->total_input_bytes() == 0 ||
+      reader_->input_bytes_consumed() == 0) {
+    return;
+  }
+  // Room for twice the corpus at the first batch's bytes per document, so the document table
+  // is not copied while growing (a copy briefly holds it twice, and the first batch may hold
+  // longer documents than the rest). Only the pages written become resident: the unused part
+  // of the reservation costs address space, not memory.
+  reserved_ = true;
+  const double per_byte = static_cast<double>(report_.documents.size()) /
+                          static_cast<double>(reader_->input_bytes_consumed());
+  const double estimate = 2.0 * per_byte * static_cast<double>(reader_->total_input_bytes());
+  if (estimate > static_cast<double>(report_.documents.size()) && estimate < 4.3e9) {
+    report_.documents.reserve(static_cast<size_t>(estimate));
+    if (use_lsh_ && spill_) has_keys_.reserve(static_cast<size_t>(estimate));
+  }
+}
+
+Status DedupRun::FinishFingerprinting(Clock::time_point stage_start) {
+  batch_.clear();
+  batch_.shrink_to_fit();
+  std::vector<uint32_t>().swap(batch_keys_);
+  std::vector<std::string>().swap(normalized_);
+  for (SpillFile& file : band_files_) NEARDUP_RETURN_IF_ERROR(file.Flush());
+  report_.skipped = reader_->skipped();
   const double fingerprint_seconds = SecondsSince(stage_start);
-  report.stages.push_back({"read", read_seconds, report.documents.size(), report.text_bytes});
-  report.stages.push_back({"fingerprint", fingerprint_seconds - read_seconds - lsh_seconds,
-                           report.documents.size(), report.text_bytes});
-  if (use_lsh) {
-    report.stages.push_back({"minhash", lsh_seconds, report.documents.size(), report.text_bytes});
-  }
-  stage_memory(&report.stages, 0);
-  if (report.documents.size() > UINT32_MAX) {
+  const uint64_t documents = report_.documents.size();
+  report_.stages.push_back({"read", read_seconds_, documents, report_.text_bytes});
+  report_.stages.push_back({"fingerprint", fingerprint_seconds - read_seconds_ - lsh_seconds_,
+                            documents, report_.text_bytes});
+  if (use_lsh_) report_.stages.push_back({"minhash", lsh_seconds_, documents, report_.text_bytes});
+  NoteStageMemory(0);
+  if (report_.documents.size() > UINT32_MAX) {
     return Status::ResourceExhausted("more than 4294967295 documents");
   }
-  auto qualified = QualifyDuplicateIds(&report, reader_options.strict);
+  auto qualified = QualifyDuplicateIds(&report_, reader_options_.strict);
   if (!qualified.ok()) return qualified.status();
-  report.duplicate_ids = *qualified;
-  report.fallbacks = reader.fallbacks();
-  const size_t n = report.documents.size();
+  report_.duplicate_ids = *qualified;
+  report_.fallbacks = reader_->fallbacks();
+  n_ = report_.documents.size();
+  return Status::Ok();
+}
 
-  // Candidate pairs come as sorted runs of distinct packed pairs (a << 32 | b), merged later.
-  constexpr uint8_t kFromLsh = 1, kFromSimHash = 2, kWhitespace = 4;
-  std::vector<PairRun> runs;
-  std::vector<std::vector<uint64_t>> memory_runs;  // when not spilling
-  std::vector<SpillFile> run_files;                // when spilling: one per LSH worker
-
-  // ---- Stage 2a: LSH candidates (documents sharing a band key), one band at a time per worker:
-  // the band's keys (4 bytes per document), its records and a sort buffer (8 bytes each). ----
-  if (use_lsh) {
-    stage_start = Clock::now();
-    if (progress) progress("lsh", 0, 0, n);
-    const int workers = std::max(1, std::min(threads, bands));
-    struct Worker {
-      std::vector<std::pair<uint64_t, uint64_t>> spilled;  // (offset, count) of each band's run
-      std::vector<std::vector<uint64_t>> kept;             // each band's run, when not spilling
-      LshJoinStats stats;
-      Status status;
-    };
-    std::vector<Worker> state(workers);
-    if (spill) {
-      for (int w = 0; w < workers; ++w) {
-        auto file = SpillFile::Create(options.temp_directory);
-        if (!file.ok()) return file.status();
-        run_files.push_back(std::move(*file));
-      }
-    }
-    const std::vector<bool>& present = spill ? has_keys : keys.has_keys_bits();
-    std::mutex spill_mutex;
-    ParallelFor(
-        workers, workers,
-        [&](size_t begin, size_t end) {
-          for (size_t w = begin; w < end; ++w) {
-            Worker& worker = state[w];
-            std::vector<uint64_t> records, scratch, pairs;
-            std::vector<uint32_t> band_keys;
-            for (int band = static_cast<int>(w); band < bands; band += workers) {
-              std::span<const uint32_t> view;
-              if (spill) {
-                band_keys.resize(n);
-                worker.status = band_files[band].ReadAt(0, band_keys.data(), n * sizeof(uint32_t));
-                if (!worker.status.ok()) return;
-                view = band_keys;
-              } else {
-                view = keys.band_keys(band);
-              }
-              LshBandPairs(view, present, options.lsh.bucket_window, &pairs, &worker.stats,
-                           &records, &scratch);
-              if (spill) {
-                SpillFile& file = run_files[w];
-                worker.spilled.emplace_back(file.size(), pairs.size());
-                worker.status = file.Append(pairs.data(), pairs.size() * sizeof(uint64_t));
-                if (!worker.status.ok()) return;
-                std::lock_guard<std::mutex> lock(spill_mutex);
-                note_spill(static_cast<int64_t>(pairs.size() * sizeof(uint64_t)));
-              } else {
-                worker.kept.push_back(pairs);
-              }
-            }
-            if (spill) worker.status = run_files[w].Flush();
-          }
-        },
-        1);
-    band_files.clear();  // closes (and so frees) the band key files
-    if (spill) note_spill(-static_cast<int64_t>(uint64_t{n} * sizeof(uint32_t) * bands));
-    keys = BandKeyTable(0);
-    std::vector<bool>().swap(has_keys);
+Status DedupRun::LshCandidates() {
+  // Per worker and band: the band's keys (4 bytes per document), its records and a sort buffer
+  // (8 bytes each).
+  if (!use_lsh_) return Status::Ok();
+  const auto stage_start = Clock::now();
+  if (progress_) progress_("lsh", 0, 0, n_);
+  const int workers = std::max(1, std::min(threads_, bands_));
+  std::vector<LshWorker> state(workers);
+  if (spill_) {
     for (int w = 0; w < workers; ++w) {
-      Worker& worker = state[w];
-      NEARDUP_RETURN_IF_ERROR(worker.status);
-      report.lsh_stats.records += worker.stats.records;
-      report.lsh_stats.buckets += worker.stats.buckets;
-      report.lsh_stats.oversized_buckets += worker.stats.oversized_buckets;
-      report.lsh_stats.largest_bucket =
-          std::max(report.lsh_stats.largest_bucket, worker.stats.largest_bucket);
-      report.lsh_stats.bucket_pairs += worker.stats.bucket_pairs;
-      for (auto [offset, count] : worker.spilled) {
-        runs.push_back({&run_files[w], offset, count, {}, kFromLsh});
-      }
-      for (auto& kept : worker.kept) memory_runs.push_back(std::move(kept));
-    }
-    for (const auto& kept : memory_runs) runs.push_back({nullptr, 0, 0, kept, kFromLsh});
-    report.stages.push_back({"lsh", SecondsSince(stage_start), report.lsh_stats.bucket_pairs, 0});
-    stage_memory(&report.stages, report.stages.size() - 1);
-  }
-
-  // ---- Stage 2b: SimHash join within k (permuted-table index). ----
-  std::vector<uint64_t> simhash_pairs;
-  if (use_simhash && n > 0) {
-    stage_start = Clock::now();
-    if (progress) progress("join", 0, 0, n);
-    std::vector<Fingerprint> fingerprints;
-    fingerprints.reserve(n);
-    for (const DedupDocument& doc : report.documents) fingerprints.push_back(doc.fingerprint);
-    PermutedIndexOptions index_options;
-    index_options.bits = options.fingerprint.bits;
-    index_options.max_k = options.max_distance;
-    index_options.expected_size = static_cast<double>(n);
-    index_options.threads = threads;
-    auto index = PermutedIndex::Create(index_options);
-    if (!index.ok()) return index.status().WithContext("fingerprint index");
-    std::vector<uint64_t> ids(n);
-    std::iota(ids.begin(), ids.end(), uint64_t{0});
-    NEARDUP_RETURN_IF_ERROR((*index)->AddBatch(ids, fingerprints));
-    std::vector<Fingerprint>().swap(fingerprints);
-    std::vector<uint64_t>().swap(ids);
-    auto joined = (*index)->SelfJoin(options.max_distance);
-    index->reset();
-    if (!joined.ok()) return joined.status();
-    simhash_pairs.reserve(joined->size());
-    for (const NeighborPair& pair : *joined) simhash_pairs.push_back(pair.a << 32 | pair.b);
-    std::sort(simhash_pairs.begin(), simhash_pairs.end());
-    simhash_pairs.erase(std::unique(simhash_pairs.begin(), simhash_pairs.end()),
-                        simhash_pairs.end());
-    report.simhash_candidate_pairs = simhash_pairs.size();
-    runs.push_back({nullptr, 0, 0, simhash_pairs, kFromSimHash});
-    report.stages.push_back({"join", SecondsSince(stage_start), simhash_pairs.size(), 0});
-    stage_memory(&report.stages, report.stages.size() - 1);
-  }
-
-  // ---- Stage 2c: merge the candidates, add the whitespace-only variants, and mark the
-  // documents whose shingles verification needs. ----
-  stage_start = Clock::now();
-  std::vector<uint64_t> whitespace_pairs;  // pairs of equal whitespace-free hash (pre-verified)
-  {
-    // Pair each document with the first one of equal squeezed hash.
-    std::unordered_map<uint64_t, uint32_t> first_with_hash;
-    for (uint32_t i = 0; i < n; ++i) {
-      auto [it, inserted] = first_with_hash.try_emplace(report.documents[i].squeezed_hash, i);
-      if (!inserted) whitespace_pairs.push_back(uint64_t{it->second} << 32 | i);
-    }
-    std::sort(whitespace_pairs.begin(), whitespace_pairs.end());
-    runs.push_back({nullptr, 0, 0, whitespace_pairs, kWhitespace});
-  }
-  std::vector<uint64_t> simhash_only;  // packed pairs of the SimHash join the others did not find
-  // Verification slot of each document whose shingles are needed (UINT32_MAX: not needed).
-  std::vector<uint32_t> slot;
-  uint32_t needed = 0;
-  auto needs_jaccard = [&](uint64_t packed, uint8_t sources) {
-    if (sources & kWhitespace) return false;
-    return !IsExactDuplicate(report.documents[packed >> 32],
-                             report.documents[static_cast<uint32_t>(packed)]);
-  };
-  {
-    if (verify) slot.assign(n, UINT32_MAX);
-    PairRunMerger merger(runs);
-    uint64_t packed = 0;
-    uint8_t sources = 0;
-    for (;;) {
-      auto next = merger.Next(&packed, &sources);
-      if (!next.ok()) return next.status();
-      if (!*next) break;
-      ++report.candidate_pairs;
-      if (sources & kFromLsh) ++report.lsh_candidate_pairs;
-      if (use_lsh && sources == kFromSimHash) simhash_only.push_back(packed);
-      if (verify && needs_jaccard(packed, sources)) {
-        slot[packed >> 32] = 0;
-        slot[static_cast<uint32_t>(packed)] = 0;
-      }
-    }
-    if (verify) {
-      for (uint32_t& s : slot) s = s == 0 ? needed++ : UINT32_MAX;
-    }
-    report.lsh_stats.candidate_pairs = report.lsh_candidate_pairs;
-  }
-  report.stages.push_back({"merge", SecondsSince(stage_start), report.candidate_pairs, 0});
-  stage_memory(&report.stages, report.stages.size() - 1);
-
-  // ---- Stage 3: verification by shingle Jaccard: the inputs are read again and the narrowed
-  // (32-bit) shingle sets of the documents involved are kept (spilled to a temporary file, read
-  // back pair by pair); then the candidates are merged again and verified in blocks. ----
-  const size_t merge_stage = report.stages.size() - 1;
-  stage_start = Clock::now();
-  uint64_t verified_bytes = 0;
-  std::vector<std::vector<uint32_t>> shingles;  // by slot, when not spilling
-  std::optional<SpillFile> shingle_file;
-  std::vector<uint64_t> shingle_offsets;  // by slot, plus the end, when spilling
-  if (verify && needed > 0) {
-    if (spill) {
-      auto file = SpillFile::Create(options.temp_directory);
+      auto file = SpillFile::Create(options_.temp_directory);
       if (!file.ok()) return file.status();
-      shingle_file.emplace(std::move(*file));
-      shingle_offsets.reserve(uint64_t{needed} + 1);
-    } else {
-      shingles.resize(needed);
+      run_files_.push_back(std::move(*file));
     }
-    NEARDUP_RETURN_IF_ERROR(reader.Rewind());
-    // Walk the inputs again; the i-th successfully fingerprinted document is documents[i].
-    // Documents that failed fingerprinting are recognised by (file, line) and skipped.
-    size_t next_doc = 0;
-    std::vector<std::pair<uint32_t, std::string>> pending;
-    std::vector<std::vector<uint32_t>> computed;
-    Document doc;
-    auto flush = [&]() -> Status {
-      computed.resize(pending.size());
-      ParallelFor(
-          pending.size(), threads,
-          [&](size_t begin, size_t end) {
-            std::vector<uint64_t> wide;
-            for (size_t i = begin; i < end; ++i) {
-              std::vector<uint32_t>& narrow = computed[i];
-              narrow.clear();
-              if (!(*similarity)->Shingles(pending[i].second, &wide).ok()) continue;
-              ShingleSimilarity::Narrow(wide, &narrow);
-            }
-          },
-          8);
-      for (size_t i = 0; i < pending.size(); ++i) {
-        if (spill) {
-          shingle_offsets.push_back(shingle_file->size() / sizeof(uint32_t));
-          NEARDUP_RETURN_IF_ERROR(
-              shingle_file->Append(computed[i].data(), computed[i].size() * sizeof(uint32_t)));
-          note_spill(static_cast<int64_t>(computed[i].size() * sizeof(uint32_t)));
-        } else {
-          computed[i].shrink_to_fit();
-          shingles[pending[i].first] = std::move(computed[i]);
+  }
+  std::mutex spill_mutex;
+  ParallelFor(
+      workers, workers,
+      [&](size_t begin, size_t end) {
+        for (size_t w = begin; w < end; ++w) {
+          RunLshWorker(static_cast<int>(w), workers, &state[w], &spill_mutex);
         }
-      }
-      pending.clear();
-      return Status::Ok();
-    };
-    for (;;) {
-      auto got = reader.Next(&doc);
-      if (!got.ok()) return got.status();
-      if (!*got || next_doc >= n) break;
-      const DedupDocument& record = report.documents[next_doc];
-      if (doc.file_index != record.file_index || doc.line != record.line) continue;
-      uint32_t s = slot[next_doc];
-      ++next_doc;
-      if (s == UINT32_MAX) continue;
-      verified_bytes += doc.text.size();
-      pending.emplace_back(s, std::move(doc.text));
-      if (pending.size() >= options.batch_size) NEARDUP_RETURN_IF_ERROR(flush());
-      if (progress && next_doc % 1024 == 0) progress("verify", next_doc, n, next_doc);
+      },
+      1);
+  band_files_.clear();  // closes (and so frees) the band key files
+  if (spill_) NoteSpill(-static_cast<int64_t>(uint64_t{n_} * sizeof(uint32_t) * bands_));
+  keys_ = BandKeyTable(0);
+  std::vector<bool>().swap(has_keys_);
+  NEARDUP_RETURN_IF_ERROR(CollectLshWorkers(&state));
+  report_.stages.push_back({"lsh", SecondsSince(stage_start), report_.lsh_stats.bucket_pairs, 0});
+  NoteStageMemory(report_.stages.size() - 1);
+  return Status::Ok();
+}
+
+void DedupRun::RunLshWorker(int w, int workers, LshWorker* worker, std::mutex* spill_mutex) {
+  const std::vector<bool>& present = spill_ ? has_keys_ : keys_.has_keys_bits();
+  std::vector<uint64_t> records, scratch, pairs;
+  std::vector<uint32_t> band_keys;
+  for (int band = w; band < bands_; band += workers) {
+    std::span<const uint32_t> view;
+    if (spill_) {
+      band_keys.resize(n_);
+      worker->status = band_files_[band].ReadAt(0, band_keys.data(), n_ * sizeof(uint32_t));
+      if (!worker->status.ok()) return;
+      view = band_keys;
+    } else {
+      view = keys_.band_keys(band);
     }
-    NEARDUP_RETURN_IF_ERROR(flush());
-    std::vector<std::vector<uint32_t>>().swap(computed);
-    if (spill) {
-      // Slots are numbered in document order, so the file holds the sets in slot order.
-      shingle_offsets.push_back(shingle_file->size() / sizeof(uint32_t));
-      NEARDUP_RETURN_IF_ERROR(shingle_file->Flush());
-      if (shingle_offsets.size() != uint64_t{needed} + 1) {
-        return Status::Internal("verification: the inputs changed while dedup was running");
-      }
+    LshBandPairs(view, present, options_.lsh.bucket_window, &pairs, &worker->stats, &records,
+                 &scratch);
+    if (spill_) {
+      SpillFile& file = run_files_[w];
+      worker->spilled.emplace_back(file.size(), pairs.size());
+      worker->status = file.Append(pairs.data(), pairs.size() * sizeof(uint64_t));
+      if (!worker->status.ok()) return;
+      std::lock_guard<std::mutex> lock(*spill_mutex);
+      NoteSpill(static_cast<int64_t>(pairs.size() * sizeof(uint64_t)));
+    } else {
+      worker->kept.push_back(pairs);
     }
   }
-  {
-    // Candidates in blocks: similarity -2 = to compute.
-    PairRunMerger merger(runs);
-    constexpr size_t kBlock = 1 << 18;
-    std::vector<uint64_t> block;
-    std::vector<double> similarity_of;
-    Status read_status;
-    std::mutex read_mutex;
-    auto verify_block = [&]() -> Status {
-      ParallelFor(
-          block.size(), threads,
-          [&](size_t begin, size_t end) {
-            std::vector<uint32_t> set_a, set_b;
-            uint32_t loaded_a = UINT32_MAX;
-            auto load = [&](uint32_t document, std::vector<uint32_t>* set) -> Status {
-              const uint32_t s = slot[document];
-              const uint64_t from = shingle_offsets[s], to = shingle_offsets[s + 1];
-              set->resize(to - from);
-              return shingle_file->ReadAt(from * sizeof(uint32_t), set->data(),
-                                          (to - from) * sizeof(uint32_t));
-            };
-            for (size_t i = begin; i < end; ++i) {
-              if (similarity_of[i] != -2) continue;
-              const uint32_t a = static_cast<uint32_t>(block[i] >> 32);
-              const uint32_t b = static_cast<uint32_t>(block[i]);
-              if (!spill) {
-                similarity_of[i] =
-                    ShingleSimilarity::Jaccard32(shingles[slot[a]], shingles[slot[b]]);
-                continue;
-              }
-              Status status;
-              if (a != loaded_a) {
-                status = load(a, &set_a);
-                loaded_a = a;
-              }
-              if (status.ok()) status = load(b, &set_b);
-              if (!status.ok()) {
-                std::lock_guard<std::mutex> lock(read_mutex);
-                read_status = status;
-                loaded_a = UINT32_MAX;
-                continue;
-              }
-              similarity_of[i] = ShingleSimilarity::Jaccard32(set_a, set_b);
-            }
-          },
-          256);
-      NEARDUP_RETURN_IF_ERROR(read_status);
-      for (size_t i = 0; i < block.size(); ++i) {
-        if (verify && similarity_of[i] < verify_threshold) continue;
-        const uint32_t a = static_cast<uint32_t>(block[i] >> 32);
-        const uint32_t b = static_cast<uint32_t>(block[i]);
-        report.pairs.push_back(
-            {a, b,
-             HammingDistance(report.documents[a].fingerprint, report.documents[b].fingerprint),
-             similarity_of[i]});
-      }
-      block.clear();
-      similarity_of.clear();
-      return Status::Ok();
-    };
-    uint64_t packed = 0;
-    uint8_t sources = 0;
-    for (;;) {
-      auto next = merger.Next(&packed, &sources);
-      if (!next.ok()) return next.status();
-      if (!*next) break;
-      block.push_back(packed);
-      double value = -1;  // unverified (verification off)
-      if (sources & kWhitespace) {
-        value = 1.0;
-      } else if (verify) {
-        value = needs_jaccard(packed, sources) ? -2 : 1.0;
-      }
-      similarity_of.push_back(value);
-      if (block.size() >= kBlock) NEARDUP_RETURN_IF_ERROR(verify_block());
+  if (spill_) worker->status = run_files_[w].Flush();
+}
+
+Status DedupRun::CollectLshWorkers(std::vector<LshWorker>* state) {
+  for (size_t w = 0; w < state->size(); ++w) {
+    LshWorker& worker = (*state)[w];
+    NEARDUP_RETURN_IF_ERROR(worker.status);
+    report_.lsh_stats.records += worker.stats.records;
+    report_.lsh_stats.buckets += worker.stats.buckets;
+    report_.lsh_stats.oversized_buckets += worker.stats.oversized_buckets;
+    report_.lsh_stats.largest_bucket =
+        std::max(report_.lsh_stats.largest_bucket, worker.stats.largest_bucket);
+    report_.lsh_stats.bucket_pairs += worker.stats.bucket_pairs;
+    for (auto [offset, count] : worker.spilled) {
+      runs_.push_back({&run_files_[w], offset, count, {}, kFromLsh});
     }
-    NEARDUP_RETURN_IF_ERROR(verify_block());
+    for (auto& kept : worker.kept) memory_runs_.push_back(std::move(kept));
   }
-  shingle_file.reset();
-  std::vector<std::vector<uint32_t>>().swap(shingles);
-  std::vector<uint64_t>().swap(shingle_offsets);
-  std::vector<uint32_t>().swap(slot);
-  runs.clear();
-  run_files.clear();
-  std::vector<std::vector<uint64_t>>().swap(memory_runs);
-  std::vector<uint64_t>().swap(simhash_pairs);
-  std::vector<uint64_t>().swap(whitespace_pairs);
-  report.spilled = spill;
-  report.spill_peak_bytes = spill_peak_bytes;
-  if (verify) {
-    report.stages.push_back(
-        {"verify", SecondsSince(stage_start), report.candidate_pairs, verified_bytes});
-    stage_memory(&report.stages, report.stages.size() - 1);
+  for (const auto& kept : memory_runs_) runs_.push_back({nullptr, 0, 0, kept, kFromLsh});
+  return Status::Ok();
+}
+
+Status DedupRun::SimHashCandidates() {
+  if (!use_simhash_ || n_ == 0) return Status::Ok();
+  const auto stage_start = Clock::now();
+  if (progress_) progress_("join", 0, 0, n_);
+  std::vector<Fingerprint> fingerprints;
+  fingerprints.reserve(n_);
+  for (const DedupDocument& doc : report_.documents) fingerprints.push_back(doc.fingerprint);
+  PermutedIndexOptions index_options;
+  index_options.bits = options_.fingerprint.bits;
+  index_options.max_k = options_.max_distance;
+  index_options.expected_size = static_cast<double>(n_);
+  index_options.threads = threads_;
+  auto index = PermutedIndex::Create(index_options);
+  if (!index.ok()) return index.status().WithContext("fingerprint index");
+  std::vector<uint64_t> ids(n_);
+  std::iota(ids.begin(), ids.end(), uint64_t{0});
+  NEARDUP_RETURN_IF_ERROR((*index)->AddBatch(ids, fingerprints));
+  std::vector<Fingerprint>().swap(fingerprints);
+  std::vector<uint64_t>().swap(ids);
+  auto joined = (*index)->SelfJoin(options_.max_distance);
+  index->reset();
+  if (!joined.ok()) return joined.status();
+  simhash_pairs_.reserve(joined->size());
+  for (const NeighborPair& pair : *joined) simhash_pairs_.push_back(pair.a << 32 | pair.b);
+  std::sort(simhash_pairs_.begin(), simhash_pairs_.end());
+  simhash_pairs_.erase(std::unique(simhash_pairs_.begin(), simhash_pairs_.end()),
+                       simhash_pairs_.end());
+  report_.simhash_candidate_pairs = simhash_pairs_.size();
+  runs_.push_back({nullptr, 0, 0, simhash_pairs_, kFromSimHash});
+  report_.stages.push_back({"join", SecondsSince(stage_start), simhash_pairs_.size(), 0});
+  NoteStageMemory(report_.stages.size() - 1);
+  return Status::Ok();
+}
+
+void DedupRun::WhitespaceCandidates() {
+  // Pair each document with the first one of equal squeezed hash.
+  std::unordered_map<uint64_t, uint32_t> first_with_hash;
+  for (uint32_t i = 0; i < n_; ++i) {
+    auto [it, inserted] = first_with_hash.try_emplace(report_.documents[i].squeezed_hash, i);
+    if (!inserted) whitespace_pairs_.push_back(uint64_t{it->second} << 32 | i);
+  }
+  std::sort(whitespace_pairs_.begin(), whitespace_pairs_.end());
+  runs_.push_back({nullptr, 0, 0, whitespace_pairs_, kWhitespace});
+}
+
+bool DedupRun::NeedsJaccard(uint64_t packed, uint8_t sources) const {
+  if (sources & kWhitespace) return false;
+  return !IsExactDuplicate(report_.documents[packed >> 32],
+                           report_.documents[static_cast<uint32_t>(packed)]);
+}
+
+Status DedupRun::MergeCandidates() {
+  const auto stage_start = Clock::now();
+  WhitespaceCandidates();
+  if (verify_) slot_.assign(n_, UINT32_MAX);
+  PairRunMerger merger(runs_);
+  uint64_t packed = 0;
+  uint8_t sources = 0;
+  for (;;) {
+    auto next = merger.Next(&packed, &sources);
+    if (!next.ok()) return next.status();
+    if (!*next) break;
+    ++report_.candidate_pairs;
+    if (sources & kFromLsh) ++report_.lsh_candidate_pairs;
+    if (use_lsh_ && sources == kFromSimHash) simhash_only_.push_back(packed);
+    if (verify_ && NeedsJaccard(packed, sources)) {
+      slot_[packed >> 32] = 0;
+      slot_[static_cast<uint32_t>(packed)] = 0;
+    }
+  }
+  if (verify_) {
+    for (uint32_t& s : slot_) s = s == 0 ? needed_++ : UINT32_MAX;
+  }
+  report_.lsh_stats.candidate_pairs = report_.lsh_candidate_pairs;
+  report_.stages.push_back({"merge", SecondsSince(stage_start), report_.candidate_pairs, 0});
+  NoteStageMemory(report_.stages.size() - 1);
+  return Status::Ok();
+}
+
+Status DedupRun::Verify() {
+  merge_stage_ = report_.stages.size() - 1;
+  const auto stage_start = Clock::now();
+  if (verify_ && needed_ > 0) NEARDUP_RETURN_IF_ERROR(LoadShingles());
+  NEARDUP_RETURN_IF_ERROR(VerifyCandidates());
+  FinishVerify(stage_start);
+  return Status::Ok();
+}
+
+Status DedupRun::LoadShingles() {
+  if (spill_) {
+    auto file = SpillFile::Create(options_.temp_directory);
+    if (!file.ok()) return file.status();
+    shingle_file_.emplace(std::move(*file));
+    shingle_offsets_.reserve(uint64_t{needed_} + 1);
   } else {
-    report.stages[merge_stage].seconds += SecondsSince(stage_start);  // the pairs' second merge
+    shingles_.resize(needed_);
   }
-
-  for (const DuplicatePair& pair : report.pairs) {
-    report.simhash_only_accepted_pairs += std::binary_search(
-        simhash_only.begin(), simhash_only.end(), static_cast<uint64_t>(pair.a) << 32 | pair.b);
+  NEARDUP_RETURN_IF_ERROR(reader_->Rewind());
+  // Walk the inputs again; the i-th successfully fingerprinted document is documents[i].
+  // Documents that failed fingerprinting are recognised by (file, line) and skipped.
+  size_t next_doc = 0;
+  std::vector<std::pair<uint32_t, std::string>> pending;
+  std::vector<std::vector<uint32_t>> computed;
+  Document doc;
+  for (;;) {
+    auto got = reader_->Next(&doc);
+    if (!got.ok()) return got.status();
+    if (!*got || next_doc >= n_) break;
+    const DedupDocument& record = report_.documents[next_doc];
+    if (doc.file_index != record.file_index || doc.line != record.line) continue;
+    uint32_t s = slot_[next_doc];
+    ++next_doc;
+    if (s == UINT32_MAX) continue;
+    verified_bytes_ += doc.text.size();
+    pending.emplace_back(s, std::move(doc.text));
+    if (pending.size() >= options_.batch_size) {
+      NEARDUP_RETURN_IF_ERROR(FlushShingles(&pending, &computed));
+    }
+    if (progress_ && next_doc % 1024 == 0) progress_("verify", next_doc, n_, next_doc);
   }
-  report.simhash_only_candidate_pairs = simhash_only.size();
-  std::vector<uint64_t>().swap(simhash_only);
+  NEARDUP_RETURN_IF_ERROR(FlushShingles(&pending, &computed));
+  std::vector<std::vector<uint32_t>>().swap(computed);
+  if (spill_) {
+    // Slots are numbered in document order, so the file holds the sets in slot order.
+    shingle_offsets_.push_back(shingle_file_->size() / sizeof(uint32_t));
+    NEARDUP_RETURN_IF_ERROR(shingle_file_->Flush());
+    if (shingle_offsets_.size() != uint64_t{needed_} + 1) {
+      return Status::Internal("verification: the inputs changed while dedup was running");
+    }
+  }
+  return Status::Ok();
+}
 
-  // ---- Stage 4: clusters. ----
-  stage_start = Clock::now();
-  if (progress) progress("cluster", 0, 0, report.documents.size());
-  BuildClusters(report.documents, report.pairs, options.keep, &report.clusters, &report.removed);
-  report.stages.push_back({"cluster", SecondsSince(stage_start), report.pairs.size(), 0});
-  stage_memory(&report.stages, report.stages.size() - 1);
-  report.total_seconds = SecondsSince(run_start);
-  return report;
+Status DedupRun::FlushShingles(std::vector<std::pair<uint32_t, std::string>>* pending,
+                               std::vector<std::vector<uint32_t>>* computed) {
+  computed->resize(pending->size());
+  ParallelFor(
+      pending->size(), threads_,
+      [&](size_t begin, size_t end) {
+        std::vector<uint64_t> wide;
+        for (size_t i = begin; i < end; ++i) {
+          std::vector<uint32_t>& narrow = (*computed)[i];
+          narrow.clear();
+          if (!similarity_->Shingles((*pending)[i].second, &wide).ok()) continue;
+          ShingleSimilarity::Narrow(wide, &narrow);
+        }
+      },
+      8);
+  for (size_t i = 0; i < pending->size(); ++i) {
+    std::vector<uint32_t>& set = (*computed)[i];
+    if (spill_) {
+      shingle_offsets_.push_back(shingle_file_->size() / sizeof(uint32_t));
+      NEARDUP_RETURN_IF_ERROR(shingle_file_->Append(set.data(), set.size() * sizeof(uint32_t)));
+      NoteSpill(static_cast<int64_t>(set.size() * sizeof(uint32_t)));
+    } else {
+      set.shrink_to_fit();
+      shingles_[(*pending)[i].first] = std::move(set);
+    }
+  }
+  pending->clear();
+  return Status::Ok();
+}
+
+Status DedupRun::VerifyCandidates() {
+  // Candidates in blocks: similarity -2 = to compute.
+  PairRunMerger merger(runs_);
+  constexpr size_t kBlock = 1 << 18;
+  std::vector<uint64_t> block;
+  std::vector<double> similarity_of;
+  uint64_t packed = 0;
+  uint8_t sources = 0;
+  for (;;) {
+    auto next = merger.Next(&packed, &sources);
+    if (!next.ok()) return next.status();
+    if (!*next) break;
+    block.push_back(packed);
+    double value = -1;  // unverified (verification off)
+    if (sources & kWhitespace) {
+      value = 1.0;
+    } else if (verify_) {
+      value = NeedsJaccard(packed, sources) ? -2 : 1.0;
+    }
+    similarity_of.push_back(value);
+    if (block.size() >= kBlock) NEARDUP_RETURN_IF_ERROR(VerifyBlock(&block, &similarity_of));
+  }
+  return VerifyBlock(&block, &similarity_of);
+}
+
+Status DedupRun::LoadShingleSet(uint32_t document, std::vector<uint32_t>* set) const {
+  const uint32_t s = slot_[document];
+  const uint64_t from = shingle_offsets_[s], to = shingle_offsets_[s + 1];
+  set->resize(to - from);
+  return shingle_file_->ReadAt(from * sizeof(uint32_t), set->data(),
+                               (to - from) * sizeof(uint32_t));
+}
+
+Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* similarity_of) {
+  Status read_status;
+  std::mutex read_mutex;
+  ParallelFor(
+      block->size(), threads_,
+      [&](size_t begin, size_t end) {
+        std::vector<uint32_t> set_a, set_b;
+        uint32_t loaded_a = UINT32_MAX;
+        for (size_t i = begin; i < end; ++i) {
+          if ((*similarity_of)[i] != -2) continue;
+          const uint32_t a = static_cast<uint32_t>((*block)[i] >> 32);
+          const uint32_t b = static_cast<uint32_t>((*block)[i]);
+          if (!spill_) {
+            (*similarity_of)[i] =
+                ShingleSimilarity::Jaccard32(shingles_[slot_[a]], shingles_[slot_[b]]);
+            continue;
+          }
+          Status status;
+          if (a != loaded_a) {
+            status = LoadShingleSet(a, &set_a);
+            loaded_a = a;
+          }
+          if (status.ok()) status = LoadShingleSet(b, &set_b);
+          if (!status.ok()) {
+            std::lock_guard<std::mutex> lock(read_mutex);
+            read_status = status;
+            loaded_a = UINT32_MAX;
+            continue;
+          }
+          (*similarity_of)[i] = ShingleSimilarity::Jaccard32(set_a, set_b);
+        }
+      },
+      256);
+  NEARDUP_RETURN_IF_ERROR(read_status);
+  for (size_t i = 0; i < block->size(); ++i) {
+    if (verify_ && (*similarity_of)[i] < verify_threshold_) continue;
+    const uint32_t a = static_cast<uint32_t>((*block)[i] >> 32);
+    const uint32_t b = static_cast<uint32_t>((*block)[i]);
+    report_.pairs.push_back(
+        {a, b, HammingDistance(report_.documents[a].fingerprint, report_.documents[b].fingerprint),
+         (*similarity_of)[i]});
+  }
+  block->clear();
+  similarity_of->clear();
+  return Status::Ok();
+}
+
+void DedupRun::FinishVerify(Clock::time_point stage_start) {
+  shingle_file_.reset();
+  std::vector<std::vector<uint32_t>>().swap(shingles_);
+  std::vector<uint64_t>().swap(shingle_offsets_);
+  std::vector<uint32_t>().swap(slot_);
+  runs_.clear();
+  run_files_.clear();
+  std::vector<std::vector<uint64_t>>().swap(memory_runs_);
+  std::vector<uint64_t>().swap(simhash_pairs_);
+  std::vector<uint64_t>().swap(whitespace_pairs_);
+  report_.spilled = spill_;
+  report_.spill_peak_bytes = spill_peak_bytes_;
+  if (verify_) {
+    report_.stages.push_back(
+        {"verify", SecondsSince(stage_start), report_.candidate_pairs, verified_bytes_});
+    NoteStageMemory(report_.stages.size() - 1);
+  } else {
+    report_.stages[merge_stage_].seconds += SecondsSince(stage_start);  // the second merge
+  }
+  for (const DuplicatePair& pair : report_.pairs) {
+    report_.simhash_only_accepted_pairs += std::binary_search(
+        simhash_only_.begin(), simhash_only_.end(), static_cast<uint64_t>(pair.a) << 32 | pair.b);
+  }
+  report_.simhash_only_candidate_pairs = simhash_only_.size();
+  std::vector<uint64_t>().swap(simhash_only_);
+}
+
+void DedupRun::Cluster() {
+  const auto stage_start = Clock::now();
+  if (progress_) progress_("cluster", 0, 0, report_.documents.size());
+  BuildClusters(report_.documents, report_.pairs, options_.keep, &report_.clusters,
+                &report_.removed);
+  report_.stages.push_back({"cluster", SecondsSince(stage_start), report_.pairs.size(), 0});
+  NoteStageMemory(report_.stages.size() - 1);
+  report_.total_seconds = SecondsSince(run_start_);
+}
+
+}  // namespace
+
+Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const DedupOptions& options,
+                             const DedupProgress& progress) {
+  DedupRun run(options, progress);
+  NEARDUP_RETURN_IF_ERROR(run.Open(inputs));
+  NEARDUP_RETURN_IF_ERROR(run.ReadAndFingerprint());
+  NEARDUP_RETURN_IF_ERROR(run.LshCandidates());
+  NEARDUP_RETURN_IF_ERROR(run.SimHashCandidates());
+  NEARDUP_RETURN_IF_ERROR(run.MergeCandidates());
+  NEARDUP_RETURN_IF_ERROR(run.Verify());
+  run.Cluster();
+  return run.TakeReport();
 }
 
 }  // namespace neardup
