@@ -55,6 +55,49 @@ bool IsExactDuplicate(const DedupDocument& x, const DedupDocument& y) {
   return x.content_hash == y.content_hash && x.text_bytes == y.text_bytes;
 }
 
+// Breadth-first walk of the accepted pairs from `kept`: each document reached, with the
+// document it was reached from ("via"), the pair's distance and similarity, and why it goes.
+std::unordered_map<uint32_t, ClusterMember> LinkFromKept(
+    const std::vector<DedupDocument>& documents, uint32_t kept,
+    std::unordered_map<uint32_t, std::vector<const DuplicatePair*>>* adjacency) {
+  std::unordered_map<uint32_t, ClusterMember> linked;
+  std::deque<uint32_t> queue{kept};
+  std::unordered_map<uint32_t, bool> seen{{kept, true}};
+  while (!queue.empty()) {
+    uint32_t current = queue.front();
+    queue.pop_front();
+    // Neighbours in canonical order so "via" is deterministic.
+    std::vector<const DuplicatePair*> edges = (*adjacency)[current];
+    std::sort(edges.begin(), edges.end(), [&](const DuplicatePair* x, const DuplicatePair* y) {
+      uint32_t ox = x->a == current ? x->b : x->a;
+      uint32_t oy = y->a == current ? y->b : y->a;
+      return ox < oy;
+    });
+    for (const DuplicatePair* edge : edges) {
+      uint32_t other = edge->a == current ? edge->b : edge->a;
+      if (seen[other]) continue;
+      seen[other] = true;
+      queue.push_back(other);
+      ClusterMember member;
+      member.document = other;
+      member.via = current;
+      member.distance_to_via = edge->distance;
+      member.similarity_to_via = edge->similarity;
+      member.distance_to_kept =
+          HammingDistance(documents[other].fingerprint, documents[kept].fingerprint);
+      if (IsExactDuplicate(documents[other], documents[kept])) {
+        member.reason = "exact_duplicate";
+      } else if (current == kept) {
+        member.reason = "near_duplicate";
+      } else {
+        member.reason = "chained";
+      }
+      linked[other] = std::move(member);
+    }
+  }
+  return linked;
+}
+
 // Renames every document whose id is shared with another one to "id@file:line" (its location),
 // so keep.txt and remove.txt never name one id twice. Returns how many documents were renamed;
 // with `strict` the first shared id is an error instead.
@@ -184,41 +227,8 @@ void BuildClusters(const std::vector<DedupDocument>& documents,
     DedupCluster cluster;
     cluster.cluster_id = clusters->size();
     cluster.kept = entry.kept;
-    std::unordered_map<uint32_t, ClusterMember> linked;
-    std::deque<uint32_t> queue{entry.kept};
-    std::unordered_map<uint32_t, bool> seen{{entry.kept, true}};
-    while (!queue.empty()) {
-      uint32_t current = queue.front();
-      queue.pop_front();
-      // Neighbours in canonical order so "via" is deterministic.
-      std::vector<const DuplicatePair*> edges = adjacency[current];
-      std::sort(edges.begin(), edges.end(), [&](const DuplicatePair* x, const DuplicatePair* y) {
-        uint32_t ox = x->a == current ? x->b : x->a;
-        uint32_t oy = y->a == current ? y->b : y->a;
-        return ox < oy;
-      });
-      for (const DuplicatePair* edge : edges) {
-        uint32_t other = edge->a == current ? edge->b : edge->a;
-        if (seen[other]) continue;
-        seen[other] = true;
-        queue.push_back(other);
-        ClusterMember member;
-        member.document = other;
-        member.via = current;
-        member.distance_to_via = edge->distance;
-        member.similarity_to_via = edge->similarity;
-        member.distance_to_kept =
-            HammingDistance(documents[other].fingerprint, documents[entry.kept].fingerprint);
-        if (IsExactDuplicate(documents[other], documents[entry.kept])) {
-          member.reason = "exact_duplicate";
-        } else if (current == entry.kept) {
-          member.reason = "near_duplicate";
-        } else {
-          member.reason = "chained";
-        }
-        linked[other] = std::move(member);
-      }
-    }
+    std::unordered_map<uint32_t, ClusterMember> linked =
+        LinkFromKept(documents, entry.kept, &adjacency);
     for (uint64_t member : *entry.members) {
       const uint32_t doc = static_cast<uint32_t>(member);
       if (doc == entry.kept) continue;
