@@ -7,21 +7,35 @@
 # verification: only reading and fingerprinting). Prints wall time and peak memory per stage (from
 # summary.json), the process's peak memory and CPU time (/usr/bin/time), and ratios to the baselines.
 #
-#   bash bench/dedup_bench.sh                      # corpus + devpairs
-#   bash bench/dedup_bench.sh --large 1000000      # also 1M generated docs
+#   bash bench/dedup_bench.sh                             # corpus + devpairs
+#   bash bench/dedup_bench.sh --large 1000000             # also 1M generated docs
+#   bash bench/dedup_bench.sh --large 1000000 --large 10000000   # 28k, 1M and 10M in one run
+# Generated corpora (generate_corpus.py --chunk-chars 480: ~1.5 KB per document) are written to
+# DATA_DIR (default /work/data if it exists, else a temporary directory) as gen_<N>_c480.jsonl and
+# reused when already there. Each dedup run is preceded by the available memory (free -m).
 # Environment: NEARDUP (binary, default build/neardup), SHARED (default ../shared),
-#   THREADS (default: all cores), LARGE_INPUT (an existing generated JSONL to use instead of
-#   generating one), CONFIGS (space-separated subset of: default combined simhash6 exact).
+#   THREADS (default: all cores), LARGE_INPUT (an existing JSONL to use instead of generating one;
+#   with one --large only), CONFIGS (space-separated subset of: default combined simhash6 exact)
+#   for the 28k corpus, LARGE_CONFIGS (default: "default simhash6") for the generated corpora.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NEARDUP=${NEARDUP:-build/neardup}
 SHARED=${SHARED:-../shared}
 THREADS=${THREADS:-0}
 CONFIGS=${CONFIGS:-default combined simhash6 exact}
-LARGE=0
-if [[ "${1:-}" == "--large" ]]; then LARGE=${2:?--large needs a document count}; fi
+LARGE_CONFIGS=${LARGE_CONFIGS:-default simhash6}
+SIZES=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --large) SIZES+=("${2:?--large needs a document count}"); shift 2 ;;
+    *) echo "dedup_bench: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
 OUT=$(mktemp -d /tmp/neardup_bench.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
+if [[ -z "${DATA_DIR:-}" ]]; then
+  if [[ -d /work/data && -w /work/data ]]; then DATA_DIR=/work/data; else DATA_DIR=$OUT; fi
+fi
 
 flags_of() {
   case "$1" in
@@ -56,6 +70,9 @@ print(f"{label}: {n} docs, {mb:.1f} MB; candidates {o.get('candidates')}, thresh
 print(f"  {s['candidate_pairs']} candidate pairs (LSH {s['lsh_candidate_pairs']}, SimHash "
       f"{s['simhash_candidate_pairs']}), {s['accepted_pairs']} accepted, {s['clusters']} "
       f"clusters, {s['documents_removed']} removed")
+if "spill" in s:
+    print(f"  temporary files: {'on' if s['spill']['enabled'] else 'off (--in-memory)'}, peak "
+          f"{s['spill']['peak_mb']:.0f} MB on disk")
 if s.get("lsh_candidate_pairs") and s.get("simhash_candidate_pairs"):
     print(f"  SimHash join adds {s['simhash_only_candidate_pairs']} candidate pairs the LSH stage "
           f"did not find, of which {s['simhash_only_accepted_pairs']} accepted")
@@ -78,17 +95,18 @@ seconds_of() {
   /usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['total_seconds'])" "$1"
 }
 
-run_configs() {  # name inputs...
+run_configs() {  # name inputs...  (configs from $RUN_CONFIGS)
   local name=$1
   shift
-  for config in $CONFIGS; do
+  for config in $RUN_CONFIGS; do
+    echo "  [$(date -u +%H:%M:%S)] $name, $config: load $(cut -d' ' -f1-3 /proc/loadavg), available memory $(free -m | awk '/^Mem:/{print $7}') MiB"
     # shellcheck disable=SC2046
     /usr/bin/time -v "$NEARDUP" dedup "$@" -o "$OUT/$name-$config" --threads "$THREADS" -q \
       $(flags_of "$config") 2> "$OUT/$name-$config.time"
     print_summary "$OUT/$name-$config/summary.json" "$name, $config" "$OUT/$name-$config.time"
   done
-  if [[ " $CONFIGS " == *" default "* ]]; then
-    for config in $CONFIGS; do
+  if [[ " $RUN_CONFIGS " == *" default "* ]]; then
+    for config in $RUN_CONFIGS; do
       [[ "$config" == default ]] && continue
       /usr/bin/python3 -c "import sys; d,b=float(sys.argv[1]),float(sys.argv[2]); \
 print(f'ratio default / $config time: {d/b:.2f}x')" \
@@ -103,19 +121,21 @@ if [[ ! -d "$SHARED/corpus" || ! -f "$SHARED/devpairs/docs.jsonl" ]]; then
   exit 0
 fi
 echo "== corpus + devpairs (threads=${THREADS}, nproc=$(nproc), load: $(cut -d' ' -f1-3 /proc/loadavg))"
-run_configs small "$SHARED"/corpus/*.jsonl "$SHARED"/devpairs/docs.jsonl
+RUN_CONFIGS=$CONFIGS run_configs small "$SHARED"/corpus/*.jsonl "$SHARED"/devpairs/docs.jsonl
 
-if [[ "$LARGE" -gt 0 ]]; then
+for LARGE in "${SIZES[@]}"; do
   echo "== $LARGE generated documents (load: $(cut -d' ' -f1-3 /proc/loadavg))"
-  GEN=${LARGE_INPUT:-$OUT/gen.jsonl}
-  if [[ -z "${LARGE_INPUT:-}" ]]; then
-    /usr/bin/python3 bench/generate_corpus.py "$LARGE" "$GEN" --corpus "$SHARED/corpus"
+  GEN=${LARGE_INPUT:-$DATA_DIR/gen_${LARGE}_c480.jsonl}
+  if [[ ! -f "$GEN" ]]; then
+    /usr/bin/python3 bench/generate_corpus.py "$LARGE" "$GEN.tmp" --corpus "$SHARED/corpus" \
+      --chunk-chars 480
+    mv "$GEN.tmp" "$GEN"
   fi
   ls -l "$GEN" | awk '{printf "input: %.1f MB\n", $5/1e6}'
-  run_configs large "$GEN"
-  for config in $CONFIGS; do
+  RUN_CONFIGS=$LARGE_CONFIGS run_configs "large-$LARGE" "$GEN"
+  for config in $LARGE_CONFIGS; do
     [[ "$config" == exact ]] && continue
-    /usr/bin/python3 - "$GEN" "$OUT/large-$config/remove.txt" "$config" <<'EOF'
+    /usr/bin/python3 - "$GEN" "$OUT/large-$LARGE-$config/remove.txt" "$config" <<'EOF'
 import json, sys
 copies = set()
 for line in open(sys.argv[1], encoding="utf-8"):
@@ -131,4 +151,4 @@ print(f"{sys.argv[3]}: generated copies removed: {hit}/{len(copies)} "
       f"{len(removed - copies)}")
 EOF
   done
-fi
+done

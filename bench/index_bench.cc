@@ -6,6 +6,8 @@
 // Usage: index_bench [--n N] [--queries Q] [--corpus] [--no-random] [--skip-faiss-join]
 //                    [--neardup-only]
 //                    [--k6-budget BYTES_PER_FP] [--k K (only this k; default 3 and 6)]
+//                    [--budgets B1,B2 (neardup only, at these bytes per fingerprint)]
+//                    [--no-self-join] [--no-inserts]   (e.g. the 100M run within ~14 GB)
 // N defaults to NEARDUP_BENCH_N or 1000000. --corpus adds the fingerprints of
 // NEARDUP_CORPUS_DIR (default ../shared/corpus next to the source tree) computed with the default
 // Fingerprinter.
@@ -30,6 +32,10 @@
 #include "neardup/brute_force_index.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/permuted_index.h"
+
+#ifndef NEARDUP_SHARED_DIR
+#define NEARDUP_SHARED_DIR "../shared"
+#endif
 
 #ifdef NEARDUP_HAVE_FAISS
 #include <faiss/IndexBinaryHash.h>
@@ -289,7 +295,7 @@ struct Row {
 };
 
 void RunCase(const Dataset& ds, int k, std::vector<std::unique_ptr<System>> systems,
-             bool faiss_join) {
+             bool faiss_join, bool self_join = true) {
   const size_t n = ds.fps.size();
   std::printf("\n=== %s, k=%d ===\n", ds.name.c_str(), k);
   std::vector<Row> rows;
@@ -333,7 +339,7 @@ void RunCase(const Dataset& ds, int k, std::vector<std::unique_ptr<System>> syst
 #ifdef NEARDUP_HAVE_FAISS
     if (auto* f = dynamic_cast<FaissSystem*>(system.get())) slow_join = f->nhash == 0;
 #endif
-    if ((!is_faiss || faiss_join) && !slow_join) {
+    if (self_join && (!is_faiss || faiss_join) && !slow_join) {
       std::vector<std::pair<uint64_t, uint64_t>> pairs;
       auto join_start = Clock::now();
       bool complete = system->SelfJoin(k, &pairs);
@@ -383,8 +389,13 @@ void RunCase(const Dataset& ds, int k, std::vector<std::unique_ptr<System>> syst
 }
 
 std::vector<std::unique_ptr<System>> SystemsFor(int k, double k6_budget, bool brute,
-                                                bool neardup_only = false) {
+                                                bool neardup_only = false,
+                                                const std::vector<double>& budgets = {}) {
   std::vector<std::unique_ptr<System>> s;
+  if (!budgets.empty()) {  // --budgets: neardup at exactly these budgets
+    for (double b : budgets) s.push_back(std::make_unique<NeardupSystem>(k <= 3 ? 3 : 6, b));
+    return s;
+  }
   if (neardup_only) {
     // Today's 64 B/fp design (4 tables at 10M) beside the 128 B/fp one (more tables).
     if (k <= 3)
@@ -421,10 +432,12 @@ int main(int argc, char** argv) {
   size_t n = 1000000;
   if (const char* env = std::getenv("NEARDUP_BENCH_N")) n = static_cast<size_t>(std::atof(env));
   size_t queries = 20000;
-  bool corpus = false, random = true, faiss_join = true, neardup_only = false;
+  bool corpus = false, random = true, faiss_join = true, neardup_only = false, self_join = true,
+       inserts = true;
+  std::vector<double> budgets;
   double k6_budget = 256;
   std::vector<int> ks = {3, 6};
-  std::string corpus_dir = "/work/shared/corpus";
+  std::string corpus_dir = NEARDUP_SHARED_DIR "/corpus";
   if (const char* env = std::getenv("NEARDUP_CORPUS_DIR")) corpus_dir = env;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -445,6 +458,19 @@ int main(int argc, char** argv) {
       ks = {std::atoi(next().c_str())};
     else if (a == "--k6-budget")
       k6_budget = std::atof(next().c_str());
+    else if (a == "--budgets") {
+      // Comma-separated bytes per fingerprint, e.g. 128 or 64,128 (neardup only).
+      std::string list = next();
+      for (size_t pos = 0; pos < list.size();) {
+        size_t comma = list.find(',', pos);
+        if (comma == std::string::npos) comma = list.size();
+        budgets.push_back(std::atof(list.substr(pos, comma - pos).c_str()));
+        pos = comma + 1;
+      }
+    } else if (a == "--no-self-join")
+      self_join = false;
+    else if (a == "--no-inserts")
+      inserts = false;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -460,9 +486,10 @@ int main(int argc, char** argv) {
 #endif
   if (random) {
     Dataset ds = MakeRandom(n, queries, 42);
-    for (int k : ks) RunCase(ds, k, SystemsFor(k, k6_budget, true, neardup_only), faiss_join);
+    for (int k : ks)
+      RunCase(ds, k, SystemsFor(k, k6_budget, true, neardup_only, budgets), faiss_join, self_join);
   }
-  if (random) {
+  if (random && inserts) {
     // Online inserts: Add() one at a time from empty (delta buffer, segment builds and merges all
     // included), then queries still answered exactly.
     Dataset ds = MakeRandom(std::min<size_t>(n, 2000000), 0, 7);
@@ -479,6 +506,12 @@ int main(int argc, char** argv) {
         "\nonline inserts: %zu Add() calls from empty in %.3f s = %.3f us/insert amortised "
         "(%zu segments, %zu in delta)\n",
         ds.fps.size(), seconds, seconds * 1e6 / ds.fps.size(), st.segments, st.delta_size);
+  }
+  if (corpus && !std::filesystem::is_directory(corpus_dir)) {
+    std::printf(
+        "\ncorpus case: skipped: ../shared missing (no directory %s; set NEARDUP_CORPUS_DIR)\n",
+        corpus_dir.c_str());
+    corpus = false;
   }
   if (corpus) {
     Dataset ds = MakeCorpus(corpus_dir, queries);

@@ -19,8 +19,8 @@
 #include <thread>
 
 #include "neardup/fingerprinter.h"
+#include "neardup/server.h"
 #include "neardup/store.h"
-#include "service/server.h"
 
 // The fuzzed server has no text fingerprinter (text requests get 501), so the text stages are not
 // linked into this target; the server code still references this one member.
@@ -66,8 +66,9 @@ Instance* Start() {
   options.idle_timeout_seconds = 2;
   options.limits.max_batch = 16;
   options.limits.max_k = 64;
-  instance->server =
-      std::make_unique<neardup::service::Server>(instance->store.get(), nullptr, options);
+  auto server = neardup::service::Server::Create(instance->store.get(), nullptr, options);
+  if (!server.ok()) std::abort();
+  instance->server = std::move(*server);
   if (!instance->server->Bind().ok()) std::abort();
   instance->port = instance->server->port();
   instance->thread = std::thread([instance] { (void)instance->server->Run(); });

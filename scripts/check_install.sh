@@ -11,13 +11,27 @@ cmake -S "$root/examples/consumer" -B "$scratch/consumer-build" -G Ninja \
   -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
 cmake --build "$scratch/consumer-build" >/dev/null
 "$scratch/consumer-build/consumer"
+"$scratch/consumer-build/service_consumer"
+# Hidden visibility: the shared libraries export the public API (NEARDUP_EXPORT) and nothing of
+# the internals (src/: the index segments, the store's files, the JSON writer, ...).
+for library in "$scratch"/prefix/lib*/libneardup.so "$scratch"/prefix/lib*/libneardup_service.so; do
+  exported=$(nm -D -C --defined-only "$library")
+  for internal in 'neardup::index::' 'neardup::store::' 'neardup::JsonWriter' 'neardup::ParallelFor'; do
+    if grep -q "$internal" <<<"$exported"; then
+      echo "install: $library exports internal symbols ($internal)" >&2
+      exit 1
+    fi
+  done
+done
+grep -q 'neardup::Fingerprinter::Create' <<<"$(nm -D -C --defined-only "$scratch"/prefix/lib*/libneardup.so)"
+grep -q 'neardup::service::Server::Create' <<<"$(nm -D -C --defined-only "$scratch"/prefix/lib*/libneardup_service.so)"
 test -x "$scratch/prefix/bin/neardup"
 "$scratch/prefix/bin/neardup" --help >/dev/null
 # The completions and the man page generated from the CLI definitions are installed too.
 test -s "$scratch/prefix/share/bash-completion/completions/neardup"
 test -s "$scratch/prefix/share/zsh/site-functions/_neardup"
 test -s "$scratch/prefix/share/man/man1/neardup.1"
-echo "install: find_package(neardup) consumer built and ran; completions and man page installed"
+echo "install: find_package(neardup) consumers of neardup::neardup and neardup::service built and ran; only the public API is exported; completions and man page installed"
 # The Python package (when built): importable from the scratch prefix alone, outside the tree.
 if ls "$build_dir"/python/neardup/_neardup*.so >/dev/null 2>&1; then
   site=$(dirname "$(find "$scratch/prefix" -path '*-packages/neardup/__init__.py' | head -n 1)")

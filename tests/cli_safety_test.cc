@@ -18,17 +18,13 @@
 #include <string>
 #include <vector>
 
+#include "test_files.h"
+
 namespace neardup {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+using testing_files::ReadFile;
 
 size_t CountLines(const std::string& text) {
   size_t lines = 0;

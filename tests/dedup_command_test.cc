@@ -17,11 +17,15 @@
 #include <vector>
 
 #include "common/json_writer.h"
+#include "test_files.h"
 
 namespace neardup {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_files::JsonLine;
+using testing_files::Lines;
+using testing_files::ReadFile;
 
 // A pseudo-English text of `words` words drawn from a fixed vocabulary (deterministic per seed).
 std::string MakeText(uint32_t seed, int words) {
@@ -50,28 +54,6 @@ std::string EditWords(const std::string& text, std::vector<int> positions) {
     ++index;
   }
   return out;
-}
-
-std::string JsonLine(const std::string& id, const std::string& text) {
-  std::string line;
-  JsonWriter json(&line);
-  json.BeginObject().Key("id").String(id).Key("text").String(text).EndObject();
-  return line + "\n";
-}
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) lines.push_back(line);
-  return lines;
 }
 
 class DedupCommandTest : public ::testing::Test {

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "neardup/eval.h"
+#include "eval/eval.h"
 
 namespace neardup {
 namespace {

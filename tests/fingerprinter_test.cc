@@ -257,5 +257,35 @@ TEST(FingerprinterTest, ConcurrentComputeMatchesSerial) {
   EXPECT_EQ(parallel, serial);
 }
 
+// The canonical text form a store records: every fingerprint-changing option survives the round
+// trip (paths with spaces and '=' included), and bad text is an error naming the key.
+TEST(FingerprintOptionsTextTest, RoundTripsAndNamesBadKeys) {
+  FingerprintOptions options = YanyiwuSimhashOptions(7);
+  options.features.idf_path = "/tmp/my idf=1%.txt";
+  options.features.jieba_dir = "jieba dir";
+  const std::string text = FingerprintOptionsToString(options);
+  EXPECT_EQ(text.find("/tmp/my idf"), std::string::npos) << "spaces are escaped: " << text;
+  Result<FingerprintOptions> parsed = ParseFingerprintOptions(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(FingerprintOptionsToString(*parsed), text);
+  EXPECT_EQ(parsed->profile, HashProfile::kYanyiwuSimhash);
+  EXPECT_EQ(parsed->features.top_k, 7u);
+  EXPECT_EQ(parsed->features.idf_path, options.features.idf_path);
+  EXPECT_EQ(parsed->features.jieba_dir, options.features.jieba_dir);
+  EXPECT_EQ(parsed->hash, FeatureHash::kJenkinsLookup3);
+  EXPECT_FALSE(parsed->normalize.nfkc);
+
+  EXPECT_EQ(FingerprintOptionsToString(*ParseFingerprintOptions("")),
+            FingerprintOptionsToString(FingerprintOptions()));
+  Result<FingerprintOptions> unknown = ParseFingerprintOptions("bits=64 colour=red");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("colour"), std::string::npos);
+  Result<FingerprintOptions> bad = ParseFingerprintOptions("tokenizer=words");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("tokenizer"), std::string::npos);
+  EXPECT_FALSE(ParseFingerprintOptions("shingle=two").ok());
+  EXPECT_FALSE(ParseFingerprintOptions("idf=%4").ok());
+}
+
 }  // namespace
 }  // namespace neardup

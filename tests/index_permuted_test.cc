@@ -350,7 +350,7 @@ TEST(PermutedIndexTest, EveryPlannedDesignIsExact) {
     for (int k : {2, 3, 5}) {
       PlanRequest request;
       request.bits = bits;
-      request.k = k;
+      request.max_k = k;
       request.n = 4000;
       auto designs = EnumerateIndexDesigns(request);
       ASSERT_TRUE(designs.ok());

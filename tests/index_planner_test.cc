@@ -22,7 +22,7 @@ const IndexDesign* Find(const std::vector<IndexDesign>& designs, const std::stri
 TEST(IndexPlannerTest, ReproducesMankuDesignsFor64Bits3Errors) {
   PlanRequest request;
   request.bits = 64;
-  request.k = 3;
+  request.max_k = 3;
   request.n = std::ldexp(1.0, 34);
   auto designs = EnumerateIndexDesigns(request);
   ASSERT_TRUE(designs.ok());
@@ -57,7 +57,7 @@ TEST(IndexPlannerTest, ReproducesMankuDesignsFor64Bits3Errors) {
 
 TEST(IndexPlannerTest, BudgetsAndFrontier) {
   PlanRequest request;
-  request.k = 3;
+  request.max_k = 3;
   request.n = 1e7;
   request.memory_budget_bytes = 64 * 1e7;
   auto chosen = PlanIndex(request);
@@ -84,9 +84,9 @@ TEST(IndexPlannerTest, BadRequests) {
   request.bits = 32;
   EXPECT_FALSE(EnumerateIndexDesigns(request).ok());
   request.bits = 64;
-  request.k = -1;
+  request.max_k = -1;
   EXPECT_FALSE(EnumerateIndexDesigns(request).ok());
-  request.k = 3;
+  request.max_k = 3;
   request.n = 0;
   EXPECT_FALSE(EnumerateIndexDesigns(request).ok());
 }
@@ -98,7 +98,7 @@ TEST(IndexPlannerTest, DesignsAreWellFormed) {
       if (bits == 64 && k > 8) continue;
       PlanRequest request;
       request.bits = bits;
-      request.k = k;
+      request.max_k = k;
       request.n = 1e6;
       auto designs = EnumerateIndexDesigns(request);
       ASSERT_TRUE(designs.ok());

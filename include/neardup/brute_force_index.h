@@ -10,11 +10,12 @@
 #include <shared_mutex>
 #include <vector>
 
+#include "neardup/export.h"
 #include "neardup/hamming_index.h"
 
 namespace neardup {
 
-class BruteForceIndex : public HammingIndex {
+class NEARDUP_EXPORT BruteForceIndex : public HammingIndex {
  public:
   // bits must be 64 or 128 (anything else is treated as 64).
   explicit BruteForceIndex(int bits = 64);

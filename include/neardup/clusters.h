@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "neardup/export.h"
 #include "neardup/hamming_index.h"
 #include "neardup/status.h"
 
@@ -22,17 +23,18 @@ struct ClusterAssignment {
 
 // Component of every distinct id among `ids` and the pairs' endpoints, sorted by id. Ids appearing
 // in no pair are singleton components (component == id).
-std::vector<ClusterAssignment> ConnectedComponents(std::span<const uint64_t> ids,
-                                                   std::span<const NeighborPair> pairs);
+NEARDUP_EXPORT std::vector<ClusterAssignment> ConnectedComponents(
+    std::span<const uint64_t> ids, std::span<const NeighborPair> pairs);
 
 // Components with at least two members: each inner vector sorted ascending, the list sorted by its
 // first (smallest) member.
-std::vector<std::vector<uint64_t>> GroupComponents(std::span<const ClusterAssignment> assignment,
-                                                   bool include_singletons = false);
+NEARDUP_EXPORT std::vector<std::vector<uint64_t>> GroupComponents(
+    std::span<const ClusterAssignment> assignment, bool include_singletons = false);
 
 // Self-joins `index` at radius k and returns the components of all stored ids.
-Result<std::vector<ClusterAssignment>> ClusterIndex(const HammingIndex& index,
-                                                    std::span<const uint64_t> ids, int k);
+NEARDUP_EXPORT Result<std::vector<ClusterAssignment>> ClusterIndex(const HammingIndex& index,
+                                                                   std::span<const uint64_t> ids,
+                                                                   int k);
 
 }  // namespace neardup
 

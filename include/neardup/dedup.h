@@ -2,11 +2,15 @@
 // to keep (the library behind `neardup dedup`).
 //
 // Flow: stream documents (neardup/document_reader.h) -> per document, on all cores: the SimHash
-// fingerprint and the MinHash band keys of its verification shingles (neardup/minhash_lsh.h) ->
-// candidate pairs: documents sharing a band key (MinHash LSH), optionally plus fingerprints within
-// a small Hamming distance k (the permuted-table index), plus identical texts -> verification of
-// each candidate pair by the exact shingle Jaccard (re-reading only the documents involved) ->
-// connected components (neardup/clusters.h) -> keep one document per component.
+// fingerprint and the MinHash band keys of its verification shingles (neardup/minhash_lsh.h),
+// the keys spilled band by band to a temporary file -> candidate pairs: documents sharing a band
+// key (MinHash LSH, one band at a time, each band's sorted pairs spilled as a run), optionally
+// plus fingerprints within a small Hamming distance k (the permuted-table index), plus identical
+// texts -> the runs merged (k-way) into distinct pairs -> verification of each candidate pair by
+// the exact shingle Jaccard (a second pass over the inputs computes the shingles of only the
+// documents involved and spills them; standard input is spooled to a temporary file so it can be
+// read twice) -> connected components (neardup/clusters.h) -> keep one document per component.
+// DedupOptions::spill = false keeps all of it in memory instead, with the same result.
 //
 // What "duplicate" means does not depend on the corpus size: a pair is a duplicate when its texts
 // are identical, identical but for whitespace, or their shingle Jaccard reaches the verification
@@ -37,6 +41,7 @@
 #include <vector>
 
 #include "neardup/document_reader.h"
+#include "neardup/export.h"
 #include "neardup/fingerprint.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/hamming_index.h"
@@ -77,6 +82,15 @@ struct DedupOptions {
   double verify_threshold = kVerifyAtThreshold;
   // Threads for fingerprinting, joining and verifying; <= 0 means DefaultThreadCount().
   int threads = 0;
+  // Where the run keeps its intermediate data. true (the default): the band keys, each band's
+  // candidate pairs (sorted runs, merged on the fly) and the shingle sets of the documents to
+  // verify go to unlinked temporary files in temp_directory (they vanish when the run ends, even
+  // if it is killed), so memory holds about sizeof(DedupDocument) per document plus the accepted
+  // pairs whatever the signature size or the number of candidate pairs. false: all in memory
+  // (band keys 4 bytes per document and band, 8 bytes per candidate pair and band that found it,
+  // the shingle sets of every document to verify). Both give the same pairs and clusters.
+  bool spill = true;
+  std::string temp_directory;  // empty: $TMPDIR, else /tmp
   // Documents fingerprinted per parallel batch.
   size_t batch_size = 4096;
   // Record each stage's peak resident memory (Linux: resets the process's peak counter through
@@ -87,7 +101,7 @@ struct DedupOptions {
 
 // The verification threshold a run uses: options.verify_threshold, or lsh.threshold for
 // kVerifyAtThreshold (0 = no verification).
-double ResolveVerifyThreshold(const DedupOptions& options);
+NEARDUP_EXPORT double ResolveVerifyThreshold(const DedupOptions& options);
 
 // Per-document facts kept in memory (tens of bytes plus the id).
 struct DedupDocument {
@@ -138,7 +152,7 @@ struct StageTiming {
   uint64_t peak_memory_bytes = 0;
 };
 
-struct DedupReport {
+struct NEARDUP_EXPORT DedupReport {
   std::vector<DedupDocument> documents;  // canonical order
   std::vector<std::string> input_files;  // DocumentReader::files()
   std::vector<DuplicatePair> pairs;      // accepted pairs, sorted by (a, b)
@@ -150,6 +164,8 @@ struct DedupReport {
   uint64_t simhash_only_candidate_pairs = 0;
   uint64_t simhash_only_accepted_pairs = 0;
   LshJoinStats lsh_stats;                   // buckets of the LSH stage
+  bool spilled = false;                     // DedupOptions::spill
+  uint64_t spill_peak_bytes = 0;            // most bytes held in temporary files at once
   LshParameters lsh;                        // bands and rows used (0 when the stage was off)
   int max_distance = 0;                     // the k of the SimHash join (-1 when it was off)
   double verify_threshold = 0;              // the threshold used (0 = off)
@@ -176,14 +192,15 @@ using DedupProgress = std::function<void(const std::string& stage, uint64_t done
 
 // Runs the whole flow over `inputs`. Errors: unreadable inputs, bad options (InvalidArgument naming
 // the option), or, when reader.strict, the first malformed record.
-Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const DedupOptions& options,
-                             const DedupProgress& progress = nullptr);
+NEARDUP_EXPORT Result<DedupReport> RunDedup(const std::vector<std::string>& inputs,
+                                            const DedupOptions& options,
+                                            const DedupProgress& progress = nullptr);
 
 // Clusters `pair_count` pairs over `document_count` documents and picks the kept one of each
 // component (exposed for tests). `documents` supplies lengths, scores and fingerprints.
-void BuildClusters(const std::vector<DedupDocument>& documents,
-                   const std::vector<DuplicatePair>& pairs, KeepPolicy keep,
-                   std::vector<DedupCluster>* clusters, std::vector<bool>* removed);
+NEARDUP_EXPORT void BuildClusters(const std::vector<DedupDocument>& documents,
+                                  const std::vector<DuplicatePair>& pairs, KeepPolicy keep,
+                                  std::vector<DedupCluster>* clusters, std::vector<bool>* removed);
 
 struct DedupOutputOptions {
   // Directory for clusters.jsonl, keep.txt, remove.txt and summary.json; empty writes only the
@@ -202,10 +219,11 @@ struct DedupOutputOptions {
 
 // Writes the outputs of `report`. Every output path is checked first (AlreadyExists without
 // force, InvalidArgument for an input), so a refused run writes nothing. Errors name the file.
-Status WriteDedupOutputs(const DedupReport& report, const DedupOutputOptions& output);
+NEARDUP_EXPORT Status WriteDedupOutputs(const DedupReport& report,
+                                        const DedupOutputOptions& output);
 
 // The summary.json text of a report.
-std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* options);
+NEARDUP_EXPORT std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* options);
 
 // How a dedup run with `options` judges one pair of texts (what `neardup explain` prints).
 struct PairJudgement {
@@ -228,11 +246,12 @@ struct PairJudgement {
 
 // Judges two texts with the rule of a dedup run under `options`. Errors: bad options, or a text
 // that cannot be fingerprinted or shingled.
-Result<PairJudgement> JudgePair(std::string_view a, std::string_view b,
-                                const DedupOptions& options);
+NEARDUP_EXPORT Result<PairJudgement> JudgePair(std::string_view a, std::string_view b,
+                                               const DedupOptions& options);
 
 // Parses "first", "longest" or "field:NAME".
-Status ParseKeepPolicy(const std::string& text, KeepPolicy* policy, std::string* field);
+NEARDUP_EXPORT Status ParseKeepPolicy(const std::string& text, KeepPolicy* policy,
+                                      std::string* field);
 
 }  // namespace neardup
 

@@ -38,11 +38,12 @@
 #include <string_view>
 #include <vector>
 
+#include "neardup/export.h"
 #include "neardup/status.h"
 
 namespace neardup {
 
-struct DocumentReaderOptions {
+struct NEARDUP_EXPORT DocumentReaderOptions {
   // Field names are dotted paths into nested objects ("meta.id"); a key that itself contains a dot
   // is found too (the whole name is tried first).
   std::string id_field = "id";      // JSONL field holding the id (string or number)
@@ -107,7 +108,7 @@ inline constexpr const char* kFallbackMissingId = "missing_id";  // id absent, n
 inline constexpr const char* kFallbackMissingScore = "missing_score";
 inline constexpr const char* kFallbackNonNumericScore = "non_numeric_score";
 
-class DocumentReader {
+class NEARDUP_EXPORT DocumentReader {
  public:
   // Expands `inputs` (files, directories, "-") and opens the reader. NotFound names a missing
   // input; InvalidArgument if there is none.
@@ -173,10 +174,10 @@ class DocumentReader {
 };
 
 // True if `path` names a JSONL file (by extension, ignoring a trailing .gz / .zst / .xz).
-bool IsJsonlPath(std::string_view path);
+NEARDUP_EXPORT bool IsJsonlPath(std::string_view path);
 
 // True if `a` and `b` name the same existing file (same device and inode), whatever the path.
-bool IsSameFile(const std::string& a, const std::string& b);
+NEARDUP_EXPORT bool IsSameFile(const std::string& a, const std::string& b);
 
 }  // namespace neardup
 

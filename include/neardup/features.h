@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "neardup/export.h"
 #include "neardup/status.h"
 
 namespace neardup {
@@ -42,7 +43,7 @@ enum class Weighting {
   kUniform,        // every distinct feature weighs 1
 };
 
-struct FeatureOptions {
+struct NEARDUP_EXPORT FeatureOptions {
   Tokenizer tokenizer = Tokenizer::kAuto;
   // Word tokenizers: features are runs of `shingle_size` consecutive words (1 = single words).
   int shingle_size = 2;
@@ -81,7 +82,7 @@ inline double FeatureWeight(const FeatureOptions& options, double count, double 
   return options.weighting == Weighting::kTfIdf ? weight * idf : weight;
 }
 
-class FeatureExtractor {
+class NEARDUP_EXPORT FeatureExtractor {
  public:
   // Loads what the options need (jieba dictionary, IDF table). Fails with kNotFound /
   // kCorruption naming the file, or kInvalidArgument for an out-of-range option.
@@ -117,7 +118,7 @@ class FeatureExtractor {
 
 // Writes an IDF table learned from documents: idf(w) = ln(N / df(w)) over `document_count`
 // documents, one "word idf" line per word with df >= min_document_frequency, sorted by word.
-struct IdfTableBuilder {
+struct NEARDUP_EXPORT IdfTableBuilder {
   // Counts each distinct token of one document once.
   void AddDocument(const std::vector<std::string>& tokens);
   // Merges another builder's counts (for per-thread builders).

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "neardup/export.h"
 #include "neardup/status.h"
 
 namespace neardup {
@@ -36,16 +37,16 @@ inline int HammingDistance(const Fingerprint& a, const Fingerprint& b) {
 }
 
 // 16 or 32 lowercase hex digits, most significant first.
-std::string ToHex(const Fingerprint& fp);
+NEARDUP_EXPORT std::string ToHex(const Fingerprint& fp);
 // 64 or 128 characters of '0' and '1', most significant first.
-std::string ToBinary(const Fingerprint& fp);
+NEARDUP_EXPORT std::string ToBinary(const Fingerprint& fp);
 // The unsigned decimal value of a 64-bit fingerprint (the form some other libraries print).
-std::string ToDecimal(const Fingerprint& fp);
+NEARDUP_EXPORT std::string ToDecimal(const Fingerprint& fp);
 
 // Parses any form printed above: 16 or 32 hex digits (an optional "0x" prefix, either case),
 // 64 or 128 binary digits, or (64-bit only) a decimal number with a "d:" prefix.
 // The width follows from the digit count.
-Result<Fingerprint> ParseFingerprint(std::string_view text);
+NEARDUP_EXPORT Result<Fingerprint> ParseFingerprint(std::string_view text);
 
 }  // namespace neardup
 

@@ -31,6 +31,7 @@
 #include <string_view>
 #include <vector>
 
+#include "neardup/export.h"
 #include "neardup/features.h"
 #include "neardup/fingerprint.h"
 #include "neardup/simhash.h"
@@ -55,7 +56,18 @@ struct FingerprintOptions {
 };
 
 // The compatibility options of yanyiwu/simhash with `top_k` keywords.
-FingerprintOptions YanyiwuSimhashOptions(size_t top_k = 5);
+NEARDUP_EXPORT FingerprintOptions YanyiwuSimhashOptions(size_t top_k = 5);
+
+// The options that decide what a fingerprint means, as one canonical line of space-separated
+// key=value pairs ("profile=neardup bits=64 hash=xxh3 tokenizer=auto shingle=2 ..."), to record
+// beside stored fingerprints (StoreOptions::fingerprint_options). Values are percent-escaped
+// (space, '%', '=', control bytes). Options that never change the fingerprint of an accepted text
+// (fast_paths, replace_invalid_utf8, max_text_bytes) are left out.
+NEARDUP_EXPORT std::string FingerprintOptionsToString(const FingerprintOptions& options);
+
+// The inverse of FingerprintOptionsToString: keys not present keep their defaults.
+// InvalidArgument naming the key for an unknown key or a malformed value.
+NEARDUP_EXPORT Result<FingerprintOptions> ParseFingerprintOptions(std::string_view text);
 
 // A fingerprint with what it was computed from.
 struct FingerprintDetails {
@@ -73,7 +85,7 @@ struct FingerprintDetails {
   std::string normalized_text;
 };
 
-class Fingerprinter {
+class NEARDUP_EXPORT Fingerprinter {
  public:
   // Validates the options and loads dictionaries/tables. Errors name the option or file.
   static Result<std::unique_ptr<Fingerprinter>> Create(const FingerprintOptions& options);

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "neardup/export.h"
 #include "neardup/fingerprint.h"
 #include "neardup/status.h"
 
@@ -45,7 +46,7 @@ struct IndexSearchStats {
   uint64_t results = 0;     // neighbours returned
 };
 
-class HammingIndex {
+class NEARDUP_EXPORT HammingIndex {
  public:
   virtual ~HammingIndex() = default;
 

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "neardup/export.h"
 #include "neardup/status.h"
 
 namespace neardup {
@@ -32,7 +33,7 @@ struct IndexTableSpec {
   int key_bits = 0;
 };
 
-struct IndexDesign {
+struct NEARDUP_EXPORT IndexDesign {
   int bits = 64;            // fingerprint width
   int max_k = 3;            // exact for every k in [0, max_k]
   std::string description;  // e.g. "6 blocks (11,11,11,11,10,10), choose 3"
@@ -52,7 +53,7 @@ struct IndexDesign {
 
 // A memory budget for an index: total bytes, or bytes per fingerprint. When both are set the
 // smaller total wins; both 0 = unlimited.
-struct MemoryBudget {
+struct NEARDUP_EXPORT MemoryBudget {
   double bytes = 0;
   double bytes_per_fingerprint = 0;
   // Total bytes for n fingerprints (0 = unlimited).
@@ -63,36 +64,36 @@ struct MemoryBudget {
 
 // Parses a budget: "640000000", "640M", "1.5G" (bytes, K/M/G/T powers of 1024 allowed) or "128/fp"
 // (bytes per fingerprint); "0" or "unlimited" = no limit. InvalidArgument quoting the text.
-Result<MemoryBudget> ParseMemoryBudget(std::string_view text);
+NEARDUP_EXPORT Result<MemoryBudget> ParseMemoryBudget(std::string_view text);
 
 struct PlanRequest {
   int bits = 64;                   // 64 or 128
-  int k = 3;                       // largest query radius the index must answer exactly
+  int max_k = 3;                   // largest query radius the index must answer exactly
   double n = 1e6;                  // expected number of fingerprints
   double memory_budget_bytes = 0;  // total budget for the index; 0 = unlimited
 };
 
 // Every design the planner considers, sorted by bytes per fingerprint then cost.
 // InvalidArgument for bits not in {64,128}, k outside [0, bits/4] or n < 1.
-Result<std::vector<IndexDesign>> EnumerateIndexDesigns(const PlanRequest& request);
+NEARDUP_EXPORT Result<std::vector<IndexDesign>> EnumerateIndexDesigns(const PlanRequest& request);
 
 // The cheapest design (by cost_ns) fitting the memory budget; ResourceExhausted when none fits.
-Result<IndexDesign> PlanIndex(const PlanRequest& request);
+NEARDUP_EXPORT Result<IndexDesign> PlanIndex(const PlanRequest& request);
 
 // Designs on the memory/cost Pareto frontier, cheapest memory first: the design PlanIndex picks for
 // budgets from `bytes_per_fingerprint * n` up to the next entry's.
-std::vector<IndexDesign> ParetoFrontier(const std::vector<IndexDesign>& designs);
+NEARDUP_EXPORT std::vector<IndexDesign> ParetoFrontier(const std::vector<IndexDesign>& designs);
 
 // Number of leading key bits the prefix directory of a table of n fingerprints indexes.
-int DirectoryBitsFor(double n, int key_bits);
+NEARDUP_EXPORT int DirectoryBitsFor(double n, int key_bits);
 
 // The bit ranges of a table's 64-bit projection, in order: the key ranges, then the remaining bits
 // of the fingerprint in natural order, adjacent ranges merged, truncated to 64 bits in total.
-std::vector<BitRange> ProjectionRanges(const IndexTableSpec& table, int bits);
+NEARDUP_EXPORT std::vector<BitRange> ProjectionRanges(const IndexTableSpec& table, int bits);
 
 // True when the projection is the fingerprint itself (64 bits) or its high word (128 bits), so the
 // table can share the index's fingerprint-sorted row arrays instead of storing keys.
-bool IsIdentityProjection(const IndexTableSpec& table, int bits);
+NEARDUP_EXPORT bool IsIdentityProjection(const IndexTableSpec& table, int bits);
 
 }  // namespace neardup
 

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "neardup/export.h"
 #include "neardup/status.h"
 
 namespace neardup {
@@ -40,14 +41,14 @@ struct JiebaOptions {
 };
 
 // The directory of the python3-jieba package this build uses by default.
-std::string DefaultJiebaDirectory();
+NEARDUP_EXPORT std::string DefaultJiebaDirectory();
 
 // The one place that knows jieba's data layout: dict_path = dir/dict.txt, hmm_dir = dir/finalseg,
 // idf_path = dir/analyse/idf.txt (empty `dir`: DefaultJiebaDirectory()).
-JiebaOptions JiebaOptionsForDirectory(const std::string& dir);
+NEARDUP_EXPORT JiebaOptions JiebaOptionsForDirectory(const std::string& dir);
 
 // Segments text into words exactly as jieba 0.42.1 does. Immutable after Load; thread-safe.
-class JiebaSegmenter {
+class NEARDUP_EXPORT JiebaSegmenter {
  public:
   // Loads the dictionary, the HMM parameters and the user dictionaries of `options` (idf_path is
   // ignored here). Errors name the file and line of bad input.
@@ -104,7 +105,7 @@ struct TermCount {
 
 // TF-IDF keywords exactly as jieba.analyse.extract_tags(text, topK, withWeight=True) computes
 // them, on top of a JiebaSegmenter. Immutable after Load; thread-safe.
-class KeywordExtractor {
+class NEARDUP_EXPORT KeywordExtractor {
  public:
   // Loads the IDF table of `options.idf_path` (default analyse/idf.txt of python3-jieba) and uses
   // `segmenter` to cut texts.

@@ -37,6 +37,7 @@
 #include <span>
 #include <vector>
 
+#include "neardup/export.h"
 #include "neardup/status.h"
 
 namespace neardup {
@@ -51,7 +52,7 @@ struct LshParameters {
 
 // Probability that a pair of Jaccard similarity `jaccard` shares at least one band:
 // 1 - (1 - jaccard^rows)^bands (ignoring 32-bit key collisions). `jaccard` is clamped to [0, 1].
-double LshCandidateProbability(double jaccard, const LshParameters& parameters);
+NEARDUP_EXPORT double LshCandidateProbability(double jaccard, const LshParameters& parameters);
 
 struct LshPlanOptions {
   // P(candidate) at the threshold must reach this.
@@ -66,15 +67,17 @@ struct LshPlanOptions {
 // If no rows >= 1 reaches it, rows = 1 and the most bands that fit. InvalidArgument for a
 // threshold outside (0, 1) or max_signature < 1.
 // Example: threshold 0.5 -> 30 bands of 3 rows (P(0.5) = 0.982).
-Result<LshParameters> ChooseLshParameters(double threshold, const LshPlanOptions& options = {});
+NEARDUP_EXPORT Result<LshParameters> ChooseLshParameters(double threshold,
+                                                         const LshPlanOptions& options = {});
 
 // Expected number of candidate pairs among n documents when every pair of distinct documents has
 // Jaccard similarity `background_jaccard`: C(n, 2) * (1 - (1 - p)^bands) with
 // p = J^rows + (1 - J^rows) * 2^-32 (a band-key collision). Ignores the bucket window, so it is an
 // upper bound when buckets overflow. Add the duplicates' own pairs on top.
-double ExpectedCandidatePairs(double n, const LshParameters& parameters, double background_jaccard);
+NEARDUP_EXPORT double ExpectedCandidatePairs(double n, const LshParameters& parameters,
+                                             double background_jaccard);
 
-struct MinHashLshOptions {
+struct NEARDUP_EXPORT MinHashLshOptions {
   // Jaccard similarity of the verification shingles a duplicate pair must reach; (0, 1).
   double threshold = 0.5;
   // Both 0 (the default): ChooseLshParameters(threshold). Otherwise both >= 1, used as given.
@@ -87,10 +90,10 @@ struct MinHashLshOptions {
 };
 
 // The (bands, rows) `options` stand for; InvalidArgument naming the option when invalid.
-Result<LshParameters> ResolveLshParameters(const MinHashLshOptions& options);
+NEARDUP_EXPORT Result<LshParameters> ResolveLshParameters(const MinHashLshOptions& options);
 
 // Signatures and band keys of shingle sets.
-class MinHashLsh {
+class NEARDUP_EXPORT MinHashLsh {
  public:
   // InvalidArgument (naming the option) for a bad threshold, bands/rows or window.
   static Result<MinHashLsh> Create(const MinHashLshOptions& options);
@@ -133,15 +136,16 @@ struct LshPair {
 
 // The bucket rule: appends the pairs of one bucket whose document numbers are `members`, sorted
 // ascending and distinct (see the top of this file).
-void BucketPairs(std::span<const uint64_t> members, uint32_t window, std::vector<LshPair>* pairs);
+NEARDUP_EXPORT void BucketPairs(std::span<const uint64_t> members, uint32_t window,
+                                std::vector<LshPair>* pairs);
 
 // Pairs the bucket rule yields for a bucket of m members: all m(m-1)/2 up to window + 1 members,
 // then about m * window.
-uint64_t BucketPairCount(uint64_t members, uint32_t window);
+NEARDUP_EXPORT uint64_t BucketPairCount(uint64_t members, uint32_t window);
 
 // The band keys of documents 0, 1, 2, ... kept band-major (4 bytes per document and band), for
 // a single-process run of at most 2^32 documents.
-class BandKeyTable {
+class NEARDUP_EXPORT BandKeyTable {
  public:
   explicit BandKeyTable(int bands) : bands_(bands), keys_(bands) {}
   int bands() const { return bands_; }
@@ -150,6 +154,8 @@ class BandKeyTable {
   // a signature (it is then in no bucket).
   void Append(std::span<const uint32_t> keys);
   bool has_keys(size_t document) const { return has_keys_[document]; }
+  const std::vector<bool>& has_keys_bits() const { return has_keys_; }
+  std::span<const uint32_t> band_keys(int band) const { return keys_[band]; }
   uint32_t key(int band, size_t document) const { return keys_[band][document]; }
   void Reserve(size_t documents);
   // Memory held, in bytes.
@@ -174,8 +180,17 @@ struct LshJoinStats {
 // (key, document) records are radix-sorted and each bucket of equal keys yields BucketPairs.
 // Bands are processed on up to `threads` threads (<= 0: all cores), one band's records at a time
 // per thread (8 bytes per document each). The result does not depend on `threads`.
-std::vector<LshPair> LshCandidatePairs(const BandKeyTable& table, uint32_t window, int threads,
-                                       LshJoinStats* stats = nullptr);
+NEARDUP_EXPORT std::vector<LshPair> LshCandidatePairs(const BandKeyTable& table, uint32_t window,
+                                                      int threads, LshJoinStats* stats = nullptr);
+
+// One band's step of LshCandidatePairs, for callers that keep the band keys elsewhere (dedup
+// spills them to disk): the distinct pairs, packed a << 32 | b and sorted, that the bucket rule
+// yields over documents 0 .. keys.size() - 1 whose key in this band is keys[d] (documents with
+// has_keys[d] false are in no bucket). Adds to `stats` (all fields but candidate_pairs).
+// `records` and `scratch` are work buffers (8 bytes per document each), reusable across calls.
+void LshBandPairs(std::span<const uint32_t> keys, const std::vector<bool>& has_keys,
+                  uint32_t window, std::vector<uint64_t>* pairs, LshJoinStats* stats,
+                  std::vector<uint64_t>* records, std::vector<uint64_t>* scratch);
 
 }  // namespace neardup
 

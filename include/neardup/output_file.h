@@ -13,11 +13,12 @@
 #include <string_view>
 #include <vector>
 
+#include "neardup/export.h"
 #include "neardup/status.h"
 
 namespace neardup {
 
-struct OutputFileOptions {
+struct NEARDUP_EXPORT OutputFileOptions {
   // Replace an existing file (never one of `inputs`).
   bool force = false;
   // The files the command reads (as expanded by DocumentReader::files(); "-" is ignored).
@@ -26,9 +27,9 @@ struct OutputFileOptions {
 
 // Checks that `path` may be written: InvalidArgument if it is one of the inputs (even with
 // force) or a directory, AlreadyExists if it exists and !force. "-" always passes.
-Status CheckOutputPath(const std::string& path, const OutputFileOptions& options);
+NEARDUP_EXPORT Status CheckOutputPath(const std::string& path, const OutputFileOptions& options);
 
-class OutputFile {
+class NEARDUP_EXPORT OutputFile {
  public:
   // Checks `path` (CheckOutputPath) and opens a temporary file beside it.
   static Result<std::unique_ptr<OutputFile>> Create(const std::string& path,
@@ -55,8 +56,8 @@ class OutputFile {
 };
 
 // Creates `path`, writes `bytes` and commits, in one call.
-Status WriteOutputFile(const std::string& path, std::string_view bytes,
-                       const OutputFileOptions& options);
+NEARDUP_EXPORT Status WriteOutputFile(const std::string& path, std::string_view bytes,
+                                      const OutputFileOptions& options);
 
 }  // namespace neardup
 

@@ -28,6 +28,7 @@
 #include <mutex>
 #include <optional>
 
+#include "neardup/export.h"
 #include "neardup/hamming_index.h"
 #include "neardup/index_planner.h"
 
@@ -54,7 +55,7 @@ struct PermutedIndexStats {
   size_t memory_bytes = 0;  // bytes held by segments (ids, fingerprints, tables, directories)
 };
 
-class PermutedIndex : public HammingIndex {
+class NEARDUP_EXPORT PermutedIndex : public HammingIndex {
  public:
   // Plans (or takes) a design and returns an empty index. InvalidArgument for bad options.
   static Result<std::unique_ptr<PermutedIndex>> Create(const PermutedIndexOptions& options);

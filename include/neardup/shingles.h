@@ -18,12 +18,13 @@
 #include <string_view>
 #include <vector>
 
+#include "neardup/export.h"
 #include "neardup/status.h"
 #include "neardup/text.h"
 
 namespace neardup {
 
-class ShingleSimilarity {
+class NEARDUP_EXPORT ShingleSimilarity {
  public:
   // traditional_to_simplified: fold Chinese script variants before shingling.
   static Result<std::unique_ptr<ShingleSimilarity>> Create(bool traditional_to_simplified);

@@ -13,6 +13,7 @@
 #include <span>
 #include <string_view>
 
+#include "neardup/export.h"
 #include "neardup/features.h"
 #include "neardup/fingerprint.h"
 #include "neardup/status.h"
@@ -33,10 +34,11 @@ struct FeatureHashValue {
 // Hashes one feature for a `bits`-wide SimHash. kXxh3: XXH3_64bits in lo for 64 bits,
 // XXH3_128bits for 128. kJenkinsLookup3: lo = (c << 32) | b of hashlittle2 with seeds 0, 0; for
 // 128 bits hi is the same with seeds 0x9e3779b9, 0x7f4a7c15.
-FeatureHashValue HashFeature(std::string_view feature, FeatureHash hash, int bits = 64);
+NEARDUP_EXPORT FeatureHashValue HashFeature(std::string_view feature, FeatureHash hash,
+                                            int bits = 64);
 
 // Per-bit weighted vote counter. Add() is a branch-free loop the compiler vectorises.
-class SimHashAccumulator {
+class NEARDUP_EXPORT SimHashAccumulator {
  public:
   explicit SimHashAccumulator(int bits = 64);
   // Adds one feature hash with weight `weight` (a hash's bits beyond `bits` are ignored).
@@ -56,11 +58,12 @@ class SimHashAccumulator {
 
 // SimHash of already-hashed 64-bit features: hashes[i] weighs weights[i]. Sizes must match
 // (kInvalidArgument otherwise).
-Result<Fingerprint> SimHash64(std::span<const uint64_t> hashes, std::span<const double> weights);
+NEARDUP_EXPORT Result<Fingerprint> SimHash64(std::span<const uint64_t> hashes,
+                                             std::span<const double> weights);
 
 // SimHash of weighted features, `bits` 64 or 128 (kInvalidArgument otherwise).
-Result<Fingerprint> SimHashFeatures(std::span<const WeightedFeature> features, int bits,
-                                    FeatureHash hash = FeatureHash::kXxh3);
+NEARDUP_EXPORT Result<Fingerprint> SimHashFeatures(std::span<const WeightedFeature> features,
+                                                   int bits, FeatureHash hash = FeatureHash::kXxh3);
 
 }  // namespace neardup
 

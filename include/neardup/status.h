@@ -12,6 +12,8 @@
 #include <string_view>
 #include <utility>
 
+#include "neardup/export.h"
+
 namespace neardup {
 
 enum class StatusCode {
@@ -28,9 +30,9 @@ enum class StatusCode {
 };
 
 // Returns a short stable name for `code`, such as "InvalidArgument".
-const char* StatusCodeName(StatusCode code);
+NEARDUP_EXPORT const char* StatusCodeName(StatusCode code);
 
-class Status {
+class NEARDUP_EXPORT Status {
  public:
   Status() = default;  // ok
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}

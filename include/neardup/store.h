@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "neardup/export.h"
 #include "neardup/fingerprint.h"
 #include "neardup/index_planner.h"
 #include "neardup/status.h"
@@ -48,7 +49,7 @@ enum class SyncMode {
   kNone,
 };
 
-struct StoreOptions {
+struct NEARDUP_EXPORT StoreOptions {
   // Create the directory/store if it does not exist. If false, Open fails with NotFound.
   bool create_if_missing = true;
   // Fail with AlreadyExists if a store is already there.
@@ -124,9 +125,9 @@ enum class StoreState {
   kClosed,    // Close() was called
 };
 // "ok", "degraded" or "closed".
-const char* StoreStateName(StoreState state);
+NEARDUP_EXPORT const char* StoreStateName(StoreState state);
 
-struct StoreHealth {
+struct NEARDUP_EXPORT StoreHealth {
   StoreState state = StoreState::kOk;
   std::string reason;  // the error that made the store degraded (names the file); empty if ok
   uint64_t write_errors = 0;  // failed log/segment/MANIFEST writes since open
@@ -163,7 +164,7 @@ struct DocumentInput {
   std::string_view metadata;
 };
 
-class DocumentStore {
+class NEARDUP_EXPORT DocumentStore {
  public:
   // Opens (or creates, per options) the store in directory `dir`. Replays the log; a torn final
   // log record (from a crash mid-write) is detected by its checksum and truncated. Any other
@@ -224,7 +225,7 @@ struct RecoveryReport {
 // Salvages what is intact in a damaged store directory: keeps every segment whose checksum holds,
 // salvages the readable entries of damaged segments, replays the log up to its first bad record,
 // and writes a fresh MANIFEST and segment. Damaged files are renamed to *.corrupt, never deleted.
-Result<RecoveryReport> RecoverStore(const std::string& dir);
+NEARDUP_EXPORT Result<RecoveryReport> RecoverStore(const std::string& dir);
 
 }  // namespace neardup
 

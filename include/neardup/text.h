@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "neardup/export.h"
 #include "neardup/status.h"
 
 namespace neardup {
@@ -46,7 +47,7 @@ struct NormalizeOptions {
   bool fast_paths = true;
 };
 
-class TextNormalizer {
+class NEARDUP_EXPORT TextNormalizer {
  public:
   // Builds a normalizer; fails (kNotFound / kInvalidArgument) if the OpenCC configuration cannot
   // be loaded while traditional_to_simplified is on.
@@ -73,14 +74,14 @@ class TextNormalizer {
 
 // Markup stripping on its own: removes tags, comments, <script>/<style> content and decodes
 // entities. Input must be valid UTF-8; the output is valid UTF-8.
-std::string StripMarkup(std::string_view html);
+NEARDUP_EXPORT std::string StripMarkup(std::string_view html);
 // The same, writing into *out (replacing its contents; its capacity is reused).
-void StripMarkupTo(std::string_view html, std::string* out);
+NEARDUP_EXPORT void StripMarkupTo(std::string_view html, std::string* out);
 
 // Whitespace folding on its own (see NormalizeOptions::fold_whitespace). Input must be valid UTF-8.
-std::string FoldWhitespace(std::string_view text);
+NEARDUP_EXPORT std::string FoldWhitespace(std::string_view text);
 // The same, writing into *out (replacing its contents; its capacity is reused).
-void FoldWhitespaceTo(std::string_view text, std::string* out);
+NEARDUP_EXPORT void FoldWhitespaceTo(std::string_view text, std::string* out);
 
 }  // namespace neardup
 

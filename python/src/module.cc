@@ -22,6 +22,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cli/dedup_flags.h"
@@ -45,9 +46,25 @@ namespace {
 // ---- errors
 // ---------------------------------------------------------------------------------------
 
+// The library names its options; a Python caller gave them as these keyword arguments.
+std::string WithKeywordNames(std::string message) {
+  static const std::pair<const char*, const char*> kKeywords[] = {
+      {"keep policy: ", "keep: "},
+      {"keep_field: the field keep policy", "keep='field:NAME'"},
+      {"verify_threshold must", "verify must"},
+      {"max_distance must be in", "k must be in"},
+      {" (OutputFileOptions::force replaces it)", ""},
+  };
+  for (const auto& [library, keyword] : kKeywords) {
+    const size_t at = message.find(library);
+    if (at != std::string::npos) message.replace(at, std::string_view(library).size(), keyword);
+  }
+  return message;
+}
+
 [[noreturn]] void Throw(const Status& status, std::string_view context = {}) {
-  std::string message =
-      context.empty() ? status.message() : std::string(context) + ": " + status.message();
+  std::string message = WithKeywordNames(
+      context.empty() ? status.message() : std::string(context) + ": " + status.message());
   switch (status.code()) {
     case StatusCode::kNotFound:
       PyErr_SetString(PyExc_FileNotFoundError, message.c_str());

@@ -114,7 +114,7 @@ def test_unencodable_text_is_skipped_not_raised():
 
 
 def test_dedup_errors():
-    with pytest.raises(ValueError, match="--keep"):
+    with pytest.raises(ValueError, match="keep: expected"):
         neardup.dedup([("a", "x")], keep="best")
     with pytest.raises(ValueError, match="-k"):
         neardup.dedup([("a", "x")], k=40)

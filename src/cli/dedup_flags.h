@@ -26,6 +26,8 @@ struct DedupFlags {
   int rows = 0;
   uint32_t bucket_window = DedupOptions().lsh.bucket_window;
   std::string candidates = "lsh";
+  std::string temp_dir;
+  bool in_memory = false;
 
   // Declares the flags on `app` (not the INPUT... arguments). `with_keep` adds --keep (dedup
   // only).
@@ -55,6 +57,12 @@ struct DedupFlags {
                       "which document of a cluster to keep: first (first in input order) | "
                       "longest (longest normalised text) | field:NAME (highest numeric field)");
     }
+    app->add_option("--temp-dir", temp_dir,
+                    "directory for the run's temporary files (band keys, candidate pairs, "
+                    "shingles; unlinked at once, so never left behind; default: $TMPDIR or /tmp)");
+    app->add_flag("--in-memory", in_memory,
+                  "keep band keys, candidate pairs and shingles in memory instead of temporary "
+                  "files (same result, more memory)");
     app->add_option("--verify", verify,
                     "drop candidate pairs whose shingle Jaccard is below this (default: "
                     "--threshold; 0 = no verification)");
@@ -86,6 +94,8 @@ struct DedupFlags {
     }
     options->verify_threshold = verify;
     options->threads = input.threads;
+    options->spill = !in_memory;
+    options->temp_directory = temp_dir;
     input.ToReaderOptions(&options->reader);
     options->reader.allow_invalid_utf8_text = fingerprint.replace_invalid;
     return Status::Ok();

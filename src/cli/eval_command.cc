@@ -14,8 +14,8 @@
 #include "cli/dedup_flags.h"
 #include "cli/report.h"
 #include "common/parallel.h"
+#include "eval/eval.h"
 #include "neardup/dedup.h"
-#include "neardup/eval.h"
 #include "neardup/output_file.h"
 #include "neardup/shingles.h"
 
@@ -59,13 +59,9 @@ struct Method {
   EvalScores scores;
 };
 
-int RunEval(const EvalArgs& args) {
-  DedupOptions options;
-  Status status = args.flags.ToOptions(&options);
-  if (!status.ok()) {
-    PrintError(status);
-    return kExitUsage;
-  }
+// The dedup inputs: the corpus folder's .jsonl files (sorted), the devpairs documents and any
+// extra inputs.
+Result<std::vector<std::string>> EvalInputs(const EvalArgs& args) {
   namespace fs = std::filesystem;
   std::vector<std::string> inputs;
   std::error_code error;
@@ -73,258 +69,330 @@ int RunEval(const EvalArgs& args) {
     if (entry.path().extension() == ".jsonl") inputs.push_back(entry.path().string());
   }
   if (error) {
-    PrintError(args.corpus_dir + ": cannot list: " + error.message() +
-               " (set --corpus, or NEARDUP_SHARED to the shared data folder)");
-    return kExitFailure;
+    return Status::IoError(args.corpus_dir + ": cannot list: " + error.message() +
+                           " (set --corpus, or NEARDUP_SHARED to the shared data folder)");
   }
-  if (inputs.empty()) {
-    PrintError(args.corpus_dir + ": no .jsonl files in this folder");
-    return kExitFailure;
-  }
+  if (inputs.empty()) return Status::NotFound(args.corpus_dir + ": no .jsonl files in this folder");
   std::sort(inputs.begin(), inputs.end());
   inputs.push_back((fs::path(args.devpairs_dir) / "docs.jsonl").string());
   inputs.insert(inputs.end(), args.extra_inputs.begin(), args.extra_inputs.end());
-  auto pairs = ReadLabelledPairs((fs::path(args.devpairs_dir) / "pairs.tsv").string());
-  if (!pairs.ok()) {
-    PrintError(pairs.status());
-    return kExitFailure;
-  }
+  return inputs;
+}
 
-  WarningPrinter warnings;
-  options.reader.on_warning = warnings.Callback();
-  auto report = RunDedup(inputs, options);
-  options.reader.on_warning = nullptr;  // the texts are read again below: warned once
-  if (!report.ok()) {
-    PrintError(report.status());
-    return kExitFailure;
+// Everything the report is made from.
+struct EvalRun {
+  DedupOptions options;
+  DedupReport report;
+  std::vector<LabelledPair> pairs;
+  std::unordered_map<std::string, uint32_t> index_of;  // document id -> report->documents index
+  std::vector<bool> found;                             // both documents of pair i were read
+  std::vector<Method> methods;  // dedup cluster, dedup pair, longest sentences, shingle Jaccard
+};
+
+// The baselines' inputs for each labelled document: shingles and longest-sentences signature.
+struct Baselines {
+  std::unordered_map<std::string, uint32_t> slot;  // labelled document id -> index below
+  std::vector<std::vector<uint64_t>> shingles;
+  std::vector<uint64_t> signatures;
+};
+
+// Reads the labelled documents' texts again and computes the baselines' inputs.
+Result<Baselines> ComputeBaselines(const std::vector<std::string>& inputs, const EvalRun& run) {
+  Baselines result;
+  for (const LabelledPair& pair : run.pairs) {
+    result.slot.try_emplace(pair.id_a, result.slot.size());
+    result.slot.try_emplace(pair.id_b, result.slot.size());
   }
-  const auto& documents = report->documents;
-  std::unordered_map<std::string, uint32_t> index_of;
-  for (uint32_t i = 0; i < documents.size(); ++i) index_of.try_emplace(documents[i].id, i);
+  std::vector<std::string> texts(result.slot.size());
+  std::vector<bool> have_text(result.slot.size(), false);
+  auto reader = DocumentReader::Open(inputs, run.options.reader);
+  if (!reader.ok()) return reader.status();
+  Document doc;
+  for (;;) {
+    auto got = (*reader)->Next(&doc);
+    if (!got.ok() || !*got) break;
+    auto it = result.slot.find(doc.id);
+    if (it != result.slot.end() && !have_text[it->second]) {
+      texts[it->second] = std::move(doc.text);
+      have_text[it->second] = true;
+    }
+  }
+  auto shingler =
+      ShingleSimilarity::Create(run.options.fingerprint.normalize.traditional_to_simplified);
+  if (!shingler.ok()) return shingler.status();
+  result.shingles.resize(texts.size());
+  result.signatures.resize(texts.size());
+  ParallelFor(texts.size(), run.options.threads, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      if (!(*shingler)->Shingles(texts[i], &result.shingles[i]).ok()) result.shingles[i].clear();
+      result.signatures[i] = LongestSentencesSignature(texts[i]);
+    }
+  });
+  return result;
+}
+
+// Which labelled pairs each method flags, then their scores.
+Status FlagAndScore(const Baselines& baselines, double jaccard_threshold, EvalRun* run) {
+  const std::vector<DedupDocument>& documents = run->report.documents;
+  for (uint32_t i = 0; i < documents.size(); ++i) run->index_of.try_emplace(documents[i].id, i);
   std::vector<int64_t> cluster_of(documents.size(), -1);
-  for (const DedupCluster& cluster : report->clusters) {
+  for (const DedupCluster& cluster : run->report.clusters) {
     cluster_of[cluster.kept] = static_cast<int64_t>(cluster.cluster_id);
     for (const ClusterMember& member : cluster.removed) {
       cluster_of[member.document] = static_cast<int64_t>(cluster.cluster_id);
     }
   }
   std::set<std::pair<uint32_t, uint32_t>> accepted;
-  for (const DuplicatePair& pair : report->pairs) accepted.insert({pair.a, pair.b});
+  for (const DuplicatePair& pair : run->report.pairs) accepted.insert({pair.a, pair.b});
 
-  // The labelled documents' texts, for the baselines.
-  std::unordered_map<std::string, uint32_t> needed;  // id -> slot
-  for (const LabelledPair& pair : *pairs) {
-    needed.try_emplace(pair.id_a, needed.size());
-    needed.try_emplace(pair.id_b, needed.size());
-  }
-  std::vector<std::string> texts(needed.size());
-  std::vector<bool> have_text(needed.size(), false);
-  {
-    auto reader = DocumentReader::Open(inputs, options.reader);
-    if (!reader.ok()) {
-      PrintError(reader.status());
-      return kExitFailure;
-    }
-    Document doc;
-    for (;;) {
-      auto got = (*reader)->Next(&doc);
-      if (!got.ok() || !*got) break;
-      auto it = needed.find(doc.id);
-      if (it != needed.end() && !have_text[it->second]) {
-        texts[it->second] = std::move(doc.text);
-        have_text[it->second] = true;
-      }
-    }
-  }
-  auto shingler =
-      ShingleSimilarity::Create(options.fingerprint.normalize.traditional_to_simplified);
-  if (!shingler.ok()) {
-    PrintError(shingler.status());
-    return kExitFailure;
-  }
-  std::vector<std::vector<uint64_t>> shingles(texts.size());
-  std::vector<uint64_t> signatures(texts.size());
-  ParallelFor(texts.size(), options.threads, [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) {
-      if (!(*shingler)->Shingles(texts[i], &shingles[i]).ok()) shingles[i].clear();
-      signatures[i] = LongestSentencesSignature(texts[i]);
-    }
-  });
-
-  const size_t n = pairs->size();
-  std::vector<bool> found(n);
-  Method cluster{"dedup: same cluster", std::vector<bool>(n), {}};
-  Method pair_level{"dedup: candidate pair (+verified)", std::vector<bool>(n), {}};
-  Method longest{"longest-3-sentences signature", std::vector<bool>(n), {}};
-  Method jaccard{
-      "exact shingle Jaccard >= " + Fixed(args.jaccard_threshold), std::vector<bool>(n), {}};
+  const size_t n = run->pairs.size();
+  run->found.assign(n, false);
+  run->methods = {
+      {"dedup: same cluster", std::vector<bool>(n), {}},
+      {"dedup: candidate pair (+verified)", std::vector<bool>(n), {}},
+      {"longest-3-sentences signature", std::vector<bool>(n), {}},
+      {"exact shingle Jaccard >= " + Fixed(jaccard_threshold), std::vector<bool>(n), {}}};
   for (size_t i = 0; i < n; ++i) {
-    const LabelledPair& pair = (*pairs)[i];
-    auto a = index_of.find(pair.id_a);
-    auto b = index_of.find(pair.id_b);
-    found[i] = a != index_of.end() && b != index_of.end();
-    if (!found[i]) continue;
+    const LabelledPair& pair = run->pairs[i];
+    auto a = run->index_of.find(pair.id_a);
+    auto b = run->index_of.find(pair.id_b);
+    run->found[i] = a != run->index_of.end() && b != run->index_of.end();
+    if (!run->found[i]) continue;
     uint32_t x = std::min(a->second, b->second), y = std::max(a->second, b->second);
-    cluster.flagged[i] = cluster_of[x] >= 0 && cluster_of[x] == cluster_of[y];
-    pair_level.flagged[i] = accepted.count({x, y}) > 0;
-    uint32_t sa = needed[pair.id_a], sb = needed[pair.id_b];
-    longest.flagged[i] = signatures[sa] != 0 && signatures[sa] == signatures[sb];
-    jaccard.flagged[i] =
-        ShingleSimilarity::Jaccard(shingles[sa], shingles[sb]) >= args.jaccard_threshold;
+    run->methods[0].flagged[i] = cluster_of[x] >= 0 && cluster_of[x] == cluster_of[y];
+    run->methods[1].flagged[i] = accepted.count({x, y}) > 0;
+    uint32_t sa = baselines.slot.at(pair.id_a), sb = baselines.slot.at(pair.id_b);
+    run->methods[2].flagged[i] =
+        baselines.signatures[sa] != 0 && baselines.signatures[sa] == baselines.signatures[sb];
+    run->methods[3].flagged[i] =
+        ShingleSimilarity::Jaccard(baselines.shingles[sa], baselines.shingles[sb]) >=
+        jaccard_threshold;
   }
-  {
-    uint64_t unknown = 0;
-    std::set<std::string> unknown_labels;
-    for (const LabelledPair& pair : *pairs) {
-      if (ClassifyLabel(pair.label) == LabelClass::kUnknown) {
-        ++unknown;
-        unknown_labels.insert(pair.label);
-      }
-    }
-    if (unknown > 0) {
-      std::string names;
-      for (const std::string& label : unknown_labels) names += (names.empty() ? "" : ", ") + label;
-      PrintWarning(Count(unknown, "labelled pair") + " with unknown labels (" + names +
-                   ") are reported per label but not scored");
+  for (Method& method : run->methods) {
+    auto scores = ScorePairs(run->pairs, method.flagged, run->found);
+    if (!scores.ok()) return scores.status();
+    method.scores = std::move(*scores);
+  }
+  return Status::Ok();
+}
+
+void WarnUnknownLabels(const std::vector<LabelledPair>& pairs) {
+  uint64_t unknown = 0;
+  std::set<std::string> unknown_labels;
+  for (const LabelledPair& pair : pairs) {
+    if (ClassifyLabel(pair.label) == LabelClass::kUnknown) {
+      ++unknown;
+      unknown_labels.insert(pair.label);
     }
   }
-  std::vector<Method*> methods = {&cluster, &pair_level, &longest, &jaccard};
-  for (Method* method : methods) {
-    auto scores = ScorePairs(*pairs, method->flagged, found);
-    if (!scores.ok()) {
-      PrintError(scores.status());
-      return kExitFailure;
-    }
-    method->scores = std::move(*scores);
+  if (unknown > 0) {
+    std::string names;
+    for (const std::string& label : unknown_labels) names += (names.empty() ? "" : ", ") + label;
+    PrintWarning(Count(unknown, "labelled pair") + " with unknown labels (" + names +
+                 ") are reported per label but not scored");
+  }
+}
+
+// Runs dedup over the inputs and scores every labelled pair with dedup and the baselines.
+Result<EvalRun> RunAndScore(const EvalArgs& args, DedupOptions options) {
+  auto inputs = EvalInputs(args);
+  if (!inputs.ok()) return inputs.status();
+  auto pairs = ReadLabelledPairs((std::filesystem::path(args.devpairs_dir) / "pairs.tsv").string());
+  if (!pairs.ok()) return pairs.status();
+  EvalRun run;
+  run.pairs = std::move(*pairs);
+  WarningPrinter warnings;
+  options.reader.on_warning = warnings.Callback();
+  auto report = RunDedup(*inputs, options);
+  options.reader.on_warning = nullptr;  // the texts are read again below: warned once
+  if (!report.ok()) return report.status();
+  run.report = std::move(*report);
+  run.options = std::move(options);
+  auto baselines = ComputeBaselines(*inputs, run);
+  if (!baselines.ok()) return baselines.status();
+  NEARDUP_RETURN_IF_ERROR(FlagAndScore(*baselines, args.jaccard_threshold, &run));
+  WarnUnknownLabels(run.pairs);
+  const PairCounts& overall = run.methods[0].scores.overall;
+  if (overall.positives + overall.negatives == 0) {
+    return Status::InvalidArgument(
+        "no labelled pair could be scored: " + Count(overall.missing, "pair") +
+        " name documents not in the inputs, the rest " +
+        "have graded or unknown labels (pairs.tsv format: see neardup eval --help)");
+  }
+  return run;
+}
+
+// The report's markdown, a section at a time.
+class EvalMarkdown {
+ public:
+  EvalMarkdown(const EvalArgs& args, const EvalRun& run) : args_(args), run_(run) {}
+
+  std::string Build() {
+    Settings();
+    Overall();
+    PerLabel();
+    Distances();
+    if (args_.per_set) PerSet();
+    Line("");
+    Line("Dedup run time: " + Fixed(run_.report.total_seconds) + " s over " +
+         std::to_string(run_.report.documents.size()) + " documents.");
+    return md_;
   }
 
-  {
-    const PairCounts& overall = cluster.scores.overall;
-    if (overall.positives + overall.negatives == 0) {
-      PrintError("no labelled pair could be scored: " + Count(overall.missing, "pair") +
-                 " name documents not in the inputs, the rest " +
-                 "have graded or unknown labels (pairs.tsv format: see neardup eval --help)");
-      return kExitFailure;
+ private:
+  void Line(const std::string& text) { md_ += text + "\n"; }
+
+  void Settings() {
+    const DedupOptions& options = run_.options;
+    const DedupReport& report = run_.report;
+    const FingerprintFlags& fingerprint = args_.flags.fingerprint;
+    Line("Dedup settings: bits=" + std::to_string(options.fingerprint.bits) + ", threshold=" +
+         Fixed(options.lsh.threshold) + ", LSH bands x rows=" + std::to_string(report.lsh.bands) +
+         "x" + std::to_string(report.lsh.rows) + ", SimHash join k=" +
+         (report.max_distance >= 0 ? std::to_string(report.max_distance) : std::string("off")) +
+         ", tokenizer=" + fingerprint.tokenizer + ", weighting=" +
+         (fingerprint.weighting.empty() ? std::string("tf") : fingerprint.weighting) +
+         ", top-k=" + std::to_string(options.fingerprint.features.top_k) +
+         ", shingle=" + std::to_string(options.fingerprint.features.shingle_size) +
+         ", verify=" + Fixed(report.verify_threshold) +
+         ", t2s=" + (options.fingerprint.normalize.traditional_to_simplified ? "on" : "off") +
+         ", strip-markup=" + (options.fingerprint.normalize.strip_markup ? "on" : "off"));
+    Line("");
+    Line("Documents: " + std::to_string(report.documents.size()) + " (" +
+         std::to_string(report.text_bytes / 1000000) +
+         " MB), candidate pairs: " + std::to_string(report.candidate_pairs) + " (LSH " +
+         std::to_string(report.lsh_candidate_pairs) + ", SimHash join " +
+         std::to_string(report.simhash_candidate_pairs) + ")" +
+         ", accepted pairs: " + std::to_string(report.pairs.size()) +
+         ", clusters: " + std::to_string(report.clusters.size()) +
+         ", removed: " + std::to_string(report.removed_count()) +
+         ", labelled pairs: " + std::to_string(run_.pairs.size()) +
+         " (missing: " + std::to_string(run_.methods[0].scores.overall.missing) + ")");
+  }
+
+  void Overall() {
+    Line("");
+    Line("### Overall (positive + negative labels)");
+    Line("");
+    Line("| method | precision | recall | F1 | false-positive rate | after-normalisation recall |");
+    Line("|---|---|---|---|---|---|");
+    for (const Method& method : run_.methods) {
+      const PairCounts& o = method.scores.overall;
+      const bool any_flagged = o.flagged_positives + o.flagged_negatives > 0;
+      Line("| " + method.name + " | " + (any_flagged ? Fixed(o.precision()) : "n/a") + " | " +
+           (o.positives > 0 ? Fixed(o.recall()) : "n/a") + " | " +
+           (any_flagged && o.positives > 0 ? Fixed(o.f1()) : "n/a") + " | " +
+           (o.negatives > 0 ? Percent(o.false_positive_rate()) : "n/a") + " | " +
+           Fixed(method.scores.after_normalisation.recall()) + " (" +
+           std::to_string(method.scores.after_normalisation.flagged_positives) + "/" +
+           std::to_string(method.scores.after_normalisation.positives) + ") |");
     }
   }
-  std::string md;
-  auto line = [&md](const std::string& text) { md += text + "\n"; };
-  line("Dedup settings: bits=" + std::to_string(options.fingerprint.bits) + ", threshold=" +
-       Fixed(options.lsh.threshold) + ", LSH bands x rows=" + std::to_string(report->lsh.bands) +
-       "x" + std::to_string(report->lsh.rows) + ", SimHash join k=" +
-       (report->max_distance >= 0 ? std::to_string(report->max_distance) : std::string("off")) +
-       ", tokenizer=" + args.flags.fingerprint.tokenizer + ", weighting=" +
-       (args.flags.fingerprint.weighting.empty() ? std::string("tf")
-                                                 : args.flags.fingerprint.weighting) +
-       ", top-k=" + std::to_string(options.fingerprint.features.top_k) +
-       ", shingle=" + std::to_string(options.fingerprint.features.shingle_size) +
-       ", verify=" + Fixed(report->verify_threshold) +
-       ", t2s=" + (options.fingerprint.normalize.traditional_to_simplified ? "on" : "off") +
-       ", strip-markup=" + (options.fingerprint.normalize.strip_markup ? "on" : "off"));
-  line("");
-  line("Documents: " + std::to_string(documents.size()) + " (" +
-       std::to_string(report->text_bytes / 1000000) +
-       " MB), candidate pairs: " + std::to_string(report->candidate_pairs) + " (LSH " +
-       std::to_string(report->lsh_candidate_pairs) + ", SimHash join " +
-       std::to_string(report->simhash_candidate_pairs) + ")" +
-       ", accepted pairs: " + std::to_string(report->pairs.size()) +
-       ", clusters: " + std::to_string(report->clusters.size()) + ", removed: " +
-       std::to_string(report->removed_count()) + ", labelled pairs: " + std::to_string(n) +
-       " (missing: " + std::to_string(cluster.scores.overall.missing) + ")");
-  line("");
-  line("### Overall (positive + negative labels)");
-  line("");
-  line("| method | precision | recall | F1 | false-positive rate | after-normalisation recall |");
-  line("|---|---|---|---|---|---|");
-  for (Method* method : methods) {
-    const PairCounts& o = method->scores.overall;
-    const bool any_flagged = o.flagged_positives + o.flagged_negatives > 0;
-    line("| " + method->name + " | " + (any_flagged ? Fixed(o.precision()) : "n/a") + " | " +
-         (o.positives > 0 ? Fixed(o.recall()) : "n/a") + " | " +
-         (any_flagged && o.positives > 0 ? Fixed(o.f1()) : "n/a") + " | " +
-         (o.negatives > 0 ? Percent(o.false_positive_rate()) : "n/a") + " | " +
-         Fixed(method->scores.after_normalisation.recall()) + " (" +
-         std::to_string(method->scores.after_normalisation.flagged_positives) + "/" +
-         std::to_string(method->scores.after_normalisation.positives) + ") |");
-  }
-  line("");
-  line("### Per label: fraction of pairs flagged");
-  line("");
-  line(
-      "Positive labels: the fraction is the recall. Negative labels: it is the false-positive "
-      "rate. "
-      "Graded and after-normalisation labels: reported only.");
-  line("");
-  std::string header = "| label | class | pairs |";
-  std::string rule = "|---|---|---|";
-  for (Method* method : methods) {
-    header += " " + method->name + " |";
-    rule += "---|";
-  }
-  line(header);
-  line(rule);
-  for (const auto& [label, counts] : cluster.scores.by_label) {
-    LabelClass label_class = ClassifyLabel(label);
-    std::string row = "| " + label + " | " + LabelClassName(label_class) + " | ";
-    uint64_t total = counts.positives + counts.negatives + counts.graded;
-    row += std::to_string(total) + " |";
-    for (Method* method : methods) {
-      const PairCounts& c = method->scores.by_label[label];
-      double rate = label_class == LabelClass::kPositive   ? c.recall()
-                    : label_class == LabelClass::kNegative ? c.false_positive_rate()
-                                                           : c.graded_flag_rate();
-      row += " " + Percent(rate) + " |";
+
+  void PerLabel() {
+    Line("");
+    Line("### Per label: fraction of pairs flagged");
+    Line("");
+    Line(
+        "Positive labels: the fraction is the recall. Negative labels: it is the false-positive "
+        "rate. "
+        "Graded and after-normalisation labels: reported only.");
+    Line("");
+    std::string header = "| label | class | pairs |";
+    std::string rule = "|---|---|---|";
+    for (const Method& method : run_.methods) {
+      header += " " + method.name + " |";
+      rule += "---|";
     }
-    line(row);
+    Line(header);
+    Line(rule);
+    for (const auto& [label, counts] : run_.methods[0].scores.by_label) {
+      LabelClass label_class = ClassifyLabel(label);
+      const uint64_t total = counts.positives + counts.negatives + counts.graded;
+      std::string row = "| ";  // appended piece by piece: GCC 12 warns falsely on "| " + label
+      row.append(label).append(" | ").append(LabelClassName(label_class)).append(" | ");
+      row.append(std::to_string(total)).append(" |");
+      for (const Method& method : run_.methods) {
+        auto it = method.scores.by_label.find(label);
+        const PairCounts c = it == method.scores.by_label.end() ? PairCounts() : it->second;
+        double rate = label_class == LabelClass::kPositive   ? c.recall()
+                      : label_class == LabelClass::kNegative ? c.false_positive_rate()
+                                                             : c.graded_flag_rate();
+        row.append(" ").append(Percent(rate)).append(" |");
+      }
+      Line(row);
+    }
   }
-  {
-    // Fingerprint distance of each labelled pair, per label (what -k has to cover).
+
+  // Fingerprint distance of each labelled pair, per label (what -k has to cover).
+  void Distances() {
     std::map<std::string, std::vector<int>> distances;
-    for (size_t i = 0; i < n; ++i) {
-      if (!found[i]) continue;
-      const LabelledPair& pair = (*pairs)[i];
-      distances[pair.label].push_back(HammingDistance(documents[index_of[pair.id_a]].fingerprint,
-                                                      documents[index_of[pair.id_b]].fingerprint));
+    const std::vector<DedupDocument>& documents = run_.report.documents;
+    for (size_t i = 0; i < run_.pairs.size(); ++i) {
+      if (!run_.found[i]) continue;
+      const LabelledPair& pair = run_.pairs[i];
+      distances[pair.label].push_back(
+          HammingDistance(documents[run_.index_of.at(pair.id_a)].fingerprint,
+                          documents[run_.index_of.at(pair.id_b)].fingerprint));
     }
-    line("");
-    line("### Fingerprint Hamming distance of the labelled pairs (p10 / p50 / p90 / max)");
-    line("");
-    line("| label | class | p10 | p50 | p90 | max |");
-    line("|---|---|---|---|---|---|");
+    Line("");
+    Line("### Fingerprint Hamming distance of the labelled pairs (p10 / p50 / p90 / max)");
+    Line("");
+    Line("| label | class | p10 | p50 | p90 | max |");
+    Line("|---|---|---|---|---|---|");
     for (auto& [label, values] : distances) {
       std::sort(values.begin(), values.end());
       auto at = [&values](double q) {
         return std::to_string(values[static_cast<size_t>(q * (values.size() - 1))]);
       };
-      line("| " + label + " | " + LabelClassName(ClassifyLabel(label)) + " | " + at(0.1) + " | " +
+      Line("| " + label + " | " + LabelClassName(ClassifyLabel(label)) + " | " + at(0.1) + " | " +
            at(0.5) + " | " + at(0.9) + " | " + at(1.0) + " |");
     }
   }
-  if (args.per_set) {
-    line("");
-    line("### Per set (dedup: same cluster | dedup: candidate pair)");
-    line("");
-    line(
+
+  void PerSet() {
+    Line("");
+    Line("### Per set (dedup: same cluster | dedup: candidate pair)");
+    Line("");
+    Line(
         "| set | positives | negatives | graded | precision | recall | FP rate | graded flagged | "
         "pair-level precision | pair-level recall |");
-    line("|---|---|---|---|---|---|---|---|---|---|");
-    for (const auto& [set, c] : cluster.scores.by_set) {
-      const PairCounts& p = pair_level.scores.by_set[set];
-      line("| " + set + " | " + std::to_string(c.positives) + " | " + std::to_string(c.negatives) +
+    Line("|---|---|---|---|---|---|---|---|---|---|");
+    const auto& pair_by_set = run_.methods[1].scores.by_set;
+    for (const auto& [set, c] : run_.methods[0].scores.by_set) {
+      auto it = pair_by_set.find(set);
+      const PairCounts p = it == pair_by_set.end() ? PairCounts() : it->second;
+      Line("| " + set + " | " + std::to_string(c.positives) + " | " + std::to_string(c.negatives) +
            " | " + std::to_string(c.graded) + " | " + Fixed(c.precision()) + " | " +
            Fixed(c.recall()) + " | " + Percent(c.false_positive_rate()) + " | " +
            Percent(c.graded_flag_rate()) + " | " + Fixed(p.precision()) + " | " +
            Fixed(p.recall()) + " |");
     }
   }
-  line("");
-  line("Dedup run time: " + Fixed(report->total_seconds) + " s over " +
-       std::to_string(documents.size()) + " documents.");
+
+  const EvalArgs& args_;
+  const EvalRun& run_;
+  std::string md_;
+};
+
+int RunEval(const EvalArgs& args) {
+  DedupOptions options;
+  Status status = args.flags.ToOptions(&options);
+  if (!status.ok()) {
+    PrintError(status);
+    return kExitUsage;
+  }
+  auto run = RunAndScore(args, std::move(options));
+  if (!run.ok()) {
+    PrintError(run.status());
+    return kExitFailure;
+  }
+  const std::string md = EvalMarkdown(args, *run).Build();
   std::fputs(md.c_str(), stdout);
   if (!args.markdown_path.empty()) {
     OutputFileOptions output_options;
     output_options.force = args.force;
-    output_options.inputs = report->input_files;
+    output_options.inputs = run->report.input_files;
     Status written = WriteOutputFile(args.markdown_path, md, output_options);
     if (!written.ok()) {
       PrintError(written);

@@ -113,6 +113,154 @@ Result<ResolvedPair> Resolve(const ExplainArgs& args, const DedupOptions& option
   return result;
 }
 
+// Each document's heaviest `show` features: shared with the other document, or only in one.
+struct FeatureComparison {
+  std::vector<const WeightedFeature*> shared, only_a, only_b;
+  size_t shared_total = 0;  // shared features before truncation to `show`
+};
+
+// What explain reports about the pair.
+struct Explanation {
+  const std::vector<Resolved>* docs = nullptr;
+  std::vector<FingerprintDetails> details;  // A, B (with features)
+  std::vector<std::vector<uint64_t>> shingles;
+  PairJudgement verdict;  // the rule of a dedup run with the same options
+  double containment = 0;
+  FeatureComparison features;
+};
+
+FeatureComparison CompareFeatures(const FingerprintDetails& a, const FingerprintDetails& b,
+                                  size_t show) {
+  FeatureComparison result;
+  std::unordered_map<std::string, double> weight_b;
+  for (const WeightedFeature& f : b.features) weight_b[f.text] = f.weight;
+  std::unordered_set<std::string> in_a;
+  for (const WeightedFeature& f : a.features) in_a.insert(f.text);
+  for (const WeightedFeature& f : a.features) {
+    (weight_b.count(f.text) ? result.shared : result.only_a).push_back(&f);
+  }
+  for (const WeightedFeature& f : b.features) {
+    if (!in_a.count(f.text)) result.only_b.push_back(&f);
+  }
+  result.shared_total = result.shared.size();
+  for (auto* list : {&result.shared, &result.only_a, &result.only_b}) {
+    if (list->size() > show) list->resize(show);
+  }
+  return result;
+}
+
+// Fingerprints, shingles and the dedup verdict of the two resolved documents.
+Result<Explanation> Explain(const ResolvedPair& resolved, const DedupOptions& options,
+                            size_t show) {
+  Explanation result;
+  result.docs = &resolved.documents;
+  auto fingerprinter = Fingerprinter::Create(options.fingerprint);
+  if (!fingerprinter.ok()) return fingerprinter.status();
+  auto shingler =
+      ShingleSimilarity::Create(options.fingerprint.normalize.traditional_to_simplified);
+  if (!shingler.ok()) return shingler.status();
+  result.shingles.resize(2);
+  for (int i = 0; i < 2; ++i) {
+    const std::string& text = resolved.documents[i].text;
+    auto computed = (*fingerprinter)->ComputeDetails(text, /*keep_features=*/true);
+    if (!computed.ok()) return computed.status().WithContext(i == 0 ? "A" : "B");
+    result.details.push_back(std::move(*computed));
+    NEARDUP_RETURN_IF_ERROR((*shingler)->Shingles(text, &result.shingles[i]));
+  }
+  auto judged = JudgePair(resolved.documents[0].text, resolved.documents[1].text, options);
+  if (!judged.ok()) return judged.status();
+  result.verdict = std::move(*judged);
+  result.containment = ShingleSimilarity::Containment(result.shingles[0], result.shingles[1]);
+  result.features = CompareFeatures(result.details[0], result.details[1], show);
+  return result;
+}
+
+void PrintJson(const Explanation& e) {
+  const PairJudgement& verdict = e.verdict;
+  std::string out;
+  JsonWriter json(&out);
+  json.BeginObject();
+  const char* names[2] = {"a", "b"};
+  for (int i = 0; i < 2; ++i) {
+    json.Key(names[i]).BeginObject();
+    json.Key("source").String((*e.docs)[i].label);
+    json.Key("bytes").Uint((*e.docs)[i].text.size());
+    json.Key("fingerprint").String(ToHex(e.details[i].fingerprint));
+    json.Key("features").Uint(e.details[i].feature_count);
+    json.Key("shingles").Uint(e.shingles[i].size());
+    json.EndObject();
+  }
+  json.Key("distance").Int(verdict.distance).Key("k").Int(verdict.max_distance);
+  json.Key("within_k").Bool(verdict.within_k);
+  json.Key("bands").Int(verdict.lsh.bands).Key("rows").Int(verdict.lsh.rows);
+  json.Key("shared_bands").Int(verdict.shared_bands);
+  json.Key("lsh_candidate").Bool(verdict.lsh_candidate);
+  json.Key("lsh_probability").Double(LshCandidateProbability(verdict.jaccard, verdict.lsh));
+  json.Key("jaccard").Double(verdict.jaccard).Key("containment").Double(e.containment);
+  json.Key("verify_threshold").Double(verdict.verify_threshold);
+  json.Key("exact").Bool(verdict.exact).Key("whitespace_only").Bool(verdict.whitespace_only);
+  json.Key("near_duplicate").Bool(verdict.duplicate);
+  json.Key("shared_features_total").Uint(e.features.shared_total);
+  auto list = [&](const char* key, const std::vector<const WeightedFeature*>& features) {
+    json.Key(key).BeginArray();
+    for (const WeightedFeature* f : features) {
+      json.BeginObject().Key("feature").String(f->text).Key("weight").Double(f->weight).EndObject();
+    }
+    json.EndArray();
+  };
+  list("shared", e.features.shared);
+  list("only_a", e.features.only_a);
+  list("only_b", e.features.only_b);
+  json.EndObject();
+  std::printf("%s\n", out.c_str());
+}
+
+void PrintText(const Explanation& e, const DedupOptions& options) {
+  const PairJudgement& verdict = e.verdict;
+  const int k = verdict.max_distance;
+  const char* names[2] = {"A", "B"};
+  for (int i = 0; i < 2; ++i) {
+    std::printf("%s: %s, %s, %s, %s\n   fingerprint %s\n", names[i], (*e.docs)[i].label.c_str(),
+                Count((*e.docs)[i].text.size(), "byte").c_str(),
+                Count(e.details[i].feature_count, "feature").c_str(),
+                Count(e.shingles[i].size(), "shingle").c_str(),
+                ToHex(e.details[i].fingerprint).c_str());
+  }
+  if (k >= 0) {
+    std::printf("Hamming distance: %d of %d bits (SimHash join k = %d: %s)\n", verdict.distance,
+                e.details[0].fingerprint.bits, k, verdict.within_k ? "candidate" : "beyond");
+  } else {
+    std::printf("Hamming distance: %d of %d bits (SimHash join off)\n", verdict.distance,
+                e.details[0].fingerprint.bits);
+  }
+  if (verdict.lsh_candidate || options.candidates != DedupOptions::Candidates::kSimHash) {
+    std::printf(
+        "MinHash LSH: %d of %d bands shared (%d rows each): %s; a pair at this Jaccard is a "
+        "candidate with probability %.3f\n",
+        verdict.shared_bands, verdict.lsh.bands, verdict.lsh.rows,
+        verdict.lsh_candidate ? "candidate" : "not a candidate",
+        LshCandidateProbability(verdict.jaccard, verdict.lsh));
+  }
+  std::printf("shingle similarity: Jaccard %.3f, containment %.3f (verify threshold %.2f: %s)\n",
+              verdict.jaccard, e.containment, verdict.verify_threshold,
+              verdict.verify_threshold <= 0 ? "off" : (verdict.verified ? "passes" : "fails"));
+  std::printf("near-duplicate: %s%s\n", verdict.duplicate ? "yes" : "no",
+              verdict.exact             ? " (identical texts)"
+              : verdict.whitespace_only ? " (identical but for whitespace)"
+                                        : "");
+  auto print_list = [](const char* title, const std::vector<const WeightedFeature*>& features) {
+    std::printf("%s:", title);
+    if (features.empty()) std::printf(" (none)");
+    for (const WeightedFeature* f : features) std::printf(" [%s %.2f]", f->text.c_str(), f->weight);
+    std::printf("\n");
+  };
+  std::printf("shared features: %zu of %zu (A) and %zu (B)\n", e.features.shared_total,
+              e.details[0].feature_count, e.details[1].feature_count);
+  print_list("heaviest shared", e.features.shared);
+  print_list("heaviest only in A", e.features.only_a);
+  print_list("heaviest only in B", e.features.only_b);
+}
+
 int RunExplain(const ExplainArgs& args) {
   DedupOptions options;
   Status status = args.flags.ToOptions(&options);
@@ -125,151 +273,16 @@ int RunExplain(const ExplainArgs& args) {
     PrintError(resolved.status());
     return kExitFailure;
   }
-  const std::vector<Resolved>* docs = &resolved->documents;
-  auto fingerprinter = Fingerprinter::Create(options.fingerprint);
-  if (!fingerprinter.ok()) {
-    PrintError(fingerprinter.status());
+  auto explanation = Explain(*resolved, options, args.show);
+  if (!explanation.ok()) {
+    PrintError(explanation.status());
     return kExitFailure;
   }
-  auto shingler =
-      ShingleSimilarity::Create(options.fingerprint.normalize.traditional_to_simplified);
-  if (!shingler.ok()) {
-    PrintError(shingler.status());
-    return kExitFailure;
-  }
-  std::vector<FingerprintDetails> details;
-  std::vector<std::vector<uint64_t>> shingles(2);
-  for (int i = 0; i < 2; ++i) {
-    auto computed = (*fingerprinter)->ComputeDetails((*docs)[i].text, /*keep_features=*/true);
-    if (!computed.ok()) {
-      PrintError(std::string(i == 0 ? "A" : "B") + ": " + computed.status().message());
-      return kExitFailure;
-    }
-    details.push_back(std::move(*computed));
-    status = (*shingler)->Shingles((*docs)[i].text, &shingles[i]);
-    if (!status.ok()) {
-      PrintError(status);
-      return kExitFailure;
-    }
-  }
-  // The rule of a dedup run with the same options (neardup/dedup.h JudgePair).
-  auto judged = JudgePair((*docs)[0].text, (*docs)[1].text, options);
-  if (!judged.ok()) {
-    PrintError(judged.status());
-    return kExitFailure;
-  }
-  const PairJudgement& verdict = *judged;
-  const int distance = verdict.distance;
-  const int k = verdict.max_distance;
-  const double jaccard = verdict.jaccard;
-  const double containment = ShingleSimilarity::Containment(shingles[0], shingles[1]);
-  const bool duplicate = verdict.duplicate;
-
-  // Shared and differing features among each document's heaviest `show`.
-  std::unordered_map<std::string, double> weight_b;
-  for (const WeightedFeature& f : details[1].features) weight_b[f.text] = f.weight;
-  std::unordered_set<std::string> in_a;
-  for (const WeightedFeature& f : details[0].features) in_a.insert(f.text);
-  std::vector<const WeightedFeature*> shared, only_a, only_b;
-  for (const WeightedFeature& f : details[0].features) {
-    (weight_b.count(f.text) ? shared : only_a).push_back(&f);
-  }
-  for (const WeightedFeature& f : details[1].features) {
-    if (!in_a.count(f.text)) only_b.push_back(&f);
-  }
-  auto truncate = [&](std::vector<const WeightedFeature*>* list) {
-    if (list->size() > args.show) list->resize(args.show);
-  };
-  const size_t shared_total = shared.size();
-  truncate(&shared);
-  truncate(&only_a);
-  truncate(&only_b);
-
   if (args.json) {
-    std::string out;
-    JsonWriter json(&out);
-    json.BeginObject();
-    const char* names[2] = {"a", "b"};
-    for (int i = 0; i < 2; ++i) {
-      json.Key(names[i]).BeginObject();
-      json.Key("source").String((*docs)[i].label);
-      json.Key("bytes").Uint((*docs)[i].text.size());
-      json.Key("fingerprint").String(ToHex(details[i].fingerprint));
-      json.Key("features").Uint(details[i].feature_count);
-      json.Key("shingles").Uint(shingles[i].size());
-      json.EndObject();
-    }
-    json.Key("distance").Int(distance).Key("k").Int(k);
-    json.Key("within_k").Bool(verdict.within_k);
-    json.Key("bands").Int(verdict.lsh.bands).Key("rows").Int(verdict.lsh.rows);
-    json.Key("shared_bands").Int(verdict.shared_bands);
-    json.Key("lsh_candidate").Bool(verdict.lsh_candidate);
-    json.Key("lsh_probability").Double(LshCandidateProbability(jaccard, verdict.lsh));
-    json.Key("jaccard").Double(jaccard).Key("containment").Double(containment);
-    json.Key("verify_threshold").Double(verdict.verify_threshold);
-    json.Key("exact").Bool(verdict.exact).Key("whitespace_only").Bool(verdict.whitespace_only);
-    json.Key("near_duplicate").Bool(duplicate);
-    json.Key("shared_features_total").Uint(shared_total);
-    auto list = [&](const char* key, const std::vector<const WeightedFeature*>& features) {
-      json.Key(key).BeginArray();
-      for (const WeightedFeature* f : features) {
-        json.BeginObject()
-            .Key("feature")
-            .String(f->text)
-            .Key("weight")
-            .Double(f->weight)
-            .EndObject();
-      }
-      json.EndArray();
-    };
-    list("shared", shared);
-    list("only_a", only_a);
-    list("only_b", only_b);
-    json.EndObject();
-    std::printf("%s\n", out.c_str());
-    return kExitOk;
-  }
-  const char* names[2] = {"A", "B"};
-  for (int i = 0; i < 2; ++i) {
-    std::printf("%s: %s, %s, %s, %s\n   fingerprint %s\n", names[i], (*docs)[i].label.c_str(),
-                Count((*docs)[i].text.size(), "byte").c_str(),
-                Count(details[i].feature_count, "feature").c_str(),
-                Count(shingles[i].size(), "shingle").c_str(),
-                ToHex(details[i].fingerprint).c_str());
-  }
-  if (k >= 0) {
-    std::printf("Hamming distance: %d of %d bits (SimHash join k = %d: %s)\n", distance,
-                details[0].fingerprint.bits, k, verdict.within_k ? "candidate" : "beyond");
+    PrintJson(*explanation);
   } else {
-    std::printf("Hamming distance: %d of %d bits (SimHash join off)\n", distance,
-                details[0].fingerprint.bits);
+    PrintText(*explanation, options);
   }
-  if (verdict.lsh_candidate || options.candidates != DedupOptions::Candidates::kSimHash) {
-    std::printf(
-        "MinHash LSH: %d of %d bands shared (%d rows each): %s; a pair at this Jaccard is a "
-        "candidate with probability %.3f\n",
-        verdict.shared_bands, verdict.lsh.bands, verdict.lsh.rows,
-        verdict.lsh_candidate ? "candidate" : "not a candidate",
-        LshCandidateProbability(jaccard, verdict.lsh));
-  }
-  std::printf("shingle similarity: Jaccard %.3f, containment %.3f (verify threshold %.2f: %s)\n",
-              jaccard, containment, verdict.verify_threshold,
-              verdict.verify_threshold <= 0 ? "off" : (verdict.verified ? "passes" : "fails"));
-  std::printf("near-duplicate: %s%s\n", duplicate ? "yes" : "no",
-              verdict.exact             ? " (identical texts)"
-              : verdict.whitespace_only ? " (identical but for whitespace)"
-                                        : "");
-  auto print_list = [](const char* title, const std::vector<const WeightedFeature*>& features) {
-    std::printf("%s:", title);
-    if (features.empty()) std::printf(" (none)");
-    for (const WeightedFeature* f : features) std::printf(" [%s %.2f]", f->text.c_str(), f->weight);
-    std::printf("\n");
-  };
-  std::printf("shared features: %zu of %zu (A) and %zu (B)\n", shared_total,
-              details[0].feature_count, details[1].feature_count);
-  print_list("heaviest shared", shared);
-  print_list("heaviest only in A", only_a);
-  print_list("heaviest only in B", only_b);
   return kExitOk;
 }
 

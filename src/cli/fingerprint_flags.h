@@ -43,7 +43,9 @@ struct FingerprintFlags {
   std::string idf_path;
   std::string jieba_dir;
 
+  // Declares the flags on `app` (--bits and --hash only `with_bits`).
   void Add(CLI::App* app, bool with_bits = true) {
+    declared_.push_back(app);
     app->add_option("--profile", profile,
                     "neardup (the options below) | yanyiwu (reproduce yanyiwu/simhash: jieba "
                     "keywords, Jenkins hash; default --top-k 5)")
@@ -77,6 +79,68 @@ struct FingerprintFlags {
                   "replace invalid UTF-8 with U+FFFD instead of rejecting the document");
     app->add_option("--idf", idf_path, "IDF table (\"word idf\" lines, e.g. from `neardup idf`)");
     app->add_option("--jieba-dir", jieba_dir, "directory of jieba's dict.txt, finalseg/, analyse/");
+  }
+
+  // Whether the flag named `name` (e.g. "--shingle") was given on the command line; false when the
+  // flags were never declared on a parsed app (the Python binding sets the fields directly).
+  bool Given(const char* name) const {
+    for (const CLI::App* app : declared_) {
+      const CLI::Option* option = app->get_option_no_throw(name);
+      if (option != nullptr && option->count() > 0) return true;
+    }
+    return false;
+  }
+
+  // Sets every flag that was not given from `recorded` (e.g. the options a store was created with),
+  // so ToOptions() then means "the recorded options, changed by the flags given".
+  void FillUnsetFrom(const FingerprintOptions& recorded) {
+    static const std::map<Tokenizer, std::string> kTokenizerNames = {
+        {Tokenizer::kAuto, "auto"},
+        {Tokenizer::kJieba, "jieba"},
+        {Tokenizer::kIcuWord, "icu"},
+        {Tokenizer::kCharNgram, "char"}};
+    static const std::map<Weighting, std::string> kWeightingNames = {
+        {Weighting::kTermFrequency, "tf"},
+        {Weighting::kTfIdf, "tfidf"},
+        {Weighting::kUniform, "uniform"}};
+    const bool yanyiwu = recorded.profile == HashProfile::kYanyiwuSimhash;
+    if (!Given("--profile")) profile = yanyiwu ? "yanyiwu" : "neardup";
+    if (!Given("--tokenizer")) tokenizer = kTokenizerNames.at(recorded.features.tokenizer);
+    if (!Given("--weighting")) weighting = kWeightingNames.at(recorded.features.weighting);
+    if (!Given("--shingle")) shingle = recorded.features.shingle_size;
+    if (!Given("--ngram")) ngram = recorded.features.char_ngram_size;
+    if (!Given("--top-k")) top_k = static_cast<int>(recorded.features.top_k);
+    if (!Given("--bits")) bits = recorded.bits;
+    if (!Given("--hash")) hash = recorded.hash == FeatureHash::kJenkinsLookup3 ? "jenkins" : "xxh3";
+    if (!Given("--no-nfkc")) no_nfkc = !recorded.normalize.nfkc;
+    if (!Given("--no-casefold")) no_casefold = !recorded.normalize.case_fold;
+    if (!Given("--no-t2s")) no_t2s = !recorded.normalize.traditional_to_simplified;
+    if (!Given("--no-whitespace-folding")) no_whitespace = !recorded.normalize.fold_whitespace;
+    if (!Given("--keep-markup")) keep_html = !recorded.normalize.strip_markup;
+    if (!Given("--idf")) idf_path = recorded.features.idf_path;
+    if (!Given("--jieba-dir")) jieba_dir = recorded.features.jieba_dir;
+  }
+
+  // The flag that sets the canonical option `key` of FingerprintOptionsToString ("" if none does).
+  static const char* FlagForOption(std::string_view key) {
+    static const std::map<std::string_view, const char*> kFlags = {
+        {"profile", "--profile"},
+        {"bits", "--bits"},
+        {"hash", "--hash"},
+        {"tokenizer", "--tokenizer"},
+        {"shingle", "--shingle"},
+        {"ngram", "--ngram"},
+        {"weighting", "--weighting"},
+        {"top_k", "--top-k"},
+        {"idf", "--idf"},
+        {"jieba_dir", "--jieba-dir"},
+        {"strip_markup", "--keep-markup"},
+        {"nfkc", "--no-nfkc"},
+        {"case_fold", "--no-casefold"},
+        {"t2s", "--no-t2s"},
+        {"fold_whitespace", "--no-whitespace-folding"}};
+    auto it = kFlags.find(key);
+    return it == kFlags.end() ? "" : it->second;
   }
 
   // Fills *options; InvalidArgument for contradictory flags.
@@ -115,6 +179,9 @@ struct FingerprintFlags {
     *options = std::move(result);
     return Status::Ok();
   }
+
+ private:
+  std::vector<const CLI::App*> declared_;  // the apps (subcommands) Add() declared the flags on
 };
 
 // Flags that choose the inputs and how they are read, the same in every command that reads

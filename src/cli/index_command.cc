@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "cli/fingerprint_flags.h"
 #include "cli/report.h"
+#include "cli/store_flags.h"
 #include "common/json_writer.h"
 #include "common/parallel.h"
 #include "neardup/document_reader.h"
@@ -20,7 +21,7 @@ namespace {
 
 struct IndexArgs {
   std::string dir;
-  int bits = 64;
+  FingerprintFlags fingerprint_flags;  // the same fingerprint flags as every other command
   int max_k = 3;
   std::string memory_budget = "128/fp";
   double expected_documents = 1e7;
@@ -52,6 +53,16 @@ Result<std::unique_ptr<DocumentStore>> OpenExisting(const IndexArgs& args, SyncM
   return DocumentStore::Open(args.dir, options);
 }
 
+// Opens an existing store for adding or querying text: *fingerprint gets the fingerprint options
+// the store recorded (a fingerprint flag given must agree with them).
+Result<std::unique_ptr<DocumentStore>> OpenExistingForText(const IndexArgs& args,
+                                                           StoreOptions options,
+                                                           FingerprintOptions* fingerprint) {
+  options.create_if_missing = false;
+  options.verify_checksums_on_open = !args.no_verify;
+  return OpenStoreWithFingerprintOptions(args.dir, options, args.fingerprint_flags, fingerprint);
+}
+
 void PrintDocument(const StoredDocument& doc, bool with_distance) {
   std::string out;
   JsonWriter w(&out);
@@ -64,23 +75,28 @@ void PrintDocument(const StoredDocument& doc, bool with_distance) {
 int RunCreate(const IndexArgs& args) {
   StoreOptions options;
   options.error_if_exists = true;
-  options.bits = args.bits;
   options.max_k = args.max_k;
   options.expected_documents = args.expected_documents;
   Result<MemoryBudget> budget = ParseMemoryBudget(args.memory_budget);
   if (!budget.ok()) return Fail(budget.status().WithContext("--memory-budget"));
   options.index_memory_budget = *budget;
-  auto store = DocumentStore::Open(args.dir, options);
+  FingerprintOptions fingerprint;
+  Status valid = args.fingerprint_flags.ToOptions(&fingerprint);
+  if (valid.ok())
+    valid = Fingerprinter::Create(fingerprint).status();  // fails early, naming the file
+  if (!valid.ok()) return Fail(valid);
+  auto store =
+      CreateStoreWithFingerprintOptions(args.dir, options, args.fingerprint_flags, &fingerprint);
   if (!store.ok()) return Fail(store.status());
   const StoreStats stats = (*store)->Stats();
   Status status = (*store)->Close();
   if (!status.ok()) return Fail(status);
   std::fprintf(stderr,
                "neardup: index create: created %s (%d-bit, max_k %d); index design for %.4g "
-               "documents within %s: %s (%.1f B/fp)\n",
-               args.dir.c_str(), args.bits, args.max_k, args.expected_documents,
+               "documents within %s: %s (%.1f B/fp); fingerprint options: %s\n",
+               args.dir.c_str(), stats.bits, args.max_k, args.expected_documents,
                budget->ToString().c_str(), stats.index_design.c_str(),
-               stats.index_bytes_per_fingerprint);
+               stats.index_bytes_per_fingerprint, stats.fingerprint_options.c_str());
   return kExitOk;
 }
 
@@ -98,13 +114,15 @@ int RunAdd(const IndexArgs& args) {
   if (inputs.empty()) inputs.push_back("-");
   DocumentReaderOptions reader_options;
   args.input.ToReaderOptions(&reader_options);
+  reader_options.allow_invalid_utf8_text = args.fingerprint_flags.replace_invalid;
   reader_options.metadata_field = args.metadata_field;
   reader_options.fingerprint_field = args.fingerprint_field;
   WarningPrinter warnings;
   reader_options.on_warning = warnings.Callback();
   auto reader = DocumentReader::Open(inputs, reader_options);
   if (!reader.ok()) return Fail(reader.status());
-  auto opened = DocumentStore::Open(args.dir, options);
+  FingerprintOptions fingerprint_options;
+  auto opened = OpenExistingForText(args, options, &fingerprint_options);
   if (!opened.ok()) return Fail(opened.status());
   DocumentStore& store = **opened;
   const StoreStats initial = store.Stats();
@@ -125,9 +143,7 @@ int RunAdd(const IndexArgs& args) {
     bool need_text = false;
     for (const Document& doc : batch) need_text |= doc.fingerprint.empty();
     if (need_text && !fingerprinter) {
-      FingerprintOptions fo;
-      fo.bits = initial.bits;
-      auto created = Fingerprinter::Create(fo);
+      auto created = Fingerprinter::Create(fingerprint_options);
       if (!created.ok()) return created.status();
       fingerprinter = std::move(*created);
     }
@@ -195,7 +211,8 @@ int RunAdd(const IndexArgs& args) {
 }
 
 int RunQuery(const IndexArgs& args) {
-  auto opened = OpenExisting(args, SyncMode::kEveryWrite);
+  FingerprintOptions fingerprint_options;
+  auto opened = OpenExistingForText(args, StoreOptions(), &fingerprint_options);
   if (!opened.ok()) return Fail(opened.status());
   DocumentStore& store = **opened;
   Fingerprint fp;
@@ -204,9 +221,7 @@ int RunQuery(const IndexArgs& args) {
     if (!parsed.ok()) return Fail(parsed.status().WithContext("--fingerprint"));
     fp = *parsed;
   } else {
-    FingerprintOptions fo;
-    fo.bits = store.Stats().bits;
-    auto fingerprinter = Fingerprinter::Create(fo);
+    auto fingerprinter = Fingerprinter::Create(fingerprint_options);
     if (!fingerprinter.ok()) return Fail(fingerprinter.status());
     auto computed = (*fingerprinter)->Compute(args.text);
     if (!computed.ok()) return Fail(computed.status().WithContext("--text"));
@@ -318,8 +333,7 @@ RunFunction Setup(CLI::App* app) {
   };
   CLI::App* create = app->add_subcommand("create", "Create an empty store");
   dir_option(create);
-  create->add_option("--bits", args->bits, "Fingerprint width: 64 or 128")
-      ->check(CLI::IsMember({64, 128}));
+  args->fingerprint_flags.Add(create);  // recorded in the MANIFEST; add and query then use them
   create->add_option("--max-k", args->max_k, "Largest k served by the permuted tables")
       ->check(CLI::Range(0, 15));
   create
@@ -337,6 +351,7 @@ RunFunction Setup(CLI::App* app) {
       "files, directories, - for standard input (read like every other command)");
   dir_option(add);
   args->input.Add(add);
+  args->fingerprint_flags.Add(add);
   add->add_option("--metadata-field", args->metadata_field,
                   "JSONL field stored as the document's metadata (any JSON value, kept verbatim)");
   add->add_option("--fingerprint-field", args->fingerprint_field,
@@ -358,6 +373,7 @@ RunFunction Setup(CLI::App* app) {
   auto* fp_opt = query->add_option("--fingerprint", args->fingerprint, "Query fingerprint (hex)");
   auto* text_opt = query->add_option("--text", args->text, "Query text");
   fp_opt->excludes(text_opt);
+  args->fingerprint_flags.Add(query);
   query->add_option("-k,--max-distance", args->k, "largest Hamming distance of a result")
       ->check(CLI::Range(0, 128));
   query->add_option("--limit", args->limit, "Most results (0 = all)");

@@ -102,7 +102,7 @@ RunFunction SetupPlan(CLI::App* app) {
     }
     PlanRequest request;
     request.bits = args->bits;
-    request.k = args->k;
+    request.max_k = args->k;
     request.n = args->n;
     request.memory_budget_bytes = args->budget;
     auto designs = EnumerateIndexDesigns(request);

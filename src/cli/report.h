@@ -13,6 +13,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "neardup/status.h"
 
@@ -27,7 +29,25 @@ inline std::string Count(uint64_t n, const std::string& singular, const std::str
 inline void PrintError(const std::string& message) {
   std::fprintf(stderr, "neardup: error: %s\n", message.c_str());
 }
-inline void PrintError(const Status& status) { PrintError(status.message()); }
+// The library names its options, never command-line flags; the tool says which flag to use.
+inline std::string WithFlagNames(std::string message) {
+  static const std::pair<const char*, const char*> kFlags[] = {
+      {" (OutputFileOptions::force replaces it)", " (use --force to replace it)"},
+      {"write_kept_path: ", "--write-kept: "},
+      {"keep policy: ", "--keep: "},
+      {"keep_field: the field keep policy", "--keep field:NAME"},
+      {"verify_threshold must", "--verify must"},
+      {"max_distance must be in", "-k must be in"},
+      {"bands and rows must", "--bands and --rows must"},
+      {"threshold must be in (0, 1)", "--threshold must be in (0, 1)"},
+  };
+  for (const auto& [library, flag] : kFlags) {
+    const size_t at = message.find(library);
+    if (at != std::string::npos) message.replace(at, std::string_view(library).size(), flag);
+  }
+  return message;
+}
+inline void PrintError(const Status& status) { PrintError(WithFlagNames(status.message())); }
 
 // Prints "neardup: warning: <message>" on stderr.
 inline void PrintWarning(const std::string& message) {

@@ -12,10 +12,12 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "cli/fingerprint_flags.h"
+#include "cli/store_flags.h"
 #include "neardup/fingerprinter.h"
+#include "neardup/server.h"
 #include "neardup/store.h"
 #include "service/http_input.h"
-#include "service/server.h"
 
 namespace neardup::cli {
 namespace {
@@ -26,9 +28,8 @@ struct ServeArgs {
   std::string token_file;
   std::string sync = "group";
   int group_commit_ms = 2;
-  int bits = 64;  // the width of a new store; ignored (the store's) when --bits is not given
-  bool bits_given = false;
-  int max_k = -1;  // -1: the store's (3 for a new store)
+  FingerprintFlags fingerprint;  // recorded by a new store; an existing store uses its own
+  int max_k = -1;                // -1: the store's (3 for a new store)
   std::string memory_budget = "128/fp";
   double expected_documents = 1e7;
   size_t memtable_limit = 65536;
@@ -77,7 +78,6 @@ int Run(ServeArgs& args) {
   const long open_files = service::RaiseOpenFileLimit();
 
   StoreOptions options;
-  options.bits = args.bits_given ? args.bits : 0;  // 0: the store's own width
   options.max_k = args.max_k;
   options.expected_documents = args.expected_documents;
   Result<MemoryBudget> budget = ParseMemoryBudget(args.memory_budget);
@@ -92,20 +92,23 @@ int Run(ServeArgs& args) {
                                             : SyncMode::kGroupCommit;
   options.group_commit_interval_ms = args.group_commit_ms;
   options.verify_checksums_on_open = !args.no_verify;
-  auto store = DocumentStore::Open(args.dir, options);
+  FingerprintOptions fingerprint_options;
+  auto store =
+      OpenStoreWithFingerprintOptions(args.dir, options, args.fingerprint, &fingerprint_options);
   if (!store.ok()) {
     std::fprintf(stderr, "neardup serve: %s\n", store.status().ToString().c_str());
     return kExitFailure;
   }
   const StoreStats stats = (*store)->Stats();
-  std::fprintf(stderr, "neardup serve: %s: %d-bit, max_k %d, index design: %s (%.0f B/fp)\n",
+  std::fprintf(stderr,
+               "neardup serve: %s: %d-bit, max_k %d, index design: %s (%.0f B/fp); fingerprint "
+               "options: %s\n",
                args.dir.c_str(), stats.bits, stats.max_k, stats.index_design.c_str(),
-               stats.index_bytes_per_fingerprint);
+               stats.index_bytes_per_fingerprint,
+               FingerprintOptionsToString(fingerprint_options).c_str());
   std::unique_ptr<Fingerprinter> fingerprinter;
   if (!args.no_text) {
-    FingerprintOptions fo;
-    fo.bits = stats.bits;
-    auto created = Fingerprinter::Create(fo);
+    auto created = Fingerprinter::Create(fingerprint_options);
     if (!created.ok()) {
       std::fprintf(stderr, "neardup serve: text fingerprinting disabled: %s\n",
                    created.status().ToString().c_str());
@@ -115,7 +118,12 @@ int Run(ServeArgs& args) {
   }
   args.server.limits.bits = stats.bits;
   args.server.limits.max_k = stats.bits;
-  service::Server server(store->get(), fingerprinter.get(), args.server);
+  auto created = service::Server::Create(store->get(), fingerprinter.get(), args.server);
+  if (!created.ok()) {
+    std::fprintf(stderr, "neardup serve: %s\n", created.status().ToString().c_str());
+    return kExitFailure;
+  }
+  service::Server& server = **created;
   Status status = server.Bind();
   if (!status.ok()) {
     std::fprintf(stderr, "neardup serve: %s\n", status.ToString().c_str());
@@ -169,11 +177,7 @@ RunFunction Setup(CLI::App* app) {
       ->check(CLI::IsMember({"every", "group", "none"}));
   app->add_option("--group-commit-ms", args->group_commit_ms, "group commit window")
       ->check(CLI::Range(0, 1000));
-  CLI::Option* bits_option =
-      app->add_option("--bits", args->bits,
-                      "fingerprint width of a new store (default 64); an existing store refuses "
-                      "another")
-          ->check(CLI::IsMember({64, 128}));
+  args->fingerprint.Add(app);  // a new store records them; an existing store refuses others
   app->add_option("--max-k", args->max_k,
                   "largest k the index tables of a new store serve (default 3); an existing "
                   "store refuses another")
@@ -214,10 +218,7 @@ RunFunction Setup(CLI::App* app) {
       "  neardup serve store/ --port 8080 --token-file token.txt\n"
       "  neardup serve store/ --memory-budget 128/fp --expected-documents 1e8\n"
       "  NEARDUP_TOKEN=... neardup serve store/ --host 0.0.0.0 --sync every");
-  return [args, bits_option]() {
-    args->bits_given = bits_option->count() > 0;
-    return Run(*args);
-  };
+  return [args]() { return Run(*args); };
 }
 
 CommandRegistrar registrar("serve", "serve a store over HTTP/JSON (see docs/api.md)", Setup);

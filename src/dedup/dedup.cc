@@ -8,12 +8,15 @@
 #include <cinttypes>
 #include <cstdio>
 #include <deque>
+#include <mutex>
 #include <numeric>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "common/parallel.h"
 #include "dedup/document_hashes.h"
+#include "dedup/pair_runs.h"
+#include "dedup/spill_file.h"
 #include "neardup/clusters.h"
 #include "neardup/permuted_index.h"
 #include "neardup/shingles.h"
@@ -135,8 +138,8 @@ Status ParseKeepPolicy(const std::string& text, KeepPolicy* policy, std::string*
     *policy = KeepPolicy::kField;
     *field = text.substr(6);
   } else {
-    return Status::InvalidArgument("--keep: expected first, longest or field:NAME, got \"" + text +
-                                   "\"");
+    return Status::InvalidArgument("keep policy: expected first, longest or field:NAME, got \"" +
+                                   text + "\"");
   }
   return Status::Ok();
 }
@@ -242,13 +245,15 @@ bool UsesSimHash(const DedupOptions& options) {
 Status CheckOptions(const DedupOptions& options) {
   const int max_k = options.fingerprint.bits / 8;
   if (options.max_distance < 0 || options.max_distance > max_k) {
-    return Status::InvalidArgument("-k must be in [0, " + std::to_string(max_k) + "] for " +
-                                   std::to_string(options.fingerprint.bits) + "-bit fingerprints");
+    return Status::InvalidArgument("max_distance must be in [0, " + std::to_string(max_k) +
+                                   "] for " + std::to_string(options.fingerprint.bits) +
+                                   "-bit fingerprints");
   }
   const double verify = ResolveVerifyThreshold(options);
-  if (verify < 0 || verify > 1) return Status::InvalidArgument("--verify must be in [0, 1]");
+  if (verify < 0 || verify > 1)
+    return Status::InvalidArgument("verify_threshold must be in [0, 1]");
   if (options.keep == KeepPolicy::kField && options.keep_field.empty()) {
-    return Status::InvalidArgument("--keep field: needs a field name");
+    return Status::InvalidArgument("keep_field: the field keep policy needs a field name");
   }
   auto lsh = ResolveLshParameters(options.lsh);
   if (!lsh.ok()) return lsh.status();
@@ -338,14 +343,33 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
   };
   if (options.measure_stage_memory) ResetPeakMemory();
 
+  // Intermediate data (band keys, candidate pair runs, shingle sets of the documents to verify):
+  // unlinked temporary files when spilling, else memory.
+  const bool spill = options.spill;
+  std::vector<SpillFile> band_files;
+  if (spill && use_lsh) {
+    band_files.reserve(bands);
+    for (int b = 0; b < bands; ++b) {
+      auto file = SpillFile::Create(options.temp_directory);
+      if (!file.ok()) return file.status();
+      band_files.push_back(std::move(*file));
+    }
+  }
+  uint64_t spill_bytes = 0, spill_peak_bytes = 0;
+  auto note_spill = [&](int64_t delta) {
+    spill_bytes = static_cast<uint64_t>(static_cast<int64_t>(spill_bytes) + delta);
+    spill_peak_bytes = std::max(spill_peak_bytes, spill_bytes);
+  };
+
   // ---- Stage 1: read, fingerprint and band keys, in batches. ----
   auto stage_start = Clock::now();
   double read_seconds = 0, lsh_seconds = 0;
   std::vector<Document> batch(options.batch_size);
   std::vector<Result<Fingerprint>> results;
   std::vector<uint64_t> normalized_bytes;
-  BandKeyTable keys(use_lsh ? bands : 0);
-  std::vector<uint32_t> batch_keys;
+  BandKeyTable keys(use_lsh && !spill ? bands : 0);
+  std::vector<bool> has_keys;  // per document, when spilling
+  std::vector<uint32_t> batch_keys, band_column;
   std::vector<uint8_t> batch_has_keys;
   // When the fingerprint is computed from the same normalised text the shingles need (the
   // default options), the shingles are cut from the Fingerprinter's normalised text instead of
@@ -356,6 +380,7 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
   // --keep longest compares the normalised texts (markup stripped, ...).
   const bool need_normalized = share_normalization || options.keep == KeepPolicy::kLongest;
   bool done = false;
+  bool reserved = false;
   while (!done) {
     auto read_start = Clock::now();
     size_t count = 0;
@@ -414,6 +439,18 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
           16);
       lsh_seconds += SecondsSince(lsh_start);
     }
+    if (use_lsh && spill) {
+      // Band-major: each band's file holds one key per fingerprinted document (0 without keys).
+      for (int b = 0; b < bands; ++b) {
+        band_column.clear();
+        for (size_t i = 0; i < count; ++i) {
+          if (results[i].ok()) band_column.push_back(batch_keys[i * bands + b]);
+        }
+        NEARDUP_RETURN_IF_ERROR(
+            band_files[b].Append(band_column.data(), band_column.size() * sizeof(uint32_t)));
+        note_spill(static_cast<int64_t>(band_column.size() * sizeof(uint32_t)));
+      }
+    }
     for (size_t i = 0; i < count; ++i) {
       Document& doc = batch[i];
       if (!results[i].ok()) {
@@ -425,7 +462,9 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
         }
         continue;
       }
-      if (use_lsh) {
+      if (use_lsh && spill) {
+        has_keys.push_back(batch_has_keys[i] != 0);
+      } else if (use_lsh) {
         keys.Append(batch_has_keys[i]
                         ? std::span<const uint32_t>(batch_keys.data() + i * bands, bands)
                         : std::span<const uint32_t>());
@@ -443,6 +482,21 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
       report.text_bytes += doc.text.size();
       report.documents.push_back(std::move(record));
     }
+    if (!reserved && count > 0 && reader.total_input_bytes() > 0 &&
+        reader.input_bytes_consumed() > 0) {
+      // Room for twice the corpus at the first batch's bytes per document, so the document
+      // table is not copied while growing (a copy briefly holds it twice, and the first batch
+      // may hold longer documents than the rest). Only the pages written become resident: the
+      // unused part of the reservation costs address space, not memory.
+      reserved = true;
+      const double per_byte = static_cast<double>(report.documents.size()) /
+                              static_cast<double>(reader.input_bytes_consumed());
+      const double estimate = 2.0 * per_byte * static_cast<double>(reader.total_input_bytes());
+      if (estimate > static_cast<double>(report.documents.size()) && estimate < 4.3e9) {
+        report.documents.reserve(static_cast<size_t>(estimate));
+        if (use_lsh && spill) has_keys.reserve(static_cast<size_t>(estimate));
+      }
+    }
     if (progress) {
       progress("fingerprint", reader.input_bytes_consumed(), reader.total_input_bytes(),
                report.documents.size());
@@ -451,6 +505,8 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
   batch.clear();
   batch.shrink_to_fit();
   std::vector<uint32_t>().swap(batch_keys);
+  std::vector<std::string>().swap(normalized);
+  for (SpillFile& file : band_files) NEARDUP_RETURN_IF_ERROR(file.Flush());
   report.skipped = reader.skipped();
   const double fingerprint_seconds = SecondsSince(stage_start);
   report.stages.push_back({"read", read_seconds, report.documents.size(), report.text_bytes});
@@ -469,18 +525,88 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
   report.fallbacks = reader.fallbacks();
   const size_t n = report.documents.size();
 
-  // ---- Stage 2a: LSH candidates (documents sharing a band key). ----
-  std::vector<uint64_t> lsh_pairs;  // packed a << 32 | b, sorted
+  // Candidate pairs come as sorted runs of distinct packed pairs (a << 32 | b), merged later.
+  constexpr uint8_t kFromLsh = 1, kFromSimHash = 2, kWhitespace = 4;
+  std::vector<PairRun> runs;
+  std::vector<std::vector<uint64_t>> memory_runs;  // when not spilling
+  std::vector<SpillFile> run_files;                // when spilling: one per LSH worker
+
+  // ---- Stage 2a: LSH candidates (documents sharing a band key), one band at a time per worker:
+  // the band's keys (4 bytes per document), its records and a sort buffer (8 bytes each). ----
   if (use_lsh) {
     stage_start = Clock::now();
     if (progress) progress("lsh", 0, 0, n);
-    std::vector<LshPair> found =
-        LshCandidatePairs(keys, options.lsh.bucket_window, threads, &report.lsh_stats);
+    const int workers = std::max(1, std::min(threads, bands));
+    struct Worker {
+      std::vector<std::pair<uint64_t, uint64_t>> spilled;  // (offset, count) of each band's run
+      std::vector<std::vector<uint64_t>> kept;             // each band's run, when not spilling
+      LshJoinStats stats;
+      Status status;
+    };
+    std::vector<Worker> state(workers);
+    if (spill) {
+      for (int w = 0; w < workers; ++w) {
+        auto file = SpillFile::Create(options.temp_directory);
+        if (!file.ok()) return file.status();
+        run_files.push_back(std::move(*file));
+      }
+    }
+    const std::vector<bool>& present = spill ? has_keys : keys.has_keys_bits();
+    std::mutex spill_mutex;
+    ParallelFor(
+        workers, workers,
+        [&](size_t begin, size_t end) {
+          for (size_t w = begin; w < end; ++w) {
+            Worker& worker = state[w];
+            std::vector<uint64_t> records, scratch, pairs;
+            std::vector<uint32_t> band_keys;
+            for (int band = static_cast<int>(w); band < bands; band += workers) {
+              std::span<const uint32_t> view;
+              if (spill) {
+                band_keys.resize(n);
+                worker.status = band_files[band].ReadAt(0, band_keys.data(), n * sizeof(uint32_t));
+                if (!worker.status.ok()) return;
+                view = band_keys;
+              } else {
+                view = keys.band_keys(band);
+              }
+              LshBandPairs(view, present, options.lsh.bucket_window, &pairs, &worker.stats,
+                           &records, &scratch);
+              if (spill) {
+                SpillFile& file = run_files[w];
+                worker.spilled.emplace_back(file.size(), pairs.size());
+                worker.status = file.Append(pairs.data(), pairs.size() * sizeof(uint64_t));
+                if (!worker.status.ok()) return;
+                std::lock_guard<std::mutex> lock(spill_mutex);
+                note_spill(static_cast<int64_t>(pairs.size() * sizeof(uint64_t)));
+              } else {
+                worker.kept.push_back(pairs);
+              }
+            }
+            if (spill) worker.status = run_files[w].Flush();
+          }
+        },
+        1);
+    band_files.clear();  // closes (and so frees) the band key files
+    if (spill) note_spill(-static_cast<int64_t>(uint64_t{n} * sizeof(uint32_t) * bands));
     keys = BandKeyTable(0);
-    lsh_pairs.reserve(found.size());
-    for (const LshPair& pair : found) lsh_pairs.push_back(pair.a << 32 | pair.b);
-    report.lsh_candidate_pairs = found.size();
-    report.stages.push_back({"lsh", SecondsSince(stage_start), found.size(), 0});
+    std::vector<bool>().swap(has_keys);
+    for (int w = 0; w < workers; ++w) {
+      Worker& worker = state[w];
+      NEARDUP_RETURN_IF_ERROR(worker.status);
+      report.lsh_stats.records += worker.stats.records;
+      report.lsh_stats.buckets += worker.stats.buckets;
+      report.lsh_stats.oversized_buckets += worker.stats.oversized_buckets;
+      report.lsh_stats.largest_bucket =
+          std::max(report.lsh_stats.largest_bucket, worker.stats.largest_bucket);
+      report.lsh_stats.bucket_pairs += worker.stats.bucket_pairs;
+      for (auto [offset, count] : worker.spilled) {
+        runs.push_back({&run_files[w], offset, count, {}, kFromLsh});
+      }
+      for (auto& kept : worker.kept) memory_runs.push_back(std::move(kept));
+    }
+    for (const auto& kept : memory_runs) runs.push_back({nullptr, 0, 0, kept, kFromLsh});
+    report.stages.push_back({"lsh", SecondsSince(stage_start), report.lsh_stats.bucket_pairs, 0});
     stage_memory(&report.stages, report.stages.size() - 1);
   }
 
@@ -510,151 +636,235 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
     simhash_pairs.reserve(joined->size());
     for (const NeighborPair& pair : *joined) simhash_pairs.push_back(pair.a << 32 | pair.b);
     std::sort(simhash_pairs.begin(), simhash_pairs.end());
+    simhash_pairs.erase(std::unique(simhash_pairs.begin(), simhash_pairs.end()),
+                        simhash_pairs.end());
     report.simhash_candidate_pairs = simhash_pairs.size();
+    runs.push_back({nullptr, 0, 0, simhash_pairs, kFromSimHash});
     report.stages.push_back({"join", SecondsSince(stage_start), simhash_pairs.size(), 0});
     stage_memory(&report.stages, report.stages.size() - 1);
   }
 
-  // ---- Stage 2c: merge the candidates, add the whitespace-only variants. ----
+  // ---- Stage 2c: merge the candidates, add the whitespace-only variants, and mark the
+  // documents whose shingles verification needs. ----
   stage_start = Clock::now();
-  std::vector<uint64_t> simhash_only;  // packed pairs of the SimHash join that LSH did not find
+  std::vector<uint64_t> whitespace_pairs;  // pairs of equal whitespace-free hash (pre-verified)
   {
-    std::vector<uint64_t> merged;
-    merged.reserve(lsh_pairs.size() + simhash_pairs.size());
-    std::set_union(lsh_pairs.begin(), lsh_pairs.end(), simhash_pairs.begin(), simhash_pairs.end(),
-                   std::back_inserter(merged));
-    if (use_lsh && use_simhash) {
-      // What the SimHash join adds to the LSH stage (measured: see simhash_only_accepted_pairs).
-      std::set_difference(simhash_pairs.begin(), simhash_pairs.end(), lsh_pairs.begin(),
-                          lsh_pairs.end(), std::back_inserter(simhash_only));
-    }
-    std::vector<uint64_t>().swap(lsh_pairs);
-    std::vector<uint64_t>().swap(simhash_pairs);
-    report.pairs.reserve(merged.size());
-    for (uint64_t packed : merged) {
-      const uint32_t a = static_cast<uint32_t>(packed >> 32), b = static_cast<uint32_t>(packed);
-      report.pairs.push_back(
-          {a, b, HammingDistance(report.documents[a].fingerprint, report.documents[b].fingerprint),
-           -1.0});
-    }
-  }
-  {
-    // Whitespace-only variants: pair each document with the first one of equal squeezed hash.
+    // Pair each document with the first one of equal squeezed hash.
     std::unordered_map<uint64_t, uint32_t> first_with_hash;
-    std::vector<DuplicatePair> extra;
-    for (uint32_t i = 0; i < report.documents.size(); ++i) {
+    for (uint32_t i = 0; i < n; ++i) {
       auto [it, inserted] = first_with_hash.try_emplace(report.documents[i].squeezed_hash, i);
-      if (inserted) continue;
-      const uint32_t first = it->second;
-      extra.push_back(
-          {first, i,
-           HammingDistance(report.documents[first].fingerprint, report.documents[i].fingerprint),
-           1.0});
+      if (!inserted) whitespace_pairs.push_back(uint64_t{it->second} << 32 | i);
     }
-    if (!extra.empty() && !simhash_only.empty()) {
-      // Pairs the whitespace-free hash finds anyway are not the SimHash join's contribution.
-      std::vector<uint64_t> packed;
-      for (const DuplicatePair& pair : extra) packed.push_back(uint64_t{pair.a} << 32 | pair.b);
-      std::sort(packed.begin(), packed.end());
-      std::vector<uint64_t> rest;
-      std::set_difference(simhash_only.begin(), simhash_only.end(), packed.begin(), packed.end(),
-                          std::back_inserter(rest));
-      simhash_only.swap(rest);
+    std::sort(whitespace_pairs.begin(), whitespace_pairs.end());
+    runs.push_back({nullptr, 0, 0, whitespace_pairs, kWhitespace});
+  }
+  std::vector<uint64_t> simhash_only;  // packed pairs of the SimHash join the others did not find
+  // Verification slot of each document whose shingles are needed (UINT32_MAX: not needed).
+  std::vector<uint32_t> slot;
+  uint32_t needed = 0;
+  auto needs_jaccard = [&](uint64_t packed, uint8_t sources) {
+    if (sources & kWhitespace) return false;
+    return !IsExactDuplicate(report.documents[packed >> 32],
+                             report.documents[static_cast<uint32_t>(packed)]);
+  };
+  {
+    if (verify) slot.assign(n, UINT32_MAX);
+    PairRunMerger merger(runs);
+    uint64_t packed = 0;
+    uint8_t sources = 0;
+    for (;;) {
+      auto next = merger.Next(&packed, &sources);
+      if (!next.ok()) return next.status();
+      if (!*next) break;
+      ++report.candidate_pairs;
+      if (sources & kFromLsh) ++report.lsh_candidate_pairs;
+      if (use_lsh && sources == kFromSimHash) simhash_only.push_back(packed);
+      if (verify && needs_jaccard(packed, sources)) {
+        slot[packed >> 32] = 0;
+        slot[static_cast<uint32_t>(packed)] = 0;
+      }
     }
-    if (!extra.empty()) {
-      report.pairs.insert(report.pairs.end(), extra.begin(), extra.end());
-      // Sort by (a, b), a pre-verified entry first, then keep one entry per pair.
-      std::sort(report.pairs.begin(), report.pairs.end(),
-                [](const DuplicatePair& x, const DuplicatePair& y) {
-                  if (x.a != y.a) return x.a < y.a;
-                  if (x.b != y.b) return x.b < y.b;
-                  return x.similarity > y.similarity;
-                });
-      report.pairs.erase(std::unique(report.pairs.begin(), report.pairs.end(),
-                                     [](const DuplicatePair& x, const DuplicatePair& y) {
-                                       return x.a == y.a && x.b == y.b;
-                                     }),
-                         report.pairs.end());
+    if (verify) {
+      for (uint32_t& s : slot) s = s == 0 ? needed++ : UINT32_MAX;
     }
-    report.candidate_pairs = report.pairs.size();
+    report.lsh_stats.candidate_pairs = report.lsh_candidate_pairs;
   }
   report.stages.push_back({"merge", SecondsSince(stage_start), report.candidate_pairs, 0});
   stage_memory(&report.stages, report.stages.size() - 1);
 
-  // ---- Stage 3: verification by shingle Jaccard (re-reads only the documents involved). ----
-  if (verify) {
-    stage_start = Clock::now();
-    std::vector<uint32_t> slot(n, UINT32_MAX);  // document -> index into shingle sets
-    uint32_t needed = 0;
-    for (DuplicatePair& pair : report.pairs) {
-      if (pair.similarity >= 0) continue;  // already known (whitespace-only variant)
-      if (IsExactDuplicate(report.documents[pair.a], report.documents[pair.b])) {
-        pair.similarity = 1.0;
-        continue;
-      }
-      if (slot[pair.a] == UINT32_MAX) slot[pair.a] = needed++;
-      if (slot[pair.b] == UINT32_MAX) slot[pair.b] = needed++;
+  // ---- Stage 3: verification by shingle Jaccard: the inputs are read again and the narrowed
+  // (32-bit) shingle sets of the documents involved are kept (spilled to a temporary file, read
+  // back pair by pair); then the candidates are merged again and verified in blocks. ----
+  const size_t merge_stage = report.stages.size() - 1;
+  stage_start = Clock::now();
+  uint64_t verified_bytes = 0;
+  std::vector<std::vector<uint32_t>> shingles;  // by slot, when not spilling
+  std::optional<SpillFile> shingle_file;
+  std::vector<uint64_t> shingle_offsets;  // by slot, plus the end, when spilling
+  if (verify && needed > 0) {
+    if (spill) {
+      auto file = SpillFile::Create(options.temp_directory);
+      if (!file.ok()) return file.status();
+      shingle_file.emplace(std::move(*file));
+      shingle_offsets.reserve(uint64_t{needed} + 1);
+    } else {
+      shingles.resize(needed);
     }
-    // The narrowed (32-bit) shingle sets, as ShingleSimilarity::VerifiedJaccard compares them.
-    std::vector<std::vector<uint32_t>> shingles(needed);
-    uint64_t verified_bytes = 0;
-    if (needed > 0) {
-      NEARDUP_RETURN_IF_ERROR(reader.Rewind());
-      // Walk the inputs again; the i-th successfully fingerprinted document is documents[i].
-      // Documents that failed fingerprinting are recognised by (file, line) and skipped.
-      size_t next_doc = 0;
-      std::vector<std::pair<uint32_t, std::string>> pending;
-      Document doc;
-      auto flush = [&] {
-        ParallelFor(
-            pending.size(), threads,
-            [&](size_t begin, size_t end) {
-              std::vector<uint64_t> wide;
-              for (size_t i = begin; i < end; ++i) {
-                std::vector<uint32_t>& narrow = shingles[pending[i].first];
-                narrow.clear();
-                if (!(*similarity)->Shingles(pending[i].second, &wide).ok()) continue;
-                ShingleSimilarity::Narrow(wide, &narrow);
-                narrow.shrink_to_fit();
+    NEARDUP_RETURN_IF_ERROR(reader.Rewind());
+    // Walk the inputs again; the i-th successfully fingerprinted document is documents[i].
+    // Documents that failed fingerprinting are recognised by (file, line) and skipped.
+    size_t next_doc = 0;
+    std::vector<std::pair<uint32_t, std::string>> pending;
+    std::vector<std::vector<uint32_t>> computed;
+    Document doc;
+    auto flush = [&]() -> Status {
+      computed.resize(pending.size());
+      ParallelFor(
+          pending.size(), threads,
+          [&](size_t begin, size_t end) {
+            std::vector<uint64_t> wide;
+            for (size_t i = begin; i < end; ++i) {
+              std::vector<uint32_t>& narrow = computed[i];
+              narrow.clear();
+              if (!(*similarity)->Shingles(pending[i].second, &wide).ok()) continue;
+              ShingleSimilarity::Narrow(wide, &narrow);
+            }
+          },
+          8);
+      for (size_t i = 0; i < pending.size(); ++i) {
+        if (spill) {
+          shingle_offsets.push_back(shingle_file->size() / sizeof(uint32_t));
+          NEARDUP_RETURN_IF_ERROR(
+              shingle_file->Append(computed[i].data(), computed[i].size() * sizeof(uint32_t)));
+          note_spill(static_cast<int64_t>(computed[i].size() * sizeof(uint32_t)));
+        } else {
+          computed[i].shrink_to_fit();
+          shingles[pending[i].first] = std::move(computed[i]);
+        }
+      }
+      pending.clear();
+      return Status::Ok();
+    };
+    for (;;) {
+      auto got = reader.Next(&doc);
+      if (!got.ok()) return got.status();
+      if (!*got || next_doc >= n) break;
+      const DedupDocument& record = report.documents[next_doc];
+      if (doc.file_index != record.file_index || doc.line != record.line) continue;
+      uint32_t s = slot[next_doc];
+      ++next_doc;
+      if (s == UINT32_MAX) continue;
+      verified_bytes += doc.text.size();
+      pending.emplace_back(s, std::move(doc.text));
+      if (pending.size() >= options.batch_size) NEARDUP_RETURN_IF_ERROR(flush());
+      if (progress && next_doc % 1024 == 0) progress("verify", next_doc, n, next_doc);
+    }
+    NEARDUP_RETURN_IF_ERROR(flush());
+    std::vector<std::vector<uint32_t>>().swap(computed);
+    if (spill) {
+      // Slots are numbered in document order, so the file holds the sets in slot order.
+      shingle_offsets.push_back(shingle_file->size() / sizeof(uint32_t));
+      NEARDUP_RETURN_IF_ERROR(shingle_file->Flush());
+      if (shingle_offsets.size() != uint64_t{needed} + 1) {
+        return Status::Internal("verification: the inputs changed while dedup was running");
+      }
+    }
+  }
+  {
+    // Candidates in blocks: similarity -2 = to compute.
+    PairRunMerger merger(runs);
+    constexpr size_t kBlock = 1 << 18;
+    std::vector<uint64_t> block;
+    std::vector<double> similarity_of;
+    Status read_status;
+    std::mutex read_mutex;
+    auto verify_block = [&]() -> Status {
+      ParallelFor(
+          block.size(), threads,
+          [&](size_t begin, size_t end) {
+            std::vector<uint32_t> set_a, set_b;
+            uint32_t loaded_a = UINT32_MAX;
+            auto load = [&](uint32_t document, std::vector<uint32_t>* set) -> Status {
+              const uint32_t s = slot[document];
+              const uint64_t from = shingle_offsets[s], to = shingle_offsets[s + 1];
+              set->resize(to - from);
+              return shingle_file->ReadAt(from * sizeof(uint32_t), set->data(),
+                                          (to - from) * sizeof(uint32_t));
+            };
+            for (size_t i = begin; i < end; ++i) {
+              if (similarity_of[i] != -2) continue;
+              const uint32_t a = static_cast<uint32_t>(block[i] >> 32);
+              const uint32_t b = static_cast<uint32_t>(block[i]);
+              if (!spill) {
+                similarity_of[i] =
+                    ShingleSimilarity::Jaccard32(shingles[slot[a]], shingles[slot[b]]);
+                continue;
               }
-            },
-            8);
-        pending.clear();
-      };
-      for (;;) {
-        auto got = reader.Next(&doc);
-        if (!got.ok()) return got.status();
-        if (!*got || next_doc >= n) break;
-        const DedupDocument& record = report.documents[next_doc];
-        if (doc.file_index != record.file_index || doc.line != record.line) continue;
-        uint32_t s = slot[next_doc];
-        ++next_doc;
-        if (s == UINT32_MAX) continue;
-        verified_bytes += doc.text.size();
-        pending.emplace_back(s, std::move(doc.text));
-        if (pending.size() >= options.batch_size) flush();
-        if (progress && next_doc % 1024 == 0) progress("verify", next_doc, n, next_doc);
+              Status status;
+              if (a != loaded_a) {
+                status = load(a, &set_a);
+                loaded_a = a;
+              }
+              if (status.ok()) status = load(b, &set_b);
+              if (!status.ok()) {
+                std::lock_guard<std::mutex> lock(read_mutex);
+                read_status = status;
+                loaded_a = UINT32_MAX;
+                continue;
+              }
+              similarity_of[i] = ShingleSimilarity::Jaccard32(set_a, set_b);
+            }
+          },
+          256);
+      NEARDUP_RETURN_IF_ERROR(read_status);
+      for (size_t i = 0; i < block.size(); ++i) {
+        if (verify && similarity_of[i] < verify_threshold) continue;
+        const uint32_t a = static_cast<uint32_t>(block[i] >> 32);
+        const uint32_t b = static_cast<uint32_t>(block[i]);
+        report.pairs.push_back(
+            {a, b,
+             HammingDistance(report.documents[a].fingerprint, report.documents[b].fingerprint),
+             similarity_of[i]});
       }
-      flush();
+      block.clear();
+      similarity_of.clear();
+      return Status::Ok();
+    };
+    uint64_t packed = 0;
+    uint8_t sources = 0;
+    for (;;) {
+      auto next = merger.Next(&packed, &sources);
+      if (!next.ok()) return next.status();
+      if (!*next) break;
+      block.push_back(packed);
+      double value = -1;  // unverified (verification off)
+      if (sources & kWhitespace) {
+        value = 1.0;
+      } else if (verify) {
+        value = needs_jaccard(packed, sources) ? -2 : 1.0;
+      }
+      similarity_of.push_back(value);
+      if (block.size() >= kBlock) NEARDUP_RETURN_IF_ERROR(verify_block());
     }
-    std::vector<DuplicatePair>& pairs = report.pairs;
-    ParallelFor(
-        pairs.size(), threads,
-        [&](size_t begin, size_t end) {
-          for (size_t i = begin; i < end; ++i) {
-            if (pairs[i].similarity >= 0) continue;
-            pairs[i].similarity = ShingleSimilarity::Jaccard32(shingles[slot[pairs[i].a]],
-                                                               shingles[slot[pairs[i].b]]);
-          }
-        },
-        256);
-    pairs.erase(std::remove_if(
-                    pairs.begin(), pairs.end(),
-                    [&](const DuplicatePair& pair) { return pair.similarity < verify_threshold; }),
-                pairs.end());
+    NEARDUP_RETURN_IF_ERROR(verify_block());
+  }
+  shingle_file.reset();
+  std::vector<std::vector<uint32_t>>().swap(shingles);
+  std::vector<uint64_t>().swap(shingle_offsets);
+  std::vector<uint32_t>().swap(slot);
+  runs.clear();
+  run_files.clear();
+  std::vector<std::vector<uint64_t>>().swap(memory_runs);
+  std::vector<uint64_t>().swap(simhash_pairs);
+  std::vector<uint64_t>().swap(whitespace_pairs);
+  report.spilled = spill;
+  report.spill_peak_bytes = spill_peak_bytes;
+  if (verify) {
     report.stages.push_back(
         {"verify", SecondsSince(stage_start), report.candidate_pairs, verified_bytes});
     stage_memory(&report.stages, report.stages.size() - 1);
+  } else {
+    report.stages[merge_stage].seconds += SecondsSince(stage_start);  // the pairs' second merge
   }
 
   for (const DuplicatePair& pair : report.pairs) {

@@ -104,6 +104,12 @@ std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* opti
   json.Key("pairs_before_dedup").Uint(report.lsh_stats.bucket_pairs);
   json.EndObject();
   json.Key("accepted_pairs").Uint(report.pairs.size());
+  // Intermediate data in temporary files (DedupOptions::spill); verification reads the inputs a
+  // second time (standard input from its spooled copy).
+  json.Key("spill").BeginObject();
+  json.Key("enabled").Bool(report.spilled);
+  json.Key("peak_mb").Double(static_cast<double>(report.spill_peak_bytes) / 1e6);
+  json.EndObject();
   json.Key("clusters").Uint(report.clusters.size());
   uint64_t removed = report.removed_count();
   json.Key("documents_in_clusters").Uint(removed + report.clusters.size());
@@ -200,7 +206,10 @@ Status WriteDedupOutputs(const DedupReport& report, const DedupOutputOptions& ou
   reader_options.strict = false;
   reader_options.on_warning = nullptr;
   for (const std::string& input : *output.inputs) {
-    if (input == "-") return Status::Unsupported("--write-kept cannot re-read standard input");
+    if (input == "-")
+      return Status::Unsupported(
+          "write_kept_path: the kept records cannot be copied from standard input (it cannot be "
+          "read twice)");
   }
   auto reader = DocumentReader::Open(*output.inputs, reader_options);
   if (!reader.ok()) return reader.status();

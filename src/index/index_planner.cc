@@ -239,7 +239,7 @@ bool IsIdentityProjection(const IndexTableSpec& table, int bits) {
 
 Result<std::vector<IndexDesign>> EnumerateIndexDesigns(const PlanRequest& request) {
   const int f = request.bits;
-  const int k = request.k;
+  const int k = request.max_k;
   if (f != 64 && f != 128) return Status::InvalidArgument("plan: bits must be 64 or 128");
   if (k < 0 || k > f / 4)
     return Status::InvalidArgument("plan: k must be in [0, " + std::to_string(f / 4) + "]");

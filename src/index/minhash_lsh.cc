@@ -89,8 +89,7 @@ double LshCandidateProbability(double jaccard, const LshParameters& parameters) 
 
 Result<LshParameters> ChooseLshParameters(double threshold, const LshPlanOptions& options) {
   if (!(threshold > 0 && threshold < 1)) {
-    return Status::InvalidArgument("--threshold must be in (0, 1), got " +
-                                   std::to_string(threshold));
+    return Status::InvalidArgument("threshold must be in (0, 1), got " + std::to_string(threshold));
   }
   if (options.max_signature < 1) {
     return Status::InvalidArgument("the signature size must be at least 1");
@@ -121,7 +120,7 @@ double ExpectedCandidatePairs(double n, const LshParameters& parameters,
 
 Result<LshParameters> ResolveLshParameters(const MinHashLshOptions& options) {
   if (!(options.threshold > 0 && options.threshold < 1)) {
-    return Status::InvalidArgument("--threshold must be in (0, 1), got " +
+    return Status::InvalidArgument("threshold must be in (0, 1), got " +
                                    std::to_string(options.threshold));
   }
   if (options.bucket_window < 1) {
@@ -130,7 +129,7 @@ Result<LshParameters> ResolveLshParameters(const MinHashLshOptions& options) {
   if (options.bands == 0 && options.rows == 0) return ChooseLshParameters(options.threshold);
   if (options.bands < 1 || options.rows < 1 || options.bands > 1024 || options.rows > 64) {
     return Status::InvalidArgument(
-        "--bands and --rows must be given together, bands in [1, 1024] and rows in [1, 64]");
+        "bands and rows must be given together, bands in [1, 1024] and rows in [1, 64]");
   }
   return LshParameters{options.bands, options.rows};
 }
@@ -240,9 +239,42 @@ size_t BandKeyTable::MemoryBytes() const {
   return bytes;
 }
 
+void LshBandPairs(std::span<const uint32_t> keys, const std::vector<bool>& has_keys,
+                  uint32_t window, std::vector<uint64_t>* pairs, LshJoinStats* stats,
+                  std::vector<uint64_t>* records, std::vector<uint64_t>* scratch) {
+  const size_t n = keys.size();
+  window = std::max<uint32_t>(window, 1);
+  pairs->clear();
+  records->clear();
+  records->reserve(n);
+  for (size_t d = 0; d < n; ++d) {
+    if (has_keys[d]) records->push_back(static_cast<uint64_t>(keys[d]) << 32 | d);
+  }
+  stats->records += records->size();
+  RadixSort(records, scratch, 32);
+  std::vector<uint32_t> members;
+  for (size_t i = 0; i < records->size();) {
+    size_t j = i + 1;
+    while (j < records->size() && ((*records)[j] >> 32) == ((*records)[i] >> 32)) ++j;
+    const size_t m = j - i;
+    if (m >= 2) {
+      ++stats->buckets;
+      if (m > static_cast<size_t>(window) + 1) ++stats->oversized_buckets;
+      stats->largest_bucket = std::max<uint64_t>(stats->largest_bucket, m);
+      members.resize(m);
+      for (size_t k = 0; k < m; ++k) members[k] = static_cast<uint32_t>((*records)[i + k]);
+      ForEachBucketPair(members.data(), m, window, [pairs](uint32_t a, uint32_t b) {
+        pairs->push_back(static_cast<uint64_t>(a) << 32 | b);
+      });
+      stats->bucket_pairs += BucketPairCount(m, window);
+    }
+    i = j;
+  }
+  SortUnique(pairs, scratch);
+}
+
 std::vector<LshPair> LshCandidatePairs(const BandKeyTable& table, uint32_t window, int threads,
                                        LshJoinStats* stats) {
-  const size_t n = table.size();
   const int bands = table.bands();
   if (threads <= 0) threads = DefaultThreadCount();
   const int workers = std::max(1, std::min(threads, bands));
@@ -258,36 +290,12 @@ std::vector<LshPair> LshCandidatePairs(const BandKeyTable& table, uint32_t windo
       [&](size_t begin, size_t end) {
         for (size_t w = begin; w < end; ++w) {
           Worker& worker = state[w];
-          std::vector<uint64_t> records, scratch;
-          std::vector<uint32_t> members;
+          std::vector<uint64_t> records, scratch, band_pairs;
           size_t compacted = 0;
           for (int band = static_cast<int>(w); band < bands; band += workers) {
-            records.clear();
-            records.reserve(n);
-            for (size_t d = 0; d < n; ++d) {
-              if (table.has_keys(d)) {
-                records.push_back(static_cast<uint64_t>(table.key(band, d)) << 32 | d);
-              }
-            }
-            worker.stats.records += records.size();
-            RadixSort(&records, &scratch, 32);
-            for (size_t i = 0; i < records.size();) {
-              size_t j = i + 1;
-              while (j < records.size() && (records[j] >> 32) == (records[i] >> 32)) ++j;
-              const size_t m = j - i;
-              if (m >= 2) {
-                ++worker.stats.buckets;
-                if (m > static_cast<size_t>(window) + 1) ++worker.stats.oversized_buckets;
-                worker.stats.largest_bucket = std::max<uint64_t>(worker.stats.largest_bucket, m);
-                members.resize(m);
-                for (size_t k = 0; k < m; ++k) members[k] = static_cast<uint32_t>(records[i + k]);
-                ForEachBucketPair(members.data(), m, window, [&worker](uint32_t a, uint32_t b) {
-                  worker.pairs.push_back(static_cast<uint64_t>(a) << 32 | b);
-                });
-                worker.stats.bucket_pairs += BucketPairCount(m, window);
-              }
-              i = j;
-            }
+            LshBandPairs(table.band_keys(band), table.has_keys_bits(), window, &band_pairs,
+                         &worker.stats, &records, &scratch);
+            worker.pairs.insert(worker.pairs.end(), band_pairs.begin(), band_pairs.end());
             // The same pair recurs in many bands: compact when the list has doubled.
             if (worker.pairs.size() > 2 * compacted + (1u << 20)) {
               SortUnique(&worker.pairs, &scratch);

@@ -58,7 +58,7 @@ using Scratch = index::SearchScratch;
 IndexDesign PlanJoinDesign(int bits, int k, double n) {
   PlanRequest request;
   request.bits = bits;
-  request.k = k;
+  request.max_k = k;
   request.n = std::max(1.0, n);
   auto designs = EnumerateIndexDesigns(request);
   IndexDesign best;
@@ -314,7 +314,7 @@ Result<std::unique_ptr<PermutedIndex>> PermutedIndex::Create(const PermutedIndex
   } else {
     PlanRequest request;
     request.bits = options.bits;
-    request.k = options.max_k;
+    request.max_k = options.max_k;
     request.n = std::max(1.0, options.expected_size);
     request.memory_budget_bytes = options.memory_budget_bytes_per_fingerprint > 0
                                       ? options.memory_budget_bytes_per_fingerprint * request.n

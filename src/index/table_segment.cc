@@ -2,6 +2,7 @@
 // see table_segment.h and docs/index.md.
 #include "index/table_segment.h"
 
+#include <sys/mman.h>
 #include <xxhash.h>
 
 #include <bit>
@@ -21,8 +22,35 @@ constexpr size_t kParallelMin = 1 << 17;  // smaller builds stay on the calling 
 constexpr uint32_t kMaxTables = 4096;
 constexpr uint32_t kMaxDesignBytes = 1 << 20;
 constexpr int kMaxDirBits = 26;
+// Directory buckets up to this size are scanned whole instead of binary-searched for the key.
+constexpr size_t kSmallBucket = 32;
 
 size_t Align8(size_t n) { return (n + 7) & ~size_t{7}; }
+
+// Zeroed memory for a built image. Images of a few MB and more are mapped on 2 MB boundaries and
+// marked for transparent huge pages: a query touches ~2 random lines per table, and on 4 KB pages
+// each of them is also a TLB miss whose page walk misses the cache (a 10M-row image is ~1 GB).
+std::shared_ptr<void> AllocateImage(size_t size) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  if (size >= 2 * kHuge) {
+    const size_t length = (size + kHuge - 1) & ~(kHuge - 1);
+    void* raw =
+        ::mmap(nullptr, length + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw != MAP_FAILED) {
+      // Trim to a 2 MB-aligned range of `length` bytes.
+      const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+      const uintptr_t aligned = (start + kHuge - 1) & ~uintptr_t{kHuge - 1};
+      if (aligned > start) ::munmap(raw, aligned - start);
+      const size_t tail = (start + length + kHuge) - (aligned + length);
+      if (tail > 0) ::munmap(reinterpret_cast<void*>(aligned + length), tail);
+      void* image = reinterpret_cast<void*>(aligned);
+      ::madvise(image, length, MADV_HUGEPAGE);  // advisory: ignored where THP is off
+      return std::shared_ptr<void>(image, [length](void* p) { ::munmap(p, length); });
+    }
+  }
+  return std::shared_ptr<void>(new uint64_t[(size + 7) / 8](),
+                               [](void* p) { delete[] static_cast<uint64_t*>(p); });
+}
 
 CompiledTable Compile(const IndexTableSpec& spec, int bits) {
   CompiledTable table;
@@ -238,8 +266,8 @@ std::shared_ptr<const TableSegment> TableSegment::Build(
   const std::string design_bytes = EncodeDesign(seg->design_->design);
   const size_t header_bytes = HeaderBytes(design_bytes.size(), tables.size());
   const size_t size = seg->Layout(header_bytes, dir_bits);
-  seg->owned_.reset(new uint64_t[size / 8]());
-  char* image = reinterpret_cast<char*>(seg->owned_.get());
+  seg->owned_ = AllocateImage(size);
+  char* image = static_cast<char*>(seg->owned_.get());
   seg->image_ = image;
   seg->image_size_ = size;
   seg->Bind();
@@ -278,10 +306,9 @@ std::shared_ptr<const TableSegment> TableSegment::Build(
       if (!ct.identity) {
         uint64_t* keys = reinterpret_cast<uint64_t*>(image + s->keys_off_[t]);
         if (bits == 64) {
-          std::vector<uint64_t> sorted(n);
-          for (size_t i = 0; i < n; ++i) sorted[i] = ct.Project(0, lo[i]);
-          RadixSort(&sorted, [](uint64_t v) { return v; });
-          std::copy(sorted.begin(), sorted.end(), keys);
+          // Sorted in place inside the image (one buffer of n keys per thread, no copy).
+          for (size_t i = 0; i < n; ++i) keys[i] = ct.Project(0, lo[i]);
+          RadixSort(keys, n, [](uint64_t v) { return v; });
         } else {
           std::vector<std::pair<uint64_t, uint32_t>> pairs(n);
           for (size_t i = 0; i < n; ++i)
@@ -357,35 +384,13 @@ Result<std::shared_ptr<const TableSegment>> TableSegment::View(
   return std::shared_ptr<const TableSegment>(std::move(seg));
 }
 
-// Searches one table's sorted projections. Every offset taken from the directory is checked
-// against the row count before use.
+// Searches a large bucket of one table's sorted projections (its bounds already checked against the
+// row count by the caller).
 class TableSegment::TableSearcher {
  public:
-  TableSearcher(const uint64_t* keys, const Table& table, const CompiledTable& ct, size_t n,
+  TableSearcher(const uint64_t* keys, const Table& table, const CompiledTable& ct,
                 uint64_t projected_query, int k, SearchCounters* counters)
-      : keys_(keys),
-        table_(table),
-        ct_(ct),
-        n_(n),
-        pq_(projected_query),
-        k_(k),
-        counters_(counters) {}
-
-  // Calls emit(index) for every entry whose projection is within k of the query projection and
-  // whose key is within `radius` of the query key.
-  template <typename Emit>
-  void Run(int radius, Emit&& emit) {
-    Probe(ct_.KeyOf(pq_), 0, 0, radius, emit);
-  }
-
-  // The directory bucket of `key`, or false when the directory entries are out of bounds.
-  bool Bucket(uint64_t key, size_t* begin, size_t* end) const {
-    const int w = ct_.key_bits, d = table_.dir_bits;
-    const uint64_t bucket = d == 0 ? 0 : key >> (w - d);
-    *begin = table_.dir[bucket];
-    *end = table_.dir[bucket + 1];
-    return *begin <= *end && *end <= n_;
-  }
+      : keys_(keys), table_(table), ct_(ct), pq_(projected_query), k_(k), counters_(counters) {}
 
   // Searches the entries of `key` inside its directory bucket [begin, end).
   template <typename Emit>
@@ -403,16 +408,6 @@ class TableSegment::TableSearcher {
   }
 
  private:
-  template <typename Emit>
-  void Probe(uint64_t key, int first_bit, int flipped, int radius, Emit& emit) {
-    ++counters_->probes;
-    size_t begin, end;
-    if (Bucket(key, &begin, &end)) Lookup(key, begin, end, flipped, emit);
-    if (flipped == radius) return;
-    for (int b = first_bit; b < ct_.key_bits; ++b)
-      Probe(key ^ (uint64_t{1} << b), b + 1, flipped + 1, radius, emit);
-  }
-
   // Entries in [begin, end) share their first `bit` projection bits, at distance `distance` from
   // the query's.
   template <typename Emit>
@@ -436,7 +431,6 @@ class TableSegment::TableSearcher {
   const uint64_t* keys_;
   const Table& table_;
   const CompiledTable& ct_;
-  size_t n_;
   uint64_t pq_;
   int k_;
   SearchCounters* counters_;
@@ -484,43 +478,84 @@ void TableSegment::CollectRows(uint64_t hi, uint64_t lo, int k, SearchCounters* 
     };
   };
 
-  if (radius == 0) {
-    // One probe per table: look up every table's directory first (prefetching), then every
-    // bucket's keys, so the tables' cache misses overlap instead of queueing.
-    scratch->projected.resize(T);
-    scratch->begin.resize(T);
-    scratch->end.resize(T);
-    for (size_t t = 0; t < T; ++t) {
-      const CompiledTable& ct = tables[t];
-      const uint64_t pq = ct.Project(hi, lo);
-      scratch->projected[t] = pq;
-      const int d = tables_[t].dir_bits;
-      const uint64_t bucket = d == 0 ? 0 : ct.KeyOf(pq) >> (ct.key_bits - d);
-      __builtin_prefetch(tables_[t].dir + bucket);
+  // Every probe of every table (the query's key, and for radius r every key within r bits of
+  // it), run in three passes so that their cache misses overlap instead of queueing: (1) prefetch
+  // every probe's directory entry; (2) read the bucket bounds and prefetch the buckets' lines;
+  // (3) scan. A bucket of up to kSmallBucket keys is scanned whole with XOR + popcount against the
+  // query's projection — exact, since the projection permutes all bits — and only once however
+  // many probe keys share it (keys differing only below the directory bits); rows found more than
+  // once are deduplicated below. Larger buckets are binary-searched for each probe key's run.
+  auto& probes = scratch->probes;
+  probes.clear();
+  scratch->projected.resize(T);
+  for (size_t t = 0; t < T; ++t) {
+    const CompiledTable& ct = tables[t];
+    const uint64_t pq = ct.Project(hi, lo);
+    scratch->projected[t] = pq;
+    const uint64_t key = ct.KeyOf(pq);
+    const uint32_t table = static_cast<uint32_t>(t);
+    probes.push_back({key, 0, 0, table, 0});
+    if (radius == 0) continue;
+    // Keys within `radius` bits: extend each probe of i flipped bits by one more, above its last.
+    for (size_t first = probes.size() - 1, flips = 0; flips < static_cast<size_t>(radius);
+         ++flips) {
+      const size_t last = probes.size();
+      for (size_t p = first; p < last; ++p) {
+        const uint64_t base = probes[p].key;
+        const uint64_t diff = base ^ key;
+        const int from = diff == 0 ? 0 : 64 - std::countl_zero(diff);
+        for (int b = from; b < ct.key_bits; ++b)
+          probes.push_back(
+              {base ^ (uint64_t{1} << b), 0, 0, table, static_cast<uint32_t>(flips + 1)});
+      }
+      first = last;
     }
-    for (size_t t = 0; t < T; ++t) {
-      TableSearcher searcher(tables_[t].keys, tables_[t], tables[t], n_, scratch->projected[t], k,
-                             counters);
-      size_t begin = 0, end = 0;
-      if (!searcher.Bucket(tables[t].KeyOf(scratch->projected[t]), &begin, &end)) begin = end = 0;
-      scratch->begin[t] = begin;
-      scratch->end[t] = end;
-      if (begin < end) __builtin_prefetch(tables_[t].keys + begin);
+  }
+  counters->probes += probes.size();
+  for (Probe& p : probes) {
+    const CompiledTable& ct = tables[p.table];
+    const int d = tables_[p.table].dir_bits;
+    const uint64_t bucket = d == 0 ? 0 : p.key >> (ct.key_bits - d);
+    __builtin_prefetch(tables_[p.table].dir + bucket);
+    __builtin_prefetch(tables_[p.table].dir + bucket + 1);
+  }
+  for (Probe& p : probes) {
+    const CompiledTable& ct = tables[p.table];
+    const Table& st = tables_[p.table];
+    const uint64_t bucket = st.dir_bits == 0 ? 0 : p.key >> (ct.key_bits - st.dir_bits);
+    size_t begin = st.dir[bucket], end = st.dir[bucket + 1];
+    if (begin > end || end > n_) begin = end = 0;  // a damaged directory: nothing
+    p.begin = static_cast<uint32_t>(begin);
+    p.end = static_cast<uint32_t>(end);
+    if (begin < end && end - begin <= kLinearRunLimit) {
+      // Every line of a bucket that will be scanned (a 64 B/fp design scans ~150 per table).
+      for (size_t i = begin; i < end; i += 8) __builtin_prefetch(st.keys + i);
+      __builtin_prefetch(st.keys + end - 1);
+    } else if (begin < end) {
+      __builtin_prefetch(st.keys + begin);
     }
-    counters->probes += T;
-    for (size_t t = 0; t < T; ++t) {
-      TableSearcher searcher(tables_[t].keys, tables_[t], tables[t], n_, scratch->projected[t], k,
-                             counters);
-      auto emit = emitter(t);
-      searcher.Lookup(tables[t].KeyOf(scratch->projected[t]), scratch->begin[t], scratch->end[t], 0,
-                      emit);
+  }
+  for (size_t i = 0; i < probes.size(); ++i) {
+    const Probe& p = probes[i];
+    const size_t t = p.table;
+    const size_t begin = p.begin, end = p.end;
+    if (begin == end) continue;
+    const uint64_t pq = scratch->projected[t];
+    auto emit = emitter(t);
+    if (end - begin <= kSmallBucket) {
+      // Keys that differ from the query's only below the directory bits share its bucket: the
+      // probe flipping none of those bits scans it (it exists: it flips fewer bits).
+      const int below = tables[t].key_bits - tables_[t].dir_bits;
+      const uint64_t low_mask = below >= 64 ? ~uint64_t{0} : (uint64_t{1} << below) - 1;
+      if (((p.key ^ tables[t].KeyOf(pq)) & low_mask) != 0) continue;
+      counters->candidates += end - begin;
+      const uint64_t* keys = tables_[t].keys;
+      for (size_t j = begin; j < end; ++j)
+        if (std::popcount(keys[j] ^ pq) <= k) emit(j);
+      continue;
     }
-  } else {
-    for (size_t t = 0; t < T; ++t) {
-      TableSearcher searcher(tables_[t].keys, tables_[t], tables[t], n_, tables[t].Project(hi, lo),
-                             k, counters);
-      searcher.Run(radius, emitter(t));
-    }
+    TableSearcher searcher(tables_[t].keys, tables_[t], tables[t], pq, k, counters);
+    searcher.Lookup(p.key, begin, end, static_cast<int>(p.flips), emit);
   }
   if (bits_ == 64 && !scratch->fps.empty()) {
     // Fingerprints found through permuted tables: find their rows (all rows holding an equal
@@ -530,6 +565,11 @@ void TableSegment::CollectRows(uint64_t hi, uint64_t lo, int k, SearchCounters* 
     std::sort(scratch->rows.begin(), scratch->rows.end());
     const size_t found_direct = scratch->rows.size();
     for (uint64_t fp : scratch->fps) {
+      // Found directly already (its rows are in cache): no second lookup.
+      bool direct = false;
+      if (found_direct <= 16)
+        for (size_t j = 0; j < found_direct && !direct; ++j) direct = lo_[scratch->rows[j]] == fp;
+      if (direct) continue;
       auto [first, last] = EqualRows64(fp, identity_table);
       if (first == last) continue;
       if (std::binary_search(scratch->rows.begin(), scratch->rows.begin() + found_direct,

@@ -33,10 +33,9 @@ inline constexpr size_t kLinearRunLimit = 256;
 // Stable LSD radix sort on bits [min_bit, 64) of a 64-bit key, 11 bits per pass (2048 buckets
 // keep the scatter within cache), skipping passes where every key has the same digit.
 template <typename T, typename KeyFn>
-void RadixSort(std::vector<T>* values, KeyFn key, int min_bit = 0) {
-  const size_t n = values->size();
+void RadixSort(T* values, size_t n, KeyFn key, int min_bit = 0) {
   if (n < 256) {
-    std::stable_sort(values->begin(), values->end(), [&](const T& a, const T& b) {
+    std::stable_sort(values, values + n, [&](const T& a, const T& b) {
       return (key(a) >> min_bit) < (key(b) >> min_bit);
     });
     return;
@@ -45,7 +44,7 @@ void RadixSort(std::vector<T>* values, KeyFn key, int min_bit = 0) {
   constexpr uint64_t kDigitMask = (1 << kDigitBits) - 1;
   std::vector<T> buffer(n);
   std::vector<size_t> count(size_t{1} << kDigitBits);
-  T* src = values->data();
+  T* src = values;
   T* dst = buffer.data();
   for (int shift = min_bit; shift < 64; shift += kDigitBits) {
     std::fill(count.begin(), count.end(), 0);
@@ -60,7 +59,11 @@ void RadixSort(std::vector<T>* values, KeyFn key, int min_bit = 0) {
     for (size_t i = 0; i < n; ++i) dst[count[(key(src[i]) >> shift) & kDigitMask]++] = src[i];
     std::swap(src, dst);
   }
-  if (src != values->data()) std::copy(src, src + n, values->data());
+  if (src != values) std::copy(src, src + n, values);
+}
+template <typename T, typename KeyFn>
+void RadixSort(std::vector<T>* values, KeyFn key, int min_bit = 0) {
+  RadixSort(values->data(), values->size(), key, min_bit);
 }
 
 // One contiguous piece of a table projection: `width` bits taken from `word` (0 = hi, 1 = lo) at
@@ -137,12 +140,20 @@ struct SearchCounters {
   uint64_t probes = 0, candidates = 0, oversized = 0;
 };
 
+// One probe of one table: a key, its directory bucket's bounds, how many bits it flips.
+struct Probe {
+  uint64_t key;
+  uint32_t begin, end;
+  uint32_t table;
+  uint32_t flips;
+};
+
 // Per-thread scratch reused across searches.
 struct SearchScratch {
+  std::vector<Probe> probes;
   std::vector<uint32_t> rows;
   std::vector<uint64_t> fps;
   std::vector<uint64_t> projected;  // per table
-  std::vector<size_t> begin, end;   // per table: the directory bucket
 };
 
 class TableSegment {
@@ -222,7 +233,7 @@ class TableSegment {
 
   std::shared_ptr<const CompiledDesign> design_;
   std::shared_ptr<const void> keeper_;  // owns the image when viewed from a mapping
-  std::unique_ptr<uint64_t[]> owned_;   // owns the image when built
+  std::shared_ptr<void> owned_;         // owns the image when built (AllocateImage)
   const char* image_ = nullptr;
   size_t image_size_ = 0;
   int bits_ = 64;

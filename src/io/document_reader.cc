@@ -12,9 +12,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 namespace neardup {
 
@@ -525,6 +527,186 @@ Result<bool> DocumentReader::ReadLine(std::string* line, bool* too_long) {
   return any;
 }
 
+namespace {
+
+// Reads the rest of `source` into *text (a byte-order mark removed). Returns true if the document
+// is larger than `max_bytes` (then *text is left empty).
+template <typename Source>
+Result<bool> ReadWholeDocument(Source* source, size_t max_bytes, std::string* text,
+                               uint64_t* bytes_read) {
+  bool too_long = false;
+  std::vector<char> chunk(kReadChunk);
+  for (;;) {
+    auto n = source->Read(chunk.data(), chunk.size());
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;
+    *bytes_read += *n;
+    if (!too_long && text->size() + *n > max_bytes) {
+      too_long = true;
+      text->clear();
+      text->shrink_to_fit();
+    }
+    if (!too_long) text->append(chunk.data(), *n);
+  }
+  if (std::string_view(*text).substr(0, 3) == kByteOrderMark) text->erase(0, 3);
+  return too_long;
+}
+
+// Why a JSONL record is skipped, or what was assumed for it (a fallback).
+struct RecordProblem {
+  const char* reason;
+  std::string message;
+};
+
+// Why a whole-file document (read by ReadWholeDocument) is skipped, if it is.
+std::optional<RecordProblem> CheckWholeDocument(const std::string& text, bool too_long,
+                                                const DocumentReaderOptions& options,
+                                                const std::string& path) {
+  if (too_long) {
+    return RecordProblem{kSkipTooLarge, path + ": document larger than " +
+                                            std::to_string(options.max_document_bytes) + " bytes"};
+  }
+  if (!options.allow_invalid_utf8_text && !simdjson::validate_utf8(text.data(), text.size())) {
+    return RecordProblem{kSkipInvalidUtf8, path + ": invalid UTF-8"};
+  }
+  if (IsBlank(text)) return RecordProblem{kSkipEmptyText, path + ": empty document"};
+  return std::nullopt;
+}
+
+// The fingerprint and text fields; a problem if the record must be skipped.
+std::optional<RecordProblem> ReadTextFields(simdjson::dom::object object,
+                                            const DocumentReaderOptions& options,
+                                            const std::string& where, Document* doc) {
+  doc->fingerprint.clear();
+  if (!options.fingerprint_field.empty()) {
+    simdjson::dom::element fingerprint_value;
+    std::string_view fingerprint_text;
+    if (FindField(object, options.fingerprint_field, &fingerprint_value) == simdjson::SUCCESS &&
+        !fingerprint_value.is_null()) {
+      if (fingerprint_value.get_string().get(fingerprint_text)) {
+        return RecordProblem{kSkipInvalidJson, where + ": field \"" + options.fingerprint_field +
+                                                   "\" is not a string"};
+      }
+      doc->fingerprint.assign(fingerprint_text);
+    }
+  }
+  simdjson::dom::element text_value;
+  std::string_view text;
+  if (FindField(object, options.text_field, &text_value) != simdjson::SUCCESS ||
+      text_value.is_null()) {
+    if (doc->fingerprint.empty()) {
+      return RecordProblem{kSkipMissingText,
+                           where + ": missing field \"" + options.text_field + "\""};
+    }
+  } else if (text_value.get_string().get(text)) {
+    return RecordProblem{kSkipNonStringText,
+                         where + ": field \"" + options.text_field + "\" is not a string"};
+  } else if (IsBlank(text) && doc->fingerprint.empty()) {
+    return RecordProblem{kSkipEmptyText, where + ": empty text"};
+  }
+  doc->text.assign(text);
+  return std::nullopt;
+}
+
+// The id (the location if there is none: a fallback).
+std::optional<RecordProblem> ReadId(simdjson::dom::object object,
+                                    const DocumentReaderOptions& options, const std::string& where,
+                                    Document* doc) {
+  doc->id.clear();
+  simdjson::dom::element id_value;
+  if (FindField(object, options.id_field, &id_value) == simdjson::SUCCESS) {
+    std::string_view id_text;
+    if (!id_value.get_string().get(id_text)) {
+      doc->id.assign(id_text);
+    } else if (id_value.is_number()) {
+      doc->id = simdjson::minify(id_value);
+    }
+  }
+  if (!doc->id.empty()) return std::nullopt;
+  doc->id = where;
+  return RecordProblem{kFallbackMissingId, where + ": no id in field \"" + options.id_field +
+                                               "\" (missing, null or empty; using the location)"};
+}
+
+// The score, if a score field is named (missing or non-numeric: a fallback, no score).
+std::optional<RecordProblem> ReadScore(simdjson::dom::object object,
+                                       const DocumentReaderOptions& options,
+                                       const std::string& where, Document* doc) {
+  doc->score.reset();
+  if (options.score_field.empty()) return std::nullopt;
+  simdjson::dom::element score_value;
+  if (FindField(object, options.score_field, &score_value) != simdjson::SUCCESS ||
+      score_value.is_null()) {
+    return RecordProblem{kFallbackMissingScore,
+                         where + ": no score field \"" + options.score_field +
+                             "\" (ranked below every document that has one)"};
+  }
+  double score = 0;
+  int64_t integer = 0;
+  uint64_t unsigned_integer = 0;
+  if (!score_value.get_double().get(score)) {
+    doc->score = score;
+  } else if (!score_value.get_int64().get(integer)) {
+    doc->score = static_cast<double>(integer);
+  } else if (!score_value.get_uint64().get(unsigned_integer)) {
+    doc->score = static_cast<double>(unsigned_integer);
+  } else {
+    return RecordProblem{kFallbackNonNumericScore,
+                         where + ": score field \"" + options.score_field +
+                             "\" is not a number (ranked below every document that has one)"};
+  }
+  return std::nullopt;
+}
+
+// The metadata: any JSON value, kept as its compact JSON text.
+void ReadMetadata(simdjson::dom::object object, const DocumentReaderOptions& options,
+                  Document* doc) {
+  doc->metadata.clear();
+  if (options.metadata_field.empty()) return;
+  simdjson::dom::element metadata_value;
+  if (FindField(object, options.metadata_field, &metadata_value) == simdjson::SUCCESS &&
+      !metadata_value.is_null()) {
+    doc->metadata = simdjson::minify(metadata_value);
+  }
+}
+
+// Parses the JSONL record in *line (padded in place for simdjson) into *doc. Returns the problem
+// if the record is skipped; problems that only fall back (the record is kept) go to *fallbacks.
+std::optional<RecordProblem> ParseRecord(simdjson::dom::parser& parser, std::string* line,
+                                         const DocumentReaderOptions& options,
+                                         const std::string& where, Document* doc,
+                                         std::vector<RecordProblem>* fallbacks) {
+  line->reserve(line->size() + simdjson::SIMDJSON_PADDING);
+  simdjson::dom::element root;
+  auto parse_error = parser.parse(line->data(), line->size(), false).get(root);
+  if (parse_error) {
+    return RecordProblem{kSkipInvalidJson,
+                         where + ": invalid JSON (" + simdjson::error_message(parse_error) + ")"};
+  }
+  simdjson::dom::object object;
+  if (root.get_object().get(object)) {
+    return RecordProblem{kSkipInvalidJson, where + ": invalid JSON (not an object)"};
+  }
+  if (std::optional<RecordProblem> skip = ReadTextFields(object, options, where, doc)) return skip;
+  if (std::optional<RecordProblem> fallback = ReadId(object, options, where, doc)) {
+    fallbacks->push_back(std::move(*fallback));
+  }
+  if (std::optional<RecordProblem> fallback = ReadScore(object, options, where, doc)) {
+    fallbacks->push_back(std::move(*fallback));
+  }
+  ReadMetadata(object, options, doc);
+  doc->location = where;
+  doc->from_jsonl = true;
+  if (options.keep_raw_line) {
+    doc->raw_line = *line;
+  } else {
+    doc->raw_line.clear();
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Result<bool> DocumentReader::Next(Document* doc) {
   for (;;) {
     if (!file_open_) {
@@ -546,38 +728,12 @@ Result<bool> DocumentReader::Next(Document* doc) {
     if (!current_is_jsonl_ && !options_.text_lines) {
       // The whole file is one document.
       std::string text;
-      bool too_long = false;
-      std::vector<char> chunk(kReadChunk);
-      for (;;) {
-        auto n = source_->Read(chunk.data(), chunk.size());
-        if (!n.ok()) {
-          Status error = n.status().WithContext(path);
-          close_file();
-          return error;
-        }
-        if (*n == 0) break;
-        bytes_read_ += *n;
-        if (!too_long && text.size() + *n > options_.max_document_bytes) {
-          too_long = true;
-          text.clear();
-          text.shrink_to_fit();
-        }
-        if (!too_long) text.append(chunk.data(), *n);
-      }
+      Result<bool> too_long =
+          ReadWholeDocument(source_.get(), options_.max_document_bytes, &text, &bytes_read_);
       close_file();
-      if (std::string_view(text).substr(0, 3) == kByteOrderMark) text.erase(0, 3);
-      if (too_long) {
-        NEARDUP_RETURN_IF_ERROR(
-            Skip(kSkipTooLarge, path + ": document larger than " +
-                                    std::to_string(options_.max_document_bytes) + " bytes"));
-        continue;
-      }
-      if (!options_.allow_invalid_utf8_text && !simdjson::validate_utf8(text.data(), text.size())) {
-        NEARDUP_RETURN_IF_ERROR(Skip(kSkipInvalidUtf8, path + ": invalid UTF-8"));
-        continue;
-      }
-      if (IsBlank(text)) {
-        NEARDUP_RETURN_IF_ERROR(Skip(kSkipEmptyText, path + ": empty document"));
+      if (!too_long.ok()) return too_long.status().WithContext(path);
+      if (auto skip = CheckWholeDocument(text, *too_long, options_, path)) {
+        NEARDUP_RETURN_IF_ERROR(Skip(skip->reason, skip->message));
         continue;
       }
       SetPlainDocument(doc, std::move(text), path, static_cast<uint32_t>(current_file_ - 1), 0);
@@ -613,112 +769,16 @@ Result<bool> DocumentReader::Next(Document* doc) {
       SetPlainDocument(doc, line_, where, static_cast<uint32_t>(current_file_), current_line_);
       return true;
     }
-    line_.reserve(line_.size() + simdjson::SIMDJSON_PADDING);
-    simdjson::dom::element root;
-    auto parse_error = json_->parser.parse(line_.data(), line_.size(), false).get(root);
-    if (parse_error) {
-      NEARDUP_RETURN_IF_ERROR(
-          Skip(kSkipInvalidJson,
-               where + ": invalid JSON (" + simdjson::error_message(parse_error) + ")"));
+    std::vector<RecordProblem> fallbacks;
+    if (auto skip = ParseRecord(json_->parser, &line_, options_, where, doc, &fallbacks)) {
+      NEARDUP_RETURN_IF_ERROR(Skip(skip->reason, skip->message));
       continue;
     }
-    simdjson::dom::object object;
-    if (root.get_object().get(object)) {
-      NEARDUP_RETURN_IF_ERROR(Skip(kSkipInvalidJson, where + ": invalid JSON (not an object)"));
-      continue;
+    for (const RecordProblem& fallback : fallbacks) {
+      NEARDUP_RETURN_IF_ERROR(Fallback(fallback.reason, fallback.message));
     }
-    doc->fingerprint.clear();
-    if (!options_.fingerprint_field.empty()) {
-      simdjson::dom::element fingerprint_value;
-      std::string_view fingerprint_text;
-      if (FindField(object, options_.fingerprint_field, &fingerprint_value) == simdjson::SUCCESS &&
-          !fingerprint_value.is_null()) {
-        if (fingerprint_value.get_string().get(fingerprint_text)) {
-          NEARDUP_RETURN_IF_ERROR(
-              Skip(kSkipInvalidJson,
-                   where + ": field \"" + options_.fingerprint_field + "\" is not a string"));
-          continue;
-        }
-        doc->fingerprint.assign(fingerprint_text);
-      }
-    }
-    simdjson::dom::element text_value;
-    std::string_view text;
-    if (FindField(object, options_.text_field, &text_value) != simdjson::SUCCESS ||
-        text_value.is_null()) {
-      if (doc->fingerprint.empty()) {
-        NEARDUP_RETURN_IF_ERROR(
-            Skip(kSkipMissingText, where + ": missing field \"" + options_.text_field + "\""));
-        continue;
-      }
-    } else if (text_value.get_string().get(text)) {
-      NEARDUP_RETURN_IF_ERROR(Skip(
-          kSkipNonStringText, where + ": field \"" + options_.text_field + "\" is not a string"));
-      continue;
-    } else if (IsBlank(text) && doc->fingerprint.empty()) {
-      NEARDUP_RETURN_IF_ERROR(Skip(kSkipEmptyText, where + ": empty text"));
-      continue;
-    }
-    doc->text.assign(text);
-    doc->id.clear();
-    simdjson::dom::element id_value;
-    if (FindField(object, options_.id_field, &id_value) == simdjson::SUCCESS) {
-      std::string_view id_text;
-      if (!id_value.get_string().get(id_text)) {
-        doc->id.assign(id_text);
-      } else if (id_value.is_number()) {
-        doc->id = simdjson::minify(id_value);
-      }
-    }
-    if (doc->id.empty()) {
-      doc->id = where;
-      NEARDUP_RETURN_IF_ERROR(
-          Fallback(kFallbackMissingId, where + ": no id in field \"" + options_.id_field +
-                                           "\" (missing, null or empty; using the location)"));
-    }
-    doc->score.reset();
-    if (!options_.score_field.empty()) {
-      simdjson::dom::element score_value;
-      if (FindField(object, options_.score_field, &score_value) != simdjson::SUCCESS ||
-          score_value.is_null()) {
-        NEARDUP_RETURN_IF_ERROR(
-            Fallback(kFallbackMissingScore, where + ": no score field \"" + options_.score_field +
-                                                "\" (ranked below every document that has one)"));
-      } else {
-        double score = 0;
-        int64_t integer = 0;
-        uint64_t unsigned_integer = 0;
-        if (!score_value.get_double().get(score)) {
-          doc->score = score;
-        } else if (!score_value.get_int64().get(integer)) {
-          doc->score = static_cast<double>(integer);
-        } else if (!score_value.get_uint64().get(unsigned_integer)) {
-          doc->score = static_cast<double>(unsigned_integer);
-        } else {
-          NEARDUP_RETURN_IF_ERROR(Fallback(kFallbackNonNumericScore,
-                                           where + ": score field \"" + options_.score_field +
-                                               "\" is not a number (ranked below every document "
-                                               "that has one)"));
-        }
-      }
-    }
-    doc->metadata.clear();
-    if (!options_.metadata_field.empty()) {
-      simdjson::dom::element metadata_value;
-      if (FindField(object, options_.metadata_field, &metadata_value) == simdjson::SUCCESS &&
-          !metadata_value.is_null()) {
-        doc->metadata = simdjson::minify(metadata_value);
-      }
-    }
-    doc->location = where;
     doc->file_index = static_cast<uint32_t>(current_file_);
     doc->line = current_line_;
-    doc->from_jsonl = true;
-    if (options_.keep_raw_line) {
-      doc->raw_line = line_;
-    } else {
-      doc->raw_line.clear();
-    }
     return true;
   }
 }

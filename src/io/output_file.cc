@@ -33,7 +33,7 @@ Status CheckOutputPath(const std::string& path, const OutputFileOptions& options
   }
   if (S_ISDIR(info.st_mode)) return Status::InvalidArgument(path + ": is a directory");
   if (!options.force) {
-    return Status::AlreadyExists(path + ": already exists (use --force to replace it)");
+    return Status::AlreadyExists(path + ": already exists (OutputFileOptions::force replaces it)");
   }
   return Status::Ok();
 }

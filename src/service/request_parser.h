@@ -14,20 +14,10 @@
 #include <vector>
 
 #include "neardup/fingerprint.h"
+#include "neardup/server.h"  // RequestLimits
 #include "neardup/status.h"
 
 namespace neardup::service {
-
-struct RequestLimits {
-  int bits = 64;   // width of fingerprints the store holds
-  int max_k = 64;  // largest k accepted (<= bits)
-  int default_k = 3;
-  size_t max_batch = 10000;  // documents per add request
-  size_t max_id_bytes = 2048;
-  size_t max_metadata_bytes = 4096;  // of the metadata's verbatim JSON text
-  size_t max_text_bytes = 1 << 20;
-  size_t max_limit = 10000;  // results per query
-};
 
 // One document of an add or check request: an id plus exactly one of text or fingerprint.
 struct DocumentRequest {

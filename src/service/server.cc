@@ -1,7 +1,7 @@
 // HTTP transport (libmicrohttpd: epoll polling threads, per-connection state, whole-request
 // deadlines, body limits, auth from headers), handlers, error mapping and Prometheus metrics of
 // the neardup service; see server.h and docs/api.md.
-#include "service/server.h"
+#include "neardup/server.h"
 
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -26,6 +26,7 @@
 #include "common/json_writer.h"
 #include "common/parallel.h"
 #include "service/http_input.h"
+#include "service/request_parser.h"
 #include "store/stats_json.h"
 
 namespace neardup::service {
@@ -891,15 +892,38 @@ struct Server::Impl {
   }
 };
 
-Server::Server(DocumentStore* store, const Fingerprinter* fingerprinter, ServerOptions options)
-    : impl_(std::make_unique<Impl>()) {
-  impl_->store = store;
-  impl_->fingerprinter = fingerprinter;
-  impl_->options = std::move(options);
-  impl_->store_max_k = store->Stats().max_k;
-  if (!impl_->options.token.empty()) {
-    impl_->token = std::make_unique<TokenChecker>(impl_->options.token);
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Result<std::unique_ptr<Server>> Server::Create(DocumentStore* store,
+                                               const Fingerprinter* fingerprinter,
+                                               ServerOptions options) {
+  if (store == nullptr) return Status::InvalidArgument("server: no store");
+  if (options.port < 0 || options.port > 65535) {
+    return Status::InvalidArgument("server: port " + std::to_string(options.port) +
+                                   " is outside [0, 65535]");
   }
+  if (options.threads < 0 || options.workers < 0 || options.max_connections < 0 ||
+      options.request_timeout_seconds <= 0 || options.idle_timeout_seconds <= 0 ||
+      options.shutdown_timeout_seconds < 0 || options.listen_backlog <= 0) {
+    return Status::InvalidArgument(
+        "server: thread, worker, connection and timeout options must not be negative (timeouts "
+        "and the listen backlog must be positive)");
+  }
+  const RequestLimits& limits = options.limits;
+  if ((limits.bits != 64 && limits.bits != 128) || limits.max_k < 0 || limits.max_k > limits.bits ||
+      limits.default_k < 0 || limits.default_k > limits.max_k) {
+    return Status::InvalidArgument(
+        "server: request limits need bits 64 or 128 and 0 <= default_k <= max_k <= bits");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->store = store;
+  impl->fingerprinter = fingerprinter;
+  impl->options = std::move(options);
+  impl->store_max_k = store->Stats().max_k;
+  if (!impl->options.token.empty()) {
+    impl->token = std::make_unique<TokenChecker>(impl->options.token);
+  }
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
 Server::~Server() {

@@ -326,7 +326,7 @@ Status DocumentStoreImpl::Init() {
     // inserts stay cheap.
     PlanRequest request;
     request.bits = bits_;
-    request.k = max_k_;
+    request.max_k = max_k_;
     request.n = static_cast<double>(std::max<size_t>(options_.memtable_limit, 1024));
     request.memory_budget_bytes =
         PermutedIndexOptions{}.memory_budget_bytes_per_fingerprint * request.n;
@@ -404,7 +404,7 @@ Result<IndexDesign> DocumentStoreImpl::PlanStoreDesign(int bits, int max_k) cons
   }
   PlanRequest request;
   request.bits = bits;
-  request.k = max_k;
+  request.max_k = max_k;
   request.n = std::max(1.0, options_.expected_documents);
   request.memory_budget_bytes = options_.index_memory_budget.TotalFor(request.n);
   Result<IndexDesign> plan = PlanIndex(request);

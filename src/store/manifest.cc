@@ -39,7 +39,7 @@ Status WriteManifest(FileSystem* fs, const std::string& dir, const Manifest& man
   return WriteFileAtomically(fs, dir, kManifestName, EncodeManifest(manifest));
 }
 
-Result<Manifest> ReadManifest(const std::string& dir) {
+Result<Manifest> ReadManifest(const std::string& dir, bool accept_version_1) {
   const std::string path = JoinPath(dir, kManifestName);
   Result<std::string> contents = ReadFile(path);
   if (!contents.ok()) return contents.status();
@@ -59,7 +59,8 @@ Result<Manifest> ReadManifest(const std::string& dir) {
       !reader.U64(&m.segments_live) || !reader.U64(&count)) {
     return Status::Corruption(path + ": MANIFEST is truncated");
   }
-  if (version != kManifestVersion) {
+  const bool version_1 = version == 1 && accept_version_1;
+  if (version != kManifestVersion && !version_1) {
     return Status::Unsupported(
         path + ": MANIFEST version " + std::to_string(version) + " is not supported" +
         (version < kManifestVersion ? " (written by an older neardup: `neardup index recover` "
@@ -75,6 +76,11 @@ Result<Manifest> ReadManifest(const std::string& dir) {
     uint64_t number;
     if (!reader.U64(&number)) return Status::Corruption(path + ": MANIFEST is truncated");
     m.segments.push_back(number);
+  }
+  if (version_1) {  // ends after the segment list
+    if (!reader.done()) return Status::Corruption(path + ": MANIFEST has trailing bytes");
+    m.version = 1;
+    return m;
   }
   uint32_t length;
   std::string_view text;

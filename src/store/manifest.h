@@ -16,6 +16,7 @@
 namespace neardup::store {
 
 struct Manifest {
+  int version = 2;  // 1: written before the design was recorded (read only for recovery)
   int bits = 64;
   int max_k = 3;
   uint64_t next_file_number = 1;
@@ -26,8 +27,10 @@ struct Manifest {
   std::string fingerprint_options;  // opaque description given at creation (may be empty)
 };
 
-// NotFound if there is no MANIFEST; Corruption (naming the file) if it is damaged.
-Result<Manifest> ReadManifest(const std::string& dir);
+// NotFound if there is no MANIFEST; Corruption (naming the file) if it is damaged; Unsupported
+// for another version, unless `accept_version_1` (recovery) and it is a version-1 MANIFEST, which
+// is returned with `version` 1 and no design or fingerprint options.
+Result<Manifest> ReadManifest(const std::string& dir, bool accept_version_1 = false);
 Status WriteManifest(FileSystem* fs, const std::string& dir, const Manifest& manifest);
 std::string EncodeManifest(const Manifest& manifest);
 

@@ -67,9 +67,13 @@ class Recovery {
       if (store::ParseFileName(name, &is_segment, &number))
         max_number_ = std::max(max_number_, number);
     }
-    Result<store::Manifest> manifest = store::ReadManifest(dir_);
+    Result<store::Manifest> manifest = store::ReadManifest(dir_, /*accept_version_1=*/true);
     if (manifest.ok()) {
       manifest_ok_ = true;
+      if (manifest->version == 1)
+        report_.messages.push_back(dir_ +
+                                   ": MANIFEST version 1 (an older neardup): the store is "
+                                   "rewritten in the current format");
       bits_ = manifest->bits;
       max_k_ = manifest->max_k;
       segment_numbers_ = manifest->segments;
@@ -107,7 +111,7 @@ class Recovery {
       StoreOptions defaults;
       PlanRequest request;
       request.bits = bits_;
-      request.k = max_k_;
+      request.max_k = max_k_;
       request.n = defaults.expected_documents;
       request.memory_budget_bytes = defaults.index_memory_budget.TotalFor(request.n);
       Result<IndexDesign> planned = PlanIndex(request);
@@ -137,9 +141,20 @@ class Recovery {
       }
       report_.messages.push_back(seg.status().message());
       if (seg.status().code() == StatusCode::kNotFound) continue;
-      Result<uint64_t> lost = store::SalvageSegment(path, bits_, [&](const store::SegmentEntry& e) {
-        docs_[std::string(e.id)] = {e.fingerprint, std::string(e.metadata), e.tombstone};
-      });
+      bool intact = false;
+      Result<uint64_t> lost = store::SalvageSegment(
+          path, bits_,
+          [&](const store::SegmentEntry& e) {
+            docs_[std::string(e.id)] = {e.fingerprint, std::string(e.metadata), e.tombstone};
+          },
+          &intact);
+      if (lost.ok() && *lost == 0 && intact && seg.status().code() == StatusCode::kUnsupported) {
+        // An intact segment of an older format: every entry read, rewritten like a kept one.
+        ++report_.segments_kept;
+        report_.messages.push_back(path + ": every entry read from the older format");
+        consumed_.push_back(path);
+        continue;
+      }
       if (lost.ok()) {
         ++report_.segments_salvaged;
         report_.entries_lost += *lost;

@@ -323,7 +323,8 @@ void Segment::Search(const Fingerprint& query, int k, std::vector<SegmentHit>* h
 }
 
 Result<uint64_t> SalvageSegment(const std::string& path, int bits,
-                                const std::function<void(const SegmentEntry&)>& on_entry) {
+                                const std::function<void(const SegmentEntry&)>& on_entry,
+                                bool* file_intact) {
   Result<std::string> contents = ReadFile(path);
   if (!contents.ok()) return contents.status();
   const std::string& file = *contents;
@@ -333,6 +334,12 @@ Result<uint64_t> SalvageSegment(const std::string& path, int bits,
       LoadU64(base + kOffHeaderChecksum) != Checksum(base, kOffHeaderChecksum) ||
       static_cast<int>(LoadU32(base + kOffBits)) != bits) {
     return Status::Corruption(path + ": segment header is unreadable; nothing salvaged");
+  }
+  if (file_intact != nullptr) {
+    const size_t size = file.size();
+    *file_intact = size >= kHeaderSize + kFooterSize &&
+                   std::memcmp(base + size - 8, kFooterMagic, 8) == 0 &&
+                   LoadU64(base + size - kFooterSize) == Checksum(base, size - kFooterSize);
   }
   const uint64_t words = static_cast<uint64_t>(bits / 64);
   const uint64_t n = LoadU64(base + kOffEntries);

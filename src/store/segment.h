@@ -100,11 +100,14 @@ class Segment {
 // Hash of an external id used by the segment's id lookup.
 uint64_t IdHash(std::string_view id);
 
-// Best-effort reading of a damaged segment for recovery: if the header is intact, calls `on_entry`
-// for every entry whose record is in bounds; returns how many could not be read. Corruption if
-// the header itself is unreadable.
+// Best-effort reading of a damaged or older-format segment for recovery: if the header is intact,
+// calls `on_entry` for every entry whose record is in bounds; returns how many could not be read.
+// Corruption if the header itself is unreadable. Reads only the sections every format version
+// shares (fingerprints, record offsets, records), so a version-1 segment is read whole. Sets
+// `*file_intact` (if given) to whether the whole-file checksum in the footer matches.
 Result<uint64_t> SalvageSegment(const std::string& path, int bits,
-                                const std::function<void(const SegmentEntry&)>& on_entry);
+                                const std::function<void(const SegmentEntry&)>& on_entry,
+                                bool* file_intact = nullptr);
 
 }  // namespace neardup::store
 

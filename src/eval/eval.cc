@@ -1,5 +1,5 @@
-// Labelled-pair scoring and the longest-sentences baseline; see neardup/eval.h.
-#include "neardup/eval.h"
+// Labelled-pair scoring and the longest-sentences baseline; see eval/eval.h.
+#include "eval/eval.h"
 
 #include <xxhash.h>
 

@@ -1,7 +1,8 @@
 // The neardup HTTP/1.1 + JSON service over a DocumentStore (libmicrohttpd, event-driven): add,
 // check-and-add, query, get, delete, stats, /healthz and Prometheus /metrics. See docs/api.md.
 //
-// Internal header (the neardup_service library behind `neardup serve`). Connections are
+// The public face of the neardup::service library (libneardup_service, behind `neardup serve`;
+// find_package(neardup) then target_link_libraries(... neardup::service)). Connections are
 // multiplexed with epoll over a small pool of polling threads, so an idle or slow client costs a
 // socket and a little memory, never a thread. Cheap bounded requests (health, metrics, stats,
 // gets, fingerprint queries with k <= the store's max_k) are answered on the polling threads;
@@ -9,18 +10,31 @@
 // Server is driven by one thread calling Run(); Stop() may be called from any thread (e.g. a signal
 // handler thread) and makes Run() return after draining in-flight requests for at most
 // `shutdown_timeout_seconds`.
-#ifndef NEARDUP_SERVICE_SERVER_H_
-#define NEARDUP_SERVICE_SERVER_H_
+#ifndef NEARDUP_SERVER_H_
+#define NEARDUP_SERVER_H_
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
+#include "neardup/export.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/status.h"
 #include "neardup/store.h"
-#include "service/request_parser.h"
 
 namespace neardup::service {
+
+// What a request may ask for and carry.
+struct RequestLimits {
+  int bits = 64;   // width of fingerprints the store holds
+  int max_k = 64;  // largest k accepted (<= bits)
+  int default_k = 3;
+  size_t max_batch = 10000;  // documents per add request
+  size_t max_id_bytes = 2048;
+  size_t max_metadata_bytes = 4096;  // of the metadata's verbatim JSON text
+  size_t max_text_bytes = 1 << 20;
+  size_t max_limit = 10000;  // results per query
+};
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -53,12 +67,16 @@ struct ServerOptions {
   RequestLimits limits;
 };
 
-class Server {
+class NEARDUP_EXPORT Server {
  public:
   // `store` and `fingerprinter` must outlive the server; `fingerprinter` may be null (text
-  // requests then fail with 501).
-  Server(DocumentStore* store, const Fingerprinter* fingerprinter, ServerOptions options);
+  // requests then fail with 501). InvalidArgument for a null store or out-of-range options.
+  static Result<std::unique_ptr<Server>> Create(DocumentStore* store,
+                                                const Fingerprinter* fingerprinter,
+                                                ServerOptions options);
   ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
 
   // Binds the listening socket exclusively (no SO_REUSEPORT). IoError naming host:port on
   // failure, e.g. "127.0.0.1:8080: address in use".
@@ -68,15 +86,15 @@ class Server {
   Status Run();
   void Stop();
 
-  struct Impl;
-
  private:
+  struct Impl;
+  explicit Server(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
 // Raises the soft RLIMIT_NOFILE to the hard limit; returns the new soft limit.
-long RaiseOpenFileLimit();
+NEARDUP_EXPORT long RaiseOpenFileLimit();
 
 }  // namespace neardup::service
 
-#endif  // NEARDUP_SERVICE_SERVER_H_
+#endif  // NEARDUP_SERVER_H_

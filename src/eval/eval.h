@@ -7,8 +7,8 @@
 // F1. Pairs whose documents are missing are counted as missing and not scored.
 //
 // Thread safety: plain functions and values, no shared state.
-#ifndef NEARDUP_EVAL_H_
-#define NEARDUP_EVAL_H_
+#ifndef NEARDUP_EVAL_EVAL_H_
+#define NEARDUP_EVAL_EVAL_H_
 
 #include <cstdint>
 #include <map>
@@ -84,4 +84,4 @@ uint64_t LongestSentencesSignature(std::string_view text);
 
 }  // namespace neardup
 
-#endif  // NEARDUP_EVAL_H_
+#endif  // NEARDUP_EVAL_EVAL_H_

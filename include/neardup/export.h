@@ -1,0 +1,14 @@
+// NEARDUP_EXPORT: marks the classes and functions of the public API. The library is built with
+// hidden symbol visibility (-fvisibility=hidden -fvisibility-inlines-hidden), so only what carries
+// this mark is visible outside libneardup.so (and libneardup_service.so); everything else in
+// src/ is internal and may change without notice.
+#ifndef NEARDUP_EXPORT_H_
+#define NEARDUP_EXPORT_H_
+
+#if defined(__GNUC__) || defined(__clang__)
+#define NEARDUP_EXPORT __attribute__((visibility("default")))
+#else
+#define NEARDUP_EXPORT
+#endif
+
+#endif  // NEARDUP_EXPORT_H_

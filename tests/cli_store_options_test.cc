@@ -1,0 +1,186 @@
+// End-to-end tests of the real `neardup` binary: `index` and `serve` take the shared fingerprint
+// flags, a new store records them in its MANIFEST, an existing store is used with the options it
+// recorded, and a flag that asks for another value is refused with an error naming the flag.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "server_process.h"
+#include "test_files.h"
+
+namespace neardup {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_files::ReadFile;
+
+// The value of "key":"..." in a one-line JSON object ("" if absent).
+std::string JsonString(const std::string& json, const std::string& key) {
+  std::smatch match;
+  if (!std::regex_search(json, match, std::regex("\"" + key + "\":\"([^\"]*)\""))) return "";
+  return match[1];
+}
+
+const char* kText =
+    "The committee met on Tuesday to review the annual budget and agreed to postpone the vote on "
+    "the new library building until the engineers deliver their final report";
+
+class CliStoreOptionsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("neardup_cli_store_options_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "docs.jsonl") << "{\"id\":\"a\",\"text\":\"" << kText << "\"}\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs the binary in the test's directory (at most 60 s); returns the exit code.
+  int Run(const std::string& args, std::string* out = nullptr, std::string* err = nullptr) {
+    fs::path out_file = dir_ / ".stdout", err_file = dir_ / ".stderr";
+    std::string command = "cd " + dir_.string() + " && timeout 60 " + std::string(NEARDUP_BINARY) +
+                          " " + args + " >" + out_file.string() + " 2>" + err_file.string();
+    int status = std::system(command.c_str());
+    if (out) *out = ReadFile(out_file);
+    if (err) *err = ReadFile(err_file);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  // `neardup fingerprint FLAGS docs.jsonl`: the hex fingerprint of kText.
+  std::string Fingerprint(const std::string& flags) {
+    std::string out;
+    EXPECT_EQ(Run("fingerprint " + flags + " docs.jsonl", &out), 0);
+    return JsonString(out, "fingerprint");
+  }
+  std::string StoredFingerprint(const std::string& store, const std::string& id) {
+    std::string out, err;
+    EXPECT_EQ(Run("index get " + store + " " + id, &out, &err), 0) << err;
+    return JsonString(out, "fingerprint");
+  }
+  std::string RecordedOptions(const std::string& store) {
+    std::string out;
+    EXPECT_EQ(Run("index stats " + store, &out), 0);
+    return JsonString(out, "fingerprint_options");
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CliStoreOptionsTest, IndexCreateRecordsTheFlagsAndAddAndQueryUseThem) {
+  const std::string flags = "--tokenizer char --ngram 5 --no-casefold";
+  const std::string expected = Fingerprint(flags);
+  ASSERT_FALSE(expected.empty());
+  ASSERT_NE(expected, Fingerprint("")) << "the flags must change the fingerprint for this test";
+
+  std::string out, err;
+  ASSERT_EQ(Run("index create s " + flags, &out, &err), 0) << err;
+  EXPECT_NE(err.find("tokenizer=char"), std::string::npos)
+      << "create says what it recorded: " << err;
+  const std::string recorded = RecordedOptions("s");
+  EXPECT_NE(recorded.find("tokenizer=char"), std::string::npos) << recorded;
+  EXPECT_NE(recorded.find("ngram=5"), std::string::npos) << recorded;
+  EXPECT_NE(recorded.find("case_fold=0"), std::string::npos) << recorded;
+
+  // Without flags, add uses the recorded options.
+  ASSERT_EQ(Run("index add s docs.jsonl", &out, &err), 0) << err;
+  EXPECT_EQ(StoredFingerprint("s", "a"), expected);
+  // Giving the same flags again is fine.
+  ASSERT_EQ(Run("index add s docs.jsonl --ngram 5 --tokenizer char", &out, &err), 0) << err;
+  EXPECT_EQ(StoredFingerprint("s", "a"), expected);
+
+  // A text query without flags fingerprints with the recorded options: distance 0.
+  ASSERT_EQ(Run(std::string("index query s -k 0 --text \"") + kText + "\"", &out, &err), 0) << err;
+  EXPECT_EQ(JsonString(out, "id"), "a") << out;
+  EXPECT_NE(out.find("\"distance\":0"), std::string::npos) << out;
+}
+
+TEST_F(CliStoreOptionsTest, AnotherValueIsRefusedNamingTheFlagAndChangesNothing) {
+  std::string out, err;
+  ASSERT_EQ(Run("index create s --tokenizer char --ngram 5", &out, &err), 0) << err;
+  ASSERT_EQ(Run("index add s docs.jsonl", &out, &err), 0) << err;
+  const std::string before = StoredFingerprint("s", "a");
+
+  std::ofstream(dir_ / "more.jsonl") << "{\"id\":\"b\",\"text\":\"another document\"}\n";
+  EXPECT_EQ(Run("index add s more.jsonl --ngram 4", &out, &err), 1);
+  EXPECT_NE(err.find("--ngram"), std::string::npos) << err;
+  EXPECT_NE(err.find("ngram=5, not ngram=4"), std::string::npos) << err;
+  EXPECT_NE(Run("index get s b", &out, &err), 0) << "a refused add adds nothing";
+  EXPECT_EQ(StoredFingerprint("s", "a"), before);
+
+  EXPECT_EQ(Run("index query s --text hello --tokenizer icu", &out, &err), 1);
+  EXPECT_NE(err.find("--tokenizer"), std::string::npos) << err;
+  EXPECT_NE(err.find("tokenizer=char, not tokenizer=icu"), std::string::npos) << err;
+
+  EXPECT_EQ(Run("index add s more.jsonl --bits 128", &out, &err), 1);
+  EXPECT_NE(err.find("--bits 128"), std::string::npos) << err;
+  EXPECT_NE(err.find("64-bit"), std::string::npos) << err;
+
+  EXPECT_EQ(Run("index add s more.jsonl --profile yanyiwu", &out, &err), 1);
+  EXPECT_NE(err.find("--profile"), std::string::npos) << err;
+  EXPECT_EQ(RecordedOptions("s").find("profile=neardup"), 0u);
+}
+
+TEST_F(CliStoreOptionsTest, A128BitStoreFingerprintsTextAt128Bits) {
+  std::string out, err;
+  ASSERT_EQ(Run("index create s --bits 128", &out, &err), 0) << err;
+  ASSERT_EQ(Run("index add s docs.jsonl", &out, &err), 0) << err;
+  EXPECT_EQ(StoredFingerprint("s", "a"), Fingerprint("--bits 128"));
+  EXPECT_EQ(StoredFingerprint("s", "a").size(), 32u);
+}
+
+TEST_F(CliStoreOptionsTest, InvalidFlagsCreateNoStore) {
+  std::string out, err;
+  EXPECT_NE(Run("index create s --idf missing_idf.txt --weighting tfidf", &out, &err), 0);
+  EXPECT_NE(err.find("missing_idf.txt"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(dir_ / "s" / "MANIFEST")) << "nothing is created for unusable options";
+}
+
+TEST_F(CliStoreOptionsTest, ServeRecordsTheFlagsOfANewStoreAndRefusesOthersLater) {
+  const std::string store = (dir_ / "served").string();
+  const std::string expected = Fingerprint("--tokenizer char --ngram 3");
+  {
+    testing::ServerProcess server(store, {"--tokenizer", "char", "--ngram", "3"});
+    ASSERT_GT(server.port(), 0);
+    httplib::Client client("127.0.0.1", server.port());
+    auto added =
+        client.Post("/v1/documents", std::string("{\"id\":\"a\",\"text\":\"") + kText + "\"}",
+                    "application/json");
+    ASSERT_TRUE(added);
+    EXPECT_EQ(added->status, 200) << added->body;
+    EXPECT_EQ(server.Terminate(), 0);
+  }
+  EXPECT_EQ(StoredFingerprint(store, "a"), expected);
+  EXPECT_NE(RecordedOptions(store).find("ngram=3"), std::string::npos);
+
+  // Restarted without flags: the recorded options fingerprint the query text (distance 0).
+  {
+    testing::ServerProcess server(store, {});
+    ASSERT_GT(server.port(), 0);
+    httplib::Client client("127.0.0.1", server.port());
+    auto found = client.Post("/v1/query", std::string("{\"text\":\"") + kText + "\",\"k\":0}",
+                             "application/json");
+    ASSERT_TRUE(found);
+    EXPECT_EQ(found->status, 200) << found->body;
+    EXPECT_NE(found->body.find("\"a\""), std::string::npos) << found->body;
+    EXPECT_EQ(server.Terminate(), 0);
+  }
+
+  // Restarted with another value: refused at start, naming the flag.
+  std::string out, err;
+  EXPECT_EQ(Run("serve " + store + " --port 0 --ngram 4", &out, &err), 1);
+  EXPECT_NE(err.find("--ngram"), std::string::npos) << err;
+  EXPECT_NE(err.find("ngram=3, not ngram=4"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace neardup

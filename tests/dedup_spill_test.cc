@@ -1,0 +1,251 @@
+// Tests of dedup's spilling path (DedupOptions::spill: band keys, candidate-pair runs and
+// verification shingles in unlinked temporary files, inputs read a second time): the same pairs
+// and clusters as the in-memory path, no file left behind, a clear error for a bad temporary
+// directory, and standard input (readable once) handled by spooling. The 28k-document test needs
+// ../shared and skips visibly without it.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/json_writer.h"
+#include "neardup/dedup.h"
+#include "shared_data.h"
+#include "test_files.h"
+
+namespace neardup {
+namespace {
+
+namespace fs = std::filesystem;
+using testing_files::JsonLine;
+using testing_files::Lines;
+
+std::string MakeText(std::mt19937* random, int words) {
+  static const char* kSyllables[] = {"ka", "lo", "mi", "ne", "tu", "ra", "so", "vi",
+                                     "de", "pa", "gu", "ze", "fo", "hi", "ba", "ly"};
+  std::string text;
+  for (int w = 0; w < words; ++w) {
+    if (w > 0) text += (w % 12 == 0) ? ". " : " ";
+    int syllables = 1 + static_cast<int>((*random)() % 3);
+    for (int s = 0; s < syllables; ++s) text += kSyllables[(*random)() % 16];
+  }
+  return text + ".";
+}
+
+// Replaces `edits` random words of `text`.
+std::string Edit(std::mt19937* random, const std::string& text, int edits) {
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  std::string word;
+  while (in >> word) words.push_back(word);
+  for (int e = 0; e < edits && !words.empty(); ++e) words[(*random)() % words.size()] = "qqzx";
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+class DedupSpillTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("neardup_spill_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "tmp");
+    // Originals, lightly and heavily edited copies far apart in the input (so verification needs
+    // documents from both ends), exact and whitespace copies, an empty and a corrupt record.
+    std::mt19937 random(7);
+    std::vector<std::string> originals;
+    for (int i = 0; i < 300; ++i) originals.push_back(MakeText(&random, 60 + i % 90));
+    std::string a, b;
+    for (int i = 0; i < 300; ++i) a += JsonLine("o" + std::to_string(i), originals[i]);
+    a += JsonLine("empty", "") + "{\"id\": \"broken\", \"text\": \n";
+    for (int i = 0; i < 300; i += 2) {
+      const int edits = 1 + static_cast<int>(random() % 25);
+      b += JsonLine("e" + std::to_string(i), Edit(&random, originals[i], edits));
+      if (i % 10 == 0) b += JsonLine("x" + std::to_string(i), originals[i]);
+      if (i % 14 == 0) b += JsonLine("w" + std::to_string(i), "  " + originals[i] + "\n\n");
+    }
+    Write("a.jsonl", a);
+    Write("b.jsonl", b);
+    inputs_ = {(dir_ / "a.jsonl").string(), (dir_ / "b.jsonl").string()};
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void Write(const std::string& name, const std::string& content) {
+    std::ofstream(dir_ / name, std::ios::binary) << content;
+  }
+
+  DedupOptions Options(bool spill) const {
+    DedupOptions options;
+    options.spill = spill;
+    options.temp_directory = (dir_ / "tmp").string();
+    options.batch_size = 64;  // several batches, so band files and shingles are appended in parts
+    return options;
+  }
+
+  fs::path dir_;
+  std::vector<std::string> inputs_;
+};
+
+// Everything a user sees of a run, for comparing two runs.
+void ExpectSameResult(const DedupReport& x, const DedupReport& y) {
+  ASSERT_EQ(x.documents.size(), y.documents.size());
+  EXPECT_EQ(x.candidate_pairs, y.candidate_pairs);
+  EXPECT_EQ(x.lsh_candidate_pairs, y.lsh_candidate_pairs);
+  EXPECT_EQ(x.simhash_candidate_pairs, y.simhash_candidate_pairs);
+  EXPECT_EQ(x.simhash_only_candidate_pairs, y.simhash_only_candidate_pairs);
+  EXPECT_EQ(x.simhash_only_accepted_pairs, y.simhash_only_accepted_pairs);
+  EXPECT_EQ(x.lsh_stats.buckets, y.lsh_stats.buckets);
+  EXPECT_EQ(x.lsh_stats.bucket_pairs, y.lsh_stats.bucket_pairs);
+  ASSERT_EQ(x.pairs.size(), y.pairs.size());
+  for (size_t i = 0; i < x.pairs.size(); ++i) {
+    EXPECT_EQ(x.pairs[i].a, y.pairs[i].a) << i;
+    EXPECT_EQ(x.pairs[i].b, y.pairs[i].b) << i;
+    EXPECT_EQ(x.pairs[i].distance, y.pairs[i].distance) << i;
+    EXPECT_EQ(x.pairs[i].similarity, y.pairs[i].similarity) << i;
+  }
+  ASSERT_EQ(x.clusters.size(), y.clusters.size());
+  for (size_t c = 0; c < x.clusters.size(); ++c) {
+    EXPECT_EQ(x.clusters[c].kept, y.clusters[c].kept);
+    ASSERT_EQ(x.clusters[c].removed.size(), y.clusters[c].removed.size());
+    for (size_t m = 0; m < x.clusters[c].removed.size(); ++m) {
+      EXPECT_EQ(x.clusters[c].removed[m].document, y.clusters[c].removed[m].document);
+      EXPECT_EQ(x.clusters[c].removed[m].via, y.clusters[c].removed[m].via);
+      EXPECT_EQ(x.clusters[c].removed[m].reason, y.clusters[c].removed[m].reason);
+    }
+  }
+  EXPECT_EQ(x.removed, y.removed);
+}
+
+TEST_F(DedupSpillTest, SameClustersAsInMemoryForEveryCandidateMode) {
+  for (auto candidates : {DedupOptions::Candidates::kLsh, DedupOptions::Candidates::kLshAndSimHash,
+                          DedupOptions::Candidates::kSimHash}) {
+    for (double verify : {DedupOptions::kVerifyAtThreshold, 0.0, 0.3}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "candidates " << static_cast<int>(candidates) << " verify " << verify);
+      DedupOptions on = Options(true), off = Options(false);
+      on.candidates = off.candidates = candidates;
+      on.verify_threshold = off.verify_threshold = verify;
+      on.max_distance = off.max_distance = 6;
+      auto spilled = RunDedup(inputs_, on);
+      auto in_memory = RunDedup(inputs_, off);
+      ASSERT_TRUE(spilled.ok()) << spilled.status().ToString();
+      ASSERT_TRUE(in_memory.ok()) << in_memory.status().ToString();
+      EXPECT_TRUE(spilled->spilled);
+      EXPECT_FALSE(in_memory->spilled);
+      EXPECT_EQ(in_memory->spill_peak_bytes, 0u);
+      if (candidates != DedupOptions::Candidates::kSimHash) {
+        EXPECT_GT(spilled->spill_peak_bytes, 0u);
+      }
+      // The corpus has real work: edited copies found and some candidates rejected.
+      EXPECT_GT(spilled->clusters.size(), 50u);
+      ExpectSameResult(*spilled, *in_memory);
+    }
+  }
+}
+
+TEST_F(DedupSpillTest, SameResultForEveryThreadCount) {
+  DedupOptions options = Options(true);
+  options.threads = 1;
+  auto one = RunDedup(inputs_, options);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  for (int threads : {2, 3, 8}) {
+    options.threads = threads;
+    auto many = RunDedup(inputs_, options);
+    ASSERT_TRUE(many.ok()) << many.status().ToString();
+    ExpectSameResult(*one, *many);
+  }
+}
+
+TEST_F(DedupSpillTest, TemporaryFilesNeverAppearAndLeaveNothingBehind) {
+  const fs::path tmp = dir_ / "tmp";
+  int checks = 0;
+  auto progress = [&](const std::string&, uint64_t, uint64_t, uint64_t) {
+    // The files are unlinked when created: the directory stays empty during the run too.
+    EXPECT_TRUE(fs::is_empty(tmp));
+    ++checks;
+  };
+  auto report = RunDedup(inputs_, Options(true), progress);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_GT(report->spill_peak_bytes, 0u);
+  EXPECT_GT(checks, 2);
+  EXPECT_TRUE(fs::is_empty(tmp));
+}
+
+TEST_F(DedupSpillTest, MissingTemporaryDirectoryIsAnErrorNamingIt) {
+  DedupOptions options = Options(true);
+  options.temp_directory = (dir_ / "no-such-dir").string();
+  auto report = RunDedup(inputs_, options);
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("no-such-dir"), std::string::npos)
+      << report.status().ToString();
+  // The in-memory path needs no temporary directory.
+  options.spill = false;
+  EXPECT_TRUE(RunDedup(inputs_, options).ok());
+}
+
+// Standard input can be read only once: the reader spools it to a temporary file, so the second
+// pass of verification sees the same documents and the clusters match a run over the file.
+TEST_F(DedupSpillTest, StandardInputGivesTheSameClustersAsTheFile) {
+  const std::string merged = (dir_ / "merged.jsonl").string();
+  {
+    std::ifstream a(inputs_[0], std::ios::binary), b(inputs_[1], std::ios::binary);
+    std::ofstream out(merged, std::ios::binary);
+    out << a.rdbuf() << b.rdbuf();
+  }
+  auto run = [&](const std::string& args, const std::string& out_dir) {
+    const std::string command = std::string(NEARDUP_BINARY) + " dedup " + args + " -o " +
+                                (dir_ / out_dir).string() + " -q --temp-dir " +
+                                (dir_ / "tmp").string() + " 2>" + (dir_ / "err.txt").string();
+    const int status = std::system(command.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  // Through a pipe (not seekable), and from the file.
+  ASSERT_EQ(system(("cat " + merged + " | " + NEARDUP_BINARY + " dedup - -o " +
+                    (dir_ / "piped").string() + " -q --temp-dir " + (dir_ / "tmp").string())
+                       .c_str()),
+            0);
+  ASSERT_EQ(run(merged, "file"), 0);
+  auto read = [](const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    return buffer.str();
+  };
+  const std::string from_file = read(dir_ / "file" / "remove.txt");
+  EXPECT_FALSE(from_file.empty());
+  EXPECT_EQ(read(dir_ / "piped" / "remove.txt"), from_file);
+  EXPECT_EQ(read(dir_ / "piped" / "keep.txt"), read(dir_ / "file" / "keep.txt"));
+  // clusters.jsonl names the input file: compare it without the file names.
+  EXPECT_EQ(Lines(read(dir_ / "piped" / "clusters.jsonl")).size(),
+            Lines(read(dir_ / "file" / "clusters.jsonl")).size());
+  EXPECT_TRUE(fs::is_empty(dir_ / "tmp"));
+}
+
+// The labelled pairs and the dev corpus (27,961 documents): spilling changes nothing.
+TEST(DedupSpillSharedTest, SameClustersOnTheDevCorpusAndDevpairs) {
+  NEARDUP_SKIP_WITHOUT_SHARED_CORPUS();
+  std::vector<std::string> inputs;
+  for (const auto& entry : fs::directory_iterator(NEARDUP_SHARED_DIR "/corpus")) {
+    if (entry.path().extension() == ".jsonl") inputs.push_back(entry.path().string());
+  }
+  inputs.push_back(NEARDUP_SHARED_DIR "/devpairs/docs.jsonl");
+  DedupOptions on, off;
+  off.spill = false;
+  auto spilled = RunDedup(inputs, on);
+  auto in_memory = RunDedup(inputs, off);
+  ASSERT_TRUE(spilled.ok()) << spilled.status().ToString();
+  ASSERT_TRUE(in_memory.ok()) << in_memory.status().ToString();
+  EXPECT_GT(spilled->pairs.size(), 10000u);
+  ExpectSameResult(*spilled, *in_memory);
+}
+
+}  // namespace
+}  // namespace neardup

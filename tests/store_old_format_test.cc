@@ -1,0 +1,265 @@
+// A store written in on-disk format version 1 (MANIFEST v1 and segments with the store's own
+// pigeonhole tables, docs/storage_format.md before the one index engine): Open refuses it with a
+// hint to `neardup index recover` and touches nothing; RecoverStore rewrites it in the current
+// format with every document, replacement, removal and logged write, and the result answers
+// searches like the brute-force oracle. The v1 files are written here byte by byte from that
+// specification.
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "neardup/brute_force_index.h"
+#include "neardup/store.h"
+#include "store/file_system.h"
+#include "store/wal.h"
+
+namespace neardup {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string TestDir(const std::string& name) {
+  std::string dir = (fs::temp_directory_path() /
+                     ("neardup_old_format_" + std::to_string(::getpid()) + "_" + name))
+                        .string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void Put32(std::string* out, uint32_t v) { out->append(reinterpret_cast<const char*>(&v), 4); }
+void Put64(std::string* out, uint64_t v) { out->append(reinterpret_cast<const char*>(&v), 8); }
+void Set32(std::string* out, size_t at, uint32_t v) { std::memcpy(out->data() + at, &v, 4); }
+void Set64(std::string* out, size_t at, uint64_t v) { std::memcpy(out->data() + at, &v, 8); }
+void Pad8(std::string* out) { out->resize((out->size() + 7) & ~size_t{7}, '\0'); }
+
+void WriteBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(out.good()) << path;
+}
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+struct V1Entry {
+  std::string id;
+  uint64_t fp = 0;  // 64-bit store
+  std::string metadata;
+  bool tombstone = false;
+};
+
+// MANIFEST version 1: magic, version, bits, max_k, reserved, next_file, wal_number, live_docs,
+// n_segments, segments, XXH3-64 of everything before.
+std::string ManifestV1(int max_k, uint64_t next_file, uint64_t wal, uint64_t live,
+                       const std::vector<uint64_t>& segments) {
+  std::string out("NDUPMAN\0", 8);
+  Put32(&out, 1);
+  Put32(&out, 64);
+  Put32(&out, static_cast<uint32_t>(max_k));
+  Put32(&out, 0);
+  Put64(&out, next_file);
+  Put64(&out, wal);
+  Put64(&out, live);
+  Put64(&out, segments.size());
+  for (uint64_t s : segments) Put64(&out, s);
+  Put64(&out, XXH3_64bits(out.data(), out.size()));
+  return out;
+}
+
+// Segment version 1 (64-bit): 128-byte header, fingerprints, record offsets, records, id hashes
+// (entries in ascending XXH3-64(id) order), max_k + 1 pigeonhole tables (directory of the top D
+// bits of block t, entry numbers, fingerprint copies), footer (whole-file XXH3-64, "NDSEGEND").
+std::string SegmentV1(std::vector<V1Entry> entries, int max_k) {
+  auto hash = [](const std::string& id) { return XXH3_64bits(id.data(), id.size()); };
+  std::sort(entries.begin(), entries.end(),
+            [&](const V1Entry& a, const V1Entry& b) { return hash(a.id) < hash(b.id); });
+  const uint64_t n = entries.size();
+  std::vector<uint32_t> live;
+  for (uint32_t i = 0; i < n; ++i)
+    if (!entries[i].tombstone) live.push_back(i);
+  std::string out(128, '\0');
+  std::memcpy(out.data(), "NDUPSEG\0", 8);
+  Set32(&out, 8, 1);
+  Set32(&out, 12, 64);
+  Set32(&out, 16, static_cast<uint32_t>(max_k));
+  Set32(&out, 20, static_cast<uint32_t>(max_k + 1));
+  Set64(&out, 24, n);
+  Set64(&out, 32, live.size());
+  Set64(&out, 40, out.size());
+  for (const V1Entry& e : entries) Put64(&out, e.fp);
+  Set64(&out, 48, out.size());
+  std::string blob;
+  for (const V1Entry& e : entries) {
+    Put64(&out, blob.size() | (e.tombstone ? uint64_t{1} << 63 : 0));
+    Put32(&blob, static_cast<uint32_t>(e.id.size()));
+    Put32(&blob, static_cast<uint32_t>(e.metadata.size()));
+    blob += e.id;
+    blob += e.metadata;
+  }
+  Pad8(&blob);
+  Set64(&out, 56, out.size());
+  Set64(&out, 64, blob.size());
+  out += blob;
+  Set64(&out, 72, out.size());
+  for (const V1Entry& e : entries) Put64(&out, hash(e.id));
+  Set64(&out, 88, out.size());
+  const int tables = max_k + 1;
+  for (int t = 0; t < tables; ++t) {
+    const int start = t * 64 / tables, length = (t + 1) * 64 / tables - start;
+    const int d =
+        std::min({16, length, std::max(4, static_cast<int>(std::bit_width(live.size())))});
+    auto key = [&](uint64_t fp) {
+      return static_cast<uint32_t>((fp << start) >> (64 - d));  // MSB-first bit numbering
+    };
+    std::vector<uint32_t> order = live;
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return key(entries[a].fp) < key(entries[b].fp);
+    });
+    std::vector<uint32_t> dir((size_t{1} << d) + 1, 0);
+    for (uint32_t e : order) ++dir[key(entries[e].fp) + 1];
+    for (size_t b = 1; b < dir.size(); ++b) dir[b] += dir[b - 1];
+    for (uint32_t v : dir) Put32(&out, v);
+    Pad8(&out);
+    for (uint32_t e : order) Put32(&out, e);
+    Pad8(&out);
+    for (uint32_t e : order) Put64(&out, entries[e].fp);
+  }
+  Set64(&out, 96, out.size() + 16);
+  Set64(&out, 120, XXH3_64bits(out.data(), 120));
+  Put64(&out, XXH3_64bits(out.data(), out.size()));
+  out.append("NDSEGEND", 8);
+  return out;
+}
+
+std::string IdOf(int n) { return "https://example.org/old/" + std::to_string(n); }
+
+TEST(StoreOldFormatTest, VersionOneIsRefusedWithAHintThenRecoveredWhole) {
+  const std::string dir = TestDir("v1");
+  std::mt19937_64 rng(2024);
+  // What the v1 store holds, newest layer last: segment 1 (ids 0..59), segment 2 (ids 60..89, a
+  // replacement of id 4, a tombstone for id 3), the log (id 100 added, id 5 removed).
+  std::map<std::string, std::pair<uint64_t, std::string>> expected;
+  std::vector<V1Entry> first, second;
+  for (int i = 0; i < 60; ++i) {
+    // Every third document is a near copy (1..3 bits) of the previous one.
+    const uint64_t fp =
+        i % 3 == 2 ? first.back().fp ^ (uint64_t{1} << (rng() % 64)) ^ (uint64_t{1} << (rng() % 64))
+                   : rng();
+    first.push_back({IdOf(i), fp, "{\"n\":" + std::to_string(i) + "}", false});
+  }
+  for (int i = 60; i < 90; ++i) second.push_back({IdOf(i), rng(), "", false});
+  const uint64_t replaced = first[4].fp ^ 0x7;
+  second.push_back({IdOf(4), replaced, "{\"replaced\":true}", false});
+  second.push_back({IdOf(3), 0, "", true});
+  for (const V1Entry& e : first) expected[e.id] = {e.fp, e.metadata};
+  for (const V1Entry& e : second) {
+    if (e.tombstone)
+      expected.erase(e.id);
+    else
+      expected[e.id] = {e.fp, e.metadata};
+  }
+  const uint64_t logged = rng();
+  expected[IdOf(100)] = {logged, "{\"logged\":1}"};
+  expected.erase(IdOf(5));
+
+  WriteBytes(dir + "/seg-000001.ndseg", SegmentV1(first, 3));
+  WriteBytes(dir + "/seg-000002.ndseg", SegmentV1(second, 3));
+  {
+    // The log format is still version 1: written with today's writer.
+    auto wal = store::WalWriter::Create(store::FileSystem::Default(), dir, 3, 64);
+    ASSERT_TRUE(wal.ok()) << wal.status().ToString();
+    std::string ops;
+    store::AppendWalOp(
+        {store::WalOpType::kAdd, IdOf(100), Fingerprint::From64(logged), "{\"logged\":1}"}, &ops);
+    store::AppendWalOp({store::WalOpType::kRemove, IdOf(5), {}, ""}, &ops);
+    ASSERT_TRUE((*wal)->Append(store::EncodeWalRecord(2, ops)).ok());
+    ASSERT_TRUE((*wal)->Sync().ok());
+  }
+  // live_docs counts the segments' live documents once shadowing is applied: 60 + 30 - 1.
+  WriteBytes(dir + "/MANIFEST", ManifestV1(3, 4, 3, 89, {1, 2}));
+
+  // Open refuses, says why and what to run, and changes nothing in the directory.
+  std::map<std::string, std::string> before;
+  for (const auto& entry : fs::directory_iterator(dir))
+    before[entry.path().filename().string()] = ReadBytes(entry.path().string());
+  for (bool read_only : {false, true}) {
+    StoreOptions options;
+    options.read_only = read_only;
+    auto refused = DocumentStore::Open(dir, options);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), StatusCode::kUnsupported) << refused.status().ToString();
+    EXPECT_NE(refused.status().message().find("MANIFEST version 1"), std::string::npos)
+        << refused.status().ToString();
+    EXPECT_NE(refused.status().message().find("neardup index recover"), std::string::npos)
+        << refused.status().ToString();
+  }
+  std::map<std::string, std::string> after;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.path().filename() != "LOCK")
+      after[entry.path().filename().string()] = ReadBytes(entry.path().string());
+  before.erase("LOCK");
+  EXPECT_EQ(after, before);
+
+  // Recovery rewrites it whole: nothing lost, nothing set aside as damaged.
+  auto report = RecoverStore(dir);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->documents, expected.size());
+  EXPECT_EQ(report->entries_lost, 0u);
+  EXPECT_EQ(report->segments_kept, 2u);
+  EXPECT_EQ(report->segments_salvaged, 0u);
+  for (const auto& entry : fs::directory_iterator(dir))
+    EXPECT_NE(entry.path().extension(), ".corrupt") << entry.path();
+
+  auto store = DocumentStore::Open(dir, StoreOptions{});
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ((*store)->Stats().documents, expected.size());
+  EXPECT_EQ((*store)->Stats().max_k, 3);
+  BruteForceIndex oracle(64);
+  std::map<uint64_t, std::string> id_of_number;
+  uint64_t number = 0;
+  for (const auto& [id, doc] : expected) {
+    auto got = (*store)->Get(id);
+    ASSERT_TRUE(got.ok()) << id << ": " << got.status().ToString();
+    EXPECT_EQ(got->fingerprint, Fingerprint::From64(doc.first)) << id;
+    EXPECT_EQ(got->metadata, doc.second) << id;
+    ASSERT_TRUE(oracle.Add(number, Fingerprint::From64(doc.first)).ok());
+    id_of_number[number++] = id;
+  }
+  for (const char* gone : {"3", "5"}) {
+    auto got = (*store)->Get(std::string("https://example.org/old/") + gone);
+    EXPECT_EQ(got.status().code(), StatusCode::kNotFound) << gone;
+  }
+  // Every stored fingerprint and a near copy of it, at every k the tables serve.
+  for (const auto& [id, doc] : expected) {
+    for (uint64_t q : {doc.first, doc.first ^ 0x30}) {
+      for (int k = 0; k <= 3; ++k) {
+        auto got = (*store)->Search(Fingerprint::From64(q), k);
+        ASSERT_TRUE(got.ok());
+        auto want = oracle.Search(Fingerprint::From64(q), k);
+        ASSERT_TRUE(want.ok());
+        std::vector<std::string> a, b;
+        for (const StoredDocument& d : *got) a.push_back(d.id);
+        for (const Neighbor& n : *want) b.push_back(id_of_number[n.id]);
+        std::sort(a.begin(), a.end());
+        std::sort(b.begin(), b.end());
+        EXPECT_EQ(a, b) << id << " k=" << k;
+      }
+    }
+  }
+  ASSERT_TRUE((*store)->Close().ok());
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace neardup
