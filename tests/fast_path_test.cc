@@ -9,11 +9,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "common/utf8.h"
 #include "features/word_splitter.h"
 #include "neardup/document_reader.h"
 #include "neardup/features.h"
@@ -230,6 +233,68 @@ TEST(FastPathTest, SplitterRefusesDictionaryScriptsAndZwj) {
   words.clear();
   ASSERT_TRUE(SplitSpaceSeparatedWords("Hello, wörld! can't 3.14 _ __ a_b", &words));
   EXPECT_EQ(words, (std::vector<std::string_view>{"Hello", "wörld", "can't", "3.14", "__", "a_b"}));
+}
+
+// The decode-based script detection that utf8::HanWithoutKana replaced (kept here as the
+// reference): Han and no kana among the valid sequences.
+bool DecodedHanWithoutKana(std::string_view text) {
+  bool han = false, kana = false;
+  utf8::AnyCodePoint(text, 0xE3, [&](char32_t cp) {
+    if (utf8::IsHanIdeograph(cp)) {
+      han = true;
+    } else if ((cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x31F0 && cp <= 0x31FF) ||
+               (cp >= 0xFF66 && cp <= 0xFF9F)) {
+      kana = true;
+      return true;
+    }
+    return false;
+  });
+  return han && !kana;
+}
+
+TEST(FastPathTest, HanWithoutKanaMatchesDecoding) {
+  // Every scalar value alone, after Han, before Han, and after Han past a 16-byte block.
+  const std::string han = "中", pad(17, 'x');
+  size_t checked = 0, chosen = 0;
+  for (char32_t cp = 0; cp <= 0x10FFFF; ++cp) {
+    if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+    std::string c;
+    utf8::Append(cp, &c);
+    for (const std::string& text : {c, han + c, c + han, han + pad + c + pad, pad + c + han}) {
+      ASSERT_EQ(utf8::HanWithoutKana(text), DecodedHanWithoutKana(text))
+          << "U+" << std::hex << static_cast<uint32_t>(cp);
+      chosen += DecodedHanWithoutKana(text);
+      ++checked;
+    }
+  }
+  EXPECT_GT(chosen, 1000000u);  // Han with non-kana companions: both answers occur
+  EXPECT_LT(chosen, checked);
+  // Invalid and truncated sequences: random bytes drawn mostly from lead and continuation bytes.
+  const unsigned char alphabet[] = {0x20, 0x41, 0x80, 0x81, 0x83, 0x87, 0x90, 0xA0, 0xA4, 0xA6,
+                                    0xB0, 0xBD, 0xBE, 0xBF, 0xE3, 0xE4, 0xE9, 0xEF, 0xF0, 0xF4};
+  uint64_t state = 12345;
+  for (int round = 0; round < 200000; ++round) {
+    std::string text;
+    const size_t length = 1 + round % 40;
+    for (size_t k = 0; k < length; ++k) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      text.push_back(static_cast<char>(alphabet[(state >> 33) % sizeof(alphabet)]));
+    }
+    ASSERT_EQ(utf8::HanWithoutKana(text), DecodedHanWithoutKana(text)) << round;
+  }
+  // Every corpus text, whole.
+  if (!std::filesystem::exists(std::string(NEARDUP_SHARED_DIR) + "/corpus")) {
+    GTEST_SKIP() << "no shared corpus at " << NEARDUP_SHARED_DIR << "/corpus";
+  }
+  size_t total = 0, han_texts = 0;
+  std::vector<Doc> docs = CorpusSubset(&total);
+  for (const Doc& doc : docs) {
+    ASSERT_EQ(utf8::HanWithoutKana(doc.text), DecodedHanWithoutKana(doc.text)) << doc.name;
+    han_texts += DecodedHanWithoutKana(doc.text);
+  }
+  EXPECT_GT(han_texts, 0u);
+  std::printf("script detection: %zu of %zu corpus documents agree (%zu Han without kana)\n",
+              docs.size(), total, han_texts);
 }
 
 TEST(FastPathTest, CorpusMatchesTheIcuPath) {

@@ -148,6 +148,74 @@ bool AnyCodePoint(std::string_view text, unsigned char min_lead_byte, Visit&& vi
   return false;
 }
 
+// Whether `text` holds a Han ideograph (IsHanIdeograph) and no kana (U+3040-U+30FF, U+31F0-U+31FF,
+// U+FF66-U+FF9F): the choice of jieba for Chinese. Same answer as visiting the valid sequences
+// with AnyCodePoint, but from the bytes, without decoding: both scripts start with lead byte 0xE3
+// to 0xE9, 0xEF or 0xF0, lead bytes are never continuation bytes, and once Han is seen only kana's
+// lead bytes 0xE3 and 0xEF before kana's second bytes matter (skipped sixteen at a time).
+inline bool HanWithoutKana(std::string_view text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  const auto cont = [p, n](size_t j) { return j < n && (p[j] & 0xC0) == 0x80; };
+  bool han = false;
+  size_t i = 0;
+  while (i < n) {
+#ifdef __SSE2__
+    if (han) {
+      // Stops only at E3 81-83, E3 87, EF BD or EF BE (a byte and the next one).
+      const auto eq = [](__m128i v, int c) {
+        return _mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(c)));
+      };
+      while (i + 17 <= n) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+        const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + 1));
+        const __m128i after_e3 = _mm_or_si128(_mm_or_si128(eq(w, 0x81), eq(w, 0x82)),
+                                              _mm_or_si128(eq(w, 0x83), eq(w, 0x87)));
+        const __m128i after_ef = _mm_or_si128(eq(w, 0xBD), eq(w, 0xBE));
+        const __m128i hit = _mm_or_si128(_mm_and_si128(eq(v, 0xE3), after_e3),
+                                         _mm_and_si128(eq(v, 0xEF), after_ef));
+        if (_mm_movemask_epi8(hit) != 0) break;
+        i += 16;
+      }
+    } else {
+      const __m128i floor = _mm_set1_epi8(static_cast<char>(0xE3));
+      while (i + 16 <= n) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+        if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(v, floor), v)) != 0) break;
+        i += 16;
+      }
+    }
+    if (i >= n) break;
+#endif
+    const unsigned char b = p[i];
+    if (b >= 0xE3 && b <= 0xE9) {
+      if (cont(i + 1) && cont(i + 2)) {
+        const unsigned char b1 = p[i + 1];
+        if (b > 0xE3 || b1 >= 0x90) {
+          han = true;  // U+3400-U+9FFF
+        } else if ((b1 >= 0x81 && b1 <= 0x83) || (b1 == 0x87 && p[i + 2] >= 0xB0)) {
+          return false;  // U+3040-U+30FF, U+31F0-U+31FF
+        }
+      }
+    } else if (b == 0xEF) {
+      if (cont(i + 1) && cont(i + 2)) {
+        const unsigned char b1 = p[i + 1], b2 = p[i + 2];
+        if (b1 >= 0xA4 && b1 <= 0xAB) {
+          han = true;  // U+F900-U+FAFF
+        } else if ((b1 == 0xBD && b2 >= 0xA6) || (b1 == 0xBE && b2 <= 0x9F)) {
+          return false;  // U+FF66-U+FF9F
+        }
+      }
+    } else if (b == 0xF0) {
+      if (cont(i + 1) && p[i + 1] >= 0xA0 && cont(i + 2) && cont(i + 3)) {
+        han = true;  // U+20000-U+3FFFF
+      }
+    }
+    ++i;
+  }
+  return han;
+}
+
 // Appends the UTF-8 encoding of `cp` (assumed a valid scalar value) to `out`.
 inline void Append(char32_t cp, std::string* out) {
   if (cp < 0x80) {

@@ -63,27 +63,6 @@ size_t CodePointCount(std::string_view token) {
   return count;
 }
 
-struct ScriptMix {
-  bool han = false;
-  bool kana = false;
-};
-
-ScriptMix DetectScripts(std::string_view text) {
-  ScriptMix mix;
-  // Han and kana are all above U+3000: lead bytes below 0xE3 are skipped.
-  utf8::AnyCodePoint(text, 0xE3, [&mix](char32_t cp) {
-    if (utf8::IsHanIdeograph(cp)) {
-      mix.han = true;
-    } else if ((cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x31F0 && cp <= 0x31FF) ||
-               (cp >= 0xFF66 && cp <= 0xFF9F)) {
-      mix.kana = true;
-      return true;  // kana decides: Japanese
-    }
-    return false;
-  });
-  return mix;
-}
-
 // ICU word segmentation over UTF-8 without conversion; one BreakIterator per thread.
 Status IcuWords(std::string_view text, std::vector<std::string_view>* tokens) {
   thread_local std::unique_ptr<icu::BreakIterator> iterator;
@@ -178,8 +157,7 @@ struct FeatureExtractor::Impl {
     tokens->clear();
     Tokenizer tokenizer = options.tokenizer;
     if (tokenizer == Tokenizer::kAuto) {
-      ScriptMix mix = DetectScripts(text);
-      tokenizer = (mix.han && !mix.kana) ? Tokenizer::kJieba : Tokenizer::kIcuWord;
+      tokenizer = utf8::HanWithoutKana(text) ? Tokenizer::kJieba : Tokenizer::kIcuWord;
     }
     if (tokenizer == Tokenizer::kCharNgram) {
       CharNgrams(text, options.char_ngram_size, storage, tokens);

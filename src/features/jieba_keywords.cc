@@ -71,7 +71,9 @@ struct TermScratch {
   uint32_t stamp = 0;
 };
 
-TermScratch& ThreadTermScratch() {
+// Not inlined (nor ThreadExtractScratch): a thread_local seen through an inlined accessor makes the
+// compiler recompute its address with __tls_get_addr (the library is a shared object) in loops.
+[[gnu::noinline]] TermScratch& ThreadTermScratch() {
   thread_local TermScratch scratch;
   return scratch;
 }
@@ -422,7 +424,7 @@ struct ExtractScratch {
   std::vector<uint32_t> order;
 };
 
-ExtractScratch& ThreadExtractScratch() {
+[[gnu::noinline]] ExtractScratch& ThreadExtractScratch() {
   thread_local ExtractScratch scratch;
   return scratch;
 }

@@ -223,6 +223,22 @@ void FeatureHasher::ReferenceOrder(int bits, Fingerprint* fingerprint) {
   *fingerprint = accumulator.Finish();
 }
 
+// The per-thread buffers of the fused path. The accessor is not inlined: when the compiler sees
+// that FeatureHasher::Run's `this` is a thread_local, it specialises Run for it and recomputes the
+// address with __tls_get_addr (the library is a shared object) inside its loops. Behind a call,
+// `this` is an ordinary pointer: one TLS lookup per document.
+struct FusedScratch {
+  std::string normalized;
+  std::vector<std::string_view> tokens;
+  std::string storage;
+  FeatureHasher hasher;
+};
+
+[[gnu::noinline]] FusedScratch& ThreadFusedScratch() {
+  thread_local FusedScratch scratch;
+  return scratch;
+}
+
 // Whether the fused path computes what Extract + SimHash would for these options.
 bool FusedPathApplies(const FingerprintOptions& options) {
   const FeatureOptions& f = options.features;
@@ -334,16 +350,10 @@ Result<FingerprintDetails> Fingerprinter::ComputeDetails(std::string_view text, 
     }
     if (keep_normalized_text) normalized.assign(text);
   } else if (!keep_features && FusedPathApplies(options_)) {
-    struct Scratch {  // one thread_local: one TLS lookup per call
-      std::string normalized;
-      std::vector<std::string_view> tokens;
-      std::string storage;
-      FeatureHasher hasher;
-    };
-    thread_local Scratch scratch;
+    FusedScratch& scratch = ThreadFusedScratch();
     if (scratch.normalized.capacity() > (size_t{64} << 20) &&
         scratch.normalized.capacity() > 8 * text.size()) {
-      scratch = Scratch();  // a huge earlier text: give its buffers back
+      scratch = FusedScratch();  // a huge earlier text: give its buffers back
     }
     std::vector<std::string_view>& tokens = scratch.tokens;
     std::string& storage = scratch.storage;

@@ -100,6 +100,13 @@ struct Scratch {
   }
 };
 
+// Not inlined: a thread_local seen through an inlined accessor makes the compiler recompute its
+// address with __tls_get_addr (the library is a shared object) at every use in Normalize.
+[[gnu::noinline]] Scratch& ThreadScratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
 void AppendLowerAscii(std::string_view ascii, std::string* out) {
   size_t at = out->size();
   out->resize(at + ascii.size());
@@ -260,7 +267,7 @@ Result<std::unique_ptr<TextNormalizer>> TextNormalizer::Create(const NormalizeOp
 
 Status TextNormalizer::Normalize(std::string_view text, std::string* out) const {
   if (!options_.fast_paths) return ReferenceNormalize(text, out);
-  thread_local Scratch scratch;
+  Scratch& scratch = ThreadScratch();
   scratch.Trim(text.size());
   size_t invalid = utf8::FindInvalid(text);
   if (invalid != std::string_view::npos) {
