@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <string>
 
@@ -24,10 +23,15 @@ namespace fs = std::filesystem;
 using testing_files::ReadFile;
 
 // The value of "key":"..." in a one-line JSON object ("" if absent).
+// The values these tests read hold no escaped quote.
 std::string JsonString(const std::string& json, const std::string& key) {
-  std::smatch match;
-  if (!std::regex_search(json, match, std::regex("\"" + key + "\":\"([^\"]*)\""))) return "";
-  return match[1];
+  const std::string opening = "\"" + key + "\":\"";
+  const size_t start = json.find(opening);
+  if (start == std::string::npos) return "";
+  const size_t begin = start + opening.size();
+  const size_t end = json.find('"', begin);
+  if (end == std::string::npos) return "";
+  return json.substr(begin, end - begin);
 }
 
 const char* kText =
