@@ -833,13 +833,7 @@ Status DedupRun::MergeCandidates() {
   const auto stage_start = Clock::now();
   WhitespaceCandidates();
   if (verify_) slot_.assign(n_, UINT32_MAX);
-  PairRunMerger merger(runs_);
-  uint64_t packed = 0;
-  uint8_t sources = 0;
-  for (;;) {
-    auto next = merger.Next(&packed, &sources);
-    if (!next.ok()) return next.status();
-    if (!*next) break;
+  NEARDUP_RETURN_IF_ERROR(PairRunMerger(runs_).ForEach([&](uint64_t packed, uint8_t sources) {
     ++report_.candidate_pairs;
     if (sources & kFromLsh) ++report_.lsh_candidate_pairs;
     if (use_lsh_ && sources == kFromSimHash) simhash_only_.push_back(packed);
@@ -847,7 +841,8 @@ Status DedupRun::MergeCandidates() {
       slot_[packed >> 32] = 0;
       slot_[static_cast<uint32_t>(packed)] = 0;
     }
-  }
+    return Status::Ok();
+  }));
   if (verify_) {
     for (uint32_t& s : slot_) s = s == 0 ? needed_++ : UINT32_MAX;
   }
@@ -943,16 +938,10 @@ Status DedupRun::FlushShingles(std::vector<std::pair<uint32_t, std::string>>* pe
 
 Status DedupRun::VerifyCandidates() {
   // Candidates in blocks: similarity -2 = to compute.
-  PairRunMerger merger(runs_);
   constexpr size_t kBlock = 1 << 18;
   std::vector<uint64_t> block;
   std::vector<double> similarity_of;
-  uint64_t packed = 0;
-  uint8_t sources = 0;
-  for (;;) {
-    auto next = merger.Next(&packed, &sources);
-    if (!next.ok()) return next.status();
-    if (!*next) break;
+  NEARDUP_RETURN_IF_ERROR(PairRunMerger(runs_).ForEach([&](uint64_t packed, uint8_t sources) {
     block.push_back(packed);
     double value = -1;  // unverified (verification off)
     if (sources & kWhitespace) {
@@ -961,8 +950,8 @@ Status DedupRun::VerifyCandidates() {
       value = NeedsJaccard(packed, sources) ? -2 : 1.0;
     }
     similarity_of.push_back(value);
-    if (block.size() >= kBlock) NEARDUP_RETURN_IF_ERROR(VerifyBlock(&block, &similarity_of));
-  }
+    return block.size() >= kBlock ? VerifyBlock(&block, &similarity_of) : Status::Ok();
+  }));
   return VerifyBlock(&block, &similarity_of);
 }
 

@@ -31,6 +31,19 @@ class PairRunMerger {
   // The next distinct pair in ascending order and the OR of the sources of the runs holding it;
   // false at the end. Errors: a failed read of a spilled run.
   Result<bool> Next(uint64_t* pair, uint8_t* sources);
+  // Calls visit(pair, sources), which returns a Status, for each pair Next gives; stops at the
+  // first error of a read or of visit.
+  template <typename Visit>
+  Status ForEach(Visit&& visit) {
+    uint64_t pair = 0;
+    uint8_t sources = 0;
+    for (;;) {
+      auto next = Next(&pair, &sources);
+      if (!next.ok()) return next.status();
+      if (!*next) return Status::Ok();
+      NEARDUP_RETURN_IF_ERROR(visit(pair, sources));
+    }
+  }
 
  private:
   struct Cursor {
