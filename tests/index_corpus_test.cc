@@ -76,7 +76,8 @@ TEST(IndexCorpusTest, RealFingerprintsMatchBruteForce) {
   options.expected_size = static_cast<double>(kept.size());
   auto index = PermutedIndex::Create(options);
   ASSERT_TRUE(index.ok());
-  BruteForceIndex oracle(64);
+  auto oracle_owner = BruteForceIndex::Create(64).value();
+  BruteForceIndex& oracle = *oracle_owner;
   ASSERT_TRUE((*index)->AddBatch(ids, kept).ok());
   ASSERT_TRUE(oracle.AddBatch(ids, kept).ok());
   std::mt19937_64 rng(1);

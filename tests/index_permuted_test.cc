@@ -120,7 +120,8 @@ TEST_P(EveryK, SearchMatchesBruteForce) {
   auto [bits, max_k] = GetParam();
   Data data = MakeData(bits, max_k, 3000, 30, 1000 + bits * 31 + max_k);
   auto index = MakeIndex(bits, max_k, static_cast<double>(data.ids.size()));
-  BruteForceIndex oracle(bits);
+  auto oracle_owner = BruteForceIndex::Create(bits).value();
+  BruteForceIndex& oracle = *oracle_owner;
   Fill(index.get(), data);
   Fill(&oracle, data);
   EXPECT_EQ(index->size(), oracle.size());
@@ -135,7 +136,8 @@ TEST_P(EveryK, SelfJoinAndComponentsMatchBruteForce) {
   // Wide radii on 128 bits: an unlimited budget keeps the multi-index probe count small.
   const double budget = bits == 128 && max_k >= 12 ? 0 : 64;
   auto index = MakeIndex(bits, max_k, static_cast<double>(data.ids.size()), 64, budget);
-  BruteForceIndex oracle(bits);
+  auto oracle_owner = BruteForceIndex::Create(bits).value();
+  BruteForceIndex& oracle = *oracle_owner;
   Fill(index.get(), data);
   Fill(&oracle, data);
   for (int k : {0, max_k / 2, max_k}) {
@@ -189,7 +191,8 @@ TEST(PermutedIndexTest, SkewedSetsSharingPrefixAndBlocks) {
     }
     const int max_k = 4;
     auto index = MakeIndex(bits, max_k, 1e6);  // planned for far more: runs look oversized
-    BruteForceIndex oracle(bits);
+    auto oracle_owner = BruteForceIndex::Create(bits).value();
+    BruteForceIndex& oracle = *oracle_owner;
     Fill(index.get(), data);
     Fill(&oracle, data);
     std::vector<Fingerprint> queries;
@@ -210,7 +213,8 @@ TEST(PermutedIndexTest, SkewedSetsSharingPrefixAndBlocks) {
 
 TEST(PermutedIndexTest, DuplicatesUnderDifferentIdsAndSameId) {
   auto index = MakeIndex(64, 3, 1000, 8);
-  BruteForceIndex oracle(64);
+  auto oracle_owner = BruteForceIndex::Create(64).value();
+  BruteForceIndex& oracle = *oracle_owner;
   std::mt19937_64 rng(9);
   Fingerprint fp = Fingerprint::From64(rng());
   for (uint64_t id = 1; id <= 50; ++id) {
@@ -235,7 +239,8 @@ TEST(PermutedIndexTest, RemovalAndReAdd) {
   for (int bits : {64, 128}) {
     Data data = MakeData(bits, 3, 2000, 20, 3 + bits);
     auto index = MakeIndex(bits, 3, 2500, 32);
-    BruteForceIndex oracle(bits);
+    auto oracle_owner = BruteForceIndex::Create(bits).value();
+    BruteForceIndex& oracle = *oracle_owner;
     Fill(index.get(), data);
     Fill(&oracle, data);
     std::mt19937_64 rng(11);
@@ -327,7 +332,8 @@ TEST(PermutedIndexTest, ConcurrentQueriesDuringInserts) {
   r1.join();
   r2.join();
   EXPECT_FALSE(failed.load());
-  BruteForceIndex oracle(64);
+  auto oracle_owner = BruteForceIndex::Create(64).value();
+  BruteForceIndex& oracle = *oracle_owner;
   ASSERT_TRUE(oracle.AddBatch(data.ids, data.fps).ok());
   ExpectSameAnswers(*index, oracle, Queries(data, max_k, 3), max_k);
 }
@@ -355,7 +361,8 @@ TEST(PermutedIndexTest, EveryPlannedDesignIsExact) {
       auto designs = EnumerateIndexDesigns(request);
       ASSERT_TRUE(designs.ok());
       Data data = MakeData(bits, k, 1500, 15, 100 + k + bits);
-      BruteForceIndex oracle(bits);
+      auto oracle_owner = BruteForceIndex::Create(bits).value();
+      BruteForceIndex& oracle = *oracle_owner;
       ASSERT_TRUE(oracle.AddBatch(data.ids, data.fps).ok());
       auto queries = Queries(data, k, 9);
       std::vector<const IndexDesign*> eligible;

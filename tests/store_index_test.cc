@@ -132,7 +132,8 @@ TEST_P(StoreOracleTest, SkewedSegmentsAndMemtableMatchBruteForce) {
   }
   ASSERT_GE(store.Stats().segments, 4u);
   ASSERT_GT(store.Stats().memtable_entries, 0u);
-  BruteForceIndex oracle(bits);
+  auto oracle_owner = BruteForceIndex::Create(bits).value();
+  BruteForceIndex& oracle = *oracle_owner;
   for (const auto& [n, fp] : live) ASSERT_TRUE(oracle.Add(n, fp).ok());
   ASSERT_EQ(store.Stats().documents, live.size());
 

@@ -225,7 +225,8 @@ TEST(StoreOldFormatTest, VersionOneIsRefusedWithAHintThenRecoveredWhole) {
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_EQ((*store)->Stats().documents, expected.size());
   EXPECT_EQ((*store)->Stats().max_k, 3);
-  BruteForceIndex oracle(64);
+  auto oracle_owner = BruteForceIndex::Create(64).value();
+  BruteForceIndex& oracle = *oracle_owner;
   std::map<uint64_t, std::string> id_of_number;
   uint64_t number = 0;
   for (const auto& [id, doc] : expected) {

@@ -6,8 +6,7 @@
 #ifndef NEARDUP_BRUTE_FORCE_INDEX_H_
 #define NEARDUP_BRUTE_FORCE_INDEX_H_
 
-#include <atomic>
-#include <shared_mutex>
+#include <memory>
 #include <vector>
 
 #include "neardup/export.h"
@@ -17,11 +16,14 @@ namespace neardup {
 
 class NEARDUP_EXPORT BruteForceIndex : public HammingIndex {
  public:
-  // bits must be 64 or 128 (anything else is treated as 64).
-  explicit BruteForceIndex(int bits = 64);
+  // An empty index of `bits`-wide fingerprints: InvalidArgument unless bits is 64 or 128.
+  static Result<std::unique_ptr<BruteForceIndex>> Create(int bits = 64);
+  ~BruteForceIndex() override;
+  BruteForceIndex(const BruteForceIndex&) = delete;
+  BruteForceIndex& operator=(const BruteForceIndex&) = delete;
 
-  int bits() const override { return bits_; }
-  int max_k() const override { return bits_; }
+  int bits() const override;
+  int max_k() const override;  // = bits(): every k is answered by the scan
   size_t size() const override;
 
   Status Add(uint64_t id, const Fingerprint& fp) override;
@@ -33,12 +35,9 @@ class NEARDUP_EXPORT BruteForceIndex : public HammingIndex {
   IndexSearchStats stats() const override;
 
  private:
-  int bits_;
-  mutable std::shared_mutex mu_;
-  std::vector<uint64_t> ids_;
-  std::vector<uint64_t> lo_;
-  std::vector<uint64_t> hi_;
-  mutable std::atomic<uint64_t> queries_{0}, candidates_{0}, results_{0};
+  struct Impl;
+  explicit BruteForceIndex(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace neardup

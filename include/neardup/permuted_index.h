@@ -37,8 +37,9 @@ namespace neardup {
 struct PermutedIndexOptions {
   int bits = 64;               // 64 or 128
   int max_k = 3;               // largest k Search accepts (exact for all k <= max_k)
-  double expected_size = 1e6;  // for the planner's cost model
-  // Planner budget in bytes per fingerprint (0 = unlimited, cheapest query cost).
+  double expected_size = 1e6;  // for the planner's cost model; >= 1
+  // Planner budget in bytes per fingerprint (0 = unlimited, cheapest query cost). When no design
+  // fits the budget, the cheapest-to-query design is taken (design() says which).
   double memory_budget_bytes_per_fingerprint = 64;
   std::optional<IndexDesign> design;  // overrides the planner when set
   int threads = 0;                    // for AddBatch and SelfJoin; 0 = DefaultThreadCount()

@@ -2,30 +2,54 @@
 #include "neardup/brute_force_index.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 
 #include "common/parallel.h"
 
 namespace neardup {
 
-BruteForceIndex::BruteForceIndex(int bits) : bits_(bits == 128 ? 128 : 64) {}
+struct BruteForceIndex::Impl {
+  int bits = 64;
+  mutable std::shared_mutex mu;
+  std::vector<uint64_t> ids;
+  std::vector<uint64_t> lo;
+  std::vector<uint64_t> hi;
+  mutable std::atomic<uint64_t> queries{0}, candidates{0}, results{0};
+};
+
+Result<std::unique_ptr<BruteForceIndex>> BruteForceIndex::Create(int bits) {
+  if (bits != 64 && bits != 128)
+    return Status::InvalidArgument("BruteForceIndex: bits=" + std::to_string(bits) +
+                                   " (must be 64 or 128)");
+  auto impl = std::make_unique<Impl>();
+  impl->bits = bits;
+  return std::unique_ptr<BruteForceIndex>(new BruteForceIndex(std::move(impl)));
+}
+
+BruteForceIndex::BruteForceIndex(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+BruteForceIndex::~BruteForceIndex() = default;
+
+int BruteForceIndex::bits() const { return impl_->bits; }
+int BruteForceIndex::max_k() const { return impl_->bits; }
 
 size_t BruteForceIndex::size() const {
-  std::shared_lock lock(mu_);
-  return ids_.size();
+  std::shared_lock lock(impl_->mu);
+  return impl_->ids.size();
 }
 
 Status BruteForceIndex::Add(uint64_t id, const Fingerprint& fp) {
-  if (fp.bits != bits_)
+  if (fp.bits != impl_->bits)
     return Status::InvalidArgument("BruteForceIndex::Add: fingerprint has " +
                                    std::to_string(fp.bits) + " bits, index holds " +
-                                   std::to_string(bits_));
-  std::unique_lock lock(mu_);
-  ids_.push_back(id);
-  lo_.push_back(fp.lo);
-  hi_.push_back(fp.hi);
+                                   std::to_string(impl_->bits));
+  std::unique_lock lock(impl_->mu);
+  impl_->ids.push_back(id);
+  impl_->lo.push_back(fp.lo);
+  impl_->hi.push_back(fp.hi);
   return Status::Ok();
 }
 
@@ -34,53 +58,56 @@ Status BruteForceIndex::AddBatch(std::span<const uint64_t> ids, std::span<const 
     return Status::InvalidArgument(
         "BruteForceIndex::AddBatch: ids and fingerprints differ in size");
   for (size_t i = 0; i < fps.size(); ++i)
-    if (fps[i].bits != bits_)
+    if (fps[i].bits != impl_->bits)
       return Status::InvalidArgument("BruteForceIndex::AddBatch: item " + std::to_string(i) +
                                      " has " + std::to_string(fps[i].bits) + " bits");
-  std::unique_lock lock(mu_);
+  std::unique_lock lock(impl_->mu);
   for (size_t i = 0; i < fps.size(); ++i) {
-    ids_.push_back(ids[i]);
-    lo_.push_back(fps[i].lo);
-    hi_.push_back(fps[i].hi);
+    impl_->ids.push_back(ids[i]);
+    impl_->lo.push_back(fps[i].lo);
+    impl_->hi.push_back(fps[i].hi);
   }
   return Status::Ok();
 }
 
 size_t BruteForceIndex::Remove(uint64_t id, const Fingerprint& fp) {
-  std::unique_lock lock(mu_);
+  std::unique_lock lock(impl_->mu);
   size_t j = 0;
-  for (size_t i = 0; i < ids_.size(); ++i) {
-    if (ids_[i] == id && lo_[i] == fp.lo && hi_[i] == fp.hi) continue;
-    ids_[j] = ids_[i];
-    lo_[j] = lo_[i];
-    hi_[j] = hi_[i];
+  for (size_t i = 0; i < impl_->ids.size(); ++i) {
+    if (impl_->ids[i] == id && impl_->lo[i] == fp.lo && impl_->hi[i] == fp.hi) continue;
+    impl_->ids[j] = impl_->ids[i];
+    impl_->lo[j] = impl_->lo[i];
+    impl_->hi[j] = impl_->hi[i];
     ++j;
   }
-  size_t removed = ids_.size() - j;
-  ids_.resize(j);
-  lo_.resize(j);
-  hi_.resize(j);
+  size_t removed = impl_->ids.size() - j;
+  impl_->ids.resize(j);
+  impl_->lo.resize(j);
+  impl_->hi.resize(j);
   return removed;
 }
 
 Result<std::vector<Neighbor>> BruteForceIndex::Search(const Fingerprint& query, int k) const {
-  if (query.bits != bits_)
+  if (query.bits != impl_->bits)
     return Status::InvalidArgument("BruteForceIndex::Search: query has " +
                                    std::to_string(query.bits) + " bits, index holds " +
-                                   std::to_string(bits_));
-  if (k < 0 || k > bits_)
+                                   std::to_string(impl_->bits));
+  if (k < 0 || k > impl_->bits)
     return Status::InvalidArgument("BruteForceIndex::Search: k=" + std::to_string(k) +
                                    " out of range");
-  std::shared_lock lock(mu_);
+  std::shared_lock lock(impl_->mu);
   std::vector<Neighbor> out;
-  const size_t n = ids_.size();
+  const std::vector<uint64_t>& ids = impl_->ids;
+  const std::vector<uint64_t>& lo = impl_->lo;
+  const std::vector<uint64_t>& hi = impl_->hi;
+  const size_t n = ids.size();
   for (size_t i = 0; i < n; ++i) {
-    int d = std::popcount(lo_[i] ^ query.lo) + std::popcount(hi_[i] ^ query.hi);
-    if (d <= k) out.push_back({ids_[i], d});
+    int d = std::popcount(lo[i] ^ query.lo) + std::popcount(hi[i] ^ query.hi);
+    if (d <= k) out.push_back({ids[i], d});
   }
   lock.unlock();
-  queries_.fetch_add(1, std::memory_order_relaxed);
-  candidates_.fetch_add(n, std::memory_order_relaxed);
+  impl_->queries.fetch_add(1, std::memory_order_relaxed);
+  impl_->candidates.fetch_add(n, std::memory_order_relaxed);
   // One entry per id (nearest), sorted by (distance, id).
   std::sort(out.begin(), out.end(), [](const Neighbor& a, const Neighbor& b) {
     return a.id != b.id ? a.id < b.id : a.distance < b.distance;
@@ -91,16 +118,19 @@ Result<std::vector<Neighbor>> BruteForceIndex::Search(const Fingerprint& query, 
   std::sort(out.begin(), out.end(), [](const Neighbor& a, const Neighbor& b) {
     return a.distance != b.distance ? a.distance < b.distance : a.id < b.id;
   });
-  results_.fetch_add(out.size(), std::memory_order_relaxed);
+  impl_->results.fetch_add(out.size(), std::memory_order_relaxed);
   return out;
 }
 
 Result<std::vector<NeighborPair>> BruteForceIndex::SelfJoin(int k) const {
-  if (k < 0 || k > bits_)
+  if (k < 0 || k > impl_->bits)
     return Status::InvalidArgument("BruteForceIndex::SelfJoin: k=" + std::to_string(k) +
                                    " out of range");
-  std::shared_lock lock(mu_);
-  const size_t n = ids_.size();
+  std::shared_lock lock(impl_->mu);
+  const std::vector<uint64_t>& ids = impl_->ids;
+  const std::vector<uint64_t>& lo = impl_->lo;
+  const std::vector<uint64_t>& hi = impl_->hi;
+  const size_t n = ids.size();
   const size_t chunks = std::min<size_t>(n, 256);
   std::vector<std::vector<NeighborPair>> parts(chunks);
   ParallelFor(chunks, 0, [&](size_t cb, size_t ce) {
@@ -108,10 +138,9 @@ Result<std::vector<NeighborPair>> BruteForceIndex::SelfJoin(int k) const {
       // Interleaved rows balance the triangular work.
       for (size_t i = c; i < n; i += chunks) {
         for (size_t j = i + 1; j < n; ++j) {
-          if (ids_[i] == ids_[j]) continue;
-          int d = std::popcount(lo_[i] ^ lo_[j]) + std::popcount(hi_[i] ^ hi_[j]);
-          if (d <= k)
-            parts[c].push_back({std::min(ids_[i], ids_[j]), std::max(ids_[i], ids_[j]), d});
+          if (ids[i] == ids[j]) continue;
+          int d = std::popcount(lo[i] ^ lo[j]) + std::popcount(hi[i] ^ hi[j]);
+          if (d <= k) parts[c].push_back({std::min(ids[i], ids[j]), std::max(ids[i], ids[j]), d});
         }
       }
     }
@@ -124,10 +153,10 @@ Result<std::vector<NeighborPair>> BruteForceIndex::SelfJoin(int k) const {
 
 IndexSearchStats BruteForceIndex::stats() const {
   IndexSearchStats st;
-  st.queries = queries_.load();
+  st.queries = impl_->queries.load();
   st.probes = 0;
-  st.candidates = candidates_.load();
-  st.results = results_.load();
+  st.candidates = impl_->candidates.load();
+  st.results = impl_->results.load();
   return st;
 }
 

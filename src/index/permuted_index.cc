@@ -303,6 +303,13 @@ Result<std::unique_ptr<PermutedIndex>> PermutedIndex::Create(const PermutedIndex
                                    std::to_string(options.bits));
   if (options.delta_capacity == 0)
     return Status::InvalidArgument("PermutedIndex: delta_capacity must be positive");
+  if (!(options.expected_size >= 1))
+    return Status::InvalidArgument("PermutedIndex: expected_size must be at least 1, got " +
+                                   std::to_string(options.expected_size));
+  if (!(options.memory_budget_bytes_per_fingerprint >= 0))
+    return Status::InvalidArgument(
+        "PermutedIndex: memory_budget_bytes_per_fingerprint must be >= 0, got " +
+        std::to_string(options.memory_budget_bytes_per_fingerprint));
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   if (options.design) {
@@ -315,7 +322,7 @@ Result<std::unique_ptr<PermutedIndex>> PermutedIndex::Create(const PermutedIndex
     PlanRequest request;
     request.bits = options.bits;
     request.max_k = options.max_k;
-    request.n = std::max(1.0, options.expected_size);
+    request.n = options.expected_size;
     request.memory_budget_bytes = options.memory_budget_bytes_per_fingerprint > 0
                                       ? options.memory_budget_bytes_per_fingerprint * request.n
                                       : 0;
