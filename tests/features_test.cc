@@ -226,7 +226,7 @@ TEST(FeaturesTest, IdfTableBuilder) {
   other.AddDocument({"a"});
   other.AddDocument({"d"});
   builder.Merge(other);
-  EXPECT_EQ(builder.document_count, 4u);
+  EXPECT_EQ(builder.document_count(), 4u);
   std::string text = builder.ToText(1);
   char expected[256];
   std::snprintf(expected, sizeof(expected), "a %.8f\nb %.8f\nc %.8f\nd %.8f\n", std::log(4.0 / 3),

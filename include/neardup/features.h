@@ -14,7 +14,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -107,18 +106,25 @@ class NEARDUP_EXPORT FeatureExtractor {
   // IDF of one word under the configured table (the median for unknown words).
   double Idf(std::string_view word) const;
 
-  const FeatureOptions& options() const { return options_; }
+  const FeatureOptions& options() const;
 
  private:
   struct Impl;
   explicit FeatureExtractor(const FeatureOptions& options);
-  FeatureOptions options_;
   std::unique_ptr<Impl> impl_;
 };
 
 // Writes an IDF table learned from documents: idf(w) = ln(N / df(w)) over `document_count`
 // documents, one "word idf" line per word with df >= min_document_frequency, sorted by word.
-struct NEARDUP_EXPORT IdfTableBuilder {
+class NEARDUP_EXPORT IdfTableBuilder {
+ public:
+  IdfTableBuilder();
+  ~IdfTableBuilder();
+  IdfTableBuilder(IdfTableBuilder&&) noexcept;
+  IdfTableBuilder& operator=(IdfTableBuilder&&) noexcept;
+  IdfTableBuilder(const IdfTableBuilder&) = delete;
+  IdfTableBuilder& operator=(const IdfTableBuilder&) = delete;
+
   // Counts each distinct token of one document once.
   void AddDocument(const std::vector<std::string>& tokens);
   // Merges another builder's counts (for per-thread builders).
@@ -128,11 +134,14 @@ struct NEARDUP_EXPORT IdfTableBuilder {
   // The table as text, in the same format.
   std::string ToText(uint64_t min_document_frequency = 1) const;
 
-  uint64_t document_count = 0;
+  // Documents added (and merged) so far.
+  uint64_t document_count() const;
+  // (word, document frequency) of every word seen, sorted by word.
   std::vector<std::pair<std::string, uint64_t>> SortedCounts() const;
 
  private:
-  std::unordered_map<std::string, uint64_t> document_frequency_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace neardup

@@ -108,12 +108,11 @@ class NEARDUP_EXPORT Fingerprinter {
   // and width (no normalisation or tokenisation). Weights must be finite (kInvalidArgument).
   Result<Fingerprint> ComputeFromFeatures(std::span<const WeightedFeature> features) const;
 
-  const FingerprintOptions& options() const { return options_; }
+  const FingerprintOptions& options() const;
 
  private:
   struct Impl;
   explicit Fingerprinter(const FingerprintOptions& options);
-  FingerprintOptions options_;
   std::unique_ptr<Impl> impl_;
 };
 

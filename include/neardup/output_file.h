@@ -7,7 +7,6 @@
 #ifndef NEARDUP_OUTPUT_FILE_H_
 #define NEARDUP_OUTPUT_FILE_H_
 
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -43,16 +42,12 @@ class NEARDUP_EXPORT OutputFile {
   // Flushes, closes and renames the temporary file to the final path (re-checking that the
   // path did not become an input or appear meanwhile). Errors name the path.
   Status Commit();
-  const std::string& path() const { return path_; }
+  const std::string& path() const;
 
  private:
-  OutputFile() = default;
-  std::string path_;
-  std::string temporary_;
-  OutputFileOptions options_;
-  FILE* file_ = nullptr;
-  bool failed_ = false;
-  bool committed_ = false;
+  struct Impl;
+  OutputFile();
+  std::unique_ptr<Impl> impl_;
 };
 
 // Creates `path`, writes `bytes` and commits, in one call.

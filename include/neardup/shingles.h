@@ -28,6 +28,9 @@ class NEARDUP_EXPORT ShingleSimilarity {
  public:
   // traditional_to_simplified: fold Chinese script variants before shingling.
   static Result<std::unique_ptr<ShingleSimilarity>> Create(bool traditional_to_simplified);
+  ~ShingleSimilarity();
+  ShingleSimilarity(const ShingleSimilarity&) = delete;
+  ShingleSimilarity& operator=(const ShingleSimilarity&) = delete;
 
   // Sorted, distinct 64-bit shingle hashes of `text` (valid UTF-8). A text with fewer units than
   // the shingle size yields one shingle of all its units; a text without units yields none.
@@ -36,7 +39,7 @@ class NEARDUP_EXPORT ShingleSimilarity {
   // normalised text when its options are the same): Shingles(t) == ShinglesOfNormalized(N(t)).
   static void ShinglesOfNormalized(std::string_view normalized, std::vector<uint64_t>* shingles);
   // The normalisation applied before shingling.
-  const NormalizeOptions& normalize_options() const { return normalizer_->options(); }
+  const NormalizeOptions& normalize_options() const;
 
   // |a ∩ b| / |a ∪ b| of two sorted distinct sets; 1 when both are empty.
   static double Jaccard(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b);
@@ -53,9 +56,9 @@ class NEARDUP_EXPORT ShingleSimilarity {
   static double Containment(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b);
 
  private:
-  explicit ShingleSimilarity(std::unique_ptr<TextNormalizer> normalizer)
-      : normalizer_(std::move(normalizer)) {}
-  std::unique_ptr<TextNormalizer> normalizer_;
+  struct Impl;
+  explicit ShingleSimilarity(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace neardup

@@ -60,15 +60,12 @@ class NEARDUP_EXPORT TextNormalizer {
   // "invalid UTF-8 at byte N" when `text` is not valid UTF-8 and replacement is off.
   Status Normalize(std::string_view text, std::string* out) const;
 
-  const NormalizeOptions& options() const { return options_; }
+  const NormalizeOptions& options() const;
 
-  struct Impl;  // internal
+  struct Impl;  // internal (opaque)
 
  private:
   explicit TextNormalizer(const NormalizeOptions& options);
-  Status ReferenceNormalize(std::string_view text, std::string* out) const;
-  void AppendLowerOrCopy(std::string_view ascii, std::string* out) const;
-  NormalizeOptions options_;
   std::unique_ptr<Impl> impl_;
 };
 

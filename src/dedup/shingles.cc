@@ -46,6 +46,17 @@ uint64_t Mix(uint64_t h, uint64_t unit) {
 
 }  // namespace
 
+struct ShingleSimilarity::Impl {
+  std::unique_ptr<TextNormalizer> normalizer;
+};
+
+ShingleSimilarity::ShingleSimilarity(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ShingleSimilarity::~ShingleSimilarity() = default;
+
+const NormalizeOptions& ShingleSimilarity::normalize_options() const {
+  return impl_->normalizer->options();
+}
+
 Result<std::unique_ptr<ShingleSimilarity>> ShingleSimilarity::Create(
     bool traditional_to_simplified) {
   NormalizeOptions options;
@@ -57,13 +68,15 @@ Result<std::unique_ptr<ShingleSimilarity>> ShingleSimilarity::Create(
   options.fold_whitespace = true;
   auto normalizer = TextNormalizer::Create(options);
   if (!normalizer.ok()) return normalizer.status();
-  return std::unique_ptr<ShingleSimilarity>(new ShingleSimilarity(std::move(*normalizer)));
+  auto impl = std::make_unique<Impl>();
+  impl->normalizer = std::move(*normalizer);
+  return std::unique_ptr<ShingleSimilarity>(new ShingleSimilarity(std::move(impl)));
 }
 
 Status ShingleSimilarity::Shingles(std::string_view text, std::vector<uint64_t>* shingles) const {
   shingles->clear();
   std::string normal;
-  NEARDUP_RETURN_IF_ERROR(normalizer_->Normalize(text, &normal));
+  NEARDUP_RETURN_IF_ERROR(impl_->normalizer->Normalize(text, &normal));
   ShinglesOfNormalized(normal, shingles);
   return Status::Ok();
 }

@@ -124,6 +124,7 @@ void CharNgrams(std::string_view text, int n, std::string* storage,
 }  // namespace
 
 struct FeatureExtractor::Impl {
+  FeatureOptions options;
   // The jieba segmenter is loaded on the first text that needs it (loading the dictionary takes
   // a noticeable fraction of a second), once, whatever the number of threads.
   std::string jieba_dir;
@@ -183,7 +184,11 @@ struct FeatureExtractor::Impl {
 };
 
 FeatureExtractor::FeatureExtractor(const FeatureOptions& options)
-    : options_(options), impl_(std::make_unique<Impl>()) {}
+    : impl_(std::make_unique<Impl>()) {
+  impl_->options = options;
+}
+
+const FeatureOptions& FeatureExtractor::options() const { return impl_->options; }
 
 FeatureExtractor::~FeatureExtractor() = default;
 
@@ -226,14 +231,14 @@ double FeatureExtractor::Idf(std::string_view word) const {
 Status FeatureExtractor::Tokenize(std::string_view text, std::vector<std::string>* tokens) const {
   std::string storage;
   std::vector<std::string_view> views;
-  NEARDUP_RETURN_IF_ERROR(impl_->Tokens(options_, text, &storage, &views));
+  NEARDUP_RETURN_IF_ERROR(impl_->Tokens(impl_->options, text, &storage, &views));
   tokens->assign(views.begin(), views.end());
   return Status::Ok();
 }
 
 Status FeatureExtractor::TokenViews(std::string_view text, std::vector<std::string_view>* tokens,
                                     std::string* storage) const {
-  return impl_->Tokens(options_, text, storage, tokens);
+  return impl_->Tokens(impl_->options, text, storage, tokens);
 }
 
 Status FeatureExtractor::Extract(std::string_view text,
@@ -241,18 +246,18 @@ Status FeatureExtractor::Extract(std::string_view text,
   features->clear();
   std::string storage;
   std::vector<std::string_view> tokens;
-  NEARDUP_RETURN_IF_ERROR(impl_->Tokens(options_, text, &storage, &tokens));
+  NEARDUP_RETURN_IF_ERROR(impl_->Tokens(impl_->options, text, &storage, &tokens));
   if (tokens.empty()) return Status::Ok();
 
-  const bool tf_idf = options_.weighting == Weighting::kTfIdf && impl_->idf != nullptr;
+  const bool tf_idf = impl_->options.weighting == Weighting::kTfIdf && impl_->idf != nullptr;
   struct Tally {
     double count = 0;
     double idf = 1;
   };
   std::unordered_map<std::string_view, Tally, StringHash, std::equal_to<>> tallies;
   tallies.reserve(tokens.size());
-  const bool words = options_.tokenizer != Tokenizer::kCharNgram;
-  const size_t n = words ? static_cast<size_t>(options_.shingle_size) : 1;
+  const bool words = impl_->options.tokenizer != Tokenizer::kCharNgram;
+  const size_t n = words ? static_cast<size_t>(impl_->options.shingle_size) : 1;
   std::vector<std::string> shingles;  // owns joined shingles; reserved so views stay valid
   if (n == 1) {
     for (std::string_view token : tokens) {
@@ -280,17 +285,18 @@ Status FeatureExtractor::Extract(std::string_view text,
   }
   features->reserve(tallies.size());
   for (const auto& [feature, tally] : tallies) {
-    double weight = FeatureWeight(options_, tally.count, tf_idf ? tally.idf : 1);
+    double weight = FeatureWeight(impl_->options, tally.count, tf_idf ? tally.idf : 1);
     if (!(weight > 0)) continue;  // a zero or negative IDF carries no vote
     features->push_back(WeightedFeature{std::string(feature), weight});
   }
   auto heavier = [](const WeightedFeature& a, const WeightedFeature& b) {
     return a.weight != b.weight ? a.weight > b.weight : a.text < b.text;
   };
-  if (options_.top_k > 0 && features->size() > options_.top_k) {
-    std::partial_sort(features->begin(), features->begin() + static_cast<ptrdiff_t>(options_.top_k),
+  if (impl_->options.top_k > 0 && features->size() > impl_->options.top_k) {
+    std::partial_sort(features->begin(),
+                      features->begin() + static_cast<ptrdiff_t>(impl_->options.top_k),
                       features->end(), heavier);
-    features->resize(options_.top_k);
+    features->resize(impl_->options.top_k);
   } else {
     std::sort(features->begin(), features->end(), heavier);
   }

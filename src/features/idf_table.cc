@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "common/utf8.h"
@@ -118,8 +119,20 @@ Result<std::shared_ptr<const IdfTable>> IdfTable::Default() {
   return table;
 }
 
+struct IdfTableBuilder::Impl {
+  uint64_t document_count = 0;
+  std::unordered_map<std::string, uint64_t> document_frequency;
+};
+
+IdfTableBuilder::IdfTableBuilder() : impl_(std::make_unique<Impl>()) {}
+IdfTableBuilder::~IdfTableBuilder() = default;
+IdfTableBuilder::IdfTableBuilder(IdfTableBuilder&&) noexcept = default;
+IdfTableBuilder& IdfTableBuilder::operator=(IdfTableBuilder&&) noexcept = default;
+
+uint64_t IdfTableBuilder::document_count() const { return impl_->document_count; }
+
 void IdfTableBuilder::AddDocument(const std::vector<std::string>& tokens) {
-  ++document_count;
+  ++impl_->document_count;
   std::vector<const std::string*> distinct;
   distinct.reserve(tokens.size());
   for (const std::string& token : tokens) distinct.push_back(&token);
@@ -128,19 +141,20 @@ void IdfTableBuilder::AddDocument(const std::vector<std::string>& tokens) {
   const std::string* previous = nullptr;
   for (const std::string* token : distinct) {
     if (previous != nullptr && *previous == *token) continue;
-    ++document_frequency_[*token];
+    ++impl_->document_frequency[*token];
     previous = token;
   }
 }
 
 void IdfTableBuilder::Merge(const IdfTableBuilder& other) {
-  document_count += other.document_count;
-  for (const auto& [word, count] : other.document_frequency_) document_frequency_[word] += count;
+  impl_->document_count += other.impl_->document_count;
+  for (const auto& [word, count] : other.impl_->document_frequency)
+    impl_->document_frequency[word] += count;
 }
 
 std::vector<std::pair<std::string, uint64_t>> IdfTableBuilder::SortedCounts() const {
-  std::vector<std::pair<std::string, uint64_t>> counts(document_frequency_.begin(),
-                                                       document_frequency_.end());
+  std::vector<std::pair<std::string, uint64_t>> counts(impl_->document_frequency.begin(),
+                                                       impl_->document_frequency.end());
   std::sort(counts.begin(), counts.end());
   return counts;
 }
@@ -151,7 +165,7 @@ std::string IdfTableBuilder::ToText(uint64_t min_document_frequency) const {
   for (const auto& [word, df] : SortedCounts()) {
     if (df < min_document_frequency) continue;
     // Words with spaces would break the "word idf" format (the idf is the last field).
-    double idf = std::log(static_cast<double>(document_count) / static_cast<double>(df));
+    double idf = std::log(static_cast<double>(impl_->document_count) / static_cast<double>(df));
     auto [ptr, ec] =
         std::to_chars(buffer, buffer + sizeof(buffer), idf, std::chars_format::fixed, 8);
     out.append(word);

@@ -249,16 +249,20 @@ bool FusedPathApplies(const FingerprintOptions& options) {
 }  // namespace
 
 struct Fingerprinter::Impl {
+  FingerprintOptions options;
   std::unique_ptr<TextNormalizer> normalizer;        // kNeardup
   std::unique_ptr<FeatureExtractor> extractor;       // kNeardup
   std::shared_ptr<const KeywordExtractor> keywords;  // kYanyiwuSimhash
   std::shared_ptr<const IdfTable> idf;               // kYanyiwuSimhash (for the mean IDF)
 };
 
-Fingerprinter::Fingerprinter(const FingerprintOptions& options)
-    : options_(options), impl_(std::make_unique<Impl>()) {}
+Fingerprinter::Fingerprinter(const FingerprintOptions& options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = options;
+}
 
 Fingerprinter::~Fingerprinter() = default;
+
+const FingerprintOptions& Fingerprinter::options() const { return impl_->options; }
 
 Result<std::unique_ptr<Fingerprinter>> Fingerprinter::Create(const FingerprintOptions& options) {
   if (options.bits != 64 && options.bits != 128) {
@@ -270,7 +274,7 @@ Result<std::unique_ptr<Fingerprinter>> Fingerprinter::Create(const FingerprintOp
     if (options.bits != 64) {
       return Status::InvalidArgument("the yanyiwu/simhash profile is 64-bit only");
     }
-    fingerprinter->options_.hash = FeatureHash::kJenkinsLookup3;
+    fingerprinter->impl_->options.hash = FeatureHash::kJenkinsLookup3;
     const FeatureOptions& features = options.features;
     Result<std::shared_ptr<const KeywordExtractor>> keywords = Status::Internal("unset");
     if (features.jieba_dir.empty() && features.idf_path.empty()) {
@@ -306,19 +310,19 @@ Result<std::unique_ptr<Fingerprinter>> Fingerprinter::Create(const FingerprintOp
 
 Result<FingerprintDetails> Fingerprinter::ComputeDetails(std::string_view text, bool keep_features,
                                                          bool keep_normalized_text) const {
-  if (options_.max_text_bytes > 0 && text.size() > options_.max_text_bytes) {
+  if (impl_->options.max_text_bytes > 0 && text.size() > impl_->options.max_text_bytes) {
     return Status::ResourceExhausted("text of " + std::to_string(text.size()) +
                                      " bytes exceeds the limit of " +
-                                     std::to_string(options_.max_text_bytes));
+                                     std::to_string(impl_->options.max_text_bytes));
   }
   FingerprintDetails details;
   std::vector<WeightedFeature> features;
   std::string normalized;
-  if (options_.profile == HashProfile::kYanyiwuSimhash) {
+  if (impl_->options.profile == HashProfile::kYanyiwuSimhash) {
     std::string replaced;
     size_t invalid = utf8::FindInvalid(text);
     if (invalid != std::string_view::npos) {
-      if (!options_.normalize.replace_invalid_utf8) {
+      if (!impl_->options.normalize.replace_invalid_utf8) {
         return Status::InvalidUtf8("invalid UTF-8 at byte " + std::to_string(invalid));
       }
       replaced = utf8::ReplaceInvalid(text);
@@ -339,7 +343,7 @@ Result<FingerprintDetails> Fingerprinter::ComputeDetails(std::string_view text, 
     auto heavier = [](const Scored& a, const Scored& b) {
       return a.weight != b.weight ? a.weight > b.weight : a.order < b.order;
     };
-    size_t top_k = options_.features.top_k;
+    size_t top_k = impl_->options.features.top_k;
     size_t keep = top_k > 0 ? std::min(top_k, scored.size()) : scored.size();
     std::partial_sort(scored.begin(), scored.begin() + static_cast<ptrdiff_t>(keep), scored.end(),
                       heavier);
@@ -349,7 +353,7 @@ Result<FingerprintDetails> Fingerprinter::ComputeDetails(std::string_view text, 
           WeightedFeature{std::string(terms[scored[i].order].word), scored[i].weight});
     }
     if (keep_normalized_text) normalized.assign(text);
-  } else if (!keep_features && FusedPathApplies(options_)) {
+  } else if (!keep_features && FusedPathApplies(impl_->options)) {
     FusedScratch& scratch = ThreadFusedScratch();
     if (scratch.normalized.capacity() > (size_t{64} << 20) &&
         scratch.normalized.capacity() > 8 * text.size()) {
@@ -361,13 +365,13 @@ Result<FingerprintDetails> Fingerprinter::ComputeDetails(std::string_view text, 
     std::string& norm = keep_normalized_text ? normalized : scratch.normalized;
     NEARDUP_RETURN_IF_ERROR(impl_->normalizer->Normalize(text, &norm));
     NEARDUP_RETURN_IF_ERROR(impl_->extractor->TokenViews(norm, &tokens, &storage));
-    details.fingerprint = SimHashAccumulator(options_.bits).Finish();
-    details.feature_count =
-        hasher.Run(options_.features, tokens, options_.hash, options_.bits, &details.fingerprint);
+    details.fingerprint = SimHashAccumulator(impl_->options.bits).Finish();
+    details.feature_count = hasher.Run(impl_->options.features, tokens, impl_->options.hash,
+                                       impl_->options.bits, &details.fingerprint);
     if (details.feature_count == 0 && !norm.empty()) {
       // No word feature (only punctuation or symbols): hash the text itself, as below.
-      SimHashAccumulator accumulator(options_.bits);
-      accumulator.Add(HashFeature(norm, options_.hash, options_.bits), 1.0);
+      SimHashAccumulator accumulator(impl_->options.bits);
+      accumulator.Add(HashFeature(norm, impl_->options.hash, impl_->options.bits), 1.0);
       details.feature_count = 1;
       details.whole_text_fallback = true;
       details.fingerprint = accumulator.Finish();
@@ -383,9 +387,10 @@ Result<FingerprintDetails> Fingerprinter::ComputeDetails(std::string_view text, 
       details.whole_text_fallback = true;
     }
   }
-  SimHashAccumulator accumulator(options_.bits);
+  SimHashAccumulator accumulator(impl_->options.bits);
   for (const WeightedFeature& feature : features) {
-    accumulator.Add(HashFeature(feature.text, options_.hash, options_.bits), feature.weight);
+    accumulator.Add(HashFeature(feature.text, impl_->options.hash, impl_->options.bits),
+                    feature.weight);
   }
   details.fingerprint = accumulator.Finish();
   details.feature_count = features.size();
@@ -408,7 +413,7 @@ Result<std::vector<WeightedFeature>> Fingerprinter::Features(std::string_view te
 
 Result<Fingerprint> Fingerprinter::ComputeFromFeatures(
     std::span<const WeightedFeature> features) const {
-  return SimHashFeatures(features, options_.bits, options_.hash);
+  return SimHashFeatures(features, impl_->options.bits, impl_->options.hash);
 }
 
 }  // namespace neardup

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -38,14 +39,27 @@ Status CheckOutputPath(const std::string& path, const OutputFileOptions& options
   return Status::Ok();
 }
 
+struct OutputFile::Impl {
+  std::string path;
+  std::string temporary;
+  OutputFileOptions options;
+  FILE* file = nullptr;
+  bool failed = false;
+  bool committed = false;
+};
+
+OutputFile::OutputFile() : impl_(std::make_unique<Impl>()) {}
+
+const std::string& OutputFile::path() const { return impl_->path; }
+
 Result<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string& path,
                                                        const OutputFileOptions& options) {
   NEARDUP_RETURN_IF_ERROR(CheckOutputPath(path, options));
   std::unique_ptr<OutputFile> out(new OutputFile());
-  out->path_ = path;
-  out->options_ = options;
+  out->impl_->path = path;
+  out->impl_->options = options;
   if (path == "-") {
-    out->file_ = stdout;
+    out->impl_->file = stdout;
     return out;
   }
   std::filesystem::path target(path);
@@ -63,9 +77,9 @@ Result<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string& path,
         ::umask(mask);
         return mask;
       }());
-  out->temporary_ = buffer.data();
-  out->file_ = ::fdopen(fd, "wb");
-  if (!out->file_) {
+  out->impl_->temporary = buffer.data();
+  out->impl_->file = ::fdopen(fd, "wb");
+  if (!out->impl_->file) {
     ::close(fd);
     return Status::IoError(path + ": cannot open: " + ErrnoText());
   }
@@ -73,37 +87,37 @@ Result<std::unique_ptr<OutputFile>> OutputFile::Create(const std::string& path,
 }
 
 OutputFile::~OutputFile() {
-  if (file_ && file_ != stdout) std::fclose(file_);
-  if (!committed_ && !temporary_.empty()) ::unlink(temporary_.c_str());
+  if (impl_->file && impl_->file != stdout) std::fclose(impl_->file);
+  if (!impl_->committed && !impl_->temporary.empty()) ::unlink(impl_->temporary.c_str());
 }
 
 Status OutputFile::Write(std::string_view bytes) {
-  if (failed_) return Status::IoError(path_ + ": write failed");
-  if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
-    failed_ = true;
-    return Status::IoError((path_ == "-" ? std::string("standard output") : path_) +
+  if (impl_->failed) return Status::IoError(impl_->path + ": write failed");
+  if (std::fwrite(bytes.data(), 1, bytes.size(), impl_->file) != bytes.size()) {
+    impl_->failed = true;
+    return Status::IoError((impl_->path == "-" ? std::string("standard output") : impl_->path) +
                            ": write failed: " + ErrnoText());
   }
   return Status::Ok();
 }
 
 Status OutputFile::Commit() {
-  const std::string shown = path_ == "-" ? std::string("standard output") : path_;
-  if (failed_) return Status::IoError(shown + ": write failed");
-  if (file_ == stdout) {
+  const std::string shown = impl_->path == "-" ? std::string("standard output") : impl_->path;
+  if (impl_->failed) return Status::IoError(shown + ": write failed");
+  if (impl_->file == stdout) {
     if (std::fflush(stdout) != 0) return Status::IoError(shown + ": write failed: " + ErrnoText());
-    committed_ = true;
+    impl_->committed = true;
     return Status::Ok();
   }
-  bool ok = std::fflush(file_) == 0 && ::fsync(::fileno(file_)) == 0;
-  ok = std::fclose(file_) == 0 && ok;
-  file_ = nullptr;
+  bool ok = std::fflush(impl_->file) == 0 && ::fsync(::fileno(impl_->file)) == 0;
+  ok = std::fclose(impl_->file) == 0 && ok;
+  impl_->file = nullptr;
   if (!ok) return Status::IoError(shown + ": write failed: " + ErrnoText());
-  NEARDUP_RETURN_IF_ERROR(CheckOutputPath(path_, options_));
-  if (::rename(temporary_.c_str(), path_.c_str()) != 0) {
+  NEARDUP_RETURN_IF_ERROR(CheckOutputPath(impl_->path, impl_->options));
+  if (::rename(impl_->temporary.c_str(), impl_->path.c_str()) != 0) {
     return Status::IoError(shown + ": cannot rename the temporary file into place: " + ErrnoText());
   }
-  committed_ = true;
+  impl_->committed = true;
   return Status::Ok();
 }
 

@@ -119,6 +119,7 @@ void AppendLowerAscii(std::string_view ascii, std::string* out) {
 }  // namespace
 
 struct TextNormalizer::Impl {
+  NormalizeOptions options;
   const icu::Normalizer2* normalizer = nullptr;  // owned by ICU; thread-safe
   // ASCII under the configured NFKC / case folding maps to itself, lowercased when case folding
   // (checked against ICU at Create), and every ASCII character has a normalisation boundary
@@ -193,6 +194,11 @@ struct TextNormalizer::Impl {
     }
     return flush(text.size());
   }
+
+  // The plain path (NormalizeOptions::fast_paths off).
+  Status ReferenceNormalize(std::string_view text, std::string* out) const;
+  // `ascii` case-folded (when options.case_fold) or copied, appended to *out.
+  void AppendLowerOrCopy(std::string_view ascii, std::string* out) const;
 };
 
 namespace {
@@ -217,8 +223,11 @@ bool AsciiShortcutHolds(const TextNormalizer::Impl& impl, bool case_fold) {
 
 }  // namespace
 
-TextNormalizer::TextNormalizer(const NormalizeOptions& options)
-    : options_(options), impl_(std::make_unique<Impl>()) {}
+TextNormalizer::TextNormalizer(const NormalizeOptions& options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = options;
+}
+
+const NormalizeOptions& TextNormalizer::options() const { return impl_->options; }
 
 TextNormalizer::~TextNormalizer() = default;
 
@@ -266,12 +275,12 @@ Result<std::unique_ptr<TextNormalizer>> TextNormalizer::Create(const NormalizeOp
 }
 
 Status TextNormalizer::Normalize(std::string_view text, std::string* out) const {
-  if (!options_.fast_paths) return ReferenceNormalize(text, out);
+  if (!impl_->options.fast_paths) return impl_->ReferenceNormalize(text, out);
   Scratch& scratch = ThreadScratch();
   scratch.Trim(text.size());
   size_t invalid = utf8::FindInvalid(text);
   if (invalid != std::string_view::npos) {
-    if (!options_.replace_invalid_utf8) {
+    if (!impl_->options.replace_invalid_utf8) {
       return Status::InvalidUtf8("invalid UTF-8 at byte " + std::to_string(invalid));
     }
     scratch.replaced = utf8::ReplaceInvalid(text);
@@ -283,18 +292,18 @@ Status TextNormalizer::Normalize(std::string_view text, std::string* out) const 
   }
   std::string_view current = text;
   // Markup stripping changes nothing in a text without '<' or '&'.
-  if (options_.strip_markup && (current.find('<') != std::string_view::npos ||
-                                current.find('&') != std::string_view::npos)) {
+  if (impl_->options.strip_markup && (current.find('<') != std::string_view::npos ||
+                                      current.find('&') != std::string_view::npos)) {
     std::string* next = scratch.Next(current);
     StripMarkupTo(current, next);
     current = *next;
   }
-  if (impl_->normalizer != nullptr || options_.case_fold) {
+  if (impl_->normalizer != nullptr || impl_->options.case_fold) {
     std::string* next = scratch.Next(current);
     next->clear();
     size_t non_ascii = impl_->ascii_shortcut ? utf8::CountNonAscii(current) : current.size();
     if (non_ascii == 0) {
-      if (options_.case_fold) {
+      if (impl_->options.case_fold) {
         AppendLowerAscii(current, next);
       } else {
         next->assign(current);  // NFKC leaves ASCII as it is
@@ -310,20 +319,20 @@ Status TextNormalizer::Normalize(std::string_view text, std::string* out) const 
         size_t j = i;
         while (j < n && static_cast<unsigned char>(current[j]) < 0x80) ++j;
         if (j == n) {
-          AppendLowerOrCopy(current.substr(i), next);
+          impl_->AppendLowerOrCopy(current.substr(i), next);
           break;
         }
         size_t island = j > i ? j - 1 : j;
-        AppendLowerOrCopy(current.substr(i, island - i), next);
+        impl_->AppendLowerOrCopy(current.substr(i, island - i), next);
         size_t k = j;
         while (k < n && static_cast<unsigned char>(current[k]) >= 0x80) ++k;
-        NEARDUP_RETURN_IF_ERROR(
-            impl_->IcuNormalize(current.substr(island, k - island), options_.case_fold, next));
+        NEARDUP_RETURN_IF_ERROR(impl_->IcuNormalize(current.substr(island, k - island),
+                                                    impl_->options.case_fold, next));
         i = k;
       }
     } else {
       next->reserve(current.size() + current.size() / 8);
-      NEARDUP_RETURN_IF_ERROR(impl_->IcuNormalize(current, options_.case_fold, next));
+      NEARDUP_RETURN_IF_ERROR(impl_->IcuNormalize(current, impl_->options.case_fold, next));
     }
     current = *next;
   }
@@ -332,7 +341,7 @@ Status TextNormalizer::Normalize(std::string_view text, std::string* out) const 
     NEARDUP_RETURN_IF_ERROR(impl_->ConvertT2s(current, /*skip_unchanged=*/true, next));
     current = *next;
   }
-  if (options_.fold_whitespace) {
+  if (impl_->options.fold_whitespace) {
     if (current.data() >= out->data() && current.data() < out->data() + out->capacity()) {
       std::string* copy = scratch.Next(current);  // `text` is *out itself: fold from a copy
       copy->assign(current);
@@ -345,8 +354,8 @@ Status TextNormalizer::Normalize(std::string_view text, std::string* out) const 
   return Status::Ok();
 }
 
-void TextNormalizer::AppendLowerOrCopy(std::string_view ascii, std::string* out) const {
-  if (options_.case_fold) {
+void TextNormalizer::Impl::AppendLowerOrCopy(std::string_view ascii, std::string* out) const {
+  if (options.case_fold) {
     AppendLowerAscii(ascii, out);
   } else {
     out->append(ascii);
@@ -355,11 +364,11 @@ void TextNormalizer::AppendLowerOrCopy(std::string_view ascii, std::string* out)
 
 // The plain path: every step over the whole text, fresh buffers (the reference the fast path is
 // tested against).
-Status TextNormalizer::ReferenceNormalize(std::string_view text, std::string* out) const {
+Status TextNormalizer::Impl::ReferenceNormalize(std::string_view text, std::string* out) const {
   std::string buffer;
   size_t invalid = utf8::FindInvalid(text);
   if (invalid != std::string_view::npos) {
-    if (!options_.replace_invalid_utf8) {
+    if (!options.replace_invalid_utf8) {
       return Status::InvalidUtf8("invalid UTF-8 at byte " + std::to_string(invalid));
     }
     buffer = utf8::ReplaceInvalid(text);
@@ -370,23 +379,23 @@ Status TextNormalizer::ReferenceNormalize(std::string_view text, std::string* ou
                                      " bytes is too large to normalise (limit 2 GiB)");
   }
   std::string current;
-  if (options_.strip_markup) {
+  if (options.strip_markup) {
     current = StripMarkup(text);
   } else {
     current.assign(text);
   }
-  if (impl_->normalizer != nullptr || options_.case_fold) {
+  if (normalizer != nullptr || options.case_fold) {
     std::string next;
     next.reserve(current.size());
-    NEARDUP_RETURN_IF_ERROR(impl_->IcuNormalize(current, options_.case_fold, &next));
+    NEARDUP_RETURN_IF_ERROR(IcuNormalize(current, options.case_fold, &next));
     current.swap(next);
   }
-  if (impl_->t2s != nullptr && MayChange(current, impl_->may_change_under_t2s)) {
+  if (t2s != nullptr && MayChange(current, may_change_under_t2s)) {
     std::string converted;
-    NEARDUP_RETURN_IF_ERROR(impl_->ConvertT2s(current, /*skip_unchanged=*/false, &converted));
+    NEARDUP_RETURN_IF_ERROR(ConvertT2s(current, /*skip_unchanged=*/false, &converted));
     current.swap(converted);
   }
-  if (options_.fold_whitespace) {
+  if (options.fold_whitespace) {
     *out = FoldWhitespace(current);
   } else {
     out->swap(current);
