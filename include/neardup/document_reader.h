@@ -127,50 +127,23 @@ class NEARDUP_EXPORT DocumentReader {
   Status Rewind();
 
   // The expanded input files in reading order ("-" for standard input).
-  const std::vector<std::string>& files() const { return files_; }
+  const std::vector<std::string>& files() const;
   // Skipped records per reason (see kSkip*), counted during the first pass only.
-  const std::map<std::string, uint64_t>& skipped() const { return skipped_; }
+  const std::map<std::string, uint64_t>& skipped() const;
   uint64_t skipped_total() const;
   // Records read with a fallback, per reason (see kFallback*), counted during the first pass only.
-  const std::map<std::string, uint64_t>& fallbacks() const { return fallbacks_; }
+  const std::map<std::string, uint64_t>& fallbacks() const;
   // Uncompressed bytes consumed so far (all passes).
-  uint64_t bytes_read() const { return bytes_read_; }
+  uint64_t bytes_read() const;
   // Sum of the on-disk sizes of the regular input files (0 if unknown), for progress estimates.
-  uint64_t total_input_bytes() const { return total_input_bytes_; }
+  uint64_t total_input_bytes() const;
   // Compressed/on-disk bytes consumed so far, comparable with total_input_bytes().
   uint64_t input_bytes_consumed() const;
 
-  class ByteSource;  // implementation detail
-
  private:
-  DocumentReader() = default;
-  Status OpenFile(size_t index);
-  Status Skip(const std::string& reason, const std::string& message);
-  Status Fallback(const std::string& reason, const std::string& message);
-  Result<bool> ReadLine(std::string* line, bool* too_long);
-
-  DocumentReaderOptions options_;
-  std::vector<std::string> files_;
-  std::vector<std::string> display_names_;
-  std::map<std::string, uint64_t> skipped_;
-  std::map<std::string, uint64_t> fallbacks_;
-  uint64_t bytes_read_ = 0;
-  uint64_t total_input_bytes_ = 0;
-  uint64_t finished_input_bytes_ = 0;
-  bool first_pass_ = true;
-
-  size_t current_file_ = 0;
-  bool file_open_ = false;
-  bool current_is_jsonl_ = false;
-  uint64_t current_line_ = 0;
-  std::unique_ptr<ByteSource> source_;
-  std::string buffer_;
-  size_t buffer_pos_ = 0;
-  bool source_eof_ = false;
-  bool at_file_start_ = false;  // a byte-order mark may follow
-  std::string line_;
-  struct JsonState;
-  std::unique_ptr<JsonState> json_;
+  struct Impl;
+  DocumentReader();
+  std::unique_ptr<Impl> impl_;
 };
 
 // True if `path` names a JSONL file (by extension, ignoring a trailing .gz / .zst / .xz).

@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <system_error>
@@ -103,7 +105,7 @@ bool IsJsonlPath(std::string_view path) {
 }
 
 // A stream of uncompressed bytes.
-class DocumentReader::ByteSource {
+class ByteSource {
  public:
   virtual ~ByteSource() = default;
   // Reads up to `capacity` bytes; 0 means end of stream.
@@ -114,7 +116,7 @@ class DocumentReader::ByteSource {
 
 namespace {
 
-class PlainSource : public DocumentReader::ByteSource {
+class PlainSource : public ByteSource {
  public:
   PlainSource(FILE* file, bool owned, std::string name)
       : file_(file), owned_(owned), name_(std::move(name)) {}
@@ -137,7 +139,7 @@ class PlainSource : public DocumentReader::ByteSource {
 };
 
 // The bytes of an in-memory input (DocumentReaderOptions::memory_inputs).
-class MemorySource : public DocumentReader::ByteSource {
+class MemorySource : public ByteSource {
  public:
   explicit MemorySource(std::shared_ptr<const std::string> bytes) : bytes_(std::move(bytes)) {}
   Result<size_t> Read(char* out, size_t capacity) override {
@@ -153,7 +155,7 @@ class MemorySource : public DocumentReader::ByteSource {
   size_t consumed_ = 0;
 };
 
-class GzipSource : public DocumentReader::ByteSource {
+class GzipSource : public ByteSource {
  public:
   GzipSource(gzFile file, std::string name) : file_(file), name_(std::move(name)) {}
   ~GzipSource() override { gzclose(file_); }
@@ -179,7 +181,7 @@ class GzipSource : public DocumentReader::ByteSource {
   std::string name_;
 };
 
-class ZstdSource : public DocumentReader::ByteSource {
+class ZstdSource : public ByteSource {
  public:
   ZstdSource(FILE* file, std::string name)
       : file_(file), name_(std::move(name)), context_(ZSTD_createDCtx()) {
@@ -232,7 +234,7 @@ class ZstdSource : public DocumentReader::ByteSource {
   uint64_t consumed_ = 0;
 };
 
-class XzSource : public DocumentReader::ByteSource {
+class XzSource : public ByteSource {
  public:
   XzSource(FILE* file, std::string name) : file_(file), name_(std::move(name)) {
     input_buffer_.resize(size_t{1} << 16);
@@ -287,7 +289,7 @@ constexpr size_t kReadChunk = size_t{1} << 16;
 
 }  // namespace
 
-struct DocumentReader::JsonState {
+struct JsonState {
   simdjson::dom::parser parser;
   FILE* spooled_stdin = nullptr;
   ~JsonState() {
@@ -295,14 +297,55 @@ struct DocumentReader::JsonState {
   }
 };
 
+struct DocumentReader::Impl {
+  Result<bool> Next(Document* doc);
+  Status Rewind();
+  Status OpenFile(size_t index);
+  Status Skip(const std::string& reason, const std::string& message);
+  Status Fallback(const std::string& reason, const std::string& message);
+  Result<bool> ReadLine(std::string* line, bool* too_long);
+
+  DocumentReaderOptions options_;
+  std::vector<std::string> files_;
+  std::map<std::string, uint64_t> skipped_;
+  std::map<std::string, uint64_t> fallbacks_;
+  uint64_t bytes_read_ = 0;
+  uint64_t total_input_bytes_ = 0;
+  uint64_t finished_input_bytes_ = 0;
+  bool first_pass_ = true;
+
+  size_t current_file_ = 0;
+  bool file_open_ = false;
+  bool current_is_jsonl_ = false;
+  uint64_t current_line_ = 0;
+  std::unique_ptr<ByteSource> source_;
+  std::string buffer_;
+  size_t buffer_pos_ = 0;
+  bool source_eof_ = false;
+  bool at_file_start_ = false;  // a byte-order mark may follow
+  std::string line_;
+  std::unique_ptr<JsonState> json_;
+};
+
+DocumentReader::DocumentReader() : impl_(std::make_unique<Impl>()) {}
 DocumentReader::~DocumentReader() = default;
+
+Result<bool> DocumentReader::Next(Document* doc) { return impl_->Next(doc); }
+Status DocumentReader::Rewind() { return impl_->Rewind(); }
+const std::vector<std::string>& DocumentReader::files() const { return impl_->files_; }
+const std::map<std::string, uint64_t>& DocumentReader::skipped() const { return impl_->skipped_; }
+const std::map<std::string, uint64_t>& DocumentReader::fallbacks() const {
+  return impl_->fallbacks_;
+}
+uint64_t DocumentReader::bytes_read() const { return impl_->bytes_read_; }
+uint64_t DocumentReader::total_input_bytes() const { return impl_->total_input_bytes_; }
 
 Result<std::unique_ptr<DocumentReader>> DocumentReader::Open(const std::vector<std::string>& inputs,
                                                              DocumentReaderOptions options) {
   if (inputs.empty()) return Status::InvalidArgument("no input given");
   std::unique_ptr<DocumentReader> reader(new DocumentReader());
-  reader->options_ = std::move(options);
-  reader->json_ = std::make_unique<JsonState>();
+  reader->impl_->options_ = std::move(options);
+  reader->impl_->json_ = std::make_unique<JsonState>();
   bool has_stdin = false;
   std::vector<std::string> files;
   namespace fs = std::filesystem;
@@ -311,7 +354,7 @@ Result<std::unique_ptr<DocumentReader>> DocumentReader::Open(const std::vector<s
       has_stdin = true;
       continue;
     }
-    if (reader->options_.memory_inputs.count(input)) {
+    if (reader->impl_->options_.memory_inputs.count(input)) {
       files.push_back(input);
       continue;
     }
@@ -340,7 +383,7 @@ Result<std::unique_ptr<DocumentReader>> DocumentReader::Open(const std::vector<s
     std::vector<std::string> unique;
     for (std::string& file : files) {
       struct stat info;
-      if (!reader->options_.memory_inputs.count(file) && ::stat(file.c_str(), &info) == 0 &&
+      if (!reader->impl_->options_.memory_inputs.count(file) && ::stat(file.c_str(), &info) == 0 &&
           !seen.insert({info.st_dev, info.st_ino}).second) {
         continue;
       }
@@ -351,21 +394,21 @@ Result<std::unique_ptr<DocumentReader>> DocumentReader::Open(const std::vector<s
   if (has_stdin) files.insert(files.begin(), "-");
   for (const std::string& file : files) {
     if (file == "-") continue;
-    if (auto memory = reader->options_.memory_inputs.find(file);
-        memory != reader->options_.memory_inputs.end()) {
-      reader->total_input_bytes_ += memory->second->size();
+    if (auto memory = reader->impl_->options_.memory_inputs.find(file);
+        memory != reader->impl_->options_.memory_inputs.end()) {
+      reader->impl_->total_input_bytes_ += memory->second->size();
       continue;
     }
     std::error_code error;
     uint64_t size = fs::file_size(file, error);
-    if (!error) reader->total_input_bytes_ += size;
+    if (!error) reader->impl_->total_input_bytes_ += size;
   }
-  reader->files_ = std::move(files);
-  if (has_stdin && reader->options_.spool_stdin) {
+  reader->impl_->files_ = std::move(files);
+  if (has_stdin && reader->impl_->options_.spool_stdin) {
     FILE* spool = std::tmpfile();
     if (!spool)
       return Status::IoError("cannot create a temporary file to spool stdin: " + ErrnoText());
-    reader->json_->spooled_stdin = spool;
+    reader->impl_->json_->spooled_stdin = spool;
     std::vector<char> chunk(kReadChunk);
     size_t n;
     while ((n = std::fread(chunk.data(), 1, chunk.size(), stdin)) > 0) {
@@ -380,15 +423,15 @@ Result<std::unique_ptr<DocumentReader>> DocumentReader::Open(const std::vector<s
 
 uint64_t DocumentReader::skipped_total() const {
   uint64_t total = 0;
-  for (const auto& [reason, count] : skipped_) total += count;
+  for (const auto& [reason, count] : impl_->skipped_) total += count;
   return total;
 }
 
 uint64_t DocumentReader::input_bytes_consumed() const {
-  return finished_input_bytes_ + (source_ ? source_->consumed() : 0);
+  return impl_->finished_input_bytes_ + (impl_->source_ ? impl_->source_->consumed() : 0);
 }
 
-Status DocumentReader::Rewind() {
+Status DocumentReader::Impl::Rewind() {
   for (const std::string& file : files_) {
     if (file == "-" && !json_->spooled_stdin) {
       return Status::Unsupported("standard input cannot be read twice (it was not spooled)");
@@ -402,7 +445,7 @@ Status DocumentReader::Rewind() {
   return Status::Ok();
 }
 
-Status DocumentReader::OpenFile(size_t index) {
+Status DocumentReader::Impl::OpenFile(size_t index) {
   const std::string& path = files_[index];
   buffer_.clear();
   buffer_pos_ = 0;
@@ -459,7 +502,7 @@ Status DocumentReader::OpenFile(size_t index) {
   return Status::Ok();
 }
 
-Status DocumentReader::Skip(const std::string& reason, const std::string& message) {
+Status DocumentReader::Impl::Skip(const std::string& reason, const std::string& message) {
   if (options_.strict) return Status::InvalidArgument(message);
   if (first_pass_) {
     ++skipped_[reason];
@@ -468,7 +511,7 @@ Status DocumentReader::Skip(const std::string& reason, const std::string& messag
   return Status::Ok();
 }
 
-Status DocumentReader::Fallback(const std::string& reason, const std::string& message) {
+Status DocumentReader::Impl::Fallback(const std::string& reason, const std::string& message) {
   if (options_.strict) return Status::InvalidArgument(message);
   if (first_pass_) {
     ++fallbacks_[reason];
@@ -479,7 +522,7 @@ Status DocumentReader::Fallback(const std::string& reason, const std::string& me
 
 // Reads one line (without its '\n' or "\r\n") into *line. Returns false at end of file.
 // Lines longer than max_document_bytes are consumed but not stored; *too_long is set.
-Result<bool> DocumentReader::ReadLine(std::string* line, bool* too_long) {
+Result<bool> DocumentReader::Impl::ReadLine(std::string* line, bool* too_long) {
   line->clear();
   *too_long = false;
   bool any = false;
@@ -707,7 +750,7 @@ std::optional<RecordProblem> ParseRecord(simdjson::dom::parser& parser, std::str
 
 }  // namespace
 
-Result<bool> DocumentReader::Next(Document* doc) {
+Result<bool> DocumentReader::Impl::Next(Document* doc) {
   for (;;) {
     if (!file_open_) {
       if (current_file_ >= files_.size()) return false;
