@@ -4,8 +4,8 @@
 // Every bit j is a weighted vote: sum over features of (+w if bit j of the feature hash is 1,
 // else -w); bit j is set only when that sum is > 0 (ties give 0, as in yanyiwu/simhash).
 //
-// Thread safety: free functions without shared state; SimHashAccumulator is a plain value that one
-// thread uses at a time.
+// Thread safety: free functions without shared state. (The per-bit vote counter behind them is
+// internal: src/fingerprint/simhash_accumulator.h.)
 #ifndef NEARDUP_SIMHASH_H_
 #define NEARDUP_SIMHASH_H_
 
@@ -31,30 +31,12 @@ struct FeatureHashValue {
   uint64_t lo = 0;
 };
 
-// Hashes one feature for a `bits`-wide SimHash. kXxh3: XXH3_64bits in lo for 64 bits,
+// Hashes one feature for a `bits`-wide SimHash (128 fills `hi` too; any other width only `lo`).
+// kXxh3: XXH3_64bits in lo for 64 bits,
 // XXH3_128bits for 128. kJenkinsLookup3: lo = (c << 32) | b of hashlittle2 with seeds 0, 0; for
 // 128 bits hi is the same with seeds 0x9e3779b9, 0x7f4a7c15.
 NEARDUP_EXPORT FeatureHashValue HashFeature(std::string_view feature, FeatureHash hash,
                                             int bits = 64);
-
-// Per-bit weighted vote counter. Add() is a branch-free loop the compiler vectorises.
-class NEARDUP_EXPORT SimHashAccumulator {
- public:
-  explicit SimHashAccumulator(int bits = 64);
-  // Adds one feature hash with weight `weight` (a hash's bits beyond `bits` are ignored).
-  void Add(const FeatureHashValue& hash, double weight);
-  void Add64(uint64_t hash, double weight);
-  // The fingerprint: bit j set when its vote sum is > 0.
-  Fingerprint Finish() const;
-  int bits() const { return bits_; }
-  // The vote sums so far: bits() values, sums()[j] for bit j of the low 64 bits, sums()[64 + j]
-  // for bit j of the high 64 bits.
-  std::span<const double> sums() const { return {sums_, static_cast<size_t>(bits_)}; }
-
- private:
-  int bits_;
-  alignas(64) double sums_[128] = {};
-};
 
 // SimHash of already-hashed 64-bit features: hashes[i] weighs weights[i]. Sizes must match
 // (kInvalidArgument otherwise).

@@ -9,6 +9,7 @@
 
 #include "common/utf8.h"
 #include "features/idf_table.h"
+#include "fingerprint/simhash_accumulator.h"
 #include "neardup/jieba.h"
 
 namespace neardup {

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "fingerprint/jenkins_lookup3.h"
+#include "fingerprint/simhash_accumulator.h"
 
 namespace neardup {
 namespace {
@@ -59,8 +60,6 @@ FeatureHashValue HashFeature(std::string_view feature, FeatureHash hash, int bit
   }
   return value;
 }
-
-SimHashAccumulator::SimHashAccumulator(int bits) : bits_(bits == 128 ? 128 : 64) {}
 
 void SimHashAccumulator::Add64(uint64_t hash, double weight) { Vote64(hash, weight, sums_); }
 
