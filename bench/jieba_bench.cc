@@ -112,14 +112,14 @@ int main(int argc, char** argv) {
   std::printf("corpus: %zu zh documents, %.2f MB\n", texts.size(), megabytes);
 
   auto start = Clock::now();
-  auto segmenter = neardup::JiebaSegmenter::Load({});
+  auto segmenter = neardup::JiebaSegmenter::Create({});
   if (!segmenter.ok()) {
     std::cerr << segmenter.status().ToString() << "\n";
     return 1;
   }
   const double dict_seconds = SecondsSince(start);
   start = Clock::now();
-  auto extractor = neardup::KeywordExtractor::Load(*segmenter);
+  auto extractor = neardup::KeywordExtractor::Create(*segmenter);
   if (!extractor.ok()) {
     std::cerr << extractor.status().ToString() << "\n";
     return 1;

@@ -205,13 +205,13 @@ TEST(FeaturesTest, OneIdfParserForBothReaders) {
   EXPECT_EQ((*extractor)->Idf("bar"), 1.25);
   JiebaOptions jieba;
   jieba.idf_path = path;
-  auto keywords = KeywordExtractor::Load(*JiebaSegmenter::Default(), jieba);
+  auto keywords = KeywordExtractor::Create(*JiebaSegmenter::Default(), jieba);
   ASSERT_TRUE(keywords.ok()) << keywords.status().ToString();
   EXPECT_EQ((*keywords)->Idf("foo"), 3.5);
   EXPECT_EQ((*keywords)->Idf("bar"), 1.25);
   EXPECT_EQ((*keywords)->Idf("\xE8\x9E\x83\xE8\x9F\xB9"), 9.5);
   std::ofstream(path, std::ios::binary) << "ok 1.0\nbroken\n";
-  auto bad = KeywordExtractor::Load(*JiebaSegmenter::Default(), jieba);
+  auto bad = KeywordExtractor::Create(*JiebaSegmenter::Default(), jieba);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find(path + ":2:"), std::string::npos)
       << bad.status().ToString();

@@ -171,7 +171,7 @@ TEST(JiebaKeywordTest, CustomIdfTableOfDictionaryAndOtherWords) {
   // 北京 and 上海 are dictionary words, 杭研 is not; a repeated word takes its last value.
   options.idf_path =
       WriteTempFile("jieba_custom_idf.txt", "北京 1.0\n杭研 7.5\n上海 3.0\n北京 5.0\n");
-  auto extractor = KeywordExtractor::Load(*JiebaSegmenter::Default(), options);
+  auto extractor = KeywordExtractor::Create(*JiebaSegmenter::Default(), options);
   ASSERT_TRUE(extractor.ok()) << extractor.status().ToString();
   const KeywordExtractor& custom = **extractor;
   EXPECT_EQ(custom.idf_size(), 3u);
@@ -202,7 +202,7 @@ TEST(JiebaKeywordTest, IdfTableWithManyDistinctValues) {
   ASSERT_EQ(words.size(), 70000u);
   JiebaOptions options;
   options.idf_path = WriteTempFile("jieba_many_idf.txt", idf_text);
-  auto extractor = KeywordExtractor::Load(*JiebaSegmenter::Default(), options);
+  auto extractor = KeywordExtractor::Create(*JiebaSegmenter::Default(), options);
   ASSERT_TRUE(extractor.ok()) << extractor.status().ToString();
   std::unordered_set<std::string> seen;
   for (size_t i = 0; i < words.size(); i += 997) {
@@ -218,7 +218,7 @@ TEST(JiebaUserDictTest, AddWordWithAndWithoutFrequency) {
   options.user_dict_paths.push_back(
       WriteTempFile("jieba_user_dict.txt", "\xEF\xBB\xBF杭研大厦 5 nt\n\n  网易杭研\n来到了 0\n"));
   options.user_words.push_back({"研大", 100000});
-  auto segmenter = JiebaSegmenter::Load(options);
+  auto segmenter = JiebaSegmenter::Create(options);
   ASSERT_TRUE(segmenter.ok()) << segmenter.status().ToString();
   const JiebaSegmenter& custom = **segmenter;
   EXPECT_EQ(custom.Frequency("杭研大厦"), 5);
@@ -272,7 +272,7 @@ TEST(JiebaTrieTest, SupplementaryPlaneAndAsciiWords) {
                                     "\U00020000\U00020001 7 n\n\U00020000 3 n\nab 5 x\nabc 9 x\n"
                                     "\u4E2D\u6587 11 n\n\u4E2D 2 n\n\u6587 2 n\n"
                                     "\U00020000\u4E2D 4 n\n");
-  auto segmenter = JiebaSegmenter::Load(options);
+  auto segmenter = JiebaSegmenter::Create(options);
   ASSERT_TRUE(segmenter.ok()) << segmenter.status().ToString();
   const JiebaSegmenter& small = **segmenter;
   EXPECT_EQ(small.Frequency("\U00020000\U00020001"), 7);
@@ -289,13 +289,13 @@ TEST(JiebaTrieTest, SupplementaryPlaneAndAsciiWords) {
 TEST(JiebaLoadTest, ReportsBadFilesWithTheirPlace) {
   JiebaOptions options;
   options.dict_path = WriteTempFile("jieba_bad_dict.txt", "好 3 a\n坏词\n");
-  auto result = JiebaSegmenter::Load(options);
+  auto result = JiebaSegmenter::Create(options);
   ASSERT_FALSE(result.ok());
   EXPECT_NE(result.status().message().find("jieba_bad_dict.txt:2"), std::string::npos)
       << result.status().ToString();
 
   options.dict_path = ::testing::TempDir() + "/does_not_exist.txt";
-  result = JiebaSegmenter::Load(options);
+  result = JiebaSegmenter::Create(options);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), StatusCode::kNotFound);
 
@@ -303,14 +303,14 @@ TEST(JiebaLoadTest, ReportsBadFilesWithTheirPlace) {
   options.hmm_dir = ::testing::TempDir() + "/jieba_bad_hmm";
   std::filesystem::create_directories(options.hmm_dir);
   WriteTempFile("jieba_bad_hmm/prob_start.py", "P={'B': -0.26, 'E': oops}\n");
-  result = JiebaSegmenter::Load(options);
+  result = JiebaSegmenter::Create(options);
   ASSERT_FALSE(result.ok());
   EXPECT_NE(result.status().message().find("prob_start.py:1"), std::string::npos)
       << result.status().ToString();
 
   options = JiebaOptions();
   options.idf_path = WriteTempFile("jieba_bad_idf.txt", "词 1.5\n词二\n");
-  auto extractor = KeywordExtractor::Load(*JiebaSegmenter::Default(), options);
+  auto extractor = KeywordExtractor::Create(*JiebaSegmenter::Default(), options);
   ASSERT_FALSE(extractor.ok());
   EXPECT_NE(extractor.status().message().find("jieba_bad_idf.txt:2"), std::string::npos)
       << extractor.status().ToString();

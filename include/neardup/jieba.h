@@ -2,7 +2,7 @@
 // exactly (jieba.cut / jieba.lcut in default mode, and jieba.analyse.extract_tags).
 //
 // Both classes load jieba's own data files (dict.txt, finalseg/prob_*.py, analyse/idf.txt) from
-// the installed python3-jieba package or from paths given in JiebaOptions. After Load they are
+// the installed python3-jieba package or from paths given in JiebaOptions. After Create they are
 // immutable: one instance may be shared by any number of threads without locking.
 #ifndef NEARDUP_JIEBA_H_
 #define NEARDUP_JIEBA_H_
@@ -47,12 +47,12 @@ NEARDUP_EXPORT std::string DefaultJiebaDirectory();
 // idf_path = dir/analyse/idf.txt (empty `dir`: DefaultJiebaDirectory()).
 NEARDUP_EXPORT JiebaOptions JiebaOptionsForDirectory(const std::string& dir);
 
-// Segments text into words exactly as jieba 0.42.1 does. Immutable after Load; thread-safe.
+// Segments text into words exactly as jieba 0.42.1 does. Immutable after Create; thread-safe.
 class NEARDUP_EXPORT JiebaSegmenter {
  public:
   // Loads the dictionary, the HMM parameters and the user dictionaries of `options` (idf_path is
   // ignored here). Errors name the file and line of bad input.
-  static Result<std::shared_ptr<const JiebaSegmenter>> Load(const JiebaOptions& options);
+  static Result<std::shared_ptr<const JiebaSegmenter>> Create(const JiebaOptions& options);
 
   // The segmenter of the default python3-jieba data, loaded once on first use and then shared.
   static Result<std::shared_ptr<const JiebaSegmenter>> Default();
@@ -104,12 +104,12 @@ struct TermCount {
 };
 
 // TF-IDF keywords exactly as jieba.analyse.extract_tags(text, topK, withWeight=True) computes
-// them, on top of a JiebaSegmenter. Immutable after Load; thread-safe.
+// them, on top of a JiebaSegmenter. Immutable after Create; thread-safe.
 class NEARDUP_EXPORT KeywordExtractor {
  public:
   // Loads the IDF table of `options.idf_path` (default analyse/idf.txt of python3-jieba) and uses
   // `segmenter` to cut texts.
-  static Result<std::shared_ptr<const KeywordExtractor>> Load(
+  static Result<std::shared_ptr<const KeywordExtractor>> Create(
       std::shared_ptr<const JiebaSegmenter> segmenter, const JiebaOptions& options = {});
 
   // The extractor of the default python3-jieba data on JiebaSegmenter::Default(), loaded once.

@@ -548,8 +548,8 @@ std::shared_ptr<const KeywordExtractor> GetExtractor(const std::string& idf,
     // As `neardup keywords --extract-tags --jieba-dir --idf` does.
     JiebaOptions jieba = JiebaOptionsForDirectory(jieba_dir);
     if (!idf.empty()) jieba.idf_path = idf;
-    auto segmenter = JiebaSegmenter::Load(jieba);
-    loaded = segmenter.ok() ? KeywordExtractor::Load(*segmenter, jieba)
+    auto segmenter = JiebaSegmenter::Create(jieba);
+    loaded = segmenter.ok() ? KeywordExtractor::Create(*segmenter, jieba)
                             : Result<std::shared_ptr<const KeywordExtractor>>(segmenter.status());
   }
   if (!loaded.ok()) return nullptr;  // caller reports (needs the GIL)
@@ -562,9 +562,9 @@ Status ExtractorStatus(const std::string& idf, const std::string& jieba_dir) {
   if (idf.empty() && jieba_dir.empty()) return KeywordExtractor::Default().status();
   JiebaOptions jieba = JiebaOptionsForDirectory(jieba_dir);
   if (!idf.empty()) jieba.idf_path = idf;
-  auto segmenter = JiebaSegmenter::Load(jieba);
+  auto segmenter = JiebaSegmenter::Create(jieba);
   if (!segmenter.ok()) return segmenter.status();
-  return KeywordExtractor::Load(*segmenter, jieba).status();
+  return KeywordExtractor::Create(*segmenter, jieba).status();
 }
 
 py::list ExtractTags(py::handle text, size_t top_k, const std::string& idf,

@@ -53,8 +53,8 @@ int RunKeywordsCommand(const KeywordsCommandArgs& args) {
     } else {
       JiebaOptions jieba = JiebaOptionsForDirectory(flags.jieba_dir);
       if (!flags.idf_path.empty()) jieba.idf_path = flags.idf_path;
-      auto segmenter = JiebaSegmenter::Load(jieba);
-      loaded = segmenter.ok() ? KeywordExtractor::Load(*segmenter, jieba)
+      auto segmenter = JiebaSegmenter::Create(jieba);
+      loaded = segmenter.ok() ? KeywordExtractor::Create(*segmenter, jieba)
                               : Result<std::shared_ptr<const KeywordExtractor>>(segmenter.status());
     }
     if (!loaded.ok()) {

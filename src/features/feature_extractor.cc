@@ -141,7 +141,7 @@ struct FeatureExtractor::Impl {
       } else {
         JiebaOptions jieba_options = JiebaOptionsForDirectory(jieba_dir);
         jieba_options.idf_path.clear();  // the segmenter reads no IDF table
-        loaded = JiebaSegmenter::Load(jieba_options);
+        loaded = JiebaSegmenter::Create(jieba_options);
       }
       if (loaded.ok()) {
         jieba = *loaded;

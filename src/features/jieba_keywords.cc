@@ -291,7 +291,7 @@ KeywordExtractor::KeywordExtractor(std::shared_ptr<const JiebaSegmenter> segment
     : segmenter_(std::move(segmenter)), impl_(std::move(impl)) {}
 KeywordExtractor::~KeywordExtractor() = default;
 
-Result<std::shared_ptr<const KeywordExtractor>> KeywordExtractor::Load(
+Result<std::shared_ptr<const KeywordExtractor>> KeywordExtractor::Create(
     std::shared_ptr<const JiebaSegmenter> segmenter, const JiebaOptions& options) {
   if (segmenter == nullptr) return Status::InvalidArgument("KeywordExtractor needs a segmenter");
   const std::string path =

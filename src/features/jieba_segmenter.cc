@@ -817,7 +817,7 @@ std::string DefaultJiebaDirectory() { return NEARDUP_DEFAULT_JIEBA_DIR; }
 JiebaSegmenter::JiebaSegmenter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 JiebaSegmenter::~JiebaSegmenter() = default;
 
-Result<std::shared_ptr<const JiebaSegmenter>> JiebaSegmenter::Load(const JiebaOptions& options) {
+Result<std::shared_ptr<const JiebaSegmenter>> JiebaSegmenter::Create(const JiebaOptions& options) {
   try {
     return LoadOrThrow(options);
   } catch (const std::bad_alloc&) {

@@ -285,9 +285,9 @@ Result<std::unique_ptr<Fingerprinter>> Fingerprinter::Create(const FingerprintOp
       if (!features.jieba_dir.empty()) jieba = JiebaOptionsForDirectory(features.jieba_dir);
       if (!features.idf_path.empty()) jieba.idf_path = features.idf_path;
       auto segmenter =
-          features.jieba_dir.empty() ? JiebaSegmenter::Default() : JiebaSegmenter::Load(jieba);
+          features.jieba_dir.empty() ? JiebaSegmenter::Default() : JiebaSegmenter::Create(jieba);
       if (!segmenter.ok()) return segmenter.status().WithContext("loading the jieba dictionary");
-      keywords = KeywordExtractor::Load(*segmenter, jieba);
+      keywords = KeywordExtractor::Create(*segmenter, jieba);
     }
     if (!keywords.ok()) return keywords.status().WithContext("loading the jieba IDF table");
     impl.keywords = *keywords;
