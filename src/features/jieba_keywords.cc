@@ -313,7 +313,7 @@ Result<std::shared_ptr<const KeywordExtractor>> KeywordExtractor::Default() {
       []() -> Result<std::shared_ptr<const KeywordExtractor>> {
     Result<std::shared_ptr<const JiebaSegmenter>> segmenter = JiebaSegmenter::Default();
     if (!segmenter.ok()) return segmenter.status();
-    return Load(*segmenter);
+    return Create(*segmenter);
   }();
   return extractor;
 }
