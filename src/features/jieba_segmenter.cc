@@ -868,7 +868,7 @@ Result<std::shared_ptr<const JiebaSegmenter>> JiebaSegmenter::LoadOrThrow(
 }
 
 Result<std::shared_ptr<const JiebaSegmenter>> JiebaSegmenter::Default() {
-  static const Result<std::shared_ptr<const JiebaSegmenter>> segmenter = Load(JiebaOptions{});
+  static const Result<std::shared_ptr<const JiebaSegmenter>> segmenter = Create(JiebaOptions{});
   return segmenter;
 }
 
