@@ -172,7 +172,7 @@ TEST_F(ServerApiTest, BadRequestsGetJson4xx) {
   batch += "]}";
   ExpectJsonError(client->Post("/v1/documents", batch, json), 413, "batch limit");
   ExpectJsonError(client->Post("/v1/documents", std::string(30000, ' ') + "{}", json), 413,
-                  "--max-body-bytes");
+                  "max_body_bytes");
   ExpectJsonError(
       client->Post("/v1/check", R"({"id":"a","fingerprint":"00000000000000ff","add":"maybe"})",
                    json),

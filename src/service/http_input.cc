@@ -29,7 +29,7 @@ std::string_view Trim(std::string_view s) {
 
 Status TooLarge(size_t max_bytes) {
   return Status::ResourceExhausted("body: larger than the limit of " + std::to_string(max_bytes) +
-                                   " bytes (--max-body-bytes)");
+                                   " bytes (the server's max_body_bytes)");
 }
 
 }  // namespace

@@ -474,7 +474,8 @@ struct Server::Impl {
       if (errno == ERANGE || n > options.max_body_bytes) {
         reply->Error(413, "ResourceExhausted",
                      "body: Content-Length " + *length + " exceeds the limit of " +
-                         std::to_string(options.max_body_bytes) + " bytes (--max-body-bytes)");
+                         std::to_string(options.max_body_bytes) +
+                         " bytes (the server's max_body_bytes)");
         return false;
       }
     }
