@@ -113,7 +113,7 @@ TEST(DedupDefaultsTest, ThresholdSetsVerificationAndLshParameters) {
   DedupOptions options;
   EXPECT_EQ(options.lsh.threshold, 0.5);
   EXPECT_EQ(ResolveVerifyThreshold(options), 0.5);
-  EXPECT_EQ(options.max_distance, 3);
+  EXPECT_EQ(options.k, 3);
   EXPECT_EQ(options.candidates, DedupOptions::Candidates::kLsh);
   EXPECT_EQ(*ResolveLshParameters(options.lsh), (LshParameters{30, 3}));
   options.lsh.threshold = 0.8;

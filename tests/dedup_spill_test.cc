@@ -133,7 +133,7 @@ TEST_F(DedupSpillTest, SameClustersAsInMemoryForEveryCandidateMode) {
       DedupOptions on = Options(true), off = Options(false);
       on.candidates = off.candidates = candidates;
       on.verify_threshold = off.verify_threshold = verify;
-      on.max_distance = off.max_distance = 6;
+      on.k = off.k = 6;
       auto spilled = RunDedup(inputs_, on);
       auto in_memory = RunDedup(inputs_, off);
       ASSERT_TRUE(spilled.ok()) << spilled.status().ToString();

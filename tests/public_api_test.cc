@@ -56,10 +56,10 @@ TEST(PublicApiTest, LibraryErrorsNameOptionsNotFlags) {
   fs::remove(existing);
 
   DedupOptions options;
-  options.max_distance = 99;  // beyond the 64-bit limit: an error, not a silent clamp
+  options.k = 99;  // beyond the 64-bit limit: an error, not a silent clamp
   Result<DedupReport> report = RunDedup({"/nonexistent.jsonl"}, options);
   ExpectNoFlagNames(report.status());
-  EXPECT_NE(report.status().message().find("max_distance"), std::string::npos)
+  EXPECT_NE(report.status().message().find("k (the SimHash join radius)"), std::string::npos)
       << report.status().message();
 }
 
@@ -140,7 +140,7 @@ TEST(PublicApiTest, WidthsAndRadiiAreCheckedNotClamped) {
   EXPECT_EQ(PermutedIndex::Create(empty).status().code(), StatusCode::kInvalidArgument);
 
   DedupOptions dedup;
-  dedup.max_distance = -1;
+  dedup.k = -1;
   EXPECT_EQ(RunDedup({"/nonexistent.jsonl"}, dedup).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(RunDedup({}, DedupOptions()).status().code(), StatusCode::kInvalidArgument);
 

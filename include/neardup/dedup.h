@@ -65,15 +65,17 @@ struct DedupOptions {
   // threshold by default), bands and rows (chosen from the threshold unless given), bucket window.
   MinHashLshOptions lsh;
   // Which candidate stages run: kLsh (the default) the MinHash LSH stage; kLshAndSimHash adds the
-  // pairs within max_distance of the SimHash join; kSimHash the join alone. All candidates are
+  // pairs within distance k of the SimHash join; kSimHash the join alone. All candidates are
   // verified the same way. On devpairs, alone and among a million distractors, the SimHash join at
   // k = 3 added no accepted pair to the LSH stage (docs/quality.md), so it is off by default.
   enum class Candidates { kLshAndSimHash, kLsh, kSimHash };
   Candidates candidates = Candidates::kLsh;
-  // Pairs of fingerprints within this Hamming distance are candidates (when the SimHash join runs).
-  // The permuted-table index joins small k in near-linear time; the same k at any corpus size.
-  static constexpr int kDefaultMaxDistance = 3;
-  int max_distance = kDefaultMaxDistance;
+  // Pairs of fingerprints within Hamming distance k are candidates (when the SimHash join runs);
+  // 0..bits/8. The permuted-table index joins small k in near-linear time; the same k at any
+  // corpus size. (`k` is the radius of a search or join everywhere in the API; `max_k` the
+  // largest radius an index, store or server is built to answer.)
+  static constexpr int kDefaultK = 3;
+  int k = kDefaultK;
   KeepPolicy keep = KeepPolicy::kFirst;
   std::string keep_field;  // for KeepPolicy::kField
   // Candidate pairs whose shingle Jaccard is below this are dropped; kVerifyAtThreshold (the
@@ -102,6 +104,10 @@ struct DedupOptions {
 // The verification threshold a run uses: options.verify_threshold, or lsh.threshold for
 // kVerifyAtThreshold (0 = no verification).
 NEARDUP_EXPORT double ResolveVerifyThreshold(const DedupOptions& options);
+
+// The checks RunDedup and JudgePair make before any work: InvalidArgument naming the option (k,
+// verify_threshold, keep_field, the LSH threshold, bands and rows, the fingerprint width).
+NEARDUP_EXPORT Status ValidateDedupOptions(const DedupOptions& options);
 
 // Per-document facts kept in memory (tens of bytes plus the id).
 struct DedupDocument {
@@ -167,7 +173,7 @@ struct NEARDUP_EXPORT DedupReport {
   bool spilled = false;                     // DedupOptions::spill
   uint64_t spill_peak_bytes = 0;            // most bytes held in temporary files at once
   LshParameters lsh;                        // bands and rows used (0 when the stage was off)
-  int max_distance = 0;                     // the k of the SimHash join (-1 when it was off)
+  int k = 0;                                // the k of the SimHash join (-1 when it was off)
   double verify_threshold = 0;              // the threshold used (0 = off)
   std::vector<DedupCluster> clusters;       // clusters of 2+ documents, by cluster_id
   std::vector<bool> removed;                // per document
@@ -240,7 +246,7 @@ struct PairJudgement {
   // usually linked through its bucket's chain.
   bool duplicate = false;
   LshParameters lsh;
-  int max_distance = -1;
+  int k = -1;  // the SimHash join's k (-1 when that join is off)
   double verify_threshold = 0;
 };
 

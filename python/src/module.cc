@@ -52,7 +52,7 @@ std::string WithKeywordNames(std::string message) {
       {"keep policy: ", "keep: "},
       {"keep_field: the field keep policy", "keep='field:NAME'"},
       {"verify_threshold must", "verify must"},
-      {"max_distance must be in", "k must be in"},
+      {"k (the SimHash join radius) must be in", "k must be in"},
       {" (OutputFileOptions::force replaces it)", ""},
   };
   for (const auto& [library, keyword] : kKeywords) {
@@ -910,7 +910,7 @@ py::dict ReportToDict(const DedupReport& report, const DedupOptions& options) {
   out["line"] = ToArray(line);
   out["removed"] = ToArray(removed).attr("astype")("bool");
   out["clusters"] = clusters;
-  out["k"] = report.max_distance;
+  out["k"] = report.k;
   out["lsh_candidate_pairs"] = report.lsh_candidate_pairs;
   out["simhash_candidate_pairs"] = report.simhash_candidate_pairs;
   out["summary"] = DedupSummaryJson(report, &options);
@@ -962,7 +962,7 @@ py::dict ResolveDedupOptions(const py::dict& kwargs) {
   LshParameters lsh = Unwrap(ResolveLshParameters(options.lsh));
   py::dict out;
   out["bits"] = options.fingerprint.bits;
-  out["k"] = options.max_distance;
+  out["k"] = options.k;
   out["use_lsh"] = options.candidates != DedupOptions::Candidates::kSimHash;
   out["use_simhash"] = options.candidates != DedupOptions::Candidates::kLsh;
   out["threshold"] = options.lsh.threshold;

@@ -171,7 +171,7 @@ int RunDedupCommand(const DedupCommandArgs& args) {
     if (report->lsh.bands > 0) {
       rule += ", LSH " + std::to_string(report->lsh.bands) + "x" + std::to_string(report->lsh.rows);
     }
-    if (report->max_distance >= 0) rule += ", SimHash k = " + std::to_string(report->max_distance);
+    if (report->k >= 0) rule += ", SimHash k = " + std::to_string(report->k);
     std::fprintf(stderr,
                  "neardup: dedup: %s (%s skipped), %s, %s, %s removed, %.2f s "
                  "(+%.2f s writing)%s%s\n",

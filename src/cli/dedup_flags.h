@@ -18,7 +18,7 @@ namespace neardup {
 struct DedupFlags {
   cli::FingerprintFlags fingerprint;  // the same fingerprint flags as `neardup fingerprint`
   cli::InputFlags input;              // the same reading flags as every other command
-  int k = DedupOptions().max_distance;
+  int k = DedupOptions().k;
   std::string keep = "first";
   double verify = DedupOptions().verify_threshold;
   double threshold = DedupOptions().lsh.threshold;
@@ -68,37 +68,26 @@ struct DedupFlags {
                     "--threshold; 0 = no verification)");
   }
 
-  // Builds the options; InvalidArgument names the bad flag.
+  // Builds the options; InvalidArgument names the bad option (the library's name).
   Status ToOptions(DedupOptions* options) const {
     NEARDUP_RETURN_IF_ERROR(fingerprint.ToOptions(&options->fingerprint));
-    const int bits = options->fingerprint.bits;
-    options->max_distance = k;
-    if (k < 0 || k > bits / 8) {
-      return Status::InvalidArgument("-k/--max-distance: must be in [0, " +
-                                     std::to_string(bits / 8) + "]");
-    }
-    if (!(threshold > 0 && threshold < 1)) {
-      return Status::InvalidArgument("--threshold: must be in (0, 1)");
-    }
+    options->k = k;
     options->lsh.threshold = threshold;
     options->lsh.bands = bands;
     options->lsh.rows = rows;
     options->lsh.bucket_window = bucket_window;
-    if (auto lsh = ResolveLshParameters(options->lsh); !lsh.ok()) return lsh.status();
     options->candidates = candidates == "lsh"       ? DedupOptions::Candidates::kLsh
                           : candidates == "simhash" ? DedupOptions::Candidates::kSimHash
                                                     : DedupOptions::Candidates::kLshAndSimHash;
     NEARDUP_RETURN_IF_ERROR(ParseKeepPolicy(keep, &options->keep, &options->keep_field));
-    if (verify != DedupOptions::kVerifyAtThreshold && (verify < 0 || verify > 1)) {
-      return Status::InvalidArgument("--verify: must be in [0, 1]");
-    }
     options->verify_threshold = verify;
     options->threads = input.threads;
     options->spill = !in_memory;
     options->temp_directory = temp_dir;
     input.ToReaderOptions(&options->reader);
     options->reader.allow_invalid_utf8_text = fingerprint.replace_invalid;
-    return Status::Ok();
+    // The library's checks, with option names (the caller maps them to its own: WithFlagNames).
+    return ValidateDedupOptions(*options);
   }
 };
 

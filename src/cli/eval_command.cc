@@ -248,8 +248,8 @@ class EvalMarkdown {
     const FingerprintFlags& fingerprint = args_.flags.fingerprint;
     Line("Dedup settings: bits=" + std::to_string(options.fingerprint.bits) + ", threshold=" +
          Fixed(options.lsh.threshold) + ", LSH bands x rows=" + std::to_string(report.lsh.bands) +
-         "x" + std::to_string(report.lsh.rows) + ", SimHash join k=" +
-         (report.max_distance >= 0 ? std::to_string(report.max_distance) : std::string("off")) +
+         "x" + std::to_string(report.lsh.rows) +
+         ", SimHash join k=" + (report.k >= 0 ? std::to_string(report.k) : std::string("off")) +
          ", tokenizer=" + fingerprint.tokenizer + ", weighting=" +
          (fingerprint.weighting.empty() ? std::string("tf") : fingerprint.weighting) +
          ", top-k=" + std::to_string(options.fingerprint.features.top_k) +

@@ -37,7 +37,7 @@ inline std::string WithFlagNames(std::string message) {
       {"keep policy: ", "--keep: "},
       {"keep_field: the field keep policy", "--keep field:NAME"},
       {"verify_threshold must", "--verify must"},
-      {"max_distance must be in", "-k must be in"},
+      {"k (the SimHash join radius) must be in", "-k must be in"},
       {"bands and rows must", "--bands and --rows must"},
       {"threshold must be in (0, 1)", "--threshold must be in (0, 1)"},
   };

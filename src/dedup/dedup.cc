@@ -256,19 +256,19 @@ bool UsesSimHash(const DedupOptions& options) {
 // InvalidArgument naming the option, or OK.
 Status CheckOptions(const DedupOptions& options) {
   const int max_k = options.fingerprint.bits / 8;
-  if (options.max_distance < 0 || options.max_distance > max_k) {
-    return Status::InvalidArgument("max_distance must be in [0, " + std::to_string(max_k) +
-                                   "] for " + std::to_string(options.fingerprint.bits) +
-                                   "-bit fingerprints");
+  if (options.k < 0 || options.k > max_k) {
+    return Status::InvalidArgument("k (the SimHash join radius) must be in [0, " +
+                                   std::to_string(max_k) + "] for " +
+                                   std::to_string(options.fingerprint.bits) + "-bit fingerprints");
   }
+  auto lsh = ResolveLshParameters(options.lsh);  // first: the threshold is verify's default
+  if (!lsh.ok()) return lsh.status();
   const double verify = ResolveVerifyThreshold(options);
   if (verify < 0 || verify > 1)
     return Status::InvalidArgument("verify_threshold must be in [0, 1]");
   if (options.keep == KeepPolicy::kField && options.keep_field.empty()) {
     return Status::InvalidArgument("keep_field: the field keep policy needs a field name");
   }
-  auto lsh = ResolveLshParameters(options.lsh);
-  if (!lsh.ok()) return lsh.status();
   return Status::Ok();
 }
 
@@ -279,7 +279,7 @@ Result<PairJudgement> JudgePair(std::string_view a, std::string_view b,
   NEARDUP_RETURN_IF_ERROR(CheckOptions(options));
   PairJudgement judgement;
   judgement.verify_threshold = ResolveVerifyThreshold(options);
-  judgement.max_distance = UsesSimHash(options) ? options.max_distance : -1;
+  judgement.k = UsesSimHash(options) ? options.k : -1;
   judgement.exact = a == b;
   judgement.whitespace_only = SqueezedHash(a) == SqueezedHash(b);
   auto fingerprinter = Fingerprinter::Create(options.fingerprint);
@@ -289,7 +289,7 @@ Result<PairJudgement> JudgePair(std::string_view a, std::string_view b,
   auto fb = (*fingerprinter)->Compute(b);
   if (!fb.ok()) return fb.status().WithContext("B");
   judgement.distance = HammingDistance(*fa, *fb);
-  judgement.within_k = UsesSimHash(options) && judgement.distance <= options.max_distance;
+  judgement.within_k = UsesSimHash(options) && judgement.distance <= options.k;
   auto similarity =
       ShingleSimilarity::Create(options.fingerprint.normalize.traditional_to_simplified);
   if (!similarity.ok()) return similarity.status();
@@ -487,7 +487,7 @@ Status DedupRun::Open(const std::vector<std::string>& inputs) {
 
   report_.input_files = reader_->files();
   report_.lsh = use_lsh_ ? lsh_->parameters() : LshParameters{};
-  report_.max_distance = use_simhash_ ? options_.max_distance : -1;
+  report_.k = use_simhash_ ? options_.k : -1;
   report_.verify_threshold = verify_ ? verify_threshold_ : 0;
   if (options_.measure_stage_memory) ResetPeakMemory();
 
@@ -787,7 +787,7 @@ Status DedupRun::SimHashCandidates() {
   for (const DedupDocument& doc : report_.documents) fingerprints.push_back(doc.fingerprint);
   PermutedIndexOptions index_options;
   index_options.bits = options_.fingerprint.bits;
-  index_options.max_k = options_.max_distance;
+  index_options.max_k = options_.k;
   index_options.expected_size = static_cast<double>(n_);
   index_options.threads = threads_;
   auto index = PermutedIndex::Create(index_options);
@@ -797,7 +797,7 @@ Status DedupRun::SimHashCandidates() {
   NEARDUP_RETURN_IF_ERROR((*index)->AddBatch(ids, fingerprints));
   std::vector<Fingerprint>().swap(fingerprints);
   std::vector<uint64_t>().swap(ids);
-  auto joined = (*index)->SelfJoin(options_.max_distance);
+  auto joined = (*index)->SelfJoin(options_.k);
   index->reset();
   if (!joined.ok()) return joined.status();
   simhash_pairs_.reserve(joined->size());
@@ -1061,5 +1061,7 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
   run.Cluster();
   return run.TakeReport();
 }
+
+Status ValidateDedupOptions(const DedupOptions& options) { return CheckOptions(options); }
 
 }  // namespace neardup

@@ -147,7 +147,7 @@ std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* opti
     json.Key("bands").Int(report.lsh.bands);
     json.Key("rows").Int(report.lsh.rows);
     json.Key("bucket_window").Uint(options->lsh.bucket_window);
-    json.Key("k").Int(report.max_distance);
+    json.Key("k").Int(report.k);
     json.Key("top_k").Uint(options->fingerprint.features.top_k);
     json.Key("shingle_size").Int(options->fingerprint.features.shingle_size);
     json.Key("keep").String(KeepName(options->keep));
