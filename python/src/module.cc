@@ -27,6 +27,7 @@
 
 #include "cli/dedup_flags.h"
 #include "cli/fingerprint_flags.h"
+#include "cli/store_flags.h"
 #include "common/parallel.h"
 #include "dedup/document_hashes.h"
 #include "neardup/clusters.h"
@@ -1248,14 +1249,51 @@ std::string MetadataBytes(py::handle metadata) {
   return std::string(TextView(metadata, "metadata"));
 }
 
+// The command-line flag a fingerprint keyword sets (its first name), for FingerprintFlags::Given.
+std::string FlagOfKeyword(const std::string& keyword) {
+  if (keyword == "no_case_fold") return "--no-casefold";
+  if (keyword == "no_strip_markup") return "--keep-markup";
+  std::string flag = "--" + keyword;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
+// A message of the command-line layer with its flags ("--top-k") written as keywords ("top_k").
+std::string FlagsAsKeywords(std::string message) {
+  for (size_t at = message.find("--"); at != std::string::npos; at = message.find("--", at)) {
+    message.erase(at, 2);
+    for (size_t i = at; i < message.size() &&
+                        (std::isalnum(static_cast<unsigned char>(message[i])) || message[i] == '-');
+         ++i) {
+      if (message[i] == '-') message[i] = '_';
+    }
+  }
+  return message;
+}
+
 class PyStore {
  public:
-  PyStore(const std::string& path, bool create_if_missing, bool error_if_exists, int bits,
-          int max_k, const std::string& sync, size_t memtable_limit, bool verify_checksums) {
+  // Like `neardup index`: a new store records the fingerprint options the keywords choose
+  // (FingerprintOptionsToString in its MANIFEST); an existing store keeps the ones it recorded,
+  // and a keyword asking for another value is refused (ValueError naming it).
+  PyStore(const std::string& path, bool create_if_missing, bool error_if_exists, py::object bits,
+          int max_k, const std::string& sync, size_t memtable_limit, bool verify_checksums,
+          const py::kwargs& fingerprint_keywords) {
+    cli::FingerprintFlags flags;
+    for (auto [key, value] : fingerprint_keywords) {
+      const std::string name = py::cast<std::string>(key);
+      if (name == "replace_invalid_utf8" || !ApplyFingerprintOption(name, value, &flags)) {
+        UnknownOption(name);
+      }
+      flags.MarkGiven(FlagOfKeyword(name));
+    }
+    if (!bits.is_none()) {
+      ApplyFingerprintOption("bits", bits, &flags);
+      flags.MarkGiven("--bits");
+    }
     StoreOptions options;
     options.create_if_missing = create_if_missing;
     options.error_if_exists = error_if_exists;
-    options.bits = bits;
     options.max_k = max_k;
     CheckChoice("sync", sync, {"every", "group", "none"});
     options.sync_mode = sync == "every"   ? SyncMode::kEveryWrite
@@ -1266,10 +1304,17 @@ class PyStore {
     Result<std::unique_ptr<DocumentStore>> opened = Status::Internal("unset");
     {
       py::gil_scoped_release release;
-      opened = DocumentStore::Open(path, options);
+      opened = cli::OpenStoreWithFingerprintOptions(path, options, flags, &fingerprint_options_);
     }
-    store_ = Unwrap(std::move(opened));
+    if (!opened.ok()) {
+      Throw(Status(opened.status().code(), FlagsAsKeywords(opened.status().message())));
+    }
+    store_ = std::move(*opened);
   }
+
+  // The recorded fingerprint options (FingerprintOptionsToString), "" for a store created
+  // without them.
+  std::string fingerprint_options() { return store().Stats().fingerprint_options; }
 
   DocumentStore& store() {
     if (!store_) throw py::value_error("the store is closed");
@@ -1374,6 +1419,8 @@ class PyStore {
     out["writes"] = s.writes;
     out["bits"] = s.bits;
     out["max_k"] = s.max_k;
+    out["index_design"] = s.index_design;
+    out["fingerprint_options"] = s.fingerprint_options;
     return out;
   }
 
@@ -1407,6 +1454,7 @@ class PyStore {
 
  private:
   std::unique_ptr<DocumentStore> store_;
+  FingerprintOptions fingerprint_options_;  // the store's, as OpenStoreWithFingerprintOptions chose
 };
 
 }  // namespace
@@ -1533,9 +1581,10 @@ PYBIND11_MODULE(_neardup, m) {
       .def_property_readonly("max_k", [](const PyIndex& self) { return self.index().max_k(); });
 
   py::class_<PyStore>(m, "Store")
-      .def(py::init<const std::string&, bool, bool, int, int, const std::string&, size_t, bool>(),
+      .def(py::init<const std::string&, bool, bool, py::object, int, const std::string&, size_t,
+                    bool, const py::kwargs&>(),
            py::arg("path"), py::arg("create_if_missing") = true, py::arg("error_if_exists") = false,
-           py::arg("bits") = 64, py::arg("max_k") = 3, py::arg("sync") = "every",
+           py::arg("bits") = py::none(), py::arg("max_k") = 3, py::arg("sync") = "every",
            py::arg("memtable_limit") = StoreOptions().memtable_limit,
            py::arg("verify_checksums") = true)
       .def("add", &PyStore::Add, py::arg("id"), py::arg("fingerprint"),
@@ -1551,5 +1600,6 @@ PYBIND11_MODULE(_neardup, m) {
       .def("flush", &PyStore::Flush)
       .def("compact", &PyStore::Compact)
       .def("close", &PyStore::Close)
-      .def_property_readonly("closed", &PyStore::closed);
+      .def_property_readonly("closed", &PyStore::closed)
+      .def_property_readonly("fingerprint_options", &PyStore::fingerprint_options);
 }

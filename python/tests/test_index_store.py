@@ -98,3 +98,31 @@ def test_store_roundtrip_and_errors(tmp_path):
         neardup.Store(str(tmp_path / "none"), create_if_missing=False)
     with pytest.raises(ValueError, match="closed"):
         store.stats()
+
+
+def test_store_records_fingerprint_options(tmp_path):
+    """Like `neardup index create`, a new store records the fingerprint options the keywords
+    choose; reopening keeps them, and a conflicting keyword is refused by its keyword name."""
+    path = str(tmp_path / "store")
+    with neardup.Store(path, shingle=3, tokenizer="icu") as store:
+        recorded = store.fingerprint_options
+        assert "shingle=3" in recorded and "tokenizer=icu" in recorded and "bits=64" in recorded
+        assert store.stats()["fingerprint_options"] == recorded
+        store.add("a", 5)
+    with neardup.Store(path) as store:  # no keywords: the recorded options
+        assert store.fingerprint_options == recorded and store.get("a")["fingerprint"] == 5
+    with neardup.Store(path, shingle=3) as store:  # the same value: accepted
+        assert store.fingerprint_options == recorded
+    with pytest.raises(ValueError) as error:
+        neardup.Store(path, shingle=4)
+    message = str(error.value)
+    assert "shingle=3, not shingle=4 (shingle)" in message and "--" not in message, message
+    with pytest.raises(ValueError, match="128") as error:
+        neardup.Store(path, bits=128)
+    assert "--" not in str(error.value)
+    with neardup.Store(path) as store:  # the refused opens changed nothing
+        assert store.fingerprint_options == recorded and store.stats()["documents"] == 1
+    with pytest.raises(TypeError, match="no_such_option"):
+        neardup.Store(str(tmp_path / "other"), no_such_option=1)
+    with neardup.Store(str(tmp_path / "wide"), bits=128) as store:
+        assert store.stats()["bits"] == 128 and "bits=128" in store.fingerprint_options

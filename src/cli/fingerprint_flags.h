@@ -84,12 +84,19 @@ struct FingerprintFlags {
   // Whether the flag named `name` (e.g. "--shingle") was given on the command line; false when the
   // flags were never declared on a parsed app (the Python binding sets the fields directly).
   bool Given(const char* name) const {
+    for (const std::string& given : given_) {
+      if (given == name) return true;
+    }
     for (const CLI::App* app : declared_) {
       const CLI::Option* option = app->get_option_no_throw(name);
       if (option != nullptr && option->count() > 0) return true;
     }
     return false;
   }
+
+  // Records that the flag named `name` (its first name, e.g. "--keep-markup") was set by a caller
+  // without a command line (the Python binding), for Given().
+  void MarkGiven(std::string name) { given_.push_back(std::move(name)); }
 
   // Sets every flag that was not given from `recorded` (e.g. the options a store was created with),
   // so ToOptions() then means "the recorded options, changed by the flags given".
@@ -181,6 +188,7 @@ struct FingerprintFlags {
   }
 
  private:
+  std::vector<std::string> given_;         // flags set through MarkGiven
   std::vector<const CLI::App*> declared_;  // the apps (subcommands) Add() declared the flags on
 };
 
