@@ -44,8 +44,9 @@ struct NEARDUP_EXPORT IndexDesign {
   // Cost model figures for the planned number of fingerprints n.
   double n = 0;
   double bytes_per_fingerprint = 0;  // ids + fingerprints + tables + prefix directories
-  double probes_per_query = 0;       // key look-ups at k = max_k
-  double candidates_per_query = 0;   // expected fingerprints compared (uniform random data)
+  double probes_per_query = 0;       // probe keys at k = max_k
+  double candidates_per_query = 0;   // expected keys compared (uniform random data; a small
+                                     // directory bucket is compared whole)
   double cost_ns = 0;                // modelled single-query time
   int min_key_bits() const;
   int max_key_bits() const;

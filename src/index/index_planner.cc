@@ -14,12 +14,19 @@
 namespace neardup {
 namespace {
 
-// Cost model constants (nanoseconds), measured roughly with bench/index_bench on x86-64: a probe
-// is a directory look-up plus a short binary search (usually a cache miss); a candidate is a
-// sequential 64-bit XOR + popcount.
-constexpr double kProbeNs = 25.0;
-constexpr double kCandidateNs = 1.0;
-constexpr double kTableNs = 3.0;  // permuting the query for one table
+// Cost model constants (nanoseconds), measured roughly with bench/index_bench on x86-64, after the
+// probe of src/index/table_segment.cc: every probe key of a table reads its directory entry; the
+// distinct directory buckets the keys fall in (keys differing only below the directory bits share
+// one) are fetched from memory once each (usually a cache miss), and a bucket of up to
+// kSmallBucket keys is scanned whole with XOR + popcount (every key is a candidate); a larger one
+// is binary-searched for each probe key, whose run of equal keys is then compared.
+constexpr double kBucketNs = 25.0;     // fetching one directory bucket (directory + key lines)
+constexpr double kProbeKeyNs = 2.0;    // one probe key: its directory entry, in cache
+constexpr double kScanNs = 0.5;        // one key of a small bucket scanned whole
+constexpr double kSearchStepNs = 3.0;  // one step of a binary search in a large bucket
+constexpr double kCandidateNs = 1.0;   // one key of a large bucket's run compared
+constexpr double kTableNs = 3.0;       // permuting the query for one table
+constexpr double kSmallBucket = 32;    // = table_segment.cc's kSmallBucket
 constexpr size_t kMaxTables = 512;
 constexpr double kMaxProbesPerTable = 1e5;
 
@@ -113,19 +120,32 @@ void Price(IndexDesign* d) {
   const double n = std::max(1.0, d->n);
   const int k = d->max_k;
   const int r = d->probe_radius[k];
-  double probes = 0, candidates = 0, bytes = 8.0 + d->bits / 8.0;
+  double probes = 0, candidates = 0, cost = 0, bytes = 8.0 + d->bits / 8.0;
   for (const IndexTableSpec& t : d->tables) {
-    double table_probes = 0;
-    for (int i = 0; i <= r; ++i) table_probes += Choose(t.key_bits, i);
+    const int dir_bits = DirectoryBitsFor(n, t.key_bits);
+    double table_probes = 0, buckets = 0;
+    for (int i = 0; i <= r; ++i) {
+      table_probes += Choose(t.key_bits, i);
+      buckets += Choose(dir_bits, i);
+    }
+    const double bucket_keys = n / std::ldexp(1.0, dir_bits);  // keys per directory bucket
     probes += table_probes;
-    candidates += table_probes * n / std::ldexp(1.0, t.key_bits);
+    cost += kTableNs + table_probes * kProbeKeyNs + buckets * kBucketNs;
+    if (bucket_keys <= kSmallBucket) {
+      candidates += buckets * bucket_keys;
+      cost += buckets * bucket_keys * kScanNs;
+    } else {
+      const double run = table_probes * n / std::ldexp(1.0, t.key_bits);
+      candidates += run;
+      cost += table_probes * std::log2(bucket_keys) * kSearchStepNs + run * kCandidateNs;
+    }
     if (!IsIdentityProjection(t, d->bits)) bytes += d->bits == 64 ? 8.0 : 12.0;
-    bytes += 4.0 * std::ldexp(1.0, DirectoryBitsFor(n, t.key_bits)) / n;
+    bytes += 4.0 * std::ldexp(1.0, dir_bits) / n;
   }
   d->probes_per_query = probes;
   d->candidates_per_query = candidates;
   d->bytes_per_fingerprint = bytes;
-  d->cost_ns = probes * kProbeNs + candidates * kCandidateNs + d->tables.size() * kTableNs;
+  d->cost_ns = cost;
 }
 
 bool ProbesAffordable(int key_bits, int radius) {
