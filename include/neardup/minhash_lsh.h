@@ -34,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -92,14 +93,14 @@ struct NEARDUP_EXPORT MinHashLshOptions {
 // The (bands, rows) `options` stand for; InvalidArgument naming the option when invalid.
 NEARDUP_EXPORT Result<LshParameters> ResolveLshParameters(const MinHashLshOptions& options);
 
-// Signatures and band keys of shingle sets.
+// Signatures and band keys of shingle sets. A copy shares the same immutable state.
 class NEARDUP_EXPORT MinHashLsh {
  public:
   // InvalidArgument (naming the option) for a bad threshold, bands/rows or window.
   static Result<MinHashLsh> Create(const MinHashLshOptions& options);
 
-  const LshParameters& parameters() const { return parameters_; }
-  const MinHashLshOptions& options() const { return options_; }
+  const LshParameters& parameters() const;
+  const MinHashLshOptions& options() const;
 
   // The signature of a set of 64-bit shingle hashes (duplicates and order do not matter):
   // parameters().signature_size() values. Each shingle is hashed once with the seed; the hash
@@ -121,9 +122,9 @@ class NEARDUP_EXPORT MinHashLsh {
   static int SharedBands(std::span<const uint32_t> keys_a, std::span<const uint32_t> keys_b);
 
  private:
-  MinHashLsh(const MinHashLshOptions& options, const LshParameters& parameters);
-  MinHashLshOptions options_;
-  LshParameters parameters_;
+  struct Impl;
+  explicit MinHashLsh(std::shared_ptr<const Impl> impl);
+  std::shared_ptr<const Impl> impl_;
 };
 
 // A candidate pair of document numbers, a < b.
@@ -147,24 +148,32 @@ NEARDUP_EXPORT uint64_t BucketPairCount(uint64_t members, uint32_t window);
 // a single-process run of at most 2^32 documents.
 class NEARDUP_EXPORT BandKeyTable {
  public:
-  explicit BandKeyTable(int bands) : bands_(bands), keys_(bands) {}
-  int bands() const { return bands_; }
-  size_t size() const { return has_keys_.size(); }
+  // An empty table of `bands` >= 0 bands (0: a run without the LSH stage). It cannot fail: a
+  // negative count is a programming error (asserted; an empty table in release builds).
+  explicit BandKeyTable(int bands);
+  ~BandKeyTable();
+  BandKeyTable(BandKeyTable&&) noexcept;
+  BandKeyTable& operator=(BandKeyTable&&) noexcept;
+  BandKeyTable(const BandKeyTable&) = delete;
+  BandKeyTable& operator=(const BandKeyTable&) = delete;
+
+  int bands() const;
+  size_t size() const;
   // Appends the next document: `keys` holds `bands` values, or is empty for a document without
   // a signature (it is then in no bucket).
   void Append(std::span<const uint32_t> keys);
-  bool has_keys(size_t document) const { return has_keys_[document]; }
-  const std::vector<bool>& has_keys_bits() const { return has_keys_; }
-  std::span<const uint32_t> band_keys(int band) const { return keys_[band]; }
-  uint32_t key(int band, size_t document) const { return keys_[band][document]; }
+  bool has_keys(size_t document) const;
+  const std::vector<bool>& has_keys_bits() const;
+  // One band's keys of every document, keys[d] for document d (read this way in bulk).
+  std::span<const uint32_t> band_keys(int band) const;
+  uint32_t key(int band, size_t document) const { return band_keys(band)[document]; }
   void Reserve(size_t documents);
   // Memory held, in bytes.
   size_t MemoryBytes() const;
 
  private:
-  int bands_;
-  std::vector<std::vector<uint32_t>> keys_;
-  std::vector<bool> has_keys_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 struct LshJoinStats {

@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <mutex>
 #include <numeric>
@@ -134,26 +135,34 @@ Result<LshParameters> ResolveLshParameters(const MinHashLshOptions& options) {
   return LshParameters{options.bands, options.rows};
 }
 
-MinHashLsh::MinHashLsh(const MinHashLshOptions& options, const LshParameters& parameters)
-    : options_(options), parameters_(parameters) {}
+struct MinHashLsh::Impl {
+  MinHashLshOptions options;
+  LshParameters parameters;
+};
+
+MinHashLsh::MinHashLsh(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+
+const LshParameters& MinHashLsh::parameters() const { return impl_->parameters; }
+const MinHashLshOptions& MinHashLsh::options() const { return impl_->options; }
 
 Result<MinHashLsh> MinHashLsh::Create(const MinHashLshOptions& options) {
   auto parameters = ResolveLshParameters(options);
   if (!parameters.ok()) return parameters.status();
-  return MinHashLsh(options, *parameters);
+  return MinHashLsh(std::make_shared<const Impl>(Impl{options, *parameters}));
 }
 
 bool MinHashLsh::Signature(std::span<const uint64_t> shingles,
                            std::vector<uint32_t>* signature) const {
   signature->clear();
   if (shingles.empty()) return false;
-  const uint32_t size = static_cast<uint32_t>(parameters_.signature_size());
+  const uint32_t size = static_cast<uint32_t>(impl_->parameters.signature_size());
+  const uint64_t seed = impl_->options.seed;
   constexpr uint32_t kEmpty = UINT32_MAX;
   // Each bin holds its smallest 32-bit value; UINT64_MAX marks an empty bin.
   thread_local std::vector<uint64_t> bins;
   bins.assign(size, UINT64_MAX);
   for (uint64_t shingle : shingles) {
-    const uint64_t h = Mix64(shingle ^ options_.seed);
+    const uint64_t h = Mix64(shingle ^ seed);
     const uint32_t bin = FastRange(static_cast<uint32_t>(h >> 32), size);
     const uint64_t value = static_cast<uint32_t>(h);
     if (value < bins[bin]) bins[bin] = value;
@@ -169,7 +178,7 @@ bool MinHashLsh::Signature(std::span<const uint64_t> shingles,
     uint32_t donor = kEmpty;
     const uint32_t limit = 64 * size;  // ~e^-64 chance of needing more when one bin is filled
     for (uint32_t t = 0; t < limit; ++t) {
-      const uint64_t h = Mix64((static_cast<uint64_t>(i) << 32 | t) ^ options_.seed ^ kDonorSalt);
+      const uint64_t h = Mix64((static_cast<uint64_t>(i) << 32 | t) ^ seed ^ kDonorSalt);
       const uint32_t candidate = FastRange(static_cast<uint32_t>(h), size);
       if (bins[candidate] != UINT64_MAX) {
         donor = candidate;
@@ -187,11 +196,13 @@ bool MinHashLsh::Signature(std::span<const uint64_t> shingles,
 }
 
 void MinHashLsh::BandKeys(std::span<const uint32_t> signature, std::span<uint32_t> keys) const {
-  const int rows = parameters_.rows;
-  for (int b = 0; b < parameters_.bands; ++b) {
+  const int rows = impl_->parameters.rows;
+  const int bands = impl_->parameters.bands;
+  const uint64_t seed = impl_->options.seed;
+  for (int b = 0; b < bands; ++b) {
     keys[b] = static_cast<uint32_t>(
         XXH3_64bits_withSeed(signature.data() + static_cast<size_t>(b) * rows,
-                             sizeof(uint32_t) * rows, options_.seed + static_cast<uint64_t>(b)));
+                             sizeof(uint32_t) * rows, seed + static_cast<uint64_t>(b)));
   }
 }
 
@@ -222,20 +233,41 @@ uint64_t BucketPairCount(uint64_t members, uint32_t window) {
   return (members - w) * w + w * (w - 1) / 2;
 }
 
+struct BandKeyTable::Impl {
+  int bands = 0;
+  std::vector<std::vector<uint32_t>> keys;
+  std::vector<bool> has_keys;
+};
+
+BandKeyTable::BandKeyTable(int bands) : impl_(std::make_unique<Impl>()) {
+  assert(bands >= 0);
+  impl_->bands = std::max(bands, 0);
+  impl_->keys.resize(static_cast<size_t>(impl_->bands));
+}
+BandKeyTable::~BandKeyTable() = default;
+BandKeyTable::BandKeyTable(BandKeyTable&&) noexcept = default;
+BandKeyTable& BandKeyTable::operator=(BandKeyTable&&) noexcept = default;
+
+int BandKeyTable::bands() const { return impl_->bands; }
+size_t BandKeyTable::size() const { return impl_->has_keys.size(); }
+bool BandKeyTable::has_keys(size_t document) const { return impl_->has_keys[document]; }
+const std::vector<bool>& BandKeyTable::has_keys_bits() const { return impl_->has_keys; }
+std::span<const uint32_t> BandKeyTable::band_keys(int band) const { return impl_->keys[band]; }
+
 void BandKeyTable::Append(std::span<const uint32_t> keys) {
   const bool present = !keys.empty();
-  has_keys_.push_back(present);
-  for (int b = 0; b < bands_; ++b) keys_[b].push_back(present ? keys[b] : 0);
+  impl_->has_keys.push_back(present);
+  for (int b = 0; b < impl_->bands; ++b) impl_->keys[b].push_back(present ? keys[b] : 0);
 }
 
 void BandKeyTable::Reserve(size_t documents) {
-  has_keys_.reserve(documents);
-  for (auto& band : keys_) band.reserve(documents);
+  impl_->has_keys.reserve(documents);
+  for (auto& band : impl_->keys) band.reserve(documents);
 }
 
 size_t BandKeyTable::MemoryBytes() const {
-  size_t bytes = has_keys_.capacity() / 8;
-  for (const auto& band : keys_) bytes += band.capacity() * sizeof(uint32_t);
+  size_t bytes = impl_->has_keys.capacity() / 8;
+  for (const auto& band : impl_->keys) bytes += band.capacity() * sizeof(uint32_t);
   return bytes;
 }
 
