@@ -136,7 +136,7 @@ class NEARDUP_EXPORT KeywordExtractor {
   double median_idf() const;
   size_t idf_size() const;
 
-  const JiebaSegmenter& segmenter() const { return *segmenter_; }
+  const JiebaSegmenter& segmenter() const;
 
   ~KeywordExtractor();
   KeywordExtractor(const KeywordExtractor&) = delete;
@@ -149,7 +149,6 @@ class NEARDUP_EXPORT KeywordExtractor {
   // CountTerms, plus each term's IDF in *idfs when idfs is not null.
   void CountTermsAndIdfs(std::string_view text, std::vector<TermCount>* terms,
                          std::vector<double>* idfs) const;
-  std::shared_ptr<const JiebaSegmenter> segmenter_;
   std::unique_ptr<Impl> impl_;
 };
 

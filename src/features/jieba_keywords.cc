@@ -116,6 +116,7 @@ bool LongEnough(std::string_view token) {
 
 class KeywordExtractor::Impl {
  public:
+  std::shared_ptr<const JiebaSegmenter> segmenter;  // cuts the texts
   static constexpr uint32_t kUnused = 0xFFFFFFFFu;
   struct Entry {
     uint64_t hash = 0;
@@ -288,8 +289,12 @@ class KeywordExtractor::Impl {
 
 KeywordExtractor::KeywordExtractor(std::shared_ptr<const JiebaSegmenter> segmenter,
                                    std::unique_ptr<Impl> impl)
-    : segmenter_(std::move(segmenter)), impl_(std::move(impl)) {}
+    : impl_(std::move(impl)) {
+  impl_->segmenter = std::move(segmenter);
+}
 KeywordExtractor::~KeywordExtractor() = default;
+
+const JiebaSegmenter& KeywordExtractor::segmenter() const { return *impl_->segmenter; }
 
 Result<std::shared_ptr<const KeywordExtractor>> KeywordExtractor::Create(
     std::shared_ptr<const JiebaSegmenter> segmenter, const JiebaOptions& options) {
@@ -326,7 +331,7 @@ void KeywordExtractor::CountTermsAndIdfs(std::string_view text, std::vector<Term
                                          std::vector<double>* idfs) const {
   terms->clear();
   if (idfs != nullptr) idfs->clear();
-  const JiebaSegmenter::Impl& segmenter = *segmenter_->impl_;
+  const JiebaSegmenter::Impl& segmenter = *impl_->segmenter->impl_;
   TermScratch& scratch = ThreadTermScratch();
   scratch.tokens.clear();
   scratch.nodes.clear();
@@ -457,12 +462,12 @@ std::vector<Keyword> KeywordExtractor::ExtractTagsRaw(std::string_view text, siz
 }
 
 double KeywordExtractor::Idf(std::string_view word) const {
-  const uint32_t node = segmenter_->impl_->FindNode(word);
+  const uint32_t node = impl_->segmenter->impl_->FindNode(word);
   return node != jieba::kNoNode ? impl_->IdfOfNode(node) : impl_->IdfOfNonNode(word);
 }
 
 bool KeywordExtractor::HasIdf(std::string_view word) const {
-  const uint32_t node = segmenter_->impl_->FindNode(word);
+  const uint32_t node = impl_->segmenter->impl_->FindNode(word);
   return node != jieba::kNoNode ? impl_->HasNode(node) : impl_->HasNonNode(word);
 }
 
