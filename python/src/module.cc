@@ -339,6 +339,10 @@ DedupOptions ParseDedupOptions(const py::dict& kwargs) {
     std::string name = py::cast<std::string>(key);
     if (ApplyFingerprintOption(name, value, &flags.fingerprint)) continue;
     if (name == "k" || name == "max_distance") {
+      if (name == "max_distance" &&
+          PyErr_WarnEx(PyExc_DeprecationWarning, "max_distance is deprecated: use k", 1) != 0) {
+        throw py::error_already_set();
+      }
       flags.k = py::cast<int>(value);
     } else if (name == "threshold") {
       flags.threshold = py::cast<double>(value);

@@ -161,3 +161,10 @@ def test_lsh_stage_binding(devpairs_docs):
     assert len(lsh.signature(texts[0])) == lsh.bands * lsh.rows
     with pytest.raises(ValueError):
         neardup.MinHashLsh(threshold=1.5)
+
+
+def test_max_distance_is_a_deprecated_alias_of_k():
+    docs = [("a", "one two three four five six"), ("b", "one two three four five six")]
+    with pytest.warns(DeprecationWarning, match="use k"):
+        old = neardup.dedup(docs, max_distance=2, candidates="simhash")
+    assert old.k == neardup.dedup(docs, k=2, candidates="simhash").k == 2 and old.remove == ["b"]
