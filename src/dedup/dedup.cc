@@ -18,6 +18,7 @@
 #include "common/parallel.h"
 #include "dedup/document_hashes.h"
 #include "dedup/pair_runs.h"
+#include "dedup/shingle_hashes.h"
 #include "dedup/spill_file.h"
 #include "neardup/clusters.h"
 #include "neardup/permuted_index.h"
@@ -365,10 +366,16 @@ class DedupRun {
   void NoteSpill(int64_t delta);
   // Reads up to a batch of documents into batch_; sets *count, and *done at the end.
   Status ReadBatch(size_t* count, bool* done);
-  // Fingerprints the batch (and keeps the normalised text or its size when needed).
+  // The per-document pass over the batch, on all cores: each document's hashes, fingerprint
+  // and, from the same normalised text, its shingles -> MinHash signature -> band keys and
+  // (while the budget lasts) its narrowed shingle set for verification.
   void FingerprintBatch(size_t count);
-  // Shingles -> signature -> band keys of the batch's fingerprinted documents.
-  void BandKeysOfBatch(size_t count);
+  // The shingle-derived part of the pass for batch document i: band keys and narrowed set.
+  void ShinglesOfDocument(size_t i, std::string_view normalized, std::vector<uint64_t>* units,
+                          std::vector<uint64_t>* shingles);
+  // Keeps the narrowed shingle set of the next document (in document order) from stage 1 while
+  // the sets fit in kFirstPassSetBytes; after the first one that does not, keeps none.
+  Status KeepFirstPassSet(const std::vector<uint32_t>& set);
   // Appends the batch's keys to the band files, band-major: each band's file holds one key per
   // fingerprinted document (0 without keys).
   Status SpillBandKeys(size_t count);
@@ -399,6 +406,10 @@ class DedupRun {
   Status VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* similarity_of);
   // Reads the shingle set of `document` from the spill file.
   Status LoadShingleSet(uint32_t document, std::vector<uint32_t>* set) const;
+  // The shingle set of `document`: kept from stage 1, or loaded by LoadShingles (read into
+  // `buffer` when spilled).
+  Status SetOf(uint32_t document, std::vector<uint32_t>* buffer,
+               std::span<const uint32_t>* set) const;
   // Frees the candidates and shingles, records the verify stage and counts SimHash-only pairs.
   void FinishVerify(Clock::time_point stage_start);
 
@@ -430,11 +441,25 @@ class DedupRun {
   std::vector<bool> has_keys_;  // per document, when spilling
   std::vector<uint32_t> batch_keys_, band_column_;
   std::vector<uint8_t> batch_has_keys_;
+  std::vector<uint64_t> content_hashes_, squeezed_hashes_;
   // When the fingerprint is computed from the same normalised text the shingles need (the
   // default options), the shingles are cut from the Fingerprinter's normalised text instead of
   // normalising every document twice.
   bool share_normalization_ = false;
-  std::vector<std::string> normalized_;
+  // Thread time of the pass spent on fingerprints and on shingles/signatures, to split the
+  // pass's wall time between the "fingerprint" and "minhash" stages.
+  double fingerprint_thread_seconds_ = 0, minhash_thread_seconds_ = 0;
+  // Narrowed shingle sets kept from stage 1 (verification needs no second pass for them): those
+  // of documents [0, first_pass_documents_), set d at values [first_offsets_[d],
+  // first_offsets_[d + 1]) of first_sets_ (in memory) or of first_file_ (spilling). Kept while
+  // computing them is free (the LSH stage cuts the shingles anyway) and they fit the budget.
+  static constexpr uint64_t kFirstPassSetBytes = uint64_t{256} << 20;
+  bool keep_sets_ = false;
+  std::vector<std::vector<uint32_t>> batch_sets_;
+  uint32_t first_pass_documents_ = 0;
+  std::vector<uint64_t> first_offsets_;
+  std::vector<uint32_t> first_sets_;
+  std::optional<SpillFile> first_file_;
   // --keep longest compares the normalised texts (markup stripped, ...).
   bool need_normalized_ = false;
   bool reserved_ = false;
@@ -522,12 +547,20 @@ Status DedupRun::ReadAndFingerprint() {
   share_normalization_ =
       use_lsh_ && SameNormalization(options_.fingerprint, similarity_->normalize_options());
   need_normalized_ = share_normalization_ || options_.keep == KeepPolicy::kLongest;
+  keep_sets_ = use_lsh_ && verify_;
+  if (keep_sets_) {
+    first_offsets_.push_back(0);
+    if (spill_) {
+      auto file = SpillFile::Create(options_.temp_directory);
+      if (!file.ok()) return file.status();
+      first_file_.emplace(std::move(*file));
+    }
+  }
   bool done = false;
   while (!done) {
     size_t count = 0;
     NEARDUP_RETURN_IF_ERROR(ReadBatch(&count, &done));
     FingerprintBatch(count);
-    if (use_lsh_) BandKeysOfBatch(count);
     if (use_lsh_ && spill_) NEARDUP_RETURN_IF_ERROR(SpillBandKeys(count));
     NEARDUP_RETURN_IF_ERROR(RecordBatch(count));
     ReserveDocuments(count);
@@ -555,52 +588,102 @@ Status DedupRun::ReadBatch(size_t* count, bool* done) {
 }
 
 void DedupRun::FingerprintBatch(size_t count) {
+  const auto pass_start = Clock::now();
   results_.assign(count, Result<Fingerprint>(Status::Internal("not computed")));
   normalized_bytes_.assign(count, 0);
-  if (share_normalization_) normalized_.resize(count);
+  content_hashes_.resize(count);
+  squeezed_hashes_.resize(count);
+  if (use_lsh_) {
+    batch_keys_.assign(count * bands_, 0);
+    batch_has_keys_.assign(count, 0);
+  }
+  if (keep_sets_ && batch_sets_.size() < count) batch_sets_.resize(count);
+  std::mutex timing_mutex;
+  double fingerprint_seconds = 0, minhash_seconds = 0;
   ParallelFor(
       count, threads_,
       [&](size_t begin, size_t end) {
+        std::vector<uint64_t> units, shingles;
+        std::string normalized;
+        double fingerprint_here = 0, minhash_here = 0;
+        auto last = Clock::now();
         for (size_t i = begin; i < end; ++i) {
+          const std::string& text = batch_[i].text;
+          content_hashes_[i] = XXH3_64bits(text.data(), text.size());
+          squeezed_hashes_[i] = SqueezedHash(text);
           if (!need_normalized_) {
-            results_[i] = fingerprinter_->Compute(batch_[i].text);
-            continue;
+            results_[i] = fingerprinter_->Compute(text);
+          } else {
+            auto details = fingerprinter_->ComputeDetails(text, false, true);
+            if (details.ok()) {
+              results_[i] = details->fingerprint;
+              normalized_bytes_[i] = details->normalized_text.size();
+              normalized.swap(details->normalized_text);
+            } else {
+              results_[i] = details.status();
+            }
           }
-          auto details = fingerprinter_->ComputeDetails(batch_[i].text, false, true);
-          if (!details.ok()) {
-            results_[i] = details.status();
-            continue;
-          }
-          results_[i] = details->fingerprint;
-          normalized_bytes_[i] = details->normalized_text.size();
-          if (share_normalization_) normalized_[i] = std::move(details->normalized_text);
+          auto now = Clock::now();
+          fingerprint_here += std::chrono::duration<double>(now - last).count();
+          last = now;
+          if (!use_lsh_ || !results_[i].ok()) continue;
+          ShinglesOfDocument(i, normalized, &units, &shingles);
+          now = Clock::now();
+          minhash_here += std::chrono::duration<double>(now - last).count();
+          last = now;
         }
+        std::lock_guard<std::mutex> lock(timing_mutex);
+        fingerprint_seconds += fingerprint_here;
+        minhash_seconds += minhash_here;
       },
       16);
+  // The pass's wall time, split between the two stages in proportion to their thread time.
+  fingerprint_thread_seconds_ += fingerprint_seconds;
+  minhash_thread_seconds_ += minhash_seconds;
+  if (minhash_seconds > 0) {
+    lsh_seconds_ +=
+        SecondsSince(pass_start) * minhash_seconds / (minhash_seconds + fingerprint_seconds);
+  }
 }
 
-void DedupRun::BandKeysOfBatch(size_t count) {
-  // Timed apart from the fingerprints.
-  auto lsh_start = Clock::now();
-  batch_keys_.assign(count * bands_, 0);
-  batch_has_keys_.assign(count, 0);
-  ParallelFor(
-      count, threads_,
-      [&](size_t begin, size_t end) {
-        std::vector<uint64_t> shingles;
-        for (size_t i = begin; i < end; ++i) {
-          if (!results_[i].ok()) continue;
-          if (share_normalization_) {
-            ShingleSimilarity::ShinglesOfNormalized(normalized_[i], &shingles);
-          } else if (!similarity_->Shingles(batch_[i].text, &shingles).ok()) {
-            continue;
-          }
-          batch_has_keys_[i] = lsh_->BandKeysOf(
-              shingles, std::span<uint32_t>(batch_keys_.data() + i * bands_, bands_));
-        }
-      },
-      16);
-  lsh_seconds_ += SecondsSince(lsh_start);
+void DedupRun::ShinglesOfDocument(size_t i, std::string_view normalized,
+                                  std::vector<uint64_t>* units, std::vector<uint64_t>* shingles) {
+  bool ok = true;
+  if (share_normalization_) {
+    // The shingle hashes in text order: the signature and the narrowed set ignore order and
+    // repeats, so the 64-bit set is never sorted.
+    ShingleHashesInOrder(normalized, units, shingles);
+  } else {
+    ok = similarity_->Shingles(batch_[i].text, shingles).ok();
+  }
+  if (ok) {
+    batch_has_keys_[i] = lsh_->BandKeysOf(
+        *shingles, std::span<uint32_t>(batch_keys_.data() + i * bands_, bands_));
+  }
+  if (keep_sets_) {
+    if (ok) {
+      NarrowedSet(*shingles, &batch_sets_[i]);
+    } else {
+      batch_sets_[i].clear();  // as LoadShingles: a text that cannot be shingled has no shingles
+    }
+  }
+}
+
+Status DedupRun::KeepFirstPassSet(const std::vector<uint32_t>& set) {
+  const uint64_t total = first_offsets_.back() + set.size();
+  if (total * sizeof(uint32_t) > kFirstPassSetBytes) {
+    keep_sets_ = false;  // this and the later documents' sets come from LoadShingles
+    return Status::Ok();
+  }
+  if (spill_) {
+    NEARDUP_RETURN_IF_ERROR(first_file_->Append(set.data(), set.size() * sizeof(uint32_t)));
+    NoteSpill(static_cast<int64_t>(set.size() * sizeof(uint32_t)));
+  } else {
+    first_sets_.insert(first_sets_.end(), set.begin(), set.end());
+  }
+  first_offsets_.push_back(total);
+  ++first_pass_documents_;
+  return Status::Ok();
 }
 
 Status DedupRun::SpillBandKeys(size_t count) {
@@ -635,13 +718,14 @@ Status DedupRun::RecordBatch(size_t count) {
                        ? std::span<const uint32_t>(batch_keys_.data() + i * bands_, bands_)
                        : std::span<const uint32_t>());
     }
+    if (keep_sets_) NEARDUP_RETURN_IF_ERROR(KeepFirstPassSet(batch_sets_[i]));
     DedupDocument record;
     record.id = std::move(doc.id);
     record.fingerprint = *results_[i];
     record.text_bytes = doc.text.size();
     record.normalized_bytes = normalized_bytes_[i];
-    record.content_hash = XXH3_64bits(doc.text.data(), doc.text.size());
-    record.squeezed_hash = SqueezedHash(doc.text);
+    record.content_hash = content_hashes_[i];
+    record.squeezed_hash = squeezed_hashes_[i];
     record.score = doc.score;
     record.file_index = doc.file_index;
     record.line = doc.line;
@@ -674,8 +758,11 @@ Status DedupRun::FinishFingerprinting(Clock::time_point stage_start) {
   batch_.clear();
   batch_.shrink_to_fit();
   std::vector<uint32_t>().swap(batch_keys_);
-  std::vector<std::string>().swap(normalized_);
+  std::vector<std::vector<uint32_t>>().swap(batch_sets_);
+  std::vector<uint64_t>().swap(content_hashes_);
+  std::vector<uint64_t>().swap(squeezed_hashes_);
   for (SpillFile& file : band_files_) NEARDUP_RETURN_IF_ERROR(file.Flush());
+  if (first_file_) NEARDUP_RETURN_IF_ERROR(first_file_->Flush());
   report_.skipped = reader_->skipped();
   const double fingerprint_seconds = SecondsSince(stage_start);
   const uint64_t documents = report_.documents.size();
@@ -838,8 +925,10 @@ Status DedupRun::MergeCandidates() {
     if (sources & kFromLsh) ++report_.lsh_candidate_pairs;
     if (use_lsh_ && sources == kFromSimHash) simhash_only_.push_back(packed);
     if (verify_ && NeedsJaccard(packed, sources)) {
-      slot_[packed >> 32] = 0;
-      slot_[static_cast<uint32_t>(packed)] = 0;
+      // Documents whose sets stage 1 kept need no slot.
+      const uint32_t a = static_cast<uint32_t>(packed >> 32), b = static_cast<uint32_t>(packed);
+      if (a >= first_pass_documents_) slot_[a] = 0;
+      if (b >= first_pass_documents_) slot_[b] = 0;
     }
     return Status::Ok();
   }));
@@ -963,36 +1052,59 @@ Status DedupRun::LoadShingleSet(uint32_t document, std::vector<uint32_t>* set) c
                                (to - from) * sizeof(uint32_t));
 }
 
+Status DedupRun::SetOf(uint32_t document, std::vector<uint32_t>* buffer,
+                       std::span<const uint32_t>* set) const {
+  if (document < first_pass_documents_) {
+    const uint64_t from = first_offsets_[document], to = first_offsets_[document + 1];
+    if (!spill_) {
+      *set = std::span<const uint32_t>(first_sets_.data() + from, to - from);
+      return Status::Ok();
+    }
+    buffer->resize(to - from);
+    NEARDUP_RETURN_IF_ERROR(
+        first_file_->ReadAt(from * sizeof(uint32_t), buffer->data(), (to - from) * sizeof(uint32_t)));
+    *set = *buffer;
+    return Status::Ok();
+  }
+  if (!spill_) {
+    *set = shingles_[slot_[document]];
+    return Status::Ok();
+  }
+  NEARDUP_RETURN_IF_ERROR(LoadShingleSet(document, buffer));
+  *set = *buffer;
+  return Status::Ok();
+}
+
 Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* similarity_of) {
+  // A pair below the threshold gets kRejected (its exact similarity is never needed).
+  constexpr double kRejected = -3;
   Status read_status;
   std::mutex read_mutex;
   ParallelFor(
       block->size(), threads_,
       [&](size_t begin, size_t end) {
-        std::vector<uint32_t> set_a, set_b;
+        std::vector<uint32_t> buffer_a, buffer_b;
+        std::span<const uint32_t> set_a, set_b;
         uint32_t loaded_a = UINT32_MAX;
         for (size_t i = begin; i < end; ++i) {
           if ((*similarity_of)[i] != -2) continue;
           const uint32_t a = static_cast<uint32_t>((*block)[i] >> 32);
           const uint32_t b = static_cast<uint32_t>((*block)[i]);
-          if (!spill_) {
-            (*similarity_of)[i] =
-                ShingleSimilarity::Jaccard32(shingles_[slot_[a]], shingles_[slot_[b]]);
-            continue;
-          }
           Status status;
-          if (a != loaded_a) {
-            status = LoadShingleSet(a, &set_a);
+          if (a != loaded_a) {  // pairs come sorted by a: one read per document a
+            status = SetOf(a, &buffer_a, &set_a);
             loaded_a = a;
           }
-          if (status.ok()) status = LoadShingleSet(b, &set_b);
+          if (status.ok()) status = SetOf(b, &buffer_b, &set_b);
           if (!status.ok()) {
             std::lock_guard<std::mutex> lock(read_mutex);
             read_status = status;
             loaded_a = UINT32_MAX;
             continue;
           }
-          (*similarity_of)[i] = ShingleSimilarity::Jaccard32(set_a, set_b);
+          double similarity = 0;
+          (*similarity_of)[i] =
+              ReachesJaccard(set_a, set_b, verify_threshold_, &similarity) ? similarity : kRejected;
         }
       },
       256);
@@ -1012,6 +1124,9 @@ Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* 
 
 void DedupRun::FinishVerify(Clock::time_point stage_start) {
   shingle_file_.reset();
+  first_file_.reset();
+  std::vector<uint32_t>().swap(first_sets_);
+  std::vector<uint64_t>().swap(first_offsets_);
   std::vector<std::vector<uint32_t>>().swap(shingles_);
   std::vector<uint64_t>().swap(shingle_offsets_);
   std::vector<uint32_t>().swap(slot_);
