@@ -374,7 +374,7 @@ class DedupRun {
   void ShinglesOfDocument(size_t i, std::string_view normalized, std::vector<uint64_t>* units,
                           std::vector<uint64_t>* shingles);
   // Keeps the narrowed shingle set of the next document (in document order) from stage 1 while
-  // the sets fit in kFirstPassSetBytes; after the first one that does not, keeps none.
+  // the sets fit in options_.first_pass_set_bytes; after the first one that does not, keeps none.
   Status KeepFirstPassSet(const std::vector<uint32_t>& set);
   // Appends the batch's keys to the band files, band-major: each band's file holds one key per
   // fingerprinted document (0 without keys).
@@ -452,8 +452,7 @@ class DedupRun {
   // Narrowed shingle sets kept from stage 1 (verification needs no second pass for them): those
   // of documents [0, first_pass_documents_), set d at values [first_offsets_[d],
   // first_offsets_[d + 1]) of first_sets_ (in memory) or of first_file_ (spilling). Kept while
-  // computing them is free (the LSH stage cuts the shingles anyway) and they fit the budget.
-  static constexpr uint64_t kFirstPassSetBytes = uint64_t{256} << 20;
+  // they fit in options_.first_pass_set_bytes (the LSH stage cuts the shingles anyway).
   bool keep_sets_ = false;
   std::vector<std::vector<uint32_t>> batch_sets_;
   uint32_t first_pass_documents_ = 0;
@@ -547,7 +546,7 @@ Status DedupRun::ReadAndFingerprint() {
   share_normalization_ =
       use_lsh_ && SameNormalization(options_.fingerprint, similarity_->normalize_options());
   need_normalized_ = share_normalization_ || options_.keep == KeepPolicy::kLongest;
-  keep_sets_ = use_lsh_ && verify_;
+  keep_sets_ = use_lsh_ && verify_ && options_.first_pass_set_bytes > 0;
   if (keep_sets_) {
     first_offsets_.push_back(0);
     if (spill_) {
@@ -657,8 +656,8 @@ void DedupRun::ShinglesOfDocument(size_t i, std::string_view normalized,
     ok = similarity_->Shingles(batch_[i].text, shingles).ok();
   }
   if (ok) {
-    batch_has_keys_[i] = lsh_->BandKeysOf(
-        *shingles, std::span<uint32_t>(batch_keys_.data() + i * bands_, bands_));
+    batch_has_keys_[i] =
+        lsh_->BandKeysOf(*shingles, std::span<uint32_t>(batch_keys_.data() + i * bands_, bands_));
   }
   if (keep_sets_) {
     if (ok) {
@@ -671,7 +670,7 @@ void DedupRun::ShinglesOfDocument(size_t i, std::string_view normalized,
 
 Status DedupRun::KeepFirstPassSet(const std::vector<uint32_t>& set) {
   const uint64_t total = first_offsets_.back() + set.size();
-  if (total * sizeof(uint32_t) > kFirstPassSetBytes) {
+  if (total * sizeof(uint32_t) > options_.first_pass_set_bytes) {
     keep_sets_ = false;  // this and the later documents' sets come from LoadShingles
     return Status::Ok();
   }
@@ -1061,8 +1060,8 @@ Status DedupRun::SetOf(uint32_t document, std::vector<uint32_t>* buffer,
       return Status::Ok();
     }
     buffer->resize(to - from);
-    NEARDUP_RETURN_IF_ERROR(
-        first_file_->ReadAt(from * sizeof(uint32_t), buffer->data(), (to - from) * sizeof(uint32_t)));
+    NEARDUP_RETURN_IF_ERROR(first_file_->ReadAt(from * sizeof(uint32_t), buffer->data(),
+                                                (to - from) * sizeof(uint32_t)));
     *set = *buffer;
     return Status::Ok();
   }

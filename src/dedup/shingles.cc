@@ -97,15 +97,16 @@ uint64_t Mix(uint64_t h, uint64_t unit) {
 }
 
 // Sorts 32-bit hash values (close to uniform): a counting pass distributes them into about one
-// bucket per value by their top bits, then an insertion sort finishes each bucket (expected
-// O(n) for hashes; still correct, only slower, for any other values). Small arrays: std::sort.
+// bucket per value by their top bits, then each bucket is sorted (expected O(n) for hashes,
+// O(n log n) at worst for any other values). Small arrays: std::sort.
 void SortHashValues(std::vector<uint32_t>* values) {
   const size_t n = values->size();
   if (n < 64) {
     std::sort(values->begin(), values->end());
     return;
   }
-  const int bits = std::min(16, static_cast<int>(std::bit_width(n - 1)));  // 2^bits >= n (at most 65,536 buckets)
+  const int bits = std::min(
+      16, static_cast<int>(std::bit_width(n - 1)));  // 2^bits >= n (at most 65,536 buckets)
   const int shift = 32 - bits;
   thread_local std::vector<uint32_t> scratch, counts;
   scratch.resize(n);
@@ -115,15 +116,25 @@ void SortHashValues(std::vector<uint32_t>* values) {
   for (size_t b = 1; b < counts.size(); ++b) counts[b] += counts[b - 1];
   uint32_t* out = scratch.data();
   for (size_t i = 0; i < n; ++i) out[counts[in[i] >> shift]++] = in[i];
-  // Every bucket is now in place; sort within buckets.
-  for (size_t i = 1; i < n; ++i) {
-    const uint32_t v = out[i];
-    size_t j = i;
-    while (j > 0 && out[j - 1] > v) {
-      out[j] = out[j - 1];
-      --j;
+  // Every bucket is now in place (bucket b ends at counts[b]); sort within buckets: insertion
+  // sort for the small ones hashes give, std::sort for a large one (values that are not hashes).
+  size_t begin = 0;
+  for (size_t b = 0; b + 1 < counts.size(); ++b) {
+    const size_t end = counts[b];
+    if (end - begin > 32) {
+      std::sort(out + begin, out + end);
+    } else {
+      for (size_t i = begin + 1; i < end; ++i) {
+        const uint32_t v = out[i];
+        size_t j = i;
+        while (j > begin && out[j - 1] > v) {
+          out[j] = out[j - 1];
+          --j;
+        }
+        out[j] = v;
+      }
     }
-    out[j] = v;
+    begin = end;
   }
   values->swap(scratch);
 }
@@ -197,9 +208,8 @@ void ShingleHashesInOrder(std::string_view normal, std::vector<uint64_t>* units,
     }
   } else {
     for (size_t start = 0; start + 5 <= count; ++start) {
-      out[start] =
-          Mix(Mix(Mix(Mix(Mix(0, u[start]), u[start + 1]), u[start + 2]), u[start + 3]),
-              u[start + 4]);
+      out[start] = Mix(Mix(Mix(Mix(Mix(0, u[start]), u[start + 1]), u[start + 2]), u[start + 3]),
+                       u[start + 4]);
     }
   }
 }
