@@ -12,15 +12,18 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "common/parallel.h"
+#include "common/utf8.h"
 #include "dedup/document_hashes.h"
 #include "dedup/pair_runs.h"
 #include "dedup/shingle_hashes.h"
 #include "dedup/spill_file.h"
 #include "neardup/clusters.h"
+#include "neardup/jieba.h"
 #include "neardup/permuted_index.h"
 #include "neardup/shingles.h"
 
@@ -331,6 +334,9 @@ class DedupRun {
  public:
   DedupRun(const DedupOptions& options, const DedupProgress& progress)
       : options_(options), progress_(progress) {}
+  ~DedupRun() {
+    if (jieba_loader_.joinable()) jieba_loader_.join();
+  }
 
   // Checks the options, creates the engines, opens the inputs and (when spilling) the band key
   // files.
@@ -366,6 +372,10 @@ class DedupRun {
   void NoteSpill(int64_t delta);
   // Reads up to a batch of documents into batch_; sets *count, and *done at the end.
   Status ReadBatch(size_t* count, bool* done);
+  // The first time a batch holds a document the default tokenizer will cut with jieba (Han text
+  // without kana), loads the default jieba dictionary on a thread of its own: the workers then do
+  // not stop in the middle of a batch while one of them loads it.
+  void PreloadJiebaFor(size_t count);
   // The per-document pass over the batch, on all cores: each document's hashes, fingerprint
   // and, from the same normalised text, its shingles -> MinHash signature -> band keys and
   // (while the budget lasts) its narrowed shingle set for verification.
@@ -432,6 +442,8 @@ class DedupRun {
   uint64_t spill_bytes_ = 0, spill_peak_bytes_ = 0;
 
   // Stage 1.
+  std::thread jieba_loader_;
+  bool jieba_wanted_ = false;  // the default jieba dictionary may be needed and is not loading
   std::vector<SpillFile> band_files_;
   double read_seconds_ = 0, lsh_seconds_ = 0;
   std::vector<Document> batch_;
@@ -547,6 +559,9 @@ Status DedupRun::ReadAndFingerprint() {
       use_lsh_ && SameNormalization(options_.fingerprint, similarity_->normalize_options());
   need_normalized_ = share_normalization_ || options_.keep == KeepPolicy::kLongest;
   keep_sets_ = use_lsh_ && verify_ && options_.first_pass_set_bytes > 0;
+  jieba_wanted_ = options_.fingerprint.profile != HashProfile::kYanyiwuSimhash &&
+                  options_.fingerprint.features.tokenizer == Tokenizer::kAuto &&
+                  options_.fingerprint.features.jieba_dir.empty();
   if (keep_sets_) {
     first_offsets_.push_back(0);
     if (spill_) {
@@ -559,6 +574,7 @@ Status DedupRun::ReadAndFingerprint() {
   while (!done) {
     size_t count = 0;
     NEARDUP_RETURN_IF_ERROR(ReadBatch(&count, &done));
+    PreloadJiebaFor(count);
     FingerprintBatch(count);
     if (use_lsh_ && spill_) NEARDUP_RETURN_IF_ERROR(SpillBandKeys(count));
     NEARDUP_RETURN_IF_ERROR(RecordBatch(count));
@@ -584,6 +600,19 @@ Status DedupRun::ReadBatch(size_t* count, bool* done) {
   }
   read_seconds_ += SecondsSince(read_start);
   return Status::Ok();
+}
+
+void DedupRun::PreloadJiebaFor(size_t count) {
+  if (!jieba_wanted_) return;
+  for (size_t i = 0; i < count; ++i) {
+    if (utf8::HanWithoutKana(batch_[i].text)) {
+      jieba_wanted_ = false;
+      // The extractor loads the same process-wide dictionary (JiebaSegmenter::Default) and waits
+      // for this load if it needs the dictionary first; a failure is reported there.
+      jieba_loader_ = std::thread([] { (void)JiebaSegmenter::Default(); });
+      return;
+    }
+  }
 }
 
 void DedupRun::FingerprintBatch(size_t count) {
@@ -717,7 +746,11 @@ Status DedupRun::RecordBatch(size_t count) {
                        ? std::span<const uint32_t>(batch_keys_.data() + i * bands_, bands_)
                        : std::span<const uint32_t>());
     }
-    if (keep_sets_) NEARDUP_RETURN_IF_ERROR(KeepFirstPassSet(batch_sets_[i]));
+    if (keep_sets_) {
+      NEARDUP_RETURN_IF_ERROR(KeepFirstPassSet(batch_sets_[i]));
+      // The buffer is reused by the next batch's document i; a long document's is given back.
+      if (batch_sets_[i].capacity() > 4096) std::vector<uint32_t>().swap(batch_sets_[i]);
+    }
     DedupDocument record;
     record.id = std::move(doc.id);
     record.fingerprint = *results_[i];
@@ -754,6 +787,7 @@ void DedupRun::ReserveDocuments(size_t count) {
 }
 
 Status DedupRun::FinishFingerprinting(Clock::time_point stage_start) {
+  if (jieba_loader_.joinable()) jieba_loader_.join();
   batch_.clear();
   batch_.shrink_to_fit();
   std::vector<uint32_t>().swap(batch_keys_);
