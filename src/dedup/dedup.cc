@@ -458,9 +458,6 @@ class DedupRun {
   // default options), the shingles are cut from the Fingerprinter's normalised text instead of
   // normalising every document twice.
   bool share_normalization_ = false;
-  // Thread time of the pass spent on fingerprints and on shingles/signatures, to split the
-  // pass's wall time between the "fingerprint" and "minhash" stages.
-  double fingerprint_thread_seconds_ = 0, minhash_thread_seconds_ = 0;
   // Narrowed shingle sets kept from stage 1 (verification needs no second pass for them): those
   // of documents [0, first_pass_documents_), set d at values [first_offsets_[d],
   // first_offsets_[d + 1]) of first_sets_ (in memory) or of first_file_ (spilling). Kept while
@@ -665,9 +662,8 @@ void DedupRun::FingerprintBatch(size_t count) {
         minhash_seconds += minhash_here;
       },
       16);
-  // The pass's wall time, split between the two stages in proportion to their thread time.
-  fingerprint_thread_seconds_ += fingerprint_seconds;
-  minhash_thread_seconds_ += minhash_seconds;
+  // The pass's wall time, split between the "fingerprint" and "minhash" stages in proportion to
+  // the thread time each part took.
   if (minhash_seconds > 0) {
     lsh_seconds_ +=
         SecondsSince(pass_start) * minhash_seconds / (minhash_seconds + fingerprint_seconds);
