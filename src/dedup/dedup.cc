@@ -1,6 +1,7 @@
 // RunDedup, BuildClusters and the keep policies; see neardup/dedup.h.
 #include "neardup/dedup.h"
 
+#include <malloc.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -380,12 +381,13 @@ class DedupRun {
   // and, from the same normalised text, its shingles -> MinHash signature -> band keys and
   // (while the budget lasts) its narrowed shingle set for verification.
   void FingerprintBatch(size_t count);
-  // The shingle-derived part of the pass for batch document i: band keys and narrowed set.
-  void ShinglesOfDocument(size_t i, std::string_view normalized, std::vector<uint64_t>* units,
+  // The shingle-derived part of the pass for batch document i: its shingle hashes (any order,
+  // repeats kept) and band keys. False when the text cannot be shingled (its set is empty).
+  bool ShinglesOfDocument(size_t i, std::string_view normalized, std::vector<uint64_t>* units,
                           std::vector<uint64_t>* shingles);
   // Keeps the narrowed shingle set of the next document (in document order) from stage 1 while
   // the sets fit in options_.first_pass_set_bytes; after the first one that does not, keeps none.
-  Status KeepFirstPassSet(const std::vector<uint32_t>& set);
+  Status KeepFirstPassSet(std::span<const uint32_t> set);
   // Appends the batch's keys to the band files, band-major: each band's file holds one key per
   // fingerprinted document (0 without keys).
   Status SpillBandKeys(size_t count);
@@ -463,7 +465,15 @@ class DedupRun {
   // first_offsets_[d + 1]) of first_sets_ (in memory) or of first_file_ (spilling). Kept while
   // they fit in options_.first_pass_set_bytes (the LSH stage cuts the shingles anyway).
   bool keep_sets_ = false;
-  std::vector<std::vector<uint32_t>> batch_sets_;
+  // The batch's narrowed sets: each worker chunk appends its documents' sets to an arena of its
+  // own; batch_set_of_[i] = (arena, offset, size) of batch document i. Freed batch by batch.
+  struct SetRef {
+    uint32_t arena = 0;
+    uint32_t size = 0;
+    uint64_t offset = 0;
+  };
+  std::vector<std::vector<uint32_t>> batch_arenas_;
+  std::vector<SetRef> batch_set_of_;
   uint32_t first_pass_documents_ = 0;
   std::vector<uint64_t> first_offsets_;
   std::vector<uint32_t> first_sets_;
@@ -606,7 +616,12 @@ void DedupRun::PreloadJiebaFor(size_t count) {
       jieba_wanted_ = false;
       // The extractor loads the same process-wide dictionary (JiebaSegmenter::Default) and waits
       // for this load if it needs the dictionary first; a failure is reported there.
-      jieba_loader_ = std::thread([] { (void)JiebaSegmenter::Default(); });
+      // The loader's thread has a malloc arena of its own that later work does not reuse: give
+      // back the loading's temporary memory (~30 MB of peak otherwise).
+      jieba_loader_ = std::thread([] {
+        (void)JiebaSegmenter::Default();
+        malloc_trim(0);
+      });
       return;
     }
   }
@@ -622,13 +637,16 @@ void DedupRun::FingerprintBatch(size_t count) {
     batch_keys_.assign(count * bands_, 0);
     batch_has_keys_.assign(count, 0);
   }
-  if (keep_sets_ && batch_sets_.size() < count) batch_sets_.resize(count);
+  batch_arenas_.clear();
+  if (keep_sets_) batch_set_of_.assign(count, SetRef{});
   std::mutex timing_mutex;
   double fingerprint_seconds = 0, minhash_seconds = 0;
   ParallelFor(
       count, threads_,
       [&](size_t begin, size_t end) {
         std::vector<uint64_t> units, shingles;
+        std::vector<uint32_t> narrow, arena;
+        std::vector<size_t> arena_documents;
         std::string normalized;
         double fingerprint_here = 0, minhash_here = 0;
         auto last = Clock::now();
@@ -652,7 +670,12 @@ void DedupRun::FingerprintBatch(size_t count) {
           fingerprint_here += std::chrono::duration<double>(now - last).count();
           last = now;
           if (!use_lsh_ || !results_[i].ok()) continue;
-          ShinglesOfDocument(i, normalized, &units, &shingles);
+          if (ShinglesOfDocument(i, normalized, &units, &shingles) && keep_sets_) {
+            NarrowedSet(shingles, &narrow);
+            batch_set_of_[i] = {0, static_cast<uint32_t>(narrow.size()), arena.size()};
+            arena.insert(arena.end(), narrow.begin(), narrow.end());
+            arena_documents.push_back(i);
+          }
           now = Clock::now();
           minhash_here += std::chrono::duration<double>(now - last).count();
           last = now;
@@ -660,6 +683,12 @@ void DedupRun::FingerprintBatch(size_t count) {
         std::lock_guard<std::mutex> lock(timing_mutex);
         fingerprint_seconds += fingerprint_here;
         minhash_seconds += minhash_here;
+        if (!arena_documents.empty()) {
+          for (size_t i : arena_documents) {
+            batch_set_of_[i].arena = static_cast<uint32_t>(batch_arenas_.size());
+          }
+          batch_arenas_.push_back(std::move(arena));
+        }
       },
       16);
   // The pass's wall time, split between the "fingerprint" and "minhash" stages in proportion to
@@ -670,30 +699,21 @@ void DedupRun::FingerprintBatch(size_t count) {
   }
 }
 
-void DedupRun::ShinglesOfDocument(size_t i, std::string_view normalized,
+bool DedupRun::ShinglesOfDocument(size_t i, std::string_view normalized,
                                   std::vector<uint64_t>* units, std::vector<uint64_t>* shingles) {
-  bool ok = true;
   if (share_normalization_) {
     // The shingle hashes in text order: the signature and the narrowed set ignore order and
     // repeats, so the 64-bit set is never sorted.
     ShingleHashesInOrder(normalized, units, shingles);
-  } else {
-    ok = similarity_->Shingles(batch_[i].text, shingles).ok();
+  } else if (!similarity_->Shingles(batch_[i].text, shingles).ok()) {
+    return false;  // as LoadShingles: a text that cannot be shingled has no shingles
   }
-  if (ok) {
-    batch_has_keys_[i] =
-        lsh_->BandKeysOf(*shingles, std::span<uint32_t>(batch_keys_.data() + i * bands_, bands_));
-  }
-  if (keep_sets_) {
-    if (ok) {
-      NarrowedSet(*shingles, &batch_sets_[i]);
-    } else {
-      batch_sets_[i].clear();  // as LoadShingles: a text that cannot be shingled has no shingles
-    }
-  }
+  batch_has_keys_[i] =
+      lsh_->BandKeysOf(*shingles, std::span<uint32_t>(batch_keys_.data() + i * bands_, bands_));
+  return true;
 }
 
-Status DedupRun::KeepFirstPassSet(const std::vector<uint32_t>& set) {
+Status DedupRun::KeepFirstPassSet(std::span<const uint32_t> set) {
   const uint64_t total = first_offsets_.back() + set.size();
   if (total * sizeof(uint32_t) > options_.first_pass_set_bytes) {
     keep_sets_ = false;  // this and the later documents' sets come from LoadShingles
@@ -743,9 +763,10 @@ Status DedupRun::RecordBatch(size_t count) {
                        : std::span<const uint32_t>());
     }
     if (keep_sets_) {
-      NEARDUP_RETURN_IF_ERROR(KeepFirstPassSet(batch_sets_[i]));
-      // The buffer is reused by the next batch's document i; a long document's is given back.
-      if (batch_sets_[i].capacity() > 4096) std::vector<uint32_t>().swap(batch_sets_[i]);
+      const SetRef& ref = batch_set_of_[i];
+      const uint32_t* values =
+          ref.size > 0 ? batch_arenas_[ref.arena].data() + ref.offset : nullptr;
+      NEARDUP_RETURN_IF_ERROR(KeepFirstPassSet(std::span<const uint32_t>(values, ref.size)));
     }
     DedupDocument record;
     record.id = std::move(doc.id);
@@ -787,7 +808,8 @@ Status DedupRun::FinishFingerprinting(Clock::time_point stage_start) {
   batch_.clear();
   batch_.shrink_to_fit();
   std::vector<uint32_t>().swap(batch_keys_);
-  std::vector<std::vector<uint32_t>>().swap(batch_sets_);
+  std::vector<std::vector<uint32_t>>().swap(batch_arenas_);
+  std::vector<SetRef>().swap(batch_set_of_);
   std::vector<uint64_t>().swap(content_hashes_);
   std::vector<uint64_t>().swap(squeezed_hashes_);
   for (SpillFile& file : band_files_) NEARDUP_RETURN_IF_ERROR(file.Flush());
