@@ -1,0 +1,427 @@
+// Japanese word segmentation equal to ICU 72's word BreakIterator without ICU; see
+// cj_dictionary_break.h.
+//
+// What ICU does with kana/kanji (word.txt, rbbi_cache.cpp, dictbe.cpp of ICU 72):
+// - The rules chain every run of $KanaKanji = [\p{Han} \p{Hiragana} \p{Word_Break=Katakana}]
+//   code points into one segment of rule status 400 (a word), except that a run of one code point
+//   is a word only if it is Hiragana, Katakana or Ideographic (U+3005 alone is not). Nothing else
+//   joins such a run except Extend/Format/ZWJ after it (WB4) and ExtendNumLet on either side of
+//   Katakana (WB13a/b): texts with those next to kana/kanji are left to ICU.
+// - That segment holds dictionary characters, so CjkBreakEngine::divideUpDictionaryRange splits
+//   it: over the run it finds the segmentation of least total cost, where a dictionary word costs
+//   its cjdict value, a code point that starts no one-character word costs 255 on its own, and a
+//   run of n < 20 katakana starting after a non-katakana code point is one more candidate of cost
+//   984/408/240/204/252/300/372/480 for n = 1..8, 8192 beyond. Costs add in uint32_t arithmetic
+//   with wrap-around, ties keep the earlier candidate, and dictionary words are matched up to 20
+//   UTF-16 units. Every piece keeps the run's rule status 400.
+// The engine only takes code points of [[:Han:][:Hiragana:][:Katakana:]\u30FC\uFF70\uFF9E\uFF9F]
+// and NFKC-normalises its range first: code points of $KanaKanji outside that set, or not
+// NFKC-normalised (half-width katakana, compatibility ideographs), are left to ICU.
+#include "features/cj_dictionary_break.h"
+
+#include <unicode/uchar.h>
+#include <unicode/ucharstrie.h>
+#include <unicode/udata.h>
+#include <unicode/unorm2.h>
+#include <unicode/uscript.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <string>
+
+#include "common/utf8.h"
+#include "features/word_splitter.h"
+
+namespace neardup {
+namespace {
+
+// How a code point takes part in Japanese segmentation.
+enum JaClass : uint8_t {
+  kOther,          // handled by SplitSpaceSeparatedWords (which may still refuse it)
+  kKanaKanji,      // part of a dictionary run
+  kKatakanaRun,    // part of a dictionary run, and katakana for the katakana-run candidate
+  kKanaKanjiMute,  // part of a dictionary run; alone it is no word (e.g. U+3005, U+303B)
+  kGlue,           // Extend, Format, ZWJ, ExtendNumLet: refused next to kana/kanji
+  kLeaveToIcu,     // $KanaKanji or engine code point this path does not reproduce
+};
+
+// CjkBreakEngine's isKatakana.
+bool IsEngineKatakana(UChar32 c) {
+  return (c >= 0x30A1 && c <= 0x30FE && c != 0x30FB) || (c >= 0xFF66 && c <= 0xFF9F);
+}
+
+JaClass Classify(UChar32 c) {
+  UErrorCode error = U_ZERO_ERROR;
+  const UScriptCode script = uscript_getScript(c, &error);
+  const int word_break = u_getIntPropertyValue(c, UCHAR_WORD_BREAK);
+  const bool kana_kanji =
+      script == USCRIPT_HAN || script == USCRIPT_HIRAGANA || word_break == U_WB_KATAKANA;
+  const bool engine_set = script == USCRIPT_HAN || script == USCRIPT_HIRAGANA ||
+                          script == USCRIPT_KATAKANA || c == 0x30FC || c == 0xFF70 || c == 0xFF9E ||
+                          c == 0xFF9F;
+  if (kana_kanji || engine_set) {
+    const bool normalized = u_getIntPropertyValue(c, UCHAR_NFKC_QUICK_CHECK) == UNORM_YES &&
+                            u_getCombiningClass(c) == 0;
+    if (kana_kanji && engine_set && normalized && U_SUCCESS(error)) {
+      if (IsEngineKatakana(c)) return kKatakanaRun;
+      // A run of one code point is a word only by $KatakanaEx, $HiraganaEx or $IdeographicEx.
+      const bool word_alone = script == USCRIPT_HIRAGANA || word_break == U_WB_KATAKANA ||
+                              u_hasBinaryProperty(c, UCHAR_IDEOGRAPHIC);
+      return word_alone ? kKanaKanji : kKanaKanjiMute;
+    }
+    return kLeaveToIcu;
+  }
+  if (word_break == U_WB_EXTEND || word_break == U_WB_FORMAT || word_break == U_WB_ZWJ ||
+      word_break == U_WB_EXTENDNUMLET) {
+    return kGlue;
+  }
+  return kOther;
+}
+
+const std::array<uint8_t, 0x10000>& BmpClasses() {
+  static const auto* table = [] {
+    auto* t = new std::array<uint8_t, 0x10000>;
+    for (UChar32 c = 0; c < 0x10000; ++c) {
+      (*t)[static_cast<size_t>(c)] =
+          static_cast<uint8_t>((c >= 0xD800 && c <= 0xDFFF) ? kOther : Classify(c));
+    }
+    return t;
+  }();
+  return *table;
+}
+
+JaClass ClassOf(char32_t cp, const std::array<uint8_t, 0x10000>& table) {
+  return cp < 0x10000 ? static_cast<JaClass>(table[cp]) : Classify(static_cast<UChar32>(cp));
+}
+
+bool InRun(JaClass c) { return c == kKanaKanji || c == kKatakanaRun || c == kKanaKanjiMute; }
+
+// CjkBreakEngine's constants.
+constexpr uint32_t kNoPath = 0xFFFFFFFFu;  // kuint32max: not reached
+constexpr uint32_t kUnknownCost = 255;     // maxSnlp
+constexpr size_t kMaxWordUnits = 20;       // maxWordSize, in UTF-16 units
+constexpr size_t kMaxKatakanaGroup = 20;   // kMaxKatakanaGroupLength
+uint32_t KatakanaCost(size_t length) {
+  static constexpr uint32_t kCost[] = {8192, 984, 408, 240, 204, 252, 300, 372, 480};
+  return length > 8 ? 8192 : kCost[length];
+}
+
+// Per-thread buffers for one dictionary run, reused across calls.
+struct RunScratch {
+  std::vector<uint32_t> codes;    // dictionary code of each code point
+  std::vector<uint8_t> units;     // UTF-16 length of each code point
+  std::vector<uint8_t> katakana;  // IsEngineKatakana of each code point
+  std::vector<size_t> offsets;    // byte offset of each code point, plus the end
+  std::vector<uint32_t> best;     // bestSnlp
+  std::vector<int32_t> prev;      // prev
+  std::vector<uint32_t> breaks;   // code point indexes of the boundaries, last first
+  bool mute_alone = false;        // a run of one code point that is no word
+  void Clear() {
+    codes.clear();
+    units.clear();
+    katakana.clear();
+    offsets.clear();
+  }
+  void ReleaseIfHuge() {
+    if (offsets.capacity() > (size_t{1} << 20)) *this = RunScratch();
+  }
+};
+
+[[gnu::noinline]] RunScratch& ThreadRunScratch() {
+  thread_local RunScratch scratch;
+  return scratch;
+}
+
+// divideUpDictionaryRange over the run whose code points are in *s; appends the pieces.
+void DivideRun(const CjDictionary& dictionary, std::string_view text, RunScratch* s,
+               std::vector<std::string_view>* words) {
+  const size_t n = s->codes.size();
+  if (n == 1 && s->mute_alone) return;  // ICU's rule 999: status 0
+  s->best.assign(n + 1, kNoPath);
+  s->prev.assign(n + 1, -1);
+  uint32_t* best = s->best.data();
+  int32_t* prev = s->prev.data();
+  best[0] = 0;
+  auto relax = [&](size_t from, size_t to, uint32_t cost) {
+    const uint32_t snlp = best[from] + cost;  // wraps like ICU's
+    if (snlp < best[to]) {
+      best[to] = snlp;
+      prev[to] = static_cast<int32_t>(from);
+    }
+  };
+  bool prev_katakana = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (best[i] == kNoPath) continue;  // (is_prev_katakana is not updated either, as in ICU)
+    bool one_char_word = false;
+    uint32_t node = CjDictionary::kRoot;
+    size_t units = 0;
+    for (size_t k = i; k < n; ++k) {
+      const uint32_t code = s->codes[k];
+      if (code == 0) break;
+      node = dictionary.Child(node, code);
+      if (node == CjDictionary::kNoNode) break;
+      units += s->units[k];
+      const int32_t cost = dictionary.Cost(node);
+      if (cost >= 0) {
+        one_char_word = one_char_word || k == i;
+        relax(i, k + 1, static_cast<uint32_t>(cost));
+      }
+      if (units >= kMaxWordUnits) break;
+    }
+    if (!one_char_word) relax(i, i + 1, kUnknownCost);
+    const bool is_katakana = s->katakana[i] != 0;
+    if (!prev_katakana && is_katakana) {
+      size_t length = 1;
+      for (size_t j = i + 1; j < n && length < kMaxKatakanaGroup && s->katakana[j]; ++j) ++length;
+      if (length < kMaxKatakanaGroup) relax(i, i + length, KatakanaCost(length));
+    }
+    prev_katakana = is_katakana;
+  }
+  s->breaks.clear();
+  if (best[n] == kNoPath) {
+    s->breaks.push_back(static_cast<uint32_t>(n));
+  } else {
+    for (int32_t i = static_cast<int32_t>(n); i > 0; i = prev[i]) {
+      s->breaks.push_back(static_cast<uint32_t>(i));
+    }
+  }
+  size_t begin = s->offsets[0];
+  for (size_t b = s->breaks.size(); b-- > 0;) {
+    const size_t end = s->offsets[s->breaks[b]];
+    words->push_back(text.substr(begin, end - begin));
+    begin = end;
+  }
+}
+
+}  // namespace
+
+CjDictionary::CjDictionary(const std::vector<std::pair<std::u32string, int32_t>>& words) {
+  // Codes by how often a code point occurs in the words, commonest first (children of a node then
+  // sit close together).
+  std::unordered_map<char32_t, size_t> counts;
+  for (const auto& [word, cost] : words) {
+    for (char32_t cp : word) ++counts[cp];
+  }
+  std::vector<std::pair<size_t, char32_t>> by_count;
+  by_count.reserve(counts.size());
+  for (const auto& [cp, count] : counts) by_count.emplace_back(count, cp);
+  std::sort(by_count.begin(), by_count.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  bmp_codes_.assign(0x10000, 0);
+  for (size_t i = 0; i < by_count.size(); ++i) {
+    const uint32_t code = static_cast<uint32_t>(i + 1);
+    if (by_count[i].second < 0x10000) {
+      bmp_codes_[by_count[i].second] = code;
+    } else {
+      other_codes_[by_count[i].second] = code;
+    }
+  }
+  const uint32_t max_code = static_cast<uint32_t>(by_count.size());
+
+  // The words as code sequences, sorted: the words below a trie node are a contiguous range.
+  std::vector<std::vector<uint32_t>> keys(words.size());
+  std::vector<int32_t> costs(words.size());
+  for (size_t w = 0; w < words.size(); ++w) {
+    for (char32_t cp : words[w].first) keys[w].push_back(Code(cp));
+    costs[w] = words[w].second;
+  }
+  std::vector<size_t> order(words.size());
+  for (size_t w = 0; w < order.size(); ++w) order[w] = w;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
+
+  // Double-array placement, first fit from a moving start (as darts-clone does).
+  std::vector<uint8_t> used(1, 1);  // slot 0 is the root
+  units_.assign(1, Unit{});
+  units_[0].check = kNoNode;
+  size_t next_check = 1;
+  auto grow = [&](size_t size) {
+    if (used.size() < size) {
+      used.resize(size, 0);
+      units_.resize(size);
+    }
+  };
+  struct Pending {
+    uint32_t node;
+    size_t lo, hi, depth;
+  };
+  std::vector<Pending> stack{{kRoot, 0, order.size(), 0}};
+  std::vector<uint32_t> child_codes;
+  std::vector<size_t> child_starts;
+  while (!stack.empty()) {
+    Pending p = stack.back();
+    stack.pop_back();
+    size_t lo = p.lo;
+    if (lo < p.hi && keys[order[lo]].size() == p.depth) {  // the word that ends here sorts first
+      units_[p.node].cost = costs[order[lo]];
+      ++word_count_;
+      ++lo;
+      // Duplicates (none in ICU's data) keep the first.
+      while (lo < p.hi && keys[order[lo]].size() == p.depth) ++lo;
+    }
+    if (lo == p.hi) continue;  // a leaf: base 0
+    child_codes.clear();
+    child_starts.clear();
+    for (size_t w = lo; w < p.hi; ++w) {
+      const uint32_t code = keys[order[w]][p.depth];
+      if (child_codes.empty() || child_codes.back() != code) {
+        child_codes.push_back(code);
+        child_starts.push_back(w);
+      }
+    }
+    child_starts.push_back(p.hi);
+    size_t pos = std::max<size_t>(child_codes[0] + 1, next_check) - 1;
+    size_t occupied = 0;
+    bool first_free = true;
+    size_t base = 0;
+    while (true) {
+      ++pos;
+      grow(pos + 1);
+      if (used[pos]) {
+        ++occupied;
+        continue;
+      }
+      if (first_free) {
+        next_check = pos;
+        first_free = false;
+      }
+      base = pos - child_codes[0];
+      grow(base + child_codes.back() + 1);
+      bool fits = true;
+      for (uint32_t code : child_codes) {
+        if (used[base + code]) {
+          fits = false;
+          break;
+        }
+      }
+      if (fits) break;
+    }
+    if (static_cast<double>(occupied) >= 0.95 * static_cast<double>(pos - next_check + 1)) {
+      next_check = pos;
+    }
+    units_[p.node].base = static_cast<uint32_t>(base);
+    for (size_t c = 0; c < child_codes.size(); ++c) {
+      const uint32_t child = static_cast<uint32_t>(base + child_codes[c]);
+      used[child] = 1;
+      units_[child].check = p.node;
+      stack.push_back({child, child_starts[c], child_starts[c + 1], p.depth + 1});
+    }
+  }
+  units_.resize(units_.size() + max_code + 1);  // base + code stays in range for every node
+}
+
+const CjDictionary* CjDictionary::Default() {
+  static const CjDictionary* dictionary = []() -> const CjDictionary* {
+    // ICU 72's brkitr/dictionaries resource maps Hani, Hira and Kana to cjdict.dict: a
+    // DictionaryData header (int32 indexes; [0] = offset of the trie, [4] = trie type) and a
+    // UCharsTrie whose values are the costs.
+    UErrorCode error = U_ZERO_ERROR;
+    UDataMemory* data =
+        udata_open(U_ICUDATA_NAME U_TREE_SEPARATOR_STRING "brkitr", "dict", "cjdict", &error);
+    if (U_FAILURE(error) || data == nullptr) return nullptr;
+    const auto* indexes = static_cast<const int32_t*>(udata_getMemory(data));
+    constexpr int32_t kTrieTypeMask = 7, kTrieTypeUChars = 1, kTrieHasValues = 8;
+    if (indexes == nullptr || (indexes[4] & kTrieTypeMask) != kTrieTypeUChars ||
+        (indexes[4] & kTrieHasValues) == 0 || indexes[0] < 32) {
+      udata_close(data);
+      return nullptr;
+    }
+    const auto* trie =
+        reinterpret_cast<const char16_t*>(reinterpret_cast<const uint8_t*>(indexes) + indexes[0]);
+    std::vector<std::pair<std::u32string, int32_t>> words;
+    icu::UCharsTrie::Iterator it(trie, 0, error);
+    while (U_SUCCESS(error) && it.next(error)) {
+      const icu::UnicodeString& word = it.getString();
+      std::u32string cps;
+      for (int32_t i = 0; i < word.length(); i = word.moveIndex32(i, 1)) {
+        cps.push_back(static_cast<char32_t>(word.char32At(i)));
+      }
+      const int32_t cost = it.getValue();
+      if (cps.empty() || cost < 0) continue;
+      words.emplace_back(std::move(cps), cost);
+    }
+    udata_close(data);
+    if (U_FAILURE(error) || words.empty()) return nullptr;
+    return new CjDictionary(words);
+  }();
+  return dictionary;
+}
+
+bool SplitJapaneseWords(std::string_view text, std::vector<std::string_view>* words) {
+  const CjDictionary* dictionary = CjDictionary::Default();
+  return dictionary != nullptr && SplitJapaneseWords(*dictionary, text, words);
+}
+
+bool SplitJapaneseWords(const CjDictionary& dictionary, std::string_view text,
+                        std::vector<std::string_view>* words) {
+  const auto& table = BmpClasses();
+  RunScratch& scratch = ThreadRunScratch();
+  const size_t n = text.size();
+  size_t piece = 0;  // start of the text not yet segmented
+  size_t i = 0;
+  bool after_run = false;  // the previous code point ends a dictionary run
+  bool after_glue = false;
+  while (i < n) {
+    auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0x80) {  // '_' is the one ASCII ExtendNumLet; no ASCII is Extend/Format/ZWJ
+      if (after_run && byte == '_') return false;
+      ++i;
+      while (i + 8 <= n && utf8::AsciiWord(text.data() + i)) i += 8;
+      while (i < n && static_cast<unsigned char>(text[i]) < 0x80) ++i;
+      after_run = false;
+      after_glue = text[i - 1] == '_';
+      continue;
+    }
+    size_t len = utf8::ValidSequenceLength(text, i);
+    if (len == 0) {  // ICU reads U+FFFD here: Word_Break Other
+      after_run = after_glue = false;
+      ++i;
+      continue;
+    }
+    const JaClass cls = ClassOf(utf8::Decode(text, i, len), table);
+    if (cls == kLeaveToIcu) return false;
+    if (cls == kGlue) {
+      if (after_run) return false;
+      after_glue = true;
+      after_run = false;
+      i += len;
+      continue;
+    }
+    if (cls == kOther) {
+      after_run = after_glue = false;
+      i += len;
+      continue;
+    }
+    // A dictionary run starts at i.
+    if (after_glue) return false;
+    if (i > piece && !SplitSpaceSeparatedWords(text.substr(piece, i - piece), words)) {
+      return false;
+    }
+    scratch.Clear();
+    JaClass c = cls;
+    while (true) {
+      const char32_t cp = utf8::Decode(text, i, len);
+      scratch.codes.push_back(dictionary.Code(cp));
+      scratch.units.push_back(cp < 0x10000 ? 1 : 2);
+      scratch.katakana.push_back(c == kKatakanaRun);
+      scratch.offsets.push_back(i);
+      i += len;
+      if (i >= n || static_cast<unsigned char>(text[i]) < 0x80) break;
+      len = utf8::ValidSequenceLength(text, i);
+      if (len == 0) break;
+      c = ClassOf(utf8::Decode(text, i, len), table);
+      if (!InRun(c)) break;
+    }
+    scratch.offsets.push_back(i);
+    scratch.mute_alone = cls == kKanaKanjiMute;
+    DivideRun(dictionary, text, &scratch, words);
+    scratch.ReleaseIfHuge();
+    piece = i;
+    after_run = true;
+    after_glue = false;
+  }
+  return piece == n || SplitSpaceSeparatedWords(text.substr(piece), words);
+}
+
+}  // namespace neardup
