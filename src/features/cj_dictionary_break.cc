@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <string>
 
@@ -231,83 +232,93 @@ CjDictionary::CjDictionary(const std::vector<std::pair<std::u32string, int32_t>>
   for (size_t w = 0; w < order.size(); ++w) order[w] = w;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
 
-  // Double-array placement, first fit from a moving start (as darts-clone does).
-  std::vector<uint8_t> used(1, 1);  // slot 0 is the root
-  units_.assign(1, Unit{});
-  units_[0].check = kNoNode;
-  size_t next_check = 1;
-  auto grow = [&](size_t size) {
-    if (used.size() < size) {
-      used.resize(size, 0);
-      units_.resize(size);
-    }
+  // Double-array placement as in the jieba trie (jieba_segmenter.cc): level by level, in a level
+  // the nodes with the most children first, each node's children at the first base where all are
+  // free, searched from the base of the last node with as many children; a bitmap of the used
+  // slots tests 64 candidate bases at once.
+  units_.assign(order.size() * 3 + max_code + 64, Unit{});
+  std::vector<uint64_t> used(units_.size() / 64 + 2, 0);
+  used[0] = 1;                                // the root
+  auto used_at = [&](size_t p) -> uint64_t {  // bit j: whether slot p + j is used
+    const size_t word = p / 64;
+    const unsigned shift = p % 64;
+    const uint64_t lo = word < used.size() ? used[word] : 0;
+    if (shift == 0) return lo;
+    const uint64_t hi = word + 1 < used.size() ? used[word + 1] : 0;
+    return (lo >> shift) | (hi << (64 - shift));
+  };
+  auto mark_used = [&](size_t i) {
+    if (i >= units_.size()) units_.resize(std::max(i + 1, units_.size() + units_.size() / 2));
+    if (i / 64 >= used.size()) used.resize(units_.size() / 64 + 2, 0);
+    used[i / 64] |= uint64_t{1} << (i % 64);
   };
   struct Pending {
     uint32_t node;
     size_t lo, hi, depth;
+    std::vector<uint32_t> codes;  // of the children
+    std::vector<size_t> starts;   // word range of each child, plus the end
   };
-  std::vector<Pending> stack{{kRoot, 0, order.size(), 0}};
-  std::vector<uint32_t> child_codes;
-  std::vector<size_t> child_starts;
-  while (!stack.empty()) {
-    Pending p = stack.back();
-    stack.pop_back();
-    size_t lo = p.lo;
-    if (lo < p.hi && keys[order[lo]].size() == p.depth) {  // the word that ends here sorts first
-      units_[p.node].cost = costs[order[lo]];
-      ++word_count_;
-      ++lo;
-      // Duplicates (none in ICU's data) keep the first.
-      while (lo < p.hi && keys[order[lo]].size() == p.depth) ++lo;
+  std::vector<Pending> level, next_level;
+  level.push_back({kRoot, 0, order.size(), 0, {}, {}});
+  size_t free_head = 1;  // no free slot below this
+  size_t end_used = 1;   // one past the last used slot
+  constexpr size_t kSizeClasses = 16;
+  std::array<size_t, kSizeClasses> last_base;
+  last_base.fill(1);
+  while (!level.empty()) {
+    for (Pending& p : level) {
+      size_t lo = p.lo;
+      if (lo < p.hi && keys[order[lo]].size() == p.depth) {  // the word ending here sorts first
+        units_[p.node].cost = costs[order[lo]];
+        ++word_count_;
+        ++lo;
+        // Duplicates (none in ICU's data) keep the first.
+        while (lo < p.hi && keys[order[lo]].size() == p.depth) ++lo;
+      }
+      for (size_t w = lo; w < p.hi; ++w) {
+        const uint32_t code = keys[order[w]][p.depth];
+        if (p.codes.empty() || p.codes.back() != code) {
+          p.codes.push_back(code);
+          p.starts.push_back(w);
+        }
+      }
+      p.starts.push_back(p.hi);
     }
-    if (lo == p.hi) continue;  // a leaf: base 0
-    child_codes.clear();
-    child_starts.clear();
-    for (size_t w = lo; w < p.hi; ++w) {
-      const uint32_t code = keys[order[w]][p.depth];
-      if (child_codes.empty() || child_codes.back() != code) {
-        child_codes.push_back(code);
-        child_starts.push_back(w);
-      }
-    }
-    child_starts.push_back(p.hi);
-    size_t pos = std::max<size_t>(child_codes[0] + 1, next_check) - 1;
-    size_t occupied = 0;
-    bool first_free = true;
-    size_t base = 0;
-    while (true) {
-      ++pos;
-      grow(pos + 1);
-      if (used[pos]) {
-        ++occupied;
-        continue;
-      }
-      if (first_free) {
-        next_check = pos;
-        first_free = false;
-      }
-      base = pos - child_codes[0];
-      grow(base + child_codes.back() + 1);
-      bool fits = true;
-      for (uint32_t code : child_codes) {
-        if (used[base + code]) {
-          fits = false;
+    std::stable_sort(level.begin(), level.end(), [](const Pending& a, const Pending& b) {
+      return a.codes.size() > b.codes.size();
+    });
+    next_level.clear();
+    for (const Pending& p : level) {
+      if (p.codes.empty()) continue;  // a leaf: base 0
+      const size_t size_class = std::min(p.codes.size(), kSizeClasses - 1);
+      size_t window = free_head > p.codes[0] ? free_head - p.codes[0] : 1;
+      window = std::max(window, last_base[size_class]);
+      size_t base = 0;
+      for (;; window += 64) {
+        uint64_t fits = ~uint64_t{0};  // bit j: base window + j fits the children seen so far
+        for (size_t c = 0; c < p.codes.size() && fits != 0; ++c) {
+          fits &= ~used_at(window + p.codes[c]);
+        }
+        if (fits != 0) {
+          base = window + static_cast<size_t>(std::countr_zero(fits));
           break;
         }
       }
-      if (fits) break;
+      last_base[size_class] = base;
+      units_[p.node].base = static_cast<uint32_t>(base);
+      for (size_t c = 0; c < p.codes.size(); ++c) {
+        const size_t t = base + p.codes[c];
+        mark_used(t);
+        units_[t].check = p.node;
+        end_used = std::max(end_used, t + 1);
+        next_level.push_back(
+            {static_cast<uint32_t>(t), p.starts[c], p.starts[c + 1], p.depth + 1, {}, {}});
+      }
+      while ((used_at(free_head) & 1) != 0) ++free_head;
     }
-    if (static_cast<double>(occupied) >= 0.95 * static_cast<double>(pos - next_check + 1)) {
-      next_check = pos;
-    }
-    units_[p.node].base = static_cast<uint32_t>(base);
-    for (size_t c = 0; c < child_codes.size(); ++c) {
-      const uint32_t child = static_cast<uint32_t>(base + child_codes[c]);
-      used[child] = 1;
-      units_[child].check = p.node;
-      stack.push_back({child, child_starts[c], child_starts[c + 1], p.depth + 1});
-    }
+    level.swap(next_level);
   }
+  units_.resize(end_used);
   units_.resize(units_.size() + max_code + 1);  // base + code stays in range for every node
 }
 
