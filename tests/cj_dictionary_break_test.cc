@@ -135,7 +135,8 @@ std::vector<std::pair<std::string, std::string>> EdgeCases(bool with_large) {
       {"kana repeat marks", "〱〲〳〵 ゝゞヽヾ ゛゜ ゠"},
       {"combining dakuten", "か\u3099き\u3099 カ\u309A"},
       {"katakana middle dot", "コンピュータ・サイエンス"},
-      {"extendnumlet next to kana", "カタカナ_abc abc_カナ 漢字_x"},
+      {"extendnumlet next to kana", "カタカナ_abc abc_カナ 漢字_x である__asm__ x_ひら"},
+      {"extendnumlet next to hiragana and kanji", "である__asm__ x_ひら 漢字_x y_字 ‿漢字‿"},
       {"zwj and format next to kana", "カナ\u200Dカナ 漢字\u00AD字 か\u200Bな"},
       {"hangul and kana", "한국어 かな"},
       {"thai and kana", "ภาษาไทย かな"},
@@ -179,6 +180,7 @@ TEST(CjDictionaryBreakTest, RefusesWhatItLeavesToIcu) {
   std::vector<std::string_view> words;
   EXPECT_FALSE(SplitJapaneseWords("ｶﾀｶﾅ", &words));         // not NFKC-normalised
   EXPECT_FALSE(SplitJapaneseWords("カナ_x", &words));       // WB13a
+  EXPECT_FALSE(SplitJapaneseWords("x_カナ", &words));       // WB13b
   EXPECT_FALSE(SplitJapaneseWords("か\u3099", &words));     // WB4 after kana
   EXPECT_FALSE(SplitJapaneseWords("〱", &words));           // $KanaKanji outside the engine's set
   EXPECT_FALSE(SplitJapaneseWords("한국어 かな", &words));  // refused by the word splitter

@@ -6,7 +6,8 @@
 //   code points into one segment of rule status 400 (a word), except that a run of one code point
 //   is a word only if it is Hiragana, Katakana or Ideographic (U+3005 alone is not). Nothing else
 //   joins such a run except Extend/Format/ZWJ after it (WB4) and ExtendNumLet on either side of
-//   Katakana (WB13a/b): texts with those next to kana/kanji are left to ICU.
+//   Word_Break=Katakana (WB13a/b): texts with those are left to ICU (so are texts with
+//   Extend/Format/ZWJ just before a run).
 // - That segment holds dictionary characters, so CjkBreakEngine::divideUpDictionaryRange splits
 //   it: over the run it finds the segmentation of least total cost, where a dictionary word costs
 //   its cjdict value, a code point that starts no one-character word costs 255 on its own, and a
@@ -37,14 +38,16 @@
 namespace neardup {
 namespace {
 
-// How a code point takes part in Japanese segmentation.
-enum JaClass : uint8_t {
-  kOther,          // handled by SplitSpaceSeparatedWords (which may still refuse it)
-  kKanaKanji,      // part of a dictionary run
-  kKatakanaRun,    // part of a dictionary run, and katakana for the katakana-run candidate
-  kKanaKanjiMute,  // part of a dictionary run; alone it is no word (e.g. U+3005, U+303B)
-  kGlue,           // Extend, Format, ZWJ, ExtendNumLet: refused next to kana/kanji
-  kLeaveToIcu,     // $KanaKanji or engine code point this path does not reproduce
+// How a code point takes part in Japanese segmentation: a set of these flags (0: handled by
+// SplitSpaceSeparatedWords, which may still refuse it).
+enum JaFlags : uint8_t {
+  kRun = 1,             // part of a dictionary run
+  kEngineKatakana = 2,  // CjkBreakEngine's isKatakana (the katakana-run candidate)
+  kWbKatakana = 4,      // Word_Break=Katakana: joins ExtendNumLet on either side (WB13a/b)
+  kMuteAlone = 8,       // a run of this code point alone is no word (e.g. U+3005, U+303B)
+  kAttaches = 16,       // Extend, Format, ZWJ: refused next to a run (WB4)
+  kNumLet = 32,         // ExtendNumLet: refused next to Word_Break=Katakana
+  kLeave = 64,          // $KanaKanji or engine code point this path does not reproduce
 };
 
 // CjkBreakEngine's isKatakana.
@@ -52,7 +55,7 @@ bool IsEngineKatakana(UChar32 c) {
   return (c >= 0x30A1 && c <= 0x30FE && c != 0x30FB) || (c >= 0xFF66 && c <= 0xFF9F);
 }
 
-JaClass Classify(UChar32 c) {
+uint8_t Classify(UChar32 c) {
   UErrorCode error = U_ZERO_ERROR;
   const UScriptCode script = uscript_getScript(c, &error);
   const int word_break = u_getIntPropertyValue(c, UCHAR_WORD_BREAK);
@@ -64,39 +67,37 @@ JaClass Classify(UChar32 c) {
   if (kana_kanji || engine_set) {
     const bool normalized = u_getIntPropertyValue(c, UCHAR_NFKC_QUICK_CHECK) == UNORM_YES &&
                             u_getCombiningClass(c) == 0;
-    if (kana_kanji && engine_set && normalized && U_SUCCESS(error)) {
-      if (IsEngineKatakana(c)) return kKatakanaRun;
-      // A run of one code point is a word only by $KatakanaEx, $HiraganaEx or $IdeographicEx.
-      const bool word_alone = script == USCRIPT_HIRAGANA || word_break == U_WB_KATAKANA ||
-                              u_hasBinaryProperty(c, UCHAR_IDEOGRAPHIC);
-      return word_alone ? kKanaKanji : kKanaKanjiMute;
-    }
-    return kLeaveToIcu;
+    if (!kana_kanji || !engine_set || !normalized || U_FAILURE(error)) return kLeave;
+    uint8_t flags = kRun;
+    if (IsEngineKatakana(c)) flags |= kEngineKatakana;
+    if (word_break == U_WB_KATAKANA) flags |= kWbKatakana;
+    // A run of one code point is a word only by $KatakanaEx, $HiraganaEx or $IdeographicEx.
+    const bool word_alone = script == USCRIPT_HIRAGANA || word_break == U_WB_KATAKANA ||
+                            u_hasBinaryProperty(c, UCHAR_IDEOGRAPHIC);
+    if (!word_alone) flags |= kMuteAlone;
+    return flags;
   }
-  if (word_break == U_WB_EXTEND || word_break == U_WB_FORMAT || word_break == U_WB_ZWJ ||
-      word_break == U_WB_EXTENDNUMLET) {
-    return kGlue;
+  if (word_break == U_WB_EXTEND || word_break == U_WB_FORMAT || word_break == U_WB_ZWJ) {
+    return kAttaches;
   }
-  return kOther;
+  if (word_break == U_WB_EXTENDNUMLET) return kNumLet;
+  return 0;
 }
 
 const std::array<uint8_t, 0x10000>& BmpClasses() {
   static const auto* table = [] {
     auto* t = new std::array<uint8_t, 0x10000>;
     for (UChar32 c = 0; c < 0x10000; ++c) {
-      (*t)[static_cast<size_t>(c)] =
-          static_cast<uint8_t>((c >= 0xD800 && c <= 0xDFFF) ? kOther : Classify(c));
+      (*t)[static_cast<size_t>(c)] = (c >= 0xD800 && c <= 0xDFFF) ? 0 : Classify(c);
     }
     return t;
   }();
   return *table;
 }
 
-JaClass ClassOf(char32_t cp, const std::array<uint8_t, 0x10000>& table) {
-  return cp < 0x10000 ? static_cast<JaClass>(table[cp]) : Classify(static_cast<UChar32>(cp));
+uint8_t FlagsOf(char32_t cp, const std::array<uint8_t, 0x10000>& table) {
+  return cp < 0x10000 ? table[cp] : Classify(static_cast<UChar32>(cp));
 }
-
-bool InRun(JaClass c) { return c == kKanaKanji || c == kKatakanaRun || c == kKanaKanjiMute; }
 
 // CjkBreakEngine's constants.
 constexpr uint32_t kNoPath = 0xFFFFFFFFu;  // kuint32max: not reached
@@ -369,68 +370,61 @@ bool SplitJapaneseWords(const CjDictionary& dictionary, std::string_view text,
   const auto& table = BmpClasses();
   RunScratch& scratch = ThreadRunScratch();
   const size_t n = text.size();
-  size_t piece = 0;  // start of the text not yet segmented
+  size_t piece = 0;    // start of the text not yet segmented
   size_t i = 0;
-  bool after_run = false;  // the previous code point ends a dictionary run
-  bool after_glue = false;
+  uint8_t before = 0;  // flags of the previous code point
   while (i < n) {
     auto byte = static_cast<unsigned char>(text[i]);
     if (byte < 0x80) {  // '_' is the one ASCII ExtendNumLet; no ASCII is Extend/Format/ZWJ
-      if (after_run && byte == '_') return false;
+      if (byte == '_' && (before & kWbKatakana) != 0) return false;
       ++i;
       while (i + 8 <= n && utf8::AsciiWord(text.data() + i)) i += 8;
       while (i < n && static_cast<unsigned char>(text[i]) < 0x80) ++i;
-      after_run = false;
-      after_glue = text[i - 1] == '_';
+      before = text[i - 1] == '_' ? kNumLet : 0;
       continue;
     }
     size_t len = utf8::ValidSequenceLength(text, i);
     if (len == 0) {  // ICU reads U+FFFD here: Word_Break Other
-      after_run = after_glue = false;
+      before = 0;
       ++i;
       continue;
     }
-    const JaClass cls = ClassOf(utf8::Decode(text, i, len), table);
-    if (cls == kLeaveToIcu) return false;
-    if (cls == kGlue) {
-      if (after_run) return false;
-      after_glue = true;
-      after_run = false;
-      i += len;
-      continue;
-    }
-    if (cls == kOther) {
-      after_run = after_glue = false;
+    const uint8_t flags = FlagsOf(utf8::Decode(text, i, len), table);
+    if ((flags & kLeave) != 0) return false;
+    if ((flags & kAttaches) != 0 && (before & kRun) != 0) return false;
+    if ((flags & kNumLet) != 0 && (before & kWbKatakana) != 0) return false;
+    if ((flags & kRun) == 0) {
+      before = flags;
       i += len;
       continue;
     }
     // A dictionary run starts at i.
-    if (after_glue) return false;
+    if ((before & kAttaches) != 0) return false;
+    if ((flags & kWbKatakana) != 0 && (before & kNumLet) != 0) return false;
     if (i > piece && !SplitSpaceSeparatedWords(text.substr(piece, i - piece), words)) {
       return false;
     }
     scratch.Clear();
-    JaClass c = cls;
+    scratch.mute_alone = (flags & kMuteAlone) != 0;
+    uint8_t f = flags;
     while (true) {
       const char32_t cp = utf8::Decode(text, i, len);
       scratch.codes.push_back(dictionary.Code(cp));
       scratch.units.push_back(cp < 0x10000 ? 1 : 2);
-      scratch.katakana.push_back(c == kKatakanaRun);
+      scratch.katakana.push_back((f & kEngineKatakana) != 0);
       scratch.offsets.push_back(i);
+      before = f;
       i += len;
       if (i >= n || static_cast<unsigned char>(text[i]) < 0x80) break;
       len = utf8::ValidSequenceLength(text, i);
       if (len == 0) break;
-      c = ClassOf(utf8::Decode(text, i, len), table);
-      if (!InRun(c)) break;
+      f = FlagsOf(utf8::Decode(text, i, len), table);
+      if ((f & kRun) == 0) break;
     }
     scratch.offsets.push_back(i);
-    scratch.mute_alone = cls == kKanaKanjiMute;
     DivideRun(dictionary, text, &scratch, words);
     scratch.ReleaseIfHuge();
     piece = i;
-    after_run = true;
-    after_glue = false;
   }
   return piece == n || SplitSpaceSeparatedWords(text.substr(piece), words);
 }
