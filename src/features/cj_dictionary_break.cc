@@ -199,12 +199,17 @@ void DivideRun(const CjDictionary& dictionary, std::string_view text, RunScratch
 }  // namespace
 
 CjDictionary::CjDictionary(const std::vector<std::pair<std::u32string, int32_t>>& words) {
+  WordList list;
+  for (const auto& [word, cost] : words) list.Add(word.data(), word.size(), cost);
+  Build(std::move(list));
+}
+
+void CjDictionary::Build(WordList list) {
+  const size_t word_total = list.costs.size();
   // Codes by how often a code point occurs in the words, commonest first (children of a node then
   // sit close together).
   std::unordered_map<char32_t, size_t> counts;
-  for (const auto& [word, cost] : words) {
-    for (char32_t cp : word) ++counts[cp];
-  }
+  for (char32_t cp : list.chars) ++counts[cp];
   std::vector<std::pair<size_t, char32_t>> by_count;
   by_count.reserve(counts.size());
   for (const auto& [cp, count] : counts) by_count.emplace_back(count, cp);
@@ -221,23 +226,25 @@ CjDictionary::CjDictionary(const std::vector<std::pair<std::u32string, int32_t>>
     }
   }
   const uint32_t max_code = static_cast<uint32_t>(by_count.size());
-
-  // The words as code sequences, sorted: the words below a trie node are a contiguous range.
-  std::vector<std::vector<uint32_t>> keys(words.size());
-  std::vector<int32_t> costs(words.size());
-  for (size_t w = 0; w < words.size(); ++w) {
-    for (char32_t cp : words[w].first) keys[w].push_back(Code(cp));
-    costs[w] = words[w].second;
-  }
-  std::vector<size_t> order(words.size());
-  for (size_t w = 0; w < order.size(); ++w) order[w] = w;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
+  // The words as code sequences (in place of the code points), sorted: the words below a trie
+  // node are a contiguous range.
+  for (char32_t& cp : list.chars) cp = Code(cp);
+  const std::vector<char32_t>& codes = list.chars;
+  auto key_size = [&](size_t w) { return list.starts[w + 1] - list.starts[w]; };
+  auto key_at = [&](size_t w, size_t depth) { return codes[list.starts[w] + depth]; };
+  std::vector<uint32_t> order(word_total);
+  for (size_t w = 0; w < order.size(); ++w) order[w] = static_cast<uint32_t>(w);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return std::lexicographical_compare(
+        codes.begin() + list.starts[a], codes.begin() + list.starts[a + 1],
+        codes.begin() + list.starts[b], codes.begin() + list.starts[b + 1]);
+  });
 
   // Double-array placement as in the jieba trie (jieba_segmenter.cc): level by level, in a level
   // the nodes with the most children first, each node's children at the first base where all are
   // free, searched from the base of the last node with as many children; a bitmap of the used
   // slots tests 64 candidate bases at once.
-  units_.assign(order.size() * 3 + max_code + 64, Unit{});
+  units_.assign(word_total * 3 + max_code + 64, Unit{});
   std::vector<uint64_t> used(units_.size() / 64 + 2, 0);
   used[0] = 1;                                // the root
   auto used_at = [&](size_t p) -> uint64_t {  // bit j: whether slot p + j is used
@@ -253,52 +260,62 @@ CjDictionary::CjDictionary(const std::vector<std::pair<std::u32string, int32_t>>
     if (i / 64 >= used.size()) used.resize(units_.size() / 64 + 2, 0);
     used[i / 64] |= uint64_t{1} << (i % 64);
   };
+  // A node: its slot and the range of sorted words below it (the word ending at the node, if
+  // any, first).
   struct Pending {
     uint32_t node;
-    size_t lo, hi, depth;
-    std::vector<uint32_t> codes;  // of the children
-    std::vector<size_t> starts;   // word range of each child, plus the end
+    uint32_t lo, hi, depth;
+    uint32_t children = 0;
   };
   std::vector<Pending> level, next_level;
-  level.push_back({kRoot, 0, order.size(), 0, {}, {}});
+  level.push_back({kRoot, 0, static_cast<uint32_t>(word_total), 0});
+  std::vector<uint32_t> child_codes;
+  std::vector<uint32_t> child_starts;
+  // The children of `p` (codes and word ranges); records the cost of the word ending at p.
+  auto children_of = [&](Pending& p, bool record) {
+    child_codes.clear();
+    child_starts.clear();
+    uint32_t lo = p.lo;
+    if (lo < p.hi && key_size(order[lo]) == p.depth) {
+      if (record) {
+        units_[p.node].cost = list.costs[order[lo]];
+        ++word_count_;
+      }
+      ++lo;
+      // Duplicates (none in ICU's data) keep the first.
+      while (lo < p.hi && key_size(order[lo]) == p.depth) ++lo;
+    }
+    for (uint32_t w = lo; w < p.hi; ++w) {
+      const uint32_t code = key_at(order[w], p.depth);
+      if (child_codes.empty() || child_codes.back() != code) {
+        child_codes.push_back(code);
+        child_starts.push_back(w);
+      }
+    }
+    child_starts.push_back(p.hi);
+    p.children = static_cast<uint32_t>(child_codes.size());
+  };
   size_t free_head = 1;  // no free slot below this
   size_t end_used = 1;   // one past the last used slot
   constexpr size_t kSizeClasses = 16;
   std::array<size_t, kSizeClasses> last_base;
   last_base.fill(1);
   while (!level.empty()) {
-    for (Pending& p : level) {
-      size_t lo = p.lo;
-      if (lo < p.hi && keys[order[lo]].size() == p.depth) {  // the word ending here sorts first
-        units_[p.node].cost = costs[order[lo]];
-        ++word_count_;
-        ++lo;
-        // Duplicates (none in ICU's data) keep the first.
-        while (lo < p.hi && keys[order[lo]].size() == p.depth) ++lo;
-      }
-      for (size_t w = lo; w < p.hi; ++w) {
-        const uint32_t code = keys[order[w]][p.depth];
-        if (p.codes.empty() || p.codes.back() != code) {
-          p.codes.push_back(code);
-          p.starts.push_back(w);
-        }
-      }
-      p.starts.push_back(p.hi);
-    }
-    std::stable_sort(level.begin(), level.end(), [](const Pending& a, const Pending& b) {
-      return a.codes.size() > b.codes.size();
-    });
+    for (Pending& p : level) children_of(p, /*record=*/true);
+    std::stable_sort(level.begin(), level.end(),
+                     [](const Pending& a, const Pending& b) { return a.children > b.children; });
     next_level.clear();
-    for (const Pending& p : level) {
-      if (p.codes.empty()) continue;  // a leaf: base 0
-      const size_t size_class = std::min(p.codes.size(), kSizeClasses - 1);
-      size_t window = free_head > p.codes[0] ? free_head - p.codes[0] : 1;
+    for (Pending& p : level) {
+      if (p.children == 0) continue;  // a leaf: base 0
+      children_of(p, /*record=*/false);
+      const size_t size_class = std::min<size_t>(child_codes.size(), kSizeClasses - 1);
+      size_t window = free_head > child_codes[0] ? free_head - child_codes[0] : 1;
       window = std::max(window, last_base[size_class]);
       size_t base = 0;
       for (;; window += 64) {
         uint64_t fits = ~uint64_t{0};  // bit j: base window + j fits the children seen so far
-        for (size_t c = 0; c < p.codes.size() && fits != 0; ++c) {
-          fits &= ~used_at(window + p.codes[c]);
+        for (size_t c = 0; c < child_codes.size() && fits != 0; ++c) {
+          fits &= ~used_at(window + child_codes[c]);
         }
         if (fits != 0) {
           base = window + static_cast<size_t>(std::countr_zero(fits));
@@ -307,20 +324,20 @@ CjDictionary::CjDictionary(const std::vector<std::pair<std::u32string, int32_t>>
       }
       last_base[size_class] = base;
       units_[p.node].base = static_cast<uint32_t>(base);
-      for (size_t c = 0; c < p.codes.size(); ++c) {
-        const size_t t = base + p.codes[c];
+      for (size_t c = 0; c < child_codes.size(); ++c) {
+        const size_t t = base + child_codes[c];
         mark_used(t);
         units_[t].check = p.node;
         end_used = std::max(end_used, t + 1);
         next_level.push_back(
-            {static_cast<uint32_t>(t), p.starts[c], p.starts[c + 1], p.depth + 1, {}, {}});
+            {static_cast<uint32_t>(t), child_starts[c], child_starts[c + 1], p.depth + 1});
       }
       while ((used_at(free_head) & 1) != 0) ++free_head;
     }
     level.swap(next_level);
   }
-  units_.resize(end_used);
-  units_.resize(units_.size() + max_code + 1);  // base + code stays in range for every node
+  units_.resize(end_used + max_code + 1);  // base + code stays in range for every node
+  units_.shrink_to_fit();
 }
 
 const CjDictionary* CjDictionary::Default() {
@@ -341,21 +358,23 @@ const CjDictionary* CjDictionary::Default() {
     }
     const auto* trie =
         reinterpret_cast<const char16_t*>(reinterpret_cast<const uint8_t*>(indexes) + indexes[0]);
-    std::vector<std::pair<std::u32string, int32_t>> words;
+    WordList list;
     icu::UCharsTrie::Iterator it(trie, 0, error);
+    std::u32string cps;
     while (U_SUCCESS(error) && it.next(error)) {
       const icu::UnicodeString& word = it.getString();
-      std::u32string cps;
+      cps.clear();
       for (int32_t i = 0; i < word.length(); i = word.moveIndex32(i, 1)) {
         cps.push_back(static_cast<char32_t>(word.char32At(i)));
       }
       const int32_t cost = it.getValue();
-      if (cps.empty() || cost < 0) continue;
-      words.emplace_back(std::move(cps), cost);
+      if (!cps.empty() && cost >= 0) list.Add(cps.data(), cps.size(), cost);
     }
     udata_close(data);
-    if (U_FAILURE(error) || words.empty()) return nullptr;
-    return new CjDictionary(words);
+    if (U_FAILURE(error) || list.costs.empty()) return nullptr;
+    auto* dictionary = new CjDictionary();
+    dictionary->Build(std::move(list));
+    return dictionary;
   }();
   return dictionary;
 }
@@ -370,7 +389,7 @@ bool SplitJapaneseWords(const CjDictionary& dictionary, std::string_view text,
   const auto& table = BmpClasses();
   RunScratch& scratch = ThreadRunScratch();
   const size_t n = text.size();
-  size_t piece = 0;    // start of the text not yet segmented
+  size_t piece = 0;  // start of the text not yet segmented
   size_t i = 0;
   uint8_t before = 0;  // flags of the previous code point
   while (i < n) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -45,6 +46,20 @@ class CjDictionary {
   size_t slot_count() const { return units_.size(); }
 
  private:
+  // Words as one array of code points (word w is chars[starts[w], starts[w + 1])) and their costs.
+  struct WordList {
+    std::vector<char32_t> chars;
+    std::vector<uint32_t> starts{0};
+    std::vector<int32_t> costs;
+    void Add(const char32_t* word, size_t size, int32_t cost) {
+      chars.insert(chars.end(), word, word + size);
+      starts.push_back(static_cast<uint32_t>(chars.size()));
+      costs.push_back(cost);
+    }
+  };
+  CjDictionary() = default;
+  void Build(WordList list);
+
   struct Unit {
     uint32_t base = 0;
     uint32_t check = kNoNode;
