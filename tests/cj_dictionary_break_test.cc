@@ -152,11 +152,11 @@ std::vector<std::pair<std::string, std::string>> EdgeCases(bool with_large) {
   if (with_large) {
     std::string kana, kanji, katakana;
     while (kana.size() < (10u << 20)) kana += "あ";
-    while (kanji.size() < (10u << 20)) kanji += "日本語";
-    while (katakana.size() < (10u << 20)) katakana += "カ";
+    while (kanji.size() < (2u << 20)) kanji += "日本語";
+    while (katakana.size() < (2u << 20)) katakana += "カ";
     cases.push_back({"10 MB of one hiragana", kana});
-    cases.push_back({"10 MB of kanji", kanji});
-    cases.push_back({"10 MB of one katakana", katakana});
+    cases.push_back({"2 MB of kanji", kanji});
+    cases.push_back({"2 MB of one katakana", katakana});
   }
   return cases;
 }
