@@ -30,6 +30,7 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "common/utf8.h"
@@ -386,6 +387,8 @@ bool SplitJapaneseWords(std::string_view text, std::vector<std::string_view>* wo
 
 bool SplitJapaneseWords(const CjDictionary& dictionary, std::string_view text,
                         std::vector<std::string_view>* words) {
+  // Run indexes are int32_t, as ICU's text positions are: longer texts stay with ICU.
+  if (text.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) return false;
   const auto& table = BmpClasses();
   RunScratch& scratch = ThreadRunScratch();
   const size_t n = text.size();
