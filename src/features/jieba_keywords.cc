@@ -402,7 +402,24 @@ std::vector<Keyword> TopKeywords(const std::vector<TermCount>& terms,
     return weights[a] > weights[b] || (weights[a] == weights[b] && a < b);
   };
   const size_t n = top_k == 0 ? order->size() : std::min(top_k, order->size());
-  if (n < order->size()) {
+  const bool has_nan =
+      std::any_of(weights.begin(), weights.end(), [](double w) { return std::isnan(w); });
+  if (n < order->size() && !has_nan) {
+    // The n best so far, best first. Terms come in index order, so a term that ties the last
+    // kept weight never displaces it (the earlier index wins), as in the stable sort.
+    size_t kept = 0;
+    uint32_t* top = order->data();  // top[0, kept), written behind the read position
+    for (uint32_t i = 0; i < weights.size(); ++i) {
+      if (kept == n && !(weights[i] > weights[top[n - 1]])) continue;
+      size_t pos = kept == n ? n - 1 : kept;
+      while (pos > 0 && weights[i] > weights[top[pos - 1]]) {
+        top[pos] = top[pos - 1];
+        --pos;
+      }
+      top[pos] = i;
+      if (kept < n) ++kept;
+    }
+  } else if (n < order->size()) {
     std::partial_sort(order->begin(), order->begin() + static_cast<std::ptrdiff_t>(n), order->end(),
                       before);
   } else {

@@ -470,11 +470,26 @@ class BlockCutter {
         while (pos < end && cps_[pos] >= '0' && cps_[pos] <= '9') ++pos;
       }
       if (pos < end && cps_[pos] == '%') ++pos;
-      if (pending < match_begin) Emit(pending, match_begin);
-      Emit(match_begin, pos);
+      if (pending < match_begin) Emit(pending, match_begin, NodeOf(pending, match_begin));
+      Emit(match_begin, pos, NodeOf(match_begin, pos));
       pending = pos;
     }
-    if (pending < end) Emit(pending, end);
+    if (pending < end) Emit(pending, end, NodeOf(pending, end));
+  }
+
+  // The trie node of the word cps[begin:end) (kNoNode when absent), looked up only when nodes are
+  // asked for and the word has two or more characters (kUnknownNode otherwise).
+  uint32_t NodeOf(size_t begin, size_t end) const {
+    if (context_.token_nodes == nullptr || end - begin < 2) return kUnknownNode;
+    uint32_t node = trie_.Root();
+    for (size_t i = begin; i < end && node != kNoNode; ++i) {
+      if constexpr (std::is_same_v<TrieT, Trie>) {
+        node = trie_.ChildByCode(node, scratch_.codes[i]);
+      } else {
+        node = trie_.Child(node, cps_[i]);
+      }
+    }
+    return node;
   }
 
   // A word produced by finalseg.__cut, split into characters if it is a force-split word.
@@ -487,7 +502,7 @@ class BlockCutter {
         return;
       }
     }
-    Emit(begin, end);
+    Emit(begin, end, NodeOf(begin, end));
   }
 
   // finalseg.viterbi + finalseg.__cut over the Han run cps[begin:end].
