@@ -240,6 +240,13 @@ uint32_t FindUtf8(const TrieT& trie, std::string_view word) {
   return node == trie.Root() ? kNoNode : node;
 }
 
+// Makes `v` at least `n` long, keeping what it holds (never shrinks: the buffers are reused from
+// block to block, and every element a block reads it has written first).
+template <class T>
+void GrowTo(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(std::max(n, v.size() * 2));
+}
+
 // Everything a cut needs besides the trie.
 struct CutContext {
   double log_total = 0;
@@ -298,13 +305,13 @@ class BlockCutter {
     auto& end = scratch_.route_end;
     auto& route_node = scratch_.route_node;
     auto& dag_mask = scratch_.dag_mask;
-    dag_mask.resize(n + 1);
-    prob.resize(n + 1);
-    end.resize(n + 1);
-    route_node.resize(n + 1);
+    GrowTo(dag_mask, n + 1);
+    GrowTo(prob, n + 1);
+    GrowTo(end, n + 1);
+    GrowTo(route_node, n + 1);
     const uint32_t* codes = nullptr;
     if constexpr (std::is_same_v<TrieT, Trie>) {  // each code point's code, looked up once
-      scratch_.codes.resize(n);
+      GrowTo(scratch_.codes, n);
       for (size_t i = 0; i < n; ++i) scratch_.codes[i] = trie_.Code(cps_[i]);
       codes = scratch_.codes.data();
     }
@@ -511,8 +518,8 @@ class BlockCutter {
     const size_t n = end - begin;
     auto& v = scratch_.viterbi_prob;
     auto& from = scratch_.viterbi_from;
-    v.resize(n);
-    from.resize(n);
+    GrowTo(v, n);
+    GrowTo(from, n);
     const auto& emit0 = hmm.emit[cps_[begin] - kHanFirst];
     for (int y = 0; y < 4; ++y) v[0][y] = hmm.start[y] + emit0[y];
     // PrevStatus, as state indices: B <- E,S; E <- B,M; M <- M,B; S <- S,E.
@@ -538,7 +545,7 @@ class BlockCutter {
     }
     int state = v[n - 1][kS] >= v[n - 1][kE] ? kS : kE;  // ties to 'S'
     auto& states = scratch_.states;
-    states.resize(n);
+    GrowTo(states, n);
     for (size_t t = n; t-- > 0;) {
       states[t] = static_cast<uint8_t>(state);
       if (t > 0) state = from[t][state];
@@ -597,8 +604,11 @@ void CutText(const TrieT& trie, const CutContext& context, std::string_view text
         scratch.offsets.push_back(i);
         ++i;
       } else {
-        // A Han character of the block range is 3 bytes, E4 B8 80 .. E9 BF 95.
-        if (c < 0xE4 || c > 0xE9 || utf8::ValidSequenceLength(text, i) != 3) {
+        // A Han character of the block range is 3 bytes, E4 B8 80 .. E9 BF 95 (with a lead byte
+        // in E4..E9, two continuation bytes make a valid sequence: no overlong or surrogate form).
+        if (c < 0xE4 || c > 0xE9 || i + 2 >= n ||
+            (static_cast<unsigned char>(text[i + 1]) & 0xC0) != 0x80 ||
+            (static_cast<unsigned char>(text[i + 2]) & 0xC0) != 0x80) {
           break;
         }
         const char32_t cp = utf8::Decode(text, i, 3);
