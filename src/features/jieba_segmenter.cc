@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <type_traits>
 
 #include "features/jieba_internal.h"
@@ -97,17 +98,40 @@ Trie::Trie(const TrieBuilder& builder, double log_total) {
   // Place the nodes level by level (in a level, those with the most children first), each node's
   // children at the first base where all are free. A bitmap of the used units tests 64 candidate
   // bases at once.
-  constexpr uint32_t kUsedByRoot = kNoNode - 1;  // the root's check: occupied, no parent
+  const Unit empty = MakeUnit(0, kEmptyCheck, 0);
   // Built in place, with room for the fill (about 45 % of the units end up used) so that it
   // seldom grows, which would copy.
-  units_.Assign(builder_nodes * 5 / 2 + max_code + 64, Unit{});
+  units_.Assign(builder_nodes * 5 / 2 + max_code + 64, empty);
   auto grow_to = [&](size_t size) {
     if (size <= units_.size()) return;
-    HugePageArray<Unit> bigger(std::max(size, units_.size() + units_.size() / 2), Unit{});
+    HugePageArray<Unit> bigger(std::max(size, units_.size() + units_.size() / 2), empty);
     for (size_t i = 0; i < units_.size(); ++i) bigger[i] = units_[i];
     units_ = std::move(bigger);
   };
-  units_[kRoot].check = kUsedByRoot;
+  auto too_big = [] {
+    return std::length_error("the jieba dictionary needs more than " + std::to_string(kMaxUnits) +
+                             " trie units");
+  };
+  units_[kRoot] = MakeUnit(0, kRootCheck, 0);
+  // calc(): log(FREQ.get(word) or 1) - logtotal, used only for words whose FREQ is truthy; each
+  // distinct frequency's weight is computed once and stored once.
+  log_probs_.assign(1, NAN);
+  std::unordered_map<int64_t, uint32_t> prob_index_of_freq;
+  std::vector<std::pair<uint32_t, double>> overflow;  // (unit, weight) beyond 65,534 weights
+  auto prob_index = [&](int64_t freq, size_t unit) -> uint32_t {
+    if (freq == 0) return 0;
+    const auto it = prob_index_of_freq.find(freq);
+    if (it != prob_index_of_freq.end()) return it->second;
+    const double log_prob = std::log(static_cast<double>(freq)) - log_total;
+    if (log_probs_.size() < kOverflowProb) {
+      log_probs_.push_back(log_prob);
+      const auto index = static_cast<uint32_t>(log_probs_.size() - 1);
+      prob_index_of_freq.emplace(freq, index);
+      return index;
+    }
+    overflow.emplace_back(static_cast<uint32_t>(unit), log_prob);
+    return kOverflowProb;
+  };
   std::vector<uint64_t> used(units_.size() / 64 + 2, 0);
   used[0] = 1;                                // the root
   auto used_at = [&](size_t p) -> uint64_t {  // bit j: whether unit p + j is used
@@ -164,14 +188,13 @@ Trie::Trie(const TrieBuilder& builder, double log_total) {
         last_base[std::min<size_t>(kids_end - kids_begin, kSizeClasses - 1)] = base;
       }
       const uint32_t unit = node_of[parent];
-      units_[unit].base = static_cast<uint32_t>(base);
+      units_[unit] =
+          MakeUnit(static_cast<uint32_t>(base), CheckOf(units_[unit]), ProbIndexOf(units_[unit]));
       for (auto kid = kids_begin; kid != kids_end; ++kid) {
         const size_t t = base + kid->first;
+        if (t >= kMaxUnits) throw too_big();
         mark_used(t);
-        units_[t].check = unit;
-        const int64_t freq = builder.Freq(kid->second);
-        // calc(): log(FREQ.get(word) or 1) - logtotal, used only for words whose FREQ is truthy.
-        units_[t].log_prob = freq != 0 ? std::log(static_cast<double>(freq)) - log_total : NAN;
+        units_[t] = MakeUnit(0, unit, prob_index(builder.Freq(kid->second), t));
         node_of[kid->second] = static_cast<uint32_t>(t);
         end_used = std::max(end_used, t + 1);
         next_level.push_back(kid->second);
@@ -183,7 +206,11 @@ Trie::Trie(const TrieBuilder& builder, double log_total) {
   // Padding: base + code stays inside the array for every base and code.
   const size_t size = end_used + max_code + 1;
   grow_to(size);
-  if (units_.size() > kUsedByRoot) throw std::bad_alloc();
+  if (units_.size() > kMaxUnits) throw too_big();
+  if (!overflow.empty()) {
+    overflow_log_probs_.assign(units_.size(), NAN);
+    for (const auto& [unit, log_prob] : overflow) overflow_log_probs_[unit] = log_prob;
+  }
   freq_.assign(units_.size(), 0);
   for (size_t node = 0; node < builder_nodes; ++node) {
     if (node_of[node] != kNoNode) freq_[node_of[node]] = builder.Freq(static_cast<uint32_t>(node));
@@ -847,6 +874,8 @@ Result<std::shared_ptr<const JiebaSegmenter>> JiebaSegmenter::Load(const JiebaOp
     return LoadOrThrow(options);
   } catch (const std::bad_alloc&) {
     return Status::ResourceExhausted("out of memory while loading the jieba dictionary");
+  } catch (const std::length_error& error) {
+    return Status::ResourceExhausted(error.what());
   }
 }
 
