@@ -270,8 +270,12 @@ uint32_t FindUtf8(const TrieT& trie, std::string_view word) {
 // Makes `v` at least `n` long, keeping what it holds (never shrinks: the buffers are reused from
 // block to block, and every element a block reads it has written first).
 template <class T>
-void GrowTo(std::vector<T>& v, size_t n) {
-  if (v.size() < n) v.resize(std::max(n, v.size() * 2));
+[[gnu::noinline]] void Grow(std::vector<T>& v, size_t n) {
+  v.resize(std::max(n, v.size() * 2));
+}
+template <class T>
+inline void GrowTo(std::vector<T>& v, size_t n) {
+  if (v.size() < n) [[unlikely]] Grow(v, n);
 }
 
 // Everything a cut needs besides the trie.
