@@ -140,6 +140,8 @@ class Trie {
     const auto it = other_codes_.find(cp);
     return it == other_codes_.end() ? 0 : it->second;
   }
+  // Code(cp) for cp < 0x10000.
+  uint32_t BmpCode(char32_t cp) const { return bmp_codes_[cp]; }
   // Child(node, cp) for code = Code(cp); code 0 gives kNoNode.
   uint32_t ChildByCode(uint32_t node, uint32_t code) const {
     const uint32_t t = BaseOf(units_[node]) + code;  // units_ is padded: t is always in range

@@ -275,7 +275,8 @@ template <class T>
 }
 template <class T>
 inline void GrowTo(std::vector<T>& v, size_t n) {
-  if (v.size() < n) [[unlikely]] Grow(v, n);
+  if (v.size() < n) [[unlikely]]
+    Grow(v, n);
 }
 
 // Everything a cut needs besides the trie.
@@ -293,16 +294,14 @@ class BlockCutter {
  public:
   BlockCutter(const TrieT& trie, const CutContext& context, std::string_view text,
               CutScratch& scratch, std::vector<std::string_view>* tokens)
-      : trie_(trie),
-        context_(context),
-        text_(text),
-        cps_(scratch.cps),
-        offsets_(scratch.offsets),
-        scratch_(scratch),
-        tokens_(tokens) {}
+      : trie_(trie), context_(context), text_(text), scratch_(scratch), tokens_(tokens) {}
 
-  // Cuts the block whose code points and offsets are in the scratch buffers.
-  void Cut() {
+  // Cuts the block of the first n code points in the scratch buffers (with their offsets, plus
+  // the end, and, for Trie, their codes).
+  void Cut(size_t n) {
+    n_ = n;
+    cps_ = scratch_.cps.data();
+    offsets_ = scratch_.offsets.data();
     CalcRoute();
     if (context_.hmm != nullptr) {
       CutDag();
@@ -324,14 +323,14 @@ class BlockCutter {
 
   // Outputs the token of code points [begin, end), with its trie node when asked for nodes.
   void Emit(size_t begin, size_t end, uint32_t node = kUnknownNode) {
-    tokens_->push_back(text_.substr(offsets_[begin], offsets_[end] - offsets_[begin]));
+    tokens_->emplace_back(text_.data() + offsets_[begin], offsets_[end] - offsets_[begin]);
     if (context_.token_nodes != nullptr) context_.token_nodes->push_back(node);
   }
 
   // Tokenizer.get_DAG + Tokenizer.calc: route[idx] = max over the DAG of
   // (log(FREQ[word] or 1) - logtotal + route[x + 1][0], x), ties to the larger x.
   void CalcRoute() {
-    const size_t n = cps_.size();
+    const size_t n = n_;
     auto& prob = scratch_.route_prob;
     auto& end = scratch_.route_end;
     auto& route_node = scratch_.route_node;
@@ -340,12 +339,7 @@ class BlockCutter {
     GrowTo(prob, n + 1);
     GrowTo(end, n + 1);
     GrowTo(route_node, n + 1);
-    const uint32_t* codes = nullptr;
-    if constexpr (std::is_same_v<TrieT, Trie>) {  // each code point's code, looked up once
-      GrowTo(scratch_.codes, n);
-      for (size_t i = 0; i < n; ++i) scratch_.codes[i] = trie_.Code(cps_[i]);
-      codes = scratch_.codes.data();
-    }
+    const uint32_t* codes = scratch_.codes.data();  // Trie: each code point's code
     prob[n] = 0;
     end[n] = 0;
     for (size_t idx = n; idx-- > 0;) {
@@ -430,7 +424,7 @@ class BlockCutter {
 
   // Tokenizer.__cut_DAG.
   void CutDag() {
-    const size_t n = cps_.size();
+    const size_t n = n_;
     const auto& route_end = scratch_.route_end;
     size_t x = 0;
     size_t buf_begin = 0;
@@ -454,7 +448,7 @@ class BlockCutter {
 
   // Tokenizer.__cut_DAG_NO_HMM: single ASCII letters and digits are merged.
   void CutDagNoHmm() {
-    const size_t n = cps_.size();
+    const size_t n = n_;
     const auto& route_end = scratch_.route_end;
     size_t x = 0;
     size_t buf_begin = 0;
@@ -607,9 +601,10 @@ class BlockCutter {
   const TrieT& trie_;
   const CutContext& context_;
   std::string_view text_;
-  std::vector<char32_t>& cps_;
-  std::vector<size_t>& offsets_;
   CutScratch& scratch_;
+  size_t n_ = 0;  // the block: cps_[0, n_), offsets_[0, n_]
+  const char32_t* cps_ = nullptr;
+  const size_t* offsets_ = nullptr;
   std::vector<std::string_view>* tokens_;
 };
 
@@ -623,16 +618,35 @@ void CutText(const TrieT& trie, const CutContext& context, std::string_view text
   BlockCutter<TrieT> cutter(trie, context, text, scratch, tokens);
   const size_t n = text.size();
   size_t i = 0;
+  // The block buffers, written through pointers (they only grow; offsets has one more).
+  constexpr bool kCodes = std::is_same_v<TrieT, Trie>;
+  size_t capacity = 0;
+  char32_t* cps = nullptr;
+  size_t* offsets = nullptr;
+  uint32_t* codes = nullptr;
+  auto reserve = [&](size_t size) {
+    GrowTo(scratch.cps, size);
+    GrowTo(scratch.offsets, size + 1);
+    if constexpr (kCodes) GrowTo(scratch.codes, size);
+    capacity = scratch.cps.size();
+    if constexpr (kCodes) capacity = std::min(capacity, scratch.codes.size());
+    capacity = std::min(capacity, scratch.offsets.size() - 1);
+    cps = scratch.cps.data();
+    offsets = scratch.offsets.data();
+    codes = scratch.codes.data();
+  };
+  reserve(256);
   while (i < n) {
     // Gather a block.
-    scratch.cps.clear();
-    scratch.offsets.clear();
+    size_t count = 0;
     while (i < n) {
+      if (count == capacity) reserve(capacity * 2);
       const auto c = static_cast<unsigned char>(text[i]);
       if (c < 0x80) {
         if (!IsBlockAscii(c)) break;
-        scratch.cps.push_back(c);
-        scratch.offsets.push_back(i);
+        cps[count] = c;
+        if constexpr (kCodes) codes[count] = trie.BmpCode(c);
+        offsets[count++] = i;
         ++i;
       } else {
         // A Han character of the block range is 3 bytes, E4 B8 80 .. E9 BF 95 (with a lead byte
@@ -644,14 +658,15 @@ void CutText(const TrieT& trie, const CutContext& context, std::string_view text
         }
         const char32_t cp = utf8::Decode(text, i, 3);
         if (!IsHan(cp)) break;
-        scratch.cps.push_back(cp);
-        scratch.offsets.push_back(i);
+        cps[count] = cp;
+        if constexpr (kCodes) codes[count] = trie.BmpCode(cp);
+        offsets[count++] = i;
         i += 3;
       }
     }
-    if (!scratch.cps.empty()) {
-      scratch.offsets.push_back(i);
-      cutter.Cut();
+    if (count != 0) {
+      offsets[count] = i;
+      cutter.Cut(count);
     }
     if (i >= n) break;
     // One character outside blocks.
