@@ -147,6 +147,10 @@ class Trie {
     const uint32_t t = BaseOf(units_[node]) + code;  // units_ is padded: t is always in range
     return CheckOf(units_[t]) == node && code != 0 ? t : kNoNode;
   }
+  // ChildByCode(Root(), code): the root's base is 0.
+  uint32_t RootChildByCode(uint32_t code) const {
+    return CheckOf(units_[code]) == kRoot && code != 0 ? code : kNoNode;
+  }
   uint32_t Child(uint32_t node, char32_t cp) const { return ChildByCode(node, Code(cp)); }
   // Starts loading the unit ChildByCode(ChildByCode(root, first), second) would read.
   void PrefetchSecondStep(uint32_t first, uint32_t second) const {

@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
@@ -80,6 +81,23 @@ struct TermScratch {
 
 // wc.lower() in STOP_WORDS. Terms are runs of [\u4E00-\u9FD5a-zA-Z0-9+#&._%-], whose Unicode
 // lower case is the ASCII lower case.
+// A word of at most 7 bytes as one integer: its bytes, and its length in the top byte.
+constexpr uint64_t PackShortWord(std::string_view word) {
+  uint64_t packed = uint64_t{word.size()} << 56;
+  for (size_t i = 0; i < word.size(); ++i) {
+    packed |= uint64_t{static_cast<unsigned char>(word[i])} << (8 * i);
+  }
+  return packed;
+}
+
+constexpr auto kPackedStopWords = [] {
+  std::array<uint64_t, std::size(jieba::kStopWords)> packed{};
+  for (size_t i = 0; i < packed.size(); ++i) packed[i] = PackShortWord(jieba::kStopWords[i]);
+  return packed;
+}();
+static_assert(std::all_of(std::begin(jieba::kStopWords), std::end(jieba::kStopWords),
+                          [](std::string_view w) { return w.size() <= 5; }));
+
 bool IsStopWord(std::string_view term) {
   if (term.size() > 5) return false;
   char lower[5];
@@ -88,11 +106,10 @@ bool IsStopWord(std::string_view term) {
     if (static_cast<unsigned char>(c) >= 0x80) return false;
     lower[i] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
   }
-  const std::string_view lowered(lower, term.size());
-  for (std::string_view stop : jieba::kStopWords) {
-    if (stop == lowered) return true;
-  }
-  return false;
+  const uint64_t packed = PackShortWord(std::string_view(lower, term.size()));
+  bool found = false;
+  for (const uint64_t stop : kPackedStopWords) found |= stop == packed;
+  return found;
 }
 
 // len(wc.strip()) >= 2 for a token of Cut: block words hold no whitespace; other tokens are one
@@ -346,7 +363,8 @@ void KeywordExtractor::CountTermsAndIdfs(std::string_view text, std::vector<Term
     return by_node ? Mix64(key + 0x9E3779B97F4A7C15ull) : key;
   };
   scratch.term_keys.clear();
-  for (size_t t = 0; t < scratch.tokens.size(); ++t) {
+  const size_t token_count = scratch.tokens.size();
+  for (size_t t = 0; t < token_count; ++t) {
     const std::string_view token = scratch.tokens[t];
     if (!LongEnough(token) || IsStopWord(token)) continue;
     uint32_t node = scratch.nodes[t];

@@ -358,7 +358,7 @@ class BlockCutter {
       bool has_children = true;
       double word_log_prob = NAN;
       if constexpr (std::is_same_v<TrieT, Trie>) {
-        node = trie_.ChildByCode(trie_.Root(), codes[idx]);
+        node = trie_.RootChildByCode(codes[idx]);
         if (node != kNoNode) {
           has_children = trie_.HasChildren(node);
           word_log_prob = trie_.WordLogProb(node);
