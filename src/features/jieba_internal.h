@@ -221,8 +221,13 @@ struct PyValue {
 Result<PyValue> ParsePythonAssignment(std::string_view source, std::string_view name,
                                       std::string_view where);
 
-// Per-thread scratch buffers reused across calls.
+// Per-thread scratch buffers reused across calls. Every buffer holds at least `capacity` entries
+// (one more for those indexed up to the block's end), so a block of that many code points is cut
+// without any size check.
 struct CutScratch {
+  // Grows the buffers to hold a block of `size` code points; returns the new capacity.
+  size_t Reserve(size_t size);
+  size_t capacity = 0;
   std::vector<char32_t> cps;         // code points of the current block
   std::vector<uint32_t> codes;       // Trie::Code of each code point
   std::vector<size_t> offsets;       // byte offset of each code point, plus the end

@@ -227,6 +227,24 @@ void AdviseHugePages(void* data, size_t bytes) {
 #endif
 }
 
+size_t CutScratch::Reserve(size_t size) {
+  if (size <= capacity) return capacity;
+  const size_t n = std::max(size, capacity * 2);
+  const size_t n1 = n + 1;  // offsets and the route have one more entry than the block
+  cps.resize(n);
+  codes.resize(n);
+  offsets.resize(n1);
+  route_prob.resize(n1);
+  route_end.resize(n1);
+  route_node.resize(n1);
+  dag_mask.resize(n1);
+  viterbi_prob.resize(n);
+  viterbi_from.resize(n);
+  states.resize(n);
+  capacity = n;
+  return capacity;
+}
+
 CutScratch& ThreadScratch() {
   thread_local CutScratch scratch;
   return scratch;
@@ -265,18 +283,6 @@ uint32_t FindUtf8(const TrieT& trie, std::string_view word) {
     i += len;
   }
   return node == trie.Root() ? kNoNode : node;
-}
-
-// Makes `v` at least `n` long, keeping what it holds (never shrinks: the buffers are reused from
-// block to block, and every element a block reads it has written first).
-template <class T>
-[[gnu::noinline]] void Grow(std::vector<T>& v, size_t n) {
-  v.resize(std::max(n, v.size() * 2));
-}
-template <class T>
-inline void GrowTo(std::vector<T>& v, size_t n) {
-  if (v.size() < n) [[unlikely]]
-    Grow(v, n);
 }
 
 // Everything a cut needs besides the trie.
@@ -335,10 +341,6 @@ class BlockCutter {
     auto& end = scratch_.route_end;
     auto& route_node = scratch_.route_node;
     auto& dag_mask = scratch_.dag_mask;
-    GrowTo(dag_mask, n + 1);
-    GrowTo(prob, n + 1);
-    GrowTo(end, n + 1);
-    GrowTo(route_node, n + 1);
     const uint32_t* codes = scratch_.codes.data();  // Trie: each code point's code
     prob[n] = 0;
     end[n] = 0;
@@ -543,8 +545,6 @@ class BlockCutter {
     const size_t n = end - begin;
     auto& v = scratch_.viterbi_prob;
     auto& from = scratch_.viterbi_from;
-    GrowTo(v, n);
-    GrowTo(from, n);
     const auto& emit0 = hmm.emit[cps_[begin] - kHanFirst];
     for (int y = 0; y < 4; ++y) v[0][y] = hmm.start[y] + emit0[y];
     // PrevStatus, as state indices: B <- E,S; E <- B,M; M <- M,B; S <- S,E.
@@ -570,7 +570,6 @@ class BlockCutter {
     }
     int state = v[n - 1][kS] >= v[n - 1][kE] ? kS : kE;  // ties to 'S'
     auto& states = scratch_.states;
-    GrowTo(states, n);
     for (size_t t = n; t-- > 0;) {
       states[t] = static_cast<uint8_t>(state);
       if (t > 0) state = from[t][state];
@@ -618,19 +617,14 @@ void CutText(const TrieT& trie, const CutContext& context, std::string_view text
   BlockCutter<TrieT> cutter(trie, context, text, scratch, tokens);
   const size_t n = text.size();
   size_t i = 0;
-  // The block buffers, written through pointers (they only grow; offsets has one more).
+  // The block buffers, written through pointers (they only grow, and hold `capacity` code points).
   constexpr bool kCodes = std::is_same_v<TrieT, Trie>;
   size_t capacity = 0;
   char32_t* cps = nullptr;
   size_t* offsets = nullptr;
   uint32_t* codes = nullptr;
   auto reserve = [&](size_t size) {
-    GrowTo(scratch.cps, size);
-    GrowTo(scratch.offsets, size + 1);
-    if constexpr (kCodes) GrowTo(scratch.codes, size);
-    capacity = scratch.cps.size();
-    if constexpr (kCodes) capacity = std::min(capacity, scratch.codes.size());
-    capacity = std::min(capacity, scratch.offsets.size() - 1);
+    capacity = scratch.Reserve(size);
     cps = scratch.cps.data();
     offsets = scratch.offsets.data();
     codes = scratch.codes.data();
