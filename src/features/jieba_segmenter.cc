@@ -668,6 +668,10 @@ void CutText(const TrieT& trie, const CutContext& context, std::string_view text
     size_t len = 1;
     if (c == '\r' && i + 1 < n && text[i + 1] == '\n') {
       len = 2;
+    } else if (c >= 0xE1 && c <= 0xEF && c != 0xED && i + 2 < n &&
+               (static_cast<unsigned char>(text[i + 1]) & 0xC0) == 0x80 &&
+               (static_cast<unsigned char>(text[i + 2]) & 0xC0) == 0x80) {
+      len = 3;  // the common case (CJK punctuation): valid, as no overlong or surrogate form
     } else if (c >= 0x80) {
       len = utf8::ValidSequenceLength(text, i);
       if (len == 0) len = 1;  // not UTF-8: one byte at a time
