@@ -260,10 +260,11 @@ class JiebaSegmenter::Impl {
       : trie(builder, log_total_in), total(builder.total), log_total(log_total_in) {}
 
   void Cut(std::string_view text, std::vector<std::string_view>* tokens, bool hmm) const;
-  // Cut with HMM that also reports each token's trie node: the node id, kNoNode, or
-  // kUnknownNode (not looked up; FindNode gives it).
-  void CutWithNodes(std::string_view text, std::vector<std::string_view>* tokens,
-                    std::vector<uint32_t>* token_nodes) const;
+  // The tokens of Cut with HMM that have two or more code points (the only ones that can be
+  // keywords: single characters and "\r\n" never have len(wc.strip()) >= 2), in order, with each
+  // token's trie node: the node id, kNoNode, or kUnknownNode (not looked up; FindNode gives it).
+  void CutWordsWithNodes(std::string_view text, std::vector<std::string_view>* tokens,
+                         std::vector<uint32_t>* token_nodes) const;
   // The trie node of `word`, or kNoNode.
   uint32_t FindNode(std::string_view word) const;
 };

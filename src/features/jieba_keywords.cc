@@ -347,7 +347,7 @@ void KeywordExtractor::CountTermsAndIdfs(std::string_view text, std::vector<Term
   TermScratch& scratch = ThreadTermScratch();
   scratch.tokens.clear();
   scratch.nodes.clear();
-  segmenter.CutWithNodes(text, &scratch.tokens, &scratch.nodes);
+  segmenter.CutWordsWithNodes(text, &scratch.tokens, &scratch.nodes);
   // The table starts small (it must stay in cache) and doubles when half full.
   size_t table_size = TableSizeFor(std::min<size_t>(scratch.tokens.size(), 256));
   auto start_table = [&](size_t size) {

@@ -289,7 +289,10 @@ uint32_t FindUtf8(const TrieT& trie, std::string_view word) {
 struct CutContext {
   double log_total = 0;
   std::vector<uint32_t>* token_nodes = nullptr;  // if set, receives each token's node
-  const HmmModel* hmm = nullptr;                 // null: HMM=False
+  // Only the tokens of two or more code points of blocks (single characters and "\r\n" are left
+  // out).
+  bool words_only = false;
+  const HmmModel* hmm = nullptr;  // null: HMM=False
   const std::unordered_set<std::string>* force_split_words = nullptr;
 };
 
@@ -329,6 +332,7 @@ class BlockCutter {
 
   // Outputs the token of code points [begin, end), with its trie node when asked for nodes.
   void Emit(size_t begin, size_t end, uint32_t node = kUnknownNode) {
+    if (context_.words_only && end - begin < 2) return;
     tokens_->emplace_back(text_.data() + offsets_[begin], offsets_[end] - offsets_[begin]);
     if (context_.token_nodes != nullptr) context_.token_nodes->push_back(node);
   }
@@ -676,8 +680,10 @@ void CutText(const TrieT& trie, const CutContext& context, std::string_view text
       len = utf8::ValidSequenceLength(text, i);
       if (len == 0) len = 1;  // not UTF-8: one byte at a time
     }
-    tokens->push_back(text.substr(i, len));
-    if (context.token_nodes != nullptr) context.token_nodes->push_back(kUnknownNode);
+    if (!context.words_only) {
+      tokens->push_back(text.substr(i, len));
+      if (context.token_nodes != nullptr) context.token_nodes->push_back(kUnknownNode);
+    }
     i += len;
   }
 }
@@ -952,10 +958,11 @@ void JiebaSegmenter::Impl::Cut(std::string_view text, std::vector<std::string_vi
   jieba::CutText(trie, context, text, tokens);
 }
 
-void JiebaSegmenter::Impl::CutWithNodes(std::string_view text,
-                                        std::vector<std::string_view>* tokens,
-                                        std::vector<uint32_t>* token_nodes) const {
+void JiebaSegmenter::Impl::CutWordsWithNodes(std::string_view text,
+                                             std::vector<std::string_view>* tokens,
+                                             std::vector<uint32_t>* token_nodes) const {
   jieba::CutContext context;
+  context.words_only = true;
   context.log_total = log_total;
   context.hmm = &hmm;
   context.force_split_words = &force_split_words;
