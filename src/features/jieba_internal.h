@@ -235,7 +235,6 @@ struct CutScratch {
   std::vector<size_t> route_end;     // route[i][1]
   std::vector<uint32_t> route_node;  // trie node of the word route[i] chooses, or kNoNode
   std::vector<uint64_t> dag_mask;    // bit d-1: cps[i:i+d] is a word (FREQ truthy), d <= 64
-  std::vector<std::array<double, 4>> viterbi_prob;
   std::vector<std::array<uint8_t, 4>> viterbi_from;
   std::vector<uint8_t> states;
 };

@@ -238,7 +238,6 @@ size_t CutScratch::Reserve(size_t size) {
   route_end.resize(n1);
   route_node.resize(n1);
   dag_mask.resize(n1);
-  viterbi_prob.resize(n);
   viterbi_from.resize(n);
   states.resize(n);
   capacity = n;
@@ -547,20 +546,26 @@ class BlockCutter {
   void ViterbiCut(size_t begin, size_t end) {
     const HmmModel& hmm = *context_.hmm;
     const size_t n = end - begin;
-    auto& v = scratch_.viterbi_prob;
     auto& from = scratch_.viterbi_from;
     const auto& emit0 = hmm.emit[cps_[begin] - kHanFirst];
-    for (int y = 0; y < 4; ++y) v[0][y] = hmm.start[y] + emit0[y];
+    // Only the last column of V is needed: it stays in registers, as do the transitions used.
+    std::array<double, 4> v;
+    for (int y = 0; y < 4; ++y) v[y] = hmm.start[y] + emit0[y];
     // PrevStatus, as state indices: B <- E,S; E <- B,M; M <- M,B; S <- S,E.
     static constexpr int kPrev[4][2] = {{kE, kS}, {kB, kM}, {kM, kB}, {kS, kE}};
+    std::array<std::array<double, 2>, 4> trans;
+    for (int y = 0; y < 4; ++y) {
+      for (int k = 0; k < 2; ++k) trans[y][k] = hmm.trans[kPrev[y][k]][y];
+    }
     for (size_t t = 1; t < n; ++t) {
       const auto& emit = hmm.emit[cps_[begin + t] - kHanFirst];
+      std::array<double, 4> next;
       for (int y = 0; y < 4; ++y) {
         const double em = emit[y];
         const int y0a = kPrev[y][0];
         const int y0b = kPrev[y][1];
-        const double pa = v[t - 1][y0a] + hmm.trans[y0a][y] + em;
-        const double pb = v[t - 1][y0b] + hmm.trans[y0b][y] + em;
+        const double pa = v[y0a] + trans[y][0] + em;
+        const double pb = v[y0b] + trans[y][1] + em;
         // max over (prob, state) tuples: equal probabilities go to the larger state letter.
         int best = y0a;
         double best_p = pa;
@@ -568,11 +573,12 @@ class BlockCutter {
           best = y0b;
           best_p = pb;
         }
-        v[t][y] = best_p;
+        next[y] = best_p;
         from[t][y] = static_cast<uint8_t>(best);
       }
+      v = next;
     }
-    int state = v[n - 1][kS] >= v[n - 1][kE] ? kS : kE;  // ties to 'S'
+    int state = v[kS] >= v[kE] ? kS : kE;  // ties to 'S'
     auto& states = scratch_.states;
     for (size_t t = n; t-- > 0;) {
       states[t] = static_cast<uint8_t>(state);
