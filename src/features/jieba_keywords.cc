@@ -96,15 +96,19 @@ constexpr auto kPackedStopWords = [] {
   return packed;
 }();
 static_assert(std::all_of(std::begin(jieba::kStopWords), std::end(jieba::kStopWords),
-                          [](std::string_view w) { return w.size() <= 5; }));
+                          [](std::string_view w) {
+                            return w.size() <= 5 && std::all_of(w.begin(), w.end(), [](char c) {
+                                     return c >= 'a' && c <= 'z';
+                                   });
+                          }));
 
 bool IsStopWord(std::string_view term) {
   if (term.size() > 5) return false;
   char lower[5];
   for (size_t i = 0; i < term.size(); ++i) {
     const char c = term[i];
-    if (static_cast<unsigned char>(c) >= 0x80) return false;
     lower[i] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    if (lower[i] < 'a' || lower[i] > 'z') return false;  // stop words are ASCII letters only
   }
   const uint64_t packed = PackShortWord(std::string_view(lower, term.size()));
   bool found = false;
