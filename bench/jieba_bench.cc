@@ -2,8 +2,10 @@
 // documents of the shared corpus, against Python jieba 0.42.1 on the same text (the baseline,
 // measured in the same run by /usr/bin/python3). Times are thread CPU times, best of N passes.
 //
-// Usage: jieba_bench [--no-python] [--repeat N] [--corpus DIR]
-// (DIR defaults to ../shared/corpus next to the source tree).
+// Usage: jieba_bench [--no-python] [--profile-tags] [--repeat N] [--corpus DIR] [--dump FILE]
+// (DIR defaults to ../shared/corpus next to the source tree). --dump writes every document's
+// tokens (with and without HMM) and extract_tags(topK=20) with exact (hex) weights to FILE, so
+// that two builds can be compared byte for byte.
 #include <benchmark/benchmark.h>
 #include <simdjson.h>
 #include <unistd.h>
@@ -75,6 +77,7 @@ double BestSeconds(int repeat, const std::vector<std::string>& texts, Fn fn) {
 int main(int argc, char** argv) {
   bool run_python = true;
   bool profile_tags = false;
+  std::string dump_path;
   int repeat = 3;
   std::filesystem::path corpus =
       std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "shared" /
@@ -89,9 +92,11 @@ int main(int argc, char** argv) {
       repeat = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--corpus" && i + 1 < argc) {
       corpus = argv[++i];
+    } else if (arg == "--dump" && i + 1 < argc) {
+      dump_path = argv[++i];
     } else {
-      std::cerr
-          << "usage: jieba_bench [--no-python] [--profile-tags] [--repeat N] [--corpus DIR]\n";
+      std::cerr << "usage: jieba_bench [--no-python] [--profile-tags] [--repeat N] [--corpus DIR] "
+                   "[--dump FILE]\n";
       return 2;
     }
   }
@@ -127,6 +132,30 @@ int main(int argc, char** argv) {
   std::printf("load: dictionary + HMM %.3f s, IDF table %.3f s\n", dict_seconds,
               SecondsSince(start));
 
+  if (!dump_path.empty()) {
+    std::FILE* out = std::fopen(dump_path.c_str(), "w");
+    if (out == nullptr) {
+      std::perror(dump_path.c_str());
+      return 1;
+    }
+    std::vector<std::string_view> tokens;
+    for (const std::string& text : texts) {
+      for (const bool hmm : {true, false}) {
+        tokens.clear();
+        (*segmenter)->Cut(text, &tokens, hmm);
+        for (std::string_view token : tokens) {
+          std::fprintf(out, "%.*s|", static_cast<int>(token.size()), token.data());
+        }
+        std::fputc('\n', out);
+      }
+      for (const neardup::Keyword& tag : (*extractor)->ExtractTags(text, 20)) {
+        std::fprintf(out, "%s %a|", tag.word.c_str(), tag.weight);
+      }
+      std::fputc('\n', out);
+    }
+    std::fclose(out);
+    return 0;
+  }
   if (profile_tags) {
     const double seconds = BestSeconds(repeat, texts, [&](const std::string& text) {
       auto tags = (*extractor)->ExtractTags(text, 20);

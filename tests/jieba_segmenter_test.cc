@@ -2,6 +2,8 @@
 // 0.42.1, user words, data loading errors, and robustness on arbitrary bytes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +14,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "features/jieba_internal.h"
 #include "neardup/jieba.h"
 
 namespace neardup {
@@ -284,6 +287,86 @@ TEST(JiebaTrieTest, SupplementaryPlaneAndAsciiWords) {
   EXPECT_EQ(small.Frequency("abcd"), std::nullopt);
   EXPECT_EQ(small.Frequency("\u4E2D\u6587"), 11);
   EXPECT_EQ(small.dictionary_size(), 9u);  // 8 words and the prefix "a"
+}
+
+// The trie keeps each distinct word weight once in a table of at most 65,534; a dictionary with
+// more distinct frequencies keeps the rest per unit. Every 2-character word here has its own
+// frequency, far above its characters' (1 each), so Cut of the word alone gives the word back only
+// if its weight is right.
+TEST(JiebaTrieTest, MoreDistinctFrequenciesThanTheWeightTable) {
+  constexpr char32_t kFirst = 0x4E00;
+  constexpr size_t kSide = 280;  // 280 x 280 = 78,400 words
+  auto utf8 = [](char32_t cp) {
+    std::string out;
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+    return out;
+  };
+  std::string dict;
+  std::vector<std::string> words;
+  for (size_t a = 0; a < kSide; ++a) {
+    dict += utf8(kFirst + a) + " 1\n";
+    for (size_t b = 0; b < kSide; ++b) {
+      words.push_back(utf8(kFirst + a) + utf8(kFirst + b));
+      dict += words.back() + " " + std::to_string(1000000 + words.size()) + "\n";
+    }
+  }
+  JiebaOptions options;
+  options.dict_path = WriteTempFile("jieba_many_frequencies.txt", dict);
+  auto segmenter = JiebaSegmenter::Load(options);
+  ASSERT_TRUE(segmenter.ok()) << segmenter.status().ToString();
+  size_t wrong = 0;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const Tokens tokens = (*segmenter)->LCut(words[i], /*hmm=*/false);
+    if (tokens != Tokens{words[i]}) ++wrong;
+    ASSERT_EQ((*segmenter)->Frequency(words[i]), static_cast<int64_t>(1000001 + i));
+  }
+  EXPECT_EQ(wrong, 0u);
+  // Two words in a row: the route takes both (their weights against four single characters).
+  EXPECT_EQ((*segmenter)->LCut(words.front() + words.back(), false),
+            (Tokens{words.front(), words.back()}));
+}
+
+// CountTerms cuts only for the words it can count: its counts are those of Cut's tokens that
+// have two or more characters after strip() and are not stop words, in order of first occurrence.
+TEST(JiebaKeywordTest, CountTermsMatchesCountingCutTokens) {
+  const std::vector<std::string> texts = {
+      "小明硕士毕业于中国科学院计算所，后在日本京都大学深造。小明硕士毕业。",
+      "C++和Python3.6.1是编程语言, 比例12.5% The URL is https\r\n THE the 和 Of of\r\n",
+      "\xE4\xB8\xAD\xFF\xFE文 abc\tdef 中国 中国 中国\x80\xE4\xB8",
+      "他来到了网易杭研大厦，他来到了网易杭研大厦",
+      "",
+      "  \r\n\r\n 。。 a b c",
+  };
+  for (const std::string& text : texts) {
+    std::vector<TermCount> terms;
+    Extractor().CountTerms(text, &terms);
+    std::vector<std::pair<std::string, int64_t>> expected;
+    std::unordered_map<std::string, size_t> index;
+    for (const std::string& token : Segmenter().LCut(text)) {
+      std::string stripped = token;
+      while (!stripped.empty() && std::isspace(static_cast<unsigned char>(stripped.back()))) {
+        stripped.pop_back();
+      }
+      while (!stripped.empty() && std::isspace(static_cast<unsigned char>(stripped.front()))) {
+        stripped.erase(stripped.begin());
+      }
+      size_t characters = 0;
+      for (unsigned char c : stripped) characters += (c & 0xC0) != 0x80;
+      std::string lower = token;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      const bool stop_word = std::find(std::begin(jieba::kStopWords), std::end(jieba::kStopWords),
+                                       lower) != std::end(jieba::kStopWords);
+      if (characters < 2 || stop_word) continue;
+      auto [it, inserted] = index.try_emplace(token, expected.size());
+      if (inserted) expected.emplace_back(token, 0);
+      ++expected[it->second].second;
+    }
+    std::vector<std::pair<std::string, int64_t>> got;
+    for (const TermCount& term : terms) got.emplace_back(std::string(term.word), term.count);
+    EXPECT_EQ(got, expected) << text;
+  }
 }
 
 TEST(JiebaLoadTest, ReportsBadFilesWithTheirPlace) {

@@ -121,11 +121,17 @@ class HugePageArray {
 // The immutable dictionary used to cut: a double-array trie. Code points are renumbered from 1 by
 // how many dictionary edges carry them (the commonest get the smallest codes, so the children of a
 // node sit close together; 0 = in no word). Node t is the child of node s by code c when
-// t == units[s].base + c and units[t].check == s; the unit also holds the node's calc() weight, so
-// following an edge reads one 16-byte unit. The root is node 0 with base 0; a node without
-// children has base 0 too (its "children" would be the root's, whose check is 0, never its own).
+// t == base(s) + c and check(t) == s. A unit is 8 bytes: base (24 bits), check (24 bits) and the
+// index of the node's calc() weight in a small table of the distinct weights (16 bits), so
+// following an edge reads one unit and eight units share a cache line. The root is node 0 with
+// base 0; a node without children has base 0 too (its "children" would be the root's, whose check
+// is 0, never its own).
 class Trie {
  public:
+  // Units are numbered below this (base and check are 24 bits; the last two values are reserved).
+  static constexpr size_t kMaxUnits = (size_t{1} << 24) - 2;
+
+  // Throws std::length_error if the dictionary needs more than kMaxUnits units.
   Trie(const TrieBuilder& builder, double log_total);
   uint32_t Root() const { return kRoot; }
   // The code of `cp` (0 when no dictionary word contains it).
@@ -134,19 +140,28 @@ class Trie {
     const auto it = other_codes_.find(cp);
     return it == other_codes_.end() ? 0 : it->second;
   }
+  // Code(cp) for cp < 0x10000.
+  uint32_t BmpCode(char32_t cp) const { return bmp_codes_[cp]; }
   // Child(node, cp) for code = Code(cp); code 0 gives kNoNode.
   uint32_t ChildByCode(uint32_t node, uint32_t code) const {
-    const uint32_t t = units_[node].base + code;  // units_ is padded: t is always in range
-    return units_[t].check == node && code != 0 ? t : kNoNode;
+    const uint32_t t = BaseOf(units_[node]) + code;  // units_ is padded: t is always in range
+    return CheckOf(units_[t]) == node && code != 0 ? t : kNoNode;
+  }
+  // ChildByCode(Root(), code): the root's base is 0.
+  uint32_t RootChildByCode(uint32_t code) const {
+    return CheckOf(units_[code]) == kRoot && code != 0 ? code : kNoNode;
   }
   uint32_t Child(uint32_t node, char32_t cp) const { return ChildByCode(node, Code(cp)); }
   // Starts loading the unit ChildByCode(ChildByCode(root, first), second) would read.
   void PrefetchSecondStep(uint32_t first, uint32_t second) const {
-    __builtin_prefetch(&units_[units_[first].base + second]);  // root's child of code c is unit c
+    __builtin_prefetch(&units_[BaseOf(units_[first]) + second]);  // root's child of code c is c
   }
   // calc()'s log(FREQ[word]) - log(total) when FREQ[word] is not 0, else NaN.
-  double WordLogProb(uint32_t node) const { return units_[node].log_prob; }
-  bool HasChildren(uint32_t node) const { return units_[node].base != 0 || node == kRoot; }
+  double WordLogProb(uint32_t node) const {
+    const uint32_t index = ProbIndexOf(units_[node]);
+    return index != kOverflowProb ? log_probs_[index] : overflow_log_probs_[node];
+  }
+  bool HasChildren(uint32_t node) const { return BaseOf(units_[node]) != 0 || node == kRoot; }
   int64_t Freq(uint32_t node) const { return freq_[node]; }
 
   size_t node_count() const { return node_count_; }
@@ -155,13 +170,22 @@ class Trie {
  private:
   static constexpr uint32_t kRoot = 0;
   static constexpr char32_t kBmp = 0x10000;
-  struct Unit {
-    uint32_t base = 0;
-    uint32_t check = kNoNode;
-    double log_prob = NAN;
-  };
+  static constexpr uint32_t kEmptyCheck = 0xFFFFFF;  // a free unit
+  static constexpr uint32_t kRootCheck = 0xFFFFFE;   // the root's unit: used, no parent
+  static constexpr uint32_t kOverflowProb = 0xFFFF;  // the weight is in overflow_log_probs_
+  using Unit = uint64_t;                             // base | check << 24 | prob index << 48
+  static uint32_t BaseOf(Unit u) { return static_cast<uint32_t>(u & 0xFFFFFF); }
+  static uint32_t CheckOf(Unit u) { return static_cast<uint32_t>((u >> 24) & 0xFFFFFF); }
+  static uint32_t ProbIndexOf(Unit u) { return static_cast<uint32_t>(u >> 48); }
+  static Unit MakeUnit(uint32_t base, uint32_t check, uint32_t prob_index) {
+    return Unit{base} | (Unit{check} << 24) | (Unit{prob_index} << 48);
+  }
 
   HugePageArray<Unit> units_;
+  // The distinct weights; index 0 is NaN (not a word). Should a dictionary have more than 65,534
+  // distinct frequencies, the rest go to overflow_log_probs_ (per unit, empty otherwise).
+  std::vector<double> log_probs_;
+  std::vector<double> overflow_log_probs_;
   std::vector<int64_t> freq_;        // per unit
   std::vector<uint32_t> bmp_codes_;  // code point < 0x10000 -> code
   std::unordered_map<char32_t, uint32_t> other_codes_;
@@ -197,8 +221,13 @@ struct PyValue {
 Result<PyValue> ParsePythonAssignment(std::string_view source, std::string_view name,
                                       std::string_view where);
 
-// Per-thread scratch buffers reused across calls.
+// Per-thread scratch buffers reused across calls. Every buffer holds at least `capacity` entries
+// (one more for those indexed up to the block's end), so a block of that many code points is cut
+// without any size check.
 struct CutScratch {
+  // Grows the buffers to hold a block of `size` code points; returns the new capacity.
+  size_t Reserve(size_t size);
+  size_t capacity = 0;
   std::vector<char32_t> cps;         // code points of the current block
   std::vector<uint32_t> codes;       // Trie::Code of each code point
   std::vector<size_t> offsets;       // byte offset of each code point, plus the end
@@ -206,7 +235,6 @@ struct CutScratch {
   std::vector<size_t> route_end;     // route[i][1]
   std::vector<uint32_t> route_node;  // trie node of the word route[i] chooses, or kNoNode
   std::vector<uint64_t> dag_mask;    // bit d-1: cps[i:i+d] is a word (FREQ truthy), d <= 64
-  std::vector<std::array<double, 4>> viterbi_prob;
   std::vector<std::array<uint8_t, 4>> viterbi_from;
   std::vector<uint8_t> states;
 };
@@ -231,10 +259,11 @@ class JiebaSegmenter::Impl {
       : trie(builder, log_total_in), total(builder.total), log_total(log_total_in) {}
 
   void Cut(std::string_view text, std::vector<std::string_view>* tokens, bool hmm) const;
-  // Cut with HMM that also reports each token's trie node: the node id, kNoNode, or
-  // kUnknownNode (not looked up; FindNode gives it).
-  void CutWithNodes(std::string_view text, std::vector<std::string_view>* tokens,
-                    std::vector<uint32_t>* token_nodes) const;
+  // The tokens of Cut with HMM that have two or more code points (the only ones that can be
+  // keywords: single characters and "\r\n" never have len(wc.strip()) >= 2), in order, with each
+  // token's trie node: the node id, kNoNode, or kUnknownNode (not looked up; FindNode gives it).
+  void CutWordsWithNodes(std::string_view text, std::vector<std::string_view>* tokens,
+                         std::vector<uint32_t>* token_nodes) const;
   // The trie node of `word`, or kNoNode.
   uint32_t FindNode(std::string_view word) const;
 };

@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
@@ -80,19 +81,39 @@ struct TermScratch {
 
 // wc.lower() in STOP_WORDS. Terms are runs of [\u4E00-\u9FD5a-zA-Z0-9+#&._%-], whose Unicode
 // lower case is the ASCII lower case.
+// A word of at most 7 bytes as one integer: its bytes, and its length in the top byte.
+constexpr uint64_t PackShortWord(std::string_view word) {
+  uint64_t packed = uint64_t{word.size()} << 56;
+  for (size_t i = 0; i < word.size(); ++i) {
+    packed |= uint64_t{static_cast<unsigned char>(word[i])} << (8 * i);
+  }
+  return packed;
+}
+
+constexpr auto kPackedStopWords = [] {
+  std::array<uint64_t, std::size(jieba::kStopWords)> packed{};
+  for (size_t i = 0; i < packed.size(); ++i) packed[i] = PackShortWord(jieba::kStopWords[i]);
+  return packed;
+}();
+static_assert(std::all_of(std::begin(jieba::kStopWords), std::end(jieba::kStopWords),
+                          [](std::string_view w) {
+                            return w.size() <= 5 && std::all_of(w.begin(), w.end(), [](char c) {
+                                     return c >= 'a' && c <= 'z';
+                                   });
+                          }));
+
 bool IsStopWord(std::string_view term) {
   if (term.size() > 5) return false;
   char lower[5];
   for (size_t i = 0; i < term.size(); ++i) {
     const char c = term[i];
-    if (static_cast<unsigned char>(c) >= 0x80) return false;
     lower[i] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    if (lower[i] < 'a' || lower[i] > 'z') return false;  // stop words are ASCII letters only
   }
-  const std::string_view lowered(lower, term.size());
-  for (std::string_view stop : jieba::kStopWords) {
-    if (stop == lowered) return true;
-  }
-  return false;
+  const uint64_t packed = PackShortWord(std::string_view(lower, term.size()));
+  bool found = false;
+  for (const uint64_t stop : kPackedStopWords) found |= stop == packed;
+  return found;
 }
 
 // len(wc.strip()) >= 2 for a token of Cut: block words hold no whitespace; other tokens are one
@@ -335,7 +356,7 @@ void KeywordExtractor::CountTermsAndIdfs(std::string_view text, std::vector<Term
   TermScratch& scratch = ThreadTermScratch();
   scratch.tokens.clear();
   scratch.nodes.clear();
-  segmenter.CutWithNodes(text, &scratch.tokens, &scratch.nodes);
+  segmenter.CutWordsWithNodes(text, &scratch.tokens, &scratch.nodes);
   // The table starts small (it must stay in cache) and doubles when half full.
   size_t table_size = TableSizeFor(std::min<size_t>(scratch.tokens.size(), 256));
   auto start_table = [&](size_t size) {
@@ -351,7 +372,8 @@ void KeywordExtractor::CountTermsAndIdfs(std::string_view text, std::vector<Term
     return by_node ? Mix64(key + 0x9E3779B97F4A7C15ull) : key;
   };
   scratch.term_keys.clear();
-  for (size_t t = 0; t < scratch.tokens.size(); ++t) {
+  const size_t token_count = scratch.tokens.size();
+  for (size_t t = 0; t < token_count; ++t) {
     const std::string_view token = scratch.tokens[t];
     if (!LongEnough(token) || IsStopWord(token)) continue;
     uint32_t node = scratch.nodes[t];
@@ -407,7 +429,24 @@ std::vector<Keyword> TopKeywords(const std::vector<TermCount>& terms,
     return weights[a] > weights[b] || (weights[a] == weights[b] && a < b);
   };
   const size_t n = top_k == 0 ? order->size() : std::min(top_k, order->size());
-  if (n < order->size()) {
+  const bool has_nan =
+      std::any_of(weights.begin(), weights.end(), [](double w) { return std::isnan(w); });
+  if (n < order->size() && !has_nan) {
+    // The n best so far, best first. Terms come in index order, so a term that ties the last
+    // kept weight never displaces it (the earlier index wins), as in the stable sort.
+    size_t kept = 0;
+    uint32_t* top = order->data();  // top[0, kept), written behind the read position
+    for (uint32_t i = 0; i < weights.size(); ++i) {
+      if (kept == n && !(weights[i] > weights[top[n - 1]])) continue;
+      size_t pos = kept == n ? n - 1 : kept;
+      while (pos > 0 && weights[i] > weights[top[pos - 1]]) {
+        top[pos] = top[pos - 1];
+        --pos;
+      }
+      top[pos] = i;
+      if (kept < n) ++kept;
+    }
+  } else if (n < order->size()) {
     std::partial_sort(order->begin(), order->begin() + static_cast<std::ptrdiff_t>(n), order->end(),
                       before);
   } else {

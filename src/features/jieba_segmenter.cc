@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <type_traits>
 
 #include "features/jieba_internal.h"
@@ -97,17 +98,40 @@ Trie::Trie(const TrieBuilder& builder, double log_total) {
   // Place the nodes level by level (in a level, those with the most children first), each node's
   // children at the first base where all are free. A bitmap of the used units tests 64 candidate
   // bases at once.
-  constexpr uint32_t kUsedByRoot = kNoNode - 1;  // the root's check: occupied, no parent
+  const Unit empty = MakeUnit(0, kEmptyCheck, 0);
   // Built in place, with room for the fill (about 45 % of the units end up used) so that it
   // seldom grows, which would copy.
-  units_.Assign(builder_nodes * 5 / 2 + max_code + 64, Unit{});
+  units_.Assign(builder_nodes * 5 / 2 + max_code + 64, empty);
   auto grow_to = [&](size_t size) {
     if (size <= units_.size()) return;
-    HugePageArray<Unit> bigger(std::max(size, units_.size() + units_.size() / 2), Unit{});
+    HugePageArray<Unit> bigger(std::max(size, units_.size() + units_.size() / 2), empty);
     for (size_t i = 0; i < units_.size(); ++i) bigger[i] = units_[i];
     units_ = std::move(bigger);
   };
-  units_[kRoot].check = kUsedByRoot;
+  auto too_big = [] {
+    return std::length_error("the jieba dictionary needs more than " + std::to_string(kMaxUnits) +
+                             " trie units");
+  };
+  units_[kRoot] = MakeUnit(0, kRootCheck, 0);
+  // calc(): log(FREQ.get(word) or 1) - logtotal, used only for words whose FREQ is truthy; each
+  // distinct frequency's weight is computed once and stored once.
+  log_probs_.assign(1, NAN);
+  std::unordered_map<int64_t, uint32_t> prob_index_of_freq;
+  std::vector<std::pair<uint32_t, double>> overflow;  // (unit, weight) beyond 65,534 weights
+  auto prob_index = [&](int64_t freq, size_t unit) -> uint32_t {
+    if (freq == 0) return 0;
+    const auto it = prob_index_of_freq.find(freq);
+    if (it != prob_index_of_freq.end()) return it->second;
+    const double log_prob = std::log(static_cast<double>(freq)) - log_total;
+    if (log_probs_.size() < kOverflowProb) {
+      log_probs_.push_back(log_prob);
+      const auto index = static_cast<uint32_t>(log_probs_.size() - 1);
+      prob_index_of_freq.emplace(freq, index);
+      return index;
+    }
+    overflow.emplace_back(static_cast<uint32_t>(unit), log_prob);
+    return kOverflowProb;
+  };
   std::vector<uint64_t> used(units_.size() / 64 + 2, 0);
   used[0] = 1;                                // the root
   auto used_at = [&](size_t p) -> uint64_t {  // bit j: whether unit p + j is used
@@ -164,14 +188,13 @@ Trie::Trie(const TrieBuilder& builder, double log_total) {
         last_base[std::min<size_t>(kids_end - kids_begin, kSizeClasses - 1)] = base;
       }
       const uint32_t unit = node_of[parent];
-      units_[unit].base = static_cast<uint32_t>(base);
+      units_[unit] =
+          MakeUnit(static_cast<uint32_t>(base), CheckOf(units_[unit]), ProbIndexOf(units_[unit]));
       for (auto kid = kids_begin; kid != kids_end; ++kid) {
         const size_t t = base + kid->first;
+        if (t >= kMaxUnits) throw too_big();
         mark_used(t);
-        units_[t].check = unit;
-        const int64_t freq = builder.Freq(kid->second);
-        // calc(): log(FREQ.get(word) or 1) - logtotal, used only for words whose FREQ is truthy.
-        units_[t].log_prob = freq != 0 ? std::log(static_cast<double>(freq)) - log_total : NAN;
+        units_[t] = MakeUnit(0, unit, prob_index(builder.Freq(kid->second), t));
         node_of[kid->second] = static_cast<uint32_t>(t);
         end_used = std::max(end_used, t + 1);
         next_level.push_back(kid->second);
@@ -183,7 +206,11 @@ Trie::Trie(const TrieBuilder& builder, double log_total) {
   // Padding: base + code stays inside the array for every base and code.
   const size_t size = end_used + max_code + 1;
   grow_to(size);
-  if (units_.size() > kUsedByRoot) throw std::bad_alloc();
+  if (units_.size() > kMaxUnits) throw too_big();
+  if (!overflow.empty()) {
+    overflow_log_probs_.assign(units_.size(), NAN);
+    for (const auto& [unit, log_prob] : overflow) overflow_log_probs_[unit] = log_prob;
+  }
   freq_.assign(units_.size(), 0);
   for (size_t node = 0; node < builder_nodes; ++node) {
     if (node_of[node] != kNoNode) freq_[node_of[node]] = builder.Freq(static_cast<uint32_t>(node));
@@ -198,6 +225,23 @@ void AdviseHugePages(void* data, size_t bytes) {
   (void)data;
   (void)bytes;
 #endif
+}
+
+size_t CutScratch::Reserve(size_t size) {
+  if (size <= capacity) return capacity;
+  const size_t n = std::max(size, capacity * 2);
+  const size_t n1 = n + 1;  // offsets and the route have one more entry than the block
+  cps.resize(n);
+  codes.resize(n);
+  offsets.resize(n1);
+  route_prob.resize(n1);
+  route_end.resize(n1);
+  route_node.resize(n1);
+  dag_mask.resize(n1);
+  viterbi_from.resize(n);
+  states.resize(n);
+  capacity = n;
+  return capacity;
 }
 
 CutScratch& ThreadScratch() {
@@ -244,7 +288,10 @@ uint32_t FindUtf8(const TrieT& trie, std::string_view word) {
 struct CutContext {
   double log_total = 0;
   std::vector<uint32_t>* token_nodes = nullptr;  // if set, receives each token's node
-  const HmmModel* hmm = nullptr;                 // null: HMM=False
+  // Only the tokens of two or more code points of blocks (single characters and "\r\n" are left
+  // out).
+  bool words_only = false;
+  const HmmModel* hmm = nullptr;  // null: HMM=False
   const std::unordered_set<std::string>* force_split_words = nullptr;
 };
 
@@ -255,16 +302,14 @@ class BlockCutter {
  public:
   BlockCutter(const TrieT& trie, const CutContext& context, std::string_view text,
               CutScratch& scratch, std::vector<std::string_view>* tokens)
-      : trie_(trie),
-        context_(context),
-        text_(text),
-        cps_(scratch.cps),
-        offsets_(scratch.offsets),
-        scratch_(scratch),
-        tokens_(tokens) {}
+      : trie_(trie), context_(context), text_(text), scratch_(scratch), tokens_(tokens) {}
 
-  // Cuts the block whose code points and offsets are in the scratch buffers.
-  void Cut() {
+  // Cuts the block of the first n code points in the scratch buffers (with their offsets, plus
+  // the end, and, for Trie, their codes).
+  void Cut(size_t n) {
+    n_ = n;
+    cps_ = scratch_.cps.data();
+    offsets_ = scratch_.offsets.data();
     CalcRoute();
     if (context_.hmm != nullptr) {
       CutDag();
@@ -286,28 +331,20 @@ class BlockCutter {
 
   // Outputs the token of code points [begin, end), with its trie node when asked for nodes.
   void Emit(size_t begin, size_t end, uint32_t node = kUnknownNode) {
-    tokens_->push_back(text_.substr(offsets_[begin], offsets_[end] - offsets_[begin]));
+    if (context_.words_only && end - begin < 2) return;
+    tokens_->emplace_back(text_.data() + offsets_[begin], offsets_[end] - offsets_[begin]);
     if (context_.token_nodes != nullptr) context_.token_nodes->push_back(node);
   }
 
   // Tokenizer.get_DAG + Tokenizer.calc: route[idx] = max over the DAG of
   // (log(FREQ[word] or 1) - logtotal + route[x + 1][0], x), ties to the larger x.
   void CalcRoute() {
-    const size_t n = cps_.size();
+    const size_t n = n_;
     auto& prob = scratch_.route_prob;
     auto& end = scratch_.route_end;
     auto& route_node = scratch_.route_node;
     auto& dag_mask = scratch_.dag_mask;
-    dag_mask.resize(n + 1);
-    prob.resize(n + 1);
-    end.resize(n + 1);
-    route_node.resize(n + 1);
-    const uint32_t* codes = nullptr;
-    if constexpr (std::is_same_v<TrieT, Trie>) {  // each code point's code, looked up once
-      scratch_.codes.resize(n);
-      for (size_t i = 0; i < n; ++i) scratch_.codes[i] = trie_.Code(cps_[i]);
-      codes = scratch_.codes.data();
-    }
+    const uint32_t* codes = scratch_.codes.data();  // Trie: each code point's code
     prob[n] = 0;
     end[n] = 0;
     for (size_t idx = n; idx-- > 0;) {
@@ -326,7 +363,7 @@ class BlockCutter {
       bool has_children = true;
       double word_log_prob = NAN;
       if constexpr (std::is_same_v<TrieT, Trie>) {
-        node = trie_.ChildByCode(trie_.Root(), codes[idx]);
+        node = trie_.RootChildByCode(codes[idx]);
         if (node != kNoNode) {
           has_children = trie_.HasChildren(node);
           word_log_prob = trie_.WordLogProb(node);
@@ -392,7 +429,7 @@ class BlockCutter {
 
   // Tokenizer.__cut_DAG.
   void CutDag() {
-    const size_t n = cps_.size();
+    const size_t n = n_;
     const auto& route_end = scratch_.route_end;
     size_t x = 0;
     size_t buf_begin = 0;
@@ -416,7 +453,7 @@ class BlockCutter {
 
   // Tokenizer.__cut_DAG_NO_HMM: single ASCII letters and digits are merged.
   void CutDagNoHmm() {
-    const size_t n = cps_.size();
+    const size_t n = n_;
     const auto& route_end = scratch_.route_end;
     size_t x = 0;
     size_t buf_begin = 0;
@@ -470,11 +507,26 @@ class BlockCutter {
         while (pos < end && cps_[pos] >= '0' && cps_[pos] <= '9') ++pos;
       }
       if (pos < end && cps_[pos] == '%') ++pos;
-      if (pending < match_begin) Emit(pending, match_begin);
-      Emit(match_begin, pos);
+      if (pending < match_begin) Emit(pending, match_begin, NodeOf(pending, match_begin));
+      Emit(match_begin, pos, NodeOf(match_begin, pos));
       pending = pos;
     }
-    if (pending < end) Emit(pending, end);
+    if (pending < end) Emit(pending, end, NodeOf(pending, end));
+  }
+
+  // The trie node of the word cps[begin:end) (kNoNode when absent), looked up only when nodes are
+  // asked for and the word has two or more characters (kUnknownNode otherwise).
+  uint32_t NodeOf(size_t begin, size_t end) const {
+    if (context_.token_nodes == nullptr || end - begin < 2) return kUnknownNode;
+    uint32_t node = trie_.Root();
+    for (size_t i = begin; i < end && node != kNoNode; ++i) {
+      if constexpr (std::is_same_v<TrieT, Trie>) {
+        node = trie_.ChildByCode(node, scratch_.codes[i]);
+      } else {
+        node = trie_.Child(node, cps_[i]);
+      }
+    }
+    return node;
   }
 
   // A word produced by finalseg.__cut, split into characters if it is a force-split word.
@@ -487,29 +539,33 @@ class BlockCutter {
         return;
       }
     }
-    Emit(begin, end);
+    Emit(begin, end, NodeOf(begin, end));
   }
 
   // finalseg.viterbi + finalseg.__cut over the Han run cps[begin:end].
   void ViterbiCut(size_t begin, size_t end) {
     const HmmModel& hmm = *context_.hmm;
     const size_t n = end - begin;
-    auto& v = scratch_.viterbi_prob;
     auto& from = scratch_.viterbi_from;
-    v.resize(n);
-    from.resize(n);
     const auto& emit0 = hmm.emit[cps_[begin] - kHanFirst];
-    for (int y = 0; y < 4; ++y) v[0][y] = hmm.start[y] + emit0[y];
+    // Only the last column of V is needed: it stays in registers, as do the transitions used.
+    std::array<double, 4> v;
+    for (int y = 0; y < 4; ++y) v[y] = hmm.start[y] + emit0[y];
     // PrevStatus, as state indices: B <- E,S; E <- B,M; M <- M,B; S <- S,E.
     static constexpr int kPrev[4][2] = {{kE, kS}, {kB, kM}, {kM, kB}, {kS, kE}};
+    std::array<std::array<double, 2>, 4> trans;
+    for (int y = 0; y < 4; ++y) {
+      for (int k = 0; k < 2; ++k) trans[y][k] = hmm.trans[kPrev[y][k]][y];
+    }
     for (size_t t = 1; t < n; ++t) {
       const auto& emit = hmm.emit[cps_[begin + t] - kHanFirst];
+      std::array<double, 4> next;
       for (int y = 0; y < 4; ++y) {
         const double em = emit[y];
         const int y0a = kPrev[y][0];
         const int y0b = kPrev[y][1];
-        const double pa = v[t - 1][y0a] + hmm.trans[y0a][y] + em;
-        const double pb = v[t - 1][y0b] + hmm.trans[y0b][y] + em;
+        const double pa = v[y0a] + trans[y][0] + em;
+        const double pb = v[y0b] + trans[y][1] + em;
         // max over (prob, state) tuples: equal probabilities go to the larger state letter.
         int best = y0a;
         double best_p = pa;
@@ -517,13 +573,13 @@ class BlockCutter {
           best = y0b;
           best_p = pb;
         }
-        v[t][y] = best_p;
+        next[y] = best_p;
         from[t][y] = static_cast<uint8_t>(best);
       }
+      v = next;
     }
-    int state = v[n - 1][kS] >= v[n - 1][kE] ? kS : kE;  // ties to 'S'
+    int state = v[kS] >= v[kE] ? kS : kE;  // ties to 'S'
     auto& states = scratch_.states;
-    states.resize(n);
     for (size_t t = n; t-- > 0;) {
       states[t] = static_cast<uint8_t>(state);
       if (t > 0) state = from[t][state];
@@ -554,9 +610,10 @@ class BlockCutter {
   const TrieT& trie_;
   const CutContext& context_;
   std::string_view text_;
-  std::vector<char32_t>& cps_;
-  std::vector<size_t>& offsets_;
   CutScratch& scratch_;
+  size_t n_ = 0;  // the block: cps_[0, n_), offsets_[0, n_]
+  const char32_t* cps_ = nullptr;
+  const size_t* offsets_ = nullptr;
   std::vector<std::string_view>* tokens_;
 };
 
@@ -570,32 +627,50 @@ void CutText(const TrieT& trie, const CutContext& context, std::string_view text
   BlockCutter<TrieT> cutter(trie, context, text, scratch, tokens);
   const size_t n = text.size();
   size_t i = 0;
+  // The block buffers, written through pointers (they only grow, and hold `capacity` code points).
+  constexpr bool kCodes = std::is_same_v<TrieT, Trie>;
+  size_t capacity = 0;
+  char32_t* cps = nullptr;
+  size_t* offsets = nullptr;
+  uint32_t* codes = nullptr;
+  auto reserve = [&](size_t size) {
+    capacity = scratch.Reserve(size);
+    cps = scratch.cps.data();
+    offsets = scratch.offsets.data();
+    codes = scratch.codes.data();
+  };
+  reserve(256);
   while (i < n) {
     // Gather a block.
-    scratch.cps.clear();
-    scratch.offsets.clear();
+    size_t count = 0;
     while (i < n) {
+      if (count == capacity) reserve(capacity * 2);
       const auto c = static_cast<unsigned char>(text[i]);
       if (c < 0x80) {
         if (!IsBlockAscii(c)) break;
-        scratch.cps.push_back(c);
-        scratch.offsets.push_back(i);
+        cps[count] = c;
+        if constexpr (kCodes) codes[count] = trie.BmpCode(c);
+        offsets[count++] = i;
         ++i;
       } else {
-        // A Han character of the block range is 3 bytes, E4 B8 80 .. E9 BF 95.
-        if (c < 0xE4 || c > 0xE9 || utf8::ValidSequenceLength(text, i) != 3) {
+        // A Han character of the block range is 3 bytes, E4 B8 80 .. E9 BF 95 (with a lead byte
+        // in E4..E9, two continuation bytes make a valid sequence: no overlong or surrogate form).
+        if (c < 0xE4 || c > 0xE9 || i + 2 >= n ||
+            (static_cast<unsigned char>(text[i + 1]) & 0xC0) != 0x80 ||
+            (static_cast<unsigned char>(text[i + 2]) & 0xC0) != 0x80) {
           break;
         }
         const char32_t cp = utf8::Decode(text, i, 3);
         if (!IsHan(cp)) break;
-        scratch.cps.push_back(cp);
-        scratch.offsets.push_back(i);
+        cps[count] = cp;
+        if constexpr (kCodes) codes[count] = trie.BmpCode(cp);
+        offsets[count++] = i;
         i += 3;
       }
     }
-    if (!scratch.cps.empty()) {
-      scratch.offsets.push_back(i);
-      cutter.Cut();
+    if (count != 0) {
+      offsets[count] = i;
+      cutter.Cut(count);
     }
     if (i >= n) break;
     // One character outside blocks.
@@ -603,12 +678,18 @@ void CutText(const TrieT& trie, const CutContext& context, std::string_view text
     size_t len = 1;
     if (c == '\r' && i + 1 < n && text[i + 1] == '\n') {
       len = 2;
+    } else if (c >= 0xE1 && c <= 0xEF && c != 0xED && i + 2 < n &&
+               (static_cast<unsigned char>(text[i + 1]) & 0xC0) == 0x80 &&
+               (static_cast<unsigned char>(text[i + 2]) & 0xC0) == 0x80) {
+      len = 3;  // the common case (CJK punctuation): valid, as no overlong or surrogate form
     } else if (c >= 0x80) {
       len = utf8::ValidSequenceLength(text, i);
       if (len == 0) len = 1;  // not UTF-8: one byte at a time
     }
-    tokens->push_back(text.substr(i, len));
-    if (context.token_nodes != nullptr) context.token_nodes->push_back(kUnknownNode);
+    if (!context.words_only) {
+      tokens->push_back(text.substr(i, len));
+      if (context.token_nodes != nullptr) context.token_nodes->push_back(kUnknownNode);
+    }
     i += len;
   }
 }
@@ -822,6 +903,8 @@ Result<std::shared_ptr<const JiebaSegmenter>> JiebaSegmenter::Create(const Jieba
     return LoadOrThrow(options);
   } catch (const std::bad_alloc&) {
     return Status::ResourceExhausted("out of memory while loading the jieba dictionary");
+  } catch (const std::length_error& error) {
+    return Status::ResourceExhausted(error.what());
   }
 }
 
@@ -881,10 +964,11 @@ void JiebaSegmenter::Impl::Cut(std::string_view text, std::vector<std::string_vi
   jieba::CutText(trie, context, text, tokens);
 }
 
-void JiebaSegmenter::Impl::CutWithNodes(std::string_view text,
-                                        std::vector<std::string_view>* tokens,
-                                        std::vector<uint32_t>* token_nodes) const {
+void JiebaSegmenter::Impl::CutWordsWithNodes(std::string_view text,
+                                             std::vector<std::string_view>* tokens,
+                                             std::vector<uint32_t>* token_nodes) const {
   jieba::CutContext context;
+  context.words_only = true;
   context.log_total = log_total;
   context.hmm = &hmm;
   context.force_split_words = &force_split_words;
