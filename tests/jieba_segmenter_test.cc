@@ -314,7 +314,7 @@ TEST(JiebaTrieTest, MoreDistinctFrequenciesThanTheWeightTable) {
   }
   JiebaOptions options;
   options.dict_path = WriteTempFile("jieba_many_frequencies.txt", dict);
-  auto segmenter = JiebaSegmenter::Load(options);
+  auto segmenter = JiebaSegmenter::Create(options);
   ASSERT_TRUE(segmenter.ok()) << segmenter.status().ToString();
   size_t wrong = 0;
   for (size_t i = 0; i < words.size(); ++i) {
