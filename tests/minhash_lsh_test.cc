@@ -299,6 +299,48 @@ TEST(LshCandidatePairsTest, SameResultForEveryThreadCount) {
   EXPECT_LT(one.size(), 2000000u);
 }
 
+TEST(LshBandPairRunsTest, BoundedRunsMergeToTheWholeBand) {
+  // Enough records for the radix sorts (>= 4096) and an oversized bucket, so that a band yields
+  // many more pairs than one run holds.
+  auto corpus = RandomCorpus(5, 1500, 5);
+  for (int i = 0; i < 300; ++i) corpus.push_back(corpus[11]);
+  corpus.push_back({});
+  auto lsh = MinHashLsh::Create({});
+  ASSERT_TRUE(lsh.ok());
+  BandKeyTable table = Keys(*lsh, corpus);
+  for (int band : {0, 7, lsh->parameters().bands - 1}) {
+    std::vector<uint64_t> whole, records, scratch;
+    LshJoinStats whole_stats;
+    LshBandPairs(table.band_keys(band), table.has_keys_bits(), 64, &whole, &whole_stats, &records,
+                 &scratch);
+    ASSERT_GT(whole.size(), 20000u) << band;
+    ASSERT_TRUE(std::is_sorted(whole.begin(), whole.end()));
+    for (size_t max_run : {size_t{1}, size_t{1000}, size_t{4096}, whole.size(), whole.size() + 1}) {
+      std::vector<std::vector<uint64_t>> runs;
+      std::vector<uint64_t> pairs;
+      LshJoinStats stats;
+      LshBandPairRuns(
+          table.band_keys(band), table.has_keys_bits(), 64, max_run,
+          [&](std::span<const uint64_t> run) { runs.emplace_back(run.begin(), run.end()); }, &stats,
+          &pairs, &records, &scratch);
+      std::vector<uint64_t> merged;
+      for (const auto& run : runs) {
+        EXPECT_LE(run.size(), max_run);
+        EXPECT_TRUE(std::is_sorted(run.begin(), run.end()));
+        merged.insert(merged.end(), run.begin(), run.end());
+      }
+      EXPECT_EQ(runs.size(), (whole.size() + max_run - 1) / max_run) << max_run;
+      std::sort(merged.begin(), merged.end());
+      // Disjoint runs: no pair twice, and together exactly the whole band's pairs.
+      EXPECT_EQ(std::adjacent_find(merged.begin(), merged.end()), merged.end()) << max_run;
+      EXPECT_EQ(merged, whole) << "band " << band << ", runs of " << max_run;
+      EXPECT_EQ(stats.bucket_pairs, whole_stats.bucket_pairs);
+      EXPECT_EQ(stats.buckets, whole_stats.buckets);
+      EXPECT_EQ(stats.records, whole_stats.records);
+    }
+  }
+}
+
 TEST(ShingleVerificationTest, VerifiedJaccardIsTheNarrowedJaccard) {
   auto similarity = ShingleSimilarity::Create(true);
   ASSERT_TRUE(similarity.ok());

@@ -239,11 +239,14 @@ size_t BandKeyTable::MemoryBytes() const {
   return bytes;
 }
 
-void LshBandPairs(std::span<const uint32_t> keys, const std::vector<bool>& has_keys,
-                  uint32_t window, std::vector<uint64_t>* pairs, LshJoinStats* stats,
-                  std::vector<uint64_t>* records, std::vector<uint64_t>* scratch) {
+void LshBandPairRuns(std::span<const uint32_t> keys, const std::vector<bool>& has_keys,
+                     uint32_t window, size_t max_run_pairs,
+                     const std::function<void(std::span<const uint64_t>)>& emit_run,
+                     LshJoinStats* stats, std::vector<uint64_t>* pairs,
+                     std::vector<uint64_t>* records, std::vector<uint64_t>* scratch) {
   const size_t n = keys.size();
   window = std::max<uint32_t>(window, 1);
+  max_run_pairs = std::max<size_t>(max_run_pairs, 1);
   pairs->clear();
   records->clear();
   records->reserve(n);
@@ -252,6 +255,12 @@ void LshBandPairs(std::span<const uint32_t> keys, const std::vector<bool>& has_k
   }
   stats->records += records->size();
   RadixSort(records, scratch, 32);
+  // Pairs within a band are distinct (each document has one key, so one bucket): a run needs
+  // sorting only. The scratch buffer is shared with the records' sort, which is finished.
+  auto flush = [&] {
+    RadixSort(pairs, scratch, 0);
+    emit_run(*pairs);
+  };
   std::vector<uint32_t> members;
   for (size_t i = 0; i < records->size();) {
     size_t j = i + 1;
@@ -263,14 +272,27 @@ void LshBandPairs(std::span<const uint32_t> keys, const std::vector<bool>& has_k
       stats->largest_bucket = std::max<uint64_t>(stats->largest_bucket, m);
       members.resize(m);
       for (size_t k = 0; k < m; ++k) members[k] = static_cast<uint32_t>((*records)[i + k]);
-      ForEachBucketPair(members.data(), m, window, [pairs](uint32_t a, uint32_t b) {
+      ForEachBucketPair(members.data(), m, window, [&](uint32_t a, uint32_t b) {
         pairs->push_back(static_cast<uint64_t>(a) << 32 | b);
+        if (pairs->size() >= max_run_pairs) {
+          flush();
+          pairs->clear();
+        }
       });
       stats->bucket_pairs += BucketPairCount(m, window);
     }
     i = j;
   }
-  SortUnique(pairs, scratch);
+  if (!pairs->empty()) flush();  // the last run stays in `pairs`
+}
+
+void LshBandPairs(std::span<const uint32_t> keys, const std::vector<bool>& has_keys,
+                  uint32_t window, std::vector<uint64_t>* pairs, LshJoinStats* stats,
+                  std::vector<uint64_t>* records, std::vector<uint64_t>* scratch) {
+  // One run of all the band's pairs, left in `pairs`.
+  LshBandPairRuns(
+      keys, has_keys, window, SIZE_MAX, [](std::span<const uint64_t>) {}, stats, pairs, records,
+      scratch);
 }
 
 std::vector<LshPair> LshCandidatePairs(const BandKeyTable& table, uint32_t window, int threads,
