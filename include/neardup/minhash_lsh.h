@@ -188,7 +188,9 @@ NEARDUP_EXPORT std::vector<LshPair> LshCandidatePairs(const BandKeyTable& table,
 // spills them to disk): the distinct pairs, packed a << 32 | b and sorted, that the bucket rule
 // yields over documents 0 .. keys.size() - 1 whose key in this band is keys[d] (documents with
 // has_keys[d] false are in no bucket). Adds to `stats` (all fields but candidate_pairs).
-// `records` and `scratch` are work buffers (8 bytes per document each), reusable across calls.
+// `records` and `scratch` are work buffers, reusable across calls: the records are sorted one
+// slice of the key range at a time (up to 8 slices of at least 64 Ki documents), so together
+// they hold about 2 bytes per document at 1M documents (16 for a small band), plus the pairs.
 void LshBandPairs(std::span<const uint32_t> keys, const std::vector<bool>& has_keys,
                   uint32_t window, std::vector<uint64_t>* pairs, LshJoinStats* stats,
                   std::vector<uint64_t>* records, std::vector<uint64_t>* scratch);

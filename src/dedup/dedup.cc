@@ -696,8 +696,8 @@ Status DedupRun::FinishFingerprinting(Clock::time_point stage_start) {
 }
 
 Status DedupRun::LshCandidates() {
-  // Per worker and band: the band's keys (4 bytes per document), its records and a sort buffer
-  // (8 bytes each).
+  // Per worker and band: the band's keys (4 bytes per document), then a key slice's records, a
+  // sort buffer and a run of pairs (about 1 byte per document each; see RunLshWorker).
   if (!use_lsh_) return Status::Ok();
   const auto stage_start = Clock::now();
   if (progress_) progress_("lsh", 0, 0, n_);
@@ -733,10 +733,11 @@ void DedupRun::RunLshWorker(int w, int workers, LshWorker* worker, std::mutex* s
   const std::vector<bool>& present = spill_ ? has_keys_ : keys_.has_keys_bits();
   std::vector<uint64_t> records, scratch, pairs;
   std::vector<uint32_t> band_keys;
-  // A band's pairs go out in sorted runs of at most half a pair per document (and at least
-  // 64 Ki pairs), so the run buffer never outgrows the records and their sort buffer however
-  // many pairs a band yields: a worker holds 4 + 8 + 8 + 4 bytes per document.
-  const size_t max_run_pairs = std::max<size_t>(n_ / 2, size_t{1} << 16);
+  // A band's pairs go out in sorted runs of at most one pair per 8 documents (and at least
+  // 64 Ki pairs), the size of a key slice's records (LshBandPairRuns), so the run buffer and its
+  // sort never outgrow them however many pairs a band yields: a worker holds the band's keys
+  // (4 bytes per document), then about 1 byte each for records, sort buffer and run.
+  const size_t max_run_pairs = std::max<size_t>(n_ / 8, size_t{1} << 16);
   auto emit_run = [&](std::span<const uint64_t> run) {
     if (!worker->status.ok()) return;
     if (!spill_) {
