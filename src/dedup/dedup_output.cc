@@ -37,33 +37,31 @@ const char* KeepName(KeepPolicy keep) {
 
 // Appends the JSON line of one cluster to `out`.
 void AppendClusterLine(const DedupReport& report, const DedupCluster& cluster, std::string* out) {
-  {
-    const DedupDocument& kept = report.documents[cluster.kept];
-    JsonWriter json(out);
-    json.BeginObject().Key("cluster").Uint(cluster.cluster_id);
-    json.Key("size").Uint(cluster.removed.size() + 1);
-    json.Key("kept").BeginObject();
-    json.Key("id").String(kept.id).Key("location").String(Location(report, kept));
-    json.Key("bytes").Uint(kept.text_bytes).Key("fingerprint").String(ToHex(kept.fingerprint));
-    json.EndObject();
-    json.Key("removed").BeginArray();
-    for (const ClusterMember& member : cluster.removed) {
-      const DedupDocument& doc = report.documents[member.document];
-      json.BeginObject();
-      json.Key("id").String(doc.id).Key("location").String(Location(report, doc));
-      json.Key("bytes").Uint(doc.text_bytes);
-      json.Key("distance").Int(member.distance_to_kept);
-      json.Key("reason").String(member.reason);
-      json.Key("via").String(report.documents[member.via].id);
-      json.Key("distance_to_via").Int(member.distance_to_via);
-      if (member.similarity_to_via >= 0) {
-        json.Key("similarity_to_via").Double(member.similarity_to_via);
-      }
-      json.EndObject();
+  const DedupDocument& kept = report.documents[cluster.kept];
+  JsonWriter json(out);
+  json.BeginObject().Key("cluster").Uint(cluster.cluster_id);
+  json.Key("size").Uint(cluster.removed.size() + 1);
+  json.Key("kept").BeginObject();
+  json.Key("id").String(kept.id).Key("location").String(Location(report, kept));
+  json.Key("bytes").Uint(kept.text_bytes).Key("fingerprint").String(ToHex(kept.fingerprint));
+  json.EndObject();
+  json.Key("removed").BeginArray();
+  for (const ClusterMember& member : cluster.removed) {
+    const DedupDocument& doc = report.documents[member.document];
+    json.BeginObject();
+    json.Key("id").String(doc.id).Key("location").String(Location(report, doc));
+    json.Key("bytes").Uint(doc.text_bytes);
+    json.Key("distance").Int(member.distance_to_kept);
+    json.Key("reason").String(member.reason);
+    json.Key("via").String(report.documents[member.via].id);
+    json.Key("distance_to_via").Int(member.distance_to_via);
+    if (member.similarity_to_via >= 0) {
+      json.Key("similarity_to_via").Double(member.similarity_to_via);
     }
-    json.EndArray().EndObject();
-    out->push_back('\n');
+    json.EndObject();
   }
+  json.EndArray().EndObject();
+  out->push_back('\n');
 }
 
 // Creates `path` and writes what produce(std::string* buffer, flush) appends to the buffer;
