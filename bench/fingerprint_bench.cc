@@ -6,9 +6,10 @@
 // library's ParallelFor against the fixed chunks it used before. Prints a table of MB/s and ratios.
 //
 // MB/s is given twice: by wall clock, and per second of CPU time the process used (CLOCK_PROCESS_
-// CPUTIME_ID), which stays meaningful on a machine shared with other work.
+// CPUTIME_ID), which stays meaningful on a machine shared with other work. Each timed row is the
+// median of several passes.
 //
-// Usage: fingerprint_bench [MB per language, default 2] [corpus dir, default the shared corpus]
+// Usage: fingerprint_bench [--megabytes N] [--corpus DIR] [--lang en,ru,zh,ja] (see --help)
 #include <time.h>
 #include <unistd.h>
 
@@ -22,15 +23,18 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/json_writer.h"
 #include "common/parallel.h"
+#include "dedup/shingle_hashes.h"
 #include "neardup/document_reader.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/jieba.h"
+#include "neardup/minhash_lsh.h"
 
 #ifndef NEARDUP_SHARED_DIR
 #define NEARDUP_SHARED_DIR "/work/shared"
@@ -81,11 +85,21 @@ TextSet Load(const std::string& dir, const std::vector<std::string>& files, size
   return set;
 }
 
-// Fingerprints every text `repeats` times on `threads` threads; returns the best run's times.
+// Passes per timed row: the row reports the median (by CPU time) of this many.
+constexpr int kPasses = 5;
+
+// The pass of median CPU time (its wall time with it).
+Timing Median(std::vector<Timing> passes) {
+  std::sort(passes.begin(), passes.end(),
+            [](const Timing& a, const Timing& b) { return a.cpu < b.cpu; });
+  return passes[passes.size() / 2];
+}
+
+// Fingerprints every text `repeats` times on `threads` threads; returns the median pass's times.
 // *checksum receives a position-dependent hash of all fingerprints.
 Timing TimeFingerprints(const Fingerprinter& fingerprinter, const TextSet& set, int threads,
                         int repeats, uint64_t* checksum) {
-  Timing best{1e30, 1e30};
+  std::vector<Timing> passes;
   for (int r = 0; r < repeats; ++r) {
     std::vector<uint64_t> values(set.texts.size());
     auto start = Clock::now();
@@ -98,12 +112,34 @@ Timing TimeFingerprints(const Fingerprinter& fingerprinter, const TextSet& set, 
     });
     double wall = Seconds(start);
     double cpu = CpuSeconds() - cpu_start;
-    if (wall < best.wall) best = {wall, cpu};
+    passes.push_back({wall, cpu});
     uint64_t sum = 0;
     for (uint64_t v : values) sum = (sum ^ v) * 0x100000001b3ull;
     *checksum = sum;
   }
-  return best;
+  return Median(passes);
+}
+
+// dedup's per-document pass on one thread: the fingerprint and, from the same normalised text,
+// the shingles -> MinHash signature -> band keys and the narrowed set verification reads.
+Timing TimeDedupPass(const Fingerprinter& fingerprinter, const TextSet& set, int repeats) {
+  const MinHashLsh lsh = *MinHashLsh::Create(MinHashLshOptions());
+  std::vector<uint32_t> keys(lsh.parameters().bands), narrow;
+  std::vector<uint64_t> units, shingles;
+  std::vector<Timing> passes;
+  for (int r = 0; r < repeats; ++r) {
+    auto start = Clock::now();
+    double cpu_start = CpuSeconds();
+    for (const std::string& text : set.texts) {
+      auto details = fingerprinter.ComputeDetails(text, false, true);
+      if (!details.ok()) continue;
+      ShingleHashesInOrder(details->normalized_text, &units, &shingles);
+      lsh.BandKeysOf(shingles, keys);
+      NarrowedSet(shingles, &narrow);
+    }
+    passes.push_back(Timing{Seconds(start), CpuSeconds() - cpu_start});
+  }
+  return Median(passes);
 }
 
 double ThreadCpuSeconds() {
@@ -228,74 +264,159 @@ FingerprintOptions ReferenceOptions(FingerprintOptions options) {
   return options;
 }
 
+void PrintUsage(FILE* out) {
+  std::fprintf(
+      out,
+      "Usage: fingerprint_bench [options]\n"
+      "Times the default fingerprinting pipeline per language (fast path against the\n"
+      "reference path, same run), the jieba keyword path against Python jieba, and thread\n"
+      "scaling. Each timed row is the median of %d passes.\n"
+      "\n"
+      "Options:\n"
+      "  --megabytes N     text per language, in MB (default 2)\n"
+      "  --corpus DIR      the corpus folder (default %s/corpus)\n"
+      "  --lang LIST       languages to run, comma-separated, of en,ru,zh,ja (default\n"
+      "                    all; the Python and keyword rows need zh)\n"
+      "  -h, --help        print this help and exit\n",
+      kPasses, NEARDUP_SHARED_DIR);
+}
+
+int UsageError(const std::string& message) {
+  std::fprintf(stderr, "fingerprint_bench: %s\n\n", message.c_str());
+  PrintUsage(stderr);
+  return 2;
+}
+
 int Main(int argc, char** argv) {
-  double megabytes = argc > 1 ? std::atof(argv[1]) : 2.0;
-  std::string dir = argc > 2 ? argv[2] : std::string(NEARDUP_SHARED_DIR) + "/corpus";
-  size_t max_bytes = static_cast<size_t>(megabytes * 1e6);
+  double megabytes = 2.0;
+  std::string dir = std::string(NEARDUP_SHARED_DIR) + "/corpus";
+  std::vector<std::string> wanted = {"en", "ru", "zh", "ja"};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](std::string* out) {
+      const size_t eq = arg.find('=');
+      if (eq != std::string::npos) {
+        *out = arg.substr(eq + 1);
+        return true;
+      }
+      if (i + 1 >= argc) return false;
+      *out = argv[++i];
+      return true;
+    };
+    const std::string name = arg.substr(0, arg.find('='));
+    std::string text;
+    if (arg == "-h" || arg == "--help") {
+      PrintUsage(stdout);
+      return 0;
+    } else if (name == "--megabytes") {
+      if (!value(&text)) return UsageError("--megabytes needs a value");
+      char* end = nullptr;
+      megabytes = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() || *end != '\0' || !(megabytes > 0) || megabytes > 1e5) {
+        return UsageError("--megabytes: not a positive number of MB: '" + text + "'");
+      }
+    } else if (name == "--corpus") {
+      if (!value(&dir)) return UsageError("--corpus needs a folder");
+    } else if (name == "--lang") {
+      if (!value(&text)) return UsageError("--lang needs a list such as en,ja");
+      wanted.clear();
+      std::stringstream list(text);
+      for (std::string lang; std::getline(list, lang, ',');) {
+        if (lang != "en" && lang != "ru" && lang != "zh" && lang != "ja") {
+          return UsageError("--lang: unknown language '" + lang + "' (en, ru, zh, ja)");
+        }
+        if (std::find(wanted.begin(), wanted.end(), lang) == wanted.end()) wanted.push_back(lang);
+      }
+      if (wanted.empty()) return UsageError("--lang: no language given");
+    } else {
+      return UsageError("unknown argument '" + arg + "'");
+    }
+  }
+  const size_t max_bytes = static_cast<size_t>(megabytes * 1e6);
   if (!std::filesystem::is_directory(dir)) {
-    std::printf("fingerprint_bench: skipped: the corpus %s is not there (needs ../shared)\n",
-                dir.c_str());
-    return 0;
+    return UsageError("the corpus folder " + dir +
+                      " is not there (pass --corpus DIR; the default needs ../shared)");
   }
   struct Language {
-    const char* name;
+    std::string name;
     TextSet set;
   };
+  const std::map<std::string, std::vector<std::string>> files = {
+      {"en", {"en_speeches.jsonl", "en_manpages.jsonl"}},
+      {"ru", {"ru_manpages.jsonl"}},
+      {"zh", {"zh_lohelp.jsonl", "zh_manpages.jsonl", "zh_debian_docs.jsonl"}},
+      {"ja", {"ja_manpages.jsonl"}}};
   std::vector<Language> languages;
-  languages.push_back({"en", Load(dir, {"en_speeches.jsonl", "en_manpages.jsonl"}, max_bytes)});
-  languages.push_back({"ru", Load(dir, {"ru_manpages.jsonl"}, max_bytes)});
-  languages.push_back(
-      {"zh",
-       Load(dir, {"zh_lohelp.jsonl", "zh_manpages.jsonl", "zh_debian_docs.jsonl"}, max_bytes)});
-  languages.push_back({"ja", Load(dir, {"ja_manpages.jsonl"}, max_bytes)});
-  const TextSet& zh = languages[2].set;
+  for (const std::string lang : {"en", "ru", "zh", "ja"}) {
+    if (std::find(wanted.begin(), wanted.end(), lang) == wanted.end()) continue;
+    languages.push_back({lang, Load(dir, files.at(lang), max_bytes)});
+    if (languages.back().set.texts.empty()) {
+      std::fprintf(stderr, "fingerprint_bench: no %s documents in %s\n", lang.c_str(), dir.c_str());
+      return 1;
+    }
+  }
+  const TextSet* zh_set = nullptr;
+  const TextSet* en_set = nullptr;
+  for (const Language& language : languages) {
+    if (language.name == "zh") zh_set = &language.set;
+    if (language.name == "en") en_set = &language.set;
+  }
   const int nproc = DefaultThreadCount();
   std::printf("corpus:");
   for (const Language& language : languages) {
-    std::printf(" %s %zu docs %.2f MB;", language.name, language.set.texts.size(),
+    std::printf(" %s %zu docs %.2f MB;", language.name.c_str(), language.set.texts.size(),
                 language.set.bytes / 1e6);
   }
   std::printf(" nproc %d\n", nproc);
   std::printf(
       "MB/s: by wall clock, and per CPU-second of this process (= per core; the machine may "
-      "be shared)\n");
+      "be shared); each row but Python's is the median pass (by CPU time) of %d\n",
+      kPasses);
   std::printf("%-50s %3s %9s %11s %10s\n", "what", "thr", "wall MB/s", "CPU MB/s", "ratio");
 
   uint64_t checksum = 0;
-  Timing python = TimePythonJieba(zh);
-  double python_mbps = python.cpu > 0 ? zh.bytes / 1e6 / python.cpu : 0;  // per CPU-second
-  if (python.cpu > 0) {
-    Row("zh python3 jieba.analyse.extract_tags(topK=20)", zh.bytes, python, 1);
-  } else {
-    std::printf("zh python3 jieba: could not run /usr/bin/python3 with jieba\n");
-  }
-
-  // jieba-exact keywords (extract_tags) into a 64-bit SimHash, as the compatibility profile.
-  auto keywords = KeywordExtractor::Default();
-  if (!keywords.ok()) {
-    std::fprintf(stderr, "%s\n", keywords.status().ToString().c_str());
-    return 1;
-  }
-  {
-    auto start = Clock::now();
-    double cpu_start = CpuSeconds();
-    uint64_t sum = 0;
-    for (const std::string& text : zh.texts) {
-      std::vector<WeightedFeature> features;
-      for (Keyword& k : (*keywords)->ExtractTags(text, 20)) {
-        features.push_back({std::move(k.word), k.weight});
-      }
-      auto fp = SimHashFeatures(features, 64, FeatureHash::kXxh3);
-      sum ^= fp.ok() ? fp->lo : 0;
+  if (zh_set != nullptr) {
+    const TextSet& zh = *zh_set;
+    Timing python = TimePythonJieba(zh);
+    double python_mbps = python.cpu > 0 ? zh.bytes / 1e6 / python.cpu : 0;  // per CPU-second
+    if (python.cpu > 0) {
+      Row("zh python3 jieba.analyse.extract_tags(topK=20)", zh.bytes, python, 1);
+    } else {
+      std::printf("zh python3 jieba: could not run /usr/bin/python3 with jieba\n");
     }
-    Timing t{Seconds(start), CpuSeconds() - cpu_start};
-    Row("zh extract_tags(topK=20) -> SimHash64 (C++)", zh.bytes, t, 1, python_mbps, "vs Python");
-    checksum ^= sum;
+
+    // jieba-exact keywords (extract_tags) into a 64-bit SimHash, as the compatibility profile.
+    auto keywords = KeywordExtractor::Default();
+    if (!keywords.ok()) {
+      std::fprintf(stderr, "%s\n", keywords.status().ToString().c_str());
+      return 1;
+    }
+    {
+      std::vector<Timing> passes;
+      uint64_t sum = 0;
+      for (int pass = 0; pass < kPasses; ++pass) {
+        auto start = Clock::now();
+        double cpu_start = CpuSeconds();
+        sum = 0;
+        for (const std::string& text : zh.texts) {
+          std::vector<WeightedFeature> features;
+          for (Keyword& k : (*keywords)->ExtractTags(text, 20)) {
+            features.push_back({std::move(k.word), k.weight});
+          }
+          auto fp = SimHashFeatures(features, 64, FeatureHash::kXxh3);
+          sum ^= fp.ok() ? fp->lo : 0;
+        }
+        passes.push_back({Seconds(start), CpuSeconds() - cpu_start});
+      }
+      Row("zh extract_tags(topK=20) -> SimHash64 (C++)", zh.bytes, Median(passes), 1, python_mbps,
+          "vs Python");
+      checksum ^= sum;
+    }
+    auto compat = MakeOrDie(YanyiwuSimhashOptions(20));
+    Timing compat_time = TimeFingerprints(*compat, zh, 1, kPasses, &checksum);
+    Row("zh yanyiwu profile (top 20, Jenkins) Fingerprinter", zh.bytes, compat_time, 1, python_mbps,
+        "vs Python");
   }
-  auto compat = MakeOrDie(YanyiwuSimhashOptions(20));
-  Timing compat_time = TimeFingerprints(*compat, zh, 1, 2, &checksum);
-  Row("zh yanyiwu profile (top 20, Jenkins) Fingerprinter", zh.bytes, compat_time, 1, python_mbps,
-      "vs Python");
 
   // The default pipeline, reference path against fast path, per language.
   auto defaults = MakeOrDie(FingerprintOptions());
@@ -305,8 +426,8 @@ int Main(int argc, char** argv) {
   bool all_identical = true;
   for (const Language& language : languages) {
     uint64_t ref_sum = 0, fast_sum = 0;
-    Timing ref = TimeFingerprints(*reference, language.set, 1, 2, &ref_sum);
-    Timing fast = TimeFingerprints(*defaults, language.set, 1, 3, &fast_sum);
+    Timing ref = TimeFingerprints(*reference, language.set, 1, kPasses, &ref_sum);
+    Timing fast = TimeFingerprints(*defaults, language.set, 1, kPasses, &fast_sum);
     double ref_cpu_mbps = language.set.bytes / 1e6 / ref.cpu;
     Row(std::string(language.name) + " default options, reference path (before)",
         language.set.bytes, ref, 1);
@@ -317,21 +438,28 @@ int Main(int argc, char** argv) {
     all_identical = all_identical && ref_sum == fast_sum;
     checksum ^= fast_sum;
   }
-  FingerprintOptions wide;
-  wide.bits = 128;
-  auto wide_fingerprinter = MakeOrDie(wide);
-  Timing en_128 = TimeFingerprints(*wide_fingerprinter, languages[0].set, 1, 2, &checksum);
-  Row("en default options, 128 bits", languages[0].set.bytes, en_128, 1);
+  if (en_set != nullptr) {
+    FingerprintOptions wide;
+    wide.bits = 128;
+    auto wide_fingerprinter = MakeOrDie(wide);
+    Timing en_128 = TimeFingerprints(*wide_fingerprinter, *en_set, 1, kPasses, &checksum);
+    Row("en default options, 128 bits", en_set->bytes, en_128, 1);
+  }
 
   // Thread scaling on all languages together.
   TextSet all;
+  std::string names;
   for (const Language& language : languages) {
+    names += (names.empty() ? "" : "+") + language.name;
     all.texts.insert(all.texts.end(), language.set.texts.begin(), language.set.texts.end());
     all.bytes += language.set.bytes;
   }
-  Timing one = TimeFingerprints(*defaults, all, 1, 2, &checksum);
-  Row("en+ru+zh+ja default options, 1 thread", all.bytes, one, 1);
-  Timing many = TimeFingerprints(*defaults, all, nproc, 2, &checksum);
+  Timing one = TimeFingerprints(*defaults, all, 1, kPasses, &checksum);
+  Row(names + " default options, 1 thread", all.bytes, one, 1);
+  Row(names + " + MinHash signature (dedup's pass)", all.bytes,
+      TimeDedupPass(*defaults, all, kPasses), 1, all.bytes / 1e6 / one.cpu,
+      "vs fingerprint alone (same normalised text)");
+  Timing many = TimeFingerprints(*defaults, all, nproc, kPasses, &checksum);
   double one_wall_mbps = all.bytes / 1e6 / one.wall;
   double many_wall_mbps = all.bytes / 1e6 / many.wall;
   // Busy cores = CPU seconds / wall seconds: on a quiet machine the speed-up follows it; on a
@@ -340,7 +468,7 @@ int Main(int argc, char** argv) {
   std::snprintf(note, sizeof(note),
                 "wall-clock speed-up over 1 thread: %.2fx; busy cores %.2f (1 thread: %.2f)",
                 many_wall_mbps / one_wall_mbps, many.cpu / many.wall, one.cpu / one.wall);
-  Row("en+ru+zh+ja default options, nproc threads", all.bytes, many, nproc, 0, note);
+  Row(names + " default options, nproc threads", all.bytes, many, nproc, 0, note);
   if (nproc > 1) {
     for (bool fixed : {true, false}) {
       Split best{0, 1e30};
@@ -355,8 +483,8 @@ int Main(int argc, char** argv) {
           best.total / best.busiest, nproc);
     }
   }
-  std::printf("checksum %016llx; fast path %s the reference path\n",
-              static_cast<unsigned long long>(checksum),
+  std::printf("checksum %016llx (%s, %.3g MB each); fast path %s the reference path\n",
+              static_cast<unsigned long long>(checksum), names.c_str(), megabytes,
               all_identical ? "gives the same fingerprints as" : "DIFFERS from");
   return all_identical ? 0 : 1;
 }

@@ -1,6 +1,7 @@
 // Tests of dedup's spilling path (DedupOptions::spill: band keys, candidate-pair runs and
 // verification shingles in unlinked temporary files, inputs read a second time): the same pairs
-// and clusters as the in-memory path, no file left behind, a clear error for a bad temporary
+// and clusters as the in-memory path and whatever the share of shingle sets kept from the first
+// pass (DedupOptions::first_pass_set_bytes), no file left behind, a clear error for a bad temporary
 // directory, and standard input (readable once) handled by spooling. The 28k-document test needs
 // ../shared and skips visibly without it.
 #include <gtest/gtest.h>
@@ -164,6 +165,36 @@ TEST_F(DedupSpillTest, SameResultForEveryThreadCount) {
   }
 }
 
+// The shingle sets kept from the first pass (all, some, none) give the same pairs and clusters as
+// normalising the documents again for verification, spilled or in memory.
+TEST_F(DedupSpillTest, SameResultWhateverTheFirstPassSetBudget) {
+  for (bool spill : {true, false}) {
+    for (auto candidates :
+         {DedupOptions::Candidates::kLsh, DedupOptions::Candidates::kLshAndSimHash}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "spill " << spill << " candidates " << static_cast<int>(candidates));
+      DedupOptions options = Options(spill);
+      options.candidates = candidates;
+      options.first_pass_set_bytes = 0;  // every set from the second pass
+      auto second_pass = RunDedup(inputs_, options);
+      ASSERT_TRUE(second_pass.ok()) << second_pass.status().ToString();
+      EXPECT_GT(second_pass->clusters.size(), 50u);
+      // 1 byte: no set fits; 20,000 bytes: the sets of the first documents only (the budget runs
+      // out in the middle of a batch); the default: every set.
+      for (uint64_t budget : {uint64_t{1}, uint64_t{20000}, DedupOptions().first_pass_set_bytes}) {
+        SCOPED_TRACE(::testing::Message() << "budget " << budget);
+        options.first_pass_set_bytes = budget;
+        for (int threads : {1, 3}) {
+          options.threads = threads;
+          auto run = RunDedup(inputs_, options);
+          ASSERT_TRUE(run.ok()) << run.status().ToString();
+          ExpectSameResult(*second_pass, *run);
+        }
+      }
+    }
+  }
+}
+
 TEST_F(DedupSpillTest, TemporaryFilesNeverAppearAndLeaveNothingBehind) {
   const fs::path tmp = dir_ / "tmp";
   int checks = 0;
@@ -237,14 +268,18 @@ TEST(DedupSpillSharedTest, SameClustersOnTheDevCorpusAndDevpairs) {
     if (entry.path().extension() == ".jsonl") inputs.push_back(entry.path().string());
   }
   inputs.push_back(NEARDUP_SHARED_DIR "/devpairs/docs.jsonl");
-  DedupOptions on, off;
+  DedupOptions on, off, second_pass;
   off.spill = false;
+  second_pass.first_pass_set_bytes = 0;  // verification normalises the documents again
   auto spilled = RunDedup(inputs, on);
   auto in_memory = RunDedup(inputs, off);
+  auto normalised_again = RunDedup(inputs, second_pass);
   ASSERT_TRUE(spilled.ok()) << spilled.status().ToString();
   ASSERT_TRUE(in_memory.ok()) << in_memory.status().ToString();
+  ASSERT_TRUE(normalised_again.ok()) << normalised_again.status().ToString();
   EXPECT_GT(spilled->pairs.size(), 10000u);
   ExpectSameResult(*spilled, *in_memory);
+  ExpectSameResult(*spilled, *normalised_again);
 }
 
 }  // namespace

@@ -2,7 +2,10 @@
 // normalised text, the same tokens and the same fingerprints, over the shared corpus and the edge
 // cases fast paths tend to break (combining marks, full-width forms, ligatures, Turkish dotted I,
 // emoji and ZWJ sequences, mixed scripts inside one word, invalid UTF-8 at a word boundary of the
-// 8-byte ASCII scan, one 10 MB token).
+// 8-byte ASCII scan, one 10 MB token), and Japanese, which the fast path segments with our own
+// copy of ICU's CJ dictionary break (features/cj_dictionary_break.h): long katakana runs, mixed
+// kana/kanji/ASCII/full-width, half-width katakana, iteration and prolonged sound marks, text
+// without dictionary words, invalid UTF-8 next to kana, a 10 MB run of one script.
 //
 // Documents compared: every document of ../shared/corpus with NEARDUP_LARGE_TESTS=1; an evenly
 // spaced subset of 4,000 by default; 400 under NEARDUP_SANITIZER_BUILD=1.
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "common/utf8.h"
+#include "features/cj_dictionary_break.h"
 #include "features/word_splitter.h"
 #include "neardup/document_reader.h"
 #include "neardup/features.h"
@@ -90,6 +94,18 @@ std::vector<Doc> EdgeCases(bool with_large) {
       {"german sharp s", "STRASSE Straße ẞ"},
       {"numbers", "1.5 1,5 1'5 ١٢٣ ७८९ 3rd 4x4 x86_64"},
       {"only punctuation", "!!! ... ??? ---"},
+      {"japanese", "日本語の文章を単語に分割します。東京都に住んでいます。"},
+      {"katakana runs longer than 8 and 20",
+       "コンピュータプログラミングインターフェース "
+       "アイウエオカキクケコサシスセソタチツテトナニヌネノ"},
+      {"mixed kana kanji ascii full-width",
+       "Linuxカーネル2.6で ｆｕｌｌ－ｗｉｄｔｈ の ＡＢＣ１２３ と漢字かなカナmix123テスト"},
+      {"half-width katakana", "ｶﾀｶﾅ ﾃｽﾄ ｶﾞｷﾞ ｰ"},
+      {"iteration marks", "人々 時々 こゝろ いすゞ ミスヾ 〻 々"},
+      {"prolonged sound mark", "ー ーー コーヒー らーめん ｰ ラーメンー"},
+      {"kana without dictionary words", "ゐゑゐゑ ヰヱヰヱ 𠀋𠀋𠀋 ゟ"},
+      {"extendnumlet next to kana", "カタカナ_abc abc_カナ である__asm__ x_ひら"},
+      {"invalid UTF-8 next to kana", "かな\xE3\x81ことば\xFFカナ\xE6\x97"},
       {"empty", ""},
   };
   // An invalid byte at every offset across two 8-byte words, and a truncated sequence at the end.
@@ -104,6 +120,9 @@ std::vector<Doc> EdgeCases(bool with_large) {
   std::string accented;
   while (accented.size() < (10u << 20)) accented += "e\u0301";
   cases.push_back({"one 10 MB token of combining marks", accented});
+  std::string kana;
+  while (kana.size() < (10u << 20)) kana += "\u3042";
+  cases.push_back({"a 10 MB run of one hiragana", kana});
   return cases;
 }
 
@@ -113,10 +132,16 @@ FingerprintOptions Reference(FingerprintOptions options) {
   return options;
 }
 
-// Compares one text on every stage; returns whether the word splitter decided it alone.
-bool Compare(const Doc& doc, const TextNormalizer& fast_norm, const TextNormalizer& ref_norm,
-             const FeatureExtractor& fast_words, const FeatureExtractor& ref_words,
-             const std::vector<std::pair<const Fingerprinter*, const Fingerprinter*>>& pairs) {
+// Which fast tokenizer decided a text alone.
+struct Decided {
+  bool splitter = false;  // SplitSpaceSeparatedWords
+  bool japanese = false;  // SplitJapaneseWords (after the splitter refused)
+};
+
+// Compares one text on every stage; returns which fast tokenizer decided it.
+Decided Compare(const Doc& doc, const TextNormalizer& fast_norm, const TextNormalizer& ref_norm,
+                const FeatureExtractor& fast_words, const FeatureExtractor& ref_words,
+                const std::vector<std::pair<const Fingerprinter*, const Fingerprinter*>>& pairs) {
   std::string fast_text, ref_text;
   Status fast_status = fast_norm.Normalize(doc.text, &fast_text);
   Status ref_status = ref_norm.Normalize(doc.text, &ref_text);
@@ -155,7 +180,11 @@ bool Compare(const Doc& doc, const TextNormalizer& fast_norm, const TextNormaliz
     EXPECT_EQ(a->whole_text_fallback, b->whole_text_fallback) << doc.name;
   }
   std::vector<std::string_view> words;
-  return ref_status.ok() && SplitSpaceSeparatedWords(ref_text, &words);
+  Decided decided;
+  decided.splitter = ref_status.ok() && SplitSpaceSeparatedWords(ref_text, &words);
+  words.clear();
+  decided.japanese = ref_status.ok() && !decided.splitter && SplitJapaneseWords(ref_text, &words);
+  return decided;
 }
 
 struct Pipelines {
@@ -305,22 +334,28 @@ TEST(FastPathTest, CorpusMatchesTheIcuPath) {
   std::vector<Doc> docs = CorpusSubset(&total);
   ASSERT_GT(total, 20000u) << "the shared corpus should hold about 24,000 documents";
   Pipelines p(/*replace_invalid=*/false);
-  size_t split = 0, space_separated = 0, space_split = 0;
+  size_t split = 0, space_separated = 0, space_split = 0, japanese = 0, ja_docs = 0, ja_split = 0;
   for (const Doc& doc : docs) {
-    bool decided = Compare(doc, *p.fast_norm, *p.ref_norm, *p.fast_words, *p.ref_words, p.pairs);
-    split += decided;
+    Decided decided = Compare(doc, *p.fast_norm, *p.ref_norm, *p.fast_words, *p.ref_words, p.pairs);
+    split += decided.splitter;
+    japanese += decided.japanese;
     if (doc.name.starts_with("en_") || doc.name.starts_with("ru_")) {
       ++space_separated;
-      space_split += decided;
+      space_split += decided.splitter;
+    }
+    if (doc.name.starts_with("ja_")) {
+      ++ja_docs;
+      ja_split += decided.japanese;
     }
     if (::testing::Test::HasFailure()) break;  // one document's report is enough
   }
   std::printf(
       "compared %zu of %zu documents; the word splitter decided %zu alone (%zu of %zu "
-      "English/Russian)\n",
-      docs.size(), total, split, space_split, space_separated);
-  // The splitter must actually carry the space-separated documents, or this test proves nothing.
+      "English/Russian); the Japanese segmentation %zu (%zu of %zu ja_manpages)\n",
+      docs.size(), total, split, space_split, space_separated, japanese, ja_split, ja_docs);
+  // The fast tokenizers must actually carry their documents, or this test proves nothing.
   EXPECT_GT(space_split * 10, space_separated * 9);
+  EXPECT_GT(ja_split * 10, ja_docs * 9);
 }
 
 }  // namespace

@@ -194,5 +194,41 @@ TEST(TextTest, TraditionalShortcutMatchesFullConversion) {
   EXPECT_GT(changed, 0);  // some poems are Traditional
 }
 
+// FoldWhitespace against a code point by code point reference, on random mixes of kana, kanji,
+// U+3000 and other spaces at every offset of the 16-byte blocks its vector path copies.
+TEST(TextTest, FoldWhitespaceMatchesCodePointReference) {
+  const std::vector<std::string> pieces = {"\u3042", "\u6F22", "\u3000", "\u30FC", " ",  "\n",
+                                           "a",      "\u2003", "\u3001", "\u00A0", "xy", "\u3080"};
+  auto reference = [](std::string_view text) {
+    std::string out;
+    bool after_space = true;
+    for (size_t i = 0; i < text.size();) {
+      size_t len = utf8::ValidSequenceLength(text, i);
+      if (len == 0) len = 1;
+      const bool space = len == 1 ? utf8::IsAsciiWhitespace(static_cast<unsigned char>(text[i]))
+                                  : utf8::IsPythonSpace(utf8::Decode(text, i, len));
+      if (space) {
+        if (!after_space) out.push_back(' ');
+      } else {
+        out.append(text.substr(i, len));
+      }
+      after_space = space;
+      i += len;
+    }
+    if (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
+  };
+  uint64_t state = 42;
+  for (int round = 0; round < 20000; ++round) {
+    std::string text;
+    const int count = 1 + round % 40;
+    for (int k = 0; k < count; ++k) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      text += pieces[(state >> 33) % pieces.size()];
+    }
+    ASSERT_EQ(FoldWhitespace(text), reference(text)) << round;
+  }
+}
+
 }  // namespace
 }  // namespace neardup

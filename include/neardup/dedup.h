@@ -91,6 +91,13 @@ struct DedupOptions {
   // the shingle sets of every document to verify). Both give the same pairs and clusters.
   bool spill = true;
   std::string temp_directory;  // empty: $TMPDIR, else /tmp
+  // With the LSH stage and verification, the per-document pass that computes the MinHash
+  // signatures also keeps every document's narrowed shingle set (in temp_directory when spilling,
+  // else in memory) while they fit in this many bytes, so verification reads them instead of
+  // reading and normalising the documents in its pairs a second time. The documents after the
+  // first one that does not fit go through that second pass. The same pairs and clusters at any
+  // value; 0 always uses the second pass.
+  uint64_t first_pass_set_bytes = uint64_t{256} << 20;
   // Documents fingerprinted per parallel batch.
   size_t batch_size = 4096;
   // Record each stage's peak resident memory (Linux: resets the process's peak counter through

@@ -261,7 +261,8 @@ def dedup(documents: Any, **options: Any) -> DedupResult:
     "simhash"; the command's default), ``bands`` / ``rows`` (0 = from the threshold), ``bucket_window`` (64), ``k`` (the
     SimHash join distance, 3), ``verify`` (None = the threshold; 0 = off), ``keep`` ("first" |
     "longest" | "field:NAME"), ``bits``, ``tokenizer``, ``shingle``, ``top_k``, ``no_t2s``, ...
-    ``threads`` (0 = all cores).
+    ``threads`` (0 = all cores), ``temp_dir`` (where the run's unlinked temporary files go, as
+    ``--temp-dir``; None = ``$TMPDIR``, else /tmp).
 
     Rows whose text is not a string, or is empty or only whitespace, are skipped as the command
     skips them (counted in ``summary["skipped_by_reason"]``). ``index`` in the result is the row's

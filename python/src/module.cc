@@ -364,6 +364,11 @@ DedupOptions ParseDedupOptions(const py::dict& kwargs) {
       flags.input.text_field = py::cast<std::string>(value);
     } else if (name == "lines") {
       flags.input.lines = TakeBool(value);
+    } else if (name == "temp_dir") {
+      // --temp-dir: a str or os.PathLike; None = $TMPDIR, else /tmp.
+      flags.temp_dir = value.is_none()
+                           ? std::string()
+                           : py::cast<std::string>(py::module_::import("os").attr("fspath")(value));
     } else {
       UnknownOption(name);
     }

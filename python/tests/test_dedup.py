@@ -107,6 +107,32 @@ def test_in_memory_dedup_writes_no_file(binary, devpairs_docs, tmp_path, monkeyp
     assert result.remove == remove and result.keep == keep
 
 
+def test_temp_dir_is_where_the_run_spills(devpairs_docs, tmp_path, monkeypatch):
+    """temp_dir is --temp-dir: the run's temporary files go there (unlinked, so it stays empty)
+    instead of $TMPDIR, with the same answer; a missing directory is an error naming it."""
+    import pathlib
+
+    rows = [{"id": d["id"], "text": d["text"]} for d in devpairs_docs[:2000]]
+    expected = neardup.dedup(pd.DataFrame(rows))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    # $TMPDIR points nowhere: the run works only if it uses temp_dir.
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "no-such-tmpdir"))
+    with pytest.raises(Exception, match="no-such-tmpdir"):
+        neardup.dedup(pd.DataFrame(rows))
+    for where in (str(scratch), pathlib.Path(scratch)):
+        result = neardup.dedup(pd.DataFrame(rows), temp_dir=where)
+        assert comparable(result.clusters) == comparable(expected.clusters)
+        assert result.remove == expected.remove and len(result.clusters) > 50
+        assert result.summary["spill"]["enabled"] and result.summary["spill"]["peak_mb"] > 0
+        assert os.listdir(scratch) == []
+    path = tmp_path / "docs.jsonl"
+    write_jsonl(path, rows)
+    assert neardup.dedup_files([str(path)], temp_dir=scratch).remove == expected.remove
+    with pytest.raises(Exception, match="missing-dir"):
+        neardup.dedup(pd.DataFrame(rows), temp_dir=str(tmp_path / "missing-dir"))
+
+
 def test_unencodable_text_is_skipped_not_raised():
     result = neardup.dedup([("a", "same words in this text"), ("b", "lone \ud800 surrogate"),
                             ("c", "same words in this text")])

@@ -1,6 +1,7 @@
 // RunDedup, BuildClusters and the keep policies; see neardup/dedup.h.
 #include "neardup/dedup.h"
 
+#include <malloc.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -12,14 +13,18 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "common/parallel.h"
+#include "common/utf8.h"
 #include "dedup/document_hashes.h"
 #include "dedup/pair_runs.h"
+#include "dedup/shingle_hashes.h"
 #include "dedup/spill_file.h"
 #include "neardup/clusters.h"
+#include "neardup/jieba.h"
 #include "neardup/permuted_index.h"
 #include "neardup/shingles.h"
 
@@ -330,6 +335,9 @@ class DedupRun {
  public:
   DedupRun(const DedupOptions& options, const DedupProgress& progress)
       : options_(options), progress_(progress) {}
+  ~DedupRun() {
+    if (jieba_loader_.joinable()) jieba_loader_.join();
+  }
 
   // Checks the options, creates the engines, opens the inputs and (when spilling) the band key
   // files.
@@ -365,10 +373,21 @@ class DedupRun {
   void NoteSpill(int64_t delta);
   // Reads up to a batch of documents into batch_; sets *count, and *done at the end.
   Status ReadBatch(size_t* count, bool* done);
-  // Fingerprints the batch (and keeps the normalised text or its size when needed).
+  // The first time a batch holds a document the default tokenizer will cut with jieba (Han text
+  // without kana), loads the default jieba dictionary on a thread of its own: the workers then do
+  // not stop in the middle of a batch while one of them loads it.
+  void PreloadJiebaFor(size_t count);
+  // The per-document pass over the batch, on all cores: each document's hashes, fingerprint
+  // and, from the same normalised text, its shingles -> MinHash signature -> band keys and
+  // (while the budget lasts) its narrowed shingle set for verification.
   void FingerprintBatch(size_t count);
-  // Shingles -> signature -> band keys of the batch's fingerprinted documents.
-  void BandKeysOfBatch(size_t count);
+  // The shingle-derived part of the pass for batch document i: its shingle hashes (any order,
+  // repeats kept) and band keys. False when the text cannot be shingled (its set is empty).
+  bool ShinglesOfDocument(size_t i, std::string_view normalized, std::vector<uint64_t>* units,
+                          std::vector<uint64_t>* shingles);
+  // Keeps the narrowed shingle set of the next document (in document order) from stage 1 while
+  // the sets fit in options_.first_pass_set_bytes; after the first one that does not, keeps none.
+  Status KeepFirstPassSet(std::span<const uint32_t> set);
   // Appends the batch's keys to the band files, band-major: each band's file holds one key per
   // fingerprinted document (0 without keys).
   Status SpillBandKeys(size_t count);
@@ -399,6 +418,10 @@ class DedupRun {
   Status VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* similarity_of);
   // Reads the shingle set of `document` from the spill file.
   Status LoadShingleSet(uint32_t document, std::vector<uint32_t>* set) const;
+  // The shingle set of `document`: kept from stage 1, or loaded by LoadShingles (read into
+  // `buffer` when spilled).
+  Status SetOf(uint32_t document, std::vector<uint32_t>* buffer,
+               std::span<const uint32_t>* set) const;
   // Frees the candidates and shingles, records the verify stage and counts SimHash-only pairs.
   void FinishVerify(Clock::time_point stage_start);
 
@@ -421,6 +444,8 @@ class DedupRun {
   uint64_t spill_bytes_ = 0, spill_peak_bytes_ = 0;
 
   // Stage 1.
+  std::thread jieba_loader_;
+  bool jieba_wanted_ = false;  // the default jieba dictionary may be needed and is not loading
   std::vector<SpillFile> band_files_;
   double read_seconds_ = 0, lsh_seconds_ = 0;
   std::vector<Document> batch_;
@@ -430,11 +455,29 @@ class DedupRun {
   std::vector<bool> has_keys_;  // per document, when spilling
   std::vector<uint32_t> batch_keys_, band_column_;
   std::vector<uint8_t> batch_has_keys_;
+  std::vector<uint64_t> content_hashes_, squeezed_hashes_;
   // When the fingerprint is computed from the same normalised text the shingles need (the
   // default options), the shingles are cut from the Fingerprinter's normalised text instead of
   // normalising every document twice.
   bool share_normalization_ = false;
-  std::vector<std::string> normalized_;
+  // Narrowed shingle sets kept from stage 1 (verification needs no second pass for them): those
+  // of documents [0, first_pass_documents_), set d at values [first_offsets_[d],
+  // first_offsets_[d + 1]) of first_sets_ (in memory) or of first_file_ (spilling). Kept while
+  // they fit in options_.first_pass_set_bytes (the LSH stage cuts the shingles anyway).
+  bool keep_sets_ = false;
+  // The batch's narrowed sets: each worker chunk appends its documents' sets to an arena of its
+  // own; batch_set_of_[i] = (arena, offset, size) of batch document i. Freed batch by batch.
+  struct SetRef {
+    uint32_t arena = 0;
+    uint32_t size = 0;
+    uint64_t offset = 0;
+  };
+  std::vector<std::vector<uint32_t>> batch_arenas_;
+  std::vector<SetRef> batch_set_of_;
+  uint32_t first_pass_documents_ = 0;
+  std::vector<uint64_t> first_offsets_;
+  std::vector<uint32_t> first_sets_;
+  std::optional<SpillFile> first_file_;
   // --keep longest compares the normalised texts (markup stripped, ...).
   bool need_normalized_ = false;
   bool reserved_ = false;
@@ -522,12 +565,24 @@ Status DedupRun::ReadAndFingerprint() {
   share_normalization_ =
       use_lsh_ && SameNormalization(options_.fingerprint, similarity_->normalize_options());
   need_normalized_ = share_normalization_ || options_.keep == KeepPolicy::kLongest;
+  keep_sets_ = use_lsh_ && verify_ && options_.first_pass_set_bytes > 0;
+  jieba_wanted_ = options_.fingerprint.profile != HashProfile::kYanyiwuSimhash &&
+                  options_.fingerprint.features.tokenizer == Tokenizer::kAuto &&
+                  options_.fingerprint.features.jieba_dir.empty();
+  if (keep_sets_) {
+    first_offsets_.push_back(0);
+    if (spill_) {
+      auto file = SpillFile::Create(options_.temp_directory);
+      if (!file.ok()) return file.status();
+      first_file_.emplace(std::move(*file));
+    }
+  }
   bool done = false;
   while (!done) {
     size_t count = 0;
     NEARDUP_RETURN_IF_ERROR(ReadBatch(&count, &done));
+    PreloadJiebaFor(count);
     FingerprintBatch(count);
-    if (use_lsh_) BandKeysOfBatch(count);
     if (use_lsh_ && spill_) NEARDUP_RETURN_IF_ERROR(SpillBandKeys(count));
     NEARDUP_RETURN_IF_ERROR(RecordBatch(count));
     ReserveDocuments(count);
@@ -554,53 +609,125 @@ Status DedupRun::ReadBatch(size_t* count, bool* done) {
   return Status::Ok();
 }
 
-void DedupRun::FingerprintBatch(size_t count) {
-  results_.assign(count, Result<Fingerprint>(Status::Internal("not computed")));
-  normalized_bytes_.assign(count, 0);
-  if (share_normalization_) normalized_.resize(count);
-  ParallelFor(
-      count, threads_,
-      [&](size_t begin, size_t end) {
-        for (size_t i = begin; i < end; ++i) {
-          if (!need_normalized_) {
-            results_[i] = fingerprinter_->Compute(batch_[i].text);
-            continue;
-          }
-          auto details = fingerprinter_->ComputeDetails(batch_[i].text, false, true);
-          if (!details.ok()) {
-            results_[i] = details.status();
-            continue;
-          }
-          results_[i] = details->fingerprint;
-          normalized_bytes_[i] = details->normalized_text.size();
-          if (share_normalization_) normalized_[i] = std::move(details->normalized_text);
-        }
-      },
-      16);
+void DedupRun::PreloadJiebaFor(size_t count) {
+  if (!jieba_wanted_) return;
+  for (size_t i = 0; i < count; ++i) {
+    if (utf8::HanWithoutKana(batch_[i].text)) {
+      jieba_wanted_ = false;
+      // The extractor loads the same process-wide dictionary (JiebaSegmenter::Default) and waits
+      // for this load if it needs the dictionary first; a failure is reported there.
+      // The loader's thread has a malloc arena of its own that later work does not reuse: give
+      // back the loading's temporary memory (~30 MB of peak otherwise).
+      jieba_loader_ = std::thread([] {
+        (void)JiebaSegmenter::Default();
+        malloc_trim(0);
+      });
+      return;
+    }
+  }
 }
 
-void DedupRun::BandKeysOfBatch(size_t count) {
-  // Timed apart from the fingerprints.
-  auto lsh_start = Clock::now();
-  batch_keys_.assign(count * bands_, 0);
-  batch_has_keys_.assign(count, 0);
+void DedupRun::FingerprintBatch(size_t count) {
+  const auto pass_start = Clock::now();
+  results_.assign(count, Result<Fingerprint>(Status::Internal("not computed")));
+  normalized_bytes_.assign(count, 0);
+  content_hashes_.resize(count);
+  squeezed_hashes_.resize(count);
+  if (use_lsh_) {
+    batch_keys_.assign(count * bands_, 0);
+    batch_has_keys_.assign(count, 0);
+  }
+  batch_arenas_.clear();
+  if (keep_sets_) batch_set_of_.assign(count, SetRef{});
+  std::mutex timing_mutex;
+  double fingerprint_seconds = 0, minhash_seconds = 0;
   ParallelFor(
       count, threads_,
       [&](size_t begin, size_t end) {
-        std::vector<uint64_t> shingles;
+        std::vector<uint64_t> units, shingles;
+        std::vector<uint32_t> narrow, arena;
+        std::vector<size_t> arena_documents;
+        std::string normalized;
+        double fingerprint_here = 0, minhash_here = 0;
+        auto last = Clock::now();
         for (size_t i = begin; i < end; ++i) {
-          if (!results_[i].ok()) continue;
-          if (share_normalization_) {
-            ShingleSimilarity::ShinglesOfNormalized(normalized_[i], &shingles);
-          } else if (!similarity_->Shingles(batch_[i].text, &shingles).ok()) {
-            continue;
+          const std::string& text = batch_[i].text;
+          content_hashes_[i] = XXH3_64bits(text.data(), text.size());
+          squeezed_hashes_[i] = SqueezedHash(text);
+          if (!need_normalized_) {
+            results_[i] = fingerprinter_->Compute(text);
+          } else {
+            auto details = fingerprinter_->ComputeDetails(text, false, true);
+            if (details.ok()) {
+              results_[i] = details->fingerprint;
+              normalized_bytes_[i] = details->normalized_text.size();
+              normalized.swap(details->normalized_text);
+            } else {
+              results_[i] = details.status();
+            }
           }
-          batch_has_keys_[i] = lsh_->BandKeysOf(
-              shingles, std::span<uint32_t>(batch_keys_.data() + i * bands_, bands_));
+          auto now = Clock::now();
+          fingerprint_here += std::chrono::duration<double>(now - last).count();
+          last = now;
+          if (!use_lsh_ || !results_[i].ok()) continue;
+          if (ShinglesOfDocument(i, normalized, &units, &shingles) && keep_sets_) {
+            NarrowedSet(shingles, &narrow);
+            batch_set_of_[i] = {0, static_cast<uint32_t>(narrow.size()), arena.size()};
+            arena.insert(arena.end(), narrow.begin(), narrow.end());
+            arena_documents.push_back(i);
+          }
+          now = Clock::now();
+          minhash_here += std::chrono::duration<double>(now - last).count();
+          last = now;
+        }
+        std::lock_guard<std::mutex> lock(timing_mutex);
+        fingerprint_seconds += fingerprint_here;
+        minhash_seconds += minhash_here;
+        if (!arena_documents.empty()) {
+          for (size_t i : arena_documents) {
+            batch_set_of_[i].arena = static_cast<uint32_t>(batch_arenas_.size());
+          }
+          batch_arenas_.push_back(std::move(arena));
         }
       },
       16);
-  lsh_seconds_ += SecondsSince(lsh_start);
+  // The pass's wall time, split between the "fingerprint" and "minhash" stages in proportion to
+  // the thread time each part took.
+  if (minhash_seconds > 0) {
+    lsh_seconds_ +=
+        SecondsSince(pass_start) * minhash_seconds / (minhash_seconds + fingerprint_seconds);
+  }
+}
+
+bool DedupRun::ShinglesOfDocument(size_t i, std::string_view normalized,
+                                  std::vector<uint64_t>* units, std::vector<uint64_t>* shingles) {
+  if (share_normalization_) {
+    // The shingle hashes in text order: the signature and the narrowed set ignore order and
+    // repeats, so the 64-bit set is never sorted.
+    ShingleHashesInOrder(normalized, units, shingles);
+  } else if (!similarity_->Shingles(batch_[i].text, shingles).ok()) {
+    return false;  // as LoadShingles: a text that cannot be shingled has no shingles
+  }
+  batch_has_keys_[i] =
+      lsh_->BandKeysOf(*shingles, std::span<uint32_t>(batch_keys_.data() + i * bands_, bands_));
+  return true;
+}
+
+Status DedupRun::KeepFirstPassSet(std::span<const uint32_t> set) {
+  const uint64_t total = first_offsets_.back() + set.size();
+  if (total * sizeof(uint32_t) > options_.first_pass_set_bytes) {
+    keep_sets_ = false;  // this and the later documents' sets come from LoadShingles
+    return Status::Ok();
+  }
+  if (spill_) {
+    NEARDUP_RETURN_IF_ERROR(first_file_->Append(set.data(), set.size() * sizeof(uint32_t)));
+    NoteSpill(static_cast<int64_t>(set.size() * sizeof(uint32_t)));
+  } else {
+    first_sets_.insert(first_sets_.end(), set.begin(), set.end());
+  }
+  first_offsets_.push_back(total);
+  ++first_pass_documents_;
+  return Status::Ok();
 }
 
 Status DedupRun::SpillBandKeys(size_t count) {
@@ -635,13 +762,19 @@ Status DedupRun::RecordBatch(size_t count) {
                        ? std::span<const uint32_t>(batch_keys_.data() + i * bands_, bands_)
                        : std::span<const uint32_t>());
     }
+    if (keep_sets_) {
+      const SetRef& ref = batch_set_of_[i];
+      const uint32_t* values =
+          ref.size > 0 ? batch_arenas_[ref.arena].data() + ref.offset : nullptr;
+      NEARDUP_RETURN_IF_ERROR(KeepFirstPassSet(std::span<const uint32_t>(values, ref.size)));
+    }
     DedupDocument record;
     record.id = std::move(doc.id);
     record.fingerprint = *results_[i];
     record.text_bytes = doc.text.size();
     record.normalized_bytes = normalized_bytes_[i];
-    record.content_hash = XXH3_64bits(doc.text.data(), doc.text.size());
-    record.squeezed_hash = SqueezedHash(doc.text);
+    record.content_hash = content_hashes_[i];
+    record.squeezed_hash = squeezed_hashes_[i];
     record.score = doc.score;
     record.file_index = doc.file_index;
     record.line = doc.line;
@@ -671,11 +804,16 @@ void DedupRun::ReserveDocuments(size_t count) {
 }
 
 Status DedupRun::FinishFingerprinting(Clock::time_point stage_start) {
+  if (jieba_loader_.joinable()) jieba_loader_.join();
   batch_.clear();
   batch_.shrink_to_fit();
   std::vector<uint32_t>().swap(batch_keys_);
-  std::vector<std::string>().swap(normalized_);
+  std::vector<std::vector<uint32_t>>().swap(batch_arenas_);
+  std::vector<SetRef>().swap(batch_set_of_);
+  std::vector<uint64_t>().swap(content_hashes_);
+  std::vector<uint64_t>().swap(squeezed_hashes_);
   for (SpillFile& file : band_files_) NEARDUP_RETURN_IF_ERROR(file.Flush());
+  if (first_file_) NEARDUP_RETURN_IF_ERROR(first_file_->Flush());
   report_.skipped = reader_->skipped();
   const double fingerprint_seconds = SecondsSince(stage_start);
   const uint64_t documents = report_.documents.size();
@@ -847,8 +985,10 @@ Status DedupRun::MergeCandidates() {
     if (sources & kFromLsh) ++report_.lsh_candidate_pairs;
     if (use_lsh_ && sources == kFromSimHash) simhash_only_.push_back(packed);
     if (verify_ && NeedsJaccard(packed, sources)) {
-      slot_[packed >> 32] = 0;
-      slot_[static_cast<uint32_t>(packed)] = 0;
+      // Documents whose sets stage 1 kept need no slot.
+      const uint32_t a = static_cast<uint32_t>(packed >> 32), b = static_cast<uint32_t>(packed);
+      if (a >= first_pass_documents_) slot_[a] = 0;
+      if (b >= first_pass_documents_) slot_[b] = 0;
     }
     return Status::Ok();
   }));
@@ -972,36 +1112,59 @@ Status DedupRun::LoadShingleSet(uint32_t document, std::vector<uint32_t>* set) c
                                (to - from) * sizeof(uint32_t));
 }
 
+Status DedupRun::SetOf(uint32_t document, std::vector<uint32_t>* buffer,
+                       std::span<const uint32_t>* set) const {
+  if (document < first_pass_documents_) {
+    const uint64_t from = first_offsets_[document], to = first_offsets_[document + 1];
+    if (!spill_) {
+      *set = std::span<const uint32_t>(first_sets_.data() + from, to - from);
+      return Status::Ok();
+    }
+    buffer->resize(to - from);
+    NEARDUP_RETURN_IF_ERROR(first_file_->ReadAt(from * sizeof(uint32_t), buffer->data(),
+                                                (to - from) * sizeof(uint32_t)));
+    *set = *buffer;
+    return Status::Ok();
+  }
+  if (!spill_) {
+    *set = shingles_[slot_[document]];
+    return Status::Ok();
+  }
+  NEARDUP_RETURN_IF_ERROR(LoadShingleSet(document, buffer));
+  *set = *buffer;
+  return Status::Ok();
+}
+
 Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* similarity_of) {
+  // A pair below the threshold gets kRejected (its exact similarity is never needed).
+  constexpr double kRejected = -3;
   Status read_status;
   std::mutex read_mutex;
   ParallelFor(
       block->size(), threads_,
       [&](size_t begin, size_t end) {
-        std::vector<uint32_t> set_a, set_b;
+        std::vector<uint32_t> buffer_a, buffer_b;
+        std::span<const uint32_t> set_a, set_b;
         uint32_t loaded_a = UINT32_MAX;
         for (size_t i = begin; i < end; ++i) {
           if ((*similarity_of)[i] != -2) continue;
           const uint32_t a = static_cast<uint32_t>((*block)[i] >> 32);
           const uint32_t b = static_cast<uint32_t>((*block)[i]);
-          if (!spill_) {
-            (*similarity_of)[i] =
-                ShingleSimilarity::Jaccard32(shingles_[slot_[a]], shingles_[slot_[b]]);
-            continue;
-          }
           Status status;
-          if (a != loaded_a) {
-            status = LoadShingleSet(a, &set_a);
+          if (a != loaded_a) {  // pairs come sorted by a: one read per document a
+            status = SetOf(a, &buffer_a, &set_a);
             loaded_a = a;
           }
-          if (status.ok()) status = LoadShingleSet(b, &set_b);
+          if (status.ok()) status = SetOf(b, &buffer_b, &set_b);
           if (!status.ok()) {
             std::lock_guard<std::mutex> lock(read_mutex);
             read_status = status;
             loaded_a = UINT32_MAX;
             continue;
           }
-          (*similarity_of)[i] = ShingleSimilarity::Jaccard32(set_a, set_b);
+          double similarity = 0;
+          (*similarity_of)[i] =
+              ReachesJaccard(set_a, set_b, verify_threshold_, &similarity) ? similarity : kRejected;
         }
       },
       256);
@@ -1021,6 +1184,9 @@ Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* 
 
 void DedupRun::FinishVerify(Clock::time_point stage_start) {
   shingle_file_.reset();
+  first_file_.reset();
+  std::vector<uint32_t>().swap(first_sets_);
+  std::vector<uint64_t>().swap(first_offsets_);
   std::vector<std::vector<uint32_t>>().swap(shingles_);
   std::vector<uint64_t>().swap(shingle_offsets_);
   std::vector<uint32_t>().swap(slot_);

@@ -1,13 +1,21 @@
-// ShingleSimilarity implementation; see shingles.h.
+// ShingleSimilarity implementation and the internal shingle forms of dedup/shingle_hashes.h; see
+// neardup/shingles.h.
 #include "neardup/shingles.h"
 
 #include <unicode/uchar.h>
 #include <unicode/uscript.h>
+
+// xxHash inlined into this unit: unit hashes are short, and the call into the shared library
+// costs as much as the hash. Same algorithm and values as the library's XXH3_64bits.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
+#include <bit>
 
 #include "common/utf8.h"
+#include "dedup/shingle_hashes.h"
 
 namespace neardup {
 
@@ -39,12 +47,182 @@ bool IsWordCharacter(char32_t cp) {
   return type == U_NON_SPACING_MARK || type == U_COMBINING_SPACING_MARK;
 }
 
+// What a code point is to the unit splitter. A character of a character-unit script that is not a
+// word character separates like any other non-word character.
+enum UnitClass : uint8_t { kSeparator = 0, kWordCharacter = 1, kCharacterUnit = 2 };
+
+uint8_t ClassifyCodePoint(char32_t cp) {
+  const bool word = IsWordCharacter(cp);
+  if (IsCharacterUnit(cp)) return word ? kCharacterUnit : kSeparator;
+  return word ? kWordCharacter : kSeparator;
+}
+
+// The classes of the Basic Multilingual Plane, 256 code points a page, each page computed with
+// ICU on first use (ICU's property lookups cost tens of ns a code point; a page lookup is one
+// load). Pages are never freed; a page built by two threads at once is kept once.
+class BmpClasses {
+ public:
+  uint8_t Of(char32_t cp) {
+    const uint8_t* page = pages_[cp >> 8].load(std::memory_order_acquire);
+    if (page == nullptr) page = Build(static_cast<uint32_t>(cp >> 8));
+    return page[cp & 0xFF];
+  }
+
+ private:
+  const uint8_t* Build(uint32_t index) {
+    auto* page = new uint8_t[256];
+    for (uint32_t k = 0; k < 256; ++k) page[k] = ClassifyCodePoint(char32_t{index << 8 | k});
+    const uint8_t* expected = nullptr;
+    if (pages_[index].compare_exchange_strong(expected, page, std::memory_order_acq_rel)) {
+      return page;
+    }
+    delete[] page;
+    return expected;
+  }
+  std::atomic<const uint8_t*> pages_[256] = {};
+};
+
+BmpClasses& Classes() {
+  static BmpClasses* const classes = new BmpClasses;  // never destroyed: threads may outlive main
+  return *classes;
+}
+
+inline bool IsAsciiAlnum(unsigned char c) {
+  return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
 uint64_t Mix(uint64_t h, uint64_t unit) {
   h ^= unit + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   return h * 0xff51afd7ed558ccdULL;
 }
 
+// Sorts 32-bit hash values (close to uniform): a counting pass distributes them into about one
+// bucket per value by their top bits, then each bucket is sorted (expected O(n) for hashes,
+// O(n log n) at worst for any other values). Small arrays: std::sort.
+void SortHashValues(std::vector<uint32_t>* values) {
+  const size_t n = values->size();
+  if (n < 64) {
+    std::sort(values->begin(), values->end());
+    return;
+  }
+  const int bits = std::min(
+      16, static_cast<int>(std::bit_width(n - 1)));  // 2^bits >= n (at most 65,536 buckets)
+  const int shift = 32 - bits;
+  thread_local std::vector<uint32_t> scratch, counts;
+  scratch.resize(n);
+  counts.assign((size_t{1} << bits) + 1, 0);
+  uint32_t* in = values->data();
+  for (size_t i = 0; i < n; ++i) ++counts[(in[i] >> shift) + 1];
+  for (size_t b = 1; b < counts.size(); ++b) counts[b] += counts[b - 1];
+  uint32_t* out = scratch.data();
+  for (size_t i = 0; i < n; ++i) out[counts[in[i] >> shift]++] = in[i];
+  // Every bucket is now in place (bucket b ends at counts[b]); sort within buckets: insertion
+  // sort for the small ones hashes give, std::sort for a large one (values that are not hashes).
+  size_t begin = 0;
+  for (size_t b = 0; b + 1 < counts.size(); ++b) {
+    const size_t end = counts[b];
+    if (end - begin > 32) {
+      std::sort(out + begin, out + end);
+    } else {
+      for (size_t i = begin + 1; i < end; ++i) {
+        const uint32_t v = out[i];
+        size_t j = i;
+        while (j > begin && out[j - 1] > v) {
+          out[j] = out[j - 1];
+          --j;
+        }
+        out[j] = v;
+      }
+    }
+    begin = end;
+  }
+  values->swap(scratch);
+}
+
 }  // namespace
+
+void ShingleHashesInOrder(std::string_view normal, std::vector<uint64_t>* units,
+                          std::vector<uint64_t>* shingles) {
+  shingles->clear();
+  units->clear();
+  BmpClasses& classes = Classes();
+  const char* text = normal.data();
+  const size_t size = normal.size();
+  size_t character_units = 0;
+  size_t word_start = std::string_view::npos;
+  auto end_word = [&](size_t end) {
+    if (word_start != std::string_view::npos) {
+      units->push_back(XXH3_64bits(text + word_start, end - word_start));
+      word_start = std::string_view::npos;
+    }
+  };
+  size_t i = 0;
+  while (i < size) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      if (IsAsciiAlnum(c)) {
+        if (word_start == std::string_view::npos) word_start = i;
+        ++i;
+        while (i < size && IsAsciiAlnum(static_cast<unsigned char>(text[i]))) ++i;
+      } else {
+        end_word(i);
+        ++i;
+      }
+      continue;
+    }
+    const size_t len = utf8::ValidSequenceLength(normal, i);
+    if (len == 0) {
+      end_word(i);
+      ++i;
+      continue;
+    }
+    const char32_t cp = utf8::Decode(normal, i, len);
+    const uint8_t type = cp < 0x10000 ? classes.Of(cp) : ClassifyCodePoint(cp);
+    if (type == kCharacterUnit) {
+      end_word(i);
+      units->push_back(XXH3_64bits(text + i, len));
+      ++character_units;
+    } else if (type == kWordCharacter) {
+      if (word_start == std::string_view::npos) word_start = i;
+    } else {
+      end_word(i);
+    }
+    i += len;
+  }
+  end_word(size);
+  if (units->empty()) return;
+  const uint64_t* u = units->data();
+  const size_t count = units->size();
+  const size_t n = character_units * 2 >= count ? 5 : 3;
+  if (count <= n) {
+    uint64_t h = 0;
+    for (size_t j = 0; j < count; ++j) h = Mix(h, u[j]);
+    shingles->push_back(h);
+    return;
+  }
+  shingles->resize(count - n + 1);
+  uint64_t* out = shingles->data();
+  if (n == 3) {
+    for (size_t start = 0; start + 3 <= count; ++start) {
+      out[start] = Mix(Mix(Mix(0, u[start]), u[start + 1]), u[start + 2]);
+    }
+  } else {
+    for (size_t start = 0; start + 5 <= count; ++start) {
+      out[start] = Mix(Mix(Mix(Mix(Mix(0, u[start]), u[start + 1]), u[start + 2]), u[start + 3]),
+                       u[start + 4]);
+    }
+  }
+}
+
+void NarrowedSet(std::span<const uint64_t> shingles, std::vector<uint32_t>* narrow) {
+  narrow->resize(shingles.size());
+  uint32_t* out = narrow->data();
+  for (size_t i = 0; i < shingles.size(); ++i) {
+    out[i] = static_cast<uint32_t>(shingles[i] ^ (shingles[i] >> 32));
+  }
+  SortHashValues(narrow);
+  narrow->erase(std::unique(narrow->begin(), narrow->end()), narrow->end());
+}
 
 Result<std::unique_ptr<ShingleSimilarity>> ShingleSimilarity::Create(
     bool traditional_to_simplified) {
@@ -70,60 +248,21 @@ Status ShingleSimilarity::Shingles(std::string_view text, std::vector<uint64_t>*
 
 void ShingleSimilarity::ShinglesOfNormalized(std::string_view normal,
                                              std::vector<uint64_t>* shingles) {
-  shingles->clear();
   std::vector<uint64_t> units;
-  size_t character_units = 0;
-  size_t word_start = std::string::npos;
-  auto end_word = [&](size_t end) {
-    if (word_start != std::string::npos) {
-      units.push_back(XXH3_64bits(normal.data() + word_start, end - word_start));
-      word_start = std::string::npos;
-    }
-  };
-  size_t i = 0;
-  while (i < normal.size()) {
-    size_t len = utf8::ValidSequenceLength(normal, i);
-    if (len == 0) {
-      end_word(i);
-      ++i;
-      continue;
-    }
-    char32_t cp = utf8::Decode(normal, i, len);
-    if (IsCharacterUnit(cp)) {
-      end_word(i);
-      if (IsWordCharacter(cp)) {
-        units.push_back(XXH3_64bits(normal.data() + i, len));
-        ++character_units;
-      }
-    } else if (IsWordCharacter(cp)) {
-      if (word_start == std::string::npos) word_start = i;
-    } else {
-      end_word(i);
-    }
-    i += len;
-  }
-  end_word(normal.size());
-  if (units.empty()) return;
-  const size_t n = character_units * 2 >= units.size() ? 5 : 3;
-  if (units.size() <= n) {
-    uint64_t h = 0;
-    for (uint64_t unit : units) h = Mix(h, unit);
-    shingles->push_back(h);
-    return;
-  }
-  shingles->reserve(units.size() - n + 1);
-  for (size_t start = 0; start + n <= units.size(); ++start) {
-    uint64_t h = 0;
-    for (size_t j = 0; j < n; ++j) h = Mix(h, units[start + j]);
-    shingles->push_back(h);
-  }
+  ShingleHashesInOrder(normal, &units, shingles);
   std::sort(shingles->begin(), shingles->end());
   shingles->erase(std::unique(shingles->begin(), shingles->end()), shingles->end());
 }
 
 namespace {
+
+// |a ∩ b| / |a ∪ b| from the sizes.
+inline double JaccardOf(size_t common, size_t na, size_t nb) {
+  return static_cast<double>(common) / static_cast<double>(na + nb - common);
+}
+
 template <typename T>
-size_t IntersectionSize(const std::vector<T>& a, const std::vector<T>& b) {
+size_t IntersectionSize(std::span<const T> a, std::span<const T> b) {
   size_t i = 0, j = 0, common = 0;
   while (i < a.size() && j < b.size()) {
     if (a[i] < b[j]) {
@@ -142,24 +281,58 @@ size_t IntersectionSize(const std::vector<T>& a, const std::vector<T>& b) {
 
 double ShingleSimilarity::Jaccard(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
   if (a.empty() && b.empty()) return 1.0;
-  size_t common = IntersectionSize(a, b);
-  return static_cast<double>(common) / static_cast<double>(a.size() + b.size() - common);
+  size_t common = IntersectionSize<uint64_t>(a, b);
+  return JaccardOf(common, a.size(), b.size());
 }
 
 double ShingleSimilarity::Jaccard32(const std::vector<uint32_t>& a,
                                     const std::vector<uint32_t>& b) {
+  return neardup::Jaccard32(a, b);
+}
+
+double Jaccard32(std::span<const uint32_t> a, std::span<const uint32_t> b) {
   if (a.empty() && b.empty()) return 1.0;
-  size_t common = IntersectionSize(a, b);
-  return static_cast<double>(common) / static_cast<double>(a.size() + b.size() - common);
+  return JaccardOf(IntersectionSize(a, b), a.size(), b.size());
+}
+
+bool ReachesJaccard(std::span<const uint32_t> a, std::span<const uint32_t> b, double threshold,
+                    double* similarity) {
+  if (a.empty() && b.empty()) {
+    *similarity = 1.0;
+    return 1.0 >= threshold;
+  }
+  const size_t na = a.size(), nb = b.size();
+  const size_t smaller = std::min(na, nb);
+  // JaccardOf(c) grows with c, so the pair reaches the threshold iff the intersection holds at
+  // least `need` elements, the smallest c with JaccardOf(c) >= threshold (the same expression, so
+  // the same rounding). c <= smaller, and JaccardOf(smaller) = smaller / larger.
+  if (JaccardOf(smaller, na, nb) < threshold) return false;
+  const double estimate = threshold * static_cast<double>(na + nb) / (1.0 + threshold);
+  size_t need = std::min(smaller, static_cast<size_t>(std::max(0.0, estimate)));
+  while (need > 0 && JaccardOf(need - 1, na, nb) >= threshold) --need;
+  while (JaccardOf(need, na, nb) < threshold) ++need;  // ends: JaccardOf(smaller) >= threshold
+  size_t i = 0, j = 0, common = 0;
+  while (i < na && j < nb) {
+    if (a[i] < b[j]) {
+      ++i;
+      if (common + std::min(na - i, nb - j) < need) return false;
+    } else if (b[j] < a[i]) {
+      ++j;
+      if (common + std::min(na - i, nb - j) < need) return false;
+    } else {
+      ++common;
+      ++i;
+      ++j;
+    }
+  }
+  if (common < need) return false;
+  *similarity = JaccardOf(common, na, nb);
+  return true;
 }
 
 void ShingleSimilarity::Narrow(const std::vector<uint64_t>& shingles,
                                std::vector<uint32_t>* narrow) {
-  narrow->clear();
-  narrow->reserve(shingles.size());
-  for (uint64_t h : shingles) narrow->push_back(static_cast<uint32_t>(h ^ (h >> 32)));
-  std::sort(narrow->begin(), narrow->end());
-  narrow->erase(std::unique(narrow->begin(), narrow->end()), narrow->end());
+  NarrowedSet(shingles, narrow);
 }
 
 Result<double> ShingleSimilarity::VerifiedJaccard(std::string_view a, std::string_view b) const {
@@ -175,7 +348,7 @@ Result<double> ShingleSimilarity::VerifiedJaccard(std::string_view a, std::strin
 double ShingleSimilarity::Containment(const std::vector<uint64_t>& a,
                                       const std::vector<uint64_t>& b) {
   if (a.empty() || b.empty()) return a.empty() && b.empty() ? 1.0 : 0.0;
-  size_t common = IntersectionSize(a, b);
+  size_t common = IntersectionSize<uint64_t>(a, b);
   return static_cast<double>(common) / static_cast<double>(std::min(a.size(), b.size()));
 }
 

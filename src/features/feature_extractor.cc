@@ -16,6 +16,7 @@
 
 #include "common/string_hash.h"
 #include "common/utf8.h"
+#include "features/cj_dictionary_break.h"
 #include "features/idf_table.h"
 #include "features/jieba_internal.h"
 #include "features/word_splitter.h"
@@ -168,7 +169,10 @@ struct FeatureExtractor::Impl {
       jieba->Cut(text, tokens, options.jieba_hmm);
     } else if (!options.fast_paths || !SplitSpaceSeparatedWords(text, tokens)) {
       tokens->clear();
-      NEARDUP_RETURN_IF_ERROR(IcuWords(text, tokens));
+      if (!options.fast_paths || !SplitJapaneseWords(text, tokens)) {
+        tokens->clear();
+        NEARDUP_RETURN_IF_ERROR(IcuWords(text, tokens));
+      }
     }
     const auto& stop_words = JiebaStopWords();
     auto drop = [&](std::string_view token) {

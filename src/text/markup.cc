@@ -240,11 +240,20 @@ void FoldWhitespaceTo(std::string_view text, std::string* out) {
           static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(' '))));
       unsigned space_leads = 0;
       if (non_ascii != 0) {
-        __m128i leads =
-            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xC2))),
-                                      _mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xE1)))),
-                         _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xE2))),
-                                      _mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xE3)))));
+        // E3 leads only U+3000 (E3 80 80) among the White_Space characters: when the two bytes
+        // after the block's E3s can be read, only E3 80 80 counts (kana and CJK text is all E3).
+        __m128i e3 = _mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xE3)));
+        if (end - src >= 18) {
+          const __m128i cont = _mm_set1_epi8(static_cast<char>(0x80));
+          __m128i next1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 1));
+          __m128i next2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2));
+          e3 = _mm_and_si128(
+              e3, _mm_and_si128(_mm_cmpeq_epi8(next1, cont), _mm_cmpeq_epi8(next2, cont)));
+        }
+        __m128i leads = _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xC2))),
+                         _mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xE1)))),
+            _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xE2))), e3));
         space_leads = static_cast<unsigned>(_mm_movemask_epi8(leads));
       }
       if (space_leads == 0 && (low & ~non_ascii) == spaces && (spaces & (spaces >> 1)) == 0 &&

@@ -8,13 +8,16 @@
 #include <opencc/MarisaDict.hpp>
 #include <opencc/SimpleConverter.hpp>
 
+#include <atomic>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "common/string_hash.h"
 #include "common/utf8.h"
 #include "neardup/text.h"
 
@@ -107,6 +110,24 @@ struct Scratch {
   return scratch;
 }
 
+// OpenCC conversions of the pieces ConvertT2s sent it, per thread, for the normaliser `owner`
+// (TextNormalizer::Impl::id). Text repeats its kanji runs: each distinct one is converted once.
+struct T2sCache {
+  uint64_t owner = 0;
+  std::unordered_map<std::string, std::string, StringHash, std::equal_to<>> converted;
+};
+constexpr size_t kMaxCachedPieces = 1 << 16;  // then the cache starts over
+
+[[gnu::noinline]] T2sCache& ThreadT2sCache() {
+  thread_local T2sCache cache;
+  return cache;
+}
+
+uint64_t NextNormalizerId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1);
+}
+
 void AppendLowerAscii(std::string_view ascii, std::string* out) {
   size_t at = out->size();
   out->resize(at + ascii.size());
@@ -119,6 +140,7 @@ void AppendLowerAscii(std::string_view ascii, std::string* out) {
 }  // namespace
 
 struct TextNormalizer::Impl {
+  const uint64_t id = NextNormalizerId();        // names this configuration in T2sCache
   const icu::Normalizer2* normalizer = nullptr;  // owned by ICU; thread-safe
   // ASCII under the configured NFKC / case folding maps to itself, lowercased when case folding
   // (checked against ICU at Create), and every ASCII character has a normalisation boundary
@@ -153,6 +175,7 @@ struct TextNormalizer::Impl {
   // OpenCC t2s of `text` into *out, piece by piece. Also cuts at NUL bytes, where OpenCC itself
   // would stop reading (it takes C strings) and drop the rest of the text.
   Status ConvertT2s(std::string_view text, bool skip_unchanged, std::string* out) const {
+    if (skip_unchanged) return ConvertChangingPieces(text, out);
     out->clear();
     out->reserve(text.size());
     size_t piece = 0;
@@ -192,6 +215,61 @@ struct TextNormalizer::Impl {
       i += len;
     }
     return flush(text.size());
+  }
+
+  // ConvertT2s with skip_unchanged (the same pieces and cuts): only the pieces that may change go
+  // to OpenCC, through the per-thread T2sCache; everything between them is copied in blocks.
+  Status ConvertChangingPieces(std::string_view text, std::string* out) const {
+    out->clear();
+    out->reserve(text.size());
+    T2sCache& cache = ThreadT2sCache();
+    if (cache.owner != id) {
+      cache.converted.clear();
+      cache.owner = id;
+    }
+    size_t copied = 0;  // text[0, copied) is in *out
+    size_t piece = 0;
+    bool piece_changes = false;
+    auto flush = [&](size_t end) -> Status {
+      if (!piece_changes || end == piece) return Status::Ok();
+      out->append(text.substr(copied, piece - copied));
+      const std::string_view part = text.substr(piece, end - piece);
+      auto it = cache.converted.find(part);
+      if (it == cache.converted.end()) {
+        std::string converted;
+        try {
+          converted = t2s->Convert(part.data(), part.size());
+        } catch (const std::exception& e) {
+          return Status::Internal(std::string("OpenCC conversion failed: ") + e.what());
+        }
+        if (cache.converted.size() >= kMaxCachedPieces) cache.converted.clear();
+        it = cache.converted.emplace(std::string(part), std::move(converted)).first;
+      }
+      out->append(it->second);
+      copied = end;
+      return Status::Ok();
+    };
+    const bool cut_outside_keys = !in_t2s_key.empty();
+    size_t i = 0;
+    while (i < text.size()) {
+      size_t len = utf8::ValidSequenceLength(text, i);
+      if (len == 0) len = 1;  // valid UTF-8 by now; a stray byte is kept in its piece
+      char32_t cp = len == 1 ? static_cast<unsigned char>(text[i]) : utf8::Decode(text, i, len);
+      bool cut = cp == 0 || (cut_outside_keys && cp < kMaxTrackedCodePoint && !in_t2s_key[cp]);
+      if (cut) {
+        NEARDUP_RETURN_IF_ERROR(flush(i));
+        piece = i + len;
+        piece_changes = false;
+      } else if (!piece_changes) {
+        piece_changes = may_change_under_t2s.empty()
+                            ? utf8::IsHanIdeograph(cp)
+                            : cp >= kMaxTrackedCodePoint || may_change_under_t2s[cp];
+      }
+      i += len;
+    }
+    NEARDUP_RETURN_IF_ERROR(flush(text.size()));
+    out->append(text.substr(copied));
+    return Status::Ok();
   }
 };
 

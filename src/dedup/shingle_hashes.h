@@ -1,0 +1,38 @@
+// The verification shingles (neardup/shingles.h) in the forms dedup's per-document pass and its
+// verification use without sorting 64-bit sets: the shingle hashes in text order, the narrowed
+// 32-bit set made from them, and a Jaccard test with early exits.
+//
+// Internal header. Pure functions; thread-safe.
+#ifndef NEARDUP_DEDUP_SHINGLE_HASHES_H_
+#define NEARDUP_DEDUP_SHINGLE_HASHES_H_
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace neardup {
+
+// The 64-bit shingle hashes of a normalised text in text order, repeats kept: as a set, exactly
+// ShingleSimilarity::ShinglesOfNormalized(normalized). `units` is scratch (the unit hashes).
+// Clears `shingles` first.
+void ShingleHashesInOrder(std::string_view normalized, std::vector<uint64_t>* units,
+                          std::vector<uint64_t>* shingles);
+
+// The narrowed set of any shingle hashes (order and repeats do not matter): exactly
+// ShingleSimilarity::Narrow() of their sorted distinct set. Clears `narrow` first.
+void NarrowedSet(std::span<const uint64_t> shingles, std::vector<uint32_t>* narrow);
+
+// Jaccard of two sorted distinct 32-bit sets, exactly as ShingleSimilarity::Jaccard32.
+double Jaccard32(std::span<const uint32_t> a, std::span<const uint32_t> b);
+
+// Whether Jaccard32(a, b) >= threshold (threshold > 0), and then *similarity = Jaccard32(a, b).
+// Stops early once the threshold can no longer be reached (sizes too different, or too few
+// elements left to share), so a rejected pair costs less than a full intersection; the answer is
+// always the same as comparing Jaccard32(a, b) with the threshold.
+bool ReachesJaccard(std::span<const uint32_t> a, std::span<const uint32_t> b, double threshold,
+                    double* similarity);
+
+}  // namespace neardup
+
+#endif  // NEARDUP_DEDUP_SHINGLE_HASHES_H_

@@ -1,0 +1,360 @@
+// Differential tests of dedup's fast per-document forms against straightforward references: the
+// table-driven shingle splitter (dedup/shingle_hashes.h) against the code-point-by-code-point ICU
+// splitter it replaced, the narrowed set against sort + unique, the early-exit Jaccard test
+// against the full intersection, and the branch-free SqueezedHash against the byte-by-byte
+// definition. The corpus part needs ../shared and skips visibly without it.
+#include <gtest/gtest.h>
+#include <unicode/uchar.h>
+#include <unicode/uscript.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/utf8.h"
+#include "dedup/document_hashes.h"
+#include "dedup/shingle_hashes.h"
+#include "neardup/shingles.h"
+#include "shared_data.h"
+
+namespace neardup {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---- The reference splitter: ICU properties asked for every code point.
+
+bool ReferenceIsCharacterUnit(char32_t cp) {
+  if (cp < 0x0E00) return false;
+  UErrorCode error = U_ZERO_ERROR;
+  UScriptCode script = uscript_getScript(static_cast<UChar32>(cp), &error);
+  if (U_FAILURE(error)) return false;
+  return script == USCRIPT_HAN || script == USCRIPT_HIRAGANA || script == USCRIPT_KATAKANA ||
+         script == USCRIPT_THAI || script == USCRIPT_LAO || script == USCRIPT_KHMER ||
+         script == USCRIPT_MYANMAR;
+}
+
+bool ReferenceIsWordCharacter(char32_t cp) {
+  if (u_isalnum(static_cast<UChar32>(cp))) return true;
+  int8_t type = u_charType(static_cast<UChar32>(cp));
+  return type == U_NON_SPACING_MARK || type == U_COMBINING_SPACING_MARK;
+}
+
+uint64_t ReferenceMix(uint64_t h, uint64_t unit) {
+  h ^= unit + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdULL;
+}
+
+std::vector<uint64_t> ReferenceShingles(std::string_view normal) {
+  std::vector<uint64_t> units, shingles;
+  size_t character_units = 0;
+  size_t word_start = std::string::npos;
+  auto end_word = [&](size_t end) {
+    if (word_start != std::string::npos) {
+      units.push_back(XXH3_64bits(normal.data() + word_start, end - word_start));
+      word_start = std::string::npos;
+    }
+  };
+  size_t i = 0;
+  while (i < normal.size()) {
+    size_t len = utf8::ValidSequenceLength(normal, i);
+    if (len == 0) {
+      end_word(i);
+      ++i;
+      continue;
+    }
+    char32_t cp = utf8::Decode(normal, i, len);
+    if (ReferenceIsCharacterUnit(cp)) {
+      end_word(i);
+      if (ReferenceIsWordCharacter(cp)) {
+        units.push_back(XXH3_64bits(normal.data() + i, len));
+        ++character_units;
+      }
+    } else if (ReferenceIsWordCharacter(cp)) {
+      if (word_start == std::string::npos) word_start = i;
+    } else {
+      end_word(i);
+    }
+    i += len;
+  }
+  end_word(normal.size());
+  if (units.empty()) return shingles;
+  const size_t n = character_units * 2 >= units.size() ? 5 : 3;
+  if (units.size() <= n) {
+    uint64_t h = 0;
+    for (uint64_t unit : units) h = ReferenceMix(h, unit);
+    shingles.push_back(h);
+    return shingles;
+  }
+  for (size_t start = 0; start + n <= units.size(); ++start) {
+    uint64_t h = 0;
+    for (size_t j = 0; j < n; ++j) h = ReferenceMix(h, units[start + j]);
+    shingles.push_back(h);
+  }
+  std::sort(shingles.begin(), shingles.end());
+  shingles.erase(std::unique(shingles.begin(), shingles.end()), shingles.end());
+  return shingles;
+}
+
+std::vector<uint64_t> SortedDistinct(std::vector<uint64_t> values) {
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  return values;
+}
+
+// The fast splitter gives the reference's set, in text order with repeats; the public
+// ShinglesOfNormalized gives exactly the reference.
+void ExpectSameShingles(std::string_view text) {
+  std::vector<uint64_t> units, in_order, sorted;
+  ShingleHashesInOrder(text, &units, &in_order);
+  const std::vector<uint64_t> reference = ReferenceShingles(text);
+  EXPECT_EQ(SortedDistinct(in_order), reference) << "text: " << text;
+  ShingleSimilarity::ShinglesOfNormalized(text, &sorted);
+  EXPECT_EQ(sorted, reference) << "text: " << text;
+}
+
+TEST(ShingleHashesTest, SameSetsAsTheReferenceSplitter) {
+  std::vector<std::string> texts = {"", "   ", "one", "one two", "one two three"};
+  texts.push_back("the quick brown fox jumps over the lazy dog the quick brown fox");
+  texts.push_back("a1b2 c3-d4, e5.f6!! 007 x");
+  texts.push_back("naïve café résumé coöperate");  // precomposed letters
+  texts.push_back(
+      "cafe\xcc\x81 ne\xcc\x81"
+      "e");  // combining acute (a mark inside the word)
+  texts.push_back("\xe0\xa4\xb9\xe0\xa4\xbf\xe0\xa4\x82 \xe0\xa4\xad\xe0\xa4\xbe");  // Devanagari
+  texts.push_back("中文的文本很好，我们今天去北京。中文的文本很好");
+  texts.push_back("日本語のテキストです。カタカナとひらがな");
+  texts.push_back("ภาษาไทยไม่มีช่องว่าง ระหว่างคำ");
+  texts.push_back("ພາສາລາວ ກຂຄ");
+  texts.push_back("ភាសាខ្មែរ");
+  texts.push_back("မြန်မာဘာသာ");
+  texts.push_back("mixed中文words和english123混合");
+  texts.push_back("Привет мир, как дела? Ελληνικά κείμενα. עברית ערבית العربية");
+  texts.push_back("emoji 😀 and zwj 👨‍👩‍👧 in text 🇫🇷");
+  texts.push_back("supplementary han 𠀀𠀁𠀂𠀃𠀄𠀅 and words");
+  texts.push_back("ﬁ ligature ﬂ and full-width ＡＢＣ １２３");
+  texts.push_back("\xff\xfe bad bytes \xc3 in \xe4\xb8 the middle \xf0\x9f\x98");
+  texts.push_back(
+      "a\x80"
+      "b\xc0\xaf"
+      "c");
+  for (const char* han : {"短", "一二三四", "一二三四五", "一二三四五六"}) texts.push_back(han);
+  for (const std::string& text : texts) ExpectSameShingles(text);
+}
+
+TEST(ShingleHashesTest, SameSetsOnRandomCodePoints) {
+  // Code points from every plane region the splitter treats differently, and raw bytes.
+  std::mt19937 random(11);
+  const char32_t ranges[][2] = {{0x20, 0x7E},       {0xA0, 0x2FF},      {0x300, 0x36F},
+                                {0x400, 0x4FF},     {0x900, 0x97F},     {0xE00, 0xEFF},
+                                {0x1780, 0x17FF},   {0x1000, 0x109F},   {0x3000, 0x30FF},
+                                {0x4E00, 0x9FFF},   {0xAC00, 0xD7A3},   {0xF900, 0xFFFD},
+                                {0x10000, 0x1FFFF}, {0x20000, 0x2A6DF}, {0xE0000, 0xE01EF}};
+  for (int round = 0; round < 400; ++round) {
+    std::string text;
+    const int length = 1 + static_cast<int>(random() % 120);
+    for (int k = 0; k < length; ++k) {
+      if (random() % 40 == 0) {
+        text += static_cast<char>(0x80 + random() % 0x80);  // a stray byte
+        continue;
+      }
+      if (random() % 6 == 0) {
+        text += ' ';
+        continue;
+      }
+      const auto& range = ranges[random() % std::size(ranges)];
+      char32_t cp = range[0] + static_cast<char32_t>(random() % (range[1] - range[0] + 1));
+      if (cp >= 0xD800 && cp <= 0xDFFF) cp = 'x';
+      std::string encoded;
+      if (cp < 0x80) {
+        encoded = static_cast<char>(cp);
+      } else if (cp < 0x800) {
+        encoded = {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
+      } else if (cp < 0x10000) {
+        encoded = {static_cast<char>(0xE0 | (cp >> 12)),
+                   static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
+                   static_cast<char>(0x80 | (cp & 0x3F))};
+      } else {
+        encoded = {
+            static_cast<char>(0xF0 | (cp >> 18)), static_cast<char>(0x80 | ((cp >> 12) & 0x3F)),
+            static_cast<char>(0x80 | ((cp >> 6) & 0x3F)), static_cast<char>(0x80 | (cp & 0x3F))};
+      }
+      text += encoded;
+    }
+    ExpectSameShingles(text);
+  }
+}
+
+TEST(ShingleHashesTest, SameSetsOnTheDevCorpus) {
+  NEARDUP_SKIP_WITHOUT_SHARED_CORPUS();
+  auto similarity = ShingleSimilarity::Create(true);
+  ASSERT_TRUE(similarity.ok());
+  auto normalizer = TextNormalizer::Create((*similarity)->normalize_options());
+  ASSERT_TRUE(normalizer.ok());
+  size_t documents = 0;
+  for (const auto& entry : fs::directory_iterator(NEARDUP_SHARED_DIR "/corpus")) {
+    if (entry.path().extension() != ".jsonl") continue;
+    std::ifstream in(entry.path());
+    std::string line;
+    int taken = 0;
+    // Every 7th line of each file, as raw JSON and as normalised text: both are valid inputs.
+    for (int n = 0; std::getline(in, line) && taken < 300; ++n) {
+      if (n % 7 != 0) continue;
+      ++taken;
+      ++documents;
+      ExpectSameShingles(line);
+      std::string normal;
+      ASSERT_TRUE((*normalizer)->Normalize(line, &normal).ok());
+      ExpectSameShingles(normal);
+    }
+  }
+  EXPECT_GT(documents, 1000u);
+}
+
+// ---- Narrowed sets.
+
+std::vector<uint32_t> ReferenceNarrow(const std::vector<uint64_t>& shingles) {
+  std::vector<uint32_t> narrow;
+  for (uint64_t h : shingles) narrow.push_back(static_cast<uint32_t>(h ^ (h >> 32)));
+  std::sort(narrow.begin(), narrow.end());
+  narrow.erase(std::unique(narrow.begin(), narrow.end()), narrow.end());
+  return narrow;
+}
+
+TEST(ShingleHashesTest, NarrowedSetIsSortedDistinctWhateverTheValues) {
+  std::mt19937_64 random(5);
+  std::vector<uint32_t> narrow;
+  for (size_t size : {0, 1, 2, 63, 64, 65, 500, 4096, 5000, 70000, 200000}) {
+    for (int kind = 0; kind < 4; ++kind) {
+      std::vector<uint64_t> values(size);
+      for (size_t i = 0; i < size; ++i) {
+        switch (kind) {
+          case 0:  // hashes
+            values[i] = random();
+            break;
+          case 1:  // many repeats
+            values[i] = random() % 17;
+            break;
+          case 2:  // one value
+            values[i] = 42;
+            break;
+          default:  // descending, clustered in the top bits
+            values[i] = (uint64_t{0xFFFF0000} - i) << 32;
+        }
+      }
+      NarrowedSet(values, &narrow);
+      EXPECT_EQ(narrow, ReferenceNarrow(values)) << "size " << size << " kind " << kind;
+      std::vector<uint32_t> public_form;
+      ShingleSimilarity::Narrow(SortedDistinct(values), &public_form);
+      EXPECT_EQ(public_form, narrow);
+    }
+  }
+}
+
+// ---- The early-exit Jaccard test.
+
+TEST(ShingleHashesTest, ReachesJaccardAgreesWithTheFullIntersection) {
+  std::mt19937 random(3);
+  int accepted = 0, rejected = 0;
+  for (int round = 0; round < 20000; ++round) {
+    // Two sets drawn from a small universe, so overlaps of every size occur.
+    const uint32_t universe = 1 + random() % 300;
+    std::vector<uint32_t> a, b;
+    const uint32_t pa = random() % 101, pb = random() % 101;
+    for (uint32_t v = 0; v < universe; ++v) {
+      if (random() % 100 < pa) a.push_back(v * 7919u);
+      if (random() % 100 < pb) b.push_back(v * 7919u);
+    }
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    const double full = Jaccard32(a, b);
+    EXPECT_EQ(full, ShingleSimilarity::Jaccard32(a, b));
+    // Thresholds around and exactly at the pair's own value.
+    for (double threshold : {0.1, 0.3, 0.5, 0.7, 0.9, 1.0, full > 0 ? full : 0.5}) {
+      double similarity = -1;
+      const bool reaches = ReachesJaccard(a, b, threshold, &similarity);
+      ASSERT_EQ(reaches, full >= threshold)
+          << "|a| " << a.size() << " |b| " << b.size() << " J " << full << " t " << threshold;
+      if (reaches) {
+        EXPECT_EQ(similarity, full);
+        ++accepted;
+      } else {
+        ++rejected;
+      }
+    }
+  }
+  EXPECT_GT(accepted, 1000);
+  EXPECT_GT(rejected, 1000);
+}
+
+TEST(ShingleHashesTest, ReachesJaccardOnEmptySets) {
+  const std::vector<uint32_t> none, some = {1, 2, 3};
+  double similarity = -1;
+  EXPECT_TRUE(ReachesJaccard(none, none, 0.5, &similarity));
+  EXPECT_EQ(similarity, 1.0);
+  EXPECT_FALSE(ReachesJaccard(none, some, 0.5, &similarity));
+  EXPECT_FALSE(ReachesJaccard(some, none, 0.01, &similarity));
+  EXPECT_TRUE(ReachesJaccard(some, some, 1.0, &similarity));
+  EXPECT_EQ(similarity, 1.0);
+}
+
+// ---- SqueezedHash.
+
+uint64_t ReferenceSqueezedHash(std::string_view text) {
+  std::string squeezed;
+  for (size_t i = 0; i < text.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') continue;
+    if (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0xA0) {
+      ++i;
+      continue;
+    }
+    if (c == 0xE3 && text.compare(i, 3, "\xE3\x80\x80") == 0) {
+      i += 2;
+      continue;
+    }
+    squeezed.push_back(static_cast<char>(c));
+  }
+  return XXH3_64bits(squeezed.data(), squeezed.size());
+}
+
+TEST(ShingleHashesTest, SqueezedHashMatchesTheDefinition) {
+  const std::string texts[] = {
+      "",
+      " ",
+      "a b\tc\nd\re\ff\vg",
+      "no\xc2\xa0"
+      "break",
+      "ends with \xc2",
+      "ends with \xe3\x80",
+      "ends with \xe3",
+      "ideographic\xe3\x80\x80space",
+      "\xe3\x80\x81 is not a space, \xc2\xa1 neither",
+      "\xc2\xc2\xa0\xa0",
+      "\xe3\xe3\x80\x80\x80",
+      std::string("nul\0inside", 10),
+      "全角\xe3\x80\x80空格 和 普通空格",
+  };
+  for (const std::string& text : texts) {
+    EXPECT_EQ(SqueezedHash(text), ReferenceSqueezedHash(text)) << text;
+  }
+  std::mt19937 random(9);
+  const unsigned char alphabet[] = {' ', '\t', '\n', 'a', 'b', 0xC2, 0xA0, 0xE3, 0x80, 0x81, 0xFF};
+  for (int round = 0; round < 5000; ++round) {
+    std::string text(random() % 64, ' ');
+    for (char& c : text) c = static_cast<char>(alphabet[random() % std::size(alphabet)]);
+    ASSERT_EQ(SqueezedHash(text), ReferenceSqueezedHash(text));
+  }
+  // A long text, then a short one: the per-thread buffer is reused.
+  std::string long_text(1 << 20, 'x');
+  for (size_t i = 0; i < long_text.size(); i += 97) long_text[i] = ' ';
+  EXPECT_EQ(SqueezedHash(long_text), ReferenceSqueezedHash(long_text));
+  EXPECT_EQ(SqueezedHash("a b"), ReferenceSqueezedHash("ab"));
+}
+
+}  // namespace
+}  // namespace neardup
