@@ -1,22 +1,33 @@
 #!/usr/bin/env bash
 # End-to-end dedup speed benchmark: the dev corpus plus devpairs (~28k docs, ~55 MB), then
-# optionally N generated documents (bench/generate_corpus.py). Every corpus is deduplicated four
-# ways in the same run: the defaults (MinHash LSH, verification at the threshold), the same plus
-# the SimHash join at k = 3 (combined), the SimHash-only join at k = 6 with verification at 0.4 (what dedup did above 200,000
-# documents before the LSH stage), and the exact-duplicate baseline (SimHash join at k = 0, no
-# verification: only reading and fingerprinting). Prints wall time and peak memory per stage (from
-# summary.json), the process's peak memory and CPU time (/usr/bin/time), and ratios to the baselines.
+# optionally N generated documents. Every corpus is deduplicated several ways in the same run: the
+# defaults (MinHash LSH, verification at the threshold), the same plus the SimHash join at k = 3
+# (combined), the SimHash-only join at k = 6 with verification at 0.4 (what dedup did above
+# 200,000 documents before the LSH stage), and the exact-duplicate baseline (SimHash join at k = 0,
+# no verification: only reading and fingerprinting). Prints wall time and peak memory per stage
+# (from summary.json), candidate pairs per document, the process's peak memory and CPU time
+# (/usr/bin/time), the temporary files' peak, and ratios to the baselines.
 #
 #   bash bench/dedup_bench.sh                             # corpus + devpairs
 #   bash bench/dedup_bench.sh --large 1000000             # also 1M generated docs
 #   bash bench/dedup_bench.sh --large 1000000 --large 10000000   # 28k, 1M and 10M in one run
-# Generated corpora (generate_corpus.py --chunk-chars 480: ~1.5 KB per document) are written to
-# DATA_DIR (default /work/data if it exists, else a temporary directory) as gen_<N>_c480.jsonl and
-# reused when already there. Each dedup run is preceded by the available memory (free -m).
+#
+# Generated corpora: bench/generate_distractors.py --dup-rate 0.1 (~1.4 KB per document): distinct
+# originals (8-24 sentences drawn from one corpus file; no two share more than incidental
+# sentences) and 10 % planted near-duplicate copies of known kinds (exact, whitespace/case noise,
+# a sentence dropped or swapped, ~3 % of words substituted, boilerplate-wrapped), with the truth
+# in planted_<N>_d10.jsonl.truth.tsv; bench/planted_recall.py prints the recall per kind. They are
+# written to DATA_DIR (default /work/data if it exists, else a temporary directory) and reused
+# when already there. GENERATOR=overlapping uses bench/generate_corpus.py --chunk-chars 480
+# instead (gen_<N>_c480.jsonl, the previous sessions' corpus): its originals are cut from the
+# same ~28k documents and share long passages (~42 candidate pairs per document at 1M), so it
+# measures verification of related originals more than scaling.
+# Each dedup run is preceded by the load and the available memory (free -m).
 # Environment: NEARDUP (binary, default build/neardup), SHARED (default ../shared),
 #   THREADS (default: all cores), LARGE_INPUT (an existing JSONL to use instead of generating one;
-#   with one --large only), CONFIGS (space-separated subset of: default combined simhash6 exact)
-#   for the 28k corpus, LARGE_CONFIGS (default: "default simhash6") for the generated corpora.
+#   with one --large only; its truth TSV, if any, beside it), CONFIGS (space-separated subset of:
+#   default combined simhash6 exact) for the 28k corpus, LARGE_CONFIGS (default:
+#   "default simhash6") for the generated corpora, GENERATOR (planted or overlapping).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NEARDUP=${NEARDUP:-build/neardup}
@@ -24,6 +35,7 @@ SHARED=${SHARED:-../shared}
 THREADS=${THREADS:-0}
 CONFIGS=${CONFIGS:-default combined simhash6 exact}
 LARGE_CONFIGS=${LARGE_CONFIGS:-default simhash6}
+GENERATOR=${GENERATOR:-planted}
 SIZES=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -67,9 +79,10 @@ o = s.get("options", {})
 print(f"{label}: {n} docs, {mb:.1f} MB; candidates {o.get('candidates')}, threshold "
       f"{o.get('threshold')}, LSH {o.get('bands')}x{o.get('rows')}, k {o.get('k')}, verify "
       f"{o.get('verify')}")
-print(f"  {s['candidate_pairs']} candidate pairs (LSH {s['lsh_candidate_pairs']}, SimHash "
-      f"{s['simhash_candidate_pairs']}), {s['accepted_pairs']} accepted, {s['clusters']} "
-      f"clusters, {s['documents_removed']} removed")
+print(f"  {s['candidate_pairs']} candidate pairs = {s['candidate_pairs'] / max(1, n):.3f} per "
+      f"document (LSH {s['lsh_candidate_pairs']}, SimHash {s['simhash_candidate_pairs']}), "
+      f"{s['accepted_pairs']} accepted, {s['clusters']} clusters, {s['documents_removed']} "
+      f"removed")
 if "spill" in s:
     print(f"  temporary files: {'on' if s['spill']['enabled'] else 'off (--in-memory)'}, peak "
           f"{s['spill']['peak_mb']:.0f} MB on disk")
@@ -125,30 +138,33 @@ RUN_CONFIGS=$CONFIGS run_configs small "$SHARED"/corpus/*.jsonl "$SHARED"/devpai
 
 for LARGE in "${SIZES[@]}"; do
   echo "== $LARGE generated documents (load: $(cut -d' ' -f1-3 /proc/loadavg))"
-  GEN=${LARGE_INPUT:-$DATA_DIR/gen_${LARGE}_c480.jsonl}
+  if [[ "$GENERATOR" == overlapping ]]; then
+    GEN=${LARGE_INPUT:-$DATA_DIR/gen_${LARGE}_c480.jsonl}
+  else
+    GEN=${LARGE_INPUT:-$DATA_DIR/planted_${LARGE}_d10.jsonl}
+  fi
   if [[ ! -f "$GEN" ]]; then
-    /usr/bin/python3 bench/generate_corpus.py "$LARGE" "$GEN.tmp" --corpus "$SHARED/corpus" \
-      --chunk-chars 480
+    echo "  [$(date -u +%H:%M:%S)] generating $GEN"
+    if [[ "$GENERATOR" == overlapping ]]; then
+      /usr/bin/python3 bench/generate_corpus.py "$LARGE" "$GEN.tmp" --corpus "$SHARED/corpus" \
+        --chunk-chars 480
+    else
+      /usr/bin/python3 bench/generate_distractors.py "$LARGE" "$GEN.tmp" \
+        --corpus "$SHARED/corpus" --dup-rate 0.1
+      mv "$GEN.tmp.truth.tsv" "$GEN.truth.tsv"
+    fi
     mv "$GEN.tmp" "$GEN"
   fi
   ls -l "$GEN" | awk '{printf "input: %.1f MB\n", $5/1e6}'
   RUN_CONFIGS=$LARGE_CONFIGS run_configs "large-$LARGE" "$GEN"
   for config in $LARGE_CONFIGS; do
     [[ "$config" == exact ]] && continue
-    /usr/bin/python3 - "$GEN" "$OUT/large-$LARGE-$config/remove.txt" "$config" <<'EOF'
-import json, sys
-copies = set()
-for line in open(sys.argv[1], encoding="utf-8"):
-    d = json.loads(line)
-    if "derived_from" not in d:  # not from generate_corpus.py (e.g. distractors): nothing to check
-        sys.exit(0)
-    if d["derived_from"] is not None:
-        copies.add(d["id"])
-removed = set(l.strip() for l in open(sys.argv[2]))
-hit = len(copies & removed)
-print(f"{sys.argv[3]}: generated copies removed: {hit}/{len(copies)} "
-      f"({100*hit/max(1,len(copies)):.1f}%), removed documents that were not generated copies: "
-      f"{len(removed - copies)}")
-EOF
+    if [[ -f "$GEN.truth.tsv" ]]; then
+      /usr/bin/python3 bench/planted_recall.py "$GEN.truth.tsv" \
+        "$OUT/large-$LARGE-$config/clusters.jsonl" "$config"
+    elif head -1 "$GEN" | grep -q '"derived_from"'; then
+      /usr/bin/python3 bench/planted_recall.py --from-jsonl "$GEN" \
+        "$OUT/large-$LARGE-$config/clusters.jsonl" "$config"
+    fi
   done
 done

@@ -55,13 +55,16 @@ def make_original(rng, groups, chunk_chars):
     return "\n".join(parts)
 
 
-def mutate(rng, text):
+def mutate_with_kind(rng, text):
+    """Returns (mutated copy of text, kind): "exact", "noise" (whitespace and case), "sentence"
+    (one sentence dropped or swapped with the next) or "words" (~3 % of the words, or characters
+    of text without spaces, substituted)."""
     kind = rng.random()
     if kind < 0.15:
-        return text  # exact copy
+        return text, "exact"
     if kind < 0.30:  # whitespace and case noise
         text = re.sub(r" ", lambda m: "  " if rng.random() < 0.1 else " ", text)
-        return text.upper() if rng.random() < 0.3 else text + "\n\n"
+        return (text.upper() if rng.random() < 0.3 else text + "\n\n"), "noise"
     sentences = [s for s in SENTENCE_END.split(text) if s]
     if kind < 0.55 and len(sentences) > 3:  # drop or swap one sentence
         i = rng.randrange(len(sentences) - 1)
@@ -69,17 +72,21 @@ def mutate(rng, text):
             del sentences[i]
         else:
             sentences[i], sentences[i + 1] = sentences[i + 1], sentences[i]
-        return "".join(sentences)
+        return "".join(sentences), "sentence"
     # substitute ~3% of words (or characters for text without spaces)
     if text.count(" ") > len(text) / 20:
         words = text.split(" ")
         for _ in range(max(1, len(words) * 3 // 100)):
             words[rng.randrange(len(words))] = rng.choice(("lorem", "ipsum", "dolor", "amet"))
-        return " ".join(words)
+        return " ".join(words), "words"
     chars = list(text)
     for _ in range(max(1, len(chars) * 3 // 100)):
         chars[rng.randrange(len(chars))] = rng.choice("的一是不了人我在有他这")
-    return "".join(chars)
+    return "".join(chars), "words"
+
+
+def mutate(rng, text):
+    return mutate_with_kind(rng, text)[0]
 
 
 def main():

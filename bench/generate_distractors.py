@@ -16,9 +16,22 @@ those that are not prose (fewer than 5 words, or fewer than half of them alphabe
 letters: quoted-printable or hex-dump lines of spam, whose few short tokens made 199 of a million
 distractors of the first version verify as near-duplicates of each other).
 
+With --dup-rate R (default 0: distractors only), a fraction R of the documents are instead planted
+near-duplicate copies of a recent distractor (one of the last --window), of known kinds: the
+mutations of generate_corpus.py ("exact" copies, whitespace and case "noise", one "sentence" dropped
+or swapped, ~3 % of the "words" substituted) and "boilerplate" (the text wrapped in a header and a
+footer sentence shared by many documents). Such lines carry "derived_from" (the original's id; null
+for originals) and "copy_kind", and the ground truth is also written beside the output as
+OUTPUT.truth.tsv (copy_id, original_id, kind), so a dedup run can be scored for recall of the
+planted copies without parsing the corpus again. This is the large-run benchmark corpus of
+bench/dedup_bench.sh: unlike generate_corpus.py, whose originals are cut from the same ~28k corpus
+documents and so share long passages, its originals overlap only in incidental sentences, so the
+benchmark measures scaling rather than verification of thousands of related originals.
+
 Standard library only; deterministic for a given --seed. Ids are "distractor/NNNNNNNNN".
 
     /usr/bin/python3 bench/generate_distractors.py 1000000 /tmp/distractors_1m.jsonl
+    /usr/bin/python3 bench/generate_distractors.py 1000000 /tmp/planted_1m.jsonl --dup-rate 0.1
 """
 import argparse
 import glob
@@ -28,6 +41,8 @@ import os
 import random
 import re
 import sys
+
+from generate_corpus import mutate_with_kind
 
 SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*|\n+")
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
@@ -103,6 +118,22 @@ def make_distractor(rng, pool, sentences):
     return "".join(parts).strip()
 
 
+def make_boilerplate(rng, groups, count):
+    """count (header, footer) sentence pairs per corpus file: the shared wrapping of a
+    "boilerplate" copy (a site's header and footer)."""
+    return [[(rng.choice(pool)[0], rng.choice(pool)[0]) for _ in range(count)] for _, pool in groups]
+
+
+def plant_copy(rng, text, wrappings):
+    """A near-duplicate of text and its kind: one in five is wrapped in boilerplate, the others
+    are mutated as generate_corpus.py does."""
+    if rng.random() < 0.2:
+        header, footer = rng.choice(wrappings)
+        joiner = "" if CJK.search(text[:200]) else " "
+        return f"{header}{joiner}\n\n{text}\n\n{footer}", "boilerplate"
+    return mutate_with_kind(rng, text)
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -113,6 +144,10 @@ def main():
     parser.add_argument("--max-sentences", type=int, default=24)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--only", default="", help="use only corpus files whose name holds this")
+    parser.add_argument("--dup-rate", type=float, default=0.0,
+                        help="fraction of planted near-duplicate copies (default 0: none)")
+    parser.add_argument("--window", type=int, default=10000,
+                        help="copies are made of one of this many most recent originals")
     args = parser.parse_args()
     if args.min_sentences < 5 or args.max_sentences < args.min_sentences:
         sys.exit("generate_distractors: need 5 <= --min-sentences <= --max-sentences")
@@ -127,16 +162,47 @@ def main():
         out = gzip.open(args.output, "wt", encoding="utf-8", compresslevel=3)
     else:
         out = open(args.output, "w", encoding="utf-8")
+    planted = args.dup_rate > 0
+    truth = None
+    if planted:
+        if args.output == "-":
+            sys.exit("generate_distractors: --dup-rate needs an output file (truth goes beside it)")
+        truth = open(args.output + ".truth.tsv", "w", encoding="utf-8")
+        truth.write("copy_id\toriginal_id\tkind\n")
+        wrappings = make_boilerplate(random.Random(args.seed + 1), groups, 16)
+        recent = []  # ring of (id, text, group index) of the last --window originals
+    copies = 0
     with out:
         for i in range(args.count):
-            name, pool = rng.choices(groups, weights)[0]
+            doc_id = f"distractor/{i:09d}"
+            if planted and recent and rng.random() < args.dup_rate:
+                source_id, source_text, g = recent[rng.randrange(len(recent))]
+                text, kind = plant_copy(rng, source_text, wrappings[g])
+                truth.write(f"{doc_id}\t{source_id}\t{kind}\n")
+                copies += 1
+                out.write(json.dumps({"id": doc_id, "text": text, "from": groups[g][0],
+                                      "derived_from": source_id, "copy_kind": kind},
+                                     ensure_ascii=False))
+                out.write("\n")
+                continue
+            g = rng.choices(range(len(groups)), weights)[0] if planted else None
+            name, pool = groups[g] if planted else rng.choices(groups, weights)[0]
             sentences = rng.randint(args.min_sentences, args.max_sentences)
             text = make_distractor(rng, pool, sentences)
-            out.write(json.dumps({"id": f"distractor/{i:09d}", "text": text, "from": name},
-                                 ensure_ascii=False))
+            record = {"id": doc_id, "text": text, "from": name}
+            if planted:
+                record["derived_from"] = None
+                if len(recent) < args.window:
+                    recent.append((doc_id, text, g))
+                else:
+                    recent[i % args.window] = (doc_id, text, g)
+            out.write(json.dumps(record, ensure_ascii=False))
             out.write("\n")
+    if truth:
+        truth.close()
     pools = ", ".join(f"{name} {len(pool)}" for name, pool in groups)
-    print(f"generate_distractors: wrote {args.count} documents to {args.output} "
+    print(f"generate_distractors: wrote {args.count} documents ({copies} planted copies) to "
+          f"{args.output} "
           f"(sentence pools: {pools})", file=sys.stderr)
 
 

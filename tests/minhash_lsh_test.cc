@@ -299,6 +299,111 @@ TEST(LshCandidatePairsTest, SameResultForEveryThreadCount) {
   EXPECT_LT(one.size(), 2000000u);
 }
 
+TEST(LshBandPairRunsTest, KeySlicesOfALargeBandGiveTheBucketRule) {
+  // 600,000 documents: enough for the records to be built in 8 key slices. Keys spread over
+  // the whole 32-bit range, ~3 documents per key plus one key shared by 500 documents (an
+  // oversized bucket); every 17th document has no keys.
+  const size_t n = 600000;
+  std::mt19937_64 random(42);
+  std::vector<uint32_t> keys(n);
+  std::vector<bool> has_keys(n);
+  for (size_t d = 0; d < n; ++d) {
+    keys[d] = static_cast<uint32_t>(random() % 200000) * 2654435761u;
+    has_keys[d] = d % 17 != 0;
+  }
+  for (size_t d = 1000; d < n; d += n / 500) keys[d] = 0xfedcba98u;
+  // Oracle: group (key, document) with a comparison sort, the bucket rule on each group.
+  std::vector<std::pair<uint32_t, uint64_t>> grouped;
+  for (size_t d = 0; d < n; ++d) {
+    if (has_keys[d]) grouped.emplace_back(keys[d], d);
+  }
+  std::sort(grouped.begin(), grouped.end());
+  std::vector<LshPair> expected_pairs;
+  std::vector<uint64_t> members;
+  for (size_t i = 0; i < grouped.size();) {
+    size_t j = i;
+    members.clear();
+    while (j < grouped.size() && grouped[j].first == grouped[i].first) {
+      members.push_back(grouped[j++].second);
+    }
+    BucketPairs(members, 64, &expected_pairs);
+    i = j;
+  }
+  std::vector<uint64_t> expected;
+  for (const LshPair& pair : expected_pairs) expected.push_back(pair.a << 32 | pair.b);
+  std::sort(expected.begin(), expected.end());
+  ASSERT_GT(expected.size(), 500000u);
+
+  std::vector<uint64_t> whole, records, scratch;
+  LshJoinStats stats;
+  LshBandPairs(keys, has_keys, 64, &whole, &stats, &records, &scratch);
+  EXPECT_EQ(whole, expected);
+  EXPECT_EQ(stats.records, grouped.size());
+  EXPECT_EQ(stats.oversized_buckets, 1u);
+  EXPECT_GE(stats.largest_bucket, 450u);  // 500 less those without keys
+  // The records buffer held one slice, not the whole band.
+  EXPECT_LT(records.capacity(), n / 4);
+
+  std::vector<uint64_t> merged, pairs;
+  LshJoinStats run_stats;
+  size_t runs = 0;
+  LshBandPairRuns(
+      keys, has_keys, 64, 100000,
+      [&](std::span<const uint64_t> run) {
+        EXPECT_TRUE(std::is_sorted(run.begin(), run.end()));
+        EXPECT_LE(run.size(), 100000u);
+        merged.insert(merged.end(), run.begin(), run.end());
+        ++runs;
+      },
+      &run_stats, &pairs, &records, &scratch);
+  std::sort(merged.begin(), merged.end());
+  EXPECT_EQ(merged, expected);
+  EXPECT_EQ(runs, (expected.size() + 99999) / 100000);
+  EXPECT_EQ(run_stats.bucket_pairs, stats.bucket_pairs);
+}
+
+TEST(LshBandPairRunsTest, BoundedRunsMergeToTheWholeBand) {
+  // Enough records for the radix sorts (>= 4096) and an oversized bucket, so that a band yields
+  // many more pairs than one run holds.
+  auto corpus = RandomCorpus(5, 1500, 5);
+  for (int i = 0; i < 300; ++i) corpus.push_back(corpus[11]);
+  corpus.push_back({});
+  auto lsh = MinHashLsh::Create({});
+  ASSERT_TRUE(lsh.ok());
+  BandKeyTable table = Keys(*lsh, corpus);
+  for (int band : {0, 7, lsh->parameters().bands - 1}) {
+    std::vector<uint64_t> whole, records, scratch;
+    LshJoinStats whole_stats;
+    LshBandPairs(table.band_keys(band), table.has_keys_bits(), 64, &whole, &whole_stats, &records,
+                 &scratch);
+    ASSERT_GT(whole.size(), 20000u) << band;
+    ASSERT_TRUE(std::is_sorted(whole.begin(), whole.end()));
+    for (size_t max_run : {size_t{1}, size_t{1000}, size_t{4096}, whole.size(), whole.size() + 1}) {
+      std::vector<std::vector<uint64_t>> runs;
+      std::vector<uint64_t> pairs;
+      LshJoinStats stats;
+      LshBandPairRuns(
+          table.band_keys(band), table.has_keys_bits(), 64, max_run,
+          [&](std::span<const uint64_t> run) { runs.emplace_back(run.begin(), run.end()); }, &stats,
+          &pairs, &records, &scratch);
+      std::vector<uint64_t> merged;
+      for (const auto& run : runs) {
+        EXPECT_LE(run.size(), max_run);
+        EXPECT_TRUE(std::is_sorted(run.begin(), run.end()));
+        merged.insert(merged.end(), run.begin(), run.end());
+      }
+      EXPECT_EQ(runs.size(), (whole.size() + max_run - 1) / max_run) << max_run;
+      std::sort(merged.begin(), merged.end());
+      // Disjoint runs: no pair twice, and together exactly the whole band's pairs.
+      EXPECT_EQ(std::adjacent_find(merged.begin(), merged.end()), merged.end()) << max_run;
+      EXPECT_EQ(merged, whole) << "band " << band << ", runs of " << max_run;
+      EXPECT_EQ(stats.bucket_pairs, whole_stats.bucket_pairs);
+      EXPECT_EQ(stats.buckets, whole_stats.buckets);
+      EXPECT_EQ(stats.records, whole_stats.records);
+    }
+  }
+}
+
 TEST(ShingleVerificationTest, VerifiedJaccardIsTheNarrowedJaccard) {
   auto similarity = ShingleSimilarity::Create(true);
   ASSERT_TRUE(similarity.ok());

@@ -834,8 +834,8 @@ Status DedupRun::FinishFingerprinting(Clock::time_point stage_start) {
 }
 
 Status DedupRun::LshCandidates() {
-  // Per worker and band: the band's keys (4 bytes per document), its records and a sort buffer
-  // (8 bytes each).
+  // Per worker and band: the band's keys (4 bytes per document), then a key slice's records, a
+  // sort buffer and a run of pairs (about 1 byte per document each; see RunLshWorker).
   if (!use_lsh_) return Status::Ok();
   const auto stage_start = Clock::now();
   if (progress_) progress_("lsh", 0, 0, n_);
@@ -871,6 +871,24 @@ void DedupRun::RunLshWorker(int w, int workers, LshWorker* worker, std::mutex* s
   const std::vector<bool>& present = spill_ ? has_keys_ : keys_.has_keys_bits();
   std::vector<uint64_t> records, scratch, pairs;
   std::vector<uint32_t> band_keys;
+  // A band's pairs go out in sorted runs of at most one pair per 8 documents (and at least
+  // 64 Ki pairs), the size of a key slice's records (LshBandPairRuns), so the run buffer and its
+  // sort never outgrow them however many pairs a band yields: a worker holds the band's keys
+  // (4 bytes per document), then about 1 byte each for records, sort buffer and run.
+  const size_t max_run_pairs = std::max<size_t>(n_ / 8, size_t{1} << 16);
+  auto emit_run = [&](std::span<const uint64_t> run) {
+    if (!worker->status.ok()) return;
+    if (!spill_) {
+      worker->kept.emplace_back(run.begin(), run.end());
+      return;
+    }
+    SpillFile& file = run_files_[w];
+    worker->spilled.emplace_back(file.size(), run.size());
+    worker->status = file.Append(run.data(), run.size() * sizeof(uint64_t));
+    std::lock_guard<std::mutex> lock(*spill_mutex);
+    NoteSpill(static_cast<int64_t>(run.size() * sizeof(uint64_t)));
+  };
+  pairs.reserve(max_run_pairs);  // address space: pages are touched only as pairs come
   for (int band = w; band < bands_; band += workers) {
     std::span<const uint32_t> view;
     if (spill_) {
@@ -881,18 +899,9 @@ void DedupRun::RunLshWorker(int w, int workers, LshWorker* worker, std::mutex* s
     } else {
       view = keys_.band_keys(band);
     }
-    LshBandPairs(view, present, options_.lsh.bucket_window, &pairs, &worker->stats, &records,
-                 &scratch);
-    if (spill_) {
-      SpillFile& file = run_files_[w];
-      worker->spilled.emplace_back(file.size(), pairs.size());
-      worker->status = file.Append(pairs.data(), pairs.size() * sizeof(uint64_t));
-      if (!worker->status.ok()) return;
-      std::lock_guard<std::mutex> lock(*spill_mutex);
-      NoteSpill(static_cast<int64_t>(pairs.size() * sizeof(uint64_t)));
-    } else {
-      worker->kept.push_back(pairs);
-    }
+    LshBandPairRuns(view, present, options_.lsh.bucket_window, max_run_pairs, emit_run,
+                    &worker->stats, &pairs, &records, &scratch);
+    if (!worker->status.ok()) return;
   }
   if (spill_) worker->status = run_files_[w].Flush();
 }

@@ -35,36 +35,76 @@ const char* KeepName(KeepPolicy keep) {
   return "?";
 }
 
-std::string ClustersJsonl(const DedupReport& report) {
-  std::string out;
-  for (const DedupCluster& cluster : report.clusters) {
-    const DedupDocument& kept = report.documents[cluster.kept];
-    JsonWriter json(&out);
-    json.BeginObject().Key("cluster").Uint(cluster.cluster_id);
-    json.Key("size").Uint(cluster.removed.size() + 1);
-    json.Key("kept").BeginObject();
-    json.Key("id").String(kept.id).Key("location").String(Location(report, kept));
-    json.Key("bytes").Uint(kept.text_bytes).Key("fingerprint").String(ToHex(kept.fingerprint));
-    json.EndObject();
-    json.Key("removed").BeginArray();
-    for (const ClusterMember& member : cluster.removed) {
-      const DedupDocument& doc = report.documents[member.document];
-      json.BeginObject();
-      json.Key("id").String(doc.id).Key("location").String(Location(report, doc));
-      json.Key("bytes").Uint(doc.text_bytes);
-      json.Key("distance").Int(member.distance_to_kept);
-      json.Key("reason").String(member.reason);
-      json.Key("via").String(report.documents[member.via].id);
-      json.Key("distance_to_via").Int(member.distance_to_via);
-      if (member.similarity_to_via >= 0) {
-        json.Key("similarity_to_via").Double(member.similarity_to_via);
-      }
-      json.EndObject();
+// Appends the JSON line of one cluster to `out`.
+void AppendClusterLine(const DedupReport& report, const DedupCluster& cluster, std::string* out) {
+  const DedupDocument& kept = report.documents[cluster.kept];
+  JsonWriter json(out);
+  json.BeginObject().Key("cluster").Uint(cluster.cluster_id);
+  json.Key("size").Uint(cluster.removed.size() + 1);
+  json.Key("kept").BeginObject();
+  json.Key("id").String(kept.id).Key("location").String(Location(report, kept));
+  json.Key("bytes").Uint(kept.text_bytes).Key("fingerprint").String(ToHex(kept.fingerprint));
+  json.EndObject();
+  json.Key("removed").BeginArray();
+  for (const ClusterMember& member : cluster.removed) {
+    const DedupDocument& doc = report.documents[member.document];
+    json.BeginObject();
+    json.Key("id").String(doc.id).Key("location").String(Location(report, doc));
+    json.Key("bytes").Uint(doc.text_bytes);
+    json.Key("distance").Int(member.distance_to_kept);
+    json.Key("reason").String(member.reason);
+    json.Key("via").String(report.documents[member.via].id);
+    json.Key("distance_to_via").Int(member.distance_to_via);
+    if (member.similarity_to_via >= 0) {
+      json.Key("similarity_to_via").Double(member.similarity_to_via);
     }
-    json.EndArray().EndObject();
-    out.push_back('\n');
+    json.EndObject();
   }
-  return out;
+  json.EndArray().EndObject();
+  out->push_back('\n');
+}
+
+// Creates `path` and writes what produce(std::string* buffer, flush) appends to the buffer;
+// produce calls flush() now and then, which writes the buffer out once it holds 1 MiB, so a
+// large result (ten million ids) is never held whole in memory.
+template <typename Produce>
+Status WriteInPieces(const std::string& path, const OutputFileOptions& options, Produce produce) {
+  auto file = OutputFile::Create(path, options);
+  if (!file.ok()) return file.status();
+  std::string buffer;
+  Status status;
+  auto write = [&](size_t at_least) {
+    if (!status.ok() || buffer.size() < at_least) return;
+    status = (*file)->Write(buffer);
+    buffer.clear();
+  };
+  produce(&buffer, [&] { write(size_t{1} << 20); });
+  write(0);
+  NEARDUP_RETURN_IF_ERROR(status);
+  return (*file)->Commit();
+}
+
+Status WriteClusters(const std::string& path, const DedupReport& report,
+                     const OutputFileOptions& options) {
+  return WriteInPieces(path, options, [&](std::string* out, const auto& flush) {
+    for (const DedupCluster& cluster : report.clusters) {
+      AppendClusterLine(report, cluster, out);
+      flush();
+    }
+  });
+}
+
+// keep.txt (removed = false) or remove.txt (true): one id a line, in input order.
+Status WriteIds(const std::string& path, const DedupReport& report, bool removed,
+                const OutputFileOptions& options) {
+  return WriteInPieces(path, options, [&](std::string* out, const auto& flush) {
+    for (size_t i = 0; i < report.documents.size(); ++i) {
+      if (static_cast<bool>(report.removed[i]) != removed) continue;
+      *out += report.documents[i].id;
+      out->push_back('\n');
+      flush();
+    }
+  });
 }
 
 }  // namespace
@@ -177,22 +217,16 @@ Status WriteDedupOutputs(const DedupReport& report, const DedupOutputOptions& ou
   }
   if (output.directory.empty()) {
     // Standard output: the clusters only (one JSON object a line).
-    NEARDUP_RETURN_IF_ERROR(WriteOutputFile("-", ClustersJsonl(report), file_options));
+    NEARDUP_RETURN_IF_ERROR(WriteClusters("-", report, file_options));
   } else {
     std::error_code error;
     std::filesystem::create_directories(output.directory, error);
     if (error) {
       return Status::IoError(output.directory + ": cannot create directory: " + error.message());
     }
-    std::string keep, remove;
-    for (size_t i = 0; i < report.documents.size(); ++i) {
-      std::string& list = report.removed[i] ? remove : keep;
-      list += report.documents[i].id;
-      list.push_back('\n');
-    }
-    NEARDUP_RETURN_IF_ERROR(WriteOutputFile(paths[0], ClustersJsonl(report), file_options));
-    NEARDUP_RETURN_IF_ERROR(WriteOutputFile(paths[1], keep, file_options));
-    NEARDUP_RETURN_IF_ERROR(WriteOutputFile(paths[2], remove, file_options));
+    NEARDUP_RETURN_IF_ERROR(WriteClusters(paths[0], report, file_options));
+    NEARDUP_RETURN_IF_ERROR(WriteIds(paths[1], report, false, file_options));
+    NEARDUP_RETURN_IF_ERROR(WriteIds(paths[2], report, true, file_options));
     NEARDUP_RETURN_IF_ERROR(
         WriteOutputFile(paths[3], DedupSummaryJson(report, output.options), file_options));
   }

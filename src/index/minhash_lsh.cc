@@ -271,38 +271,69 @@ size_t BandKeyTable::MemoryBytes() const {
   return bytes;
 }
 
+void LshBandPairRuns(std::span<const uint32_t> keys, const std::vector<bool>& has_keys,
+                     uint32_t window, size_t max_run_pairs,
+                     const std::function<void(std::span<const uint64_t>)>& emit_run,
+                     LshJoinStats* stats, std::vector<uint64_t>* pairs,
+                     std::vector<uint64_t>* records, std::vector<uint64_t>* scratch) {
+  const size_t n = keys.size();
+  window = std::max<uint32_t>(window, 1);
+  max_run_pairs = std::max<size_t>(max_run_pairs, 1);
+  pairs->clear();
+  // The records are built and sorted one key slice at a time (the top slice_bits bits of the
+  // key; up to 8 slices of at least 64 Ki documents), so the records and their sort buffer hold
+  // about 2 bytes per document instead of 16. A bucket lies in one slice, so the pairs are the
+  // same. Pairs within a band are distinct (each document has one key, so one bucket): a run
+  // needs sorting only. The scratch buffer is shared with the records' sort.
+  int slice_bits = 0;
+  while (slice_bits < 3 && (n >> (slice_bits + 1)) >= (size_t{1} << 16)) ++slice_bits;
+  auto flush = [&] {
+    RadixSort(pairs, scratch, 0);
+    emit_run(*pairs);
+  };
+  std::vector<uint32_t> members;
+  for (uint32_t slice = 0; slice < (1u << slice_bits); ++slice) {
+    records->clear();
+    records->reserve((n >> slice_bits) + (n >> (slice_bits + 3)));
+    for (size_t d = 0; d < n; ++d) {
+      if (has_keys[d] && (slice_bits == 0 || keys[d] >> (32 - slice_bits) == slice)) {
+        records->push_back(static_cast<uint64_t>(keys[d]) << 32 | d);
+      }
+    }
+    stats->records += records->size();
+    RadixSort(records, scratch, 32);
+    for (size_t i = 0; i < records->size();) {
+      size_t j = i + 1;
+      while (j < records->size() && ((*records)[j] >> 32) == ((*records)[i] >> 32)) ++j;
+      const size_t m = j - i;
+      if (m >= 2) {
+        ++stats->buckets;
+        if (m > static_cast<size_t>(window) + 1) ++stats->oversized_buckets;
+        stats->largest_bucket = std::max<uint64_t>(stats->largest_bucket, m);
+        members.resize(m);
+        for (size_t k = 0; k < m; ++k) members[k] = static_cast<uint32_t>((*records)[i + k]);
+        ForEachBucketPair(members.data(), m, window, [&](uint32_t a, uint32_t b) {
+          pairs->push_back(static_cast<uint64_t>(a) << 32 | b);
+          if (pairs->size() >= max_run_pairs) {
+            flush();
+            pairs->clear();
+          }
+        });
+        stats->bucket_pairs += BucketPairCount(m, window);
+      }
+      i = j;
+    }
+  }
+  if (!pairs->empty()) flush();  // the last run stays in `pairs`
+}
+
 void LshBandPairs(std::span<const uint32_t> keys, const std::vector<bool>& has_keys,
                   uint32_t window, std::vector<uint64_t>* pairs, LshJoinStats* stats,
                   std::vector<uint64_t>* records, std::vector<uint64_t>* scratch) {
-  const size_t n = keys.size();
-  window = std::max<uint32_t>(window, 1);
-  pairs->clear();
-  records->clear();
-  records->reserve(n);
-  for (size_t d = 0; d < n; ++d) {
-    if (has_keys[d]) records->push_back(static_cast<uint64_t>(keys[d]) << 32 | d);
-  }
-  stats->records += records->size();
-  RadixSort(records, scratch, 32);
-  std::vector<uint32_t> members;
-  for (size_t i = 0; i < records->size();) {
-    size_t j = i + 1;
-    while (j < records->size() && ((*records)[j] >> 32) == ((*records)[i] >> 32)) ++j;
-    const size_t m = j - i;
-    if (m >= 2) {
-      ++stats->buckets;
-      if (m > static_cast<size_t>(window) + 1) ++stats->oversized_buckets;
-      stats->largest_bucket = std::max<uint64_t>(stats->largest_bucket, m);
-      members.resize(m);
-      for (size_t k = 0; k < m; ++k) members[k] = static_cast<uint32_t>((*records)[i + k]);
-      ForEachBucketPair(members.data(), m, window, [pairs](uint32_t a, uint32_t b) {
-        pairs->push_back(static_cast<uint64_t>(a) << 32 | b);
-      });
-      stats->bucket_pairs += BucketPairCount(m, window);
-    }
-    i = j;
-  }
-  SortUnique(pairs, scratch);
+  // One run of all the band's pairs, left in `pairs`.
+  LshBandPairRuns(
+      keys, has_keys, window, SIZE_MAX, [](std::span<const uint64_t>) {}, stats, pairs, records,
+      scratch);
 }
 
 std::vector<LshPair> LshCandidatePairs(const BandKeyTable& table, uint32_t window, int threads,
