@@ -34,6 +34,7 @@
 #include <string>
 
 #include "common/utf8.h"
+#include "features/used_slots.h"
 #include "features/word_splitter.h"
 
 namespace neardup {
@@ -246,20 +247,11 @@ void CjDictionary::Build(WordList list) {
   // free, searched from the base of the last node with as many children; a bitmap of the used
   // slots tests 64 candidate bases at once.
   units_.assign(word_total * 3 + max_code + 64, Unit{});
-  std::vector<uint64_t> used(units_.size() / 64 + 2, 0);
-  used[0] = 1;                                // the root
-  auto used_at = [&](size_t p) -> uint64_t {  // bit j: whether slot p + j is used
-    const size_t word = p / 64;
-    const unsigned shift = p % 64;
-    const uint64_t lo = word < used.size() ? used[word] : 0;
-    if (shift == 0) return lo;
-    const uint64_t hi = word + 1 < used.size() ? used[word + 1] : 0;
-    return (lo >> shift) | (hi << (64 - shift));
-  };
+  UsedSlots used(units_.size());
+  auto used_at = [&](size_t p) { return used.At(p); };  // bit j: whether slot p + j is used
   auto mark_used = [&](size_t i) {
     if (i >= units_.size()) units_.resize(std::max(i + 1, units_.size() + units_.size() / 2));
-    if (i / 64 >= used.size()) used.resize(units_.size() / 64 + 2, 0);
-    used[i / 64] |= uint64_t{1} << (i % 64);
+    used.Mark(i);
   };
   // A node: its slot and the range of sorted words below it (the word ending at the node, if
   // any, first).

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "features/jieba_internal.h"
+#include "features/used_slots.h"
 
 namespace neardup {
 namespace jieba {
@@ -132,20 +133,11 @@ Trie::Trie(const TrieBuilder& builder, double log_total) {
     overflow.emplace_back(static_cast<uint32_t>(unit), log_prob);
     return kOverflowProb;
   };
-  std::vector<uint64_t> used(units_.size() / 64 + 2, 0);
-  used[0] = 1;                                // the root
-  auto used_at = [&](size_t p) -> uint64_t {  // bit j: whether unit p + j is used
-    const size_t word = p / 64;
-    const unsigned shift = p % 64;
-    const uint64_t lo = word < used.size() ? used[word] : 0;
-    if (shift == 0) return lo;
-    const uint64_t hi = word + 1 < used.size() ? used[word + 1] : 0;
-    return (lo >> shift) | (hi << (64 - shift));
-  };
+  UsedSlots used(units_.size());
+  auto used_at = [&](size_t p) { return used.At(p); };  // bit j: whether slot p + j is used
   auto mark_used = [&](size_t i) {
     grow_to(i + 1);
-    if (i / 64 >= used.size()) used.resize(units_.size() / 64 + 2, 0);
-    used[i / 64] |= uint64_t{1} << (i % 64);
+    used.Mark(i);
   };
   size_t free_head = 1;                                   // no free unit below this
   std::vector<uint32_t> node_of(builder_nodes, kNoNode);  // builder node -> unit

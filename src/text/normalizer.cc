@@ -180,46 +180,25 @@ struct TextNormalizer::Impl {
     out->clear();
     out->reserve(text.size());
     size_t piece = 0;
-    bool piece_changes = false;
-    auto flush = [&](size_t end) -> Status {
+    while (true) {
+      size_t end = text.find('\0', piece);
+      if (end == std::string_view::npos) end = text.size();
       if (end > piece) {
-        std::string_view part = text.substr(piece, end - piece);
-        if (piece_changes || !skip_unchanged) {
-          try {
-            out->append(t2s->Convert(part.data(), part.size()));
-          } catch (const std::exception& e) {
-            return Status::Internal(std::string("OpenCC conversion failed: ") + e.what());
-          }
-        } else {
-          out->append(part);
+        try {
+          out->append(t2s->Convert(text.data() + piece, end - piece));
+        } catch (const std::exception& e) {
+          return Status::Internal(std::string("OpenCC conversion failed: ") + e.what());
         }
       }
-      return Status::Ok();
-    };
-    size_t i = 0;
-    while (i < text.size()) {
-      size_t len = utf8::ValidSequenceLength(text, i);
-      if (len == 0) len = 1;  // valid UTF-8 by now; a stray byte is kept in its piece
-      char32_t cp = len == 1 ? static_cast<unsigned char>(text[i]) : utf8::Decode(text, i, len);
-      bool cut = cp == 0 || (skip_unchanged && !in_t2s_key.empty() && cp < kMaxTrackedCodePoint &&
-                             !in_t2s_key[cp]);
-      if (cut) {
-        NEARDUP_RETURN_IF_ERROR(flush(i));
-        out->append(text.substr(i, len));
-        piece = i + len;
-        piece_changes = false;
-      } else if (!piece_changes) {
-        piece_changes = may_change_under_t2s.empty()
-                            ? utf8::IsHanIdeograph(cp)
-                            : cp >= kMaxTrackedCodePoint || may_change_under_t2s[cp];
-      }
-      i += len;
+      if (end == text.size()) return Status::Ok();
+      out->push_back('\0');
+      piece = end + 1;
     }
-    return flush(text.size());
   }
 
-  // ConvertT2s with skip_unchanged (the same pieces and cuts): only the pieces that may change go
-  // to OpenCC, through the per-thread T2sCache; everything between them is copied in blocks.
+  // ConvertT2s with skip_unchanged: cuts at NUL and, when in_t2s_key is known, at every code point
+  // outside all keys; only the pieces that may change go to OpenCC, through the per-thread
+  // T2sCache; everything between them is copied in blocks.
   Status ConvertChangingPieces(std::string_view text, std::string* out) const {
     out->clear();
     out->reserve(text.size());
