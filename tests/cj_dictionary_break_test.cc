@@ -19,6 +19,7 @@
 #include "neardup/document_reader.h"
 #include "neardup/text.h"
 #include "shared_data.h"
+#include "test_files.h"
 
 namespace neardup {
 namespace {
@@ -195,11 +196,7 @@ TEST(CjDictionaryBreakTest, CorpusMatchesIcu) {
   const bool all = std::getenv("NEARDUP_LARGE_TESTS") != nullptr &&
                    std::string(std::getenv("NEARDUP_LARGE_TESTS")) == "1";
   auto normalizer = TextNormalizer::Create(NormalizeOptions()).value();
-  std::vector<std::string> files;
-  for (const auto& entry : std::filesystem::directory_iterator(NEARDUP_SHARED_DIR "/corpus")) {
-    if (entry.path().extension() == ".jsonl") files.push_back(entry.path().string());
-  }
-  std::sort(files.begin(), files.end());
+  const std::vector<std::string> files = testing_files::CorpusFiles();
   std::map<std::string, std::pair<size_t, size_t>> per_file;  // taken, seen (raw + normalised)
   for (const std::string& file : files) {
     const std::string base = std::filesystem::path(file).filename().string();

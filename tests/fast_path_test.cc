@@ -26,6 +26,7 @@
 #include "neardup/features.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/text.h"
+#include "test_files.h"
 
 namespace neardup {
 namespace {
@@ -42,14 +43,7 @@ struct Doc {
 
 std::vector<Doc> CorpusSubset(size_t* total) {
   std::vector<Doc> all;
-  const std::string dir = std::string(NEARDUP_SHARED_DIR) + "/corpus";
-  std::vector<std::string> files;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
-    if (entry.path().extension() == ".jsonl") files.push_back(entry.path().string());
-  }
-  std::sort(files.begin(), files.end());
-  for (const std::string& file : files) {
+  for (const std::string& file : testing_files::CorpusFiles()) {
     auto reader = DocumentReader::Open({file}, {});
     if (!reader.ok()) continue;
     Document doc;
