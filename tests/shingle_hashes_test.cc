@@ -349,6 +349,23 @@ TEST(ShingleHashesTest, SqueezedHashMatchesTheDefinition) {
     for (char& c : text) c = static_cast<char>(alphabet[random() % std::size(alphabet)]);
     ASSERT_EQ(SqueezedHash(text), ReferenceSqueezedHash(text));
   }
+  // Longer texts, which go through the 16-byte blocks: every sequence across a block boundary,
+  // and blocks without any byte removed.
+  for (int round = 0; round < 20000; ++round) {
+    std::string text(random() % 300, ' ');
+    const size_t kinds = round % 4 == 0 ? 4 : std::size(alphabet);  // some blocks all ASCII
+    for (char& c : text) c = static_cast<char>(alphabet[random() % kinds]);
+    ASSERT_EQ(SqueezedHash(text), ReferenceSqueezedHash(text)) << round;
+  }
+  std::string runs;
+  for (int k = 0; k < 400; ++k) runs += k % 3 == 0 ? "abcdefghijklmnopq" : "\xe3\x80\x80\xc2\xa0x";
+  EXPECT_EQ(SqueezedHash(runs), ReferenceSqueezedHash(runs));
+  std::string every_byte;
+  for (int k = 0; k < 4 * 256; ++k) every_byte.push_back(static_cast<char>(k * 7 % 256));
+  for (size_t start = 0; start < 40; ++start) {
+    const std::string_view view = std::string_view(every_byte).substr(start);
+    ASSERT_EQ(SqueezedHash(view), ReferenceSqueezedHash(view)) << start;
+  }
   // A long text, then a short one: the per-thread buffer is reused.
   std::string long_text(1 << 20, 'x');
   for (size_t i = 0; i < long_text.size(); i += 97) long_text[i] = ' ';
