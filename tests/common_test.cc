@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
+#include <set>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -11,6 +14,9 @@
 #include "common/parallel.h"
 #include "common/utf8.h"
 #include "neardup/status.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace neardup {
 namespace {
@@ -127,6 +133,81 @@ TEST(ParallelForTest, ChunksShrinkTowardsTheEndAndHonourMinChunk) {
     ASSERT_EQ(next, n);
     EXPECT_LE(chunks.back().second - chunks.back().first, std::max<size_t>(min_chunk, n / 1000));
   }
+}
+
+// The helper threads are kept between calls (their thread_local state survives), a call made
+// while another one runs (nested, or from another thread) still covers every index, and a child
+// process after fork() gets helpers of its own.
+TEST(ParallelForTest, KeepsItsHelpersAndStaysCorrectWhenCallsOverlap) {
+  // How many calls each helper has worked in, counted in a thread_local of the helper.
+  const std::thread::id caller = std::this_thread::get_id();
+  static std::atomic<int> call_number{0};
+  auto helper_calls = [caller] {
+    const int call = ++call_number;
+    std::mutex mutex;
+    std::set<int> seen;
+    ParallelFor(
+        64, 2,
+        [&](size_t, size_t) {
+          thread_local int calls_here = 0;
+          thread_local int last_call = 0;
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          std::lock_guard<std::mutex> lock(mutex);
+          if (std::this_thread::get_id() == caller) return;
+          if (last_call != call) ++calls_here;
+          last_call = call;
+          seen.insert(calls_here);
+        },
+        1);
+    return seen;
+  };
+  (void)helper_calls();
+  (void)helper_calls();
+  const std::set<int> third = helper_calls();
+  ASSERT_FALSE(third.empty()) << "no helper thread worked";
+  EXPECT_EQ(*third.begin(), 3) << "the helper of the third call is not the one of the first";
+
+  std::vector<std::atomic<int>> hits(400);
+  ParallelFor(20, 3, [&](size_t begin, size_t end) {
+    for (size_t outer = begin; outer < end; ++outer) {
+      ParallelFor(20, 3, [&](size_t b, size_t e) {
+        for (size_t inner = b; inner < e; ++inner) hits[outer * 20 + inner].fetch_add(1);
+      });
+    }
+  });
+  for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << "nested, index " << i;
+
+  std::vector<std::atomic<int>> a(5000), b(5000);
+  auto cover = [](std::vector<std::atomic<int>>* v) {
+    for (int round = 0; round < 20; ++round) {
+      ParallelFor(v->size(), 2, [&](size_t begin, size_t end) {
+        for (size_t i = begin; i < end; ++i) (*v)[i].fetch_add(1);
+      });
+    }
+  };
+  std::thread other(cover, &a);
+  cover(&b);
+  other.join();
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].load(), 20) << "concurrent, index " << i;
+    ASSERT_EQ(b[i].load(), 20) << "concurrent, index " << i;
+  }
+
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::vector<std::atomic<int>> in_child(1000);
+    ParallelFor(in_child.size(), 2, [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) in_child[i].fetch_add(1);
+    });
+    bool all_once = true;
+    for (auto& hit : in_child) all_once = all_once && hit.load() == 1;
+    _exit(all_once ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "ParallelFor in a child process after fork()";
 }
 
 }  // namespace
