@@ -210,5 +210,31 @@ TEST(ParallelForTest, KeepsItsHelpersAndStaysCorrectWhenCallsOverlap) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "ParallelFor in a child process after fork()";
 }
 
+// The caller runs `alongside` (once) and takes no chunk; the chunks still cover every index once,
+// with one thread or several, and with nothing to do.
+TEST(ParallelForTest, AlongsideRunsOnTheCallerWhileOthersTakeTheChunks) {
+  const std::thread::id caller = std::this_thread::get_id();
+  for (int threads : {1, 2, 3}) {
+    std::vector<std::atomic<int>> hits(3000);
+    std::atomic<int> on_caller{0};
+    int alongside_calls = 0;
+    ParallelForAlongside(
+        hits.size(), threads,
+        [&](size_t begin, size_t end) {
+          if (std::this_thread::get_id() == caller) on_caller.fetch_add(1);
+          for (size_t i = begin; i < end; ++i) hits[i].fetch_add(1);
+        },
+        4, [&] { ++alongside_calls; });
+    EXPECT_EQ(alongside_calls, 1);
+    EXPECT_EQ(on_caller.load(), 0) << threads << " threads";
+    for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i;
+  }
+  int alongside_calls = 0, chunks = 0;
+  ParallelForAlongside(
+      0, 2, [&](size_t, size_t) { ++chunks; }, 1, [&] { ++alongside_calls; });
+  EXPECT_EQ(alongside_calls, 1);
+  EXPECT_EQ(chunks, 0);
+}
+
 }  // namespace
 }  // namespace neardup

@@ -42,9 +42,10 @@ class HelperPool {
   bool TryAcquire() { return !busy_.exchange(true, std::memory_order_acquire); }
   void Release() { busy_.store(false, std::memory_order_release); }
 
-  // Runs job() on `helpers` pool threads while the caller runs it too; returns when all have
-  // returned. Only between TryAcquire() and Release().
-  void Run(size_t helpers, const std::function<void()>& job) {
+  // Runs job() on `helpers` pool threads while the caller runs caller_job(); returns when all
+  // have returned. Only between TryAcquire() and Release().
+  void Run(size_t helpers, const std::function<void()>& job,
+           const std::function<void()>& caller_job) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       while (threads_.size() < helpers) {
@@ -57,7 +58,7 @@ class HelperPool {
       ++generation_;
     }
     wake_.notify_all();
-    job();
+    caller_job();
     std::unique_lock<std::mutex> lock(mutex_);
     done_.wait(lock, [this] { return running_ == 0; });
     job_ = nullptr;
@@ -98,6 +99,47 @@ int DefaultThreadCount() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
+namespace {
+
+// The chunk loop of ParallelFor: guided self-scheduling. Each claim takes 1/(4 * workers) of the
+// items still unclaimed (at least min_chunk), so chunks shrink towards the end. Items may differ a
+// lot in cost (a long Japanese document next to many short Chinese ones): with fixed chunks the
+// last one could hold most of the work and leave the other workers idle.
+std::function<void()> ChunkLoop(size_t n, size_t workers, size_t min_chunk,
+                                const std::function<void(size_t, size_t)>& fn,
+                                std::atomic<size_t>* next) {
+  return [=, &fn] {
+    size_t begin = next->load(std::memory_order_relaxed);
+    for (;;) {
+      if (begin >= n) return;
+      const size_t chunk = std::max(min_chunk, (n - begin) / (workers * 4));
+      const size_t end = std::min(n, begin + chunk);
+      if (!next->compare_exchange_weak(begin, end, std::memory_order_relaxed)) continue;
+      fn(begin, end);
+      begin = next->load(std::memory_order_relaxed);
+    }
+  };
+}
+
+// Runs `job` on `helpers` threads (the pool's when free, else threads of its own) while the caller
+// runs caller_job.
+void RunWithHelpers(size_t helpers, const std::function<void()>& job,
+                    const std::function<void()>& caller_job) {
+  HelperPool* pool = HelperPool::Get();
+  if (pool->TryAcquire()) {
+    pool->Run(helpers, job, caller_job);
+    pool->Release();
+    return;
+  }
+  std::vector<std::thread> threads;
+  threads.reserve(helpers);
+  for (size_t i = 0; i < helpers; ++i) threads.emplace_back(job);
+  caller_job();
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace
+
 void ParallelFor(size_t n, int threads, const std::function<void(size_t, size_t)>& fn,
                  size_t min_chunk) {
   if (n == 0) return;
@@ -109,33 +151,24 @@ void ParallelFor(size_t n, int threads, const std::function<void(size_t, size_t)
     fn(0, n);
     return;
   }
-  // Guided self-scheduling: each claim takes 1/(4 * workers) of the items still unclaimed (at least
-  // min_chunk), so chunks shrink towards the end. Items may differ a lot in cost (a long Japanese
-  // document next to many short Chinese ones): with fixed chunks the last one could hold most of
-  // the work and leave the other workers idle.
   std::atomic<size_t> next{0};
-  const std::function<void()> work = [&] {
-    size_t begin = next.load(std::memory_order_relaxed);
-    for (;;) {
-      if (begin >= n) return;
-      const size_t chunk = std::max(min_chunk, (n - begin) / (workers * 4));
-      const size_t end = std::min(n, begin + chunk);
-      if (!next.compare_exchange_weak(begin, end, std::memory_order_relaxed)) continue;
-      fn(begin, end);
-      begin = next.load(std::memory_order_relaxed);
-    }
-  };
-  HelperPool* pool = HelperPool::Get();
-  if (pool->TryAcquire()) {
-    pool->Run(workers - 1, work);
-    pool->Release();
+  const std::function<void()> work = ChunkLoop(n, workers, min_chunk, fn, &next);
+  RunWithHelpers(workers - 1, work, work);
+}
+
+void ParallelForAlongside(size_t n, int threads, const std::function<void(size_t, size_t)>& fn,
+                          size_t min_chunk, const std::function<void()>& alongside) {
+  if (n == 0) {
+    alongside();
     return;
   }
-  std::vector<std::thread> threads_here;
-  threads_here.reserve(workers - 1);
-  for (size_t i = 0; i + 1 < workers; ++i) threads_here.emplace_back(work);
-  work();
-  for (auto& t : threads_here) t.join();
+  if (threads <= 0) threads = DefaultThreadCount();
+  min_chunk = std::max<size_t>(min_chunk, 1);
+  size_t max_workers = (n + min_chunk - 1) / min_chunk;
+  size_t workers = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(threads), max_workers));
+  std::atomic<size_t> next{0};
+  const std::function<void()> work = ChunkLoop(n, workers, min_chunk, fn, &next);
+  RunWithHelpers(workers, work, alongside);
 }
 
 }  // namespace neardup

@@ -20,6 +20,13 @@ int DefaultThreadCount();
 void ParallelFor(size_t n, int threads, const std::function<void(size_t, size_t)>& fn,
                  size_t min_chunk = 1);
 
+// Like ParallelFor(n, threads, fn, min_chunk), but fn runs on up to `threads` threads other than
+// the caller's (at least one), while the caller runs `alongside()` (which takes no chunk). Returns
+// when both are done. For a pipeline: the caller prepares the next batch while this one is
+// worked on.
+void ParallelForAlongside(size_t n, int threads, const std::function<void(size_t, size_t)>& fn,
+                          size_t min_chunk, const std::function<void()>& alongside);
+
 }  // namespace neardup
 
 #endif  // NEARDUP_COMMON_PARALLEL_H_
