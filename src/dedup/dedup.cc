@@ -8,7 +8,9 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <ctime>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -36,6 +38,13 @@ using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// CPU time of the calling thread.
+double ThreadCpuSeconds() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
 }
 
 // True if document x should be kept over document y under `keep` (x < y in canonical order
@@ -371,31 +380,52 @@ class DedupRun {
   void NoteStageMemory(size_t from);
   // Adds `delta` bytes to the temporary files' size and its peak.
   void NoteSpill(int64_t delta);
-  // Reads up to a batch of documents into batch_; sets *count, and *done at the end.
-  Status ReadBatch(size_t* count, bool* done);
+  // One batch of stage 1: its documents and what the per-document pass computed for them. Two
+  // of them alternate: while the workers fingerprint one, the reading thread records the
+  // previous one and reads the next into it.
+  struct Batch;
+  // The wall and thread times of one batch's pass.
+  struct PassTimes {
+    double seconds = 0;          // until both the workers and the calling thread were done
+    double workers_seconds = 0;  // until the last worker was done
+    double fingerprint_thread_seconds = 0, minhash_thread_seconds = 0;  // summed over workers
+  };
+  // Reads up to a batch of documents into `batch`; sets batch->count, and *done at the end.
+  Status ReadBatch(Batch* batch, bool* done);
   // The first time a batch holds a document the default tokenizer will cut with jieba (Han text
   // without kana), loads the default jieba dictionary on a thread of its own: the workers then do
   // not stop in the middle of a batch while one of them loads it.
-  void PreloadJiebaFor(size_t count);
-  // The per-document pass over the batch, on all cores: each document's hashes, fingerprint
-  // and, from the same normalised text, its shingles -> MinHash signature -> band keys and
-  // (while the budget lasts) its narrowed shingle set for verification.
-  void FingerprintBatch(size_t count);
+  void PreloadJiebaFor(const Batch& batch);
+  // Sizes the batch's results for the pass.
+  void PrepareBatch(Batch* batch);
+  // The per-document pass over the batch, on all worker threads: each document's hashes,
+  // fingerprint and, from the same normalised text, its shingles -> MinHash signature -> band
+  // keys and (while the budget lasts) its narrowed shingle set for verification. The calling
+  // thread runs `alongside` meanwhile (with more than one thread; else after the pass).
+  PassTimes FingerprintBatch(Batch* batch, const std::function<void()>& alongside);
+  // Splits the pass's wall time between the read, fingerprint and minhash stages, given how long
+  // the calling thread spent recording the previous batch and reading the next (and the CPU time
+  // of the reading). Reading counts with the time the pass waited for it, plus its share of the
+  // workers' cores while it ran beside them; the MinHash part of what remains goes to minhash in
+  // proportion to the workers' thread time; the rest stays fingerprinting.
+  void AttributePass(const PassTimes& pass, double read_wall, double read_cpu, double record_wall);
   // The shingle-derived part of the pass for batch document i: its shingle hashes (any order,
   // repeats kept) and band keys. False when the text cannot be shingled (its set is empty).
-  bool ShinglesOfDocument(size_t i, std::string_view normalized, std::vector<uint64_t>* units,
-                          std::vector<uint64_t>* shingles);
+  bool ShinglesOfDocument(Batch* batch, size_t i, std::string_view normalized,
+                          std::vector<uint64_t>* units, std::vector<uint64_t>* shingles);
   // Keeps the narrowed shingle set of the next document (in document order) from stage 1 while
   // the sets fit in options_.first_pass_set_bytes; after the first one that does not, keeps none.
   Status KeepFirstPassSet(std::span<const uint32_t> set);
   // Appends the batch's keys to the band files, band-major: each band's file holds one key per
   // fingerprinted document (0 without keys).
-  Status SpillBandKeys(size_t count);
+  Status SpillBandKeys(const Batch& batch);
   // Adds the batch's documents to the report (and their keys to the table); warns about, or
-  // with --strict fails on, the ones that could not be fingerprinted.
-  Status RecordBatch(size_t count);
-  // At the first batch: reserves room for twice the corpus at its bytes per document.
-  void ReserveDocuments(size_t count);
+  // with --strict fails on, the ones that could not be fingerprinted. Then the band keys' spill,
+  // the document table's reservation and the progress report.
+  Status RecordBatch(Batch* batch);
+  // At the first batch: reserves room for twice the corpus at its bytes per document, given the
+  // input bytes read up to the end of the batch.
+  void ReserveDocuments(size_t count, uint64_t bytes_read);
   // Ends stage 1: frees its buffers, records its timings and names shared ids apart.
   Status FinishFingerprinting(Clock::time_point stage_start);
   // Worker w's bands: their candidate pairs, spilled or kept.
@@ -447,15 +477,12 @@ class DedupRun {
   std::thread jieba_loader_;
   bool jieba_wanted_ = false;  // the default jieba dictionary may be needed and is not loading
   std::vector<SpillFile> band_files_;
+  // The stage's wall time attributed to reading and to the MinHash part of the pass (the rest is
+  // fingerprinting; see FingerprintBatch).
   double read_seconds_ = 0, lsh_seconds_ = 0;
-  std::vector<Document> batch_;
-  std::vector<Result<Fingerprint>> results_;
-  std::vector<uint64_t> normalized_bytes_;
   BandKeyTable keys_{0};
   std::vector<bool> has_keys_;  // per document, when spilling
-  std::vector<uint32_t> batch_keys_, band_column_;
-  std::vector<uint8_t> batch_has_keys_;
-  std::vector<uint64_t> content_hashes_, squeezed_hashes_;
+  std::vector<uint32_t> band_column_;
   // When the fingerprint is computed from the same normalised text the shingles need (the
   // default options), the shingles are cut from the Fingerprinter's normalised text instead of
   // normalising every document twice.
@@ -465,15 +492,26 @@ class DedupRun {
   // first_offsets_[d + 1]) of first_sets_ (in memory) or of first_file_ (spilling). Kept while
   // they fit in options_.first_pass_set_bytes (the LSH stage cuts the shingles anyway).
   bool keep_sets_ = false;
-  // The batch's narrowed sets: each worker chunk appends its documents' sets to an arena of its
-  // own; batch_set_of_[i] = (arena, offset, size) of batch document i. Freed batch by batch.
+  // A batch's narrowed sets: each worker chunk appends its documents' sets to an arena of its
+  // own; Batch::set_of[i] = (arena, offset, size) of batch document i.
   struct SetRef {
     uint32_t arena = 0;
     uint32_t size = 0;
     uint64_t offset = 0;
   };
-  std::vector<std::vector<uint32_t>> batch_arenas_;
-  std::vector<SetRef> batch_set_of_;
+  struct Batch {
+    std::vector<Document> documents;  // [0, count) hold this batch's documents
+    size_t count = 0;
+    uint64_t bytes_read = 0;  // the reader's input_bytes_consumed() after the batch
+    std::vector<Result<Fingerprint>> results;
+    std::vector<uint64_t> normalized_bytes, content_hashes, squeezed_hashes;
+    std::vector<uint32_t> keys;  // count * bands_, when use_lsh_
+    std::vector<uint8_t> has_keys;
+    bool with_sets = false;  // keep_sets_ when the pass began: set_of and arenas were filled
+    std::vector<std::vector<uint32_t>> arenas;
+    std::vector<SetRef> set_of;
+  };
+  Batch batches_[2];
   uint32_t first_pass_documents_ = 0;
   std::vector<uint64_t> first_offsets_;
   std::vector<uint32_t> first_sets_;
@@ -560,7 +598,6 @@ void DedupRun::NoteSpill(int64_t delta) {
 
 Status DedupRun::ReadAndFingerprint() {
   const auto stage_start = Clock::now();
-  batch_.resize(options_.batch_size);
   keys_ = BandKeyTable(use_lsh_ && !spill_ ? bands_ : 0);
   share_normalization_ =
       use_lsh_ && SameNormalization(options_.fingerprint, similarity_->normalize_options());
@@ -577,42 +614,64 @@ Status DedupRun::ReadAndFingerprint() {
       first_file_.emplace(std::move(*file));
     }
   }
+  // A pipeline of two batches: while the workers run the pass over one, this thread records the
+  // previous one and reads the next into its place.
   bool done = false;
-  while (!done) {
-    size_t count = 0;
-    NEARDUP_RETURN_IF_ERROR(ReadBatch(&count, &done));
-    PreloadJiebaFor(count);
-    FingerprintBatch(count);
-    if (use_lsh_ && spill_) NEARDUP_RETURN_IF_ERROR(SpillBandKeys(count));
-    NEARDUP_RETURN_IF_ERROR(RecordBatch(count));
-    ReserveDocuments(count);
-    if (progress_) {
-      progress_("fingerprint", reader_->input_bytes_consumed(), reader_->total_input_bytes(),
-                report_.documents.size());
+  Batch* current = &batches_[0];
+  Batch* other = &batches_[1];
+  for (Batch& batch : batches_) batch.documents.resize(options_.batch_size);
+  const auto first_read = Clock::now();
+  NEARDUP_RETURN_IF_ERROR(ReadBatch(current, &done));
+  read_seconds_ += SecondsSince(first_read);
+  while (current->count > 0) {
+    PreloadJiebaFor(*current);
+    PrepareBatch(current);
+    Status recorded = Status::Ok(), read = Status::Ok();
+    double read_wall = 0, read_cpu = 0, record_wall = 0;
+    const PassTimes pass = FingerprintBatch(current, [&] {
+      const auto record_start = Clock::now();
+      if (other->count > 0) recorded = RecordBatch(other);
+      other->count = 0;
+      record_wall = SecondsSince(record_start);
+      if (!recorded.ok() || done) return;
+      const auto read_start = Clock::now();
+      const double cpu_start = ThreadCpuSeconds();
+      read = ReadBatch(other, &done);
+      read_cpu = ThreadCpuSeconds() - cpu_start;
+      read_wall = SecondsSince(read_start);
+    });
+    AttributePass(pass, read_wall, read_cpu, record_wall);
+    NEARDUP_RETURN_IF_ERROR(recorded);
+    if (!read.ok()) {
+      // A read error comes after the errors of the documents before it, as without the pipeline.
+      NEARDUP_RETURN_IF_ERROR(RecordBatch(current));
+      return read;
     }
+    std::swap(current, other);
   }
+  if (other->count > 0) NEARDUP_RETURN_IF_ERROR(RecordBatch(other));
   return FinishFingerprinting(stage_start);
 }
 
-Status DedupRun::ReadBatch(size_t* count, bool* done) {
-  auto read_start = Clock::now();
-  while (*count < batch_.size()) {
-    auto got = reader_->Next(&batch_[*count]);
+Status DedupRun::ReadBatch(Batch* batch, bool* done) {
+  batch->count = 0;
+  while (batch->count < batch->documents.size()) {
+    auto got = reader_->Next(&batch->documents[batch->count]);
     if (!got.ok()) return got.status();
     if (!*got) {
       *done = true;
       break;
     }
-    ++*count;
+    ++batch->count;
   }
-  read_seconds_ += SecondsSince(read_start);
+  batch->bytes_read = reader_->input_bytes_consumed();
   return Status::Ok();
 }
 
-void DedupRun::PreloadJiebaFor(size_t count) {
+void DedupRun::PreloadJiebaFor(const Batch& batch) {
   if (!jieba_wanted_) return;
-  for (size_t i = 0; i < count; ++i) {
-    if (utf8::HanWithoutKana(batch_[i].text)) {
+  for (size_t i = 0; i < batch.count; ++i) {
+    if (utf8::HanWithoutKana(batch.documents[i].text)) {
       jieba_wanted_ = false;
       // The extractor loads the same process-wide dictionary (JiebaSegmenter::Default) and waits
       // for this load if it needs the dictionary first; a failure is reported there.
@@ -627,89 +686,118 @@ void DedupRun::PreloadJiebaFor(size_t count) {
   }
 }
 
-void DedupRun::FingerprintBatch(size_t count) {
-  const auto pass_start = Clock::now();
-  results_.assign(count, Result<Fingerprint>(Status::Internal("not computed")));
-  normalized_bytes_.assign(count, 0);
-  content_hashes_.resize(count);
-  squeezed_hashes_.resize(count);
+void DedupRun::PrepareBatch(Batch* batch) {
+  const size_t count = batch->count;
+  batch->results.assign(count, Result<Fingerprint>(Status::Internal("not computed")));
+  batch->normalized_bytes.assign(count, 0);
+  batch->content_hashes.resize(count);
+  batch->squeezed_hashes.resize(count);
   if (use_lsh_) {
-    batch_keys_.assign(count * bands_, 0);
-    batch_has_keys_.assign(count, 0);
+    batch->keys.assign(count * bands_, 0);
+    batch->has_keys.assign(count, 0);
   }
-  batch_arenas_.clear();
-  if (keep_sets_) batch_set_of_.assign(count, SetRef{});
+  batch->arenas.clear();
+  batch->with_sets = keep_sets_;
+  if (batch->with_sets) batch->set_of.assign(count, SetRef{});
+}
+
+DedupRun::PassTimes DedupRun::FingerprintBatch(Batch* batch,
+                                               const std::function<void()>& alongside) {
+  const auto pass_start = Clock::now();
   std::mutex timing_mutex;
-  double fingerprint_seconds = 0, minhash_seconds = 0;
-  ParallelFor(
-      count, threads_,
-      [&](size_t begin, size_t end) {
-        std::vector<uint64_t> units, shingles;
-        std::vector<uint32_t> narrow, arena;
-        std::vector<size_t> arena_documents;
-        std::string normalized;
-        double fingerprint_here = 0, minhash_here = 0;
-        auto last = Clock::now();
-        for (size_t i = begin; i < end; ++i) {
-          const std::string& text = batch_[i].text;
-          content_hashes_[i] = XXH3_64bits(text.data(), text.size());
-          squeezed_hashes_[i] = SqueezedHash(text);
-          if (!need_normalized_) {
-            results_[i] = fingerprinter_->Compute(text);
-          } else {
-            auto details = fingerprinter_->ComputeDetails(text, false, true);
-            if (details.ok()) {
-              results_[i] = details->fingerprint;
-              normalized_bytes_[i] = details->normalized_text.size();
-              normalized.swap(details->normalized_text);
-            } else {
-              results_[i] = details.status();
-            }
-          }
-          auto now = Clock::now();
-          fingerprint_here += std::chrono::duration<double>(now - last).count();
-          last = now;
-          if (!use_lsh_ || !results_[i].ok()) continue;
-          if (ShinglesOfDocument(i, normalized, &units, &shingles) && keep_sets_) {
-            NarrowedSet(shingles, &narrow);
-            batch_set_of_[i] = {0, static_cast<uint32_t>(narrow.size()), arena.size()};
-            arena.insert(arena.end(), narrow.begin(), narrow.end());
-            arena_documents.push_back(i);
-          }
-          now = Clock::now();
-          minhash_here += std::chrono::duration<double>(now - last).count();
-          last = now;
+  PassTimes times;
+  Clock::time_point workers_end = pass_start;
+  auto pass = [&](size_t begin, size_t end) {
+    std::vector<uint64_t> units, shingles;
+    std::vector<uint32_t> narrow, arena;
+    std::vector<size_t> arena_documents;
+    std::string normalized;
+    double fingerprint_here = 0, minhash_here = 0;
+    auto last = Clock::now();
+    for (size_t i = begin; i < end; ++i) {
+      const std::string& text = batch->documents[i].text;
+      batch->content_hashes[i] = XXH3_64bits(text.data(), text.size());
+      batch->squeezed_hashes[i] = SqueezedHash(text);
+      Result<Fingerprint>& result = batch->results[i];
+      if (!need_normalized_) {
+        result = fingerprinter_->Compute(text);
+      } else {
+        auto details = fingerprinter_->ComputeDetails(text, false, true);
+        if (details.ok()) {
+          result = details->fingerprint;
+          batch->normalized_bytes[i] = details->normalized_text.size();
+          normalized.swap(details->normalized_text);
+        } else {
+          result = details.status();
         }
-        std::lock_guard<std::mutex> lock(timing_mutex);
-        fingerprint_seconds += fingerprint_here;
-        minhash_seconds += minhash_here;
-        if (!arena_documents.empty()) {
-          for (size_t i : arena_documents) {
-            batch_set_of_[i].arena = static_cast<uint32_t>(batch_arenas_.size());
-          }
-          batch_arenas_.push_back(std::move(arena));
-        }
-      },
-      16);
-  // The pass's wall time, split between the "fingerprint" and "minhash" stages in proportion to
-  // the thread time each part took.
-  if (minhash_seconds > 0) {
-    lsh_seconds_ +=
-        SecondsSince(pass_start) * minhash_seconds / (minhash_seconds + fingerprint_seconds);
+      }
+      auto now = Clock::now();
+      fingerprint_here += std::chrono::duration<double>(now - last).count();
+      last = now;
+      if (!use_lsh_ || !result.ok()) continue;
+      if (ShinglesOfDocument(batch, i, normalized, &units, &shingles) && batch->with_sets) {
+        NarrowedSet(shingles, &narrow);
+        batch->set_of[i] = {0, static_cast<uint32_t>(narrow.size()), arena.size()};
+        arena.insert(arena.end(), narrow.begin(), narrow.end());
+        arena_documents.push_back(i);
+      }
+      now = Clock::now();
+      minhash_here += std::chrono::duration<double>(now - last).count();
+      last = now;
+    }
+    std::lock_guard<std::mutex> lock(timing_mutex);
+    times.fingerprint_thread_seconds += fingerprint_here;
+    times.minhash_thread_seconds += minhash_here;
+    workers_end = std::max(workers_end, last);
+    if (!arena_documents.empty()) {
+      for (size_t i : arena_documents) {
+        batch->set_of[i].arena = static_cast<uint32_t>(batch->arenas.size());
+      }
+      batch->arenas.push_back(std::move(arena));
+    }
+  };
+  if (threads_ > 1) {
+    ParallelForAlongside(batch->count, threads_, pass, 16, alongside);
+  } else {
+    pass(0, batch->count);
+    workers_end = Clock::now();
+    alongside();
+  }
+  times.workers_seconds = std::chrono::duration<double>(workers_end - pass_start).count();
+  times.seconds = SecondsSince(pass_start);
+  return times;
+}
+
+void DedupRun::AttributePass(const PassTimes& pass, double read_wall, double read_cpu,
+                             double record_wall) {
+  const double wait = std::max(0.0, pass.seconds - pass.workers_seconds);
+  const double alongside = read_wall + record_wall;
+  const double read_wait = alongside > 0 ? wait * read_wall / alongside : 0;
+  // The part of the reading done while the workers ran, and the CPU time it took from them
+  // (when they have every core to themselves).
+  const double read_beside = std::max(0.0, read_wall - read_wait);
+  const double stolen =
+      read_wall > 0 && threads_ > 1 && threads_ >= DefaultThreadCount()
+          ? std::min(pass.workers_seconds, read_cpu * (read_beside / read_wall) / threads_)
+          : 0.0;
+  read_seconds_ += read_wait + stolen;
+  const double thread_seconds = pass.fingerprint_thread_seconds + pass.minhash_thread_seconds;
+  if (pass.minhash_thread_seconds > 0) {
+    lsh_seconds_ += (pass.workers_seconds - stolen) * pass.minhash_thread_seconds / thread_seconds;
   }
 }
 
-bool DedupRun::ShinglesOfDocument(size_t i, std::string_view normalized,
+bool DedupRun::ShinglesOfDocument(Batch* batch, size_t i, std::string_view normalized,
                                   std::vector<uint64_t>* units, std::vector<uint64_t>* shingles) {
   if (share_normalization_) {
     // The shingle hashes in text order: the signature and the narrowed set ignore order and
     // repeats, so the 64-bit set is never sorted.
     ShingleHashesInOrder(normalized, units, shingles);
-  } else if (!similarity_->Shingles(batch_[i].text, shingles).ok()) {
+  } else if (!similarity_->Shingles(batch->documents[i].text, shingles).ok()) {
     return false;  // as LoadShingles: a text that cannot be shingled has no shingles
   }
-  batch_has_keys_[i] =
-      lsh_->BandKeysOf(*shingles, std::span<uint32_t>(batch_keys_.data() + i * bands_, bands_));
+  batch->has_keys[i] =
+      lsh_->BandKeysOf(*shingles, std::span<uint32_t>(batch->keys.data() + i * bands_, bands_));
   return true;
 }
 
@@ -730,11 +818,11 @@ Status DedupRun::KeepFirstPassSet(std::span<const uint32_t> set) {
   return Status::Ok();
 }
 
-Status DedupRun::SpillBandKeys(size_t count) {
+Status DedupRun::SpillBandKeys(const Batch& batch) {
   for (int b = 0; b < bands_; ++b) {
     band_column_.clear();
-    for (size_t i = 0; i < count; ++i) {
-      if (results_[i].ok()) band_column_.push_back(batch_keys_[i * bands_ + b]);
+    for (size_t i = 0; i < batch.count; ++i) {
+      if (batch.results[i].ok()) band_column_.push_back(batch.keys[i * bands_ + b]);
     }
     NEARDUP_RETURN_IF_ERROR(
         band_files_[b].Append(band_column_.data(), band_column_.size() * sizeof(uint32_t)));
@@ -743,11 +831,13 @@ Status DedupRun::SpillBandKeys(size_t count) {
   return Status::Ok();
 }
 
-Status DedupRun::RecordBatch(size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    Document& doc = batch_[i];
-    if (!results_[i].ok()) {
-      const Status& error = results_[i].status();
+Status DedupRun::RecordBatch(Batch* batch) {
+  if (use_lsh_ && spill_) NEARDUP_RETURN_IF_ERROR(SpillBandKeys(*batch));
+  for (size_t i = 0; i < batch->count; ++i) {
+    Document& doc = batch->documents[i];
+    const Result<Fingerprint>& result = batch->results[i];
+    if (!result.ok()) {
+      const Status& error = result.status();
       if (reader_options_.strict) return error.WithContext(doc.location);
       ++report_.failed[StatusCodeName(error.code())];
       if (reader_options_.on_warning) {
@@ -756,37 +846,41 @@ Status DedupRun::RecordBatch(size_t count) {
       continue;
     }
     if (use_lsh_ && spill_) {
-      has_keys_.push_back(batch_has_keys_[i] != 0);
+      has_keys_.push_back(batch->has_keys[i] != 0);
     } else if (use_lsh_) {
-      keys_.Append(batch_has_keys_[i]
-                       ? std::span<const uint32_t>(batch_keys_.data() + i * bands_, bands_)
+      keys_.Append(batch->has_keys[i]
+                       ? std::span<const uint32_t>(batch->keys.data() + i * bands_, bands_)
                        : std::span<const uint32_t>());
     }
-    if (keep_sets_) {
-      const SetRef& ref = batch_set_of_[i];
+    if (keep_sets_ && batch->with_sets) {
+      const SetRef& ref = batch->set_of[i];
       const uint32_t* values =
-          ref.size > 0 ? batch_arenas_[ref.arena].data() + ref.offset : nullptr;
+          ref.size > 0 ? batch->arenas[ref.arena].data() + ref.offset : nullptr;
       NEARDUP_RETURN_IF_ERROR(KeepFirstPassSet(std::span<const uint32_t>(values, ref.size)));
     }
     DedupDocument record;
     record.id = std::move(doc.id);
-    record.fingerprint = *results_[i];
+    record.fingerprint = *result;
     record.text_bytes = doc.text.size();
-    record.normalized_bytes = normalized_bytes_[i];
-    record.content_hash = content_hashes_[i];
-    record.squeezed_hash = squeezed_hashes_[i];
+    record.normalized_bytes = batch->normalized_bytes[i];
+    record.content_hash = batch->content_hashes[i];
+    record.squeezed_hash = batch->squeezed_hashes[i];
     record.score = doc.score;
     record.file_index = doc.file_index;
     record.line = doc.line;
     report_.text_bytes += doc.text.size();
     report_.documents.push_back(std::move(record));
   }
+  ReserveDocuments(batch->count, batch->bytes_read);
+  if (progress_) {
+    progress_("fingerprint", batch->bytes_read, reader_->total_input_bytes(),
+              report_.documents.size());
+  }
   return Status::Ok();
 }
 
-void DedupRun::ReserveDocuments(size_t count) {
-  if (reserved_ || count == 0 || reader_->total_input_bytes() == 0 ||
-      reader_->input_bytes_consumed() == 0) {
+void DedupRun::ReserveDocuments(size_t count, uint64_t bytes_read) {
+  if (reserved_ || count == 0 || reader_->total_input_bytes() == 0 || bytes_read == 0) {
     return;
   }
   // Room for twice the corpus at the first batch's bytes per document, so the document table
@@ -794,8 +888,8 @@ void DedupRun::ReserveDocuments(size_t count) {
   // longer documents than the rest). Only the pages written become resident: the unused part
   // of the reservation costs address space, not memory.
   reserved_ = true;
-  const double per_byte = static_cast<double>(report_.documents.size()) /
-                          static_cast<double>(reader_->input_bytes_consumed());
+  const double per_byte =
+      static_cast<double>(report_.documents.size()) / static_cast<double>(bytes_read);
   const double estimate = 2.0 * per_byte * static_cast<double>(reader_->total_input_bytes());
   if (estimate > static_cast<double>(report_.documents.size()) && estimate < 4.3e9) {
     report_.documents.reserve(static_cast<size_t>(estimate));
@@ -805,13 +899,7 @@ void DedupRun::ReserveDocuments(size_t count) {
 
 Status DedupRun::FinishFingerprinting(Clock::time_point stage_start) {
   if (jieba_loader_.joinable()) jieba_loader_.join();
-  batch_.clear();
-  batch_.shrink_to_fit();
-  std::vector<uint32_t>().swap(batch_keys_);
-  std::vector<std::vector<uint32_t>>().swap(batch_arenas_);
-  std::vector<SetRef>().swap(batch_set_of_);
-  std::vector<uint64_t>().swap(content_hashes_);
-  std::vector<uint64_t>().swap(squeezed_hashes_);
+  for (Batch& batch : batches_) batch = Batch();
   for (SpillFile& file : band_files_) NEARDUP_RETURN_IF_ERROR(file.Flush());
   if (first_file_) NEARDUP_RETURN_IF_ERROR(first_file_->Flush());
   report_.skipped = reader_->skipped();
