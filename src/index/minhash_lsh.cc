@@ -165,7 +165,8 @@ bool MinHashLsh::Signature(std::span<const uint64_t> shingles,
     const uint64_t h = Mix64(shingle ^ seed);
     const uint32_t bin = FastRange(static_cast<uint32_t>(h >> 32), size);
     const uint64_t value = static_cast<uint32_t>(h);
-    if (value < bins[bin]) bins[bin] = value;
+    // Branch-free: whether a shingle lowers its bin is close to a coin toss early on.
+    bins[bin] = std::min(bins[bin], value);
   }
   signature->resize(size);
   for (uint32_t i = 0; i < size; ++i) {
