@@ -82,7 +82,9 @@ struct DedupOptions {
   // default) uses lsh.threshold; 0 disables verification (every candidate is accepted).
   static constexpr double kVerifyAtThreshold = -1;
   double verify_threshold = kVerifyAtThreshold;
-  // Threads for fingerprinting, joining and verifying; <= 0 means DefaultThreadCount().
+  // Threads for fingerprinting, joining and verifying; <= 0 means DefaultThreadCount(). With more
+  // than one, the calling thread reads the next batch of documents while that many fingerprint
+  // the current one.
   int threads = 0;
   // Where the run keeps its intermediate data. true (the default): the band keys, each band's
   // candidate pairs (sorted runs, merged on the fly) and the shingle sets of the documents to
