@@ -619,7 +619,10 @@ Status DedupRun::ReadAndFingerprint() {
   bool done = false;
   Batch* current = &batches_[0];
   Batch* other = &batches_[1];
-  for (Batch& batch : batches_) batch.documents.resize(options_.batch_size);
+  // Each holds half a batch_size, so as many documents are in memory as without the pipeline.
+  for (Batch& batch : batches_) {
+    batch.documents.resize(std::max<size_t>(1, (options_.batch_size + 1) / 2));
+  }
   const auto first_read = Clock::now();
   NEARDUP_RETURN_IF_ERROR(ReadBatch(current, &done));
   read_seconds_ += SecondsSince(first_read);
