@@ -102,7 +102,8 @@ struct DedupOptions {
   // first one that does not fit go through that second pass. The same pairs and clusters at any
   // value; 0 always uses the second pass.
   uint64_t first_pass_set_bytes = uint64_t{256} << 20;
-  // Documents fingerprinted per parallel batch.
+  // Documents in memory in the fingerprinting stage: two batches of half this size alternate (one
+  // fingerprinted while the next is read).
   size_t batch_size = 4096;
   // Record each stage's peak resident memory (Linux: resets the process's peak counter through
   // /proc/self/clear_refs at each stage, so only for a process of its own, like the CLI).
