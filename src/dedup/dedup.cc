@@ -478,7 +478,7 @@ class DedupRun {
   bool jieba_wanted_ = false;  // the default jieba dictionary may be needed and is not loading
   std::vector<SpillFile> band_files_;
   // The stage's wall time attributed to reading and to the MinHash part of the pass (the rest is
-  // fingerprinting; see FingerprintBatch).
+  // fingerprinting; see AttributePass).
   double read_seconds_ = 0, lsh_seconds_ = 0;
   BandKeyTable keys_{0};
   std::vector<bool> has_keys_;  // per document, when spilling

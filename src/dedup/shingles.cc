@@ -211,8 +211,8 @@ void ShingleHashesInOrder(std::string_view normal, std::vector<uint64_t>* units,
   BmpClasses& classes = Classes();
   const char* text = normal.data();
   const size_t size = normal.size();
-  // A unit takes at least one byte and a separator or character unit follows a word, so there
-  // are at most (size + 1) / 2 units... except character units, which take 3 bytes or more.
+  // At most (size + 1) / 2 units: a word takes at least one byte and is followed by at least one
+  // byte that is not in a word (or by the end), and a character unit takes at least 3 bytes.
   uint64_t* unit = GrowTo(units, size / 2 + 1);
   size_t count = 0;
   size_t character_units = 0;
