@@ -146,6 +146,37 @@ TEST(ShingleHashesTest, SameSetsAsTheReferenceSplitter) {
   for (const std::string& text : texts) ExpectSameShingles(text);
 }
 
+// The densest unit patterns (one-byte words between one-byte separators, words next to character
+// units, stray bytes as separators: as many units as the splitter's buffer allows) and ASCII words
+// and separator runs of every length around the splitter's 16-byte blocks.
+TEST(ShingleHashesTest, SameSetsOnDenseUnitsAndLongRuns) {
+  std::vector<std::string> texts;
+  for (const char* unit : {"a ", "a", "a\xff", "a\xe5\xad\x97",
+                           "\xe5\xad\x97"
+                           "a ",
+                           "1,"}) {
+    for (int repeat : {1, 2, 3, 7, 16, 33, 200}) {
+      std::string text;
+      for (int k = 0; k < repeat; ++k) text += unit;
+      texts.push_back(text);
+      texts.push_back(text + "z");
+    }
+  }
+  std::mt19937 random(5);
+  const std::string separators = " ,.;-\t\n!?()";
+  for (int round = 0; round < 300; ++round) {
+    std::string text;
+    while (text.size() < 200) {
+      const size_t word = 1 + random() % 40, gap = 1 + random() % 20;
+      for (size_t k = 0; k < word; ++k) text += static_cast<char>('a' + random() % 26);
+      if (random() % 8 == 0) text += "\xc3\xa9";  // a word going on past ASCII
+      for (size_t k = 0; k < gap; ++k) text += separators[random() % separators.size()];
+    }
+    texts.push_back(text.substr(random() % 17));
+  }
+  for (const std::string& text : texts) ExpectSameShingles(text);
+}
+
 TEST(ShingleHashesTest, SameSetsOnRandomCodePoints) {
   // Code points from every plane region the splitter treats differently, and raw bytes.
   std::mt19937 random(11);
