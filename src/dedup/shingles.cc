@@ -11,13 +11,8 @@
 #include <xxhash.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <bit>
-
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 #include "common/utf8.h"
 #include "dedup/shingle_hashes.h"
@@ -92,73 +87,13 @@ BmpClasses& Classes() {
   return *classes;
 }
 
-constexpr bool IsAsciiAlnum(unsigned char c) {
+inline bool IsAsciiAlnum(unsigned char c) {
   return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
 }
 
-// ASCII letters and digits, as a table (one load instead of four comparisons).
-constexpr std::array<bool, 128> kAsciiAlnum = [] {
-  std::array<bool, 128> table{};
-  for (int c = 0; c < 128; ++c) table[c] = IsAsciiAlnum(static_cast<unsigned char>(c));
-  return table;
-}();
-
-#ifdef __SSE2__
-// Bit k set when byte k of the 16 at p is an ASCII letter or digit, and the mask of bytes >= 0x80.
-inline unsigned AsciiAlnumMask(__m128i v) {
-  const __m128i digit = _mm_sub_epi8(v, _mm_set1_epi8('0'));
-  const __m128i is_digit = _mm_cmpeq_epi8(_mm_min_epu8(digit, _mm_set1_epi8(9)), digit);
-  const __m128i letter = _mm_sub_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8('a'));
-  const __m128i is_letter = _mm_cmpeq_epi8(_mm_min_epu8(letter, _mm_set1_epi8(25)), letter);
-  return static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(is_digit, is_letter)));
-}
-#endif
-
-// The end of the run of ASCII letters and digits from text[i]: 16 bytes at a time (no branch per
-// byte, so no mispredicted loop exit at every word's end).
-inline size_t EndOfAsciiAlnum(const char* text, size_t i, size_t size) {
-#ifdef __SSE2__
-  for (; i + 16 <= size; i += 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text + i));
-    const unsigned other = ~AsciiAlnumMask(v) & 0xFFFF;
-    if (other != 0) return i + static_cast<size_t>(std::countr_zero(other));
-  }
-#endif
-  while (i < size && IsAsciiAlnum(static_cast<unsigned char>(text[i]))) ++i;
-  return i;
-}
-
-// The end of the run of ASCII bytes that are not letters or digits (separators) from text[i].
-inline size_t EndOfAsciiSeparators(const char* text, size_t i, size_t size) {
-#ifdef __SSE2__
-  for (; i + 16 <= size; i += 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text + i));
-    const unsigned stop = AsciiAlnumMask(v) | static_cast<unsigned>(_mm_movemask_epi8(v));
-    if (stop != 0) return i + static_cast<size_t>(std::countr_zero(stop));
-  }
-#endif
-  while (i < size) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x80 || kAsciiAlnum[c]) break;
-    ++i;
-  }
-  return i;
-}
-
-// The shingle mix: Mix(h, unit) = (h ^ (unit + kGolden + (h << 6) + (h >> 2))) * kMultiplier,
-// from h = 0. With the unit's kGolden added beforehand (`biased`), the first step is a product.
-constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
-constexpr uint64_t kMultiplier = 0xff51afd7ed558ccdULL;
-inline uint64_t MixBiased(uint64_t h, uint64_t biased) {
-  h ^= biased + (h << 6) + (h >> 2);
-  return h * kMultiplier;
-}
-
-// Makes `v` hold at least `n` values without zero-filling it anew for every document (resize
-// from empty writes every value); returns its data.
-inline uint64_t* GrowTo(std::vector<uint64_t>* v, size_t n) {
-  if (v->size() < n) v->resize(std::max(n, v->size() + v->size() / 2));
-  return v->data();
+uint64_t Mix(uint64_t h, uint64_t unit) {
+  h ^= unit + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdULL;
 }
 
 // Sorts 32-bit hash values (close to uniform): a counting pass distributes them into about one
@@ -208,18 +143,16 @@ void SortHashValues(std::vector<uint32_t>* values) {
 
 void ShingleHashesInOrder(std::string_view normal, std::vector<uint64_t>* units,
                           std::vector<uint64_t>* shingles) {
+  shingles->clear();
+  units->clear();
   BmpClasses& classes = Classes();
   const char* text = normal.data();
   const size_t size = normal.size();
-  // At most (size + 1) / 2 units: a word takes at least one byte and is followed by at least one
-  // byte that is not in a word (or by the end), and a character unit takes at least 3 bytes.
-  uint64_t* unit = GrowTo(units, size / 2 + 1);
-  size_t count = 0;
   size_t character_units = 0;
   size_t word_start = std::string_view::npos;
   auto end_word = [&](size_t end) {
     if (word_start != std::string_view::npos) {
-      unit[count++] = XXH3_64bits(text + word_start, end - word_start);
+      units->push_back(XXH3_64bits(text + word_start, end - word_start));
       word_start = std::string_view::npos;
     }
   };
@@ -227,14 +160,14 @@ void ShingleHashesInOrder(std::string_view normal, std::vector<uint64_t>* units,
   while (i < size) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (c < 0x80) {
-      if (kAsciiAlnum[c]) {
+      if (IsAsciiAlnum(c)) {
         if (word_start == std::string_view::npos) word_start = i;
-        i = EndOfAsciiAlnum(text, i + 1, size);
-        // Usually an ASCII separator follows: end the word and skip the separators.
-        if (i == size || static_cast<unsigned char>(text[i]) >= 0x80) continue;
+        ++i;
+        while (i < size && IsAsciiAlnum(static_cast<unsigned char>(text[i]))) ++i;
+      } else {
+        end_word(i);
+        ++i;
       }
-      end_word(i);
-      i = EndOfAsciiSeparators(text, i + 1, size);
       continue;
     }
     const size_t len = utf8::ValidSequenceLength(normal, i);
@@ -247,7 +180,7 @@ void ShingleHashesInOrder(std::string_view normal, std::vector<uint64_t>* units,
     const uint8_t type = cp < 0x10000 ? classes.Of(cp) : ClassifyCodePoint(cp);
     if (type == kCharacterUnit) {
       end_word(i);
-      unit[count++] = XXH3_64bits(text + i, len);
+      units->push_back(XXH3_64bits(text + i, len));
       ++character_units;
     } else if (type == kWordCharacter) {
       if (word_start == std::string_view::npos) word_start = i;
@@ -257,34 +190,28 @@ void ShingleHashesInOrder(std::string_view normal, std::vector<uint64_t>* units,
     i += len;
   }
   end_word(size);
-  if (count == 0) {
-    shingles->clear();
-    return;
-  }
-  for (size_t j = 0; j < count; ++j) unit[j] += kGolden;
-  const uint64_t* u = unit;
+  if (units->empty()) return;
+  const uint64_t* u = units->data();
+  const size_t count = units->size();
   const size_t n = character_units * 2 >= count ? 5 : 3;
   if (count <= n) {
-    uint64_t h = u[0] * kMultiplier;
-    for (size_t j = 1; j < count; ++j) h = MixBiased(h, u[j]);
-    shingles->assign(1, h);
+    uint64_t h = 0;
+    for (size_t j = 0; j < count; ++j) h = Mix(h, u[j]);
+    shingles->push_back(h);
     return;
   }
-  const size_t m = count - n + 1;
-  uint64_t* out = GrowTo(shingles, m);
+  shingles->resize(count - n + 1);
+  uint64_t* out = shingles->data();
   if (n == 3) {
-    for (size_t start = 0; start < m; ++start) {
-      out[start] = MixBiased(MixBiased(u[start] * kMultiplier, u[start + 1]), u[start + 2]);
+    for (size_t start = 0; start + 3 <= count; ++start) {
+      out[start] = Mix(Mix(Mix(0, u[start]), u[start + 1]), u[start + 2]);
     }
   } else {
-    for (size_t start = 0; start < m; ++start) {
-      out[start] = MixBiased(
-          MixBiased(MixBiased(MixBiased(u[start] * kMultiplier, u[start + 1]), u[start + 2]),
-                    u[start + 3]),
-          u[start + 4]);
+    for (size_t start = 0; start + 5 <= count; ++start) {
+      out[start] = Mix(Mix(Mix(Mix(Mix(0, u[start]), u[start + 1]), u[start + 2]), u[start + 3]),
+                       u[start + 4]);
     }
   }
-  shingles->resize(m);
 }
 
 void NarrowedSet(std::span<const uint64_t> shingles, std::vector<uint32_t>* narrow) {
