@@ -167,7 +167,14 @@ struct FeatureExtractor::Impl {
     }
     if (tokenizer == Tokenizer::kJieba) {
       NEARDUP_RETURN_IF_ERROR(LoadJieba());
-      jieba->Cut(text, tokens, options.jieba_hmm);
+      if (options.fast_paths) {
+        // The cut drops the tokens without content itself (the HasContent filter below); the
+        // other filters only when asked for.
+        jieba->impl_->CutContentWords(text, tokens, options.jieba_hmm);
+        if (!options.drop_single_char_words && !options.drop_stop_words) return Status::Ok();
+      } else {
+        jieba->Cut(text, tokens, options.jieba_hmm);
+      }
     } else if (!options.fast_paths || !SplitSpaceSeparatedWords(text, tokens)) {
       tokens->clear();
       if (!options.fast_paths || !SplitJapaneseWords(text, tokens)) {

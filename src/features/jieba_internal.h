@@ -259,6 +259,10 @@ class JiebaSegmenter::Impl {
       : trie(builder, log_total_in), total(builder.total), log_total(log_total_in) {}
 
   void Cut(std::string_view text, std::vector<std::string_view>* tokens, bool hmm) const;
+  // The tokens of Cut that hold a letter, mark or number (FeatureExtractor's content filter), in
+  // order; the others are never stored.
+  void CutContentWords(std::string_view text, std::vector<std::string_view>* tokens,
+                       bool hmm) const;
   // The tokens of Cut with HMM that have two or more code points (the only ones that can be
   // keywords: single characters and "\r\n" never have len(wc.strip()) >= 2), in order, with each
   // token's trie node: the node id, kNoNode, or kUnknownNode (not looked up; FindNode gives it).

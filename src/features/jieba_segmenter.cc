@@ -14,6 +14,7 @@
 
 #include "features/jieba_internal.h"
 #include "features/used_slots.h"
+#include "features/word_splitter.h"
 
 namespace neardup {
 namespace jieba {
@@ -283,6 +284,9 @@ struct CutContext {
   // Only the tokens of two or more code points of blocks (single characters and "\r\n" are left
   // out).
   bool words_only = false;
+  // Only the tokens that hold a letter, mark or number (IsLetterMarkOrNumber): in a block, a Han
+  // character or an ASCII letter or digit; outside blocks, a valid non-ASCII character that is one.
+  bool content_only = false;
   const HmmModel* hmm = nullptr;  // null: HMM=False
   const std::unordered_set<std::string>* force_split_words = nullptr;
 };
@@ -324,8 +328,19 @@ class BlockCutter {
   // Outputs the token of code points [begin, end), with its trie node when asked for nodes.
   void Emit(size_t begin, size_t end, uint32_t node = kUnknownNode) {
     if (context_.words_only && end - begin < 2) return;
+    if (context_.content_only && !HasContent(begin, end)) return;
     tokens_->emplace_back(text_.data() + offsets_[begin], offsets_[end] - offsets_[begin]);
     if (context_.token_nodes != nullptr) context_.token_nodes->push_back(node);
+  }
+
+  // Whether cps[begin:end) holds a letter or number. A block holds Han characters of
+  // [\u4E00-\u9FD5] (all letters, Lo) and the ASCII of re_han_default, of which only the letters
+  // and digits count.
+  bool HasContent(size_t begin, size_t end) const {
+    for (size_t i = begin; i < end; ++i) {
+      if (cps_[i] >= 0x80 || IsAsciiAlnum(cps_[i])) return true;
+    }
+    return false;
   }
 
   // Tokenizer.get_DAG + Tokenizer.calc: route[idx] = max over the DAG of
@@ -678,7 +693,11 @@ void CutText(const TrieT& trie, const CutContext& context, std::string_view text
       len = utf8::ValidSequenceLength(text, i);
       if (len == 0) len = 1;  // not UTF-8: one byte at a time
     }
-    if (!context.words_only) {
+    // ASCII outside blocks is never a letter or digit (those are block characters), nor is a
+    // byte that is not UTF-8.
+    const bool keep = !context.content_only ||
+                      (c >= 0x80 && len > 1 && IsLetterMarkOrNumber(utf8::Decode(text, i, len)));
+    if (!context.words_only && keep) {
       tokens->push_back(text.substr(i, len));
       if (context.token_nodes != nullptr) context.token_nodes->push_back(kUnknownNode);
     }
@@ -950,6 +969,17 @@ Result<std::shared_ptr<const JiebaSegmenter>> JiebaSegmenter::Default() {
 void JiebaSegmenter::Impl::Cut(std::string_view text, std::vector<std::string_view>* tokens,
                                bool use_hmm) const {
   jieba::CutContext context;
+  context.log_total = log_total;
+  context.hmm = use_hmm ? &hmm : nullptr;
+  context.force_split_words = &force_split_words;
+  jieba::CutText(trie, context, text, tokens);
+}
+
+void JiebaSegmenter::Impl::CutContentWords(std::string_view text,
+                                           std::vector<std::string_view>* tokens,
+                                           bool use_hmm) const {
+  jieba::CutContext context;
+  context.content_only = true;
   context.log_total = log_total;
   context.hmm = use_hmm ? &hmm : nullptr;
   context.force_split_words = &force_split_words;

@@ -8,6 +8,11 @@
 #include <opencc/MarisaDict.hpp>
 #include <opencc/SimpleConverter.hpp>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <exception>
@@ -173,10 +178,9 @@ struct TextNormalizer::Impl {
   // is already its conversion. Empty: cut only at NUL.
   std::vector<bool> in_t2s_key;
 
-  // OpenCC t2s of `text` into *out, piece by piece. Also cuts at NUL bytes, where OpenCC itself
-  // would stop reading (it takes C strings) and drop the rest of the text.
-  Status ConvertT2s(std::string_view text, bool skip_unchanged, std::string* out) const {
-    if (skip_unchanged) return ConvertChangingPieces(text, out);
+  // OpenCC t2s of `text` into *out. Cuts at NUL bytes, where OpenCC itself would stop reading (it
+  // takes C strings) and drop the rest of the text. The reference path.
+  Status ConvertT2s(std::string_view text, std::string* out) const {
     out->clear();
     out->reserve(text.size());
     size_t piece = 0;
@@ -196,59 +200,138 @@ struct TextNormalizer::Impl {
     }
   }
 
-  // ConvertT2s with skip_unchanged: cuts at NUL and, when in_t2s_key is known, at every code point
-  // outside all keys; only the pieces that may change go to OpenCC, through the per-thread
-  // T2sCache; everything between them is copied in blocks.
-  Status ConvertChangingPieces(std::string_view text, std::string* out) const {
-    out->clear();
-    out->reserve(text.size());
+  // What the fast path needs to know of a code point (or of a stray byte, by its value).
+  enum T2sClass : uint8_t {
+    kT2sCut = 1,     // NUL, or (in_t2s_key known) in no key: pieces are cut around it
+    kT2sChanges = 2  // its piece may change
+  };
+  uint8_t T2sClassOf(char32_t cp) const {
+    const bool changes = may_change_under_t2s.empty()
+                             ? utf8::IsHanIdeograph(cp)
+                             : cp >= kMaxTrackedCodePoint || may_change_under_t2s[cp];
+    const bool cut =
+        cp == 0 || (!in_t2s_key.empty() && cp < kMaxTrackedCodePoint && !in_t2s_key[cp]);
+    return static_cast<uint8_t>((cut ? kT2sCut : 0) | (changes ? kT2sChanges : 0));
+  }
+  // T2sClassOf(cp) for cp < 0x10000, two bits each (16 KB), filled at Create.
+  std::vector<uint64_t> bmp_t2s_classes;
+  uint8_t BmpT2sClass(char32_t cp) const {
+    return static_cast<uint8_t>((bmp_t2s_classes[cp >> 5] >> ((cp & 31) * 2)) & 3);
+  }
+  // Whether every ASCII character is kT2sCut alone (so a run of ASCII is skipped at once).
+  bool ascii_cuts = false;
+
+  // The fast path's ConvertT2s, when MayChange(text) holds, in one pass that also decides
+  // MayChange: sets *changed and writes *out only if the text changes. Cuts at NUL and, when
+  // in_t2s_key is known, at every code point outside all keys; only the pieces that may change go
+  // to OpenCC, through the per-thread T2sCache; everything between them is copied in blocks.
+  Status ConvertChangingPieces(std::string_view text, std::string* out, bool* changed) const {
+    *changed = false;
     T2sCache& cache = ThreadT2sCache();
     if (cache.owner != id) {
       cache.converted.clear();
       cache.owner = id;
     }
-    size_t copied = 0;  // text[0, copied) is in *out
-    size_t piece = 0;
-    bool piece_changes = false;
-    auto flush = [&](size_t end) -> Status {
-      if (!piece_changes || end == piece) return Status::Ok();
-      out->append(text.substr(copied, piece - copied));
-      const std::string_view part = text.substr(piece, end - piece);
-      auto it = cache.converted.find(part);
-      if (it == cache.converted.end()) {
-        std::string converted;
-        try {
-          converted = t2s->Convert(part.data(), part.size());
-        } catch (const std::exception& e) {
-          return Status::Internal(std::string("OpenCC conversion failed: ") + e.what());
-        }
-        if (cache.converted.size() >= kMaxCachedPieces) cache.converted.clear();
-        it = cache.converted.emplace(std::string(part), std::move(converted)).first;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+    const size_t n = text.size();
+    // The class and length of the code point (or stray byte) at i.
+    auto class_at = [&](size_t i, size_t* len) -> uint8_t {
+      const unsigned char b0 = bytes[i];
+      if (b0 < 0x80) {
+        *len = 1;
+        return BmpT2sClass(b0);
       }
-      out->append(it->second);
-      copied = end;
-      return Status::Ok();
+      if (b0 >= 0xE1 && b0 <= 0xEF && b0 != 0xED && i + 2 < n && (bytes[i + 1] & 0xC0) == 0x80 &&
+          (bytes[i + 2] & 0xC0) == 0x80) {
+        // The common case: a valid three-byte sequence (no overlong or surrogate form).
+        *len = 3;
+        return BmpT2sClass(((b0 & 0x0Fu) << 12) | ((bytes[i + 1] & 0x3Fu) << 6) |
+                           (bytes[i + 2] & 0x3Fu));
+      }
+      *len = utf8::ValidSequenceLength(text, i);
+      if (*len == 0) {
+        *len = 1;  // a stray byte (the text is valid UTF-8 by now): kept in its piece as itself
+        return BmpT2sClass(b0);
+      }
+      const char32_t cp = utf8::Decode(text, i, *len);
+      return cp < 0x10000 ? BmpT2sClass(cp) : T2sClassOf(cp);
     };
-    const bool cut_outside_keys = !in_t2s_key.empty();
+    // MayChange(text): it visits only the valid sequences of lead byte 0xE3 or more (U+3000 and
+    // up), so a changing code point below U+3000 or a stray byte does not count.
+    bool triggered = false;
+    auto note = [&](size_t at, size_t len, uint8_t cls) {
+      triggered = triggered || ((cls & kT2sChanges) != 0 && len >= 3 && bytes[at] >= 0xE3);
+    };
+    size_t copied = 0;  // text[0, copied) is in *out (once *changed)
+    size_t piece = 0;   // where the piece holding text[i] starts (after the last cut)
     size_t i = 0;
-    while (i < text.size()) {
-      size_t len = utf8::ValidSequenceLength(text, i);
-      if (len == 0) len = 1;  // valid UTF-8 by now; a stray byte is kept in its piece
-      char32_t cp = len == 1 ? static_cast<unsigned char>(text[i]) : utf8::Decode(text, i, len);
-      bool cut = cp == 0 || (cut_outside_keys && cp < kMaxTrackedCodePoint && !in_t2s_key[cp]);
-      if (cut) {
-        NEARDUP_RETURN_IF_ERROR(flush(i));
-        piece = i + len;
-        piece_changes = false;
-      } else if (!piece_changes) {
-        piece_changes = may_change_under_t2s.empty()
-                            ? utf8::IsHanIdeograph(cp)
-                            : cp >= kMaxTrackedCodePoint || may_change_under_t2s[cp];
+    while (i < n) {
+      if (ascii_cuts && bytes[i] < 0x80) {
+        // A run of ASCII: every character cuts, none changes.
+        ++i;
+#ifdef __SSE2__
+        while (i + 16 <= n && _mm_movemask_epi8(_mm_loadu_si128(
+                                  reinterpret_cast<const __m128i*>(bytes + i))) == 0) {
+          i += 16;
+        }
+#endif
+        while (i < n && bytes[i] < 0x80) ++i;
+        piece = i;
+        continue;
       }
+      size_t len = 0;
+      const uint8_t cls = class_at(i, &len);
+      if (cls != kT2sChanges) {  // the common case: a cut, or no change
+        i += len;
+        piece = (cls & kT2sCut) != 0 ? i : piece;
+        continue;
+      }
+      // A code point that may change: its piece runs from `piece` to the next cut.
+      note(i, len, cls);
       i += len;
+      while (i < n) {
+        const uint8_t next = class_at(i, &len);
+        if ((next & kT2sCut) != 0) break;
+        note(i, len, next);
+        i += len;
+      }
+      const std::string_view part = text.substr(piece, i - piece);
+      const std::string* conversion = nullptr;
+      NEARDUP_RETURN_IF_ERROR(CachedT2s(part, &cache, &conversion));
+      if (*conversion != part) {  // else it stays in the block still to copy
+        if (!*changed) {
+          *changed = true;
+          out->clear();
+          out->reserve(n + n / 8);
+        }
+        out->append(text.substr(copied, piece - copied));
+        out->append(*conversion);
+        copied = i;
+      }
+      piece = i;  // text[i] is a cut (or the end)
     }
-    NEARDUP_RETURN_IF_ERROR(flush(text.size()));
-    out->append(text.substr(copied));
+    if (!triggered) {
+      *changed = false;  // MayChange(text) is false: the text stays as it is
+    } else if (*changed) {
+      out->append(text.substr(copied));
+    }
+    return Status::Ok();
+  }
+
+  // OpenCC's conversion of `part`, from the cache or converted and cached.
+  Status CachedT2s(std::string_view part, T2sCache* cache, const std::string** conversion) const {
+    auto it = cache->converted.find(part);
+    if (it == cache->converted.end()) {
+      std::string converted;
+      try {
+        converted = t2s->Convert(part.data(), part.size());
+      } catch (const std::exception& e) {
+        return Status::Internal(std::string("OpenCC conversion failed: ") + e.what());
+      }
+      if (cache->converted.size() >= kMaxCachedPieces) cache->converted.clear();
+      it = cache->converted.emplace(std::string(part), std::move(converted)).first;
+    }
+    *conversion = &it->second;
     return Status::Ok();
   }
 
@@ -327,6 +410,14 @@ Result<std::unique_ptr<TextNormalizer>> TextNormalizer::Create(const NormalizeOp
       return Status::InvalidArgument("cannot load OpenCC configuration " + config + ": " +
                                      e.what());
     }
+    Impl& impl = *normalizer->impl_;
+    impl.bmp_t2s_classes.assign(0x10000 / 32, 0);
+    impl.ascii_cuts = true;
+    for (char32_t cp = 0; cp < 0x10000; ++cp) {
+      const uint8_t cls = impl.T2sClassOf(cp);
+      impl.bmp_t2s_classes[cp >> 5] |= uint64_t{cls} << ((cp & 31) * 2);
+      if (cp < 0x80 && cls != Impl::kT2sCut) impl.ascii_cuts = false;
+    }
   }
   return normalizer;
 }
@@ -393,10 +484,11 @@ Status TextNormalizer::Normalize(std::string_view text, std::string* out) const 
     }
     current = *next;
   }
-  if (impl_->t2s != nullptr && MayChange(current, impl_->may_change_under_t2s)) {
+  if (impl_->t2s != nullptr) {
     std::string* next = scratch.Next(current);
-    NEARDUP_RETURN_IF_ERROR(impl_->ConvertT2s(current, /*skip_unchanged=*/true, next));
-    current = *next;
+    bool changed = false;
+    NEARDUP_RETURN_IF_ERROR(impl_->ConvertChangingPieces(current, next, &changed));
+    if (changed) current = *next;
   }
   if (impl_->options.fold_whitespace) {
     if (current.data() >= out->data() && current.data() < out->data() + out->capacity()) {
@@ -449,7 +541,7 @@ Status TextNormalizer::Impl::ReferenceNormalize(std::string_view text, std::stri
   }
   if (t2s != nullptr && MayChange(current, may_change_under_t2s)) {
     std::string converted;
-    NEARDUP_RETURN_IF_ERROR(ConvertT2s(current, /*skip_unchanged=*/false, &converted));
+    NEARDUP_RETURN_IF_ERROR(ConvertT2s(current, &converted));
     current.swap(converted);
   }
   if (options.fold_whitespace) {
