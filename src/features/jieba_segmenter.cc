@@ -230,7 +230,6 @@ size_t CutScratch::Reserve(size_t size) {
   route_prob.resize(n1);
   route_end.resize(n1);
   route_node.resize(n1);
-  dag_mask.resize(n1);
   viterbi_from.resize(n);
   states.resize(n);
   capacity = n;
@@ -326,7 +325,7 @@ class BlockCutter {
   }
 
   // Outputs the token of code points [begin, end), with its trie node when asked for nodes.
-  void Emit(size_t begin, size_t end, uint32_t node = kUnknownNode) {
+  [[gnu::always_inline]] void Emit(size_t begin, size_t end, uint32_t node = kUnknownNode) {
     if (context_.words_only && end - begin < 2) return;
     if (context_.content_only && !HasContent(begin, end)) return;
     tokens_->emplace_back(text_.data() + offsets_[begin], offsets_[end] - offsets_[begin]);
@@ -346,42 +345,26 @@ class BlockCutter {
   // Tokenizer.get_DAG + Tokenizer.calc: route[idx] = max over the DAG of
   // (log(FREQ[word] or 1) - logtotal + route[x + 1][0], x), ties to the larger x.
   void CalcRoute() {
+    if constexpr (std::is_same_v<TrieT, Trie>) {
+      CalcRouteOnTrie();
+      return;
+    }
     const size_t n = n_;
     auto& prob = scratch_.route_prob;
     auto& end = scratch_.route_end;
     auto& route_node = scratch_.route_node;
-    auto& dag_mask = scratch_.dag_mask;
-    const uint32_t* codes = scratch_.codes.data();  // Trie: each code point's code
     prob[n] = 0;
     end[n] = 0;
     for (size_t idx = n; idx-- > 0;) {
-      if constexpr (std::is_same_v<TrieT, Trie>) {
-        // The second step of a walk a few positions on misses the cache most: start loading it.
-        constexpr size_t kAhead = 4;
-        if (idx >= kAhead) trie_.PrefetchSecondStep(codes[idx - kAhead], codes[idx - kAhead + 1]);
-      }
       bool found = false;
       double best = 0;
       size_t best_x = idx;
       uint32_t best_node = kNoNode;
-      uint64_t mask = 0;
-      uint32_t node = kNoNode;
       size_t i = idx;
-      bool has_children = true;
-      double word_log_prob = NAN;
-      if constexpr (std::is_same_v<TrieT, Trie>) {
-        node = trie_.RootChildByCode(codes[idx]);
-        if (node != kNoNode) {
-          has_children = trie_.HasChildren(node);
-          word_log_prob = trie_.WordLogProb(node);
-        }
-      } else {
-        node = trie_.Child(trie_.Root(), cps_[idx]);
-        if (node != kNoNode) word_log_prob = WordLogProb(node);
-      }
+      uint32_t node = trie_.Child(trie_.Root(), cps_[idx]);
       while (node != kNoNode) {
+        const double word_log_prob = WordLogProb(node);
         if (!std::isnan(word_log_prob)) {  // `if self.FREQ[frag]`
-          if (i - idx < 64) mask |= uint64_t{1} << (i - idx);
           const double p = word_log_prob + prob[i + 1];
           if (!found || p >= best) {  // equal probabilities: the larger x wins
             best = p;
@@ -390,15 +373,8 @@ class BlockCutter {
             found = true;
           }
         }
-        if (++i >= n || !has_children) break;
-        if constexpr (std::is_same_v<TrieT, Trie>) {
-          node = trie_.ChildByCode(node, codes[i]);
-        } else {
-          node = trie_.Child(node, cps_[i]);
-        }
-        if (node == kNoNode) break;
-        has_children = trie_.HasChildren(node);
-        word_log_prob = WordLogProb(node);
+        if (++i >= n) break;
+        node = trie_.Child(node, cps_[i]);
       }
       if (!found) {  // DAG[idx] = [idx]; FREQ.get(char) is None or 0, so log(1) = 0
         best = (0.0 - context_.log_total) + prob[idx + 1];
@@ -407,17 +383,67 @@ class BlockCutter {
       prob[idx] = best;
       end[idx] = best_x;
       route_node[idx] = best_node;
-      dag_mask[idx] = mask;
     }
   }
 
-  // Whether FREQ.get(cps[begin:end]) is truthy: the DAG computed by CalcRoute knows for words of
-  // up to 64 characters.
+  // CalcRoute on the double-array trie: each node's unit is read once per walk step.
+  void CalcRouteOnTrie() {
+    const size_t n = n_;
+    double* prob = scratch_.route_prob.data();
+    size_t* end = scratch_.route_end.data();
+    uint32_t* route_node = scratch_.route_node.data();
+    const uint32_t* codes = scratch_.codes.data();
+    const double no_word = 0.0 - context_.log_total;  // DAG[idx] = [idx]: log(1) - logtotal
+    prob[n] = 0;
+    end[n] = 0;
+    double next_prob = 0;  // prob[idx + 1], kept in a register: the next position needs it first
+    for (size_t idx = n; idx-- > 0;) {
+      // The second step of a walk a few positions on misses the cache most: start loading it.
+      constexpr size_t kAhead = 4;
+      if (idx >= kAhead) trie_.PrefetchSecondStep(codes[idx - kAhead], codes[idx - kAhead + 1]);
+      // No p is -inf (every term is finite), so -inf stands for "no word found yet".
+      double best = -INFINITY;
+      size_t best_x = idx;
+      uint32_t best_node = kNoNode;
+      uint32_t node = trie_.RootChildByCode(codes[idx]);
+      if (node != kNoNode) {
+        Trie::Unit unit = trie_.UnitOf(node);
+        if (Trie::IsWord(unit)) {  // `if self.FREQ[frag]`
+          best = trie_.WordLogProb(unit, node) + next_prob;
+          best_node = node;
+        }
+        for (size_t i = idx + 1; i < n;) {
+          node = trie_.ChildOfUnit(unit, node, codes[i]);
+          if (node == kNoNode) break;
+          unit = trie_.UnitOf(node);
+          if (Trie::IsWord(unit)) {
+            const double p = trie_.WordLogProb(unit, node) + prob[i + 1];
+            if (p >= best) {  // equal probabilities: the larger x wins
+              best = p;
+              best_x = i;
+              best_node = node;
+            }
+          }
+          ++i;
+        }
+      }
+      if (best == -INFINITY) best = no_word + next_prob;
+      next_prob = best;
+      prob[idx] = best;
+      end[idx] = best_x;
+      route_node[idx] = best_node;
+    }
+  }
+
+  // Whether FREQ.get(cps[begin:end]) is truthy.
   bool InDictionary(size_t begin, size_t end) const {
-    if (end - begin <= 64) return (scratch_.dag_mask[begin] >> (end - begin - 1)) & 1;
     uint32_t node = trie_.Root();
     for (size_t i = begin; i < end; ++i) {
-      node = trie_.Child(node, cps_[i]);
+      if constexpr (std::is_same_v<TrieT, Trie>) {
+        node = trie_.ChildByCode(node, scratch_.codes[i]);
+      } else {
+        node = trie_.Child(node, cps_[i]);
+      }
       if (node == kNoNode) return false;
     }
     return trie_.Freq(node) != 0;
