@@ -166,9 +166,7 @@ class Trie {
   // The same, for a walk that reads each node's unit once.
   using Unit = uint64_t;  // base | check << 24 | prob index << 48
   Unit UnitOf(uint32_t node) const { return units_[node]; }
-  // Whether the node of `unit` is a word (FREQ truthy).
-  static bool IsWord(Unit unit) { return ProbIndexOf(unit) != 0; }
-  // WordLogProb(node) for a word; `unit` is the node's.
+  // WordLogProb(node) (NaN when the node is no word); `unit` is the node's.
   double WordLogProb(Unit unit, uint32_t node) const {
     const uint32_t index = ProbIndexOf(unit);
     return index != kOverflowProb ? log_probs_[index] : overflow_log_probs_[node];

@@ -313,6 +313,17 @@ class BlockCutter {
     }
   }
 
+  // Cut with HMM of a block in which no word starts (no character is the first of a dictionary
+  // word, as in most runs of ASCII): every route step is one character, so __cut_DAG buffers the
+  // whole block, and finalseg.cut of a block without Han is its re_skip split. One character is
+  // emitted as it is either way.
+  void CutWithoutWords(size_t n) {
+    n_ = n;
+    cps_ = scratch_.cps.data();
+    offsets_ = scratch_.offsets.data();
+    SkipSplit(0, n);
+  }
+
  private:
   // log(FREQ[word]) - logtotal, or NaN when FREQ[word] is 0.
   double WordLogProb(uint32_t node) const {
@@ -407,24 +418,22 @@ class BlockCutter {
       uint32_t best_node = kNoNode;
       uint32_t node = trie_.RootChildByCode(codes[idx]);
       if (node != kNoNode) {
+        // `if self.FREQ[frag]`: a prefix that is no word weighs NaN, and NaN >= best is false.
+        // The choices are selects, not branches: which word wins is hard to predict.
         Trie::Unit unit = trie_.UnitOf(node);
-        if (Trie::IsWord(unit)) {  // `if self.FREQ[frag]`
-          best = trie_.WordLogProb(unit, node) + next_prob;
-          best_node = node;
-        }
-        for (size_t i = idx + 1; i < n;) {
+        const double first = trie_.WordLogProb(unit, node) + next_prob;
+        const bool first_is_word = first >= best;
+        best = first_is_word ? first : best;
+        best_node = first_is_word ? node : best_node;
+        for (size_t i = idx + 1; i < n; ++i) {
           node = trie_.ChildOfUnit(unit, node, codes[i]);
           if (node == kNoNode) break;
           unit = trie_.UnitOf(node);
-          if (Trie::IsWord(unit)) {
-            const double p = trie_.WordLogProb(unit, node) + prob[i + 1];
-            if (p >= best) {  // equal probabilities: the larger x wins
-              best = p;
-              best_x = i;
-              best_node = node;
-            }
-          }
-          ++i;
+          const double p = trie_.WordLogProb(unit, node) + prob[i + 1];
+          const bool take = p >= best;  // equal probabilities: the larger x wins
+          best = take ? p : best;
+          best_x = take ? i : best_x;
+          best_node = take ? node : best_node;
         }
       }
       if (best == -INFINITY) best = no_word + next_prob;
@@ -674,15 +683,21 @@ void CutText(const TrieT& trie, const CutContext& context, std::string_view text
   };
   reserve(256);
   while (i < n) {
-    // Gather a block.
+    // Gather a block, noting whether a dictionary word may start in it.
     size_t count = 0;
+    bool no_word_starts = true;
     while (i < n) {
       if (count == capacity) reserve(capacity * 2);
       const auto c = static_cast<unsigned char>(text[i]);
       if (c < 0x80) {
         if (!IsBlockAscii(c)) break;
         cps[count] = c;
-        if constexpr (kCodes) codes[count] = trie.BmpCode(c);
+        if constexpr (kCodes) {
+          codes[count] = trie.BmpCode(c);
+          no_word_starts = no_word_starts && trie.RootChildByCode(codes[count]) == kNoNode;
+        } else {
+          no_word_starts = false;
+        }
         offsets[count++] = i;
         ++i;
       } else {
@@ -695,6 +710,7 @@ void CutText(const TrieT& trie, const CutContext& context, std::string_view text
         }
         const char32_t cp = utf8::Decode(text, i, 3);
         if (!IsHan(cp)) break;
+        no_word_starts = false;  // Han: a word may start, or the HMM may cut
         cps[count] = cp;
         if constexpr (kCodes) codes[count] = trie.BmpCode(cp);
         offsets[count++] = i;
@@ -703,7 +719,11 @@ void CutText(const TrieT& trie, const CutContext& context, std::string_view text
     }
     if (count != 0) {
       offsets[count] = i;
-      cutter.Cut(count);
+      if (no_word_starts && context.hmm != nullptr) {
+        cutter.CutWithoutWords(count);
+      } else {
+        cutter.Cut(count);
+      }
     }
     if (i >= n) break;
     // One character outside blocks.
