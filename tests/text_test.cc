@@ -195,10 +195,18 @@ TEST(TextTest, TraditionalShortcutMatchesFullConversion) {
 }
 
 // FoldWhitespace against a code point by code point reference, on random mixes of kana, kanji,
-// U+3000 and other spaces at every offset of the 16-byte blocks its vector path copies.
+// Cyrillic, U+3000, every other kind of space, punctuation that shares lead bytes with spaces
+// (U+00AB, U+2014, U+2030, U+205E, U+1680's neighbours), stray and truncated bytes, at every
+// offset of the 16-byte blocks its vector path packs.
 TEST(TextTest, FoldWhitespaceMatchesCodePointReference) {
-  const std::vector<std::string> pieces = {"\u3042", "\u6F22", "\u3000", "\u30FC", " ",  "\n",
-                                           "a",      "\u2003", "\u3001", "\u00A0", "xy", "\u3080"};
+  const std::vector<std::vector<std::string>> alphabets = {
+      {"\u3042", "\u6F22", "\u3000", "\u30FC", " ", "\n", "a", "\u2003", "\u3001", "\u00A0", "xy",
+       "\u3080"},
+      {" ",        "  ",       "\t",       "\r\n",     "\x0B",     "\x0C",     "\x1C",     "\x1F",
+       "\x1B",     "\x7F",     std::string(1, '\0'), "w",        "word",     "\u044B",   "\u0416",   "\u00AB",
+       "\u00A9",   "\u0085",   "\u00A0",   "\u1680",   "\u1681",   "\u169A",   "\u2000",   "\u200A",
+       "\u200B",   "\u2014",   "\u2028",   "\u2029",   "\u202F",   "\u2030",   "\u205E",   "\u205F",
+       "\u2060",   "\u3000",   "\u3001",   "\xE2\x80", "\xC2",     "\x80",     "\xE3\x80", "\xFF"}};
   auto reference = [](std::string_view text) {
     std::string out;
     bool after_space = true;
@@ -219,14 +227,16 @@ TEST(TextTest, FoldWhitespaceMatchesCodePointReference) {
     return out;
   };
   uint64_t state = 42;
-  for (int round = 0; round < 20000; ++round) {
-    std::string text;
-    const int count = 1 + round % 40;
-    for (int k = 0; k < count; ++k) {
-      state = state * 6364136223846793005ull + 1442695040888963407ull;
-      text += pieces[(state >> 33) % pieces.size()];
+  for (const std::vector<std::string>& pieces : alphabets) {
+    for (int round = 0; round < 20000; ++round) {
+      std::string text;
+      const int count = 1 + round % 60;
+      for (int k = 0; k < count; ++k) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        text += pieces[(state >> 33) % pieces.size()];
+      }
+      ASSERT_EQ(FoldWhitespace(text), reference(text)) << round;
     }
-    ASSERT_EQ(FoldWhitespace(text), reference(text)) << round;
   }
 }
 
