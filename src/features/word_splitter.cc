@@ -140,6 +140,31 @@ inline unsigned StarterMask(__m128i v) {
          static_cast<unsigned>(_mm_movemask_epi8(v));
 }
 inline __m128i Load16(const char* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+
+// Byte classes of a 64-byte window, one bit per byte: `alnum` ASCII letters and digits;
+// `skip` ASCII bytes that start no word (everything but letters, digits, '_' and '@'); `ends`
+// those of them after which a word of letters and digits surely ends (not ' " , . ; which may
+// join it to what follows).
+struct Window {
+  uint64_t alnum = 0, skip = 0, ends = 0;
+  Window() = default;
+  explicit Window(const char* p) {
+    for (int k = 0; k < 4; ++k) {
+      const __m128i v = Load16(p + 16 * k);
+      const auto eq = [&v](char c) { return _mm_cmpeq_epi8(v, _mm_set1_epi8(c)); };
+      const uint64_t a = AlnumMask(v);
+      const uint64_t starter =
+          a | static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(eq('_'), eq('@')))) |
+          static_cast<unsigned>(_mm_movemask_epi8(v));
+      const uint64_t joiners = static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(
+          _mm_or_si128(eq('\''), eq('"')), _mm_or_si128(_mm_or_si128(eq(','), eq('.')), eq(';')))));
+      const uint64_t not_starter = ~starter & 0xFFFF;
+      alnum |= a << (16 * k);
+      skip |= not_starter << (16 * k);
+      ends |= (not_starter & ~joiners) << (16 * k);
+    }
+  }
+};
 #endif
 
 // A base code point with the Extend/Format code points attached to it (WB4).
@@ -220,7 +245,47 @@ bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_vie
   const size_t n = text.size();
   const bool content_only = filter == WordFilter::kWithContent;
   size_t pos = 0;
+#ifdef __SSE2__
+  size_t window_at = n;  // the window's first byte; n: none
+  Window window;
+#endif
   while (pos < n) {
+#ifdef __SSE2__
+    // Words of ASCII letters and digits followed by a byte that surely ends them, found with bit
+    // operations on a 64-byte window (kept while the position stays inside it). Anything else
+    // is left to the code point by code point step below.
+    if (pos - window_at >= 64 && n - pos >= 64) {
+      window_at = pos;
+      window = Window(data + pos);
+    }
+    if (pos - window_at < 64) {
+      size_t b = pos - window_at;
+      bool left = false;
+      while (true) {
+        const uint64_t rest = ~window.skip & (~uint64_t{0} << b);
+        if (rest == 0) {
+          pos = window_at + 64;
+          break;
+        }
+        const auto start = static_cast<size_t>(__builtin_ctzll(rest));
+        const uint64_t after = ~window.alnum & (~uint64_t{0} << start);
+        if (((window.alnum >> start) & 1) == 0 || after == 0) {
+          pos = window_at + start;
+          left = true;
+          break;
+        }
+        const auto end = static_cast<size_t>(__builtin_ctzll(after));
+        if (((window.ends >> end) & 1) == 0) {
+          pos = window_at + start;
+          left = true;
+          break;
+        }
+        words->push_back(text.substr(window_at + start, end - start));
+        b = end;
+      }
+      if (!left) continue;
+    }
+#endif
     // Outside a word: ASCII spaces and punctuation are skipped at once ('_' and '@' can start
     // words). Extend/Format here attaches to a non-word character, or stands alone after a hard
     // break or at the start: either way no word.
