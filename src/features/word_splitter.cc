@@ -97,9 +97,8 @@ const std::array<uint8_t, 0x10000>& BmpClasses() {
     auto* t = new std::array<uint8_t, 0x10000>;
     for (UChar32 c = 0; c < 0x10000; ++c) {
       const bool surrogate = c >= 0xD800 && c <= 0xDFFF;
-      (*t)[static_cast<size_t>(c)] =
-          static_cast<uint8_t>((surrogate ? kRefuse : Classify(c)) |
-                               (!surrogate && ContentProperty(c) ? kContent : 0));
+      (*t)[static_cast<size_t>(c)] = static_cast<uint8_t>(
+          (surrogate ? kRefuse : Classify(c)) | (!surrogate && ContentProperty(c) ? kContent : 0));
     }
     return t;
   }();
@@ -134,12 +133,14 @@ inline unsigned AlnumMask(__m128i v) {
 }
 // Bit k set when byte k of v can start a word or is not ASCII.
 inline unsigned StarterMask(__m128i v) {
-  const __m128i special = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('_')),
-                                       _mm_cmpeq_epi8(v, _mm_set1_epi8('@')));
+  const __m128i special =
+      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('_')), _mm_cmpeq_epi8(v, _mm_set1_epi8('@')));
   return AlnumMask(v) | static_cast<unsigned>(_mm_movemask_epi8(special)) |
          static_cast<unsigned>(_mm_movemask_epi8(v));
 }
-inline __m128i Load16(const char* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+inline __m128i Load16(const char* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
 
 // Byte classes of a 64-byte window, one bit per byte: `alnum` ASCII letters and digits;
 // `skip` ASCII bytes that start no word (everything but letters, digits, '_' and '@'); `ends`
@@ -225,14 +226,13 @@ class Scanner {
 };
 
 // Whether text[begin, end) holds a letter, mark or number (HasContent in feature_extractor.cc).
-bool HasContent(const Scanner& scanner, std::string_view text, size_t begin, size_t end) {
+bool HasContent(const Scanner& scanner, size_t begin, size_t end) {
   size_t i = begin;
   while (i < end) {
     size_t next = 0;
     if ((scanner.EntryAt(i, &next) & kContent) != 0) return true;
     i = next;
   }
-  (void)text;
   return false;
 }
 
@@ -396,7 +396,7 @@ bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_vie
                            (number_mid && after.cls == kNumeric) ||       // WB11, WB12
                            (hebrew_quote && after.cls == kHebrewLetter);  // WB7b, WB7c
         if (joins) {
-          if (content_only && !content) content = HasContent(scanner, text, pos, after.end);
+          if (content_only && !content) content = HasContent(scanner, pos, after.end);
           last = after.cls;
           pos = after.end;
           bases += 2;
@@ -404,7 +404,7 @@ bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_vie
         }
       }
       if (last == kHebrewLetter && mid.cls == kSingleQuote) {  // WB7a; nothing joins after it
-        if (content_only && !content) content = HasContent(scanner, text, pos, mid.end);
+        if (content_only && !content) content = HasContent(scanner, pos, mid.end);
         pos = mid.end;
         ++bases;
       }

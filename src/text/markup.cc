@@ -247,8 +247,8 @@ inline unsigned NonAsciiSpaceStarts(__m128i v, __m128i v1, __m128i v2) {
   const __m128i c2 = _mm_and_si128(eq(v, 0xC2), _mm_or_si128(eq(v1, 0x85), eq(v1, 0xA0)));
   const __m128i e1 = _mm_and_si128(eq(v, 0xE1), _mm_and_si128(eq(v1, 0x9A), eq(v2, 0x80)));
   const __m128i e2_80 = _mm_and_si128(
-      eq(v1, 0x80), _mm_or_si128(_mm_or_si128(InRange(v2, 0x80, 0x0A), InRange(v2, 0xA8, 1)),
-                                 eq(v2, 0xAF)));
+      eq(v1, 0x80),
+      _mm_or_si128(_mm_or_si128(InRange(v2, 0x80, 0x0A), InRange(v2, 0xA8, 1)), eq(v2, 0xAF)));
   const __m128i e2_81 = _mm_and_si128(eq(v1, 0x81), eq(v2, 0x9F));
   const __m128i e2 = _mm_and_si128(eq(v, 0xE2), _mm_or_si128(e2_80, e2_81));
   const __m128i e3 = _mm_and_si128(eq(v, 0xE3), _mm_and_si128(eq(v1, 0x80), eq(v2, 0x80)));
@@ -285,13 +285,12 @@ void FoldWhitespaceTo(std::string_view text, std::string* out) {
                                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2)));
       }
       if (special == 0) {
-        const __m128i space_lanes =
-            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, Bytes(' ')), InRange(v, '\t', 4)),
-                         InRange(v, 0x1C, 3));
+        const __m128i space_lanes = _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(v, Bytes(' ')), InRange(v, '\t', 4)), InRange(v, 0x1C, 3));
         const auto spaces = static_cast<unsigned>(_mm_movemask_epi8(space_lanes));
         const unsigned drop = spaces & ((spaces << 1) | (after_space ? 1u : 0u));
-        const __m128i w = _mm_or_si128(_mm_andnot_si128(space_lanes, v),
-                                       _mm_and_si128(space_lanes, Bytes(' ')));
+        const __m128i w =
+            _mm_or_si128(_mm_andnot_si128(space_lanes, v), _mm_and_si128(space_lanes, Bytes(' ')));
         if (drop == 0) {
           _mm_storeu_si128(reinterpret_cast<__m128i*>(dest), w);
           dest += 16;

@@ -6,11 +6,11 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#include <simdjson.h>
 #include <opencc/DictEntry.hpp>
 #include <opencc/Lexicon.hpp>
 #include <opencc/MarisaDict.hpp>
 #include <opencc/SimpleConverter.hpp>
-#include <simdjson.h>
 
 #include <array>
 #include <atomic>
@@ -159,10 +159,10 @@ struct SegmentTables {
     uint8_t size = 0;  // 0: not tabled (goes to ICU)
     char bytes[7] = {};
   };
-  std::vector<uint64_t> boundary;  // bit c: hasBoundaryBefore(c)
-  std::vector<uint64_t> kept;      // bit c: boundary before c and N(c) == c
+  std::vector<uint64_t> boundary;           // bit c: hasBoundaryBefore(c)
+  std::vector<uint64_t> kept;               // bit c: boundary before c and N(c) == c
   std::array<uint8_t, 0x800> kept_small{};  // the same below U+0800, a byte per code point
-  std::vector<Mapped> mapped;      // N(c) for other code points with a boundary before them
+  std::vector<Mapped> mapped;  // N(c) for other code points with a boundary before them
 
   bool Has(const std::vector<uint64_t>& bits, char32_t c) const {
     return (bits[c >> 6] >> (c & 63)) & 1;
@@ -446,7 +446,9 @@ Status TextNormalizer::Normalize(std::string_view text, std::string* out) const 
   if (impl_->normalizer != nullptr || impl_->options.case_fold) {
     std::string* next = scratch.Next(current);
     next->clear();
-    size_t non_ascii = impl_->ascii_shortcut ? utf8::CountNonAscii(current) : current.size();
+    const size_t non_ascii = impl_->tables != nullptr ? 0
+                             : impl_->ascii_shortcut  ? utf8::CountNonAscii(current)
+                                                      : current.size();
     if (impl_->tables != nullptr) {
       NEARDUP_RETURN_IF_ERROR(impl_->SegmentNormalize(current, next));
     } else if (non_ascii == 0) {
