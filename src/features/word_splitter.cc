@@ -241,6 +241,7 @@ bool HasContent(const Scanner& scanner, size_t begin, size_t end) {
 bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_view>* words,
                               WordFilter filter) {
   Scanner scanner(text);
+  const std::array<uint8_t, 0x10000>& table = BmpClasses();
   const char* const data = text.data();
   const size_t n = text.size();
   const bool content_only = filter == WordFilter::kWithContent;
@@ -363,6 +364,24 @@ bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_vie
         pos = run;
         continue;
       }
+      // Fast lane: two-byte letters and digits (Latin, Greek, Cyrillic, Armenian, Hebrew,
+      // Arabic, ...) join too, and two-byte Extend/Format attaches (WB4).
+      while (pos + 1 < n) {
+        const auto lead = static_cast<unsigned char>(data[pos]);
+        const auto trail = static_cast<unsigned char>(data[pos + 1]);
+        if (lead < 0xC2 || lead > 0xDF || (trail & 0xC0) != 0x80) break;
+        const uint8_t entry = table[((lead & 0x1Fu) << 6) | (trail & 0x3Fu)];
+        const auto cls = static_cast<Class>(entry & kClassMask);
+        if (cls == kALetter || cls == kHebrewLetter || cls == kNumeric) {
+          last = cls;
+          ++bases;
+        } else if (cls != kExtend) {
+          break;
+        }
+        content = content || (entry & kContent) != 0;
+        pos += 2;
+      }
+      if (pos >= n) break;
       // Any word character joins too (WB5, WB8-WB10, WB13a, WB13b); Extend/Format attaches (WB4).
       const uint8_t entry = scanner.EntryAt(pos, &next);
       const Class cls = static_cast<Class>(entry & kClassMask);
