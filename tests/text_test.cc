@@ -110,6 +110,21 @@ TEST(TextTest, StripMarkup) {
   EXPECT_EQ(StripMarkup("a <!-- never closed"), "a  ");
 }
 
+// Tags and entities at every offset of the 16-byte blocks the scan for '<' and '&' reads, and
+// non-ASCII text around them.
+TEST(TextTest, StripMarkupFindsTagsAndEntitiesAtEveryOffset) {
+  for (size_t before = 0; before < 40; ++before) {
+    for (size_t after : {0, 1, 15, 16, 17, 33}) {
+      const std::string head(before, 'a'), tail(after, 'z');
+      EXPECT_EQ(StripMarkup(head + "<b>\u0436</b>&amp;&lt;x&gt; 1 < 2" + tail),
+                head + "\u0436&<x> 1 < 2" + tail)
+          << before << " " << after;
+      EXPECT_EQ(StripMarkup(head + "&" + tail), head + "&" + tail) << before << " " << after;
+      EXPECT_EQ(StripMarkup(head + tail), head + tail);
+    }
+  }
+}
+
 TEST(TextTest, StripMarkupOption) {
   NormalizeOptions options;  // defaults + markup
   options.strip_markup = true;

@@ -105,6 +105,23 @@ size_t DecodeEntity(std::string_view html, size_t i, std::string* out) {
   return 0;
 }
 
+// The offset of the first '<' or '&' in html at or after `from`, or html.size().
+size_t FindTagOrEntity(std::string_view html, size_t from) {
+  size_t i = from;
+#ifdef __SSSE3__
+  const __m128i lt = _mm_set1_epi8('<'), amp = _mm_set1_epi8('&');
+  while (i + 16 <= html.size()) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(html.data() + i));
+    const auto hits = static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lt), _mm_cmpeq_epi8(v, amp))));
+    if (hits != 0) return i + static_cast<size_t>(__builtin_ctz(hits));
+    i += 16;
+  }
+#endif
+  while (i < html.size() && html[i] != '<' && html[i] != '&') ++i;
+  return i;
+}
+
 }  // namespace
 
 std::string StripMarkup(std::string_view html) {
@@ -120,8 +137,7 @@ void StripMarkupTo(std::string_view html, std::string* out_buffer) {
   size_t i = 0;
   while (i < html.size()) {
     // Text up to the next '<' or '&' is copied as it is.
-    size_t special = i;
-    while (special < html.size() && html[special] != '<' && html[special] != '&') ++special;
+    const size_t special = FindTagOrEntity(html, i);
     if (special > i) {
       out.append(html.substr(i, special - i));
       i = special;
