@@ -186,26 +186,15 @@ size_t FeatureHasher::Run(const FeatureOptions& options, std::span<const std::st
     for (std::string_view token : tokens) token_bytes += token.size() + 1;
     if (arena_.size() < token_bytes * width) arena_.resize(token_bytes * width);
   }
-  // Shingles are hashed a batch ahead of their lookups, with their slots prefetched: the table
-  // outgrows the L1 cache on long texts.
-  constexpr size_t kBatch = 8;
-  std::string_view texts[kBatch];
-  FeatureHashValue hashes[kBatch];
-  for (size_t i = 0; i < count; i += kBatch) {
-    const size_t batch = std::min(kBatch, count - i);
-    for (size_t k = 0; k < batch; ++k) {
-      texts[k] = ShingleView(tokens.subspan(i + k, width));
-      hashes[k] = HashShingle(texts[k], hash, bits);
-      __builtin_prefetch(&slots_[Home(hashes[k])]);
-    }
-    for (size_t k = 0; k < batch; ++k) {
-      const FeatureHashValue& h = hashes[k];
-      SlotEntry* slot = Slot(h, texts[k]);
-      if (slot->index == 0) {
-        entries_.push_back(Entry{texts[k], h, 0, 0});
-        slot->index = static_cast<uint32_t>(entries_.size());
-        slot->tag = static_cast<uint32_t>(h.lo >> 32);
-      }
+  for (size_t i = 0; i < count; ++i) {
+    const std::string_view text = ShingleView(tokens.subspan(i, width));
+    const FeatureHashValue h = HashShingle(text, hash, bits);
+    SlotEntry* slot = Slot(h, text);
+    if (slot->index == 0) {
+      entries_.push_back(Entry{text, h, 1, 0});
+      slot->index = static_cast<uint32_t>(entries_.size());
+      slot->tag = static_cast<uint32_t>(h.lo >> 32);
+    } else {
       entries_[slot->index - 1].count += 1;
     }
   }
