@@ -6,7 +6,9 @@
 
 #include <unicode/uchar.h>
 
+#include <cstdio>
 #include <fstream>
+#include <iterator>
 
 #include "common/utf8.h"
 #include "shared_data.h"
@@ -146,6 +148,47 @@ TEST(TextTest, InvalidUtf8IsAnErrorNamingTheByte) {
   // Truncated sequence and an overlong encoding.
   EXPECT_FALSE((*normalizer)->Normalize("ab\xe4\xb8", &out).ok());
   EXPECT_FALSE((*normalizer)->Normalize("\xc0\xaf", &out).ok());
+}
+
+// The fast path validates with simdjson, the plain path byte by byte (utf8::FindInvalid): on
+// random bytes drawn mostly from lead and continuation bytes (overlong forms, surrogates, code
+// points above U+10FFFF, truncated sequences, at every offset of a 64-byte block), both accept
+// the same texts and name the same byte.
+TEST(TextTest, FastUtf8ValidationMatchesTheByteWiseScan) {
+  NormalizeOptions options;
+  auto fast = TextNormalizer::Create(options);
+  options.fast_paths = false;
+  auto plain = TextNormalizer::Create(options);
+  ASSERT_TRUE(fast.ok() && plain.ok());
+  const unsigned char alphabet[] = {'a',  ' ',  0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0,
+                                    0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xED,
+                                    0xEE, 0xEF, 0xF0, 0xF1, 0xF4, 0xF5, 0xF8, 0xFF};
+  const char* const valid[] = {"a",      "\u00E9",     "\u0436", "\u2014",
+                               "\u4E2D", "\U0001F600", "\uFFFD", "\U0010FFFF"};
+  uint64_t state = 7;
+  size_t rejected = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string text(static_cast<size_t>(round % 70), 'x');
+    const int count = 1 + round % 7;
+    for (int k = 0; k < count; ++k) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      const uint64_t pick = state >> 33;
+      if (pick % 4 != 0) {  // mostly whole characters, so that valid texts occur too
+        text += valid[pick % std::size(valid)];
+      } else {
+        text.push_back(static_cast<char>(alphabet[(pick / 4) % sizeof(alphabet)]));
+      }
+    }
+    std::string a, b;
+    const Status fast_status = (*fast)->Normalize(text, &a);
+    const Status plain_status = (*plain)->Normalize(text, &b);
+    ASSERT_EQ(fast_status.ToString(), plain_status.ToString()) << round;
+    ASSERT_EQ(fast_status.ok(), utf8::IsValid(text)) << round;
+    rejected += !fast_status.ok();
+  }
+  EXPECT_GT(rejected, 1000u);  // both kinds of text occur
+  EXPECT_LT(rejected, 19000u);
+  std::printf("UTF-8 validation: %zu of 20000 random texts rejected by both paths\n", rejected);
 }
 
 TEST(TextTest, InvalidUtf8ReplacementMode) {
