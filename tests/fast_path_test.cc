@@ -101,6 +101,16 @@ std::vector<Doc> EdgeCases(bool with_large) {
       {"extendnumlet next to kana", "カタカナ_abc abc_カナ である__asm__ x_ひら"},
       {"invalid UTF-8 next to kana", "かな\xE3\x81ことば\xFFカナ\xE6\x97"},
       {"empty", ""},
+      {"compositions across the normaliser's pieces",
+       "\u1100\u1161\u11A8 \u304B\u3099 A\u030A \u0418\u0306 \u0413\u0301 \uFDFA\u0301 "
+       "\U0001D400\u0301 \u212B \u2126 \u00C5"},
+      {"uppercase runs longer than a block",
+       "THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG AND KEEPS RUNNING\u0301 "
+       "\u0421\u041B\u041E\u0412\u041E\u0421\u041B\u041E\u0412\u041E\u0421\u041B\u041E"},
+      {"words across the splitter's 64-byte window",
+       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, b.c d'e f;g h\"i "
+       "jjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjj"
+       "jjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjj\u0301 k"},
   };
   // An invalid byte at every offset across two 8-byte words, and a truncated sequence at the end.
   for (size_t at = 0; at < 18; ++at) {
@@ -318,6 +328,97 @@ TEST(FastPathTest, HanWithoutKanaMatchesDecoding) {
   EXPECT_GT(han_texts, 0u);
   std::printf("script detection: %zu of %zu corpus documents agree (%zu Han without kana)\n",
               docs.size(), total, han_texts);
+}
+
+// Random mixes of the pieces the fast paths treat differently, at every offset of their 16- and
+// 64-byte blocks: ASCII words and the punctuation that may join them (' " , . ; : _ @), long
+// lowercase and uppercase runs, Cyrillic/Greek/Latin letters in both cases, combining marks after
+// each of them, compatibility forms (ligatures, full-width, U+FDFA's 18-byte expansion, math
+// bold from plane 1), Hangul jamo that compose, kana with a combining voiced mark, spaces of every
+// kind, markup and entities, invalid bytes (replaced). Normalised text, tokens and fingerprints
+// must match the ICU path.
+TEST(FastPathTest, RandomMixesMatchTheIcuPath) {
+  const std::vector<std::string> pieces = {"word",
+                                           "x",
+                                           "Word",
+                                           "WORD",
+                                           "abcdefghijklmnopqrstu",
+                                           "ABCDEFGHIJKLMNOPQRSTUV",
+                                           "42",
+                                           "3",
+                                           " ",
+                                           " ",
+                                           " ",
+                                           "  ",
+                                           "\n",
+                                           "\t",
+                                           ",",
+                                           ".",
+                                           "'",
+                                           "\"",
+                                           ";",
+                                           ":",
+                                           "_",
+                                           "@",
+                                           "-",
+                                           "(",
+                                           ")",
+                                           "/",
+                                           "\u00E9",
+                                           "e\u0301",
+                                           "\u0301",
+                                           "\u0416",
+                                           "\u0436",
+                                           "\u043B\u043E\u0432\u043E",
+                                           "\u0419",
+                                           "\u0438\u0306",
+                                           "\u03A3",
+                                           "\u03C2",
+                                           "\u00DF",
+                                           "\u0130",
+                                           "\u0131",
+                                           "\uFB01",
+                                           "\uFF21\uFF42",
+                                           "\uFDFA",
+                                           "\U0001D400",
+                                           "\u1100\u1161",
+                                           "\uAC00",
+                                           "\u304B\u3099",
+                                           "\u00A0",
+                                           "\u2003",
+                                           "\u3000",
+                                           "\u2014",
+                                           "\u00AB",
+                                           "\u2019",
+                                           "\u200B",
+                                           "\u00BD",
+                                           "\u2163",
+                                           "\u0661",
+                                           "\u05D0\"\u05D1",
+                                           "\u0915\u093F",
+                                           "<b>",
+                                           "&amp;",
+                                           "&#x41;",
+                                           "\xFF",
+                                           "\xC3"};
+  uint64_t state = 2026;
+  std::vector<Doc> docs;
+  for (int round = 0; round < (EnvFlag("NEARDUP_SANITIZER_BUILD") ? 300 : 3000); ++round) {
+    std::string text;
+    const int count = 1 + round % 90;
+    for (int k = 0; k < count; ++k) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      text += pieces[(state >> 33) % pieces.size()];
+    }
+    docs.push_back({"random mix " + std::to_string(round), text});
+  }
+  for (bool replace : {false, true}) {
+    Pipelines p(replace);
+    for (const Doc& doc : docs) {
+      Compare(doc, *p.fast_norm, *p.ref_norm, *p.fast_words, *p.ref_words, p.pairs);
+      if (::testing::Test::HasFailure()) return;  // one document's report is enough
+    }
+  }
 }
 
 TEST(FastPathTest, CorpusMatchesTheIcuPath) {

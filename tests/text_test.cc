@@ -6,7 +6,9 @@
 
 #include <unicode/uchar.h>
 
+#include <cstdio>
 #include <fstream>
+#include <iterator>
 
 #include "common/utf8.h"
 #include "shared_data.h"
@@ -110,6 +112,21 @@ TEST(TextTest, StripMarkup) {
   EXPECT_EQ(StripMarkup("a <!-- never closed"), "a  ");
 }
 
+// Tags and entities at every offset of the 16-byte blocks the scan for '<' and '&' reads, and
+// non-ASCII text around them.
+TEST(TextTest, StripMarkupFindsTagsAndEntitiesAtEveryOffset) {
+  for (size_t before = 0; before < 40; ++before) {
+    for (size_t after : {0, 1, 15, 16, 17, 33}) {
+      const std::string head(before, 'a'), tail(after, 'z');
+      EXPECT_EQ(StripMarkup(head + "<b>\u0436</b>&amp;&lt;x&gt; 1 < 2" + tail),
+                head + "\u0436&<x> 1 < 2" + tail)
+          << before << " " << after;
+      EXPECT_EQ(StripMarkup(head + "&" + tail), head + "&" + tail) << before << " " << after;
+      EXPECT_EQ(StripMarkup(head + tail), head + tail);
+    }
+  }
+}
+
 TEST(TextTest, StripMarkupOption) {
   NormalizeOptions options;  // defaults + markup
   options.strip_markup = true;
@@ -131,6 +148,47 @@ TEST(TextTest, InvalidUtf8IsAnErrorNamingTheByte) {
   // Truncated sequence and an overlong encoding.
   EXPECT_FALSE((*normalizer)->Normalize("ab\xe4\xb8", &out).ok());
   EXPECT_FALSE((*normalizer)->Normalize("\xc0\xaf", &out).ok());
+}
+
+// The fast path validates with simdjson, the plain path byte by byte (utf8::FindInvalid): on
+// random bytes drawn mostly from lead and continuation bytes (overlong forms, surrogates, code
+// points above U+10FFFF, truncated sequences, at every offset of a 64-byte block), both accept
+// the same texts and name the same byte.
+TEST(TextTest, FastUtf8ValidationMatchesTheByteWiseScan) {
+  NormalizeOptions options;
+  auto fast = TextNormalizer::Create(options);
+  options.fast_paths = false;
+  auto plain = TextNormalizer::Create(options);
+  ASSERT_TRUE(fast.ok() && plain.ok());
+  const unsigned char alphabet[] = {'a',  ' ',  0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0,
+                                    0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xED,
+                                    0xEE, 0xEF, 0xF0, 0xF1, 0xF4, 0xF5, 0xF8, 0xFF};
+  const char* const valid[] = {"a",      "\u00E9",     "\u0436", "\u2014",
+                               "\u4E2D", "\U0001F600", "\uFFFD", "\U0010FFFF"};
+  uint64_t state = 7;
+  size_t rejected = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string text(static_cast<size_t>(round % 70), 'x');
+    const int count = 1 + round % 7;
+    for (int k = 0; k < count; ++k) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      const uint64_t pick = state >> 33;
+      if (pick % 4 != 0) {  // mostly whole characters, so that valid texts occur too
+        text += valid[pick % std::size(valid)];
+      } else {
+        text.push_back(static_cast<char>(alphabet[(pick / 4) % sizeof(alphabet)]));
+      }
+    }
+    std::string a, b;
+    const Status fast_status = (*fast)->Normalize(text, &a);
+    const Status plain_status = (*plain)->Normalize(text, &b);
+    ASSERT_EQ(fast_status.ToString(), plain_status.ToString()) << round;
+    ASSERT_EQ(fast_status.ok(), utf8::IsValid(text)) << round;
+    rejected += !fast_status.ok();
+  }
+  EXPECT_GT(rejected, 1000u);  // both kinds of text occur
+  EXPECT_LT(rejected, 19000u);
+  std::printf("UTF-8 validation: %zu of 20000 random texts rejected by both paths\n", rejected);
 }
 
 TEST(TextTest, InvalidUtf8ReplacementMode) {
@@ -195,10 +253,53 @@ TEST(TextTest, TraditionalShortcutMatchesFullConversion) {
 }
 
 // FoldWhitespace against a code point by code point reference, on random mixes of kana, kanji,
-// U+3000 and other spaces at every offset of the 16-byte blocks its vector path copies.
+// Cyrillic, U+3000, every other kind of space, punctuation that shares lead bytes with spaces
+// (U+00AB, U+2014, U+2030, U+205E, U+1680's neighbours), stray and truncated bytes, at every
+// offset of the 16-byte blocks its vector path packs.
 TEST(TextTest, FoldWhitespaceMatchesCodePointReference) {
-  const std::vector<std::string> pieces = {"\u3042", "\u6F22", "\u3000", "\u30FC", " ",  "\n",
-                                           "a",      "\u2003", "\u3001", "\u00A0", "xy", "\u3080"};
+  const std::vector<std::vector<std::string>> alphabets = {
+      {"\u3042", "\u6F22", "\u3000", "\u30FC", " ", "\n", "a", "\u2003", "\u3001", "\u00A0", "xy",
+       "\u3080"},
+      {" ",
+       "  ",
+       "\t",
+       "\r\n",
+       "\x0B",
+       "\x0C",
+       "\x1C",
+       "\x1F",
+       "\x1B",
+       "\x7F",
+       std::string(1, '\0'),
+       "w",
+       "word",
+       "\u044B",
+       "\u0416",
+       "\u00AB",
+       "\u00A9",
+       "\u0085",
+       "\u00A0",
+       "\u1680",
+       "\u1681",
+       "\u169A",
+       "\u2000",
+       "\u200A",
+       "\u200B",
+       "\u2014",
+       "\u2028",
+       "\u2029",
+       "\u202F",
+       "\u2030",
+       "\u205E",
+       "\u205F",
+       "\u2060",
+       "\u3000",
+       "\u3001",
+       "\xE2\x80",
+       "\xC2",
+       "\x80",
+       "\xE3\x80",
+       "\xFF"}};
   auto reference = [](std::string_view text) {
     std::string out;
     bool after_space = true;
@@ -219,14 +320,16 @@ TEST(TextTest, FoldWhitespaceMatchesCodePointReference) {
     return out;
   };
   uint64_t state = 42;
-  for (int round = 0; round < 20000; ++round) {
-    std::string text;
-    const int count = 1 + round % 40;
-    for (int k = 0; k < count; ++k) {
-      state = state * 6364136223846793005ull + 1442695040888963407ull;
-      text += pieces[(state >> 33) % pieces.size()];
+  for (const std::vector<std::string>& pieces : alphabets) {
+    for (int round = 0; round < 20000; ++round) {
+      std::string text;
+      const int count = 1 + round % 60;
+      for (int k = 0; k < count; ++k) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        text += pieces[(state >> 33) % pieces.size()];
+      }
+      ASSERT_EQ(FoldWhitespace(text), reference(text)) << round;
     }
-    ASSERT_EQ(FoldWhitespace(text), reference(text)) << round;
   }
 }
 

@@ -19,6 +19,8 @@
 
 namespace neardup {
 
+class FeatureExtractor;
+
 // A word added on top of the main dictionary, as jieba's add_word(word, freq) does. Without a
 // frequency jieba's suggest_freq(word) value is used (just high enough for the word to be cut
 // out whole). A frequency of 0 deletes the word and forces the HMM to split it (del_word).
@@ -84,6 +86,7 @@ class NEARDUP_EXPORT JiebaSegmenter {
 
  private:
   friend class KeywordExtractor;
+  friend class FeatureExtractor;  // cuts with its token filter built in
   explicit JiebaSegmenter(std::unique_ptr<Impl> impl);
   static Result<std::shared_ptr<const JiebaSegmenter>> LoadOrThrow(const JiebaOptions& options);
   std::unique_ptr<Impl> impl_;

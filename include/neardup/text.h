@@ -38,10 +38,11 @@ struct NormalizeOptions {
   // OpenCC configuration file; empty means NEARDUP_DEFAULT_OPENCC_DIR "/t2s.json".
   std::string opencc_config;
   // Shortcuts that give the same output as the plain path: no markup pass over text without '<'
-  // or '&', ASCII case folding without ICU, ICU only on the non-ASCII islands of mostly-ASCII
-  // text (split where ICU's Normalizer2::hasBoundaryBefore allows), OpenCC only on the pieces of
-  // text that hold a character it may convert (cut at characters outside every dictionary key),
-  // reused per-thread buffers.
+  // or '&', NFKC / case folding code point by code point from tables built once from ICU (text
+  // cut where ICU's Normalizer2::hasBoundaryBefore allows; ICU itself only on the pieces the
+  // tables do not cover, such as combining sequences), OpenCC only on the pieces of text that
+  // hold a character it may convert (cut at characters outside every dictionary key), reused
+  // per-thread buffers.
   // false runs every step over the whole text as ICU/OpenCC do (the reference for differential
   // tests and benchmarks).
   bool fast_paths = true;

@@ -165,10 +165,21 @@ struct FeatureExtractor::Impl {
       CharNgrams(text, options.char_ngram_size, storage, tokens);
       return Status::Ok();
     }
-    if (tokenizer == Tokenizer::kJieba) {
+    if (tokenizer == Tokenizer::kJieba && options.fast_paths) {
+      // The cut leaves out the tokens without content itself (HasContent below): nothing is left
+      // to drop but by the options below.
+      NEARDUP_RETURN_IF_ERROR(LoadJieba());
+      jieba->impl_->CutContentWords(text, tokens, options.jieba_hmm);
+      if (!options.drop_single_char_words && !options.drop_stop_words) return Status::Ok();
+    } else if (tokenizer == Tokenizer::kJieba) {
       NEARDUP_RETURN_IF_ERROR(LoadJieba());
       jieba->Cut(text, tokens, options.jieba_hmm);
-    } else if (!options.fast_paths || !SplitSpaceSeparatedWords(text, tokens)) {
+    } else if (options.fast_paths &&
+               SplitSpaceSeparatedWords(text, tokens, WordFilter::kWithContent)) {
+      // The splitter kept only the words with content: nothing is left to drop but by the
+      // options below.
+      if (!options.drop_single_char_words && !options.drop_stop_words) return Status::Ok();
+    } else {
       tokens->clear();
       if (!options.fast_paths || !SplitJapaneseWords(text, tokens)) {
         tokens->clear();

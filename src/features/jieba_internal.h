@@ -162,6 +162,22 @@ class Trie {
     return index != kOverflowProb ? log_probs_[index] : overflow_log_probs_[node];
   }
   bool HasChildren(uint32_t node) const { return BaseOf(units_[node]) != 0 || node == kRoot; }
+
+  // The same, for a walk that reads each node's unit once.
+  using Unit = uint64_t;  // base | check << 24 | prob index << 48
+  Unit UnitOf(uint32_t node) const { return units_[node]; }
+  // WordLogProb(node) (NaN when the node is no word); `unit` is the node's.
+  double WordLogProb(Unit unit, uint32_t node) const {
+    const uint32_t index = ProbIndexOf(unit);
+    return index != kOverflowProb ? log_probs_[index] : overflow_log_probs_[node];
+  }
+  // ChildByCode(node, code) for code = Code(cp) != 0; `unit` is the node's (not the root's).
+  uint32_t ChildOfUnit(Unit unit, uint32_t node, uint32_t code) const {
+    const uint32_t base = BaseOf(unit);
+    if (base == 0) return kNoNode;  // no children (only the root has base 0 and children)
+    const uint32_t t = base + code;
+    return CheckOf(units_[t]) == node && code != 0 ? t : kNoNode;
+  }
   int64_t Freq(uint32_t node) const { return freq_[node]; }
 
   size_t node_count() const { return node_count_; }
@@ -173,7 +189,6 @@ class Trie {
   static constexpr uint32_t kEmptyCheck = 0xFFFFFF;  // a free unit
   static constexpr uint32_t kRootCheck = 0xFFFFFE;   // the root's unit: used, no parent
   static constexpr uint32_t kOverflowProb = 0xFFFF;  // the weight is in overflow_log_probs_
-  using Unit = uint64_t;                             // base | check << 24 | prob index << 48
   static uint32_t BaseOf(Unit u) { return static_cast<uint32_t>(u & 0xFFFFFF); }
   static uint32_t CheckOf(Unit u) { return static_cast<uint32_t>((u >> 24) & 0xFFFFFF); }
   static uint32_t ProbIndexOf(Unit u) { return static_cast<uint32_t>(u >> 48); }
@@ -234,7 +249,6 @@ struct CutScratch {
   std::vector<double> route_prob;    // route[i][0]
   std::vector<size_t> route_end;     // route[i][1]
   std::vector<uint32_t> route_node;  // trie node of the word route[i] chooses, or kNoNode
-  std::vector<uint64_t> dag_mask;    // bit d-1: cps[i:i+d] is a word (FREQ truthy), d <= 64
   std::vector<std::array<uint8_t, 4>> viterbi_from;
   std::vector<uint8_t> states;
 };
@@ -259,6 +273,10 @@ class JiebaSegmenter::Impl {
       : trie(builder, log_total_in), total(builder.total), log_total(log_total_in) {}
 
   void Cut(std::string_view text, std::vector<std::string_view>* tokens, bool hmm) const;
+  // The tokens of Cut that hold a letter, mark or number (FeatureExtractor's content filter), in
+  // order; the others are never stored.
+  void CutContentWords(std::string_view text, std::vector<std::string_view>* tokens,
+                       bool hmm) const;
   // The tokens of Cut with HMM that have two or more code points (the only ones that can be
   // keywords: single characters and "\r\n" never have len(wc.strip()) >= 2), in order, with each
   // token's trie node: the node id, kNoNode, or kUnknownNode (not looked up; FindNode gives it).

@@ -14,6 +14,7 @@
 
 #include "features/jieba_internal.h"
 #include "features/used_slots.h"
+#include "features/word_splitter.h"
 
 namespace neardup {
 namespace jieba {
@@ -229,7 +230,6 @@ size_t CutScratch::Reserve(size_t size) {
   route_prob.resize(n1);
   route_end.resize(n1);
   route_node.resize(n1);
-  dag_mask.resize(n1);
   viterbi_from.resize(n);
   states.resize(n);
   capacity = n;
@@ -283,6 +283,9 @@ struct CutContext {
   // Only the tokens of two or more code points of blocks (single characters and "\r\n" are left
   // out).
   bool words_only = false;
+  // Only the tokens that hold a letter, mark or number (IsLetterMarkOrNumber): in a block, a Han
+  // character or an ASCII letter or digit; outside blocks, a valid non-ASCII character that is one.
+  bool content_only = false;
   const HmmModel* hmm = nullptr;  // null: HMM=False
   const std::unordered_set<std::string>* force_split_words = nullptr;
 };
@@ -310,6 +313,17 @@ class BlockCutter {
     }
   }
 
+  // Cut with HMM of a block in which no word starts (no character is the first of a dictionary
+  // word, as in most runs of ASCII): every route step is one character, so __cut_DAG buffers the
+  // whole block, and finalseg.cut of a block without Han is its re_skip split. One character is
+  // emitted as it is either way.
+  void CutWithoutWords(size_t n) {
+    n_ = n;
+    cps_ = scratch_.cps.data();
+    offsets_ = scratch_.offsets.data();
+    SkipSplit(0, n);
+  }
+
  private:
   // log(FREQ[word]) - logtotal, or NaN when FREQ[word] is 0.
   double WordLogProb(uint32_t node) const {
@@ -322,51 +336,46 @@ class BlockCutter {
   }
 
   // Outputs the token of code points [begin, end), with its trie node when asked for nodes.
-  void Emit(size_t begin, size_t end, uint32_t node = kUnknownNode) {
+  [[gnu::always_inline]] void Emit(size_t begin, size_t end, uint32_t node = kUnknownNode) {
     if (context_.words_only && end - begin < 2) return;
+    if (context_.content_only && !HasContent(begin, end)) return;
     tokens_->emplace_back(text_.data() + offsets_[begin], offsets_[end] - offsets_[begin]);
     if (context_.token_nodes != nullptr) context_.token_nodes->push_back(node);
+  }
+
+  // Whether cps[begin:end) holds a letter or number. A block holds Han characters of
+  // [\u4E00-\u9FD5] (all letters, Lo) and the ASCII of re_han_default, of which only the letters
+  // and digits count.
+  bool HasContent(size_t begin, size_t end) const {
+    for (size_t i = begin; i < end; ++i) {
+      if (cps_[i] >= 0x80 || IsAsciiAlnum(cps_[i])) return true;
+    }
+    return false;
   }
 
   // Tokenizer.get_DAG + Tokenizer.calc: route[idx] = max over the DAG of
   // (log(FREQ[word] or 1) - logtotal + route[x + 1][0], x), ties to the larger x.
   void CalcRoute() {
+    if constexpr (std::is_same_v<TrieT, Trie>) {
+      CalcRouteOnTrie();
+      return;
+    }
     const size_t n = n_;
     auto& prob = scratch_.route_prob;
     auto& end = scratch_.route_end;
     auto& route_node = scratch_.route_node;
-    auto& dag_mask = scratch_.dag_mask;
-    const uint32_t* codes = scratch_.codes.data();  // Trie: each code point's code
     prob[n] = 0;
     end[n] = 0;
     for (size_t idx = n; idx-- > 0;) {
-      if constexpr (std::is_same_v<TrieT, Trie>) {
-        // The second step of a walk a few positions on misses the cache most: start loading it.
-        constexpr size_t kAhead = 4;
-        if (idx >= kAhead) trie_.PrefetchSecondStep(codes[idx - kAhead], codes[idx - kAhead + 1]);
-      }
       bool found = false;
       double best = 0;
       size_t best_x = idx;
       uint32_t best_node = kNoNode;
-      uint64_t mask = 0;
-      uint32_t node = kNoNode;
       size_t i = idx;
-      bool has_children = true;
-      double word_log_prob = NAN;
-      if constexpr (std::is_same_v<TrieT, Trie>) {
-        node = trie_.RootChildByCode(codes[idx]);
-        if (node != kNoNode) {
-          has_children = trie_.HasChildren(node);
-          word_log_prob = trie_.WordLogProb(node);
-        }
-      } else {
-        node = trie_.Child(trie_.Root(), cps_[idx]);
-        if (node != kNoNode) word_log_prob = WordLogProb(node);
-      }
+      uint32_t node = trie_.Child(trie_.Root(), cps_[idx]);
       while (node != kNoNode) {
+        const double word_log_prob = WordLogProb(node);
         if (!std::isnan(word_log_prob)) {  // `if self.FREQ[frag]`
-          if (i - idx < 64) mask |= uint64_t{1} << (i - idx);
           const double p = word_log_prob + prob[i + 1];
           if (!found || p >= best) {  // equal probabilities: the larger x wins
             best = p;
@@ -375,15 +384,8 @@ class BlockCutter {
             found = true;
           }
         }
-        if (++i >= n || !has_children) break;
-        if constexpr (std::is_same_v<TrieT, Trie>) {
-          node = trie_.ChildByCode(node, codes[i]);
-        } else {
-          node = trie_.Child(node, cps_[i]);
-        }
-        if (node == kNoNode) break;
-        has_children = trie_.HasChildren(node);
-        word_log_prob = WordLogProb(node);
+        if (++i >= n) break;
+        node = trie_.Child(node, cps_[i]);
       }
       if (!found) {  // DAG[idx] = [idx]; FREQ.get(char) is None or 0, so log(1) = 0
         best = (0.0 - context_.log_total) + prob[idx + 1];
@@ -392,17 +394,65 @@ class BlockCutter {
       prob[idx] = best;
       end[idx] = best_x;
       route_node[idx] = best_node;
-      dag_mask[idx] = mask;
     }
   }
 
-  // Whether FREQ.get(cps[begin:end]) is truthy: the DAG computed by CalcRoute knows for words of
-  // up to 64 characters.
+  // CalcRoute on the double-array trie: each node's unit is read once per walk step.
+  void CalcRouteOnTrie() {
+    const size_t n = n_;
+    double* prob = scratch_.route_prob.data();
+    size_t* end = scratch_.route_end.data();
+    uint32_t* route_node = scratch_.route_node.data();
+    const uint32_t* codes = scratch_.codes.data();
+    const double no_word = 0.0 - context_.log_total;  // DAG[idx] = [idx]: log(1) - logtotal
+    prob[n] = 0;
+    end[n] = 0;
+    double next_prob = 0;  // prob[idx + 1], kept in a register: the next position needs it first
+    for (size_t idx = n; idx-- > 0;) {
+      // The second step of a walk a few positions on misses the cache most: start loading it.
+      constexpr size_t kAhead = 4;
+      if (idx >= kAhead) trie_.PrefetchSecondStep(codes[idx - kAhead], codes[idx - kAhead + 1]);
+      // No p is -inf (every term is finite), so -inf stands for "no word found yet".
+      double best = -INFINITY;
+      size_t best_x = idx;
+      uint32_t best_node = kNoNode;
+      uint32_t node = trie_.RootChildByCode(codes[idx]);
+      if (node != kNoNode) {
+        // `if self.FREQ[frag]`: a prefix that is no word weighs NaN, and NaN >= best is false.
+        // The choices are selects, not branches: which word wins is hard to predict.
+        Trie::Unit unit = trie_.UnitOf(node);
+        const double first = trie_.WordLogProb(unit, node) + next_prob;
+        const bool first_is_word = first >= best;
+        best = first_is_word ? first : best;
+        best_node = first_is_word ? node : best_node;
+        for (size_t i = idx + 1; i < n; ++i) {
+          node = trie_.ChildOfUnit(unit, node, codes[i]);
+          if (node == kNoNode) break;
+          unit = trie_.UnitOf(node);
+          const double p = trie_.WordLogProb(unit, node) + prob[i + 1];
+          const bool take = p >= best;  // equal probabilities: the larger x wins
+          best = take ? p : best;
+          best_x = take ? i : best_x;
+          best_node = take ? node : best_node;
+        }
+      }
+      if (best == -INFINITY) best = no_word + next_prob;
+      next_prob = best;
+      prob[idx] = best;
+      end[idx] = best_x;
+      route_node[idx] = best_node;
+    }
+  }
+
+  // Whether FREQ.get(cps[begin:end]) is truthy.
   bool InDictionary(size_t begin, size_t end) const {
-    if (end - begin <= 64) return (scratch_.dag_mask[begin] >> (end - begin - 1)) & 1;
     uint32_t node = trie_.Root();
     for (size_t i = begin; i < end; ++i) {
-      node = trie_.Child(node, cps_[i]);
+      if constexpr (std::is_same_v<TrieT, Trie>) {
+        node = trie_.ChildByCode(node, scratch_.codes[i]);
+      } else {
+        node = trie_.Child(node, cps_[i]);
+      }
       if (node == kNoNode) return false;
     }
     return trie_.Freq(node) != 0;
@@ -633,15 +683,21 @@ void CutText(const TrieT& trie, const CutContext& context, std::string_view text
   };
   reserve(256);
   while (i < n) {
-    // Gather a block.
+    // Gather a block, noting whether a dictionary word may start in it.
     size_t count = 0;
+    bool no_word_starts = true;
     while (i < n) {
       if (count == capacity) reserve(capacity * 2);
       const auto c = static_cast<unsigned char>(text[i]);
       if (c < 0x80) {
         if (!IsBlockAscii(c)) break;
         cps[count] = c;
-        if constexpr (kCodes) codes[count] = trie.BmpCode(c);
+        if constexpr (kCodes) {
+          codes[count] = trie.BmpCode(c);
+          no_word_starts = no_word_starts && trie.RootChildByCode(codes[count]) == kNoNode;
+        } else {
+          no_word_starts = false;
+        }
         offsets[count++] = i;
         ++i;
       } else {
@@ -654,6 +710,7 @@ void CutText(const TrieT& trie, const CutContext& context, std::string_view text
         }
         const char32_t cp = utf8::Decode(text, i, 3);
         if (!IsHan(cp)) break;
+        no_word_starts = false;  // Han: a word may start, or the HMM may cut
         cps[count] = cp;
         if constexpr (kCodes) codes[count] = trie.BmpCode(cp);
         offsets[count++] = i;
@@ -662,7 +719,11 @@ void CutText(const TrieT& trie, const CutContext& context, std::string_view text
     }
     if (count != 0) {
       offsets[count] = i;
-      cutter.Cut(count);
+      if (no_word_starts && context.hmm != nullptr) {
+        cutter.CutWithoutWords(count);
+      } else {
+        cutter.Cut(count);
+      }
     }
     if (i >= n) break;
     // One character outside blocks.
@@ -678,7 +739,11 @@ void CutText(const TrieT& trie, const CutContext& context, std::string_view text
       len = utf8::ValidSequenceLength(text, i);
       if (len == 0) len = 1;  // not UTF-8: one byte at a time
     }
-    if (!context.words_only) {
+    // ASCII outside blocks is never a letter or digit (those are block characters), nor is a
+    // byte that is not UTF-8.
+    const bool keep = !context.content_only ||
+                      (c >= 0x80 && len > 1 && IsLetterMarkOrNumber(utf8::Decode(text, i, len)));
+    if (!context.words_only && keep) {
       tokens->push_back(text.substr(i, len));
       if (context.token_nodes != nullptr) context.token_nodes->push_back(kUnknownNode);
     }
@@ -950,6 +1015,17 @@ Result<std::shared_ptr<const JiebaSegmenter>> JiebaSegmenter::Default() {
 void JiebaSegmenter::Impl::Cut(std::string_view text, std::vector<std::string_view>* tokens,
                                bool use_hmm) const {
   jieba::CutContext context;
+  context.log_total = log_total;
+  context.hmm = use_hmm ? &hmm : nullptr;
+  context.force_split_words = &force_split_words;
+  jieba::CutText(trie, context, text, tokens);
+}
+
+void JiebaSegmenter::Impl::CutContentWords(std::string_view text,
+                                           std::vector<std::string_view>* tokens,
+                                           bool use_hmm) const {
+  jieba::CutContext context;
+  context.content_only = true;
   context.log_total = log_total;
   context.hmm = use_hmm ? &hmm : nullptr;
   context.force_split_words = &force_split_words;

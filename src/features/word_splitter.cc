@@ -8,6 +8,9 @@
 
 #include <unicode/uchar.h>
 #include <unicode/uscript.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include <array>
 #include <cstdint>
@@ -79,13 +82,23 @@ Class Classify(UChar32 c) {
   }
 }
 
-// Classes of the Basic Multilingual Plane, built once; other planes are classified on the fly.
+// Bit 7 of a table entry: the code point is a letter, mark or number (IsLetterMarkOrNumber).
+constexpr uint8_t kContent = 0x80;
+constexpr uint8_t kClassMask = 0x7F;
+
+bool ContentProperty(UChar32 c) {
+  return (U_GET_GC_MASK(c) & (U_GC_L_MASK | U_GC_M_MASK | U_GC_N_MASK)) != 0;
+}
+
+// Classes of the Basic Multilingual Plane, with the kContent bit, built once; other planes are
+// classified on the fly.
 const std::array<uint8_t, 0x10000>& BmpClasses() {
   static const auto* table = [] {
     auto* t = new std::array<uint8_t, 0x10000>;
     for (UChar32 c = 0; c < 0x10000; ++c) {
-      (*t)[static_cast<size_t>(c)] =
-          static_cast<uint8_t>((c >= 0xD800 && c <= 0xDFFF) ? kRefuse : Classify(c));
+      const bool surrogate = c >= 0xD800 && c <= 0xDFFF;
+      (*t)[static_cast<size_t>(c)] = static_cast<uint8_t>(
+          (surrogate ? kRefuse : Classify(c)) | (!surrogate && ContentProperty(c) ? kContent : 0));
     }
     return t;
   }();
@@ -100,6 +113,60 @@ bool IsAsciiDigit(unsigned char c) { return c >= '0' && c <= '9'; }
 bool IsAsciiAlnum(unsigned char c) {
   return IsAsciiDigit(c) || static_cast<unsigned char>((c | 0x20) - 'a') < 26;
 }
+// An ASCII byte that can start a word: a letter, a digit, '_' (ExtendNumLet) or '@' (ALetter).
+bool IsAsciiStarter(unsigned char c) { return IsAsciiAlnum(c) || c == '_' || c == '@'; }
+// An ASCII byte after which a word of ASCII letters and digits surely ends: not a word character
+// and no MidLetter / MidNum / MidNumLet / quote that could join it to what follows.
+bool EndsAsciiWord(unsigned char c) {
+  return c < 0x80 && !IsAsciiStarter(c) && c != '\'' && c != '"' && c != ',' && c != '.' &&
+         c != ';';
+}
+
+#ifdef __SSE2__
+// Bit k set when byte k of v is an ASCII letter or digit.
+inline unsigned AlnumMask(__m128i v) {
+  const __m128i letter = _mm_sub_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8('a'));
+  const __m128i digit = _mm_sub_epi8(v, _mm_set1_epi8('0'));
+  const __m128i is_letter = _mm_cmpeq_epi8(_mm_min_epu8(letter, _mm_set1_epi8(25)), letter);
+  const __m128i is_digit = _mm_cmpeq_epi8(_mm_min_epu8(digit, _mm_set1_epi8(9)), digit);
+  return static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(is_letter, is_digit)));
+}
+// Bit k set when byte k of v can start a word or is not ASCII.
+inline unsigned StarterMask(__m128i v) {
+  const __m128i special =
+      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('_')), _mm_cmpeq_epi8(v, _mm_set1_epi8('@')));
+  return AlnumMask(v) | static_cast<unsigned>(_mm_movemask_epi8(special)) |
+         static_cast<unsigned>(_mm_movemask_epi8(v));
+}
+inline __m128i Load16(const char* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+
+// Byte classes of a 64-byte window, one bit per byte: `alnum` ASCII letters and digits;
+// `skip` ASCII bytes that start no word (everything but letters, digits, '_' and '@'); `ends`
+// those of them after which a word of letters and digits surely ends (not ' " , . ; which may
+// join it to what follows).
+struct Window {
+  uint64_t alnum = 0, skip = 0, ends = 0;
+  Window() = default;
+  explicit Window(const char* p) {
+    for (int k = 0; k < 4; ++k) {
+      const __m128i v = Load16(p + 16 * k);
+      const auto eq = [&v](char c) { return _mm_cmpeq_epi8(v, _mm_set1_epi8(c)); };
+      const uint64_t a = AlnumMask(v);
+      const uint64_t starter =
+          a | static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(eq('_'), eq('@')))) |
+          static_cast<unsigned>(_mm_movemask_epi8(v));
+      const uint64_t joiners = static_cast<unsigned>(_mm_movemask_epi8(_mm_or_si128(
+          _mm_or_si128(eq('\''), eq('"')), _mm_or_si128(_mm_or_si128(eq(','), eq('.')), eq(';')))));
+      const uint64_t not_starter = ~starter & 0xFFFF;
+      alnum |= a << (16 * k);
+      skip |= not_starter << (16 * k);
+      ends |= (not_starter & ~joiners) << (16 * k);
+    }
+  }
+};
+#endif
 
 // A base code point with the Extend/Format code points attached to it (WB4).
 struct Unit {
@@ -111,12 +178,12 @@ class Scanner {
  public:
   explicit Scanner(std::string_view text) : text_(text), table_(BmpClasses()) {}
 
-  // The class of the code point at `i` and the offset after it.
-  Class ClassAt(size_t i, size_t* next) const {
+  // The table entry (class | kContent) of the code point at `i` and the offset after it.
+  uint8_t EntryAt(size_t i, size_t* next) const {
     auto byte = static_cast<unsigned char>(text_[i]);
     if (byte < 0x80) {
       *next = i + 1;
-      return static_cast<Class>(table_[byte]);
+      return table_[byte];
     }
     size_t len = utf8::ValidSequenceLength(text_, i);
     if (len == 0) {  // the caller promised valid UTF-8; a stray byte is a non-word character
@@ -125,7 +192,14 @@ class Scanner {
     }
     *next = i + len;
     char32_t cp = utf8::Decode(text_, i, len);
-    return cp < 0x10000 ? static_cast<Class>(table_[cp]) : Classify(static_cast<UChar32>(cp));
+    if (cp < 0x10000) return table_[cp];
+    return static_cast<uint8_t>(Classify(static_cast<UChar32>(cp)) |
+                                (ContentProperty(static_cast<UChar32>(cp)) ? kContent : 0));
+  }
+
+  // The class of the code point at `i` and the offset after it.
+  Class ClassAt(size_t i, size_t* next) const {
+    return static_cast<Class>(EntryAt(i, next) & kClassMask);
   }
 
   // The unit starting at `i` (< size). Extend/Format with no base before it (at the start of the
@@ -144,17 +218,6 @@ class Scanner {
     return unit;
   }
 
-  // The offset after the Extend/Format code points starting at `i` (WB4: they attach to the code
-  // point before `i`).
-  size_t SkipExtends(size_t i) const {
-    while (i < text_.size() && static_cast<unsigned char>(text_[i]) >= 0x80) {
-      size_t after = 0;
-      if (ClassAt(i, &after) != kExtend) break;
-      i = after;
-    }
-    return i;
-  }
-
   size_t size() const { return text_.size(); }
 
  private:
@@ -162,50 +225,174 @@ class Scanner {
   const std::array<uint8_t, 0x10000>& table_;
 };
 
+// Whether text[begin, end) holds a letter, mark or number (HasContent in feature_extractor.cc).
+bool HasContent(const Scanner& scanner, size_t begin, size_t end) {
+  size_t i = begin;
+  while (i < end) {
+    size_t next = 0;
+    if ((scanner.EntryAt(i, &next) & kContent) != 0) return true;
+    i = next;
+  }
+  return false;
+}
+
 }  // namespace
 
-bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_view>* words) {
+bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_view>* words,
+                              WordFilter filter) {
   Scanner scanner(text);
+  const std::array<uint8_t, 0x10000>& table = BmpClasses();
+  const char* const data = text.data();
   const size_t n = text.size();
+  const bool content_only = filter == WordFilter::kWithContent;
   size_t pos = 0;
+#ifdef __SSE2__
+  size_t window_at = n;  // the window's first byte; n: none
+  Window window;
+#endif
   while (pos < n) {
+#ifdef __SSE2__
+    // Words of ASCII letters and digits followed by a byte that surely ends them, found with bit
+    // operations on a 64-byte window (kept while the position stays inside it). Anything else
+    // is left to the code point by code point step below.
+    if (pos - window_at >= 64 && n - pos >= 64) {
+      window_at = pos;
+      window = Window(data + pos);
+    }
+    if (pos - window_at < 64) {
+      size_t b = pos - window_at;
+      bool left = false;
+      while (true) {
+        const uint64_t rest = ~window.skip & (~uint64_t{0} << b);
+        if (rest == 0) {
+          pos = window_at + 64;
+          break;
+        }
+        const auto start = static_cast<size_t>(__builtin_ctzll(rest));
+        const uint64_t after = ~window.alnum & (~uint64_t{0} << start);
+        if (((window.alnum >> start) & 1) == 0 || after == 0) {
+          pos = window_at + start;
+          left = true;
+          break;
+        }
+        const auto end = static_cast<size_t>(__builtin_ctzll(after));
+        if (((window.ends >> end) & 1) == 0) {
+          pos = window_at + start;
+          left = true;
+          break;
+        }
+        words->push_back(text.substr(window_at + start, end - start));
+        b = end;
+      }
+      if (!left) continue;
+    }
+#endif
     // Outside a word: ASCII spaces and punctuation are skipped at once ('_' and '@' can start
     // words). Extend/Format here attaches to a non-word character, or stands alone after a hard
     // break or at the start: either way no word.
-    auto byte = static_cast<unsigned char>(text[pos]);
-    if (byte < 0x80 && !IsAsciiAlnum(byte) && byte != '_' && byte != '@') {
+#ifdef __SSE2__
+    if (pos + 16 <= n) {
+      const unsigned starters = StarterMask(Load16(data + pos));
+      if (starters == 0) {
+        pos += 16;
+        continue;
+      }
+      pos += static_cast<size_t>(__builtin_ctz(starters));
+    }
+#endif
+    auto byte = static_cast<unsigned char>(data[pos]);
+    if (byte < 0x80 && !IsAsciiStarter(byte)) {
       ++pos;
       continue;
     }
-    size_t next = 0;
-    const Class first = scanner.ClassAt(pos, &next);
-    if (first == kRefuse) return false;
-    if (!IsWordClass(first)) {
-      pos = next;
-      continue;
-    }
     const size_t begin = pos;
-    Class last = first;
-    size_t bases = 1;
-    pos = next;
+    Class first, last;
+    size_t bases;
+    bool content;
+    size_t next = 0;
+    if (IsAsciiAlnum(byte)) {
+      // A run of ASCII letters and digits (WB5, WB8-WB10), found sixteen bytes at a time; when a
+      // plain separator follows, the word is complete.
+      size_t end = pos + 1;
+#ifdef __SSE2__
+      while (true) {
+        if (end + 16 > n) {
+          while (end < n && IsAsciiAlnum(static_cast<unsigned char>(data[end]))) ++end;
+          break;
+        }
+        const unsigned others = ~AlnumMask(Load16(data + end)) & 0xFFFF;
+        if (others != 0) {
+          end += static_cast<size_t>(__builtin_ctz(others));
+          break;
+        }
+        end += 16;
+      }
+#else
+      while (end < n && IsAsciiAlnum(static_cast<unsigned char>(data[end]))) ++end;
+#endif
+      if (end == n || EndsAsciiWord(static_cast<unsigned char>(data[end]))) {
+        words->push_back(text.substr(begin, end - begin));
+        pos = end;
+        continue;
+      }
+      first = IsAsciiDigit(byte) ? kNumeric : kALetter;
+      last = IsAsciiDigit(static_cast<unsigned char>(data[end - 1])) ? kNumeric : kALetter;
+      bases = end - begin;
+      content = true;
+      pos = end;
+    } else {
+      const uint8_t entry = scanner.EntryAt(pos, &next);
+      first = static_cast<Class>(entry & kClassMask);
+      if (first == kRefuse) return false;
+      if (!IsWordClass(first)) {
+        pos = next;
+        continue;
+      }
+      last = first;
+      bases = 1;
+      content = (entry & kContent) != 0;
+      pos = next;
+    }
     while (pos < n) {
       // Fast lane: ASCII letters and digits join whatever word they follow (WB5, WB8-WB10).
       size_t run = pos;
-      while (run < n && IsAsciiAlnum(static_cast<unsigned char>(text[run]))) ++run;
+      while (run < n && IsAsciiAlnum(static_cast<unsigned char>(data[run]))) ++run;
       if (run > pos) {
-        last = IsAsciiDigit(static_cast<unsigned char>(text[run - 1])) ? kNumeric : kALetter;
+        last = IsAsciiDigit(static_cast<unsigned char>(data[run - 1])) ? kNumeric : kALetter;
         bases += run - pos;
+        content = true;
         pos = run;
         continue;
       }
+      // Fast lane: two-byte letters and digits (Latin, Greek, Cyrillic, Armenian, Hebrew,
+      // Arabic, ...) join too, and two-byte Extend/Format attaches (WB4).
+      while (pos + 1 < n) {
+        const auto lead = static_cast<unsigned char>(data[pos]);
+        const auto trail = static_cast<unsigned char>(data[pos + 1]);
+        if (lead < 0xC2 || lead > 0xDF || (trail & 0xC0) != 0x80) break;
+        const uint8_t entry = table[((lead & 0x1Fu) << 6) | (trail & 0x3Fu)];
+        const auto cls = static_cast<Class>(entry & kClassMask);
+        if (cls == kALetter || cls == kHebrewLetter || cls == kNumeric) {
+          last = cls;
+          ++bases;
+        } else if (cls != kExtend) {
+          break;
+        }
+        content = content || (entry & kContent) != 0;
+        pos += 2;
+      }
+      if (pos >= n) break;
       // Any word character joins too (WB5, WB8-WB10, WB13a, WB13b); Extend/Format attaches (WB4).
-      const Class cls = scanner.ClassAt(pos, &next);
+      const uint8_t entry = scanner.EntryAt(pos, &next);
+      const Class cls = static_cast<Class>(entry & kClassMask);
       if (cls == kRefuse) return false;
       if (cls == kExtend) {
+        content = content || (entry & kContent) != 0;
         pos = next;
         continue;
       }
       if (IsWordClass(cls)) {
+        content = content || (entry & kContent) != 0;
         last = cls;
         ++bases;
         pos = next;
@@ -228,6 +415,7 @@ bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_vie
                            (number_mid && after.cls == kNumeric) ||       // WB11, WB12
                            (hebrew_quote && after.cls == kHebrewLetter);  // WB7b, WB7c
         if (joins) {
+          if (content_only && !content) content = HasContent(scanner, pos, after.end);
           last = after.cls;
           pos = after.end;
           bases += 2;
@@ -235,13 +423,14 @@ bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_vie
         }
       }
       if (last == kHebrewLetter && mid.cls == kSingleQuote) {  // WB7a; nothing joins after it
+        if (content_only && !content) content = HasContent(scanner, pos, mid.end);
         pos = mid.end;
         ++bases;
       }
       break;
     }
     // A lone ExtendNumLet ("_") is no word for ICU (rule status 0); two or more are.
-    if (!(bases == 1 && first == kExtendNumLet)) {
+    if (!(bases == 1 && first == kExtendNumLet) && (content || !content_only)) {
       words->push_back(text.substr(begin, pos - begin));
     }
   }
@@ -249,16 +438,8 @@ bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_vie
 }
 
 bool IsLetterMarkOrNumber(char32_t cp) {
-  static const auto* table = [] {
-    auto* bits = new std::vector<bool>(0x10000);
-    for (UChar32 c = 0; c < 0x10000; ++c) {
-      (*bits)[static_cast<size_t>(c)] =
-          (U_GET_GC_MASK(c) & (U_GC_L_MASK | U_GC_M_MASK | U_GC_N_MASK)) != 0;
-    }
-    return bits;
-  }();
-  if (cp < 0x10000) return (*table)[cp];
-  return (U_GET_GC_MASK(static_cast<UChar32>(cp)) & (U_GC_L_MASK | U_GC_M_MASK | U_GC_N_MASK)) != 0;
+  if (cp < 0x10000) return (BmpClasses()[cp] & kContent) != 0;
+  return cp <= 0x10FFFF && ContentProperty(static_cast<UChar32>(cp));
 }
 
 }  // namespace neardup

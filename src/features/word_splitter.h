@@ -16,7 +16,12 @@ namespace neardup {
 // true. Returns false, with *words unspecified, when the text holds a code point this splitter
 // leaves to ICU: dictionary scripts (Han, kana, Hangul, Thai, Lao, Khmer, Myanmar, ...), ZWJ
 // sequences and regional indicators. The caller then segments the text with ICU.
-bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_view>* words);
+//
+// With WordFilter::kWithContent only the words holding a letter, mark or number
+// (IsLetterMarkOrNumber) are appended: the words a feature is made of ("@" or "__" are not).
+enum class WordFilter { kAll, kWithContent };
+bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_view>* words,
+                              WordFilter filter = WordFilter::kAll);
 
 // Whether `cp` is a letter, mark or number (general category L*, M*, N*): what makes a token a
 // word feature. A table lookup below U+10000.

@@ -2,6 +2,10 @@
 // profile; see neardup/fingerprinter.h.
 #include "neardup/fingerprinter.h"
 
+// XXH3 inlined into the fused path's per-shingle hash (the same function HashFeature calls).
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -48,6 +52,41 @@ struct SpreadBits {
 };
 constexpr SpreadBits kSpreadBits;
 
+// HashFeature(text, hash, bits) with XXH3 inlined: shingles are short, and the call into the
+// shared xxHash library costs about as much as hashing one.
+inline FeatureHashValue HashShingle(std::string_view text, FeatureHash hash, int bits) {
+  if (hash != FeatureHash::kXxh3) return HashFeature(text, hash, bits);
+  FeatureHashValue value;
+  if (bits > 64) {
+    const XXH128_hash_t h = XXH3_128bits(text.data(), text.size());
+    value.hi = h.high64;
+    value.lo = h.low64;
+  } else {
+    value.lo = XXH3_64bits(text.data(), text.size());
+  }
+  return value;
+}
+
+// 1 + ln(count) for the counts most features have, from the same std::log: FeatureWeight's
+// sublinear term without a call per feature.
+struct SublinearTable {
+  static constexpr int kSize = 64;
+  double weight[kSize];
+  SublinearTable() {
+    for (int c = 1; c < kSize; ++c) weight[c] = 1 + std::log(static_cast<double>(c));
+    weight[0] = 0;
+  }
+};
+
+// FeatureWeight(options, count) for the fused path's options (never TF-IDF).
+inline double CountWeight(const FeatureOptions& options, uint32_t count,
+                          const SublinearTable& table) {
+  if (options.weighting == Weighting::kUniform) return 1;
+  if (!options.sublinear_tf) return static_cast<double>(count);
+  if (count < SublinearTable::kSize) return table.weight[count];
+  return FeatureWeight(options, static_cast<double>(count));
+}
+
 // The fused path from token views to a SimHash: shingles are hashed from views into the text (or,
 // when their words are not separated by exactly one space there, from a per-thread arena), counted
 // in an open-addressing table keyed by their hash (texts compared on a hash match, so distinct
@@ -66,36 +105,44 @@ class FeatureHasher {
   struct Entry {
     std::string_view text;
     FeatureHashValue hash;
-    double count = 0;
+    uint32_t count = 0;
     double weight = 0;
   };
-  // The shingle of `words`: a view into the text, or (*in_arena set) written at the arena's end.
-  std::string_view ShingleView(std::span<const std::string_view> words, bool* in_arena);
-  uint32_t* Slot(const FeatureHashValue& h, std::string_view text);
+  // An open-addressing slot: 1 + the index into entries_ (0 = empty) and bits of the hash that
+  // rule out most other entries without reading them.
+  struct SlotEntry {
+    uint32_t index;
+    uint32_t tag;
+  };
+  // The shingle of `words`: a view into the text, or written at the arena's end.
+  std::string_view ShingleView(std::span<const std::string_view> words);
+  // The slot where the search for `h` starts.
+  size_t Home(const FeatureHashValue& h) const {
+    return static_cast<size_t>(h.lo ^ (h.lo >> 29)) & mask_;
+  }
+  SlotEntry* Slot(const FeatureHashValue& h, std::string_view text);
   void ReferenceOrder(int bits, Fingerprint* fingerprint);
 
-  std::string arena_;  // sized for the worst case; arena_used_ bytes hold the shingles kept
+  std::string arena_;  // sized for the worst case; arena_used_ bytes hold the shingles written
   size_t arena_used_ = 0;
   std::vector<Entry> entries_;
-  std::vector<uint32_t> slots_;  // index into entries_ + 1; 0 = empty
+  std::vector<SlotEntry> slots_;
   size_t mask_ = 0;
 };
 
-std::string_view FeatureHasher::ShingleView(std::span<const std::string_view> words,
-                                            bool* in_arena) {
+std::string_view FeatureHasher::ShingleView(std::span<const std::string_view> words) {
   bool contiguous = true;
   for (size_t j = 0; j + 1 < words.size() && contiguous; ++j) {
     const char* end = words[j].data() + words[j].size();
     contiguous = words[j + 1].data() == end + 1 && *end == ' ';
   }
-  *in_arena = !contiguous;
   if (contiguous) {
     const char* begin = words.front().data();
     return std::string_view(begin,
                             static_cast<size_t>(words.back().data() + words.back().size() - begin));
   }
   // The arena is sized for the worst case before the loop: it never reallocates, so earlier views
-  // stay valid. The caller gives the bytes back when the shingle was already counted.
+  // stay valid.
   char* const begin = arena_.data() + arena_used_;
   char* out = begin;
   for (size_t j = 0; j < words.size(); ++j) {
@@ -107,13 +154,16 @@ std::string_view FeatureHasher::ShingleView(std::span<const std::string_view> wo
   return std::string_view(begin, static_cast<size_t>(out - begin));
 }
 
-uint32_t* FeatureHasher::Slot(const FeatureHashValue& h, std::string_view text) {
-  size_t i = static_cast<size_t>(h.lo ^ (h.lo >> 29)) & mask_;
+FeatureHasher::SlotEntry* FeatureHasher::Slot(const FeatureHashValue& h, std::string_view text) {
+  size_t i = Home(h);
+  const auto tag = static_cast<uint32_t>(h.lo >> 32);
   while (true) {
-    uint32_t& slot = slots_[i];
-    if (slot == 0) return &slot;
-    const Entry& entry = entries_[slot - 1];
-    if (entry.hash.lo == h.lo && entry.hash.hi == h.hi && entry.text == text) return &slot;
+    SlotEntry& slot = slots_[i];
+    if (slot.index == 0) return &slot;
+    if (slot.tag == tag) {
+      const Entry& entry = entries_[slot.index - 1];
+      if (entry.hash.lo == h.lo && entry.hash.hi == h.hi && entry.text == text) return &slot;
+    }
     i = (i + 1) & mask_;
   }
 }
@@ -127,8 +177,8 @@ size_t FeatureHasher::Run(const FeatureOptions& options, std::span<const std::st
   const size_t width = std::min(n, tokens.size());
   size_t table = 16;
   while (table < 2 * count) table *= 2;
-  if (slots_.size() < table || slots_.size() > 64 * table) slots_.assign(table, 0);
-  std::fill(slots_.begin(), slots_.begin() + static_cast<ptrdiff_t>(table), 0);
+  if (slots_.size() < table || slots_.size() > 64 * table) slots_.assign(table, SlotEntry{0, 0});
+  std::fill(slots_.begin(), slots_.begin() + static_cast<ptrdiff_t>(table), SlotEntry{0, 0});
   mask_ = table - 1;
   arena_used_ = 0;
   if (width > 1) {
@@ -137,17 +187,16 @@ size_t FeatureHasher::Run(const FeatureOptions& options, std::span<const std::st
     if (arena_.size() < token_bytes * width) arena_.resize(token_bytes * width);
   }
   for (size_t i = 0; i < count; ++i) {
-    bool in_arena = false;
-    std::string_view text = ShingleView(tokens.subspan(i, width), &in_arena);
-    FeatureHashValue h = HashFeature(text, hash, bits);
-    uint32_t* slot = Slot(h, text);
-    if (*slot == 0) {
-      entries_.push_back(Entry{text, h, 0, 0});
-      *slot = static_cast<uint32_t>(entries_.size());
-    } else if (in_arena) {
-      arena_used_ -= text.size();  // counted before: its bytes are not needed
+    const std::string_view text = ShingleView(tokens.subspan(i, width));
+    const FeatureHashValue h = HashShingle(text, hash, bits);
+    SlotEntry* slot = Slot(h, text);
+    if (slot->index == 0) {
+      entries_.push_back(Entry{text, h, 1, 0});
+      slot->index = static_cast<uint32_t>(entries_.size());
+      slot->tag = static_cast<uint32_t>(h.lo >> 32);
+    } else {
+      entries_[slot->index - 1].count += 1;
     }
-    entries_[*slot - 1].count += 1;
   }
   // Votes. Extract's order (heaviest first, ties by text) can round differently from any other
   // order, but every order's sum is within gamma_m * sum|w| of the exact sum (recursive summation,
@@ -170,8 +219,9 @@ size_t FeatureHasher::Run(const FeatureOptions& options, std::span<const std::st
     }
     pending = 0;
   };
+  static const SublinearTable sublinear;
   for (Entry& entry : entries_) {
-    entry.weight = FeatureWeight(options, entry.count);
+    entry.weight = CountWeight(options, entry.count, sublinear);
     total += entry.weight;
     if (entry.weight == 1.0) {
       for (int k = 0; k < 8; ++k) lanes[k] += kSpreadBits.lanes[(entry.hash.lo >> (8 * k)) & 0xFF];

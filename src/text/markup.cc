@@ -1,7 +1,7 @@
 // HTML/XML markup stripping and entity decoding, and whitespace folding; see neardup/text.h.
 #include <unicode/uchar.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
+#ifdef __SSSE3__
+#include <tmmintrin.h>
 #endif
 
 #include <algorithm>
@@ -105,6 +105,23 @@ size_t DecodeEntity(std::string_view html, size_t i, std::string* out) {
   return 0;
 }
 
+// The offset of the first '<' or '&' in html at or after `from`, or html.size().
+size_t FindTagOrEntity(std::string_view html, size_t from) {
+  size_t i = from;
+#ifdef __SSSE3__
+  const __m128i lt = _mm_set1_epi8('<'), amp = _mm_set1_epi8('&');
+  while (i + 16 <= html.size()) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(html.data() + i));
+    const auto hits = static_cast<unsigned>(
+        _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lt), _mm_cmpeq_epi8(v, amp))));
+    if (hits != 0) return i + static_cast<size_t>(__builtin_ctz(hits));
+    i += 16;
+  }
+#endif
+  while (i < html.size() && html[i] != '<' && html[i] != '&') ++i;
+  return i;
+}
+
 }  // namespace
 
 std::string StripMarkup(std::string_view html) {
@@ -120,8 +137,7 @@ void StripMarkupTo(std::string_view html, std::string* out_buffer) {
   size_t i = 0;
   while (i < html.size()) {
     // Text up to the next '<' or '&' is copied as it is.
-    size_t special = i;
-    while (special < html.size() && html[special] != '<' && html[special] != '&') ++special;
+    const size_t special = FindTagOrEntity(html, i);
     if (special > i) {
       out.append(html.substr(i, special - i));
       i = special;
@@ -213,6 +229,52 @@ std::string FoldWhitespace(std::string_view text) {
   return out;
 }
 
+namespace {
+
+#ifdef __SSSE3__
+// kLeftPack.shuffle[m]: the pshufb control that moves the bytes of an 8-byte group whose bit is
+// set in m to the front, in order.
+struct LeftPack {
+  alignas(16) uint8_t shuffle[256][8];
+  constexpr LeftPack() : shuffle() {
+    for (int m = 0; m < 256; ++m) {
+      int at = 0;
+      for (int i = 0; i < 8; ++i) {
+        if ((m >> i) & 1) shuffle[m][at++] = static_cast<uint8_t>(i);
+      }
+      for (; at < 8; ++at) shuffle[m][at] = 0x80;
+    }
+  }
+};
+constexpr LeftPack kLeftPack;
+
+inline __m128i Bytes(int c) { return _mm_set1_epi8(static_cast<char>(c)); }
+// Lanes where v is in [lo, lo + span] (unsigned).
+inline __m128i InRange(__m128i v, int lo, int span) {
+  const __m128i d = _mm_sub_epi8(v, Bytes(lo));
+  return _mm_cmpeq_epi8(_mm_min_epu8(d, Bytes(span)), d);
+}
+
+// Bit k set when byte k of v starts a non-ASCII White_Space character (v1, v2: the bytes one and
+// two further on): C2 85, C2 A0, E1 9A 80, E2 80 80-8A, E2 80 A8, E2 80 A9, E2 80 AF, E2 81 9F,
+// E3 80 80.
+inline unsigned NonAsciiSpaceStarts(__m128i v, __m128i v1, __m128i v2) {
+  const auto eq = [](__m128i a, int c) { return _mm_cmpeq_epi8(a, Bytes(c)); };
+  const __m128i c2 = _mm_and_si128(eq(v, 0xC2), _mm_or_si128(eq(v1, 0x85), eq(v1, 0xA0)));
+  const __m128i e1 = _mm_and_si128(eq(v, 0xE1), _mm_and_si128(eq(v1, 0x9A), eq(v2, 0x80)));
+  const __m128i e2_80 = _mm_and_si128(
+      eq(v1, 0x80),
+      _mm_or_si128(_mm_or_si128(InRange(v2, 0x80, 0x0A), InRange(v2, 0xA8, 1)), eq(v2, 0xAF)));
+  const __m128i e2_81 = _mm_and_si128(eq(v1, 0x81), eq(v2, 0x9F));
+  const __m128i e2 = _mm_and_si128(eq(v, 0xE2), _mm_or_si128(e2_80, e2_81));
+  const __m128i e3 = _mm_and_si128(eq(v, 0xE3), _mm_and_si128(eq(v1, 0x80), eq(v2, 0x80)));
+  return static_cast<unsigned>(
+      _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(c2, e1), _mm_or_si128(e2, e3))));
+}
+#endif
+
+}  // namespace
+
 void FoldWhitespaceTo(std::string_view text, std::string* out) {
   // Writes through a raw pointer into a buffer sized for the worst case (the output is never
   // longer than the input), then trims. ASCII goes through a branch-free step: a whitespace byte
@@ -225,68 +287,73 @@ void FoldWhitespaceTo(std::string_view text, std::string* out) {
   const char* const end = src + text.size();
   bool after_space = true;  // at the start: leading whitespace is dropped
   while (src < end) {
-#ifdef __SSE2__
-    // Sixteen bytes at once when they are ASCII whose only whitespace is single ' ' characters
-    // (none first after a space): they are copied unchanged, the common case of running text.
-    if (end - src >= 16) {
-      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
-      // Bytes >= 0x80 are negative as signed chars: `low` is masked to ASCII. The lead bytes of
-      // every non-ASCII White_Space character (U+0085 U+00A0: C2; U+1680: E1; U+2000-U+205F: E2;
-      // U+3000: E3) send the block to the byte-wise path.
-      unsigned non_ascii = static_cast<unsigned>(_mm_movemask_epi8(v));
-      unsigned low =
-          static_cast<unsigned>(_mm_movemask_epi8(_mm_cmplt_epi8(v, _mm_set1_epi8(0x21))));
-      unsigned spaces =
-          static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(' '))));
-      unsigned space_leads = 0;
-      if (non_ascii != 0) {
-        // E3 leads only U+3000 (E3 80 80) among the White_Space characters: when the two bytes
-        // after the block's E3s can be read, only E3 80 80 counts (kana and CJK text is all E3).
-        __m128i e3 = _mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xE3)));
-        if (end - src >= 18) {
-          const __m128i cont = _mm_set1_epi8(static_cast<char>(0x80));
-          __m128i next1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 1));
-          __m128i next2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2));
-          e3 = _mm_and_si128(
-              e3, _mm_and_si128(_mm_cmpeq_epi8(next1, cont), _mm_cmpeq_epi8(next2, cont)));
-        }
-        __m128i leads = _mm_or_si128(
-            _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xC2))),
-                         _mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xE1)))),
-            _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(0xE2))), e3));
-        space_leads = static_cast<unsigned>(_mm_movemask_epi8(leads));
+    const char* scalar_end = src + 1;  // the byte-wise step below runs up to here
+#ifdef __SSSE3__
+    // Sixteen bytes at once when no non-ASCII White_Space character starts among them: ASCII
+    // whitespace becomes ' ', and a whitespace byte after whitespace is dropped by packing the
+    // kept bytes of each 8-byte half to the front. Other bytes (non-ASCII ones included) are
+    // copied unchanged. The output never outruns the input, so 16-byte stores stay in *out.
+    if (end - src >= 18) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+      unsigned special = 0;
+      if (_mm_movemask_epi8(v) != 0) {
+        special = NonAsciiSpaceStarts(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 1)),
+                                      _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2)));
       }
-      if (space_leads == 0 && (low & ~non_ascii) == spaces && (spaces & (spaces >> 1)) == 0 &&
-          !(after_space && (spaces & 1))) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dest), v);
-        dest += 16;
-        src += 16;
+      if (special == 0) {
+        const __m128i space_lanes = _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(v, Bytes(' ')), InRange(v, '\t', 4)), InRange(v, 0x1C, 3));
+        const auto spaces = static_cast<unsigned>(_mm_movemask_epi8(space_lanes));
+        const unsigned drop = spaces & ((spaces << 1) | (after_space ? 1u : 0u));
+        const __m128i w =
+            _mm_or_si128(_mm_andnot_si128(space_lanes, v), _mm_and_si128(space_lanes, Bytes(' ')));
+        if (drop == 0) {
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(dest), w);
+          dest += 16;
+        } else {
+          const unsigned keep = ~drop & 0xFFFF;
+          const unsigned low = keep & 0xFF, high = keep >> 8;
+          const __m128i low_control =
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(kLeftPack.shuffle[low]));
+          const __m128i high_control =
+              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(kLeftPack.shuffle[high]));
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(dest), _mm_shuffle_epi8(w, low_control));
+          dest += __builtin_popcount(low);
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(dest),
+                           _mm_shuffle_epi8(_mm_srli_si128(w, 8), high_control));
+          dest += __builtin_popcount(high);
+        }
         after_space = (spaces >> 15) & 1;
+        src += 16;
         continue;
       }
+      // Byte by byte up to and including the first non-ASCII White_Space character.
+      scalar_end = src + __builtin_ctz(special) + 1;
     }
 #endif
-    auto byte = static_cast<unsigned char>(*src);
-    if (byte < 0x80) {
-      const bool space = utf8::IsAsciiWhitespace(byte);
-      *dest = space ? ' ' : static_cast<char>(byte);
-      dest += !(space && after_space);
-      after_space = space;
-      ++src;
-      continue;
+    while (src < scalar_end) {
+      auto byte = static_cast<unsigned char>(*src);
+      if (byte < 0x80) {
+        const bool space = utf8::IsAsciiWhitespace(byte);
+        *dest = space ? ' ' : static_cast<char>(byte);
+        dest += !(space && after_space);
+        after_space = space;
+        ++src;
+        continue;
+      }
+      size_t i = static_cast<size_t>(src - text.data());
+      size_t len = utf8::ValidSequenceLength(text, i);
+      if (len == 0) len = 1;  // caller promised valid UTF-8; copy a stray byte unchanged
+      if (len > 1 && utf8::IsPythonSpace(utf8::Decode(text, i, len))) {
+        if (!after_space) *dest++ = ' ';
+        after_space = true;
+      } else {
+        std::memcpy(dest, src, len);
+        dest += len;
+        after_space = false;
+      }
+      src += len;
     }
-    size_t i = static_cast<size_t>(src - text.data());
-    size_t len = utf8::ValidSequenceLength(text, i);
-    if (len == 0) len = 1;  // caller promised valid UTF-8; copy a stray byte unchanged
-    if (len > 1 && utf8::IsPythonSpace(utf8::Decode(text, i, len))) {
-      if (!after_space) *dest++ = ' ';
-      after_space = true;
-    } else {
-      std::memcpy(dest, src, len);
-      dest += len;
-      after_space = false;
-    }
-    src += len;
   }
   if (dest != begin && after_space) --dest;  // a trailing space
   out->resize(static_cast<size_t>(dest - begin));

@@ -3,13 +3,20 @@
 #include <unicode/bytestream.h>
 #include <unicode/casemap.h>
 #include <unicode/normalizer2.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+#include <simdjson.h>
 #include <opencc/DictEntry.hpp>
 #include <opencc/Lexicon.hpp>
 #include <opencc/MarisaDict.hpp>
 #include <opencc/SimpleConverter.hpp>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <limits>
@@ -139,6 +146,78 @@ void AppendLowerAscii(std::string_view ascii, std::string* out) {
 
 }  // namespace
 
+// Facts about one Normalizer2 per BMP code point, for normalising segment by segment without
+// ICU. ICU's hasBoundaryBefore(c) says a text can be cut before c and the pieces normalised on
+// their own. So a code point c with a boundary before it that is followed by one (or by the end)
+// is a piece of its own and normalises to N(c) whatever surrounds it: itself when c is "kept",
+// or a short replacement (uppercase letters, compatibility forms) read from a table. Everything
+// else (combining sequences, long expansions, supplementary planes) goes to ICU in pieces cut at
+// boundaries.
+struct SegmentTables {
+  // Code points below this bound have their replacement in `mapped`.
+  static constexpr char32_t kMappedLimit = 0x3000;
+  struct Mapped {
+    uint8_t size = 0;  // 0: not tabled (goes to ICU)
+    char bytes[7] = {};
+  };
+  std::vector<uint64_t> boundary;           // bit c: hasBoundaryBefore(c)
+  std::vector<uint64_t> kept;               // bit c: boundary before c and N(c) == c
+  std::array<uint8_t, 0x800> kept_small{};  // the same below U+0800, a byte per code point
+  std::vector<Mapped> mapped;  // N(c) for other code points with a boundary before them
+
+  bool Has(const std::vector<uint64_t>& bits, char32_t c) const {
+    return (bits[c >> 6] >> (c & 63)) & 1;
+  }
+};
+
+const SegmentTables* BuildSegmentTables(const icu::Normalizer2& normalizer) {
+  auto* tables = new SegmentTables;
+  tables->boundary.assign(0x10000 / 64, 0);
+  tables->kept.assign(0x10000 / 64, 0);
+  tables->mapped.resize(SegmentTables::kMappedLimit);
+  std::string one, normalized;
+  for (char32_t c = 0; c < 0x10000; ++c) {
+    if (c >= 0xD800 && c <= 0xDFFF) continue;
+    if (!normalizer.hasBoundaryBefore(static_cast<UChar32>(c))) continue;
+    tables->boundary[c >> 6] |= uint64_t{1} << (c & 63);
+    one.clear();
+    utf8::Append(c, &one);
+    normalized.clear();
+    icu::StringByteSink<std::string> sink(&normalized);
+    UErrorCode error = U_ZERO_ERROR;
+    normalizer.normalizeUTF8(0, icu::StringPiece(one.data(), static_cast<int32_t>(one.size())),
+                             sink, nullptr, error);
+    if (U_FAILURE(error)) continue;  // left to ICU
+    if (normalized == one) {
+      tables->kept[c >> 6] |= uint64_t{1} << (c & 63);
+      if (c < 0x800) tables->kept_small[c] = 1;
+    } else if (c < SegmentTables::kMappedLimit && normalized.size() <= 7) {
+      SegmentTables::Mapped& m = tables->mapped[c];
+      m.size = static_cast<uint8_t>(normalized.size());
+      std::memcpy(m.bytes, normalized.data(), normalized.size());
+    }
+  }
+  return tables;
+}
+
+// The tables of NFKC (case_fold false) or NFKC_Casefold (ICU's instances are process-wide
+// singletons), built once per process.
+const SegmentTables* SegmentTablesFor(const icu::Normalizer2& normalizer, bool case_fold) {
+  if (case_fold) {
+    static const SegmentTables* const nfkc_cf = BuildSegmentTables(normalizer);
+    return nfkc_cf;
+  }
+  static const SegmentTables* const nfkc = BuildSegmentTables(normalizer);
+  return nfkc;
+}
+
+// Byte offset of the first invalid UTF-8 sequence, or npos: simdjson's vector validation (the
+// same rules, RFC 3629) for the common valid text, the byte-wise scan to name the offset.
+size_t FirstInvalidUtf8(std::string_view text) {
+  if (simdjson::validate_utf8(text.data(), text.size())) return std::string_view::npos;
+  return utf8::FindInvalid(text);
+}
+
 struct TextNormalizer::Impl {
   NormalizeOptions options;
   const uint64_t id = NextNormalizerId();        // names this configuration in T2sCache
@@ -147,6 +226,9 @@ struct TextNormalizer::Impl {
   // (checked against ICU at Create), and every ASCII character has a normalisation boundary
   // before it: ASCII runs can be handled without ICU.
   bool ascii_shortcut = false;
+  // Per-code-point facts of the configured Normalizer2 (NFKC or NFKC_Casefold), shared by every
+  // normaliser of that kind; null without NFKC or without the ASCII shortcut.
+  const struct SegmentTables* tables = nullptr;
 
   // NFKC / NFKC_Casefold / case folding of `text`, appended to *out.
   Status IcuNormalize(std::string_view text, bool case_fold, std::string* out) const {
@@ -173,10 +255,9 @@ struct TextNormalizer::Impl {
   // is already its conversion. Empty: cut only at NUL.
   std::vector<bool> in_t2s_key;
 
-  // OpenCC t2s of `text` into *out, piece by piece. Also cuts at NUL bytes, where OpenCC itself
-  // would stop reading (it takes C strings) and drop the rest of the text.
-  Status ConvertT2s(std::string_view text, bool skip_unchanged, std::string* out) const {
-    if (skip_unchanged) return ConvertChangingPieces(text, out);
+  // OpenCC t2s of `text` into *out. Cuts at NUL bytes, where OpenCC itself would stop reading (it
+  // takes C strings) and drop the rest of the text. The reference path.
+  Status ConvertT2s(std::string_view text, std::string* out) const {
     out->clear();
     out->reserve(text.size());
     size_t piece = 0;
@@ -196,62 +277,144 @@ struct TextNormalizer::Impl {
     }
   }
 
-  // ConvertT2s with skip_unchanged: cuts at NUL and, when in_t2s_key is known, at every code point
-  // outside all keys; only the pieces that may change go to OpenCC, through the per-thread
-  // T2sCache; everything between them is copied in blocks.
-  Status ConvertChangingPieces(std::string_view text, std::string* out) const {
-    out->clear();
-    out->reserve(text.size());
+  // What the fast path needs to know of a code point (or of a stray byte, by its value).
+  enum T2sClass : uint8_t {
+    kT2sCut = 1,     // NUL, or (in_t2s_key known) in no key: pieces are cut around it
+    kT2sChanges = 2  // its piece may change
+  };
+  uint8_t T2sClassOf(char32_t cp) const {
+    const bool changes = may_change_under_t2s.empty()
+                             ? utf8::IsHanIdeograph(cp)
+                             : cp >= kMaxTrackedCodePoint || may_change_under_t2s[cp];
+    const bool cut =
+        cp == 0 || (!in_t2s_key.empty() && cp < kMaxTrackedCodePoint && !in_t2s_key[cp]);
+    return static_cast<uint8_t>((cut ? kT2sCut : 0) | (changes ? kT2sChanges : 0));
+  }
+  // T2sClassOf(cp) for cp < 0x10000, two bits each (16 KB), filled at Create.
+  std::vector<uint64_t> bmp_t2s_classes;
+  uint8_t BmpT2sClass(char32_t cp) const {
+    return static_cast<uint8_t>((bmp_t2s_classes[cp >> 5] >> ((cp & 31) * 2)) & 3);
+  }
+  // Whether every ASCII character is kT2sCut alone (so a run of ASCII is skipped at once).
+  bool ascii_cuts = false;
+
+  // The fast path's ConvertT2s, when MayChange(text) holds, in one pass that also decides
+  // MayChange: sets *changed and writes *out only if the text changes. Cuts at NUL and, when
+  // in_t2s_key is known, at every code point outside all keys; only the pieces that may change go
+  // to OpenCC, through the per-thread T2sCache; everything between them is copied in blocks.
+  Status ConvertChangingPieces(std::string_view text, std::string* out, bool* changed) const {
+    *changed = false;
     T2sCache& cache = ThreadT2sCache();
     if (cache.owner != id) {
       cache.converted.clear();
       cache.owner = id;
     }
-    size_t copied = 0;  // text[0, copied) is in *out
-    size_t piece = 0;
-    bool piece_changes = false;
-    auto flush = [&](size_t end) -> Status {
-      if (!piece_changes || end == piece) return Status::Ok();
-      out->append(text.substr(copied, piece - copied));
-      const std::string_view part = text.substr(piece, end - piece);
-      auto it = cache.converted.find(part);
-      if (it == cache.converted.end()) {
-        std::string converted;
-        try {
-          converted = t2s->Convert(part.data(), part.size());
-        } catch (const std::exception& e) {
-          return Status::Internal(std::string("OpenCC conversion failed: ") + e.what());
-        }
-        if (cache.converted.size() >= kMaxCachedPieces) cache.converted.clear();
-        it = cache.converted.emplace(std::string(part), std::move(converted)).first;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+    const size_t n = text.size();
+    // The class and length of the code point (or stray byte) at i.
+    auto class_at = [&](size_t i, size_t* len) -> uint8_t {
+      const unsigned char b0 = bytes[i];
+      if (b0 < 0x80) {
+        *len = 1;
+        return BmpT2sClass(b0);
       }
-      out->append(it->second);
-      copied = end;
-      return Status::Ok();
+      if (b0 >= 0xE1 && b0 <= 0xEF && b0 != 0xED && i + 2 < n && (bytes[i + 1] & 0xC0) == 0x80 &&
+          (bytes[i + 2] & 0xC0) == 0x80) {
+        // The common case: a valid three-byte sequence (no overlong or surrogate form).
+        *len = 3;
+        return BmpT2sClass(((b0 & 0x0Fu) << 12) | ((bytes[i + 1] & 0x3Fu) << 6) |
+                           (bytes[i + 2] & 0x3Fu));
+      }
+      *len = utf8::ValidSequenceLength(text, i);
+      if (*len == 0) {
+        *len = 1;  // a stray byte (the text is valid UTF-8 by now): kept in its piece as itself
+        return BmpT2sClass(b0);
+      }
+      const char32_t cp = utf8::Decode(text, i, *len);
+      return cp < 0x10000 ? BmpT2sClass(cp) : T2sClassOf(cp);
     };
-    const bool cut_outside_keys = !in_t2s_key.empty();
+    // MayChange(text): it visits only the valid sequences of lead byte 0xE3 or more (U+3000 and
+    // up), so a changing code point below U+3000 or a stray byte does not count.
+    bool triggered = false;
+    auto note = [&](size_t at, size_t len, uint8_t cls) {
+      triggered = triggered || ((cls & kT2sChanges) != 0 && len >= 3 && bytes[at] >= 0xE3);
+    };
+    size_t copied = 0;  // text[0, copied) is in *out (once *changed)
+    size_t piece = 0;   // where the piece holding text[i] starts (after the last cut)
     size_t i = 0;
-    while (i < text.size()) {
-      size_t len = utf8::ValidSequenceLength(text, i);
-      if (len == 0) len = 1;  // valid UTF-8 by now; a stray byte is kept in its piece
-      char32_t cp = len == 1 ? static_cast<unsigned char>(text[i]) : utf8::Decode(text, i, len);
-      bool cut = cp == 0 || (cut_outside_keys && cp < kMaxTrackedCodePoint && !in_t2s_key[cp]);
-      if (cut) {
-        NEARDUP_RETURN_IF_ERROR(flush(i));
-        piece = i + len;
-        piece_changes = false;
-      } else if (!piece_changes) {
-        piece_changes = may_change_under_t2s.empty()
-                            ? utf8::IsHanIdeograph(cp)
-                            : cp >= kMaxTrackedCodePoint || may_change_under_t2s[cp];
+    while (i < n) {
+      if (ascii_cuts && bytes[i] < 0x80) {
+        // A run of ASCII: every character cuts, none changes.
+        ++i;
+#ifdef __SSE2__
+        while (i + 16 <= n && _mm_movemask_epi8(_mm_loadu_si128(
+                                  reinterpret_cast<const __m128i*>(bytes + i))) == 0) {
+          i += 16;
+        }
+#endif
+        while (i < n && bytes[i] < 0x80) ++i;
+        piece = i;
+        continue;
       }
+      size_t len = 0;
+      const uint8_t cls = class_at(i, &len);
+      if (cls != kT2sChanges) {  // the common case: a cut, or no change
+        i += len;
+        piece = (cls & kT2sCut) != 0 ? i : piece;
+        continue;
+      }
+      // A code point that may change: its piece runs from `piece` to the next cut.
+      note(i, len, cls);
       i += len;
+      while (i < n) {
+        const uint8_t next = class_at(i, &len);
+        if ((next & kT2sCut) != 0) break;
+        note(i, len, next);
+        i += len;
+      }
+      const std::string_view part = text.substr(piece, i - piece);
+      const std::string* conversion = nullptr;
+      NEARDUP_RETURN_IF_ERROR(CachedT2s(part, &cache, &conversion));
+      if (*conversion != part) {  // else it stays in the block still to copy
+        if (!*changed) {
+          *changed = true;
+          out->clear();
+          out->reserve(n + n / 8);
+        }
+        out->append(text.substr(copied, piece - copied));
+        out->append(*conversion);
+        copied = i;
+      }
+      piece = i;  // text[i] is a cut (or the end)
     }
-    NEARDUP_RETURN_IF_ERROR(flush(text.size()));
-    out->append(text.substr(copied));
+    if (!triggered) {
+      *changed = false;  // MayChange(text) is false: the text stays as it is
+    } else if (*changed) {
+      out->append(text.substr(copied));
+    }
     return Status::Ok();
   }
 
+  // OpenCC's conversion of `part`, from the cache or converted and cached.
+  Status CachedT2s(std::string_view part, T2sCache* cache, const std::string** conversion) const {
+    auto it = cache->converted.find(part);
+    if (it == cache->converted.end()) {
+      std::string converted;
+      try {
+        converted = t2s->Convert(part.data(), part.size());
+      } catch (const std::exception& e) {
+        return Status::Internal(std::string("OpenCC conversion failed: ") + e.what());
+      }
+      if (cache->converted.size() >= kMaxCachedPieces) cache->converted.clear();
+      it = cache->converted.emplace(std::string(part), std::move(converted)).first;
+    }
+    *conversion = &it->second;
+    return Status::Ok();
+  }
+
+  // NFKC / NFKC_Casefold of valid UTF-8 `text` into *out (replaced), piece by piece with
+  // `tables`: kept code points copied, tabled ones replaced, ICU for the rest.
+  Status SegmentNormalize(std::string_view text, std::string* out) const;
   // The plain path (NormalizeOptions::fast_paths off).
   Status ReferenceNormalize(std::string_view text, std::string* out) const;
   // `ascii` case-folded (when options.case_fold) or copied, appended to *out.
@@ -301,6 +464,10 @@ Result<std::unique_ptr<TextNormalizer>> TextNormalizer::Create(const NormalizeOp
   }
   if (options.nfkc || options.case_fold) {
     normalizer->impl_->ascii_shortcut = AsciiShortcutHolds(*normalizer->impl_, options.case_fold);
+    if (normalizer->impl_->ascii_shortcut && normalizer->impl_->normalizer != nullptr) {
+      normalizer->impl_->tables =
+          SegmentTablesFor(*normalizer->impl_->normalizer, options.nfkc && options.case_fold);
+    }
   }
   if (options.traditional_to_simplified) {
     std::string config = options.opencc_config.empty()
@@ -327,6 +494,14 @@ Result<std::unique_ptr<TextNormalizer>> TextNormalizer::Create(const NormalizeOp
       return Status::InvalidArgument("cannot load OpenCC configuration " + config + ": " +
                                      e.what());
     }
+    Impl& impl = *normalizer->impl_;
+    impl.bmp_t2s_classes.assign(0x10000 / 32, 0);
+    impl.ascii_cuts = true;
+    for (char32_t cp = 0; cp < 0x10000; ++cp) {
+      const uint8_t cls = impl.T2sClassOf(cp);
+      impl.bmp_t2s_classes[cp >> 5] |= uint64_t{cls} << ((cp & 31) * 2);
+      if (cp < 0x80 && cls != Impl::kT2sCut) impl.ascii_cuts = false;
+    }
   }
   return normalizer;
 }
@@ -335,7 +510,7 @@ Status TextNormalizer::Normalize(std::string_view text, std::string* out) const 
   if (!impl_->options.fast_paths) return impl_->ReferenceNormalize(text, out);
   Scratch& scratch = ThreadScratch();
   scratch.Trim(text.size());
-  size_t invalid = utf8::FindInvalid(text);
+  size_t invalid = FirstInvalidUtf8(text);
   if (invalid != std::string_view::npos) {
     if (!impl_->options.replace_invalid_utf8) {
       return Status::InvalidUtf8("invalid UTF-8 at byte " + std::to_string(invalid));
@@ -358,8 +533,12 @@ Status TextNormalizer::Normalize(std::string_view text, std::string* out) const 
   if (impl_->normalizer != nullptr || impl_->options.case_fold) {
     std::string* next = scratch.Next(current);
     next->clear();
-    size_t non_ascii = impl_->ascii_shortcut ? utf8::CountNonAscii(current) : current.size();
-    if (non_ascii == 0) {
+    const size_t non_ascii = impl_->tables != nullptr ? 0
+                             : impl_->ascii_shortcut  ? utf8::CountNonAscii(current)
+                                                      : current.size();
+    if (impl_->tables != nullptr) {
+      NEARDUP_RETURN_IF_ERROR(impl_->SegmentNormalize(current, next));
+    } else if (non_ascii == 0) {
       if (impl_->options.case_fold) {
         AppendLowerAscii(current, next);
       } else {
@@ -393,10 +572,11 @@ Status TextNormalizer::Normalize(std::string_view text, std::string* out) const 
     }
     current = *next;
   }
-  if (impl_->t2s != nullptr && MayChange(current, impl_->may_change_under_t2s)) {
+  if (impl_->t2s != nullptr) {
     std::string* next = scratch.Next(current);
-    NEARDUP_RETURN_IF_ERROR(impl_->ConvertT2s(current, /*skip_unchanged=*/true, next));
-    current = *next;
+    bool changed = false;
+    NEARDUP_RETURN_IF_ERROR(impl_->ConvertChangingPieces(current, next, &changed));
+    if (changed) current = *next;
   }
   if (impl_->options.fold_whitespace) {
     if (current.data() >= out->data() && current.data() < out->data() + out->capacity()) {
@@ -417,6 +597,149 @@ void TextNormalizer::Impl::AppendLowerOrCopy(std::string_view ascii, std::string
   } else {
     out->append(ascii);
   }
+}
+
+Status TextNormalizer::Impl::SegmentNormalize(std::string_view text, std::string* out) const {
+  const SegmentTables& t = *tables;
+  const bool fold = options.case_fold;
+  const auto* in = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  constexpr size_t kNone = std::string_view::npos;
+  // Output through a raw pointer into *out, grown as needed; `used` bytes are written.
+  out->resize(n + 64);
+  size_t used = 0;
+  auto ensure = [&](size_t more) {
+    if (used + more > out->size()) out->resize(std::max(2 * out->size(), used + more));
+  };
+  // Two states. Direct (icu == kNone): text[run, p) are kept code points not yet copied out.
+  // ICU (icu != kNone): text[icu, p) is a run of whole pieces that goes to ICU. prev / prev_out:
+  // where the last code point handled directly starts, in the text and (when it was written
+  // out, prev < run) in the output: it is handed to ICU after all when the code point after it
+  // has no boundary before it.
+  size_t icu = kNone;
+  size_t run = 0, prev = kNone, prev_out = 0;
+  auto copy_run = [&](size_t end) {
+    if (end == run) return;
+    ensure(end - run);
+    std::memcpy(out->data() + used, in + run, end - run);
+    used += end - run;
+  };
+  // Ends the ICU state at p (a boundary): the pieces so far go to ICU.
+  auto flush_icu = [&](size_t end) -> Status {
+    out->resize(used);
+    NEARDUP_RETURN_IF_ERROR(IcuNormalize(text.substr(icu, end - icu), fold, out));
+    used = out->size();
+    icu = kNone;
+    run = end;
+    return Status::Ok();
+  };
+  size_t p = 0;
+  while (p < n) {
+    if (icu == kNone) {
+      // Kept code points below U+0800 (ASCII, Latin, Greek, Cyrillic, Hebrew, Arabic, ...):
+      // nothing to do but move on; they are copied out in one piece later.
+      while (p < n) {
+        const unsigned char b = in[p];
+        if (b < 0x80) {
+#ifdef __SSE2__
+          // Sixteen ASCII bytes: each has a boundary before it and maps to itself, lowercased
+          // when case folding (checked at Create: ascii_shortcut).
+          if (n - p >= 16) {
+            const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + p));
+            if (_mm_movemask_epi8(v) == 0) {
+              const __m128i d = _mm_sub_epi8(v, _mm_set1_epi8('A'));
+              const __m128i upper = _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(25)), d);
+              if (fold && _mm_movemask_epi8(upper) != 0) {
+                copy_run(p);
+                ensure(16);
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(out->data() + used),
+                                 _mm_add_epi8(v, _mm_and_si128(upper, _mm_set1_epi8(0x20))));
+                prev_out = used + 15;
+                used += 16;
+                run = p + 16;
+              }
+              prev = p + 15;
+              p += 16;
+              continue;
+            }
+          }
+#endif
+          if (!t.kept_small[b]) break;
+          prev = p;
+          p += 1;
+        } else if (b >= 0xC2 && b < 0xE0 && p + 1 < n) {
+          const char32_t c = (static_cast<char32_t>(b & 0x1F) << 6) | (in[p + 1] & 0x3F);
+          if (!t.kept_small[c]) break;
+          prev = p;
+          p += 2;
+        } else {
+          break;
+        }
+      }
+      if (p >= n) break;
+    }
+    const unsigned char b = in[p];
+    char32_t c;
+    size_t len = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+    if (b < 0x80) {
+      c = b;
+    } else if (b < 0xC0 || p + len > n) {
+      c = 0x10000;  // not a lead byte or a truncated sequence (the text is valid UTF-8 by now)
+      len = 1;
+    } else if (b < 0xE0) {
+      c = (static_cast<char32_t>(b & 0x1F) << 6) | (in[p + 1] & 0x3F);
+    } else if (b < 0xF0) {
+      c = (static_cast<char32_t>(b & 0x0F) << 12) | (static_cast<char32_t>(in[p + 1] & 0x3F) << 6) |
+          (in[p + 2] & 0x3F);
+    } else {
+      c = 0x10000;  // supplementary planes: treated as having no boundary before them
+    }
+    const bool bmp = c < 0x10000;
+    if (bmp && t.Has(t.kept, c)) {
+      if (icu != kNone) NEARDUP_RETURN_IF_ERROR(flush_icu(p));
+      prev = p;
+      p += len;
+      continue;
+    }
+    if (c < SegmentTables::kMappedLimit && t.mapped[c].size != 0) {
+      if (icu != kNone) {
+        NEARDUP_RETURN_IF_ERROR(flush_icu(p));
+      } else {
+        copy_run(p);
+      }
+      const SegmentTables::Mapped& m = t.mapped[c];
+      ensure(sizeof(m.bytes));
+      std::memcpy(out->data() + used, m.bytes, sizeof(m.bytes));
+      prev = p;
+      prev_out = used;
+      used += m.size;
+      p += len;
+      run = p;
+      continue;
+    }
+    if (icu == kNone) {
+      if (bmp && t.Has(t.boundary, c)) {
+        copy_run(p);  // a piece of its own starts here
+        icu = p;
+      } else if (prev == kNone) {
+        icu = p;  // only at the start of the text
+      } else if (prev >= run) {
+        copy_run(prev);  // the kept code point before belongs to this piece
+        icu = prev;
+      } else {
+        used = prev_out;  // take back what the code point before wrote: it belongs to this piece
+        icu = prev;
+      }
+    }
+    p += len;
+  }
+  if (icu != kNone) {
+    NEARDUP_RETURN_IF_ERROR(flush_icu(n));
+  } else {
+    copy_run(n);
+  }
+  out->resize(used);
+  return Status::Ok();
 }
 
 // The plain path: every step over the whole text, fresh buffers (the reference the fast path is
@@ -449,7 +772,7 @@ Status TextNormalizer::Impl::ReferenceNormalize(std::string_view text, std::stri
   }
   if (t2s != nullptr && MayChange(current, may_change_under_t2s)) {
     std::string converted;
-    NEARDUP_RETURN_IF_ERROR(ConvertT2s(current, /*skip_unchanged=*/false, &converted));
+    NEARDUP_RETURN_IF_ERROR(ConvertT2s(current, &converted));
     current.swap(converted);
   }
   if (options.fold_whitespace) {
