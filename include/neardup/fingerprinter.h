@@ -97,6 +97,11 @@ class NEARDUP_EXPORT Fingerprinter {
   // unless NormalizeOptions::replace_invalid_utf8; kResourceExhausted beyond max_text_bytes.
   Result<Fingerprint> Compute(std::string_view text) const;
 
+  // Like Compute, and writes the normalised text into *normalized_text (its old contents are
+  // replaced, its capacity reused): for a caller that fingerprints many texts and also needs each
+  // one's normalised text, without an allocation per text. Left unspecified on an error.
+  Result<Fingerprint> Compute(std::string_view text, std::string* normalized_text) const;
+
   // Like Compute, with the feature count and optionally the features and normalised text.
   Result<FingerprintDetails> ComputeDetails(std::string_view text, bool keep_features = false,
                                             bool keep_normalized_text = false) const;
@@ -113,6 +118,9 @@ class NEARDUP_EXPORT Fingerprinter {
  private:
   struct Impl;
   explicit Fingerprinter(const FingerprintOptions& options);
+  // ComputeDetails' work; the normalised text goes to *normalized_text when it is not null.
+  Status ComputeInto(std::string_view text, bool keep_features, std::string* normalized_text,
+                     FingerprintDetails* details) const;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -725,14 +725,8 @@ DedupRun::PassTimes DedupRun::FingerprintBatch(Batch* batch,
       if (!need_normalized_) {
         result = fingerprinter_->Compute(text);
       } else {
-        auto details = fingerprinter_->ComputeDetails(text, false, true);
-        if (details.ok()) {
-          result = details->fingerprint;
-          batch->normalized_bytes[i] = details->normalized_text.size();
-          normalized.swap(details->normalized_text);
-        } else {
-          result = details.status();
-        }
+        result = fingerprinter_->Compute(text, &normalized);  // reuses normalized's capacity
+        if (result.ok()) batch->normalized_bytes[i] = normalized.size();
       }
       auto now = Clock::now();
       fingerprint_here += std::chrono::duration<double>(now - last).count();

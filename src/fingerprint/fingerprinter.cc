@@ -361,14 +361,23 @@ Result<std::unique_ptr<Fingerprinter>> Fingerprinter::Create(const FingerprintOp
 
 Result<FingerprintDetails> Fingerprinter::ComputeDetails(std::string_view text, bool keep_features,
                                                          bool keep_normalized_text) const {
+  FingerprintDetails details;
+  NEARDUP_RETURN_IF_ERROR(ComputeInto(
+      text, keep_features, keep_normalized_text ? &details.normalized_text : nullptr, &details));
+  return details;
+}
+
+Status Fingerprinter::ComputeInto(std::string_view text, bool keep_features,
+                                  std::string* normalized_text, FingerprintDetails* out) const {
   if (impl_->options.max_text_bytes > 0 && text.size() > impl_->options.max_text_bytes) {
     return Status::ResourceExhausted("text of " + std::to_string(text.size()) +
                                      " bytes exceeds the limit of " +
                                      std::to_string(impl_->options.max_text_bytes));
   }
-  FingerprintDetails details;
+  FingerprintDetails& details = *out;
   std::vector<WeightedFeature> features;
-  std::string normalized;
+  std::string local_normalized;  // when the caller wants no normalised text (reference path)
+  std::string& normalized = normalized_text != nullptr ? *normalized_text : local_normalized;
   if (impl_->options.profile == HashProfile::kYanyiwuSimhash) {
     std::string replaced;
     size_t invalid = utf8::FindInvalid(text);
@@ -403,7 +412,7 @@ Result<FingerprintDetails> Fingerprinter::ComputeDetails(std::string_view text, 
       features.push_back(
           WeightedFeature{std::string(terms[scored[i].order].word), scored[i].weight});
     }
-    if (keep_normalized_text) normalized.assign(text);
+    if (normalized_text != nullptr) normalized_text->assign(text);
   } else if (!keep_features && FusedPathApplies(impl_->options)) {
     FusedScratch& scratch = ThreadFusedScratch();
     if (scratch.normalized.capacity() > (size_t{64} << 20) &&
@@ -413,7 +422,7 @@ Result<FingerprintDetails> Fingerprinter::ComputeDetails(std::string_view text, 
     std::vector<std::string_view>& tokens = scratch.tokens;
     std::string& storage = scratch.storage;
     FeatureHasher& hasher = scratch.hasher;
-    std::string& norm = keep_normalized_text ? normalized : scratch.normalized;
+    std::string& norm = normalized_text != nullptr ? *normalized_text : scratch.normalized;
     NEARDUP_RETURN_IF_ERROR(impl_->normalizer->Normalize(text, &norm));
     NEARDUP_RETURN_IF_ERROR(impl_->extractor->TokenViews(norm, &tokens, &storage));
     details.fingerprint = SimHashAccumulator(impl_->options.bits).Finish();
@@ -427,8 +436,7 @@ Result<FingerprintDetails> Fingerprinter::ComputeDetails(std::string_view text, 
       details.whole_text_fallback = true;
       details.fingerprint = accumulator.Finish();
     }
-    if (keep_normalized_text) details.normalized_text = std::move(normalized);
-    return details;
+    return Status::Ok();
   } else {
     NEARDUP_RETURN_IF_ERROR(impl_->normalizer->Normalize(text, &normalized));
     NEARDUP_RETURN_IF_ERROR(impl_->extractor->Extract(normalized, &features));
@@ -446,14 +454,20 @@ Result<FingerprintDetails> Fingerprinter::ComputeDetails(std::string_view text, 
   details.fingerprint = accumulator.Finish();
   details.feature_count = features.size();
   if (keep_features) details.features = std::move(features);
-  if (keep_normalized_text) details.normalized_text = std::move(normalized);
-  return details;
+  return Status::Ok();
 }
 
 Result<Fingerprint> Fingerprinter::Compute(std::string_view text) const {
   auto details = ComputeDetails(text);
   if (!details.ok()) return details.status();
   return details->fingerprint;
+}
+
+Result<Fingerprint> Fingerprinter::Compute(std::string_view text,
+                                           std::string* normalized_text) const {
+  FingerprintDetails details;
+  NEARDUP_RETURN_IF_ERROR(ComputeInto(text, false, normalized_text, &details));
+  return details.fingerprint;
 }
 
 Result<std::vector<WeightedFeature>> Fingerprinter::Features(std::string_view text) const {
