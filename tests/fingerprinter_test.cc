@@ -236,6 +236,36 @@ TEST(FingerprinterTest, CallerFeaturesAndExplain) {
   EXPECT_FALSE(fingerprinter->ComputeFromFeatures(bad).ok());
 }
 
+// Compute(text, &normalized) gives Compute's fingerprint and ComputeDetails' normalised text on
+// every path (fused fast path, reference path, yanyiwu profile), replacing what the buffer held.
+TEST(FingerprinterTest, ComputeIntoCallersBuffer) {
+  FingerprintOptions reference;
+  reference.features.fast_paths = false;
+  reference.normalize.fast_paths = false;
+  const std::vector<FingerprintOptions> option_sets = {FingerprintOptions(), reference,
+                                                       YanyiwuSimhashOptions(5)};
+  const std::vector<std::string> texts = {"The Quick  Brown Fox\njumps over the <b>lazy</b> dog",
+                                          "我们在學習漢語和電腦，然後去吃飯。", "!!!", "",
+                                          std::string(5000, 'a') + " tail words here"};
+  for (size_t o = 0; o < option_sets.size(); ++o) {
+    auto fingerprinter = Fingerprinter::Create(option_sets[o]);
+    ASSERT_TRUE(fingerprinter.ok()) << o;
+    std::string buffer = "left over from an earlier, much longer text that must not survive";
+    for (const std::string& text : texts) {
+      auto details = (*fingerprinter)->ComputeDetails(text, false, true);
+      ASSERT_TRUE(details.ok()) << o;
+      auto fingerprint = (*fingerprinter)->Compute(text, &buffer);
+      ASSERT_TRUE(fingerprint.ok()) << o;
+      EXPECT_EQ(*fingerprint, details->fingerprint) << "options " << o << ": " << text;
+      EXPECT_EQ(*fingerprint, *(*fingerprinter)->Compute(text)) << "options " << o;
+      EXPECT_EQ(buffer, details->normalized_text) << "options " << o << ": " << text;
+    }
+    // Errors are the same as Compute's.
+    auto bad = (*fingerprinter)->Compute(std::string_view("ok \xff bad", 8), &buffer);
+    EXPECT_EQ(bad.status().code(), StatusCode::kInvalidUtf8) << o;
+  }
+}
+
 TEST(FingerprinterTest, ConcurrentComputeMatchesSerial) {
   NEARDUP_SKIP_WITHOUT_SHARED_CORPUS();
   auto fingerprinter = Make();
