@@ -99,7 +99,8 @@ class NEARDUP_EXPORT Fingerprinter {
 
   // Like Compute, and writes the normalised text into *normalized_text (its old contents are
   // replaced, its capacity reused): for a caller that fingerprints many texts and also needs each
-  // one's normalised text, without an allocation per text. Left unspecified on an error.
+  // one's normalised text, without an allocation per text. `text` must not view *normalized_text.
+  // Left unspecified on an error.
   Result<Fingerprint> Compute(std::string_view text, std::string* normalized_text) const;
 
   // Like Compute, with the feature count and optionally the features and normalised text.
