@@ -157,10 +157,7 @@ class Trie {
     __builtin_prefetch(&units_[BaseOf(units_[first]) + second]);  // root's child of code c is c
   }
   // calc()'s log(FREQ[word]) - log(total) when FREQ[word] is not 0, else NaN.
-  double WordLogProb(uint32_t node) const {
-    const uint32_t index = ProbIndexOf(units_[node]);
-    return index != kOverflowProb ? log_probs_[index] : overflow_log_probs_[node];
-  }
+  double WordLogProb(uint32_t node) const { return WordLogProb(units_[node], node); }
   bool HasChildren(uint32_t node) const { return BaseOf(units_[node]) != 0 || node == kRoot; }
 
   // The same, for a walk that reads each node's unit once.
