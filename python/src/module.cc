@@ -32,6 +32,7 @@
 #include "dedup/document_hashes.h"
 #include "neardup/clusters.h"
 #include "neardup/dedup.h"
+#include "neardup/dedup_stages.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/jieba.h"
 #include "neardup/minhash_lsh.h"
