@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "bindings.h"
 #include "cli/dedup_flags.h"
 #include "cli/fingerprint_flags.h"
 #include "cli/store_flags.h"
@@ -1467,6 +1468,10 @@ class PyStore {
 };
 
 }  // namespace
+
+DedupOptions DedupOptionsFromKeywords(const py::dict& kwargs) { return ParseDedupOptions(kwargs); }
+void ThrowStatus(const Status& status) { Throw(status); }
+
 }  // namespace neardup::python
 
 PYBIND11_MODULE(_neardup, m) {
@@ -1612,4 +1617,6 @@ PYBIND11_MODULE(_neardup, m) {
       .def("close", &PyStore::Close)
       .def_property_readonly("closed", &PyStore::closed)
       .def_property_readonly("fingerprint_options", &PyStore::fingerprint_options);
+
+  RegisterStageBindings(m);
 }
