@@ -80,7 +80,18 @@ TEST(PublicApiTest, ServerCreateRefusesMisuse) {
   options.limits.max_query_k = 65;  // more than the 64 bits of the default width
   EXPECT_EQ(service::Server::Create(store->get(), nullptr, options).status().code(),
             StatusCode::kInvalidArgument);
-  options.limits.max_query_k = 64;
+  options.limits.max_query_k.reset();  // the store's width
+  options.limits.bits = 128;           // not the store's width
+  EXPECT_EQ(service::Server::Create(store->get(), nullptr, options).status().code(),
+            StatusCode::kInvalidArgument);
+  options.limits.bits.reset();
+  FingerprintOptions wide;
+  wide.bits = 128;
+  auto wide_fingerprinter = Fingerprinter::Create(wide);
+  ASSERT_TRUE(wide_fingerprinter.ok());
+  EXPECT_EQ(
+      service::Server::Create(store->get(), wide_fingerprinter->get(), options).status().code(),
+      StatusCode::kInvalidArgument);
   auto server = service::Server::Create(store->get(), nullptr, options);
   ASSERT_TRUE(server.ok()) << server.status().ToString();
   ASSERT_TRUE((*server)->Bind().ok());

@@ -276,7 +276,7 @@ TEST(StoreRecoverTest, MissingSegmentCountsItsDocumentsAsLost) {
 TEST(StoreOptionsTest, IncompatibleOptionsAreRefusedWithBothValues) {
   const std::string dir = TestDir("compat");
   StoreOptions create;
-  create.fingerprint_options = "profile=neardup bits=64 shingles=1";
+  create.fingerprint_options = "profile=neardup bits=64 shingle=1";
   create.memory_budget = MemoryBudget{0, 64};
   {
     auto store = DocumentStore::Open(dir, create);
@@ -315,6 +315,28 @@ TEST(StoreOptionsTest, IncompatibleOptionsAreRefusedWithBothValues) {
   auto store = DocumentStore::Open(dir, same);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_NE((*store)->Stats().index_design.find("4 blocks"), std::string::npos);
+  ASSERT_TRUE((*store)->Close().ok());
+  fs::remove_all(dir);
+}
+
+TEST(StoreOptionsTest, RecordedFingerprintOptionsMustBeReadable) {
+  const std::string dir = TestDir("recorded");
+  StoreOptions unreadable;
+  unreadable.fingerprint_options = "profile=neardup shingles=1";  // no such option
+  auto refused = DocumentStore::Open(dir, unreadable);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("shingles"), std::string::npos);
+  StoreOptions mismatch;
+  mismatch.bits = 64;
+  mismatch.fingerprint_options = "bits=128";
+  EXPECT_EQ(DocumentStore::Open(dir, mismatch).status().code(), StatusCode::kInvalidArgument);
+  // Without a width of its own, the store takes the recorded options' width.
+  StoreOptions wide;
+  wide.fingerprint_options = "bits=128 tokenizer=char";
+  auto store = DocumentStore::Open(dir, wide);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ((*store)->Stats().bits, 128);
   ASSERT_TRUE((*store)->Close().ok());
   fs::remove_all(dir);
 }

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "neardup/export.h"
@@ -26,8 +27,12 @@ namespace neardup::service {
 
 // What a request may ask for and carry.
 struct RequestLimits {
-  int bits = 64;         // width of fingerprints the store holds
-  int max_query_k = 64;  // largest k a query or check may ask for (<= bits)
+  // Width of the fingerprints requests carry: the store's. Server::Create sets it when unset and
+  // refuses another value.
+  std::optional<int> bits;
+  // Largest k a query or check may ask for (<= bits; the store's bits when unset).
+  std::optional<int> max_query_k;
+  int MaxQueryK() const { return max_query_k.value_or(bits.value_or(64)); }
   int default_k = 3;
   size_t max_batch = 10000;  // documents per add request
   size_t max_id_bytes = 2048;
@@ -70,7 +75,10 @@ struct ServerOptions {
 class NEARDUP_EXPORT Server {
  public:
   // `store` and `fingerprinter` must outlive the server; `fingerprinter` may be null (text
-  // requests then fail with 501). InvalidArgument for a null store or out-of-range options.
+  // requests then fail with 501). The request limits' width and largest k come from the store
+  // when unset. InvalidArgument for a null store, out-of-range options, limits for another width
+  // than the store's, or a fingerprinter whose fingerprints differ from the store's (another
+  // width, or other options than the ones the store recorded).
   static Result<std::unique_ptr<Server>> Create(DocumentStore* store,
                                                 const Fingerprinter* fingerprinter,
                                                 ServerOptions options);

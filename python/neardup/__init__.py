@@ -81,16 +81,19 @@ class HammingIndex(_neardup.HammingIndex):
 class Store(_neardup.Store):
     """The persistent, crash-safe store of ``neardup index`` / ``neardup serve``, in process.
 
-    ``Store(path, create_if_missing=True, error_if_exists=False, bits=None, max_k=3, sync="every",
-    memtable_limit=65536, verify_checksums=True, **fingerprint_options)``; ``sync`` is ``"every"``
-    (fsync each write), ``"group"`` (group commit) or ``"none"`` (bulk loading). A context manager
-    (closes on exit).
+    ``Store(path, create_if_missing=True, error_if_exists=False, sync="every",
+    verify_checksums=True, **options)``; ``sync`` is ``"every"`` (fsync each write), ``"group"``
+    (group commit) or ``"none"`` (bulk loading). A context manager (closes on exit). The options are
+    the option registry's, as the command line's: the store's own ``indexed_k`` (searches with
+    ``k <= indexed_k`` use the index tables; 3 for a new store; ``max_k`` is the old name),
+    ``memory_budget`` ("128/fp", "640M"), ``expected_size`` (1e7) and ``memtable_limit`` (65536),
+    and the fingerprint keywords below. Unset means the store's.
 
     As ``neardup index create`` does, a new store records the fingerprint options (the keywords of
     :func:`fingerprint`: ``bits``, ``tokenizer``, ``shingle``, ...; the defaults when none are
     given) in its MANIFEST, readable as ``store.fingerprint_options``. An existing store keeps the
     options it recorded: a keyword asking for another value raises ``ValueError`` naming it, since
-    fingerprints made with other options are not comparable. ``bits=None`` means the store's (64
+    fingerprints made with other options are not comparable. ``bits`` unset means the store's (64
     for a new store).
 
     - ``add(id, fingerprint, metadata=None) -> replaced``; ``add_batch(ids, fingerprints)``

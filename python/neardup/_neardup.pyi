@@ -151,11 +151,9 @@ class Store:
         path: str,
         create_if_missing: bool = True,
         error_if_exists: bool = False,
-        bits: int = 64,
-        max_k: int = 3,
         sync: str = "every",
-        memtable_limit: int = 65536,
         verify_checksums: bool = True,
+        **options: Any,
     ) -> None: ...
     def add(self, id: str, fingerprint: FingerprintLike, metadata: Optional[Text] = None) -> bool: ...
     def add_batch(self, ids: Sequence[str], fingerprints: npt.ArrayLike, metadata: Optional[Iterable[Text]] = None) -> None: ...

@@ -26,9 +26,6 @@
 #include <vector>
 
 #include "bindings.h"
-#include "cli/dedup_flags.h"
-#include "cli/fingerprint_flags.h"
-#include "cli/store_flags.h"
 #include "common/parallel.h"
 #include "dedup/document_hashes.h"
 #include "neardup/clusters.h"
@@ -37,6 +34,7 @@
 #include "neardup/fingerprinter.h"
 #include "neardup/jieba.h"
 #include "neardup/minhash_lsh.h"
+#include "neardup/options.h"
 #include "neardup/permuted_index.h"
 #include "neardup/shingles.h"
 #include "neardup/store.h"
@@ -49,13 +47,10 @@ namespace {
 // ---- errors
 // ---------------------------------------------------------------------------------------
 
-// The library names its options; a Python caller gave them as these keyword arguments.
+// The library's words for what a Python caller sets by keyword (options are named by the registry,
+// neardup/options.h).
 std::string WithKeywordNames(std::string message) {
   static const std::pair<const char*, const char*> kKeywords[] = {
-      {"keep policy: ", "keep: "},
-      {"keep_field: the field keep policy", "keep='field:NAME'"},
-      {"verify_threshold must", "verify must"},
-      {"k (the SimHash join radius) must be in", "k must be in"},
       {" (OutputFileOptions::force replaces it)", ""},
   };
   for (const auto& [library, keyword] : kKeywords) {
@@ -248,66 +243,69 @@ py::array_t<T> ToArray(const std::vector<T>& values) {
   return out;
 }
 
-// ---- options (the CLI flags, '-' -> '_') -------------------------------------------------------
+// ---- options (the option registry, neardup/options.h) -------------------------------------------
 
-bool TakeBool(py::handle value) { return py::cast<bool>(value); }
-
-void CheckChoice(const char* flag, const std::string& value,
-                 std::initializer_list<const char*> choices) {
-  std::string list;
-  for (const char* choice : choices) {
-    if (value == choice) return;
-    if (!list.empty()) list += ", ";
-    list += choice;
-  }
-  throw py::value_error(std::string(flag) + ": expected one of " + list + ", got \"" + value +
-                        "\"");
+// The Python type name of `value`, for TypeError messages.
+std::string TypeName(py::handle value) {
+  return py::str(py::type::handle_of(value).attr("__name__")).cast<std::string>();
 }
 
-// Applies one fingerprint option; false if `name` is not a fingerprint option.
-bool ApplyFingerprintOption(const std::string& name, py::handle value, cli::FingerprintFlags* f) {
-  auto text = [&] { return value.is_none() ? std::string() : py::cast<std::string>(value); };
-  auto integer = [&] { return value.is_none() ? -1 : py::cast<int>(value); };
-  if (name == "profile") {
-    f->profile = text();
-    CheckChoice("profile", f->profile, {"neardup", "yanyiwu"});
-  } else if (name == "tokenizer") {
-    f->tokenizer = text();
-    CheckChoice("tokenizer", f->tokenizer, {"auto", "jieba", "icu", "char"});
-  } else if (name == "weighting") {
-    f->weighting = text();
-    if (!f->weighting.empty()) CheckChoice("weighting", f->weighting, {"tf", "tfidf", "uniform"});
-  } else if (name == "shingle") {
-    f->shingle = integer();
-  } else if (name == "ngram") {
-    f->ngram = integer();
-  } else if (name == "top_k") {
-    f->top_k = integer();
-  } else if (name == "bits") {
-    f->bits = py::cast<int>(value);
-    if (f->bits != 64 && f->bits != 128) throw py::value_error("bits: must be 64 or 128");
-  } else if (name == "hash") {
-    f->hash = text();
-    CheckChoice("hash", f->hash, {"xxh3", "jenkins"});
-  } else if (name == "no_nfkc") {
-    f->no_nfkc = TakeBool(value);
-  } else if (name == "no_casefold" || name == "no_case_fold") {
-    f->no_casefold = TakeBool(value);
-  } else if (name == "no_t2s") {
-    f->no_t2s = TakeBool(value);
-  } else if (name == "no_whitespace_folding") {
-    f->no_whitespace = TakeBool(value);
-  } else if (name == "keep_markup" || name == "no_strip_markup") {
-    f->keep_html = TakeBool(value);
-  } else if (name == "replace_invalid_utf8") {
-    f->replace_invalid = TakeBool(value);
-  } else if (name == "idf") {
-    f->idf_path = text();
-  } else if (name == "jieba_dir") {
-    f->jieba_dir = text();
-  } else {
-    return false;
+[[noreturn]] void ThrowTypeError(const std::string& name, const char* expected, py::handle value) {
+  throw py::type_error(name + ": expected " + expected + ", got " + TypeName(value));
+}
+
+// Sets the registry option the keyword `name` names, if it is one of `scopes`, from a Python value:
+// TypeError naming it for a value of another type, ValueError for a bad value. None leaves the
+// option unset (its default). Returns false when `name` is no such option.
+bool SetKeyword(const std::string& name, py::handle value, uint32_t scopes, OptionValues* values) {
+  const OptionSpec* spec = FindFlag(name);
+  if (spec == nullptr || !(spec->scope & scopes)) return false;
+  if (name == "max_distance" &&
+      PyErr_WarnEx(PyExc_DeprecationWarning, "max_distance is deprecated: use k", 1) != 0) {
+    throw py::error_already_set();
   }
+  if (value.is_none()) return true;
+  const bool is_bool = PyBool_Check(value.ptr());
+  const bool is_int = !is_bool && (PyLong_Check(value.ptr()) || py::hasattr(value, "__index__"));
+  OptionValue converted;
+  switch (spec->type) {
+    case OptionType::kBool:
+      if (!is_bool && !py::isinstance(value, py::module_::import("numpy").attr("bool_"))) {
+        ThrowTypeError(name, "True or False", value);
+      }
+      converted = py::cast<bool>(value);
+      break;
+    case OptionType::kInt: {
+      if (!is_int || PyFloat_Check(value.ptr())) ThrowTypeError(name, "an int", value);
+      const py::object index = py::reinterpret_borrow<py::object>(value).attr("__index__")();
+      int overflow = 0;
+      const long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+      if (overflow != 0) {
+        throw py::value_error(name + ": " + std::string(py::str(index)) + " is out of range");
+      }
+      converted = static_cast<int64_t>(v);
+      break;
+    }
+    case OptionType::kDouble:
+      if (is_bool || PyUnicode_Check(value.ptr()) ||
+          !(is_int || PyFloat_Check(value.ptr()) || py::hasattr(value, "__float__"))) {
+        ThrowTypeError(name, "a number", value);
+      }
+      converted = py::cast<double>(py::float_(py::reinterpret_borrow<py::object>(value)));
+      break;
+    case OptionType::kPath:
+      if (!PyUnicode_Check(value.ptr()) && !py::hasattr(value, "__fspath__")) {
+        ThrowTypeError(name, "a str or os.PathLike", value);
+      }
+      converted = py::cast<std::string>(py::module_::import("os").attr("fspath")(value));
+      break;
+    case OptionType::kString:
+    case OptionType::kChoice:
+      if (!PyUnicode_Check(value.ptr())) ThrowTypeError(name, "a str", value);
+      converted = py::cast<std::string>(value);
+      break;
+  }
+  Check(values->Set(name, converted));
   return true;
 }
 
@@ -315,74 +313,55 @@ bool ApplyFingerprintOption(const std::string& name, py::handle value, cli::Fing
   throw py::type_error("unexpected option '" + name + "'");
 }
 
+// The registry options of `scopes` given as keywords; TypeError for any other keyword.
+OptionValues KeywordValues(const py::dict& kwargs, uint32_t scopes) {
+  OptionValues values(OptionNaming::kKeyword);
+  for (auto [key, value] : kwargs) {
+    if (!PyUnicode_Check(key.ptr())) throw py::type_error("keywords must be strings");
+    const std::string name = py::cast<std::string>(key);
+    if (!SetKeyword(name, value, scopes, &values)) UnknownOption(name);
+  }
+  return values;
+}
+
 struct ParsedFingerprintOptions {
-  cli::FingerprintFlags flags;
   FingerprintOptions options;
   int threads = 0;
 };
 
+// Fingerprinter(**kwargs): the fingerprint options and the thread count.
 ParsedFingerprintOptions ParseFingerprintOptions(const py::dict& kwargs) {
+  py::dict fingerprint_keywords;
   ParsedFingerprintOptions parsed;
+  OptionValues threads(OptionNaming::kKeyword);
   for (auto [key, value] : kwargs) {
-    std::string name = py::cast<std::string>(key);
-    if (name == "threads") {
-      parsed.threads = value.is_none() ? 0 : py::cast<int>(value);
-    } else if (!ApplyFingerprintOption(name, value, &parsed.flags)) {
-      UnknownOption(name);
+    if (PyUnicode_Check(key.ptr()) && py::cast<std::string>(key) == "threads") {
+      SetKeyword("threads", value, kReaderScope, &threads);
+    } else {
+      fingerprint_keywords[key] = value;
     }
   }
-  Check(parsed.flags.ToOptions(&parsed.options));
+  if (const OptionValue* t = threads.Find("threads")) parsed.threads = std::get<int64_t>(*t);
+  const OptionValues values = KeywordValues(fingerprint_keywords, kFingerprintScope);
+  Check(values.ApplyTo(&parsed.options));
   return parsed;
 }
 
+// dedup(**kwargs) and the dedup stages: fingerprint, reading and dedup options.
 DedupOptions ParseDedupOptions(const py::dict& kwargs) {
-  DedupFlags flags;
-  for (auto [key, value] : kwargs) {
-    std::string name = py::cast<std::string>(key);
-    if (ApplyFingerprintOption(name, value, &flags.fingerprint)) continue;
-    if (name == "k" || name == "max_distance") {
-      if (name == "max_distance" &&
-          PyErr_WarnEx(PyExc_DeprecationWarning, "max_distance is deprecated: use k", 1) != 0) {
-        throw py::error_already_set();
-      }
-      flags.k = py::cast<int>(value);
-    } else if (name == "threshold") {
-      flags.threshold = py::cast<double>(value);
-    } else if (name == "bands") {
-      flags.bands = py::cast<int>(value);
-    } else if (name == "rows") {
-      flags.rows = py::cast<int>(value);
-    } else if (name == "bucket_window") {
-      flags.bucket_window = py::cast<uint32_t>(value);
-    } else if (name == "candidates") {
-      flags.candidates = py::cast<std::string>(value);
-      CheckChoice("candidates", flags.candidates, {"lsh+simhash", "lsh", "simhash"});
-    } else if (name == "keep") {
-      flags.keep = py::cast<std::string>(value);
-    } else if (name == "verify") {
-      flags.verify = value.is_none() ? -1 : py::cast<double>(value);
-    } else if (name == "threads") {
-      flags.input.threads = value.is_none() ? 0 : py::cast<int>(value);
-    } else if (name == "strict") {
-      flags.input.strict = TakeBool(value);
-    } else if (name == "id_field") {
-      flags.input.id_field = py::cast<std::string>(value);
-    } else if (name == "text_field") {
-      flags.input.text_field = py::cast<std::string>(value);
-    } else if (name == "lines") {
-      flags.input.lines = TakeBool(value);
-    } else if (name == "temp_dir") {
-      // --temp-dir: a str or os.PathLike; None = $TMPDIR, else /tmp.
-      flags.temp_dir = value.is_none()
-                           ? std::string()
-                           : py::cast<std::string>(py::module_::import("os").attr("fspath")(value));
-    } else {
-      UnknownOption(name);
-    }
-  }
+  const OptionValues values = KeywordValues(kwargs, kFingerprintScope | kReaderScope | kDedupScope);
   DedupOptions options;
-  Check(flags.ToOptions(&options));
+  Check(values.ApplyTo(&options));
   return options;
+}
+
+// The options in force as keywords (what Fingerprinter.options shows).
+py::dict OptionsDict(const FingerprintOptions& options) {
+  py::dict out;
+  for (const auto& [name, value] : FingerprintOptionsInForce(options)) {
+    std::visit([&](const auto& v) { out[py::str(name)] = py::cast(v); }, value);
+  }
+  return out;
 }
 
 // ---- Fingerprinter
@@ -1259,66 +1238,49 @@ std::string MetadataBytes(py::handle metadata) {
   return std::string(TextView(metadata, "metadata"));
 }
 
-// The command-line flag a fingerprint keyword sets (its first name), for FingerprintFlags::Given.
-std::string FlagOfKeyword(const std::string& keyword) {
-  if (keyword == "no_case_fold") return "--no-casefold";
-  if (keyword == "no_strip_markup") return "--keep-markup";
-  std::string flag = "--" + keyword;
-  std::replace(flag.begin(), flag.end(), '_', '-');
-  return flag;
-}
-
-// A message of the command-line layer with its flags ("--top-k") written as keywords ("top_k").
-std::string FlagsAsKeywords(std::string message) {
-  for (size_t at = message.find("--"); at != std::string::npos; at = message.find("--", at)) {
-    message.erase(at, 2);
-    for (size_t i = at; i < message.size() &&
-                        (std::isalnum(static_cast<unsigned char>(message[i])) || message[i] == '-');
-         ++i) {
-      if (message[i] == '-') message[i] = '_';
-    }
-  }
-  return message;
-}
-
 class PyStore {
  public:
   // Like `neardup index`: a new store records the fingerprint options the keywords choose
   // (FingerprintOptionsToString in its MANIFEST); an existing store keeps the ones it recorded,
   // and a keyword asking for another value is refused (ValueError naming it).
-  PyStore(const std::string& path, bool create_if_missing, bool error_if_exists, py::object bits,
-          int max_k, const std::string& sync, size_t memtable_limit, bool verify_checksums,
-          const py::kwargs& fingerprint_keywords) {
-    cli::FingerprintFlags flags;
-    for (auto [key, value] : fingerprint_keywords) {
+  PyStore(const std::string& path, bool create_if_missing, bool error_if_exists,
+          const std::string& sync, bool verify_checksums, const py::kwargs& keywords) {
+    // Fingerprint keywords (recorded by a new store, checked against an existing one's) and the
+    // store's own (bits, indexed_k, memory_budget, expected_size, memtable_limit).
+    py::dict fingerprint_keywords, store_keywords;
+    for (auto [key, value] : keywords) {
       const std::string name = py::cast<std::string>(key);
-      if (name == "replace_invalid_utf8" || !ApplyFingerprintOption(name, value, &flags)) {
+      const OptionSpec* spec = FindFlag(name);
+      if (spec == nullptr || name == "replace_invalid_utf8") UnknownOption(name);
+      if (spec->scope & kStoreScope) {
+        store_keywords[key] = value;
+      } else if (spec->scope & kFingerprintScope) {
+        fingerprint_keywords[key] = value;
+        if (name == "bits") store_keywords[key] = value;
+      } else {
         UnknownOption(name);
       }
-      flags.MarkGiven(FlagOfKeyword(name));
     }
-    if (!bits.is_none()) {
-      ApplyFingerprintOption("bits", bits, &flags);
-      flags.MarkGiven("--bits");
-    }
+    const OptionValues given = KeywordValues(fingerprint_keywords, kFingerprintScope);
+    const OptionValues store_values =
+        KeywordValues(store_keywords, kFingerprintScope | kStoreScope);
     StoreOptions options;
+    Check(store_values.ApplyTo(&options));
     options.create_if_missing = create_if_missing;
     options.error_if_exists = error_if_exists;
-    options.indexed_k = max_k;
-    CheckChoice("sync", sync, {"every", "group", "none"});
+    if (sync != "every" && sync != "group" && sync != "none") {
+      throw py::value_error("sync: expected one of every, group, none, got \"" + sync + "\"");
+    }
     options.sync_mode = sync == "every"   ? SyncMode::kEveryWrite
                         : sync == "group" ? SyncMode::kGroupCommit
                                           : SyncMode::kNone;
-    options.memtable_limit = memtable_limit;
     options.verify_checksums_on_open = verify_checksums;
     Result<std::unique_ptr<DocumentStore>> opened = Status::Internal("unset");
     {
       py::gil_scoped_release release;
-      opened = cli::OpenStoreWithFingerprintOptions(path, options, flags, &fingerprint_options_);
+      opened = OpenStoreWithFingerprintOptions(path, options, given, &fingerprint_options_);
     }
-    if (!opened.ok()) {
-      Throw(Status(opened.status().code(), FlagsAsKeywords(opened.status().message())));
-    }
+    if (!opened.ok()) Throw(opened.status());
     store_ = std::move(*opened);
   }
 
@@ -1498,8 +1460,9 @@ PYBIND11_MODULE(_neardup, m) {
       .def("_records", &PyFingerprinter::Records, py::arg("texts"), py::arg("normalized") = false)
       .def_property_readonly("bits", &PyFingerprinter::bits)
       .def_property_readonly("threads", &PyFingerprinter::threads)
-      .def_property_readonly("options",
-                             [](const PyFingerprinter& self) { return py::dict(self.kwargs()); })
+      .def_property_readonly(
+          "options",
+          [](const PyFingerprinter& self) { return OptionsDict(self.engine().options()); })
       .def(py::pickle([](const PyFingerprinter& self) { return py::dict(self.kwargs()); },
                       [](py::dict state) { return new PyFingerprinter(state); }));
 
@@ -1596,12 +1559,9 @@ PYBIND11_MODULE(_neardup, m) {
                              [](const PyIndex& self) { return self.index().max_search_k(); });
 
   py::class_<PyStore>(m, "Store")
-      .def(py::init<const std::string&, bool, bool, py::object, int, const std::string&, size_t,
-                    bool, const py::kwargs&>(),
+      .def(py::init<const std::string&, bool, bool, const std::string&, bool, const py::kwargs&>(),
            py::arg("path"), py::arg("create_if_missing") = true, py::arg("error_if_exists") = false,
-           py::arg("bits") = py::none(), py::arg("max_k") = 3, py::arg("sync") = "every",
-           py::arg("memtable_limit") = StoreOptions().memtable_limit,
-           py::arg("verify_checksums") = true)
+           py::arg("sync") = "every", py::arg("verify_checksums") = true)
       .def("add", &PyStore::Add, py::arg("id"), py::arg("fingerprint"),
            py::arg("metadata") = py::none())
       .def("add_batch", &PyStore::AddBatch, py::arg("ids"), py::arg("fingerprints"),

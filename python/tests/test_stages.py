@@ -122,3 +122,23 @@ def test_whitespace_rule_merge_and_clusters():
             zeros, zeros, 64, zeros, zeros, zeros, np.full(3, np.nan),
             np.array([2], dtype=np.uint64), np.array([1], dtype=np.uint64),
             np.array([0], dtype=np.int32), np.array([0.9]), "first")
+
+
+def test_keywords_are_the_registry_options_with_python_errors():
+    with pytest.raises(TypeError, match="shingle: expected an int, got str"):
+        neardup.Fingerprinter(shingle="2")
+    with pytest.raises(TypeError, match="no_t2s: expected True or False"):
+        neardup.Fingerprinter(no_t2s=1)
+    with pytest.raises(TypeError, match="threshold: expected a number, got str"):
+        stages.DocumentPass(threshold="0.5")
+    with pytest.raises(ValueError, match="^shingle must be in"):
+        neardup.Fingerprinter(shingle=0)
+    with pytest.raises(ValueError, match="^threads must be in"):
+        neardup.Fingerprinter(threads=-1)
+    with pytest.raises(TypeError, match="unexpected option 'colour'"):
+        stages.DocumentPass(colour=1)
+    options = neardup.Fingerprinter().options
+    assert options["shingle"] == 2 and options["tokenizer"] == "auto"
+    assert options["no_nfkc"] is False and options["bits"] == 64
+    assert neardup.Fingerprinter(tokenizer="char", ngram=3).options["ngram"] == 3
+    assert neardup.Fingerprinter(profile="yanyiwu").options["top_k"] == 5

@@ -16,6 +16,7 @@
 #include "common/parallel.h"
 #include "eval/eval.h"
 #include "neardup/dedup.h"
+#include "neardup/options.h"
 #include "neardup/output_file.h"
 #include "neardup/shingles.h"
 
@@ -245,14 +246,15 @@ class EvalMarkdown {
   void Settings() {
     const DedupOptions& options = run_.options;
     const DedupReport& report = run_.report;
-    const FingerprintFlags& fingerprint = args_.flags.fingerprint;
+    // The fingerprint options by name, as a store records them.
+    const auto named = ParseOptionString(FingerprintOptionsToString(options.fingerprint));
+    auto name_of = [&](const char* key) { return named.ok() ? named->at(key) : std::string(); };
     Line("Dedup settings: bits=" + std::to_string(options.fingerprint.bits) +
          ", threshold=" + Fixed(options.lsh.threshold) +
          ", LSH bands x rows=" + std::to_string(report.lsh ? report.lsh->bands : 0) + "x" +
          std::to_string(report.lsh ? report.lsh->rows : 0) +
          ", SimHash join k=" + (report.k ? std::to_string(*report.k) : std::string("off")) +
-         ", tokenizer=" + fingerprint.tokenizer + ", weighting=" +
-         (fingerprint.weighting.empty() ? std::string("tf") : fingerprint.weighting) +
+         ", tokenizer=" + name_of("tokenizer") + ", weighting=" + name_of("weighting") +
          ", top-k=" + std::to_string(options.fingerprint.features.top_k) +
          ", shingle=" + std::to_string(options.fingerprint.features.shingle_size) +
          ", verify=" + Fixed(report.verify_threshold) +

@@ -41,11 +41,7 @@ int RunFingerprintCommand(const FingerprintCommandArgs& args) {
         "--format decimal: only for 64-bit fingerprints (use hex or binary with --bits 128)");
     return kExitUsage;
   }
-  auto reader = InputBatchReader::Open([&] {
-    InputFlags input = args.input;
-    input.allow_invalid_utf8_text = args.fingerprint.replace_invalid;
-    return input;
-  }());
+  auto reader = InputBatchReader::Open(args.input, &args.fingerprint);
   if (!reader.ok()) {
     PrintError(reader.status());
     return kExitFailure;

@@ -45,11 +45,7 @@ int RunIdfCommand(const IdfCommandArgs& args) {
     PrintError(extractor.status());
     return kExitFailure;
   }
-  auto reader = InputBatchReader::Open([&] {
-    InputFlags input = args.input;
-    input.allow_invalid_utf8_text = args.fingerprint.replace_invalid;
-    return input;
-  }());
+  auto reader = InputBatchReader::Open(args.input, &args.fingerprint);
   if (!reader.ok()) {
     PrintError(reader.status());
     return kExitFailure;
@@ -76,7 +72,7 @@ int RunIdfCommand(const IdfCommandArgs& args) {
     }
     if (!*more) break;
     errors.assign(batch.size(), Status::Ok());
-    ParallelFor(batch.size(), args.input.threads, [&](size_t begin, size_t end) {
+    ParallelFor(batch.size(), args.input.threads(), [&](size_t begin, size_t end) {
       IdfTableBuilder local;
       std::string normalized;
       std::vector<std::string> tokens;

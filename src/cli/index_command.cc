@@ -113,8 +113,10 @@ int RunAdd(const IndexArgs& args) {
   std::vector<std::string> inputs = args.input.inputs;
   if (inputs.empty()) inputs.push_back("-");
   DocumentReaderOptions reader_options;
-  args.input.ToReaderOptions(&reader_options);
-  reader_options.allow_invalid_utf8_text = args.fingerprint_flags.replace_invalid;
+  if (Status read = args.input.ToReaderOptions(&reader_options, &args.fingerprint_flags);
+      !read.ok()) {
+    return Fail(read);
+  }
   reader_options.metadata_field = args.metadata_field;
   reader_options.fingerprint_field = args.fingerprint_field;
   WarningPrinter warnings;
@@ -132,7 +134,7 @@ int RunAdd(const IndexArgs& args) {
   size_t added = 0;
   auto skip = [&](const Document& doc, const std::string& reason,
                   const std::string& why) -> Status {
-    if (args.input.strict) return Status::InvalidArgument(doc.location + ": " + why);
+    if (args.input.strict()) return Status::InvalidArgument(doc.location + ": " + why);
     ++failed[reason];
     warnings.Callback()(doc.location + ": " + why + " (skipped)");
     return Status::Ok();
@@ -147,7 +149,7 @@ int RunAdd(const IndexArgs& args) {
       if (!created.ok()) return created.status();
       fingerprinter = std::move(*created);
     }
-    ParallelFor(batch.size(), args.input.threads, [&](size_t begin, size_t end) {
+    ParallelFor(batch.size(), args.input.threads(), [&](size_t begin, size_t end) {
       for (size_t i = begin; i < end; ++i) {
         Result<Fingerprint> fp = batch[i].fingerprint.empty()
                                      ? fingerprinter->Compute(batch[i].text)

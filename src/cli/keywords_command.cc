@@ -36,10 +36,14 @@ void WritePairs(const std::string& id, const std::vector<std::pair<std::string, 
 }
 
 int RunKeywordsCommand(const KeywordsCommandArgs& args) {
-  FingerprintFlags flags = args.fingerprint;
-  if (flags.top_k < 0) flags.top_k = flags.profile == "yanyiwu" ? 5 : 20;
+  // 20 keywords unless told (the yanyiwu profile's own default is 5).
+  OptionValues values(OptionNaming::kFlag);
+  Status status = args.fingerprint.Values(&values);
+  const OptionValue* profile = values.Find("profile");
+  const bool yanyiwu = profile != nullptr && std::get<std::string>(*profile) == "yanyiwu";
+  if (status.ok() && !values.Has("top_k") && !yanyiwu) status = values.Set("top_k", int64_t{20});
   FingerprintOptions options;
-  Status status = flags.ToOptions(&options);
+  if (status.ok()) status = values.ApplyTo(&options);
   if (!status.ok()) {
     PrintError(status);
     return kExitUsage;
@@ -48,11 +52,12 @@ int RunKeywordsCommand(const KeywordsCommandArgs& args) {
   std::shared_ptr<const KeywordExtractor> extractor;
   if (args.extract_tags) {
     Result<std::shared_ptr<const KeywordExtractor>> loaded = Status::Internal("unset");
-    if (flags.idf_path.empty() && flags.jieba_dir.empty()) {
+    const FeatureOptions& features = options.features;
+    if (features.idf_path.empty() && features.jieba_dir.empty()) {
       loaded = KeywordExtractor::Default();
     } else {
-      JiebaOptions jieba = JiebaOptionsForDirectory(flags.jieba_dir);
-      if (!flags.idf_path.empty()) jieba.idf_path = flags.idf_path;
+      JiebaOptions jieba = JiebaOptionsForDirectory(features.jieba_dir);
+      if (!features.idf_path.empty()) jieba.idf_path = features.idf_path;
       auto segmenter = JiebaSegmenter::Create(jieba);
       loaded = segmenter.ok() ? KeywordExtractor::Create(*segmenter, jieba)
                               : Result<std::shared_ptr<const KeywordExtractor>>(segmenter.status());
@@ -70,16 +75,12 @@ int RunKeywordsCommand(const KeywordsCommandArgs& args) {
     }
     fingerprinter = std::move(*created);
   }
-  auto reader = InputBatchReader::Open([&] {
-    InputFlags input = args.input;
-    input.allow_invalid_utf8_text = args.fingerprint.replace_invalid;
-    return input;
-  }());
+  auto reader = InputBatchReader::Open(args.input, &args.fingerprint);
   if (!reader.ok()) {
     PrintError(reader.status());
     return kExitFailure;
   }
-  const size_t top_k = static_cast<size_t>(flags.top_k);
+  const size_t top_k = options.features.top_k;
   return (*reader)->ProcessAll([&](const InputDocument& document, std::string* line) -> Status {
     std::vector<std::pair<std::string, double>> pairs;
     if (extractor != nullptr) {

@@ -116,8 +116,6 @@ int Run(ServeArgs& args) {
       fingerprinter = std::move(*created);
     }
   }
-  args.server.limits.bits = stats.bits;
-  args.server.limits.max_query_k = stats.bits;
   auto created = service::Server::Create(store->get(), fingerprinter.get(), args.server);
   if (!created.ok()) {
     std::fprintf(stderr, "neardup serve: %s\n", created.status().ToString().c_str());

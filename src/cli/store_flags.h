@@ -1,128 +1,38 @@
 // Opening a store from the command line with the shared fingerprint flags: a new store records the
-// fingerprint options the flags choose; an existing store is used with the options it recorded, and
-// a flag given with another value than the recorded one is an error naming the flag.
+// fingerprint options the flags choose; an existing store is used with the options it recorded,
+// and a flag given with another value than the recorded one is an error naming the flag (the
+// library's OpenStoreWithFingerprintOptions, neardup/options.h, with the flags given).
 //
 // Internal header of the command-line tool (`index` and `serve`).
 #ifndef NEARDUP_CLI_STORE_FLAGS_H_
 #define NEARDUP_CLI_STORE_FLAGS_H_
 
-#include <map>
 #include <memory>
 #include <string>
-#include <string_view>
 
 #include "cli/fingerprint_flags.h"
-#include "neardup/fingerprinter.h"
+#include "neardup/options.h"
 #include "neardup/status.h"
 #include "neardup/store.h"
 
 namespace neardup::cli {
 
-// The options of canonical form `text` (FingerprintOptionsToString) by key.
-inline std::map<std::string, std::string> OptionsByKey(std::string_view text) {
-  std::map<std::string, std::string> values;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find(' ', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view pair = text.substr(pos, end - pos);
-    size_t equals = pair.find('=');
-    if (equals != std::string_view::npos) {
-      values[std::string(pair.substr(0, equals))] = std::string(pair.substr(equals + 1));
-    }
-    pos = end + 1;
-  }
-  return values;
-}
-
-// The fingerprint options to use with a store that recorded `recorded` (FingerprintOptionsToString;
-// empty for a store created without them, whose fingerprints are `store_bits` wide): the recorded
-// options, and InvalidArgument naming the flag when a given flag asks for another value.
-inline Result<FingerprintOptions> FingerprintOptionsForStore(const std::string& dir,
-                                                             const std::string& recorded,
-                                                             int store_bits,
-                                                             FingerprintFlags flags) {
-  FingerprintOptions base;
-  if (recorded.empty()) {
-    base.bits = store_bits;
-  } else {
-    Result<FingerprintOptions> parsed = ParseFingerprintOptions(recorded);
-    if (!parsed.ok()) return parsed.status().WithContext(dir);
-    base = std::move(*parsed);
-  }
-  flags.FillUnsetFrom(base);
-  FingerprintOptions wanted;
-  NEARDUP_RETURN_IF_ERROR(flags.ToOptions(&wanted));
-  if (wanted.profile == base.profile) {  // options no flag sets stay as recorded
-    wanted.features.sublinear_tf = base.features.sublinear_tf;
-    wanted.features.drop_single_char_words = base.features.drop_single_char_words;
-    wanted.features.drop_stop_words = base.features.drop_stop_words;
-    wanted.features.jieba_hmm = base.features.jieba_hmm;
-    wanted.normalize.opencc_config = base.normalize.opencc_config;
-  }
-  if (wanted.bits != store_bits) {
-    return Status::InvalidArgument(dir + ": the store holds " + std::to_string(store_bits) +
-                                   "-bit fingerprints, not --bits " + std::to_string(wanted.bits));
-  }
-  if (recorded.empty()) return wanted;
-  const std::map<std::string, std::string> had = OptionsByKey(recorded);
-  const std::map<std::string, std::string> want = OptionsByKey(FingerprintOptionsToString(wanted));
-  std::string differences;
-  for (const auto& [key, value] : want) {
-    auto it = had.find(key);
-    const std::string old_value = it == had.end() ? "" : it->second;
-    if (old_value == value) continue;
-    if (!differences.empty()) differences += ", ";
-    const char* flag = FingerprintFlags::FlagForOption(key);
-    differences += key + "=" + old_value + ", not " + key + "=" + value + " (" +
-                   (*flag ? flag : "--profile") + ")";
-  }
-  if (!differences.empty()) {
-    return Status::InvalidArgument(
-        dir + ": the store was created with other fingerprint options: " + differences +
-        "; fingerprints made with other options are not comparable (give the options the store "
-        "was created with, or none to use them)");
-  }
-  return wanted;
-}
-
-// Creates a store at `dir` with `options`, recording the fingerprint options `flags` choose
-// (checked by building a Fingerprinter first). *fingerprint gets them.
+// Creates a store at `dir` with `options`, recording the fingerprint options `flags` choose.
 inline Result<std::unique_ptr<DocumentStore>> CreateStoreWithFingerprintOptions(
     const std::string& dir, StoreOptions options, const FingerprintFlags& flags,
     FingerprintOptions* fingerprint) {
-  NEARDUP_RETURN_IF_ERROR(flags.ToOptions(fingerprint));
-  options.bits = fingerprint->bits;
-  options.fingerprint_options = FingerprintOptionsToString(*fingerprint);
-  options.create_if_missing = true;
-  return DocumentStore::Open(dir, options);
+  OptionValues given(OptionNaming::kFlag);
+  NEARDUP_RETURN_IF_ERROR(flags.Values(&given));
+  return neardup::CreateStoreWithFingerprintOptions(dir, std::move(options), given, fingerprint);
 }
 
-// Opens the store at `dir`: an existing one with the fingerprint options it recorded (a given
-// flag must agree), a missing one (only if options.create_if_missing) created with the options
-// `flags` choose. *fingerprint gets the options to fingerprint texts for this store with.
+// Opens the store at `dir` to fingerprint text for it (see neardup/options.h).
 inline Result<std::unique_ptr<DocumentStore>> OpenStoreWithFingerprintOptions(
     const std::string& dir, StoreOptions options, const FingerprintFlags& flags,
     FingerprintOptions* fingerprint) {
-  const bool create = options.create_if_missing;
-  options.create_if_missing = false;
-  options.fingerprint_options.clear();
-  auto opened = DocumentStore::Open(dir, options);
-  if (!opened.ok()) {
-    if (create && opened.status().code() == StatusCode::kNotFound) {
-      return CreateStoreWithFingerprintOptions(dir, options, flags, fingerprint);
-    }
-    return opened.status();
-  }
-  const StoreStats stats = (*opened)->Stats();
-  Result<FingerprintOptions> resolved =
-      FingerprintOptionsForStore(dir, stats.fingerprint_options, stats.bits, flags);
-  if (!resolved.ok()) {
-    (void)(*opened)->Close();
-    return resolved.status();
-  }
-  *fingerprint = std::move(*resolved);
-  return opened;
+  OptionValues given(OptionNaming::kFlag);
+  NEARDUP_RETURN_IF_ERROR(flags.Values(&given));
+  return neardup::OpenStoreWithFingerprintOptions(dir, std::move(options), given, fingerprint);
 }
 
 }  // namespace neardup::cli

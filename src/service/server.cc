@@ -910,18 +910,42 @@ Result<std::unique_ptr<Server>> Server::Create(DocumentStore* store,
         "server: thread, worker, connection and timeout options must not be negative (timeouts "
         "and the listen backlog must be positive)");
   }
-  const RequestLimits& limits = options.limits;
-  if ((limits.bits != 64 && limits.bits != 128) || limits.max_query_k < 0 ||
-      limits.max_query_k > limits.bits || limits.default_k < 0 ||
-      limits.default_k > limits.max_query_k) {
+  // The limits follow the store: its width, and at most its width for k.
+  const StoreStats stats = store->Stats();
+  RequestLimits& limits = options.limits;
+  if (limits.bits && *limits.bits != stats.bits) {
+    return Status::InvalidArgument("server: request limits for " + std::to_string(*limits.bits) +
+                                   "-bit fingerprints, the store holds " +
+                                   std::to_string(stats.bits) + "-bit ones");
+  }
+  limits.bits = stats.bits;
+  if (!limits.max_query_k) limits.max_query_k = stats.bits;
+  if (*limits.max_query_k < 0 || *limits.max_query_k > stats.bits || limits.default_k < 0 ||
+      limits.default_k > *limits.max_query_k) {
     return Status::InvalidArgument(
-        "server: request limits need bits 64 or 128 and 0 <= default_k <= max_query_k <= bits");
+        "server: request limits need 0 <= default_k <= max_query_k <= bits (" +
+        std::to_string(stats.bits) + ")");
+  }
+  if (fingerprinter != nullptr) {
+    // Text is fingerprinted as the store's fingerprints were, or not at all.
+    const FingerprintOptions& used = fingerprinter->options();
+    if (used.bits != stats.bits) {
+      return Status::InvalidArgument("server: the fingerprinter makes " +
+                                     std::to_string(used.bits) + "-bit fingerprints, the store " +
+                                     "holds " + std::to_string(stats.bits) + "-bit ones");
+    }
+    if (!stats.fingerprint_options.empty() &&
+        FingerprintOptionsToString(used) != stats.fingerprint_options) {
+      return Status::InvalidArgument(
+          "server: the fingerprinter's options \"" + FingerprintOptionsToString(used) +
+          "\" are not the store's \"" + stats.fingerprint_options + "\"");
+    }
   }
   auto impl = std::make_unique<Impl>();
   impl->store = store;
   impl->fingerprinter = fingerprinter;
   impl->options = std::move(options);
-  impl->store_indexed_k = store->Stats().indexed_k;
+  impl->store_indexed_k = stats.indexed_k;
   if (!impl->options.token.empty()) {
     impl->token = std::make_unique<TokenChecker>(impl->options.token);
   }

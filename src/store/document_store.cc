@@ -24,6 +24,7 @@
 
 #include "common/string_hash.h"
 #include "index/table_segment.h"
+#include "neardup/fingerprinter.h"
 #include "neardup/permuted_index.h"
 #include "neardup/store.h"
 #include "store/manifest.h"
@@ -323,6 +324,17 @@ Status DocumentStoreImpl::Init() {
     fresh = true;
     Manifest m;
     m.bits = options_.bits.value_or(64);
+    if (!options_.fingerprint_options.empty()) {
+      // What the fingerprints mean must be readable, and say their width.
+      Result<FingerprintOptions> recorded = ParseFingerprintOptions(options_.fingerprint_options);
+      if (!recorded.ok()) return recorded.status().WithContext("StoreOptions.fingerprint_options");
+      if (!options_.bits) m.bits = recorded->bits;
+      if (recorded->bits != m.bits) {
+        return Status::InvalidArgument("StoreOptions.fingerprint_options are for " +
+                                       std::to_string(recorded->bits) + "-bit fingerprints, " +
+                                       "StoreOptions.bits is " + std::to_string(m.bits));
+      }
+    }
     m.indexed_k = options_.indexed_k.value_or(3);
     Result<IndexDesign> design = PlanStoreDesign(m.bits, m.indexed_k);
     if (!design.ok()) return design.status();
@@ -340,6 +352,20 @@ Status DocumentStoreImpl::Init() {
   }
   (void)fresh;
   NEARDUP_RETURN_IF_ERROR(CheckCompatible(*manifest));
+  if (!manifest->fingerprint_options.empty()) {
+    // As LevelDB checks its comparator's name: the recorded options must be ones this build reads.
+    const std::string where = store::JoinPath(dir_, store::kManifestName);
+    Result<FingerprintOptions> recorded = ParseFingerprintOptions(manifest->fingerprint_options);
+    if (!recorded.ok()) {
+      return Status::Unsupported(where + ": recorded " + recorded.status().message() +
+                                 " (written by another version of neardup?)");
+    }
+    if (recorded->bits != manifest->bits) {
+      return Status::Corruption(where + ": recorded fingerprint options are for " +
+                                std::to_string(recorded->bits) + "-bit fingerprints, the store " +
+                                "holds " + std::to_string(manifest->bits) + "-bit ones");
+    }
+  }
   bits_ = manifest->bits;
   indexed_k_ = manifest->indexed_k;
   options_.bits = bits_;

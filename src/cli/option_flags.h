@@ -1,0 +1,113 @@
+// Command-line flags made from the option registry (neardup/options.h): each registry option
+// becomes a CLI11 flag with its name, aliases, help, default and choices, and the flags given on
+// a command line are collected into an OptionValues, checked by the registry.
+//
+// Internal, header-only (CLI11 is header-only); included by src/cli/ only. Not thread-safe.
+#ifndef NEARDUP_CLI_OPTION_FLAGS_H_
+#define NEARDUP_CLI_OPTION_FLAGS_H_
+
+#include <CLI/CLI.hpp>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "neardup/options.h"
+#include "neardup/status.h"
+
+namespace neardup::cli {
+
+class RegistryFlags {
+ public:
+  // Declares on `app` the flag of every registry option of `scopes` (but the keys in `skip`).
+  void Declare(CLI::App* app, uint32_t scopes, const std::vector<std::string_view>& skip = {}) {
+    for (const OptionSpec& spec : AllOptions()) {
+      if (!(spec.scope & scopes) || spec.flag == nullptr) continue;
+      bool skipped = false;
+      for (std::string_view key : skip) skipped |= key == spec.key;
+      if (!skipped) DeclareOne(app, spec);
+    }
+  }
+
+  // The options given on the parsed command line, added to `values` (errors name the flag).
+  Status Collect(OptionValues* values) const {
+    for (const Flag& flag : flags_) {
+      if (flag.option->count() == 0) continue;
+      if (flag.spec->type == OptionType::kBool) {
+        NEARDUP_RETURN_IF_ERROR(values->Set(flag.spec->flag, flag.on));
+      } else {
+        NEARDUP_RETURN_IF_ERROR(values->SetText(flag.spec->flag, flag.text));
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Whether the option `key` was given.
+  bool Given(std::string_view key) const {
+    for (const Flag& flag : flags_) {
+      if (key == flag.spec->key && flag.option->count() > 0) return true;
+    }
+    return false;
+  }
+
+  // The declared CLI11 option of `key` (nullptr if not declared here).
+  CLI::Option* OptionOf(std::string_view key) const {
+    for (const Flag& flag : flags_) {
+      if (key == flag.spec->key) return flag.option;
+    }
+    return nullptr;
+  }
+
+ private:
+  struct Flag {
+    const OptionSpec* spec = nullptr;
+    CLI::Option* option = nullptr;
+    std::string text;  // a valued option's text
+    bool on = false;   // a switch
+  };
+
+  static std::vector<std::string> Split(const char* list) {
+    std::vector<std::string> out;
+    if (list == nullptr) return out;
+    std::string_view rest(list);
+    while (!rest.empty()) {
+      const size_t bar = rest.find('|');
+      out.emplace_back(rest.substr(0, bar));
+      if (bar == std::string_view::npos) break;
+      rest.remove_prefix(bar + 1);
+    }
+    return out;
+  }
+
+  static std::string Dashed(std::string name) {
+    for (char& c : name) c = c == '_' ? '-' : c;
+    return (name.size() == 1 ? "-" : "--") + name;
+  }
+
+  void DeclareOne(CLI::App* app, const OptionSpec& spec) {
+    std::string names;
+    if (spec.short_flag != nullptr && Dashed(spec.flag) != spec.short_flag) {
+      names = std::string(spec.short_flag) + ",";
+    }
+    names += Dashed(spec.flag);
+    for (const std::string& alias : Split(spec.aliases)) names += "," + Dashed(alias);
+    Flag& flag = flags_.emplace_back();
+    flag.spec = &spec;
+    if (spec.type == OptionType::kBool) {
+      flag.option = app->add_flag(names, flag.on, spec.help);
+      return;
+    }
+    flag.option = app->add_option(names, flag.text, spec.help);
+    flag.option->type_name(spec.type == OptionType::kInt      ? "INT"
+                           : spec.type == OptionType::kDouble ? "FLOAT"
+                                                              : "TEXT");
+    if (spec.default_text != nullptr) flag.option->default_str(spec.default_text);
+    if (spec.choices != nullptr) flag.option->check(CLI::IsMember(Split(spec.choices)));
+  }
+
+  std::deque<Flag> flags_;  // stable addresses: CLI11 writes into them
+};
+
+}  // namespace neardup::cli
+
+#endif  // NEARDUP_CLI_OPTION_FLAGS_H_

@@ -1,0 +1,766 @@
+// The option registry (neardup/options.h): the table of every option, the checks of a given value,
+// how the options structs are filled, and the one reader and writer of the fingerprint-options
+// string a store records (FingerprintOptionsToString / ParseFingerprintOptions,
+// neardup/fingerprinter.h).
+#include "neardup/options.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace neardup {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr uint32_t kF = kFingerprintScope, kR = kReaderScope, kD = kDedupScope, kS = kStoreScope;
+using T = OptionType;
+
+// key, flag, negated, type, scope, default, min, max, choices, help, aliases, short flag, recorded
+// The fingerprint options come first, in the order of the fingerprint-options string.
+const OptionSpec kOptions[] = {
+    {"profile", "profile", false, T::kChoice, kF, "neardup", 0, 0, "neardup|yanyiwu",
+     "neardup (the options below) | yanyiwu (reproduce yanyiwu/simhash: jieba keywords, Jenkins "
+     "hash; default --top-k 5)",
+     "", nullptr, true},
+    {"bits", "bits", false, T::kInt, kF, "64", 64, 128, "64|128", "fingerprint width: 64 or 128",
+     "", nullptr, true},
+    {"hash", "hash", false, T::kChoice, kF, "xxh3", 0, 0, "xxh3|jenkins",
+     "feature hash: xxh3 | jenkins", "", nullptr, true},
+    {"tokenizer", "tokenizer", false, T::kChoice, kF, "auto", 0, 0, "auto|jieba|icu|char",
+     "auto (jieba for Chinese, ICU words otherwise) | jieba | icu | char", "", nullptr, true},
+    {"shingle", "shingle", false, T::kInt, kF, "2", 1, 16, nullptr,
+     "words per feature (word tokenizers)", "", nullptr, true},
+    {"ngram", "ngram", false, T::kInt, kF, "4", 1, 32, nullptr,
+     "characters per feature for --tokenizer char", "", nullptr, true},
+    {"weighting", "weighting", false, T::kChoice, kF, "tf", 0, 0, "tf|tfidf|uniform",
+     "tf | tfidf | uniform", "", nullptr, true},
+    {"sublinear_tf", nullptr, false, T::kBool, kF, nullptr, 0, 0, nullptr,
+     "1 + ln(tf) instead of tf", "", nullptr, true},
+    {"top_k", "top_k", false, T::kInt, kF, "0", 0, 1e9, nullptr,
+     "keep only the K heaviest features (0 = all; keywords: 20, yanyiwu: 5)", "", nullptr, true},
+    {"drop_single_char_words", nullptr, false, T::kBool, kF, nullptr, 0, 0, nullptr,
+     "drop single-character words", "", nullptr, true},
+    {"drop_stop_words", nullptr, false, T::kBool, kF, nullptr, 0, 0, nullptr,
+     "drop jieba's stop words", "", nullptr, true},
+    {"jieba_hmm", nullptr, false, T::kBool, kF, nullptr, 0, 0, nullptr,
+     "HMM for unknown Chinese words", "", nullptr, true},
+    {"idf", "idf", false, T::kPath, kF, nullptr, 0, 0, nullptr,
+     "IDF table (\"word idf\" lines, e.g. from `neardup idf`)", "", nullptr, true},
+    {"jieba_dir", "jieba_dir", false, T::kPath, kF, nullptr, 0, 0, nullptr,
+     "directory of jieba's dict.txt, finalseg/, analyse/", "", nullptr, true},
+    {"strip_markup", "keep_markup", true, T::kBool, kF, nullptr, 0, 0, nullptr,
+     "do not strip HTML/XML markup or decode entities (stripped by default)", "no_strip_markup",
+     nullptr, true},
+    {"nfkc", "no_nfkc", true, T::kBool, kF, nullptr, 0, 0, nullptr,
+     "skip Unicode NFKC normalisation", "", nullptr, true},
+    {"case_fold", "no_casefold", true, T::kBool, kF, nullptr, 0, 0, nullptr,
+     "skip Unicode case folding", "no_case_fold", nullptr, true},
+    {"t2s", "no_t2s", true, T::kBool, kF, nullptr, 0, 0, nullptr,
+     "skip Traditional -> Simplified Chinese (OpenCC)", "", nullptr, true},
+    {"fold_whitespace", "no_whitespace_folding", true, T::kBool, kF, nullptr, 0, 0, nullptr,
+     "keep whitespace as it is", "", nullptr, true},
+    {"opencc_config", nullptr, false, T::kPath, kF, nullptr, 0, 0, nullptr,
+     "OpenCC configuration file", "", nullptr, true},
+    {"replace_invalid_utf8", "replace_invalid_utf8", false, T::kBool, kF, nullptr, 0, 0, nullptr,
+     "replace invalid UTF-8 with U+FFFD instead of rejecting the document", "", nullptr, false},
+
+    {"id_field", "id_field", false, T::kString, kR, "id", 0, 0, nullptr,
+     "JSONL field holding the document id; a dotted path reads nested objects (meta.id)", "",
+     nullptr, false},
+    {"text_field", "text_field", false, T::kString, kR, "text", 0, 0, nullptr,
+     "JSONL field holding the text; a dotted path reads nested objects (content.text)", "", nullptr,
+     false},
+    {"lines", "lines", false, T::kBool, kR, nullptr, 0, 0, nullptr,
+     "every input is plain text with one document per line (id: file:line)", "", nullptr, false},
+    {"stdin_text", "stdin_text", false, T::kBool, kR, nullptr, 0, 0, nullptr,
+     "standard input is one plain-text document, not JSONL", "", nullptr, false},
+    {"strict", "strict", false, T::kBool, kR, nullptr, 0, 0, nullptr,
+     "stop (exit 1) at the first malformed record, missing id or shared id instead of warning "
+     "and going on",
+     "", nullptr, false},
+    {"threads", "threads", false, T::kInt, kR, "0", 0, 4096, nullptr,
+     "worker threads (0 = all cores)", "", "-j", false},
+
+    {"threshold", "threshold", false, T::kDouble, kD, "0.5", 0, 1, nullptr,
+     "shingle Jaccard similarity of a duplicate pair; sets the LSH bands/rows and the "
+     "verification threshold (see neardup plan --threshold)",
+     "", nullptr, false},
+    {"bands", "bands", false, T::kInt, kD, "auto", 1, 1024, nullptr,
+     "LSH bands (with --rows; default: chosen from --threshold)", "", nullptr, false},
+    {"rows", "rows", false, T::kInt, kD, "auto", 1, 64, nullptr, "LSH rows per band (with --bands)",
+     "", nullptr, false},
+    {"bucket_window", "bucket_window", false, T::kInt, kD, "64", 1, 4294967295.0, nullptr,
+     "an LSH bucket pairs each document with the next N in input order", "", nullptr, false},
+    {"candidates", "candidates", false, T::kChoice, kD, "lsh", 0, 0, "lsh|lsh+simhash|simhash",
+     "candidate stages: lsh (MinHash LSH) | lsh+simhash (also fingerprints within -k) | simhash "
+     "(fingerprints within -k only)",
+     "", nullptr, false},
+    {"k", "k", false, T::kInt, kD, "3", 0, 16, nullptr,
+     "largest Hamming distance of a SimHash-join candidate pair (at most bits/8)", "max_distance",
+     "-k", false},
+    {"keep", "keep", false, T::kString, kD, "first", 0, 0, nullptr,
+     "which document of a cluster to keep: first (first in input order) | longest (longest "
+     "normalised text) | field:NAME (highest numeric field)",
+     "", nullptr, false},
+    {"verify_threshold", "verify_threshold", false, T::kDouble, kD, "threshold", 0, 1, nullptr,
+     "drop candidate pairs whose shingle Jaccard is below this (default: --threshold; 0 = no "
+     "verification)",
+     "verify", nullptr, false},
+    {"temp_dir", "temp_dir", false, T::kPath, kD, nullptr, 0, 0, nullptr,
+     "directory for the run's temporary files (band keys, candidate pairs, shingles; unlinked at "
+     "once, so never left behind; default: $TMPDIR or /tmp)",
+     "", nullptr, false},
+    {"in_memory", "in_memory", false, T::kBool, kD, nullptr, 0, 0, nullptr,
+     "keep band keys, candidate pairs and shingles in memory instead of temporary files (same "
+     "result, more memory)",
+     "", nullptr, false},
+
+    {"indexed_k", "indexed_k", false, T::kInt, kS, "3", 0, 15, nullptr,
+     "largest k the index tables of a new store serve (larger k scans); an existing store "
+     "refuses another",
+     "max_k", nullptr, false},
+    {"memory_budget", "memory_budget", false, T::kString, kS, "128/fp", 0, 0, nullptr,
+     "index memory budget of a new store: bytes (640M, 1.5G) or bytes per fingerprint (128/fp); "
+     "0 = unlimited",
+     "", nullptr, false},
+    {"expected_size", "expected_size", false, T::kDouble, kS, "1e7", 1, 1e15, nullptr,
+     "documents a new store's index design is planned for", "expected_documents", nullptr, false},
+    {"memtable_limit", "memtable_limit", false, T::kInt, kS, "65536", 1, 1e9, nullptr,
+     "documents held in memory before a segment is written", "", nullptr, false},
+};
+
+bool Contains(const char* list, std::string_view name) {
+  if (list == nullptr) return false;
+  std::string_view rest(list);
+  while (!rest.empty()) {
+    const size_t bar = rest.find('|');
+    if (rest.substr(0, bar) == name) return true;
+    if (bar == std::string_view::npos) break;
+    rest.remove_prefix(bar + 1);
+  }
+  return false;
+}
+
+std::string Quoted(std::string_view text) {
+  std::string out(1, '"');  // appends, not "\"" + ...: GCC 12 reports a false -Wrestrict
+  out += text;
+  out += '"';
+  return out;
+}
+
+// ---- the fields of FingerprintOptions by key ---------------------------------------------------
+
+struct Names {
+  const char* name;
+  int value;
+};
+constexpr Names kProfiles[] = {{"neardup", static_cast<int>(HashProfile::kNeardup)},
+                               {"yanyiwu", static_cast<int>(HashProfile::kYanyiwuSimhash)}};
+constexpr Names kHashes[] = {{"xxh3", static_cast<int>(FeatureHash::kXxh3)},
+                             {"jenkins", static_cast<int>(FeatureHash::kJenkinsLookup3)}};
+constexpr Names kTokenizers[] = {{"auto", static_cast<int>(Tokenizer::kAuto)},
+                                 {"jieba", static_cast<int>(Tokenizer::kJieba)},
+                                 {"icu", static_cast<int>(Tokenizer::kIcuWord)},
+                                 {"char", static_cast<int>(Tokenizer::kCharNgram)}};
+constexpr Names kWeightings[] = {{"tf", static_cast<int>(Weighting::kTermFrequency)},
+                                 {"tfidf", static_cast<int>(Weighting::kTfIdf)},
+                                 {"uniform", static_cast<int>(Weighting::kUniform)}};
+
+template <size_t N>
+std::string NameOf(const Names (&names)[N], int value) {
+  for (const Names& n : names) {
+    if (n.value == value) return n.name;
+  }
+  return std::to_string(value);
+}
+template <typename Enum, size_t N>
+Status SetEnum(const Names (&names)[N], std::string_view text, Enum* out) {
+  for (const Names& n : names) {
+    if (text == n.name) {
+      *out = static_cast<Enum>(n.value);
+      return Status::Ok();
+    }
+  }
+  return Status::InvalidArgument("unknown value " + Quoted(text));
+}
+
+std::string Escape(std::string_view value) {
+  std::string out;
+  for (unsigned char c : value) {
+    if (c <= 0x20 || c == '%' || c == '=' || c == 0x7f) {
+      char hex[4];
+      std::snprintf(hex, sizeof(hex), "%%%02X", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+Result<std::string> Unescape(std::string_view value) {
+  std::string out;
+  for (size_t i = 0; i < value.size(); ++i) {
+    if (value[i] != '%') {
+      out += value[i];
+      continue;
+    }
+    unsigned byte = 0;
+    if (i + 2 >= value.size()) return Status::InvalidArgument("truncated %-escape");
+    auto [end, error] = std::from_chars(value.data() + i + 1, value.data() + i + 3, byte, 16);
+    if (error != std::errc() || end != value.data() + i + 3) {
+      return Status::InvalidArgument("bad %-escape");
+    }
+    out += static_cast<char>(byte);
+    i += 2;
+  }
+  return out;
+}
+
+// The value of a recorded fingerprint option as the string writes it (before escaping).
+std::string FieldText(std::string_view key, const FingerprintOptions& o) {
+  auto flag = [](bool b) { return std::string(b ? "1" : "0"); };
+  const FeatureOptions& f = o.features;
+  const NormalizeOptions& n = o.normalize;
+  if (key == "profile") return NameOf(kProfiles, static_cast<int>(o.profile));
+  if (key == "bits") return std::to_string(o.bits);
+  if (key == "hash") return NameOf(kHashes, static_cast<int>(o.hash));
+  if (key == "tokenizer") return NameOf(kTokenizers, static_cast<int>(f.tokenizer));
+  if (key == "shingle") return std::to_string(f.shingle_size);
+  if (key == "ngram") return std::to_string(f.char_ngram_size);
+  if (key == "weighting") return NameOf(kWeightings, static_cast<int>(f.weighting));
+  if (key == "sublinear_tf") return flag(f.sublinear_tf);
+  if (key == "top_k") return std::to_string(f.top_k);
+  if (key == "drop_single_char_words") return flag(f.drop_single_char_words);
+  if (key == "drop_stop_words") return flag(f.drop_stop_words);
+  if (key == "jieba_hmm") return flag(f.jieba_hmm);
+  if (key == "idf") return f.idf_path;
+  if (key == "jieba_dir") return f.jieba_dir;
+  if (key == "strip_markup") return flag(n.strip_markup);
+  if (key == "nfkc") return flag(n.nfkc);
+  if (key == "case_fold") return flag(n.case_fold);
+  if (key == "t2s") return flag(n.traditional_to_simplified);
+  if (key == "fold_whitespace") return flag(n.fold_whitespace);
+  if (key == "opencc_config") return n.opencc_config;
+  if (key == "replace_invalid_utf8") return flag(n.replace_invalid_utf8);
+  return "";
+}
+
+// Sets the fingerprint field `key` from a checked value.
+void SetField(std::string_view key, const OptionValue& value, FingerprintOptions* o) {
+  FeatureOptions& f = o->features;
+  NormalizeOptions& n = o->normalize;
+  auto text = [&] { return std::get<std::string>(value); };
+  auto integer = [&] { return std::get<int64_t>(value); };
+  auto boolean = [&] { return std::get<bool>(value); };
+  if (key == "profile") {
+    (void)SetEnum(kProfiles, text(), &o->profile);  // checked against the choices already
+  } else if (key == "bits") {
+    o->bits = static_cast<int>(integer());
+  } else if (key == "hash") {
+    (void)SetEnum(kHashes, text(), &o->hash);
+  } else if (key == "tokenizer") {
+    (void)SetEnum(kTokenizers, text(), &f.tokenizer);
+  } else if (key == "shingle") {
+    f.shingle_size = static_cast<int>(integer());
+  } else if (key == "ngram") {
+    f.char_ngram_size = static_cast<int>(integer());
+  } else if (key == "weighting") {
+    (void)SetEnum(kWeightings, text(), &f.weighting);
+  } else if (key == "sublinear_tf") {
+    f.sublinear_tf = boolean();
+  } else if (key == "top_k") {
+    f.top_k = static_cast<size_t>(integer());
+  } else if (key == "drop_single_char_words") {
+    f.drop_single_char_words = boolean();
+  } else if (key == "drop_stop_words") {
+    f.drop_stop_words = boolean();
+  } else if (key == "jieba_hmm") {
+    f.jieba_hmm = boolean();
+  } else if (key == "idf") {
+    f.idf_path = text();
+  } else if (key == "jieba_dir") {
+    f.jieba_dir = text();
+  } else if (key == "strip_markup") {
+    n.strip_markup = boolean();
+  } else if (key == "nfkc") {
+    n.nfkc = boolean();
+  } else if (key == "case_fold") {
+    n.case_fold = boolean();
+  } else if (key == "t2s") {
+    n.traditional_to_simplified = boolean();
+  } else if (key == "fold_whitespace") {
+    n.fold_whitespace = boolean();
+  } else if (key == "opencc_config") {
+    n.opencc_config = text();
+  } else if (key == "replace_invalid_utf8") {
+    n.replace_invalid_utf8 = boolean();
+  }
+}
+
+// ---- checking a value --------------------------------------------------------------------------
+
+// The value of `spec` in its type, or InvalidArgument (without the option's name).
+Result<OptionValue> Checked(const OptionSpec& spec, const OptionValue& given) {
+  switch (spec.type) {
+    case T::kBool:
+      if (!std::holds_alternative<bool>(given)) return Status::InvalidArgument("expected a switch");
+      return given;
+    case T::kInt: {
+      if (!std::holds_alternative<int64_t>(given)) {
+        return Status::InvalidArgument("expected a whole number");
+      }
+      const int64_t v = std::get<int64_t>(given);
+      if (spec.choices != nullptr) {
+        if (!Contains(spec.choices, std::to_string(v))) {
+          std::string list(spec.choices);
+          for (char& c : list) c = c == '|' ? ',' : c;
+          return Status::InvalidArgument("must be one of " + list + ", got " + std::to_string(v));
+        }
+      } else if (static_cast<double>(v) < spec.min || static_cast<double>(v) > spec.max) {
+        char range[64];
+        std::snprintf(range, sizeof(range), "[%.0f, %.0f]", spec.min, spec.max);
+        return Status::InvalidArgument("must be in " + std::string(range) + ", got " +
+                                       std::to_string(v));
+      }
+      return given;
+    }
+    case T::kDouble: {
+      double v = 0;
+      if (std::holds_alternative<double>(given)) {
+        v = std::get<double>(given);
+      } else if (std::holds_alternative<int64_t>(given)) {
+        v = static_cast<double>(std::get<int64_t>(given));
+      } else {
+        return Status::InvalidArgument("expected a number");
+      }
+      if (!(v >= spec.min && v <= spec.max)) {
+        char text[96];
+        std::snprintf(text, sizeof(text), "must be in [%g, %g], got %g", spec.min, spec.max, v);
+        return Status::InvalidArgument(text);
+      }
+      return OptionValue(v);
+    }
+    case T::kString:
+    case T::kPath:
+      if (!std::holds_alternative<std::string>(given)) {
+        return Status::InvalidArgument("expected a string");
+      }
+      if (std::get<std::string>(given).find('\0') != std::string::npos) {
+        return Status::InvalidArgument("contains a NUL byte");
+      }
+      return given;
+    case T::kChoice:
+      if (!std::holds_alternative<std::string>(given)) {
+        return Status::InvalidArgument("expected a string");
+      }
+      if (!Contains(spec.choices, std::get<std::string>(given))) {
+        std::string list(spec.choices);
+        for (char& c : list) c = c == '|' ? ',' : c;
+        return Status::InvalidArgument("expected one of " + list + ", got " +
+                                       Quoted(std::get<std::string>(given)));
+      }
+      return given;
+  }
+  return Status::Internal("unknown option type");
+}
+
+// The text form of a value (the command line's, the MANIFEST string's).
+Result<OptionValue> FromText(const OptionSpec& spec, std::string_view text) {
+  switch (spec.type) {
+    case T::kBool:
+      if (text == "1" || text == "true") return OptionValue(true);
+      if (text == "0" || text == "false") return OptionValue(false);
+      return Status::InvalidArgument("expected 0 or 1, got " + Quoted(text));
+    case T::kInt: {
+      int64_t v = 0;
+      auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (error != std::errc() || end != text.data() + text.size()) {
+        return Status::InvalidArgument("expected a whole number, got " + Quoted(text));
+      }
+      return OptionValue(v);
+    }
+    case T::kDouble: {
+      const std::string copy(text);
+      char* end = nullptr;
+      const double v = std::strtod(copy.c_str(), &end);
+      if (copy.empty() || end != copy.c_str() + copy.size() || !std::isfinite(v)) {
+        return Status::InvalidArgument("expected a number, got " + Quoted(text));
+      }
+      return OptionValue(v);
+    }
+    default:
+      return OptionValue(std::string(text));
+  }
+}
+
+const OptionSpec* FindByKey(std::string_view key) {
+  for (const OptionSpec& spec : kOptions) {
+    if (key == spec.key) return &spec;
+  }
+  return nullptr;
+}
+
+// The option a user names: its flag or an alias (never a key that is not also a flag).
+const OptionSpec* FindByFlag(std::string_view name) {
+  for (const OptionSpec& spec : kOptions) {
+    if (spec.flag != nullptr && (name == spec.flag || Contains(spec.aliases, name))) return &spec;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::span<const OptionSpec> AllOptions() { return kOptions; }
+
+const OptionSpec* FindOption(std::string_view name) {
+  const OptionSpec* spec = FindByFlag(name);
+  return spec != nullptr ? spec : FindByKey(name);
+}
+
+const OptionSpec* FindFlag(std::string_view name) { return FindByFlag(name); }
+
+std::map<std::string, OptionValue> FingerprintOptionsInForce(const FingerprintOptions& options) {
+  std::map<std::string, OptionValue> out;
+  for (const OptionSpec& spec : kOptions) {
+    if (spec.flag == nullptr || !(spec.scope & kFingerprintScope)) continue;
+    Result<OptionValue> value = FromText(spec, FieldText(spec.key, options));
+    if (!value.ok()) continue;  // every field's text reads back; never taken
+    if (spec.negated) *value = !std::get<bool>(*value);
+    out[spec.flag] = std::move(*value);
+  }
+  return out;
+}
+
+std::string OptionDisplayName(const OptionSpec& spec, OptionNaming naming) {
+  std::string name = spec.flag != nullptr ? spec.flag : spec.key;
+  if (naming == OptionNaming::kFlag) {
+    for (char& c : name) c = c == '_' ? '-' : c;
+    return (name.size() == 1 ? "-" : "--") + name;
+  }
+  return name;
+}
+
+std::string OptionValues::NameOf(std::string_view key) const {
+  auto spelled = spelled_.find(std::string(key));
+  if (spelled != spelled_.end()) return spelled->second;
+  const OptionSpec* spec = FindByKey(key);
+  return spec != nullptr ? OptionDisplayName(*spec, naming_) : std::string(key);
+}
+
+// `name` (a flag or alias of `spec`) as `naming` shows it.
+static std::string SpelledName(std::string_view name, OptionNaming naming) {
+  std::string out(name);
+  if (naming == OptionNaming::kFlag) {
+    for (char& c : out) c = c == '_' ? '-' : c;
+    out = (out.size() == 1 ? "-" : "--") + out;
+  }
+  return out;
+}
+
+Status OptionValues::Set(std::string_view name, const OptionValue& value) {
+  const OptionSpec* spec = FindByFlag(name);
+  if (spec == nullptr) {
+    return Status::InvalidArgument("unknown option " + Quoted(name));
+  }
+  const std::string spelled = SpelledName(name, naming_);
+  Result<OptionValue> checked = Checked(*spec, value);
+  if (!checked.ok()) {
+    // "k must be in [0, 16], got 40", "tokenizer: expected one of ...".
+    const std::string& why = checked.status().message();
+    return Status::InvalidArgument(spelled + (why.rfind("must", 0) == 0 ? " " : ": ") + why);
+  }
+  OptionValue stored = std::move(*checked);
+  if (spec->negated) stored = !std::get<bool>(stored);
+  values_[spec->key] = std::move(stored);
+  spelled_[spec->key] = spelled;
+  return Status::Ok();
+}
+
+Status OptionValues::SetText(std::string_view name, std::string_view text) {
+  const OptionSpec* spec = FindByFlag(name);
+  if (spec == nullptr) return Status::InvalidArgument("unknown option " + Quoted(name));
+  Result<OptionValue> value = FromText(*spec, text);
+  if (!value.ok()) return value.status().WithContext(SpelledName(name, naming_));
+  return Set(name, *value);
+}
+
+const OptionValue* OptionValues::Find(std::string_view key) const {
+  auto it = values_.find(std::string(key));
+  return it == values_.end() ? nullptr : &it->second;
+}
+
+Status OptionValues::ApplyTo(FingerprintOptions* options) const {
+  const OptionValue* profile = Find("profile");
+  if (profile != nullptr) {
+    HashProfile wanted = HashProfile::kNeardup;
+    (void)SetEnum(kProfiles, std::get<std::string>(*profile), &wanted);
+    if (wanted != options->profile) {
+      const bool replace_invalid = options->normalize.replace_invalid_utf8;
+      *options =
+          wanted == HashProfile::kYanyiwuSimhash ? YanyiwuSimhashOptions() : FingerprintOptions{};
+      options->normalize.replace_invalid_utf8 = replace_invalid;
+    }
+  }
+  if (options->profile == HashProfile::kYanyiwuSimhash) {
+    // The profile fixes every option but these.
+    for (const auto& [key, value] : values_) {
+      const OptionSpec* spec = FindByKey(key);
+      if (spec == nullptr || !(spec->scope & kFingerprintScope) || key == "profile") continue;
+      if (key == "top_k" || key == "idf" || key == "jieba_dir" || key == "replace_invalid_utf8") {
+        SetField(key, value, options);
+      } else if (key == "bits") {
+        if (std::get<int64_t>(value) != 64) {
+          return Status::InvalidArgument(NameOf("bits") + ": the yanyiwu profile is 64-bit only");
+        }
+      } else {
+        return Status::InvalidArgument(NameOf(key) + ": not an option of the yanyiwu profile");
+      }
+    }
+    return Status::Ok();
+  }
+  for (const auto& [key, value] : values_) {
+    const OptionSpec* spec = FindByKey(key);
+    if (spec != nullptr && (spec->scope & kFingerprintScope) && key != "profile") {
+      SetField(key, value, options);
+    }
+  }
+  return Status::Ok();
+}
+
+Status OptionValues::ApplyTo(DocumentReaderOptions* options) const {
+  for (const auto& [key, value] : values_) {
+    if (key == "id_field") options->id_field = std::get<std::string>(value);
+    if (key == "text_field") options->text_field = std::get<std::string>(value);
+    if (key == "lines") options->text_lines = std::get<bool>(value);
+    if (key == "stdin_text") options->stdin_is_text = std::get<bool>(value);
+    if (key == "strict") options->strict = std::get<bool>(value);
+    if (key == "replace_invalid_utf8") options->allow_invalid_utf8_text = std::get<bool>(value);
+  }
+  return Status::Ok();
+}
+
+Status OptionValues::ApplyTo(DedupOptions* options) const {
+  NEARDUP_RETURN_IF_ERROR(ApplyTo(&options->fingerprint));
+  NEARDUP_RETURN_IF_ERROR(ApplyTo(&options->reader));
+  const OptionValue* bands = Find("bands");
+  const OptionValue* rows = Find("rows");
+  if (bands != nullptr || rows != nullptr) {
+    options->lsh.parameters =
+        LshParameters{bands != nullptr ? static_cast<int>(std::get<int64_t>(*bands)) : 0,
+                      rows != nullptr ? static_cast<int>(std::get<int64_t>(*rows)) : 0};
+  }
+  for (const auto& [key, value] : values_) {
+    if (key == "threshold") options->lsh.threshold = std::get<double>(value);
+    if (key == "bucket_window") {
+      options->lsh.bucket_window = static_cast<uint32_t>(std::get<int64_t>(value));
+    }
+    if (key == "candidates") {
+      const std::string& c = std::get<std::string>(value);
+      options->candidates = c == "lsh"       ? DedupOptions::Candidates::kLsh
+                            : c == "simhash" ? DedupOptions::Candidates::kSimHash
+                                             : DedupOptions::Candidates::kLshAndSimHash;
+    }
+    if (key == "k") options->k = static_cast<int>(std::get<int64_t>(value));
+    if (key == "keep") {
+      Status parsed =
+          ParseKeepPolicy(std::get<std::string>(value), &options->keep, &options->keep_field);
+      if (!parsed.ok()) return Renamed(parsed);
+    }
+    if (key == "verify_threshold") options->verify_threshold = std::get<double>(value);
+    if (key == "temp_dir") options->temp_directory = std::get<std::string>(value);
+    if (key == "in_memory") options->spill = !std::get<bool>(value);
+    if (key == "threads") options->threads = static_cast<int>(std::get<int64_t>(value));
+  }
+  return Renamed(ValidateDedupOptions(*options));
+}
+
+Status OptionValues::ApplyTo(StoreOptions* options) const {
+  for (const auto& [key, value] : values_) {
+    if (key == "bits") options->bits = static_cast<int>(std::get<int64_t>(value));
+    if (key == "indexed_k") options->indexed_k = static_cast<int>(std::get<int64_t>(value));
+    if (key == "expected_size") options->expected_size = std::get<double>(value);
+    if (key == "memtable_limit") {
+      options->memtable_limit = static_cast<size_t>(std::get<int64_t>(value));
+    }
+    if (key == "memory_budget") {
+      Result<MemoryBudget> budget = ParseMemoryBudget(std::get<std::string>(value));
+      if (!budget.ok()) return budget.status().WithContext(NameOf("memory_budget"));
+      options->memory_budget = *budget;
+    }
+  }
+  return Status::Ok();
+}
+
+Status OptionValues::Renamed(const Status& status) const {
+  if (status.ok()) return status;
+  // The library's wording of an option -> the option (by key) as this set names it.
+  struct Phrase {
+    const char* wording;
+    const char* key;
+    const char* rest;  // what follows the option's name in the wording
+  };
+  static const Phrase kPhrases[] = {
+      {"k (the SimHash join radius) must be in", "k", " must be in"},
+      {"verify_threshold must", "verify_threshold", " must"},
+      {"threshold must be in (0, 1)", "threshold", " must be in (0, 1)"},
+      {"shingle_size must be in", "shingle", " must be in"},
+      {"char_ngram_size must be in", "ngram", " must be in"},
+      {"bits must be 64 or 128", "bits", " must be 64 or 128"},
+  };
+  std::string message = status.message();
+  for (const Phrase& phrase : kPhrases) {
+    const size_t at = message.find(phrase.wording);
+    if (at == std::string::npos) continue;
+    message = message.substr(0, at) + NameOf(phrase.key) + phrase.rest +
+              message.substr(at + std::string_view(phrase.wording).size());
+    return Status(status.code(), message);
+  }
+  if (message.rfind("keep policy: ", 0) == 0) {
+    return Status(status.code(), NameOf("keep") + ": " + message.substr(13));
+  }
+  if (message.rfind("keep_field: the field keep policy needs a field name", 0) == 0) {
+    return Status(status.code(), NameOf("keep") + ": field:NAME needs a field name");
+  }
+  if (message.rfind("bands and rows must", 0) == 0) {
+    return Status(status.code(), NameOf("bands") + " and " + NameOf("rows") + message.substr(14));
+  }
+  return status;
+}
+
+Result<std::map<std::string, std::string>> ParseOptionString(std::string_view text) {
+  std::map<std::string, std::string> values;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find(' ', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view pair = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (pair.empty()) continue;
+    const size_t equals = pair.find('=');
+    if (equals == std::string_view::npos) {
+      return Status::InvalidArgument(Quoted(pair) + " is not key=value");
+    }
+    const std::string key(pair.substr(0, equals));
+    Result<std::string> value = Unescape(pair.substr(equals + 1));
+    if (!value.ok()) return value.status().WithContext(key);
+    values[key] = std::move(*value);
+  }
+  return values;
+}
+
+std::string FingerprintOptionsToString(const FingerprintOptions& options) {
+  std::string out;
+  for (const OptionSpec& spec : kOptions) {
+    if (!spec.recorded) continue;
+    if (!out.empty()) out += ' ';
+    out += spec.key;
+    out += '=';
+    out += Escape(FieldText(spec.key, options));
+  }
+  return out;
+}
+
+Result<FingerprintOptions> ParseFingerprintOptions(std::string_view text) {
+  Result<std::map<std::string, std::string>> pairs = ParseOptionString(text);
+  if (!pairs.ok()) return pairs.status().WithContext("fingerprint options");
+  FingerprintOptions options;
+  for (const auto& [key, value_text] : *pairs) {
+    const OptionSpec* spec = FindByKey(key);
+    if (spec == nullptr || !spec->recorded) {
+      return Status::InvalidArgument("fingerprint options: unknown option " + Quoted(key));
+    }
+    // The string holds every field as is (a profile's fixed ones too): set each, no profile rule.
+    Result<OptionValue> value = FromText(*spec, value_text);
+    if (value.ok()) value = Checked(*spec, *value);
+    if (!value.ok()) return value.status().WithContext("fingerprint options: " + key);
+    SetField(key, *value, &options);
+  }
+  return options;
+}
+
+Result<FingerprintOptions> FingerprintOptionsForStore(std::string_view where,
+                                                      std::string_view recorded, int store_bits,
+                                                      const OptionValues& given) {
+  FingerprintOptions base;
+  if (recorded.empty()) {
+    base.bits = store_bits;
+  } else {
+    Result<FingerprintOptions> parsed = ParseFingerprintOptions(recorded);
+    if (!parsed.ok()) return parsed.status().WithContext(std::string(where));
+    base = std::move(*parsed);
+  }
+  FingerprintOptions wanted = base;
+  NEARDUP_RETURN_IF_ERROR(given.ApplyTo(&wanted));
+  if (wanted.bits != store_bits) {
+    return Status::InvalidArgument(std::string(where) + ": the store holds " +
+                                   std::to_string(store_bits) + "-bit fingerprints, not " +
+                                   given.NameOf("bits") + " " + std::to_string(wanted.bits));
+  }
+  if (recorded.empty()) return wanted;
+  std::string differences;
+  for (const OptionSpec& spec : kOptions) {
+    if (!spec.recorded) continue;
+    const std::string had = FieldText(spec.key, base), want = FieldText(spec.key, wanted);
+    if (had == want) continue;
+    if (!differences.empty()) differences += ", ";
+    // The option given that asks for it (a profile change changes options nobody gave).
+    const std::string asked =
+        given.Has(spec.key) ? given.NameOf(spec.key) : given.NameOf("profile");
+    differences += std::string(spec.key) + "=" + Escape(had) + ", not " + spec.key + "=" +
+                   Escape(want) + " (" + asked + ")";
+  }
+  if (!differences.empty()) {
+    return Status::InvalidArgument(
+        std::string(where) +
+        ": the store was created with other fingerprint options: " + differences +
+        "; fingerprints made with other options are not comparable (give the options the store "
+        "was created with, or none to use them)");
+  }
+  return wanted;
+}
+
+Result<std::unique_ptr<DocumentStore>> CreateStoreWithFingerprintOptions(
+    const std::string& dir, StoreOptions options, const OptionValues& given,
+    FingerprintOptions* fingerprint) {
+  *fingerprint = FingerprintOptions{};
+  NEARDUP_RETURN_IF_ERROR(given.ApplyTo(fingerprint));
+  Result<std::unique_ptr<Fingerprinter>> checked = Fingerprinter::Create(*fingerprint);
+  if (!checked.ok()) return given.Renamed(checked.status());  // names a missing file or option
+  options.bits = fingerprint->bits;
+  options.fingerprint_options = FingerprintOptionsToString(*fingerprint);
+  options.create_if_missing = true;
+  return DocumentStore::Open(dir, options);
+}
+
+Result<std::unique_ptr<DocumentStore>> OpenStoreWithFingerprintOptions(
+    const std::string& dir, StoreOptions options, const OptionValues& given,
+    FingerprintOptions* fingerprint) {
+  const bool create = options.create_if_missing;
+  options.create_if_missing = false;
+  options.fingerprint_options.clear();
+  auto opened = DocumentStore::Open(dir, options);
+  if (!opened.ok()) {
+    if (create && opened.status().code() == StatusCode::kNotFound) {
+      return CreateStoreWithFingerprintOptions(dir, options, given, fingerprint);
+    }
+    return opened.status();
+  }
+  const StoreStats stats = (*opened)->Stats();
+  Result<FingerprintOptions> resolved =
+      FingerprintOptionsForStore(dir, stats.fingerprint_options, stats.bits, given);
+  if (!resolved.ok()) {
+    // The store was only opened to read its options: closing it writes nothing.
+    [[maybe_unused]] Status closed = (*opened)->Close();
+    return resolved.status();
+  }
+  *fingerprint = std::move(*resolved);
+  return opened;
+}
+
+}  // namespace neardup

@@ -1,0 +1,174 @@
+// Tests of the option registry (neardup/options.h): its defaults are the structs' defaults, values
+// are checked and named as the user spelled them, the fingerprint-options string keeps its form,
+// and a store's recorded options are validated.
+#include "neardup/options.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+namespace neardup {
+namespace {
+
+TEST(OptionRegistryTest, NamesAreUniqueAndDefaultsAreTheStructsDefaults) {
+  std::set<std::string> names;
+  for (const OptionSpec& spec : AllOptions()) {
+    EXPECT_TRUE(names.insert(spec.key).second) << spec.key;
+    EXPECT_EQ(FindOption(spec.key), &spec);
+    if (spec.flag != nullptr) {
+      EXPECT_EQ(FindFlag(spec.flag), &spec) << spec.flag;
+      if (std::string(spec.flag) != spec.key) {
+        EXPECT_TRUE(names.insert(spec.flag).second);
+      }
+    }
+    EXPECT_NE(spec.help, nullptr);
+    EXPECT_TRUE(spec.type != OptionType::kChoice || spec.choices != nullptr) << spec.key;
+  }
+  // A default the command line shows is what the library does when the option is not given.
+  const DedupOptions defaults;
+  StoreOptions store_defaults;
+  for (const OptionSpec& spec : AllOptions()) {
+    if (spec.default_text == nullptr || spec.flag == nullptr) continue;
+    const std::string shown = spec.default_text;
+    if (shown == "auto" || shown == "threshold") continue;  // derived from other options
+    SCOPED_TRACE(spec.key);
+    OptionValues values;
+    ASSERT_TRUE(values.SetText(spec.flag, shown).ok());
+    if (spec.scope & kStoreScope) {
+      StoreOptions set;
+      ASSERT_TRUE(values.ApplyTo(&set).ok());
+      EXPECT_EQ(set.indexed_k, values.Has("indexed_k") ? std::optional<int>(3) : std::nullopt);
+      EXPECT_EQ(set.memtable_limit, store_defaults.memtable_limit);
+      EXPECT_EQ(set.expected_size, store_defaults.expected_size);
+      EXPECT_EQ(set.memory_budget.ToString(), store_defaults.memory_budget.ToString());
+      continue;
+    }
+    DedupOptions set;
+    ASSERT_TRUE(values.ApplyTo(&set).ok());
+    EXPECT_EQ(FingerprintOptionsToString(set.fingerprint),
+              FingerprintOptionsToString(defaults.fingerprint));
+    EXPECT_EQ(set.k, defaults.k);
+    EXPECT_EQ(set.lsh.threshold, defaults.lsh.threshold);
+    EXPECT_EQ(set.lsh.bucket_window, defaults.lsh.bucket_window);
+    EXPECT_EQ(set.candidates, defaults.candidates);
+    EXPECT_EQ(set.keep, defaults.keep);
+    EXPECT_EQ(set.threads, defaults.threads);
+    EXPECT_EQ(set.reader.id_field, defaults.reader.id_field);
+    EXPECT_EQ(set.reader.text_field, defaults.reader.text_field);
+  }
+}
+
+TEST(OptionRegistryTest, ValuesAreCheckedAndNamedAsGiven) {
+  OptionValues keywords(OptionNaming::kKeyword), flags(OptionNaming::kFlag);
+  EXPECT_EQ(keywords.Set("shingle", int64_t{0}).message(), "shingle must be in [1, 16], got 0");
+  EXPECT_EQ(flags.SetText("shingle", "0").message(), "--shingle must be in [1, 16], got 0");
+  EXPECT_EQ(flags.SetText("shingle", "two").message(),
+            "--shingle: expected a whole number, got \"two\"");
+  EXPECT_EQ(keywords.Set("shingle", std::string("2")).message(),
+            "shingle: expected a whole number");
+  EXPECT_EQ(keywords.Set("tokenizer", std::string("words")).message(),
+            "tokenizer: expected one of auto,jieba,icu,char, got \"words\"");
+  EXPECT_EQ(keywords.Set("bits", int64_t{96}).message(), "bits must be one of 64,128, got 96");
+  EXPECT_EQ(keywords.Set("colour", true).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(keywords.Set("threads", int64_t{-1}).message(), "threads must be in [0, 4096], got -1");
+  // Keys that are no flag are not user options.
+  EXPECT_FALSE(keywords.Set("sublinear_tf", false).ok());
+  EXPECT_FALSE(keywords.Set("nfkc", false).ok());
+  // The old spelling works and errors use it.
+  EXPECT_EQ(keywords.Set("verify", 2.0).message(), "verify must be in [0, 1], got 2");
+  ASSERT_TRUE(flags.SetText("max_distance", "9").ok());
+  DedupOptions options;
+  EXPECT_EQ(flags.ApplyTo(&options).message(),
+            "--max-distance must be in [0, 8] for 64-bit fingerprints");
+  // A negated switch turns its key off.
+  OptionValues switches;
+  ASSERT_TRUE(switches.Set("no_nfkc", true).ok());
+  ASSERT_TRUE(switches.Set("keep_markup", true).ok());
+  FingerprintOptions fingerprint;
+  ASSERT_TRUE(switches.ApplyTo(&fingerprint).ok());
+  EXPECT_FALSE(fingerprint.normalize.nfkc);
+  EXPECT_FALSE(fingerprint.normalize.strip_markup);
+  EXPECT_TRUE(fingerprint.normalize.case_fold);
+  auto in_force = FingerprintOptionsInForce(fingerprint);
+  EXPECT_EQ(std::get<bool>(in_force.at("no_nfkc")), true);
+  EXPECT_EQ(std::get<bool>(in_force.at("no_casefold")), false);
+  EXPECT_EQ(std::get<int64_t>(in_force.at("shingle")), 2);
+  EXPECT_EQ(std::get<std::string>(in_force.at("tokenizer")), "auto");
+}
+
+TEST(OptionRegistryTest, ProfilesAndCrossChecks) {
+  OptionValues yanyiwu;
+  ASSERT_TRUE(yanyiwu.Set("profile", std::string("yanyiwu")).ok());
+  ASSERT_TRUE(yanyiwu.Set("top_k", int64_t{7}).ok());
+  FingerprintOptions options;
+  ASSERT_TRUE(yanyiwu.ApplyTo(&options).ok());
+  FingerprintOptions expected = YanyiwuSimhashOptions(7);
+  EXPECT_EQ(FingerprintOptionsToString(options), FingerprintOptionsToString(expected));
+  ASSERT_TRUE(yanyiwu.Set("tokenizer", std::string("icu")).ok());
+  EXPECT_EQ(yanyiwu.ApplyTo(&options).message(), "tokenizer: not an option of the yanyiwu profile");
+
+  OptionValues dedup(OptionNaming::kFlag);
+  ASSERT_TRUE(dedup.SetText("bands", "5").ok());
+  DedupOptions d;
+  EXPECT_EQ(dedup.ApplyTo(&d).message(),
+            "--bands and --rows must be given together, bands in [1, 1024] and rows in [1, 64]");
+  ASSERT_TRUE(dedup.SetText("rows", "2").ok());
+  ASSERT_TRUE(dedup.SetText("keep", "field:score").ok());
+  ASSERT_TRUE(dedup.SetText("in_memory", "1").ok());
+  ASSERT_TRUE(dedup.ApplyTo(&d).ok());
+  EXPECT_EQ(d.lsh.parameters, (LshParameters{5, 2}));
+  EXPECT_EQ(d.keep, KeepPolicy::kField);
+  EXPECT_EQ(d.keep_field, "score");
+  EXPECT_FALSE(d.spill);
+}
+
+TEST(OptionStringTest, OneFormWrittenAndRead) {
+  FingerprintOptions options;
+  EXPECT_EQ(FingerprintOptionsToString(options),
+            "profile=neardup bits=64 hash=xxh3 tokenizer=auto shingle=2 ngram=4 weighting=tf "
+            "sublinear_tf=1 top_k=0 drop_single_char_words=0 drop_stop_words=0 jieba_hmm=1 idf= "
+            "jieba_dir= strip_markup=1 nfkc=1 case_fold=1 t2s=1 fold_whitespace=1 opencc_config=");
+  options.features.idf_path = "/data/my idf%=.txt";
+  options.features.tokenizer = Tokenizer::kCharNgram;
+  options.normalize.case_fold = false;
+  const std::string text = FingerprintOptionsToString(options);
+  auto parsed = ParseFingerprintOptions(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(FingerprintOptionsToString(*parsed), text);
+  EXPECT_EQ(parsed->features.idf_path, "/data/my idf%=.txt");
+  auto pairs = ParseOptionString(text);
+  ASSERT_TRUE(pairs.ok());
+  EXPECT_EQ(pairs->at("idf"), "/data/my idf%=.txt");  // unescaped
+  EXPECT_EQ(pairs->at("case_fold"), "0");
+  EXPECT_FALSE(ParseFingerprintOptions("shingle=x").ok());
+  EXPECT_FALSE(ParseFingerprintOptions("colour=red").ok());
+  EXPECT_FALSE(ParseFingerprintOptions("idf=%4").ok());
+  EXPECT_FALSE(ParseFingerprintOptions("tokenizer").ok());
+}
+
+TEST(OptionStringTest, StoreOptionsFromTheRecordedStringAndGivenOnes) {
+  FingerprintOptions recorded;
+  recorded.features.char_ngram_size = 5;
+  const std::string text = FingerprintOptionsToString(recorded);
+  OptionValues none;
+  auto same = FingerprintOptionsForStore("s", text, 64, none);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->features.char_ngram_size, 5);
+  OptionValues repeat(OptionNaming::kFlag);
+  ASSERT_TRUE(repeat.SetText("ngram", "5").ok());
+  EXPECT_TRUE(FingerprintOptionsForStore("s", text, 64, repeat).ok());
+  OptionValues other(OptionNaming::kFlag);
+  ASSERT_TRUE(other.SetText("ngram", "4").ok());
+  auto refused = FingerprintOptionsForStore("s", text, 64, other);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("ngram=5, not ngram=4 (--ngram)"), std::string::npos)
+      << refused.status().message();
+  OptionValues wide;
+  ASSERT_TRUE(wide.Set("bits", int64_t{128}).ok());
+  EXPECT_EQ(FingerprintOptionsForStore("s", "", 64, wide).status().message(),
+            "s: the store holds 64-bit fingerprints, not bits 128");
+}
+
+}  // namespace
+}  // namespace neardup
