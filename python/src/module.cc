@@ -1,11 +1,13 @@
 // neardup._neardup: the pybind11 binding of the neardup library (fingerprints, keywords, the
-// Hamming index, dedup, the persistent store, and the stage functions the Dask pipeline runs).
+// Hamming index, dedup, the persistent store; the dedup stages are in stages_bindings.cc).
 //
-// A thin layer: options are the command-line flags (src/cli/fingerprint_flags.h,
-// src/cli/dedup_flags.h) with '-' turned into '_', so names, defaults and their validation are the
-// CLI's own. A non-ok Status becomes ValueError (bad input), OSError (files; FileNotFoundError for
-// a missing one, FileExistsError for one that must be new), KeyError (a missing store id) or
-// RuntimeError (a bug), carrying the C++ message.
+// Keyword options are the option registry's (neardup/options.h), the table the command-line flags
+// are made from too: the same names (a flag's '-' is '_'), defaults and checks. A keyword of the
+// wrong type is TypeError, a bad value ValueError, both naming the keyword. A non-ok Status becomes
+// ValueError (bad input), OSError (files; FileNotFoundError for a missing one, FileExistsError for
+// one that must be new), KeyError (a missing store id) or RuntimeError (a bug), carrying the C++
+// message. Besides the public headers it uses the library's thread pool (common/parallel.h) and
+// whitespace-free hash (dedup/document_hashes.h) for its batch calls.
 // Every call that can take long releases the GIL; batch calls run on all cores.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
