@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
-#include <simdjson.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -110,51 +109,11 @@ struct Reply {
   }
 };
 
-// Writes stored metadata: raw if it is valid JSON (as the server stores it), else as a string.
-void WriteMetadata(JsonWriter& w, std::string_view metadata) {
-  if (metadata.empty()) {
-    w.Null();
-    return;
-  }
-  thread_local simdjson::dom::parser parser;
-  simdjson::dom::element element;
-  if (parser.parse(metadata.data(), metadata.size(), true).get(element) == simdjson::SUCCESS) {
-    w.Raw(metadata);
-  } else {
-    w.String(metadata);
-  }
-}
-
 void WriteDocument(JsonWriter& w, const StoredDocument& doc, bool with_distance) {
   w.BeginObject().Key("id").String(doc.id).Key("fingerprint").String(ToHex(doc.fingerprint));
   if (with_distance) w.Key("distance").Int(doc.distance);
-  w.Key("metadata");
-  WriteMetadata(w, doc.metadata);
+  w.Key("metadata").Metadata(doc.metadata);  // raw JSON, or a string for older bytes
   w.EndObject();
-}
-
-// The store's health as the server reports it. DocumentStore::Health() (issue 10's store health
-// API) is used when the store has it; a store without that API always reports "ok".
-struct HealthView {
-  std::string state = "ok";
-  std::string reason;
-  uint64_t write_errors = 0;
-  uint64_t recoveries = 0;
-  bool known = false;  // the store reports its health
-};
-
-template <typename Store>
-HealthView HealthOf(const Store& store) {
-  HealthView view;
-  if constexpr (requires { store.Health(); }) {
-    const auto health = store.Health();
-    view.state = StoreStateName(health.state);
-    view.reason = health.reason;
-    view.write_errors = health.write_errors;
-    view.recoveries = health.recoveries;
-    view.known = true;
-  }
-  return view;
 }
 
 struct Request;
@@ -789,16 +748,15 @@ struct Server::Impl {
   // 200 {"status":"ok"}; 503 with the reason while the store is degraded (a write failed, e.g.
   // disk full; reads still work and writes retry) or closed.
   void HandleHealth(Reply* reply) {
-    const HealthView health = HealthOf(*store);
+    const StoreHealth health = store->Health();
+    const bool ok = health.state == StoreState::kOk;
     std::string out;
     JsonWriter w(&out);
-    w.BeginObject().Key("status").String(health.state);
-    if (health.state != "ok") w.Key("reason").String(health.reason);
-    if (health.known) {
-      w.Key("write_errors").Uint(health.write_errors).Key("recoveries").Uint(health.recoveries);
-    }
+    w.BeginObject().Key("status").String(StoreStateName(health.state));
+    if (!ok) w.Key("reason").String(health.reason);
+    w.Key("write_errors").Uint(health.write_errors).Key("recoveries").Uint(health.recoveries);
     w.EndObject();
-    reply->Json(health.state == "ok" ? 200 : 503, std::move(out));
+    reply->Json(ok ? 200 : 503, std::move(out));
   }
 
   void HandleMetrics(Reply* reply) {
@@ -821,9 +779,9 @@ struct Server::Impl {
     gauge("neardup_writes_total", "Adds and removes acknowledged.", "counter", double(s.writes));
     gauge("neardup_flushes_total", "Memtable flushes.", "counter", double(s.flushes));
     gauge("neardup_compactions_total", "Compactions finished.", "counter", double(s.compactions));
-    const HealthView health = HealthOf(*store);
+    const StoreHealth health = store->Health();
     gauge("neardup_store_healthy", "1 if the store takes writes, 0 if degraded or closed.", "gauge",
-          health.state == "ok" ? 1 : 0);
+          health.state == StoreState::kOk ? 1 : 0);
     gauge("neardup_store_write_errors_total", "Failed store writes (log, segment, MANIFEST).",
           "counter", double(health.write_errors));
     gauge("neardup_store_recoveries_total", "Times store writes worked again after a failure.",
