@@ -23,9 +23,13 @@
 #include "neardup/store.h"
 
 // The fuzzed server has no text fingerprinter (text requests get 501), so the text stages are not
-// linked into this target; the server code still references this one member.
+// linked into this target; the server code still references these members.
 neardup::Result<neardup::Fingerprint> neardup::Fingerprinter::Compute(std::string_view) const {
   return Status::Unsupported("no text fingerprinter in the fuzz target");
+}
+const neardup::FingerprintOptions& neardup::Fingerprinter::options() const {
+  static const FingerprintOptions kNone;
+  return kNone;
 }
 
 namespace {

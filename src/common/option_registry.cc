@@ -1,10 +1,12 @@
 // The option registry (neardup/options.h): the table of every option, the checks of a given value,
-// how the options structs are filled, and the one reader and writer of the fingerprint-options
+// the reader and store options they fill, and the one reader and writer of the fingerprint-options
 // string a store records (FingerprintOptionsToString / ParseFingerprintOptions,
-// neardup/fingerprinter.h).
+// neardup/fingerprinter.h). The fingerprint and dedup options are filled in
+// src/fingerprint/fingerprint_options.cc and src/dedup/dedup_options.cc.
 #include "neardup/options.h"
 
 #include <charconv>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "common/option_fields.h"
 
 namespace neardup {
 namespace {
@@ -416,6 +419,20 @@ const OptionSpec* FindByFlag(std::string_view name) {
 
 }  // namespace
 
+std::string FingerprintFieldText(std::string_view key, const FingerprintOptions& options) {
+  return FieldText(key, options);
+}
+void SetFingerprintField(std::string_view key, const OptionValue& value,
+                         FingerprintOptions* options) {
+  SetField(key, value, options);
+}
+HashProfile ProfileNamed(std::string_view name) {
+  HashProfile profile = HashProfile::kNeardup;
+  (void)SetEnum(kProfiles, name, &profile);  // a checked choice
+  return profile;
+}
+std::string EscapeOptionValue(std::string_view value) { return Escape(value); }
+
 std::span<const OptionSpec> AllOptions() { return kOptions; }
 
 const OptionSpec* FindOption(std::string_view name) {
@@ -495,44 +512,6 @@ const OptionValue* OptionValues::Find(std::string_view key) const {
   return it == values_.end() ? nullptr : &it->second;
 }
 
-Status OptionValues::ApplyTo(FingerprintOptions* options) const {
-  const OptionValue* profile = Find("profile");
-  if (profile != nullptr) {
-    HashProfile wanted = HashProfile::kNeardup;
-    (void)SetEnum(kProfiles, std::get<std::string>(*profile), &wanted);
-    if (wanted != options->profile) {
-      const bool replace_invalid = options->normalize.replace_invalid_utf8;
-      *options =
-          wanted == HashProfile::kYanyiwuSimhash ? YanyiwuSimhashOptions() : FingerprintOptions{};
-      options->normalize.replace_invalid_utf8 = replace_invalid;
-    }
-  }
-  if (options->profile == HashProfile::kYanyiwuSimhash) {
-    // The profile fixes every option but these.
-    for (const auto& [key, value] : values_) {
-      const OptionSpec* spec = FindByKey(key);
-      if (spec == nullptr || !(spec->scope & kFingerprintScope) || key == "profile") continue;
-      if (key == "top_k" || key == "idf" || key == "jieba_dir" || key == "replace_invalid_utf8") {
-        SetField(key, value, options);
-      } else if (key == "bits") {
-        if (std::get<int64_t>(value) != 64) {
-          return Status::InvalidArgument(NameOf("bits") + ": the yanyiwu profile is 64-bit only");
-        }
-      } else {
-        return Status::InvalidArgument(NameOf(key) + ": not an option of the yanyiwu profile");
-      }
-    }
-    return Status::Ok();
-  }
-  for (const auto& [key, value] : values_) {
-    const OptionSpec* spec = FindByKey(key);
-    if (spec != nullptr && (spec->scope & kFingerprintScope) && key != "profile") {
-      SetField(key, value, options);
-    }
-  }
-  return Status::Ok();
-}
-
 Status OptionValues::ApplyTo(DocumentReaderOptions* options) const {
   for (const auto& [key, value] : values_) {
     if (key == "id_field") options->id_field = std::get<std::string>(value);
@@ -543,41 +522,6 @@ Status OptionValues::ApplyTo(DocumentReaderOptions* options) const {
     if (key == "replace_invalid_utf8") options->allow_invalid_utf8_text = std::get<bool>(value);
   }
   return Status::Ok();
-}
-
-Status OptionValues::ApplyTo(DedupOptions* options) const {
-  NEARDUP_RETURN_IF_ERROR(ApplyTo(&options->fingerprint));
-  NEARDUP_RETURN_IF_ERROR(ApplyTo(&options->reader));
-  const OptionValue* bands = Find("bands");
-  const OptionValue* rows = Find("rows");
-  if (bands != nullptr || rows != nullptr) {
-    options->lsh.parameters =
-        LshParameters{bands != nullptr ? static_cast<int>(std::get<int64_t>(*bands)) : 0,
-                      rows != nullptr ? static_cast<int>(std::get<int64_t>(*rows)) : 0};
-  }
-  for (const auto& [key, value] : values_) {
-    if (key == "threshold") options->lsh.threshold = std::get<double>(value);
-    if (key == "bucket_window") {
-      options->lsh.bucket_window = static_cast<uint32_t>(std::get<int64_t>(value));
-    }
-    if (key == "candidates") {
-      const std::string& c = std::get<std::string>(value);
-      options->candidates = c == "lsh"       ? DedupOptions::Candidates::kLsh
-                            : c == "simhash" ? DedupOptions::Candidates::kSimHash
-                                             : DedupOptions::Candidates::kLshAndSimHash;
-    }
-    if (key == "k") options->k = static_cast<int>(std::get<int64_t>(value));
-    if (key == "keep") {
-      Status parsed =
-          ParseKeepPolicy(std::get<std::string>(value), &options->keep, &options->keep_field);
-      if (!parsed.ok()) return Renamed(parsed);
-    }
-    if (key == "verify_threshold") options->verify_threshold = std::get<double>(value);
-    if (key == "temp_dir") options->temp_directory = std::get<std::string>(value);
-    if (key == "in_memory") options->spill = !std::get<bool>(value);
-    if (key == "threads") options->threads = static_cast<int>(std::get<int64_t>(value));
-  }
-  return Renamed(ValidateDedupOptions(*options));
 }
 
 Status OptionValues::ApplyTo(StoreOptions* options) const {
@@ -682,85 +626,6 @@ Result<FingerprintOptions> ParseFingerprintOptions(std::string_view text) {
     SetField(key, *value, &options);
   }
   return options;
-}
-
-Result<FingerprintOptions> FingerprintOptionsForStore(std::string_view where,
-                                                      std::string_view recorded, int store_bits,
-                                                      const OptionValues& given) {
-  FingerprintOptions base;
-  if (recorded.empty()) {
-    base.bits = store_bits;
-  } else {
-    Result<FingerprintOptions> parsed = ParseFingerprintOptions(recorded);
-    if (!parsed.ok()) return parsed.status().WithContext(std::string(where));
-    base = std::move(*parsed);
-  }
-  FingerprintOptions wanted = base;
-  NEARDUP_RETURN_IF_ERROR(given.ApplyTo(&wanted));
-  if (wanted.bits != store_bits) {
-    return Status::InvalidArgument(std::string(where) + ": the store holds " +
-                                   std::to_string(store_bits) + "-bit fingerprints, not " +
-                                   given.NameOf("bits") + " " + std::to_string(wanted.bits));
-  }
-  if (recorded.empty()) return wanted;
-  std::string differences;
-  for (const OptionSpec& spec : kOptions) {
-    if (!spec.recorded) continue;
-    const std::string had = FieldText(spec.key, base), want = FieldText(spec.key, wanted);
-    if (had == want) continue;
-    if (!differences.empty()) differences += ", ";
-    // The option given that asks for it (a profile change changes options nobody gave).
-    const std::string asked =
-        given.Has(spec.key) ? given.NameOf(spec.key) : given.NameOf("profile");
-    differences += std::string(spec.key) + "=" + Escape(had) + ", not " + spec.key + "=" +
-                   Escape(want) + " (" + asked + ")";
-  }
-  if (!differences.empty()) {
-    return Status::InvalidArgument(
-        std::string(where) +
-        ": the store was created with other fingerprint options: " + differences +
-        "; fingerprints made with other options are not comparable (give the options the store "
-        "was created with, or none to use them)");
-  }
-  return wanted;
-}
-
-Result<std::unique_ptr<DocumentStore>> CreateStoreWithFingerprintOptions(
-    const std::string& dir, StoreOptions options, const OptionValues& given,
-    FingerprintOptions* fingerprint) {
-  *fingerprint = FingerprintOptions{};
-  NEARDUP_RETURN_IF_ERROR(given.ApplyTo(fingerprint));
-  Result<std::unique_ptr<Fingerprinter>> checked = Fingerprinter::Create(*fingerprint);
-  if (!checked.ok()) return given.Renamed(checked.status());  // names a missing file or option
-  options.bits = fingerprint->bits;
-  options.fingerprint_options = FingerprintOptionsToString(*fingerprint);
-  options.create_if_missing = true;
-  return DocumentStore::Open(dir, options);
-}
-
-Result<std::unique_ptr<DocumentStore>> OpenStoreWithFingerprintOptions(
-    const std::string& dir, StoreOptions options, const OptionValues& given,
-    FingerprintOptions* fingerprint) {
-  const bool create = options.create_if_missing;
-  options.create_if_missing = false;
-  options.fingerprint_options.clear();
-  auto opened = DocumentStore::Open(dir, options);
-  if (!opened.ok()) {
-    if (create && opened.status().code() == StatusCode::kNotFound) {
-      return CreateStoreWithFingerprintOptions(dir, options, given, fingerprint);
-    }
-    return opened.status();
-  }
-  const StoreStats stats = (*opened)->Stats();
-  Result<FingerprintOptions> resolved =
-      FingerprintOptionsForStore(dir, stats.fingerprint_options, stats.bits, given);
-  if (!resolved.ok()) {
-    // The store was only opened to read its options: closing it writes nothing.
-    [[maybe_unused]] Status closed = (*opened)->Close();
-    return resolved.status();
-  }
-  *fingerprint = std::move(*resolved);
-  return opened;
 }
 
 }  // namespace neardup

@@ -1,0 +1,42 @@
+// The dedup options from the option registry's values: OptionValues::ApplyTo(DedupOptions), then
+// the library's checks with the options named as the user gave them; see neardup/options.h.
+#include "neardup/options.h"
+
+namespace neardup {
+
+Status OptionValues::ApplyTo(DedupOptions* options) const {
+  NEARDUP_RETURN_IF_ERROR(ApplyTo(&options->fingerprint));
+  NEARDUP_RETURN_IF_ERROR(ApplyTo(&options->reader));
+  const OptionValue* bands = Find("bands");
+  const OptionValue* rows = Find("rows");
+  if (bands != nullptr || rows != nullptr) {
+    options->lsh.parameters =
+        LshParameters{bands != nullptr ? static_cast<int>(std::get<int64_t>(*bands)) : 0,
+                      rows != nullptr ? static_cast<int>(std::get<int64_t>(*rows)) : 0};
+  }
+  for (const auto& [key, value] : values_) {
+    if (key == "threshold") options->lsh.threshold = std::get<double>(value);
+    if (key == "bucket_window") {
+      options->lsh.bucket_window = static_cast<uint32_t>(std::get<int64_t>(value));
+    }
+    if (key == "candidates") {
+      const std::string& c = std::get<std::string>(value);
+      options->candidates = c == "lsh"       ? DedupOptions::Candidates::kLsh
+                            : c == "simhash" ? DedupOptions::Candidates::kSimHash
+                                             : DedupOptions::Candidates::kLshAndSimHash;
+    }
+    if (key == "k") options->k = static_cast<int>(std::get<int64_t>(value));
+    if (key == "keep") {
+      Status parsed =
+          ParseKeepPolicy(std::get<std::string>(value), &options->keep, &options->keep_field);
+      if (!parsed.ok()) return Renamed(parsed);
+    }
+    if (key == "verify_threshold") options->verify_threshold = std::get<double>(value);
+    if (key == "temp_dir") options->temp_directory = std::get<std::string>(value);
+    if (key == "in_memory") options->spill = !std::get<bool>(value);
+    if (key == "threads") options->threads = static_cast<int>(std::get<int64_t>(value));
+  }
+  return Renamed(ValidateDedupOptions(*options));
+}
+
+}  // namespace neardup
