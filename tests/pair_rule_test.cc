@@ -297,25 +297,42 @@ TEST(PairRuleTest, RejectsBadOptions) {
   BoilerplateOptions boilerplate;
   boilerplate.min_documents = 1;
   EXPECT_FALSE(PairRule::Create({}, &frequencies, boilerplate).ok());
-  boilerplate.min_documents = 20;
-  boilerplate.min_fraction = 2;
-  EXPECT_FALSE(PairRule::Create({}, &frequencies, boilerplate).ok());
 }
 
-TEST(ShingleFrequenciesTest, BoilerplateBarGrowsWithTheCorpus) {
-  ShingleFrequencies frequencies(4096);
-  std::vector<uint32_t> one = {1};
-  for (int d = 0; d < 1000; ++d) frequencies.AddDocument(one);
+TEST(ShingleFrequenciesTest, BoilerplateBarRisesWithTheSketchLoad) {
+  ShingleFrequencies frequencies(4096);  // 2,048 counters
+  std::vector<uint32_t> set(64);
+  for (int d = 0; d < 100; ++d) {
+    for (uint32_t i = 0; i < 64; ++i) set[i] = static_cast<uint32_t>(d * 64 + i);
+    frequencies.AddDocument(set);
+  }
   BoilerplateOptions boilerplate;
   boilerplate.min_documents = 20;
-  boilerplate.min_fraction = 0.01;
   auto rule = PairRule::Create({}, &frequencies, boilerplate);
   ASSERT_TRUE(rule.ok());
-  EXPECT_EQ(rule->boilerplate_documents(), 20u);  // 1,000 documents: max(20, 10)
-  for (int d = 0; d < 4000; ++d) frequencies.AddDocument(one);
-  auto larger = PairRule::Create({}, &frequencies, boilerplate);
-  ASSERT_TRUE(larger.ok());
-  EXPECT_EQ(larger->boilerplate_documents(), 50u);  // 5,000 documents: 1 %
+  // 6,400 shingles x 4 counters over 2,048 counters: a mean count of 12.5, resolution 25.
+  EXPECT_EQ(rule->boilerplate_documents(), 25u);
+  ShingleFrequencies roomy(1 << 20);
+  roomy.AddDocument(set);
+  auto light = PairRule::Create({}, &roomy, boilerplate);
+  ASSERT_TRUE(light.ok());
+  EXPECT_EQ(light->boilerplate_documents(), 20u);
+}
+
+TEST(ShingleFrequenciesTest, SerializesAndRejectsGarbage) {
+  ShingleFrequencies sketch(1 << 12);
+  std::vector<uint32_t> set = {1, 5, 9};
+  sketch.AddDocument(set);
+  sketch.AddDocument(set);
+  auto back = ShingleFrequencies::Deserialize(sketch.Serialize());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->Estimate(5), 2u);
+  EXPECT_EQ(back->documents(), 2u);
+  EXPECT_EQ(back->cells(), sketch.cells());
+  EXPECT_FALSE(ShingleFrequencies::Deserialize("nonsense").ok());
+  std::string cut = sketch.Serialize();
+  cut.pop_back();
+  EXPECT_FALSE(ShingleFrequencies::Deserialize(cut).ok());
 }
 
 // The count-min bound, checked on a skewed (Zipf-like) stream with a fixed seed: estimates never

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -66,7 +67,7 @@ struct PairRuleOptions {
   // shingles ...
   double containment_min_shingles = 30;
   // ... and at least this fraction of the larger one's; in [0, 1].
-  double containment_min_ratio = 0.5;
+  double containment_min_ratio = 0.6;
 };
 
 // InvalidArgument naming the option, or OK.
@@ -86,25 +87,38 @@ NEARDUP_EXPORT double LowestAcceptedJaccard(const PairRuleOptions& options);
 // (the count-min bound for cells() / depth counters a row; see docs/quality.md for the measured
 // error). Counting is order-independent: the same documents give the same sketch in any order,
 // and Merge() of partial sketches gives the sketch of all their documents.
+//
+// A large corpus may be counted from a sample: with sample_every = s the caller adds one
+// document in s (dedup: those whose number is a multiple of s), and Estimate() and documents()
+// scale the counts by s.
 class NEARDUP_EXPORT ShingleFrequencies {
  public:
   static constexpr int kDepth = 4;
   static constexpr uint64_t kDefaultSeed = 0x626f696c65727031ULL;
   // A sketch of about `bytes` bytes (rounded down to a power of two of 64-byte blocks, at least
   // one block).
-  explicit ShingleFrequencies(size_t bytes, uint64_t seed = kDefaultSeed);
+  explicit ShingleFrequencies(size_t bytes, uint32_t sample_every = 1,
+                              uint64_t seed = kDefaultSeed);
 
   // Counts one document: `set` holds its distinct shingles (a narrowed set; repeats would count
   // twice).
   void AddDocument(std::span<const uint32_t> set);
-  // Adds the counts of `other` (same size and seed, else InvalidArgument).
+  // Adds the counts of `other` (same size, sampling and seed, else InvalidArgument).
   Status Merge(const ShingleFrequencies& other);
 
-  // The estimated number of documents holding `shingle` (saturates at 65535).
-  uint32_t Estimate(uint32_t shingle) const;
+  // The estimated number of documents holding `shingle` (the sampled count times
+  // sample_every; a count saturates at 65535).
+  uint64_t Estimate(uint32_t shingle) const;
 
-  uint64_t documents() const { return documents_; }
-  uint64_t total() const { return total_; }  // shingles counted (sum of the set sizes)
+  // A byte string holding the whole sketch (to persist it or ship it between processes), and
+  // the sketch back from one; Corruption when `bytes` is not one.
+  std::string Serialize() const;
+  static Result<ShingleFrequencies> Deserialize(std::string_view bytes);
+
+  uint64_t documents() const { return documents_ * sample_every_; }  // estimated
+  uint64_t counted_documents() const { return documents_; }
+  uint64_t total() const { return total_; }  // shingles counted (sum of the counted set sizes)
+  uint32_t sample_every() const { return sample_every_; }
   uint64_t cells() const { return counters_.size(); }
   size_t memory_bytes() const { return counters_.size() * sizeof(uint16_t); }
   uint64_t seed() const { return seed_; }
@@ -113,6 +127,7 @@ class NEARDUP_EXPORT ShingleFrequencies {
   const uint16_t* Block(uint32_t shingle, uint32_t* lanes) const;
 
   uint64_t seed_;
+  uint32_t sample_every_ = 1;
   uint64_t block_mask_ = 0;
   std::vector<uint16_t> counters_;  // 32 a block
   uint64_t documents_ = 0;
@@ -121,10 +136,11 @@ class NEARDUP_EXPORT ShingleFrequencies {
 
 // When a shingle counts as boilerplate.
 struct BoilerplateOptions {
-  // A shingle in at least F = max(min_documents, min_fraction * documents) documents is
-  // boilerplate and weighs F / df. min_documents >= 2.
+  // A shingle in at least F documents is boilerplate and weighs F / df, where F is the larger of
+  // min_documents (>= 2) and the sketch's resolution, 2 * depth * total() / cells() *
+  // sample_every (twice the mean count of a counter: below it, estimates are mostly other
+  // shingles' counts), so F grows with the corpus once the sketch is loaded.
   uint32_t min_documents = 20;
-  double min_fraction = 1e-4;
 };
 
 // One document as the rule sees it. `shingles` is a view: the caller keeps the set alive.

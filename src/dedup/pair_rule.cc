@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -80,7 +81,8 @@ double LowestAcceptedJaccard(const PairRuleOptions& options) {
 
 // ---- ShingleFrequencies -------------------------------------------------------------------------
 
-ShingleFrequencies::ShingleFrequencies(size_t bytes, uint64_t seed) : seed_(seed) {
+ShingleFrequencies::ShingleFrequencies(size_t bytes, uint32_t sample_every, uint64_t seed)
+    : seed_(seed), sample_every_(std::max<uint32_t>(1, sample_every)) {
   const size_t blocks = std::bit_floor(std::max<size_t>(1, bytes / (kBlockCounters * 2)));
   block_mask_ = blocks - 1;
   counters_.assign(blocks * kBlockCounters, 0);
@@ -110,8 +112,10 @@ void ShingleFrequencies::AddDocument(std::span<const uint32_t> set) {
 }
 
 Status ShingleFrequencies::Merge(const ShingleFrequencies& other) {
-  if (other.counters_.size() != counters_.size() || other.seed_ != seed_) {
-    return Status::InvalidArgument("ShingleFrequencies::Merge: sketches differ in size or seed");
+  if (other.counters_.size() != counters_.size() || other.seed_ != seed_ ||
+      other.sample_every_ != sample_every_) {
+    return Status::InvalidArgument(
+        "ShingleFrequencies::Merge: sketches differ in size, sampling or seed");
   }
   for (size_t i = 0; i < counters_.size(); ++i) {
     counters_[i] = static_cast<uint16_t>(
@@ -122,12 +126,47 @@ Status ShingleFrequencies::Merge(const ShingleFrequencies& other) {
   return Status::Ok();
 }
 
-uint32_t ShingleFrequencies::Estimate(uint32_t shingle) const {
+namespace {
+constexpr char kSketchMagic[8] = {'N', 'D', 'S', 'F', 'R', 'Q', '0', '1'};
+}  // namespace
+
+std::string ShingleFrequencies::Serialize() const {
+  std::string out(kSketchMagic, sizeof(kSketchMagic));
+  const uint64_t header[5] = {seed_, counters_.size() / kBlockCounters, documents_, total_,
+                              sample_every_};
+  out.append(reinterpret_cast<const char*>(header), sizeof(header));
+  out.append(reinterpret_cast<const char*>(counters_.data()), counters_.size() * sizeof(uint16_t));
+  return out;
+}
+
+Result<ShingleFrequencies> ShingleFrequencies::Deserialize(std::string_view bytes) {
+  uint64_t header[5];
+  if (bytes.size() < sizeof(kSketchMagic) + sizeof(header) ||
+      bytes.substr(0, sizeof(kSketchMagic)) !=
+          std::string_view(kSketchMagic, sizeof(kSketchMagic))) {
+    return Status::Corruption("not a shingle frequency sketch");
+  }
+  std::memcpy(header, bytes.data() + sizeof(kSketchMagic), sizeof(header));
+  const uint64_t blocks = header[1];
+  const std::string_view body = bytes.substr(sizeof(kSketchMagic) + sizeof(header));
+  if (blocks == 0 || !std::has_single_bit(blocks) || header[4] == 0 || header[4] > UINT32_MAX ||
+      body.size() != blocks * kBlockCounters * sizeof(uint16_t)) {
+    return Status::Corruption("shingle frequency sketch: bad size");
+  }
+  ShingleFrequencies sketch(static_cast<size_t>(blocks * kBlockCounters * sizeof(uint16_t)),
+                            static_cast<uint32_t>(header[4]), header[0]);
+  std::memcpy(sketch.counters_.data(), body.data(), body.size());
+  sketch.documents_ = header[2];
+  sketch.total_ = header[3];
+  return sketch;
+}
+
+uint64_t ShingleFrequencies::Estimate(uint32_t shingle) const {
   uint32_t lanes[kDepth];
   const uint16_t* block = Block(shingle, lanes);
   uint32_t estimate = kCounterMax;
   for (int r = 0; r < kDepth; ++r) estimate = std::min<uint32_t>(estimate, block[lanes[r]]);
-  return estimate;
+  return uint64_t{estimate} * sample_every_;
 }
 
 // ---- document facts ----------------------------------------------------------------------------
@@ -157,21 +196,19 @@ Result<PairRule> PairRule::Create(const PairRuleOptions& options,
     if (boilerplate.min_documents < 2) {
       return Status::InvalidArgument("boilerplate min_documents must be >= 2");
     }
-    if (!std::isfinite(boilerplate.min_fraction) || boilerplate.min_fraction < 0 ||
-        boilerplate.min_fraction > 1) {
-      return Status::InvalidArgument("boilerplate min_fraction must be in [0, 1]");
-    }
-    const double relative =
-        std::ceil(boilerplate.min_fraction * static_cast<double>(frequencies->documents()));
+    const double resolution =
+        std::ceil(2.0 * ShingleFrequencies::kDepth * static_cast<double>(frequencies->total()) /
+                  static_cast<double>(frequencies->cells()) * frequencies->sample_every());
     documents = static_cast<uint32_t>(
-        std::min<double>(kCounterMax, std::max<double>(boilerplate.min_documents, relative)));
+        std::min<double>(double{kCounterMax} * frequencies->sample_every(),
+                         std::max<double>(boilerplate.min_documents, resolution)));
   }
   return PairRule(options, frequencies, documents);
 }
 
 double PairRule::Weight(uint32_t shingle) const {
   if (frequencies_ == nullptr) return 1.0;
-  const uint32_t df = frequencies_->Estimate(shingle);
+  const uint64_t df = frequencies_->Estimate(shingle);
   return df < boilerplate_documents_ ? 1.0 : static_cast<double>(boilerplate_documents_) / df;
 }
 
