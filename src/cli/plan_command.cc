@@ -24,9 +24,9 @@ void PrintRow(const IndexDesign& d, double n, const char* mark) {
   std::printf(
       "%s %6zu tables  key %-5s bits  radius %d  %7.1f B/fp  %10.3g GB  %9.4g probes  "
       "%11.4g candidates  %10.4g ns  | %s\n",
-      mark, d.tables.size(), KeyWidths(d).c_str(), d.probe_radius[d.max_k], d.bytes_per_fingerprint,
-      d.bytes_per_fingerprint * n / 1e9, d.probes_per_query, d.candidates_per_query, d.cost_ns,
-      d.description.c_str());
+      mark, d.tables.size(), KeyWidths(d).c_str(), d.probe_radius[d.indexed_k],
+      d.bytes_per_fingerprint, d.bytes_per_fingerprint * n / 1e9, d.probes_per_query,
+      d.candidates_per_query, d.cost_ns, d.description.c_str());
 }
 
 struct PlanArgs {
@@ -38,7 +38,7 @@ struct PlanArgs {
   double threshold = 0;  // > 0: the LSH plan
   int bands = 0;
   int rows = 0;
-  double verify = DedupOptions::kVerifyAtThreshold;
+  double verify = -1;  // < 0: --threshold
   double containment = DedupOptions().containment_threshold;
   double containment_min_shingles = DedupOptions().containment_min_shingles;
   double containment_min_ratio = DedupOptions().containment_min_ratio;
@@ -49,9 +49,9 @@ struct PlanArgs {
 int PrintLshPlan(const PlanArgs& args) {
   DedupOptions options;
   options.lsh.threshold = args.threshold;
-  options.lsh.bands = args.bands;
-  options.lsh.rows = args.rows;
-  options.verify_threshold = args.verify;
+  if (args.bands != 0 || args.rows != 0)
+    options.lsh.parameters = LshParameters{args.bands, args.rows};
+  if (args.verify >= 0) options.verify_threshold = args.verify;
   options.containment_threshold = args.containment;
   options.containment_min_shingles = args.containment_min_shingles;
   options.containment_min_ratio = args.containment_min_ratio;
@@ -62,7 +62,7 @@ int PrintLshPlan(const PlanArgs& args) {
     return kExitUsage;
   }
   const PairRuleOptions rule = ResolvePairRule(options);
-  const LshParameters p{lsh->bands, lsh->rows};
+  const LshParameters p = *lsh->parameters;
   const double lowest = LowestAcceptedJaccard(rule);
   std::printf("What verification accepts (the pair rule, neardup/pair_rule.h):\n");
   std::printf(
@@ -175,9 +175,9 @@ RunFunction SetupPlan(CLI::App* app) {
     }
     PlanRequest request;
     request.bits = args->bits;
-    request.max_k = args->k;
-    request.n = args->n;
-    request.memory_budget_bytes = args->budget;
+    request.indexed_k = args->k;
+    request.expected_size = args->n;
+    request.memory_budget.bytes = args->budget;
     auto designs = EnumerateIndexDesigns(request);
     if (!designs.ok()) {
       PrintError(designs.status());

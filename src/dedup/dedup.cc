@@ -26,6 +26,7 @@
 #include "dedup/pair_runs.h"
 #include "dedup/shingle_hashes.h"
 #include "dedup/spill_file.h"
+#include "index/lsh_band_pairs.h"
 #include "neardup/clusters.h"
 #include "neardup/jieba.h"
 #include "neardup/permuted_index.h"
@@ -257,27 +258,24 @@ void BuildClusters(const std::vector<DedupDocument>& documents,
 }
 
 double ResolveVerifyThreshold(const DedupOptions& options) {
-  return options.verify_threshold == DedupOptions::kVerifyAtThreshold ? options.lsh.threshold
-                                                                      : options.verify_threshold;
+  return options.verify_threshold.value_or(options.lsh.threshold);
 }
 
 Result<MinHashLshOptions> ResolveDedupLsh(const DedupOptions& options) {
   MinHashLshOptions lsh = options.lsh;
-  if (lsh.bands == 0 && lsh.rows == 0) {
+  if (!lsh.parameters) {
     auto threshold = ResolveLshParameters(lsh);  // checks the threshold
     if (!threshold.ok()) return threshold.status();
     const double lowest = LowestAcceptedJaccard(ResolvePairRule(options));
     if (lowest > 0 && lowest < lsh.threshold) {
       auto chosen = ChooseLshParameters(lowest);
       if (!chosen.ok()) return chosen.status();
-      lsh.bands = chosen->bands;
-      lsh.rows = chosen->rows;
+      lsh.parameters = *chosen;
     }
   }
   auto checked = ResolveLshParameters(lsh);
   if (!checked.ok()) return checked.status();
-  lsh.bands = checked->bands;
-  lsh.rows = checked->rows;
+  lsh.parameters = *checked;
   return lsh;
 }
 
@@ -301,10 +299,10 @@ bool UsesSimHash(const DedupOptions& options) {
 
 // InvalidArgument naming the option, or OK.
 Status CheckOptions(const DedupOptions& options) {
-  const int max_k = options.fingerprint.bits / 8;
-  if (options.k < 0 || options.k > max_k) {
+  const int largest_k = options.fingerprint.bits / 8;
+  if (options.k < 0 || options.k > largest_k) {
     return Status::InvalidArgument("k (the SimHash join radius) must be in [0, " +
-                                   std::to_string(max_k) + "] for " +
+                                   std::to_string(largest_k) + "] for " +
                                    std::to_string(options.fingerprint.bits) + "-bit fingerprints");
   }
   auto lsh = ResolveLshParameters(options.lsh);  // first: the threshold is verify's default
@@ -334,7 +332,7 @@ Result<PairJudgement> JudgePair(std::string_view a, std::string_view b, const De
   PairJudgement judgement;
   judgement.verify_threshold = ResolveVerifyThreshold(options);
   judgement.rule = ResolvePairRule(options);
-  judgement.k = UsesSimHash(options) ? options.k : -1;
+  if (UsesSimHash(options)) judgement.k = options.k;
   auto fingerprinter = Fingerprinter::Create(options.fingerprint);
   if (!fingerprinter.ok()) return fingerprinter.status().WithContext("fingerprint options");
   auto fa = (*fingerprinter)->Compute(a);
@@ -664,8 +662,8 @@ Status DedupRun::Open(const std::vector<std::string>& inputs) {
   }
 
   report_.input_files = reader_->files();
-  report_.lsh = use_lsh_ ? lsh_->parameters() : LshParameters{};
-  report_.k = use_simhash_ ? options_.k : -1;
+  if (use_lsh_) report_.lsh = lsh_->parameters();
+  if (use_simhash_) report_.k = options_.k;
   report_.verify_threshold = verify_ ? verify_threshold_ : 0;
   report_.rule = ResolvePairRule(options_);
   if (options_.measure_stage_memory) ResetPeakMemory();
@@ -1150,7 +1148,7 @@ Status DedupRun::SimHashCandidates() {
   for (const DedupDocument& doc : report_.documents) fingerprints.push_back(doc.fingerprint);
   PermutedIndexOptions index_options;
   index_options.bits = options_.fingerprint.bits;
-  index_options.max_k = options_.k;
+  index_options.indexed_k = options_.k;
   index_options.expected_size = static_cast<double>(n_);
   index_options.threads = threads_;
   auto index = PermutedIndex::Create(index_options);
