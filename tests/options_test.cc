@@ -56,6 +56,10 @@ TEST(OptionRegistryTest, NamesAreUniqueAndDefaultsAreTheStructsDefaults) {
     EXPECT_EQ(set.threads, defaults.threads);
     EXPECT_EQ(set.reader.id_field, defaults.reader.id_field);
     EXPECT_EQ(set.reader.text_field, defaults.reader.text_field);
+    EXPECT_EQ(set.containment_threshold, defaults.containment_threshold);
+    EXPECT_EQ(set.containment_min_shingles, defaults.containment_min_shingles);
+    EXPECT_EQ(set.containment_min_ratio, defaults.containment_min_ratio);
+    EXPECT_EQ(set.boilerplate_options.min_documents, defaults.boilerplate_options.min_documents);
   }
 }
 
@@ -72,9 +76,15 @@ TEST(OptionRegistryTest, ValuesAreCheckedAndNamedAsGiven) {
   EXPECT_EQ(keywords.Set("bits", int64_t{96}).message(), "bits must be one of 64,128, got 96");
   EXPECT_EQ(keywords.Set("colour", true).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(keywords.Set("threads", int64_t{-1}).message(), "threads must be in [0, 4096], got -1");
-  // Keys that are no flag are not user options.
+  // Keys that are no flag are not user options, but a negated switch's key is, in its own sense.
   EXPECT_FALSE(keywords.Set("sublinear_tf", false).ok());
-  EXPECT_FALSE(keywords.Set("nfkc", false).ok());
+  OptionValues positive;
+  ASSERT_TRUE(positive.Set("nfkc", false).ok());
+  ASSERT_TRUE(positive.Set("boilerplate", false).ok());
+  DedupOptions off;
+  ASSERT_TRUE(positive.ApplyTo(&off).ok());
+  EXPECT_FALSE(off.fingerprint.normalize.nfkc);
+  EXPECT_FALSE(off.boilerplate);
   // The old spelling works and errors use it.
   EXPECT_EQ(keywords.Set("verify", 2.0).message(), "verify must be in [0, 1], got 2");
   ASSERT_TRUE(flags.SetText("max_distance", "9").ok());

@@ -10,7 +10,8 @@
 //     value, so the struct's default is the option's default.
 //   - Each option has a key (its name in the API and in the MANIFEST string) and, when users may
 //     set it, a flag: the Python keyword, and the command-line flag "--" + flag with '_' -> '-'.
-//     A negated flag is a switch that turns its key off (no_nfkc sets nfkc = false).
+//     A negated flag is a switch that turns its key off (no_nfkc sets nfkc = false); its key is a
+//     keyword too, in the positive sense (nfkc=False).
 //   - Errors name the option as the user spelled it (OptionNaming): "--shingle: ..." on the
 //     command line, "shingle: ..." for a keyword.
 //

@@ -114,6 +114,26 @@ const OptionSpec kOptions[] = {
      "drop candidate pairs whose shingle Jaccard is below this (default: --threshold; 0 = no "
      "verification)",
      "verify", nullptr, false},
+    {"containment_threshold", "containment", false, T::kDouble, kD, "0.9", 0, 1, nullptr,
+     "a pair whose smaller document lies at least this much inside the larger is a duplicate "
+     "(reason \"contained\"), given the size guard below; 0 = off",
+     "", nullptr, false},
+    {"containment_min_shingles", "containment_min_shingles", false, T::kDouble, kD, "30", 0, 1e9,
+     nullptr,
+     "size guard of --containment: the smaller document has at least this many shingles ...", "",
+     nullptr, false},
+    {"containment_min_ratio", "containment_min_ratio", false, T::kDouble, kD, "0.6", 0, 1, nullptr,
+     "... and at least this fraction of the larger one's (a quote does not swallow an article)", "",
+     nullptr, false},
+    {"boilerplate", "no_boilerplate", true, T::kBool, kD, nullptr, 0, 0, nullptr,
+     "weigh every shingle 1 (by default a shingle found in many documents of the inputs, counted "
+     "in the first pass, weighs less: templates and footers)",
+     "", nullptr, false},
+    {"boilerplate_min_documents", "boilerplate_min_documents", false, T::kInt, kD, "20", 2,
+     4294967295.0, nullptr,
+     "a shingle in at least this many documents (or more, when the frequency sketch cannot "
+     "resolve so few: summary.json) is boilerplate",
+     "", nullptr, false},
     {"temp_dir", "temp_dir", false, T::kPath, kD, nullptr, 0, 0, nullptr,
      "directory for the run's temporary files (band keys, candidate pairs, shingles; unlinked at "
      "once, so never left behind; default: $TMPDIR or /tmp)",
@@ -409,10 +429,14 @@ const OptionSpec* FindByKey(std::string_view key) {
   return nullptr;
 }
 
-// The option a user names: its flag or an alias (never a key that is not also a flag).
+// The option a user names: its flag or an alias, or the key of a negated switch in the positive
+// sense (boilerplate=False for --no-boilerplate); never another key that is no flag.
 const OptionSpec* FindByFlag(std::string_view name) {
   for (const OptionSpec& spec : kOptions) {
-    if (spec.flag != nullptr && (name == spec.flag || Contains(spec.aliases, name))) return &spec;
+    if (spec.flag == nullptr) continue;
+    if (name == spec.flag || Contains(spec.aliases, name) || (spec.negated && name == spec.key)) {
+      return &spec;
+    }
   }
   return nullptr;
 }
@@ -493,7 +517,7 @@ Status OptionValues::Set(std::string_view name, const OptionValue& value) {
     return Status::InvalidArgument(spelled + (why.rfind("must", 0) == 0 ? " " : ": ") + why);
   }
   OptionValue stored = std::move(*checked);
-  if (spec->negated) stored = !std::get<bool>(stored);
+  if (spec->negated && name != spec->key) stored = !std::get<bool>(stored);
   values_[spec->key] = std::move(stored);
   spelled_[spec->key] = spelled;
   return Status::Ok();

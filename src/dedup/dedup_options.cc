@@ -35,6 +35,15 @@ Status OptionValues::ApplyTo(DedupOptions* options) const {
     if (key == "temp_dir") options->temp_directory = std::get<std::string>(value);
     if (key == "in_memory") options->spill = !std::get<bool>(value);
     if (key == "threads") options->threads = static_cast<int>(std::get<int64_t>(value));
+    if (key == "containment_threshold") options->containment_threshold = std::get<double>(value);
+    if (key == "containment_min_shingles") {
+      options->containment_min_shingles = std::get<double>(value);
+    }
+    if (key == "containment_min_ratio") options->containment_min_ratio = std::get<double>(value);
+    if (key == "boilerplate") options->boilerplate = std::get<bool>(value);
+    if (key == "boilerplate_min_documents") {
+      options->boilerplate_options.min_documents = static_cast<uint32_t>(std::get<int64_t>(value));
+    }
   }
   return Renamed(ValidateDedupOptions(*options));
 }
