@@ -261,6 +261,11 @@ class DocumentStoreImpl : public DocumentStore {
   std::atomic<uint64_t> wal_bytes_{0};  // size of the current log
   std::atomic<uint64_t> wal_syncs_{0}, writes_{0}, flushes_{0}, compactions_{0};
   double open_seconds_ = 0;
+  // The log tail dropped at open (see StoreStats::wal_dropped*); written once, in Open.
+  uint64_t wal_dropped_bytes_ = 0;
+  std::string wal_dropped_;
+  std::string wal_dropped_file_;
+  Status KeepDroppedTail(const std::string& wal_path, const store::WalReadResult& replay);
 };
 
 Status DocumentStoreImpl::Init() {
@@ -378,12 +383,19 @@ Status DocumentStoreImpl::Init() {
     }
     return replay.status();
   }
+  if (replay->dropped_bytes > 0) {
+    wal_dropped_bytes_ = replay->dropped_bytes;
+    wal_dropped_ = wal_path + ": " + std::to_string(replay->dropped_bytes) +
+                   " bytes dropped at offset " + std::to_string(replay->valid_bytes) + ": " +
+                   replay->dropped_reason;
+  }
   if (options_.read_only) {
     wal_bytes_.store(replay->valid_bytes);
     closed_ = false;
     open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return Status::Ok();
   }
+  if (replay->dropped_bytes > 0) NEARDUP_RETURN_IF_ERROR(KeepDroppedTail(wal_path, *replay));
   Result<std::unique_ptr<WalWriter>> wal =
       WalWriter::OpenForAppend(fs_, wal_path, replay->valid_bytes);
   if (!wal.ok()) return wal.status();
@@ -407,6 +419,25 @@ Status DocumentStoreImpl::Init() {
     compaction_thread_ = std::thread([this] { CompactionLoop(); });
   }
   open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return Status::Ok();
+}
+
+// A dropped log tail is kept beside the log as <log>.tail-<offset>.corrupt (never deleted, like
+// the *.corrupt files of `index recover`) before the log is truncated, unless it is zeros only.
+Status DocumentStoreImpl::KeepDroppedTail(const std::string& wal_path,
+                                          const store::WalReadResult& replay) {
+  if (replay.dropped_all_zero) return Status::Ok();
+  Result<std::string> contents = store::ReadFile(wal_path);
+  if (!contents.ok()) return contents.status();
+  const std::string aside = wal_path + ".tail-" + std::to_string(replay.valid_bytes) + ".corrupt";
+  Result<std::unique_ptr<store::WritableFile>> file = fs_->NewWritableFile(aside);
+  if (!file.ok()) return file.status().WithContext("keeping the dropped log tail");
+  Status status = (*file)->Append(std::string_view(*contents).substr(replay.valid_bytes));
+  if (status.ok()) status = (*file)->Sync();
+  if (status.ok()) status = fs_->SyncDir(dir_);
+  if (!status.ok()) return status.WithContext("keeping the dropped log tail in " + aside);
+  wal_dropped_file_ = aside;
+  wal_dropped_ += "; kept in " + aside;
   return Status::Ok();
 }
 
@@ -672,7 +703,8 @@ Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_fl
     writes_.fetch_add(ops.size(), std::memory_order_relaxed);
     wal_bytes_.store(wal_->size());
   }
-  if (force_flush || mem_->size() >= options_.memtable_limit) {
+  if (force_flush || mem_->size() >= options_.memtable_limit ||
+      (options_.wal_flush_bytes > 0 && wal_->size() >= options_.wal_flush_bytes)) {
     if (force_flush) NEARDUP_RETURN_IF_ERROR(RepairLog());
     Status status = FlushMemTableLocked();
     if (!status.ok()) {
@@ -993,6 +1025,9 @@ StoreStats DocumentStoreImpl::Stats() const {
     stats.memtable_entries = mem_ ? mem_->size() : 0;
   }
   stats.wal_bytes = wal_bytes_.load();
+  stats.wal_dropped_bytes = wal_dropped_bytes_;
+  stats.wal_dropped = wal_dropped_;
+  stats.wal_dropped_file = wal_dropped_file_;
   stats.disk_bytes += stats.wal_bytes;
   stats.compactions = compactions_.load();
   stats.flushes = flushes_.load();
