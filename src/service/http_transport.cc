@@ -233,6 +233,9 @@ struct HttpTransport::Impl {
   void Release(size_t bytes) { counters.buffered_bytes.fetch_sub(bytes); }
 };
 
+// A reply this small is never refused for the buffer budget.
+constexpr size_t kSmallReply = 64u << 10;
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(HttpTransport::Impl* t, tcp::socket socket)
@@ -489,14 +492,6 @@ class Session : public std::enable_shared_from_this<Session> {
       if (finished.code() == StatusCode::kUnsupported) reply.status = 415;
       return Write(std::move(reply));
     }
-    if (t_->counters.buffered_bytes.load() >= t_->options.max_buffered_bytes) {
-      t_->counters.buffer_full_total.fetch_add(1, std::memory_order_relaxed);
-      Reply reply;
-      reply.Error(503, "Unavailable",
-                  "server busy: request and reply buffers are full (max_buffered_bytes), retry "
-                  "later");
-      return Write(std::move(reply));
-    }
     t_->app->Handle(request_, [self = shared_from_this()](Reply reply) {
       asio::post(self->socket_.get_executor(),
                  [self, reply = std::move(reply)]() mutable { self->OnReply(std::move(reply)); });
@@ -506,7 +501,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnReply(Reply reply) {
     if (state_ == State::kClosed) return EndRequest(0, RequestOutcome::kAborted);
     if (state_ != State::kHandling) return;
-    if (!reply.body.empty() && !t_->Reserve(reply.body.size())) {
+    if (reply.body.size() <= kSmallReply) {
+      // Health, metrics, errors and most answers: always sent (their total is bounded by the
+      // connections), and counted.
+      t_->counters.buffered_bytes.fetch_add(reply.body.size());
+    } else if (!t_->Reserve(reply.body.size())) {
       t_->counters.buffer_full_total.fetch_add(1, std::memory_order_relaxed);
       Reply busy;
       busy.Error(503, "Unavailable",
@@ -520,8 +519,9 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // ---- writing ----
   void Write(Reply reply, bool reserved = false) {
-    if (!reserved && !reply.body.empty() && t_->Reserve(reply.body.size())) {
-      held_ += reply.body.size();  // error bodies are small; never refused for the budget
+    if (!reserved) {  // error replies: small, never refused for the budget, but counted
+      t_->counters.buffered_bytes.fetch_add(reply.body.size());
+      held_ += reply.body.size();
     }
     const bool keep_alive = parser_ != nullptr && parser_->is_header_done() &&
                             parser_->keep_alive() && state_ != State::kHead;

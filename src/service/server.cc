@@ -328,9 +328,14 @@ struct Server::Impl : HttpApplication {
     // Store work runs on a worker; the connection waits (no polling thread is held).
     auto shared_done = std::make_shared<std::function<void(Reply)>>(std::move(done));
     const bool submitted = workers->TrySubmit([this, request, shared_done] {
+      jobs_running.fetch_add(1);
       Reply reply;
       Dispatch(*request, &reply);
+      const bool large = reply.body.size() > kTrimAfterBytes;
       (*shared_done)(std::move(reply));
+      const bool last = jobs_running.fetch_sub(1) == 1;
+      if (large) large_since_trim.store(true);
+      if (large_since_trim.load() && (last || SecondSinceTrim())) TrimMemory();
     });
     if (!submitted) {
       overloaded_total.fetch_add(1, std::memory_order_relaxed);
@@ -338,6 +343,23 @@ struct Server::Impl : HttpApplication {
       reply.Error(503, "Unavailable", "server overloaded: too many requests waiting, retry later");
       (*shared_done)(std::move(reply));
     }
+  }
+
+  // A large answer leaves many small freed blocks (its documents' ids and metadata) in malloc's
+  // arenas, which glibc keeps; malloc_trim hands their whole pages back to the system.
+  static constexpr size_t kTrimAfterBytes = 1u << 20;
+  std::atomic<int> jobs_running{0};
+  std::atomic<bool> large_since_trim{false};
+  std::atomic<int64_t> last_trim_ns{0};
+  bool SecondSinceTrim() const {
+    return Clock::now().time_since_epoch().count() - last_trim_ns.load() >= 1000000000;
+  }
+  // Trims once the worker pool goes idle after large answers, or at most once a second under
+  // continuous load.
+  void TrimMemory() {
+    if (!large_since_trim.exchange(false)) return;
+    last_trim_ns.store(Clock::now().time_since_epoch().count());
+    ::malloc_trim(0);
   }
 
   // Whether a request is cheap and bounded enough to answer on the polling thread, skipping the
@@ -589,6 +611,10 @@ struct Server::Impl : HttpApplication {
     gauge("neardup_writes_total", "Adds and removes acknowledged.", "counter", double(s.writes));
     gauge("neardup_flushes_total", "Memtable flushes.", "counter", double(s.flushes));
     gauge("neardup_compactions_total", "Compactions finished.", "counter", double(s.compactions));
+    gauge("neardup_store_wal_dropped_bytes",
+          "Bytes of a damaged or torn last log record dropped when the store was opened (kept "
+          "aside as *.corrupt; see /v1/stats wal_dropped).",
+          "gauge", double(s.wal_dropped_bytes));
     const HealthView health = HealthOf(*store);
     gauge("neardup_store_healthy", "1 if the store takes writes, 0 if degraded or closed.", "gauge",
           health.state == "ok" ? 1 : 0);
