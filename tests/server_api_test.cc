@@ -311,7 +311,7 @@ TEST_F(ServerApiTest, MetadataVerbatimAndBatchesWithARepeatedIdRefused) {
 }
 
 TEST_F(ServerApiTest, EveryResponseIsCountedInMetrics) {
-  ServerProcess server(dir_, {"--max-body-bytes", "1000", "--token", "t"});
+  ServerProcess server(dir_, {"--max-query-body-bytes", "1000", "--token", "t"});
   auto client = server.Client();
   ASSERT_TRUE(client->Get("/nothing"));                                          // 404
   ASSERT_TRUE(client->Put("/v1/stats", "", "application/json"));                 // 405

@@ -327,6 +327,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void BeginRequest() {
     state_ = State::kHead;
     request_active_ = true;
+    reported_ = false;
     admitted_ = false;
     held_ = 0;
     t_->in_flight.fetch_add(1);
@@ -544,6 +545,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     head_out_ += "\r\n";
     state_ = State::kWriting;
+    Report(status_, RequestOutcome::kReplied);
     const std::array<asio::const_buffer, 2> buffers = {
         asio::buffer(head_out_), asio::buffer(reply_.body.data(), reply_.body.size())};
     asio::async_write(
@@ -569,15 +571,23 @@ class Session : public std::enable_shared_from_this<Session> {
     Process();  // pipelined requests
   }
 
-  // Ends the current request once: releases its buffers, counts it, tells the application.
+  // Tells the application how the current request ended (once; a reply counts when it is queued
+  // for writing, so a client that reads it then asks /metrics sees it counted).
+  void Report(int status, RequestOutcome outcome) {
+    if (reported_) return;
+    reported_ = true;
+    if (!admitted_) outcome = RequestOutcome::kIncomplete;  // refused or lost before routing
+    t_->app->Finished(admitted_ ? request_.get() : nullptr, status, outcome);
+  }
+
+  // Ends the current request once: reports it if not yet done, releases its buffers.
   void EndRequest(int status, RequestOutcome outcome) {
     if (!request_active_) return;
     request_active_ = false;
+    Report(status, outcome);
     t_->Release(held_);
     held_ = 0;
     t_->in_flight.fetch_sub(1);
-    if (!admitted_) outcome = RequestOutcome::kIncomplete;  // refused or lost before routing
-    t_->app->Finished(admitted_ ? request_.get() : nullptr, status, outcome);
     request_.reset();
   }
 
@@ -622,6 +632,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::unique_ptr<RequestParser> parser_;
   std::shared_ptr<HttpRequest> request_;
   bool request_active_ = false;
+  bool reported_ = false;
   bool admitted_ = false;
   Clock::time_point request_start_;
   size_t held_ = 0;  // buffer budget held by the current request (body and reply)
