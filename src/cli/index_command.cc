@@ -283,6 +283,7 @@ int RunStats(const IndexArgs& args) {
   options.verify_checksums_on_open = !args.no_verify;
   auto opened = DocumentStore::Open(args.dir, options);
   if (!opened.ok()) return Fail(opened.status());
+  WarnIfLogTailDropped(**opened);
   const StoreStats s = (*opened)->Stats();
   std::string out;
   JsonWriter w(&out);

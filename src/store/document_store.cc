@@ -388,6 +388,7 @@ Status DocumentStoreImpl::Init() {
     wal_dropped_ = wal_path + ": " + std::to_string(replay->dropped_bytes) +
                    " bytes dropped at offset " + std::to_string(replay->valid_bytes) + ": " +
                    replay->dropped_reason;
+    if (options_.read_only) wal_dropped_ += " (read-only open: the log is left as it is)";
   }
   if (options_.read_only) {
     wal_bytes_.store(replay->valid_bytes);
