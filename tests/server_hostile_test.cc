@@ -243,6 +243,25 @@ TEST_F(ServerHostileTest, HeadersTrickledFromTheFirstByteAreCutAtTheDeadline) {
   EXPECT_LT(seconds, 4.5);
 }
 
+// Texts with no feature (whitespace, markup or control characters only) used to share the
+// all-zero fingerprint, so the second was never admitted. They are refused, 400 "no features".
+TEST_F(ServerHostileTest, TextsWithoutFeaturesAreRefused) {
+  ServerProcess server(dir_, {});
+  auto client = server.Client();
+  for (const char* text : {" ", "\\n\\t", "<b></b>", "<script>x</script>"}) {
+    const std::string body = std::string(R"({"id":"x","text":")") + text + "\"}";
+    for (const char* path : {"/v1/documents", "/v1/check"}) {
+      auto res = client->Post(path, body, "application/json");
+      ASSERT_TRUE(res);
+      EXPECT_EQ(res->status, 400) << path << " " << text << ": " << res->body;
+      EXPECT_NE(res->body.find("no features"), std::string::npos) << res->body;
+    }
+  }
+  auto stats = client->Get("/v1/stats");
+  ASSERT_TRUE(stats);
+  EXPECT_NE(stats->body.find(R"("documents":0)"), std::string::npos) << stats->body;
+}
+
 // /v1/check lists at most `limit` duplicates (default 100) and says when it cut the list.
 TEST_F(ServerHostileTest, CheckHasALimitAndSaysTruncated) {
   ServerProcess server(dir_, {});
