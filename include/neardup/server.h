@@ -60,10 +60,11 @@ struct ServerOptions {
   // Bytes of one reply's JSON. A result list (query results, check duplicates) that would pass it
   // is cut, and the reply says "truncated": true.
   size_t max_response_bytes = 16u << 20;
-  // Bytes held across all connections for request bodies being read and replies waiting for slow
-  // readers; a request that would take more gets 503 (retry later). With max_response_bytes this
-  // bounds what slow or hostile clients can make the server hold.
-  size_t max_buffered_bytes = 512u << 20;
+  // Bytes held across all connections for request bodies being read, replies waiting for slow
+  // readers, and the working memory of searches in progress (reserved as `limit` documents at the
+  // id and metadata limits); a request that would take more gets 503 (retry later). With
+  // max_response_bytes this bounds what slow or hostile clients can make the server hold.
+  size_t max_buffered_bytes = 256u << 20;
   // Whole-request deadline: from the request line to the last response byte (headers, body,
   // handling and sending). A connection past it is closed.
   int request_timeout_seconds = 30;

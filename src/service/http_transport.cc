@@ -701,6 +701,14 @@ Status HttpTransport::Start(int listen_fd) {
   return Status::Ok();
 }
 
+bool HttpTransport::Reserve(size_t bytes) {
+  if (impl_->Reserve(bytes)) return true;
+  counters_.buffer_full_total.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+void HttpTransport::Release(size_t bytes) { impl_->Release(bytes); }
+
 void HttpTransport::Quiesce() {
   Impl* impl = impl_.get();
   impl->quiescing.store(true);

@@ -95,7 +95,7 @@ struct TransportOptions {
   size_t max_head_bytes = 32u << 10;  // request line and fields (431/414 past it)
   // Bytes held across all connections for request bodies being read and replies not yet written;
   // a request that would take more is answered 503 (and its connection closed).
-  size_t max_buffered_bytes = 512u << 20;
+  size_t max_buffered_bytes = 256u << 20;
   // Bytes of a refused request's body read and thrown away after its reply, so that the client
   // sees the reply rather than a reset; then the connection is closed.
   size_t linger_bytes = 1u << 20;
@@ -128,6 +128,11 @@ class HttpTransport {
   int64_t in_flight() const { return in_flight_.load(); }
   // Closes every connection and joins the threads.
   void Stop();
+  // Takes `bytes` from the buffer budget (max_buffered_bytes) for a handler's working memory;
+  // false (nothing taken, counted in buffer_full_total) if that would pass the budget. Release
+  // gives them back.
+  bool Reserve(size_t bytes);
+  void Release(size_t bytes);
   const TransportCounters& counters() const { return counters_; }
 
  private:

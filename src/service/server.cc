@@ -458,6 +458,35 @@ struct Server::Impl : HttpApplication {
     reply->Json(200, std::move(out));
   }
 
+  // Working memory of a search answering up to `results` documents, reserved from the buffer
+  // budget for as long as the handler runs (worst case: every document at the id and metadata
+  // limits), so that concurrent large searches cannot take more than max_buffered_bytes between
+  // them. nullopt (and a 503 reply) if the budget is spent.
+  class SearchReservation {
+   public:
+    SearchReservation(HttpTransport* transport, size_t bytes)
+        : transport_(transport),
+          bytes_(transport != nullptr && transport->Reserve(bytes) ? bytes : 0),
+          ok_(transport == nullptr || bytes_ > 0) {}
+    ~SearchReservation() {
+      if (bytes_ > 0) transport_->Release(bytes_);
+    }
+    bool ok() const { return ok_; }
+
+   private:
+    HttpTransport* transport_;
+    size_t bytes_;
+    bool ok_;
+  };
+  size_t SearchBytes(size_t results) const {
+    return (results + 2) * (options.limits.max_id_bytes + options.limits.max_metadata_bytes + 128);
+  }
+  static void Busy(Reply* reply) {
+    reply->Error(503, "Unavailable",
+                 "server busy: large searches in progress hold the buffer budget "
+                 "(max_buffered_bytes), retry later");
+  }
+
   void HandleCheck(const std::string& body, Reply* reply) {
     Result<CheckRequest> request = ParseCheckRequest(body, options.limits);
     if (!request.ok()) return reply->Error(request.status());
@@ -465,6 +494,8 @@ struct Server::Impl : HttpApplication {
     Result<Fingerprint> fp = Resolve(doc.text, doc.fingerprint, "");
     if (!fp.ok()) return reply->Error(fp.status());
     CheckResult result;
+    SearchReservation reservation(transport.get(), SearchBytes(request->limit));
+    if (!reservation.ok()) return Busy(reply);
     if (request->add == AddMode::kNever) {
       // One more than asked for (and one for the document itself): enough to know if truncated.
       Result<std::vector<StoredDocument>> found =
@@ -507,6 +538,8 @@ struct Server::Impl : HttpApplication {
   void Query(const QueryRequest& request, Reply* reply) {
     Result<Fingerprint> fp = Resolve(request.text, request.fingerprint, "");
     if (!fp.ok()) return reply->Error(fp.status());
+    SearchReservation reservation(transport.get(), SearchBytes(request.limit));
+    if (!reservation.ok()) return Busy(reply);
     Result<std::vector<StoredDocument>> found = store->Search(*fp, request.k, request.limit + 1);
     if (!found.ok()) return reply->Error(found.status());
     std::string out;
