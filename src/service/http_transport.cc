@@ -166,13 +166,19 @@ std::string Describe(const beast::error_code& ec) {
   return ec.message();
 }
 
-std::string HttpDate() {
-  char buf[64];
+// The Date header's value, formatted once a second per thread.
+const std::string& HttpDate() {
+  thread_local time_t cached_at = 0;
+  thread_local std::string cached;
   const time_t now = ::time(nullptr);
-  tm t{};
-  ::gmtime_r(&now, &t);
-  const size_t n = std::strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &t);
-  return std::string(buf, n);
+  if (now != cached_at) {
+    char buf[64];
+    tm t{};
+    ::gmtime_r(&now, &t);
+    cached.assign(buf, std::strftime(buf, sizeof(buf), "%a, %d %b %Y %H:%M:%S GMT", &t));
+    cached_at = now;
+  }
+  return cached;
 }
 
 }  // namespace
@@ -203,22 +209,25 @@ struct HttpTransport::Impl {
   std::mutex sessions_mutex;
   std::unordered_set<Session*> sessions;  // guarded by sessions_mutex
 
-  // Declared after what the sessions use: destroyed first, with the handlers it still holds.
-  asio::io_context io;
-  asio::strand<asio::io_context::executor_type> accept_strand{io.get_executor()};
+  // One event loop per thread, each connection on one of them (round robin): no lock is shared
+  // between threads on the hot path. Declared after what the sessions use: destroyed first, with
+  // the handlers they still hold.
+  std::vector<std::unique_ptr<asio::io_context>> loops;
+  size_t next_loop = 0;  // on loops[0], which accepts
   std::optional<tcp::acceptor> acceptor;
-  asio::steady_timer accept_retry{accept_strand};
-  bool accept_paused = false;  // on accept_strand
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  std::optional<asio::steady_timer> accept_retry;
+  bool accept_paused = false;  // on loops[0]
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::vector<std::thread> threads;
+  asio::io_context::executor_type accept_executor() { return loops[0]->get_executor(); }
 
   Impl(HttpTransport* o, HttpApplication* a, TransportOptions opts)
-      : owner(o),
-        app(a),
-        options(opts),
-        counters(o->counters_),
-        in_flight(o->in_flight_),
-        io(std::max(1, opts.threads)) {}
+      : owner(o), app(a), options(opts), counters(o->counters_), in_flight(o->in_flight_) {
+    for (int i = 0; i < std::max(1, opts.threads); ++i) {
+      loops.push_back(std::make_unique<asio::io_context>(1));
+    }
+    accept_retry.emplace(accept_executor());
+  }
 
   void Accept();
   void ConnectionClosed();
@@ -493,9 +502,12 @@ class Session : public std::enable_shared_from_this<Session> {
       if (finished.code() == StatusCode::kUnsupported) reply.status = 415;
       return Write(std::move(reply));
     }
+    // A reply made on this connection's own thread (inline handlers) is written at once; one
+    // made on a worker is handed to the connection's thread.
     t_->app->Handle(request_, [self = shared_from_this()](Reply reply) {
-      asio::post(self->socket_.get_executor(),
-                 [self, reply = std::move(reply)]() mutable { self->OnReply(std::move(reply)); });
+      asio::dispatch(self->socket_.get_executor(), [self, reply = std::move(reply)]() mutable {
+        self->OnReply(std::move(reply));
+      });
     });
   }
 
@@ -649,13 +661,14 @@ void HttpTransport::Impl::Accept() {
     accept_paused = true;  // resumed by ConnectionClosed; meanwhile clients wait in the backlog
     return;
   }
-  acceptor->async_accept(asio::make_strand(io),
+  asio::io_context& loop = *loops[next_loop++ % loops.size()];
+  acceptor->async_accept(loop.get_executor(),
                          [this](const beast::error_code& ec, tcp::socket socket) {
                            if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
                            if (ec) {
                              // Out of descriptors (EMFILE) or a transient error: try again shortly.
-                             accept_retry.expires_after(std::chrono::milliseconds(50));
-                             accept_retry.async_wait([this](const beast::error_code& e) {
+                             accept_retry->expires_after(std::chrono::milliseconds(50));
+                             accept_retry->async_wait([this](const beast::error_code& e) {
                                if (!e) Accept();
                              });
                              return;
@@ -669,7 +682,7 @@ void HttpTransport::Impl::Accept() {
 
 void HttpTransport::Impl::ConnectionClosed() {
   counters.open_connections.fetch_sub(1);
-  asio::post(accept_strand, [this] {
+  asio::post(accept_executor(), [this] {
     if (accept_paused && counters.open_connections.load() < options.max_connections) {
       accept_paused = false;
       Accept();
@@ -689,14 +702,13 @@ Status HttpTransport::Start(int listen_fd) {
   socklen_t length = sizeof(address);
   ::getsockname(listen_fd, reinterpret_cast<sockaddr*>(&address), &length);
   const tcp protocol = address.ss_family == AF_INET6 ? tcp::v6() : tcp::v4();
-  impl->acceptor.emplace(impl->accept_strand);
+  impl->acceptor.emplace(impl->accept_executor());
   impl->acceptor->assign(protocol, listen_fd, ec);
   if (ec) return Status::IoError("cannot serve the listening socket: " + ec.message());
-  impl->work.emplace(impl->io.get_executor());
-  asio::post(impl->accept_strand, [impl] { impl->Accept(); });
-  const int threads = std::max(1, impl->options.threads);
-  for (int i = 0; i < threads; ++i) {
-    impl->threads.emplace_back([impl] { impl->io.run(); });
+  for (auto& loop : impl->loops) impl->work.push_back(asio::make_work_guard(*loop));
+  asio::post(impl->accept_executor(), [impl] { impl->Accept(); });
+  for (auto& loop : impl->loops) {
+    impl->threads.emplace_back([loop = loop.get()] { loop->run(); });
   }
   return Status::Ok();
 }
@@ -713,12 +725,12 @@ void HttpTransport::Quiesce() {
   Impl* impl = impl_.get();
   impl->quiescing.store(true);
   std::promise<void> closed;
-  asio::post(impl->accept_strand, [impl, &closed] {
+  asio::post(impl->accept_executor(), [impl, &closed] {
     if (impl->acceptor.has_value()) {
       beast::error_code ignored;
       impl->acceptor->close(ignored);
     }
-    impl->accept_retry.cancel();
+    impl->accept_retry->cancel();
     closed.set_value();
   });
   if (!impl->threads.empty()) closed.get_future().wait();
@@ -743,8 +755,8 @@ void HttpTransport::Stop() {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  impl->work.reset();
-  impl->io.stop();
+  impl->work.clear();
+  for (auto& loop : impl->loops) loop->stop();
   for (std::thread& t : impl->threads) t.join();
   impl->threads.clear();
 }
