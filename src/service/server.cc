@@ -331,11 +331,12 @@ struct Server::Impl : HttpApplication {
       jobs_running.fetch_add(1);
       Reply reply;
       Dispatch(*request, &reply);
-      const bool large = reply.body.size() > kTrimAfterBytes;
+      // Searches (check, query) may have gone through many documents' ids and metadata.
+      const bool large = reply.body.size() > kTrimAfterBytes || request->endpoint == kCheck ||
+                         request->endpoint == kQuery;
       (*shared_done)(std::move(reply));
-      const bool last = jobs_running.fetch_sub(1) == 1;
       if (large) large_since_trim.store(true);
-      if (large_since_trim.load() && (last || SecondSinceTrim())) TrimMemory();
+      jobs_running.fetch_sub(1);
     });
     if (!submitted) {
       overloaded_total.fetch_add(1, std::memory_order_relaxed);
@@ -350,17 +351,16 @@ struct Server::Impl : HttpApplication {
   static constexpr size_t kTrimAfterBytes = 1u << 20;
   std::atomic<int> jobs_running{0};
   std::atomic<bool> large_since_trim{false};
-  std::atomic<int64_t> last_trim_ns{0};
-  bool SecondSinceTrim() const {
-    return Clock::now().time_since_epoch().count() - last_trim_ns.load() >= 1000000000;
+  // Once a second, if searches or large answers ran since the last trim and the workers are idle
+  // now, malloc_trim (a few milliseconds, on this thread, never on a request's path).
+  void TrimLoop() {
+    std::unique_lock<std::mutex> lock(stop_mutex);
+    while (!stop_cv.wait_for(lock, std::chrono::seconds(1), [this] { return trim_done; })) {
+      if (jobs_running.load() == 0 && large_since_trim.exchange(false)) ::malloc_trim(0);
+    }
   }
-  // Trims once the worker pool goes idle after large answers, or at most once a second under
-  // continuous load.
-  void TrimMemory() {
-    if (!large_since_trim.exchange(false)) return;
-    last_trim_ns.store(Clock::now().time_since_epoch().count());
-    ::malloc_trim(0);
-  }
+  bool trim_done = false;  // guarded by stop_mutex
+  std::thread trimmer;
 
   // Whether a request is cheap and bounded enough to answer on the polling thread, skipping the
   // hand-off to a worker: health, metrics, stats, gets, and fingerprint queries that the permuted
@@ -847,6 +847,7 @@ Status Server::Run() {
   impl->transport = std::make_unique<HttpTransport>(impl, transport);
   NEARDUP_RETURN_IF_ERROR(impl->transport->Start(impl->listen_fd));
   impl->listen_fd = -1;  // the transport owns it now
+  impl->trimmer = std::thread([impl] { impl->TrimLoop(); });
   {
     std::unique_lock<std::mutex> lock(impl->stop_mutex);
     impl->stop_cv.wait(lock, [impl] { return impl->stop_requested; });
@@ -862,6 +863,12 @@ Status Server::Run() {
   // Jobs already on a worker finish (each is one store call) and hand their replies back.
   impl->workers->Stop();
   impl->transport->Stop();
+  {
+    std::lock_guard<std::mutex> lock(impl->stop_mutex);
+    impl->trim_done = true;
+  }
+  impl->stop_cv.notify_all();
+  impl->trimmer.join();
   return Status::Ok();
 }
 

@@ -217,7 +217,10 @@ class DocumentStoreImpl : public DocumentStore {
   // state_mu_ held (shared or exclusive).
   std::optional<StoredDocument> LookupLocked(std::string_view id) const;
   bool ShadowedLocked(std::string_view id, size_t segment_index) const;
-  void SearchLocked(const Fingerprint& query, int k, std::vector<StoredDocument>* out) const;
+  // Every live document within k, sorted by (distance, id); only the `limit` best (0 = all) are
+  // returned, and only their metadata is copied.
+  void SearchLocked(const Fingerprint& query, int k, std::vector<StoredDocument>* out,
+                    size_t limit = 0) const;
 
   const std::string dir_;
   StoreOptions options_;
@@ -968,22 +971,47 @@ bool DocumentStoreImpl::ShadowedLocked(std::string_view id, size_t segment_index
 }
 
 void DocumentStoreImpl::SearchLocked(const Fingerprint& query, int k,
-                                     std::vector<StoredDocument>* out) const {
+                                     std::vector<StoredDocument>* out, size_t limit) const {
+  // The hits first without their metadata (a wide search may match the whole store, and a
+  // document's metadata can be 4 KB): where each one's metadata is, to copy only the kept ones'.
+  struct Source {
+    const std::string* memtable_metadata;  // or null: segment `segment`, entry `entry`
+    size_t segment;
+    uint64_t entry;
+  };
+  std::vector<StoredDocument> hits;
+  std::vector<Source> sources;
   mem_->Search(query, k, [&](const std::string& id, const MemTable::Entry& entry, int distance) {
-    out->push_back({id, entry.fingerprint, entry.metadata, distance});
+    hits.push_back({id, entry.fingerprint, std::string(), distance});
+    sources.push_back({&entry.metadata, 0, 0});
   });
-  std::vector<SegmentHit> hits;
+  std::vector<SegmentHit> segment_hits;
   for (size_t s = segments_.size(); s-- > 0;) {
-    hits.clear();
-    segments_[s]->Search(query, k, &hits);
-    for (const SegmentHit& hit : hits) {
+    segment_hits.clear();
+    segments_[s]->Search(query, k, &segment_hits);
+    for (const SegmentHit& hit : segment_hits) {
       std::string_view id = segments_[s]->id(hit.entry);
       if (ShadowedLocked(id, s)) continue;
-      out->push_back({std::string(id), segments_[s]->fingerprint(hit.entry),
-                      std::string(segments_[s]->metadata(hit.entry)), hit.distance});
+      hits.push_back(
+          {std::string(id), segments_[s]->fingerprint(hit.entry), std::string(), hit.distance});
+      sources.push_back({nullptr, s, hit.entry});
     }
   }
-  std::sort(out->begin(), out->end(), ByDistanceThenId);
+  std::vector<size_t> order(hits.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const size_t keep = limit > 0 ? std::min(limit, hits.size()) : hits.size();
+  auto better = [&](size_t a, size_t b) { return ByDistanceThenId(hits[a], hits[b]); };
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(),
+                    better);
+  out->reserve(out->size() + keep);
+  for (size_t i = 0; i < keep; ++i) {
+    StoredDocument& doc = hits[order[i]];
+    const Source& source = sources[order[i]];
+    doc.metadata = source.memtable_metadata != nullptr
+                       ? *source.memtable_metadata
+                       : std::string(segments_[source.segment]->metadata(source.entry));
+    out->push_back(std::move(doc));
+  }
 }
 
 Result<std::vector<StoredDocument>> DocumentStoreImpl::Search(const Fingerprint& query, int k,
@@ -994,9 +1022,8 @@ Result<std::vector<StoredDocument>> DocumentStoreImpl::Search(const Fingerprint&
   {
     std::shared_lock<std::shared_mutex> state(state_mu_);
     if (!mem_) return Status::InvalidArgument(dir_ + ": store is closed");
-    SearchLocked(query, k, &out);
+    SearchLocked(query, k, &out, limit);
   }
-  if (limit > 0 && out.size() > limit) out.resize(limit);
   return out;
 }
 
