@@ -153,6 +153,23 @@ TEST_F(ServerHostileTest, Http11NeedsExactlyOneHost) {
   EXPECT_EQ(StatusOf(Exchange(server.port(), "GET /healthz HTTP/1.0\r\n\r\n")), 200);
 }
 
+// A reply to HEAD carries no body (else the client would read the body as the next reply), and an
+// absolute-form target is served by its path.
+TEST_F(ServerHostileTest, HeadGetsNoBodyAndAbsoluteFormIsServed) {
+  ServerProcess server(dir_, {"--no-text"});
+  RawConnection c(server.port());
+  c.Send(
+      "HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET http://x/healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string head;
+  char byte;
+  while (head.find("\r\n\r\n") == std::string::npos && ::recv(c.fd(), &byte, 1, 0) == 1) {
+    head += byte;
+  }
+  EXPECT_EQ(StatusOf(head), 405) << head;
+  const std::string next = c.ReadResponse();  // the very next bytes are the GET's reply
+  EXPECT_EQ(StatusOf(next), 200) << next;
+}
+
 TEST_F(ServerHostileTest, TransferCodingsAreAnsweredAtOnce) {
   ServerProcess server(dir_, {"--no-text"});
   const auto start = Clock::now();

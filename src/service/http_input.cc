@@ -260,8 +260,18 @@ std::optional<std::string> RequestTarget::Param(std::string_view name) const {
 }
 
 Result<RequestTarget> ParseRequestTarget(std::string_view target) {
+  // Absolute form (RFC 9112 3.2.2, which a server must accept): the path after the authority.
+  for (std::string_view scheme : {"http://", "https://"}) {
+    if (target.size() >= scheme.size() &&
+        EqualsIgnoreCase(target.substr(0, scheme.size()), scheme)) {
+      const size_t path = target.find_first_of("/?", scheme.size());
+      target = path == std::string_view::npos ? std::string_view("/") : target.substr(path);
+      if (target.front() == '?') return Status::InvalidArgument("request target: no path");
+      break;
+    }
+  }
   if (target.empty() || target.front() != '/') {
-    return Status::InvalidArgument("request target: must start with \"/\"");
+    return Status::InvalidArgument("request target: must start with \"/\" (origin form)");
   }
   const size_t question = target.find('?');
   RequestTarget out;

@@ -83,7 +83,8 @@ std::optional<HeadRefusal> CheckRequestHead(int version, const std::vector<Heade
 // The request target "/path?query", decoded: the path with its percent-escapes decoded, and each
 // query parameter (name and value percent-decoded, '+' as a space). InvalidArgument, naming the
 // part, for a bad escape ("%4G", "%"), a decoded NUL or invalid UTF-8, a parameter named twice
-// ("k=3&k=4": which one counts would be a guess), or a target that is not origin-form ("/...").
+// ("k=3&k=4": which one counts would be a guess), or a target that is neither origin form ("/...")
+// nor absolute form ("http://host/...", whose path is used).
 struct RequestTarget {
   std::string path;
   std::vector<std::pair<std::string, std::string>> params;

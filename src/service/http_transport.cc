@@ -336,6 +336,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void BeginRequest() {
     state_ = State::kHead;
     request_active_ = true;
+    head_method_ = false;
     reported_ = false;
     admitted_ = false;
     held_ = 0;
@@ -434,10 +435,17 @@ class Session : public std::enable_shared_from_this<Session> {
     request_->target = std::move(*target);
     request_->headers = std::move(parser_->fields);
     request_->start = request_start_;
+    head_method_ = request_->method == "HEAD";
     admitted_ = true;
     Reply reply;
     if (!t_->app->Admit(request_.get(), &reply)) {
-      reply.close = true;
+      // A refused request's body is never read: the connection can carry no other request,
+      // unless there is no body.
+      if (parser_->is_done()) {
+        state_ = State::kHandling;  // a complete request: the connection may stay open
+      } else {
+        reply.close = true;
+      }
       Write(std::move(reply));
       return false;
     }
@@ -558,8 +566,10 @@ class Session : public std::enable_shared_from_this<Session> {
     head_out_ += "\r\n";
     state_ = State::kWriting;
     Report(status_, RequestOutcome::kReplied);
+    // A reply to HEAD has the head only (its Content-Length is that of the body not sent).
     const std::array<asio::const_buffer, 2> buffers = {
-        asio::buffer(head_out_), asio::buffer(reply_.body.data(), reply_.body.size())};
+        asio::buffer(head_out_),
+        asio::buffer(reply_.body.data(), head_method_ ? 0 : reply_.body.size())};
     asio::async_write(
         socket_, buffers,
         [self = shared_from_this()](const beast::error_code& ec, size_t) { self->OnWritten(ec); });
@@ -644,6 +654,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::unique_ptr<RequestParser> parser_;
   std::shared_ptr<HttpRequest> request_;
   bool request_active_ = false;
+  bool head_method_ = false;  // the current request is HEAD
   bool reported_ = false;
   bool admitted_ = false;
   Clock::time_point request_start_;
