@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // The same bytes as a request target and as a head (one "name: value" field per line): each
   // is decoded or refused, never a crash, and a decoded target holds no NUL.
-  if (Result<RequestTarget> target = ParseRequestTarget(input); target.ok()) {
+  if (neardup::Result<RequestTarget> target = ParseRequestTarget(input); target.ok()) {
     if (target->path.find('\0') != std::string::npos) __builtin_trap();
   }
   std::vector<HeaderField> fields;
