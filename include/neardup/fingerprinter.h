@@ -116,7 +116,8 @@ class NEARDUP_EXPORT Fingerprinter {
   Result<FingerprintDetails> ComputeDetails(std::string_view text, bool keep_features = false,
                                             bool keep_normalized_text = false) const;
 
-  // The weighted features of `text` (heaviest first), as Compute would hash them.
+  // The weighted features of `text` (heaviest first), as Compute would hash them; empty for a
+  // text with no features (which Compute refuses).
   Result<std::vector<WeightedFeature>> Features(std::string_view text) const;
 
   // The fingerprint of caller-supplied (feature, weight) pairs, hashed with the configured hash

@@ -483,6 +483,7 @@ Result<Fingerprint> Fingerprinter::Compute(std::string_view text,
 
 Result<std::vector<WeightedFeature>> Fingerprinter::Features(std::string_view text) const {
   auto details = ComputeDetails(text, /*keep_features=*/true);
+  if (!details.ok() && IsNoFeatures(details.status())) return std::vector<WeightedFeature>();
   if (!details.ok()) return details.status();
   return std::move(details->features);
 }
