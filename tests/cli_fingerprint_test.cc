@@ -92,9 +92,14 @@ TEST_F(CliFingerprintTest, SameOutputWhateverTheThreadCount) {
   ASSERT_EQ(two.exit_code, 0) << two.err;
   EXPECT_EQ(one.out, two.out);
   // Two of the sample's spam mails are markup only: no features, warned and counted as skipped.
+  // The sanitizer build reads fewer pairs, which may hold none of them: then no count is printed.
   const size_t no_features = CountOf(one.err, "no features");
-  EXPECT_NE(one.err.find("no_features: " + std::to_string(no_features)), std::string::npos)
-      << one.err;
+  if (no_features > 0) {
+    EXPECT_NE(one.err.find("no_features: " + std::to_string(no_features)), std::string::npos)
+        << one.err;
+  } else {
+    EXPECT_EQ(one.err.find("no_features"), std::string::npos) << one.err;
+  }
   EXPECT_EQ(CountLines(one.out) + no_features, 2u * kPairs);
   EXPECT_NE(one.out.find("\"fingerprint\":\""), std::string::npos);
   // The malformed lines are reported with file:line and skipped.
