@@ -215,7 +215,8 @@ struct InputFlags {
       if (required) option->required();
     }
     AddReadingFlags(app);
-    app->add_option("-j,--threads", threads, "worker threads (0 = all cores)");
+    app->add_option("-j,--threads", threads, "worker threads (0 = all cores)")
+        ->check(CLI::Range(0, 1 << 16));
   }
   void AddReadingFlags(CLI::App* app) {
     app->add_option("--id-field", id_field,

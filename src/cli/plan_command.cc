@@ -45,7 +45,7 @@ int PrintLshPlan(const PlanArgs& args) {
   options.rows = args.rows;
   auto parameters = ResolveLshParameters(options);
   if (!parameters.ok()) {
-    std::fprintf(stderr, "neardup plan: %s\n", parameters.status().ToString().c_str());
+    PrintError(parameters.status());
     return kExitUsage;
   }
   const LshParameters& p = *parameters;
