@@ -17,7 +17,8 @@
 //       configurable fields, which may be nested paths ("meta.id", "content.text"). Blank lines are
 //       ignored.
 //   *.csv, *.tsv - RFC 4180 records (quoted fields may hold separators, quotes and line breaks;
-//       parsed with libcsv), comma- or tab-separated, with a header row naming the columns; the
+//       parsed with libcsv; in TSV a quote inside a field is text), comma- or tab-separated, with
+//       a header row naming the columns; the
 //       field options name columns (id_field, text_field, score_field, fingerprint_field;
 //       metadata_field's cell becomes a JSON string). No text column is an error naming the
 //       columns; a record's location is the line it starts on.

@@ -166,11 +166,11 @@ RunFunction Setup(CLI::App* app) {
   app->add_option("--poll-threads", args->server.threads,
                   "polling threads (0 = nproc): read requests, answer /healthz and /metrics; "
                   "connections are multiplexed, so this does not bound the number of clients")
-      ->check(CLI::Range(0, 1 << 16));
+      ->check(ThreadCount());
   app->add_option("--workers", args->server.workers,
                   "threads running text, write and scan handlers (0 = max(32, 8 x nproc)); a write "
                   "holds one through its fsync, and concurrent writes share one fsync")
-      ->check(CLI::Range(0, 1 << 16));
+      ->check(ThreadCount());
   app->add_option("--token-file", args->token_file,
                   "read the bearer token required for writes from the first line of a file "
                   "(preferred; a CRLF line end is stripped with a warning)");

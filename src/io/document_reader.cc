@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/json_writer.h"
+#include "common/utf8.h"
 #include "neardup/output_file.h"
 
 namespace neardup {
@@ -76,6 +77,13 @@ simdjson::error_code FindField(simdjson::dom::object object, std::string_view pa
 }
 
 std::string ErrnoText() { return std::strerror(errno); }
+
+// "invalid UTF-8 at byte N" (N counted from 0 in `text`), for a text that is not valid UTF-8.
+std::string InvalidUtf8Message(std::string_view text) {
+  const size_t at = utf8::FindInvalid(text);
+  return at == std::string_view::npos ? std::string("invalid UTF-8")
+                                      : "invalid UTF-8 at byte " + std::to_string(at);
+}
 
 // True if `text` has no characters other than ASCII whitespace.
 bool IsBlank(std::string_view text) {
@@ -818,7 +826,7 @@ std::optional<RecordProblem> CheckWholeDocument(const std::string& text, bool to
                                             std::to_string(options.max_document_bytes) + " bytes"};
   }
   if (!options.allow_invalid_utf8_text && !simdjson::validate_utf8(text.data(), text.size())) {
-    return RecordProblem{kSkipInvalidUtf8, path + ": invalid UTF-8"};
+    return RecordProblem{kSkipInvalidUtf8, path + ": " + InvalidUtf8Message(text)};
   }
   if (IsBlank(text)) return RecordProblem{kSkipEmptyText, path + ": empty document"};
   return std::nullopt;
@@ -977,7 +985,11 @@ void DocumentReader::Impl::CsvRowEnd(int /*terminator*/, void* self) {
 Status DocumentReader::Impl::StartCsv() {
   if (state_->csv_initialised) csv_free(&state_->csv);
   state_->csv_initialised = false;
-  if (csv_init(&state_->csv, CSV_STRICT | CSV_STRICT_FINI) != 0) {
+  // CSV is read strictly (RFC 4180: a stray quote makes the record malformed); TSV leniently: a
+  // quote inside a field is text, as tab-separated files mostly do not quote (a field that
+  // starts with a quote is still read as quoted, as pandas writes it).
+  const unsigned char strict = current_format_ == Format::kCsv ? CSV_STRICT : 0;
+  if (csv_init(&state_->csv, strict | CSV_STRICT_FINI) != 0) {
     return Status::Internal("cannot start the CSV parser");
   }
   state_->csv_initialised = true;
@@ -1039,7 +1051,8 @@ std::optional<RecordProblem> CsvRecord(const CsvRow& row, int text_column, int i
     doc->text.clear();
   } else {
     if (!options.allow_invalid_utf8_text && !simdjson::validate_utf8(text->data(), text->size())) {
-      return RecordProblem{kSkipInvalidUtf8, where + ": invalid UTF-8"};
+      return RecordProblem{kSkipInvalidUtf8, where + ": " + InvalidUtf8Message(*text) +
+                                                 " of column \"" + options.text_field + "\""};
     }
     if (IsBlank(*text) && doc->fingerprint.empty()) {
       return RecordProblem{kSkipEmptyText, where + ": empty text"};
@@ -1224,7 +1237,7 @@ Result<bool> DocumentReader::Impl::Next(Document* doc) {
     const bool jsonl = current_format_ == Format::kJsonl;
     if (!(options_.allow_invalid_utf8_text && !jsonl) &&
         !simdjson::validate_utf8(line_.data(), line_.size())) {
-      NEARDUP_RETURN_IF_ERROR(Skip(kSkipInvalidUtf8, where + ": invalid UTF-8"));
+      NEARDUP_RETURN_IF_ERROR(Skip(kSkipInvalidUtf8, where + ": " + InvalidUtf8Message(line_)));
       continue;
     }
     if (!jsonl) {  // text_lines: the line is the document
