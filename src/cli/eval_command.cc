@@ -455,10 +455,11 @@ std::string EvalJson(const EvalRun& run) {
   json.BeginObject();
   json.Key("settings").BeginObject();
   json.Key("bits").Int(options.fingerprint.bits).Key("threshold").Double(options.lsh.threshold);
-  json.Key("bands").Int(report.lsh.bands).Key("rows").Int(report.lsh.rows);
+  json.Key("bands").Int(report.lsh ? report.lsh->bands : 0);
+  json.Key("rows").Int(report.lsh ? report.lsh->rows : 0);
   json.Key("k");
-  if (report.k >= 0) {
-    json.Int(report.k);
+  if (report.k) {
+    json.Int(*report.k);
   } else {
     json.Null();
   }
