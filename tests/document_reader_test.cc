@@ -54,6 +54,11 @@ class DocumentReaderTest : public ::testing::Test {
     return Write(name, compressed);
   }
 
+  static std::string ReadBytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+
   static std::vector<Document> ReadAll(DocumentReader* reader, Status* error = nullptr) {
     std::vector<Document> docs;
     Document doc;
@@ -229,6 +234,19 @@ TEST_F(DocumentReaderTest, TruncatedGzipIsAnError) {
   ReadAll(reader->get(), &error);
   EXPECT_FALSE(error.ok());
   EXPECT_NE(error.message().find("cut.jsonl.gz"), std::string::npos) << error.message();
+}
+
+TEST_F(DocumentReaderTest, ConcatenatedGzipMembersAndZeroPaddingLikeGunzip) {
+  const std::string one = ReadBytes(WriteGzip("one.gz", "{\"id\":\"1\",\"text\":\"first\"}\n"));
+  const std::string two = ReadBytes(WriteGzip("two.gz", "{\"id\":\"2\",\"text\":\"second\"}\n"));
+  const std::string path = Write("both.jsonl.gz", one + two + std::string(512, '\0'));
+  auto reader = DocumentReader::Open({path}, {});
+  ASSERT_TRUE(reader.ok());
+  Status error;
+  auto docs = ReadAll(reader->get(), &error);
+  EXPECT_TRUE(error.ok()) << error.ToString();
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[1].text, "second");
 }
 
 TEST_F(DocumentReaderTest, DirectoryOfTextFilesInSortedOrder) {

@@ -223,6 +223,7 @@ class GzipSource : public ByteSource {
   ~GzipSource() override { inflateEnd(&stream_); }
   Result<size_t> Read(char* out, size_t capacity) override {
     if (!ok_) return Status::Internal("cannot start the gzip decoder");
+    if (finished_) return size_t{0};
     stream_.next_out = reinterpret_cast<Bytef*>(out);
     stream_.avail_out = static_cast<uInt>(std::min<size_t>(capacity, 1 << 30));
     const uInt wanted = stream_.avail_out;
@@ -238,14 +239,24 @@ class GzipSource : public ByteSource {
         stream_.avail_in = static_cast<uInt>(*n);
       }
       if (!in_member_) {
-        // Another member follows the one that ended (or this is the first).
+        // Another member follows the one that ended (or this is the first). Bytes after a
+        // complete member that do not start one (zero padding) are ignored, as gunzip does.
+        if (members_ > 0 && stream_.next_in[0] != 0x1f) {
+          finished_ = true;
+          break;
+        }
         if (inflateReset(&stream_) != Z_OK) return Status::Internal("gzip decoder reset failed");
         in_member_ = true;
+        ++members_;
       }
+      const uInt available = stream_.avail_in;
       const int result = inflate(&stream_, Z_NO_FLUSH);
       if (result == Z_STREAM_END) {
         in_member_ = false;
         continue;
+      }
+      if (result == Z_BUF_ERROR && stream_.avail_in == available && available > 0) {
+        return Status::Corruption("gzip error: corrupt data");  // no progress possible
       }
       if (result != Z_OK && result != Z_BUF_ERROR) {
         return Status::Corruption(std::string("gzip error: ") +
@@ -262,6 +273,8 @@ class GzipSource : public ByteSource {
   z_stream stream_{};
   bool ok_ = false;
   bool in_member_ = false;
+  bool finished_ = false;  // trailing bytes after the last member are not read
+  uint64_t members_ = 0;
 };
 
 class ZstdSource : public ByteSource {
