@@ -131,7 +131,8 @@ TEST_F(CliFingerprintTest, CompatProfileOnPlainTextLines) {
             std::string::npos)
       << run.out;
   EXPECT_EQ(CountLines(run.out), 2u);
-  EXPECT_NE(run.err.find("cli_fp_lines.txt:3: invalid UTF-8 (skipped)"), std::string::npos)
+  EXPECT_NE(run.err.find("cli_fp_lines.txt:3: invalid UTF-8 at byte 4 (skipped)"),
+            std::string::npos)
       << run.err;
   CommandRun replaced = Neardup("fingerprint --replace-invalid-utf8 --lines " + path);
   ASSERT_EQ(replaced.exit_code, 0) << replaced.err;

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "cli/command.h"
 #include "cli/fingerprint_flags.h"
@@ -46,9 +47,11 @@ int Fail(const Status& status) {
   return kExitFailure;
 }
 
-Result<std::unique_ptr<DocumentStore>> OpenExisting(const IndexArgs& args, SyncMode sync) {
+Result<std::unique_ptr<DocumentStore>> OpenExisting(const IndexArgs& args, SyncMode sync,
+                                                    bool read_only = false) {
   StoreOptions options;
   options.create_if_missing = false;
+  options.read_only = read_only;
   options.sync_mode = sync;
   options.verify_checksums_on_open = !args.no_verify;
   auto store = DocumentStore::Open(args.dir, options);
@@ -134,6 +137,7 @@ int RunAdd(const IndexArgs& args) {
   std::vector<Document> batch;
   std::map<std::string, uint64_t> failed;  // records read but not added, by reason
   size_t added = 0;
+  size_t replaced = 0;  // of `added`: documents that replaced a stored one with the same id
   auto skip = [&](const Document& doc, const std::string& reason,
                   const std::string& why) -> Status {
     if (args.input.strict) return Status::InvalidArgument(doc.location + ": " + why);
@@ -175,6 +179,13 @@ int RunAdd(const IndexArgs& args) {
             errors[i].message()));
         continue;
       }
+      if (batch[i].id.size() > options.max_id_bytes) {
+        NEARDUP_RETURN_IF_ERROR(skip(batch[i], "id_too_large",
+                                     "id of " + std::to_string(batch[i].id.size()) +
+                                         " bytes, more than " +
+                                         std::to_string(options.max_id_bytes)));
+        continue;
+      }
       if (batch[i].metadata.size() > options.max_metadata_bytes) {
         NEARDUP_RETURN_IF_ERROR(skip(batch[i], "metadata_too_large",
                                      "metadata of " + std::to_string(batch[i].metadata.size()) +
@@ -183,6 +194,11 @@ int RunAdd(const IndexArgs& args) {
         continue;
       }
       documents.push_back({batch[i].id, fps[i], batch[i].metadata});
+    }
+    // A document whose id is stored already (or comes earlier in this batch) replaces that one.
+    std::set<std::string_view> in_batch;
+    for (const DocumentInput& document : documents) {
+      if (!in_batch.insert(document.id).second || store.Get(document.id).ok()) ++replaced;
     }
     NEARDUP_RETURN_IF_ERROR(store.AddBatch(documents));
     added += documents.size();
@@ -209,14 +225,17 @@ int RunAdd(const IndexArgs& args) {
   for (const auto& [reason, count] : failed) skipped[reason] += count;
   WarningPrinter::PrintTotals(skipped, (*reader)->fallbacks());
   if (added == 0) return Fail(NothingRead(skipped));
-  std::fprintf(stderr, "neardup: index add: added %s to %s\n", Count(added, "document").c_str(),
-               args.dir.c_str());
+  std::fprintf(stderr, "neardup: index add: added %s to %s (%s new, %s replaced)\n",
+               Count(added, "document").c_str(), args.dir.c_str(),
+               std::to_string(added - replaced).c_str(), Count(replaced, "document").c_str());
   return kExitOk;
 }
 
 int RunQuery(const IndexArgs& args) {
   FingerprintOptions fingerprint_options;
-  auto opened = OpenExistingForText(args, StoreOptions(), &fingerprint_options);
+  StoreOptions read_only;  // a query never writes: it works while `neardup serve` has the store
+  read_only.read_only = true;
+  auto opened = OpenExistingForText(args, read_only, &fingerprint_options);
   if (!opened.ok()) return Fail(opened.status());
   DocumentStore& store = **opened;
   Fingerprint fp;
@@ -238,7 +257,7 @@ int RunQuery(const IndexArgs& args) {
 }
 
 int RunGet(const IndexArgs& args) {
-  auto opened = OpenExisting(args, SyncMode::kEveryWrite);
+  auto opened = OpenExisting(args, SyncMode::kEveryWrite, /*read_only=*/true);
   if (!opened.ok()) return Fail(opened.status());
   int code = kExitOk;
   for (const std::string& id : args.ids) {
@@ -410,7 +429,7 @@ RunFunction Setup(CLI::App* app) {
     if (add->parsed()) return RunAdd(*args);
     if (query->parsed()) {
       if (args->fingerprint.empty() && args->text.empty()) {
-        std::fputs("neardup index query: give --fingerprint or --text\n", stderr);
+        PrintError("index query: give --fingerprint or --text");
         return kExitUsage;
       }
       return RunQuery(*args);
