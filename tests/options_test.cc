@@ -75,7 +75,8 @@ TEST(OptionRegistryTest, ValuesAreCheckedAndNamedAsGiven) {
             "tokenizer: expected one of auto,jieba,icu,char, got \"words\"");
   EXPECT_EQ(keywords.Set("bits", int64_t{96}).message(), "bits must be one of 64,128, got 96");
   EXPECT_EQ(keywords.Set("colour", true).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(keywords.Set("threads", int64_t{-1}).message(), "threads must be in [0, 4096], got -1");
+  EXPECT_EQ(keywords.Set("threads", int64_t{-1}).message(),
+            "threads must be 0 (all cores) to 65536, got -1");
   // Keys that are no flag are not user options, but a negated switch's key is, in its own sense.
   EXPECT_FALSE(keywords.Set("sublinear_tf", false).ok());
   OptionValues positive;

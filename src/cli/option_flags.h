@@ -103,6 +103,20 @@ class RegistryFlags {
                                                               : "TEXT");
     if (spec.default_text != nullptr) flag.option->default_str(spec.default_text);
     if (spec.choices != nullptr) flag.option->check(CLI::IsMember(Split(spec.choices)));
+    // The registry's check while parsing, so that a bad value is a usage error (exit 2) of every
+    // command, whatever it does with the option later.
+    flag.option->check(CLI::Validator(
+        [&spec](std::string& text) -> std::string {
+          OptionValues probe(OptionNaming::kFlag);
+          const Status status = probe.SetText(spec.flag, text);
+          if (status.ok()) return "";
+          const std::string name = OptionDisplayName(spec, OptionNaming::kFlag);
+          const std::string& message = status.message();
+          if (message.rfind(name + ": ", 0) == 0) return message.substr(name.size() + 2);
+          if (message.rfind(name + " ", 0) == 0) return message.substr(name.size() + 1);
+          return message;
+        },
+        ""));
   }
 
   std::deque<Flag> flags_;  // stable addresses: CLI11 writes into them

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli/fingerprint_flags.h"
+#include "cli/report.h"
 #include "neardup/options.h"
 #include "neardup/status.h"
 #include "neardup/store.h"
@@ -26,13 +27,24 @@ inline Result<std::unique_ptr<DocumentStore>> CreateStoreWithFingerprintOptions(
   return neardup::CreateStoreWithFingerprintOptions(dir, std::move(options), given, fingerprint);
 }
 
-// Opens the store at `dir` to fingerprint text for it (see neardup/options.h).
+// A damaged or torn last log record dropped at open is never silent: "neardup: warning:
+// DIR/wal-N.ndwal: B bytes dropped at offset O: why; kept in FILE".
+inline void WarnIfLogTailDropped(const DocumentStore& store) {
+  const StoreStats stats = store.Stats();
+  if (stats.wal_dropped_bytes > 0) PrintWarning(stats.wal_dropped);
+}
+
+// Opens the store at `dir` to fingerprint text for it (see neardup/options.h); a log tail dropped
+// at open is warned about.
 inline Result<std::unique_ptr<DocumentStore>> OpenStoreWithFingerprintOptions(
     const std::string& dir, StoreOptions options, const FingerprintFlags& flags,
     FingerprintOptions* fingerprint) {
   OptionValues given(OptionNaming::kFlag);
   NEARDUP_RETURN_IF_ERROR(flags.Values(&given));
-  return neardup::OpenStoreWithFingerprintOptions(dir, std::move(options), given, fingerprint);
+  auto opened =
+      neardup::OpenStoreWithFingerprintOptions(dir, std::move(options), given, fingerprint);
+  if (opened.ok()) WarnIfLogTailDropped(**opened);
+  return opened;
 }
 
 }  // namespace neardup::cli

@@ -86,7 +86,7 @@ const OptionSpec kOptions[] = {
      "stop (exit 1) at the first malformed record, missing id or shared id instead of warning "
      "and going on",
      "", nullptr, false},
-    {"threads", "threads", false, T::kInt, kR, "0", 0, 4096, nullptr,
+    {"threads", "threads", false, T::kInt, kR, "0", 0, 65536, nullptr,
      "worker threads (0 = all cores)", "", "-j", false},
 
     {"threshold", "threshold", false, T::kDouble, kD, "0.5", 0, 1, nullptr,
@@ -346,6 +346,12 @@ Result<OptionValue> Checked(const OptionSpec& spec, const OptionValue& given) {
           return Status::InvalidArgument("must be one of " + list + ", got " + std::to_string(v));
         }
       } else if (static_cast<double>(v) < spec.min || static_cast<double>(v) > spec.max) {
+        // Every thread count (the CLI's -j, serve's --poll-threads/--workers, Python threads=)
+        // is refused in the same words.
+        if (std::string_view(spec.key) == "threads") {
+          return Status::InvalidArgument("must be 0 (all cores) to 65536, got " +
+                                         std::to_string(v));
+        }
         char range[64];
         std::snprintf(range, sizeof(range), "[%.0f, %.0f]", spec.min, spec.max);
         return Status::InvalidArgument("must be in " + std::string(range) + ", got " +
