@@ -40,6 +40,7 @@ TEST(OptionRegistryTest, NamesAreUniqueAndDefaultsAreTheStructsDefaults) {
       ASSERT_TRUE(values.ApplyTo(&set).ok());
       EXPECT_EQ(set.indexed_k, values.Has("indexed_k") ? std::optional<int>(3) : std::nullopt);
       EXPECT_EQ(set.memtable_limit, store_defaults.memtable_limit);
+      EXPECT_EQ(set.wal_flush_bytes, store_defaults.wal_flush_bytes);
       EXPECT_EQ(set.expected_size, store_defaults.expected_size);
       EXPECT_EQ(set.memory_budget.ToString(), store_defaults.memory_budget.ToString());
       continue;

@@ -127,3 +127,20 @@ def test_store_records_fingerprint_options(tmp_path):
         neardup.Store(str(tmp_path / "other"), no_such_option=1)
     with neardup.Store(str(tmp_path / "wide"), bits=128) as store:
         assert store.stats()["bits"] == 128 and "bits=128" in store.fingerprint_options
+
+
+def test_store_keywords_come_from_the_option_registry(tmp_path):
+    """The store's own keywords are the registry's (as `neardup serve` has them as flags): a small
+    wal_flush_bytes bounds the log by flushing, a wrong type is a TypeError and a bad value a
+    ValueError, both naming the keyword."""
+    path = str(tmp_path / "store")
+    with neardup.Store(path, wal_flush_bytes=1, memtable_limit=1000) as store:
+        store.add("a", 5)
+        store.add("b", 6)
+        assert store.stats()["flushes"] >= 1 and store.stats()["memtable_entries"] < 2
+    with pytest.raises(TypeError, match="wal_flush_bytes: expected an int, got str"):
+        neardup.Store(str(tmp_path / "s2"), wal_flush_bytes="1")
+    with pytest.raises(ValueError, match="^wal_flush_bytes must be in"):
+        neardup.Store(str(tmp_path / "s3"), wal_flush_bytes=-1)
+    with pytest.raises(ValueError, match="^memtable_limit must be in"):
+        neardup.Store(str(tmp_path / "s4"), memtable_limit=0)

@@ -155,6 +155,10 @@ const OptionSpec kOptions[] = {
      "documents a new store's index design is planned for", "expected_documents", nullptr, false},
     {"memtable_limit", "memtable_limit", false, T::kInt, kS, "65536", 1, 1e9, nullptr,
      "documents held in memory before a segment is written", "", nullptr, false},
+    {"wal_flush_bytes", "wal_flush_bytes", false, T::kInt, kS, "67108864", 0, 9.2e18, nullptr,
+     "flush the memtable to a segment when the log reaches this many bytes (bounds the log, so "
+     "the replay at the next open; 0 = no bound)",
+     "", nullptr, false},
 };
 
 bool Contains(const char* list, std::string_view name) {
@@ -561,6 +565,9 @@ Status OptionValues::ApplyTo(StoreOptions* options) const {
     if (key == "expected_size") options->expected_size = std::get<double>(value);
     if (key == "memtable_limit") {
       options->memtable_limit = static_cast<size_t>(std::get<int64_t>(value));
+    }
+    if (key == "wal_flush_bytes") {
+      options->wal_flush_bytes = static_cast<uint64_t>(std::get<int64_t>(value));
     }
     if (key == "memory_budget") {
       Result<MemoryBudget> budget = ParseMemoryBudget(std::get<std::string>(value));
