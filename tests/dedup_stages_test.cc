@@ -146,6 +146,58 @@ TEST(MergeCandidatePairsTest, DistinctUnionWithTheSourcesOfEachPair) {
   EXPECT_TRUE(PairNeedsShingles(kLshCandidate, 1, 2, 1, 3));
 }
 
+TEST(DecidePairsTest, EachPairDecidedByThePairRuleWhateverTheThreads) {
+  const std::string base =
+      "The committee met on Tuesday to review the budget for the coming year and agreed to fund "
+      "the new library, the repairs to the bridge over the river and a study of the bus routes "
+      "that serve the northern villages, after a long debate about the cost of each project.";
+  const std::vector<std::string> texts = {
+      base,
+      base,                                              // exact copy
+      "  " + base + "\n",                                // whitespace-only difference
+      base + " The mayor thanked everyone for coming.",  // near duplicate
+      "An unrelated note about compilers, linkers and the order of static initialisers.",
+      "Le comite s'est reuni mardi pour examiner le budget de l'annee a venir.",
+  };
+  auto shingler = ShingleSimilarity::Create(true);
+  ASSERT_TRUE(shingler.ok());
+  std::vector<DocumentFacts> facts(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    ASSERT_TRUE(ComputeDocumentFacts(texts[i], **shingler, &facts[i]).ok());
+  }
+  auto rule = PairRule::Create(ResolvePairRule(DedupOptions()));
+  ASSERT_TRUE(rule.ok());
+  std::vector<PairDocument> left, right;
+  for (size_t a = 0; a < texts.size(); ++a) {
+    for (size_t b = 0; b < texts.size(); ++b) {
+      left.push_back(facts[a].view());
+      right.push_back(facts[b].view());
+    }
+  }
+  std::set<DuplicateReason> reasons;
+  for (int threads : {1, 3, 0}) {
+    std::vector<PairDecision> decisions;
+    DecidePairs(*rule, left, right, threads, &decisions);
+    ASSERT_EQ(decisions.size(), left.size());
+    for (size_t i = 0; i < left.size(); ++i) {
+      const PairDecision expected = rule->Decide(left[i], right[i]);
+      EXPECT_EQ(decisions[i].reason, expected.reason) << i;
+      EXPECT_EQ(decisions[i].similarity, expected.similarity) << i;
+      EXPECT_EQ(decisions[i].jaccard, expected.jaccard) << i;
+      EXPECT_EQ(decisions[i].containment, expected.containment) << i;
+      reasons.insert(decisions[i].reason);
+    }
+  }
+  // The pairs cover every outcome that does not need a containment set-up.
+  EXPECT_EQ(reasons.count(DuplicateReason::kExact), 1u);
+  EXPECT_EQ(reasons.count(DuplicateReason::kWhitespace), 1u);
+  EXPECT_EQ(reasons.count(DuplicateReason::kNearDuplicate), 1u);
+  EXPECT_EQ(reasons.count(DuplicateReason::kNone), 1u);
+  std::vector<PairDecision> none;
+  DecidePairs(*rule, {}, {}, 0, &none);
+  EXPECT_TRUE(none.empty());
+}
+
 TEST(DocumentColumnsTest, SameFactsAsRunDedupFromOneNormalisation) {
   const std::vector<std::string> texts = {
       "The quick brown fox jumps over the lazy dog near the river bank today.",

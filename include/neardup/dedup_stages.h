@@ -10,7 +10,8 @@
 //                       neardup/hamming_join.h), the whitespace rule (FirstOfEqualHashPairs), and
 //                       the distinct merge of all of them with their sources (MergeCandidatePairs).
 //   3. verification     which candidates need shingle sets (PairNeedsShingles); the accept
-//                       predicate is the pair rule.
+//                       predicate, the pair rule (neardup/pair_rule.h), over arrays of pairs
+//                       (DecidePairs).
 //   4. clusters         components of the accepted pairs and the kept document of each
 //                       (BuildClusters).
 //   5. outputs          clusters.jsonl lines and summary.json (neardup/dedup.h's writers).
@@ -37,6 +38,7 @@
 #include "neardup/fingerprinter.h"
 #include "neardup/hamming_join.h"
 #include "neardup/minhash_lsh.h"
+#include "neardup/pair_rule.h"
 #include "neardup/shingles.h"
 #include "neardup/status.h"
 
@@ -156,6 +158,15 @@ inline bool PairNeedsShingles(uint8_t sources, uint64_t content_hash_a, uint64_t
   if (sources & kWhitespaceCandidate) return false;
   return content_hash_a != content_hash_b || text_bytes_a != text_bytes_b;
 }
+
+// The accept predicate over candidate pairs: (*decisions)[i] = rule.Decide(left[i], right[i]) (the
+// one pair rule; Decide, not DecideFast, so that similarity, jaccard and containment are measured
+// for every pair), on `threads` threads (0 = all cores); the same whatever the thread count.
+// `left` and `right` have the same length (else the shorter one's counts); *decisions gets one
+// decision per pair.
+NEARDUP_EXPORT void DecidePairs(const PairRule& rule, std::span<const PairDocument> left,
+                                std::span<const PairDocument> right, int threads,
+                                std::vector<PairDecision>* decisions);
 
 // ---- 4. clusters ------------------------------------------------------------------------------
 

@@ -847,9 +847,10 @@ FactArrays TakeFacts(py::handle hashes, const py::list& sets, const char* side) 
 // The pair rule of `options` (dedup's keywords) applied to pairs i = (left i, right i): a dict
 // of arrays reason (uint8, DuplicateReason: 0 none, 1 exact_duplicate, 2 whitespace_duplicate,
 // 3 near_duplicate, 4 contained), similarity, jaccard and containment (float64).
-py::dict DecidePairs(py::handle left_hashes, const py::list& left_sets, py::handle right_hashes,
-                     const py::list& right_sets, const py::dict& options,
-                     const PyShingleFrequencies* frequencies, int threads) {
+py::dict DecidePairsOfArrays(py::handle left_hashes, const py::list& left_sets,
+                             py::handle right_hashes, const py::list& right_sets,
+                             const py::dict& options, const PyShingleFrequencies* frequencies,
+                             int threads) {
   FactArrays left = TakeFacts(left_hashes, left_sets, "left");
   FactArrays right = TakeFacts(right_hashes, right_sets, "right");
   if (left.sets.size() != right.sets.size()) {
@@ -860,25 +861,25 @@ py::dict DecidePairs(py::handle left_hashes, const py::list& left_sets, py::hand
       ResolvePairRule(dedup), dedup.boilerplate && frequencies ? &frequencies->sketch() : nullptr,
       dedup.boilerplate_options));
   const size_t n = left.sets.size();
-  std::vector<uint8_t> reason(n);
-  std::vector<double> similarity(n), jaccard(n), containment(n);
+  std::vector<PairDocument> a(n), b(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t* l = &left.hashes[3 * i];
+    const uint64_t* r = &right.hashes[3 * i];
+    a[i] = {l[0], l[1], l[2], left.sets[i], -1};
+    b[i] = {r[0], r[1], r[2], right.sets[i], -1};
+  }
+  std::vector<PairDecision> decisions;
   {
     py::gil_scoped_release release;
-    ParallelFor(
-        n, threads,
-        [&](size_t begin, size_t end) {
-          for (size_t i = begin; i < end; ++i) {
-            const uint64_t* l = &left.hashes[3 * i];
-            const uint64_t* r = &right.hashes[3 * i];
-            const PairDecision d = rule.Decide({l[0], l[1], l[2], left.sets[i], -1},
-                                               {r[0], r[1], r[2], right.sets[i], -1});
-            reason[i] = static_cast<uint8_t>(d.reason);
-            similarity[i] = d.similarity;
-            jaccard[i] = d.jaccard;
-            containment[i] = d.containment;
-          }
-        },
-        64);
+    neardup::DecidePairs(rule, a, b, threads, &decisions);  // the verification stage
+  }
+  std::vector<uint8_t> reason(n);
+  std::vector<double> similarity(n), jaccard(n), containment(n);
+  for (size_t i = 0; i < n; ++i) {
+    reason[i] = static_cast<uint8_t>(decisions[i].reason);
+    similarity[i] = decisions[i].similarity;
+    jaccard[i] = decisions[i].jaccard;
+    containment[i] = decisions[i].containment;
   }
   py::dict out;
   out["reason"] = ToArray(reason);
@@ -1936,7 +1937,7 @@ PYBIND11_MODULE(_neardup, m) {
       .def(py::pickle(
           [](const PyShingleFrequencies& f) { return f.Serialize(); },
           [](const py::bytes& bytes) { return PyShingleFrequencies::Deserialize(bytes); }));
-  m.def("_decide_pairs", &DecidePairs, py::arg("left_hashes"), py::arg("left_sets"),
+  m.def("_decide_pairs", &DecidePairsOfArrays, py::arg("left_hashes"), py::arg("left_sets"),
         py::arg("right_hashes"), py::arg("right_sets"), py::arg("options") = py::dict(),
         py::arg("frequencies") = nullptr, py::arg("threads") = 0);
   m.def("_document_facts", &DocumentFactsOf, py::arg("texts"), py::arg("t2s") = true,
