@@ -6,8 +6,8 @@
 // wrong type is TypeError, a bad value ValueError, both naming the keyword. A non-ok Status becomes
 // ValueError (bad input), OSError (files; FileNotFoundError for a missing one, FileExistsError for
 // one that must be new), KeyError (a missing store id) or RuntimeError (a bug), carrying the C++
-// message. Besides the public headers it uses the library's thread pool (common/parallel.h) and
-// whitespace-free hash (dedup/document_hashes.h) for its batch calls.
+// message. Besides the public headers it uses the library's thread pool (common/parallel.h),
+// whitespace-free hash (dedup/document_hashes.h) and UTF-8 check (common/utf8.h).
 // Every call that can take long releases the GIL; batch calls run on all cores.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
