@@ -95,8 +95,9 @@ int PrintLshPlan(const PlanArgs& args) {
       args.bands > 0 ? " (as given)" : " (chosen for the lowest Jaccard the rule accepts)", lowest,
       LshCandidateProbability(lowest, p));
   std::printf(
-      "memory: %d bytes of band keys per document, plus 16 bytes per document for the "
-      "band being sorted on each thread\n\n",
+      "memory: %d bytes of band keys per document, in temporary files; in memory, about 7 bytes "
+      "per document on each thread during the LSH stage (the band's keys, 4; its records and "
+      "their sort buffer, and its run of pairs, about 1 each; docs/dedup.md)\n\n",
       4 * p.bands);
   std::printf(
       "detection probability (a pair is a candidate), 1 - (1 - J^%d)^%d, by plain Jaccard J:\n",
