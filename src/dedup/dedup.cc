@@ -1316,10 +1316,13 @@ Status DedupRun::VerifyCandidates() {
     // Exact and whitespace-only pairs are decided by the rule from the hashes alone.
     const PairDecision by_hashes =
         rule_->Decide(HashFacts(packed >> 32), HashFacts(static_cast<uint32_t>(packed)));
+    // (Without shingles, a rule that verifies nothing, threshold 0, would call every pair a
+    // near_duplicate of similarity 0: only the hash reasons are taken from this decision.)
+    const bool by_hash = by_hashes.reason == DuplicateReason::kExact ||
+                         by_hashes.reason == DuplicateReason::kWhitespace;
     double value = -1;  // unverified (verification off)
-    DuplicateReason reason =
-        by_hashes.duplicate() ? by_hashes.reason : DuplicateReason::kNearDuplicate;
-    if (by_hashes.duplicate()) {
+    DuplicateReason reason = by_hash ? by_hashes.reason : DuplicateReason::kNearDuplicate;
+    if (by_hash) {
       value = by_hashes.similarity;
     } else if (verify_) {
       value = -2;
