@@ -82,11 +82,13 @@ TEST(OptionRegistryTest, ValuesAreCheckedAndNamedAsGiven) {
   EXPECT_FALSE(keywords.Set("sublinear_tf", false).ok());
   OptionValues positive;
   ASSERT_TRUE(positive.Set("nfkc", false).ok());
-  ASSERT_TRUE(positive.Set("boilerplate", false).ok());
-  DedupOptions off;
-  ASSERT_TRUE(positive.ApplyTo(&off).ok());
-  EXPECT_FALSE(off.fingerprint.normalize.nfkc);
-  EXPECT_FALSE(off.boilerplate);
+  ASSERT_TRUE(positive.Set("boilerplate", true).ok());
+  DedupOptions set;
+  ASSERT_TRUE(positive.ApplyTo(&set).ok());
+  EXPECT_FALSE(set.fingerprint.normalize.nfkc);
+  EXPECT_TRUE(set.boilerplate);
+  // A command-line-only negation ("!no_boilerplate") is no keyword.
+  EXPECT_EQ(FindFlag("no_boilerplate"), nullptr);
   // The old spelling works and errors use it.
   EXPECT_EQ(keywords.Set("verify", 2.0).message(), "verify must be in [0, 1], got 2");
   ASSERT_TRUE(flags.SetText("max_distance", "9").ok());

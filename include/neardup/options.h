@@ -64,7 +64,8 @@ struct OptionSpec {
   double max;
   const char* choices;  // kChoice: the values, '|'-separated
   const char* help;
-  const char* aliases;     // other accepted flags, '|'-separated ("" for none)
+  const char* aliases;     // other accepted flags, '|'-separated ("" for none); "!name": a switch's
+                           // negation on the command line only (--no-boilerplate)
   const char* short_flag;  // a one-letter command-line form ("-k"), or nullptr
   bool recorded;           // written in the fingerprint-options string (FingerprintOptionsToString)
 };

@@ -23,8 +23,11 @@
 //   size guard        min(w(A), w(B)) >= containment_min_shingles and
 //                     min(w(A), w(B)) >= containment_min_ratio * max(w(A), w(B))
 //
-// so a one-line quote does not swallow an article. Without frequencies every weight is 1 and the
-// rule depends on nothing but the two documents.
+// so a one-line quote does not swallow an article. With weights, a pair must also share a plain
+// (unweighted) Jaccard of at least kPlainJaccardFloor = 0.2: below it two texts share too little
+// to be copies whatever their weights (and the LSH stage would rarely propose them), and most
+// candidate pairs are settled by counts before a weight is looked up. Without frequencies every
+// weight is 1 and the rule depends on nothing but the two documents.
 //
 // Thread safety: a PairRule and a frozen ShingleFrequencies are immutable and may be used from any
 // number of threads at once; ShingleFrequencies::AddDocument is not thread-safe.
@@ -123,6 +126,11 @@ class NEARDUP_EXPORT ShingleFrequencies {
   size_t memory_bytes() const { return counters_.size() * sizeof(uint16_t); }
   uint64_t seed() const { return seed_; }
 
+  // The block a shingle is counted in and its counters there (bit l = counter l of the block's
+  // 32), and the counters of a block holding at least `count` (for PairRule's filter).
+  uint64_t Locate(uint32_t shingle, uint32_t* lane_bits) const;
+  uint32_t LanesReaching(uint64_t block, uint32_t count) const;
+
  private:
   const uint16_t* Block(uint32_t shingle, uint32_t* lanes) const;
 
@@ -187,6 +195,8 @@ struct PairDecision {
 
 class NEARDUP_EXPORT PairRule {
  public:
+  static constexpr double kPlainJaccardFloor = 0.2;
+
   // `frequencies` (optional, may be null) turns on boilerplate weights; it must outlive the rule
   // and not change while the rule is in use. InvalidArgument naming a bad option.
   static Result<PairRule> Create(const PairRuleOptions& options,
@@ -199,6 +209,11 @@ class NEARDUP_EXPORT PairRule {
   // either threshold is left as soon as that is certain (measured = false): what dedup's
   // verification uses.
   PairDecision DecideFast(const PairDocument& a, const PairDocument& b) const;
+
+  // False when the pair cannot be a duplicate by its sets because its plain Jaccard is below
+  // kPlainJaccardFloor (with weights; always true without): a cheap test that needs no weight,
+  // for callers that look weights up only for the pairs that pass it. Decide applies it too.
+  bool PassesPlainFloor(const PairDocument& a, const PairDocument& b) const;
 
   // The weight of one shingle (1, or F / df for boilerplate) and of a set.
   double Weight(uint32_t shingle) const;
@@ -221,6 +236,9 @@ class NEARDUP_EXPORT PairRule {
   PairRuleOptions options_;
   const ShingleFrequencies* frequencies_ = nullptr;
   uint32_t boilerplate_documents_ = 0;
+  // Per sketch block, the counters holding at least F: a shingle can weigh less than 1 only if
+  // all of its counters are marked.
+  std::shared_ptr<const std::vector<uint32_t>> heavy_lanes_;
 };
 
 }  // namespace neardup

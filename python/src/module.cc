@@ -1091,7 +1091,7 @@ py::list Clusters(py::array_t<uint64_t> hi_array, py::array_t<uint64_t> lo_array
                   py::array_t<uint64_t> content_array, py::array_t<double> score_array,
                   py::array_t<uint32_t> a_array, py::array_t<uint32_t> b_array,
                   py::array_t<int32_t> distance_array, py::array_t<double> similarity_array,
-                  const std::string& keep) {
+                  const std::string& keep, py::object reason_array) {
   KeepPolicy policy;
   std::string field;
   Check(ParseKeepPolicy(keep, &policy, &field));
@@ -1119,6 +1119,20 @@ py::list Clusters(py::array_t<uint64_t> hi_array, py::array_t<uint64_t> lo_array
       throw py::value_error("pair " + std::to_string(i) + " names a document out of range");
     }
     pairs[i] = {a(i), b(i), distance(i), similarity(i)};
+  }
+  if (!reason_array.is_none()) {  // the pair rule's reasons (DuplicateReason), one per pair
+    auto reasons =
+        py::cast<py::array_t<uint8_t, py::array::c_style | py::array::forcecast>>(reason_array);
+    if (reasons.ndim() != 1 || static_cast<size_t>(reasons.shape(0)) != pairs.size()) {
+      throw py::value_error("reasons: expected one per pair");
+    }
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      const uint8_t r = reasons.data()[i];
+      if (r == 0 || r > static_cast<uint8_t>(DuplicateReason::kContained)) {
+        throw py::value_error("reasons: pair " + std::to_string(i) + " has no duplicate reason");
+      }
+      pairs[i].reason = static_cast<DuplicateReason>(r);
+    }
   }
   std::vector<DedupCluster> clusters;
   std::vector<bool> removed;
@@ -1947,7 +1961,10 @@ PYBIND11_MODULE(_neardup, m) {
   m.def("_jaccard_pairs", &JaccardPairs, py::arg("left"), py::arg("right"), py::arg("threads") = 0);
   m.def("_hamming_keys", &HammingKeys);
   m.def("_hamming_bucket_pairs", &HammingBucketPairs);
-  m.def("_clusters", &Clusters);
+  m.def("_clusters", &Clusters, py::arg("hi"), py::arg("lo"), py::arg("bits"), py::arg("bytes"),
+        py::arg("normalized_bytes"), py::arg("content_hash"), py::arg("score"), py::arg("a"),
+        py::arg("b"), py::arg("distance"), py::arg("similarity"), py::arg("keep"),
+        py::arg("reasons") = py::none());
   m.def("_dedup_files", &DedupFiles, py::arg("inputs"), py::arg("output_dir"), py::arg("options"),
         py::arg("memory") = py::dict(), py::arg("force") = false, py::arg("write_kept") = "");
   m.def("_resolve_dedup_options", &ResolveDedupOptions, py::arg("options"));

@@ -90,7 +90,10 @@ class RegistryFlags {
       names = std::string(spec.short_flag) + ",";
     }
     names += Dashed(spec.flag);
-    for (const std::string& alias : Split(spec.aliases)) names += "," + Dashed(alias);
+    // An alias "!name" is the switch's negation (--no-boilerplate beside --boilerplate).
+    for (const std::string& alias : Split(spec.aliases)) {
+      names += alias[0] == '!' ? ",!" + Dashed(alias.substr(1)) : "," + Dashed(alias);
+    }
     Flag& flag = flags_.emplace_back();
     flag.spec = &spec;
     if (spec.type == OptionType::kBool) {

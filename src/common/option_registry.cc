@@ -125,10 +125,11 @@ const OptionSpec kOptions[] = {
     {"containment_min_ratio", "containment_min_ratio", false, T::kDouble, kD, "0.6", 0, 1, nullptr,
      "... and at least this fraction of the larger one's (a quote does not swallow an article)", "",
      nullptr, false},
-    {"boilerplate", "no_boilerplate", true, T::kBool, kD, nullptr, 0, 0, nullptr,
-     "weigh every shingle 1 (by default a shingle found in many documents of the inputs, counted "
-     "in the first pass, weighs less: templates and footers)",
-     "", nullptr, false},
+    {"boilerplate", "boilerplate", false, T::kBool, kD, nullptr, 0, 0, nullptr,
+     "weigh down shingles found in many documents of the inputs (counted in the first pass: "
+     "templates, footers); off by default because the answer then depends on the corpus "
+     "(docs/quality.md)",
+     "!no_boilerplate", nullptr, false},
     {"boilerplate_min_documents", "boilerplate_min_documents", false, T::kInt, kD, "20", 2,
      4294967295.0, nullptr,
      "a shingle in at least this many documents (or more, when the frequency sketch cannot "

@@ -376,17 +376,18 @@ Result<PairJudgement> JudgePair(std::string_view a, std::string_view b, const De
 
 namespace {
 
-// The frequency sketch of a run over `input_bytes` of input (0: unknown): at most
-// boilerplate_sketch_bytes, the input's size rounded up to a power of two when smaller; above
-// 256 MB of input one document in s is counted (s a power of two up to 64, from the input's
-// size), so the counting time and the sketch's error stay bounded, while the boilerplate bar F
-// (in documents) is far above s there anyway.
+// The frequency sketch of a run over `input_bytes` of input (0: unknown): a quarter of the
+// input's size rounded up to a power of two, at most boilerplate_sketch_bytes (a shingle takes
+// about 4 to 8 bytes of text, so its counters stay lightly loaded); above 64 MB of input one
+// document in s is counted (s a power of two up to 64, from the input's size), so the counting
+// time and the sketch's load stay bounded, while the boilerplate bar F (in documents) is far
+// above s there anyway.
 ShingleFrequencies FrequencySketchFor(uint64_t input_bytes, const DedupOptions& options) {
   size_t bytes = options.boilerplate_sketch_bytes;
   uint32_t sample_every = 1;
   if (input_bytes > 0) {
-    bytes = std::min<uint64_t>(bytes, std::bit_ceil(std::max<uint64_t>(input_bytes, 1 << 16)));
-    constexpr uint64_t kCountedBytes = uint64_t{256} << 20;
+    bytes = std::min<uint64_t>(bytes, std::bit_ceil(std::max<uint64_t>(input_bytes / 4, 1 << 16)));
+    constexpr uint64_t kCountedBytes = uint64_t{64} << 20;
     if (input_bytes > kCountedBytes) {
       sample_every = static_cast<uint32_t>(
           std::min<uint64_t>(64, std::bit_ceil((input_bytes + kCountedBytes - 1) / kCountedBytes)));
@@ -1237,10 +1238,13 @@ Status DedupRun::VerifyCandidates() {
     // Exact and whitespace-only pairs are decided by the rule from the hashes alone.
     const PairDecision by_hashes =
         rule_->Decide(HashFacts(packed >> 32), HashFacts(static_cast<uint32_t>(packed)));
+    // (Without shingles, a rule that verifies nothing, threshold 0, would call every pair a
+    // near_duplicate of similarity 0: only the hash reasons are taken from this decision.)
+    const bool by_hash = by_hashes.reason == DuplicateReason::kExact ||
+                         by_hashes.reason == DuplicateReason::kWhitespace;
     double value = -1;  // unverified (verification off)
-    DuplicateReason reason =
-        by_hashes.duplicate() ? by_hashes.reason : DuplicateReason::kNearDuplicate;
-    if (by_hashes.duplicate()) {
+    DuplicateReason reason = by_hash ? by_hashes.reason : DuplicateReason::kNearDuplicate;
+    if (by_hash) {
       value = by_hashes.similarity;
     } else if (verify_) {
       value = -2;
@@ -1318,7 +1322,7 @@ Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* 
           if (a != loaded_a) {  // pairs come sorted by a: one read per document a
             status = SetOf(a, &buffer_a, &set_a);
             loaded_a = a;
-            weight_a = status.ok() ? weight_of(a, set_a) : -1;
+            weight_a = -1;  // looked up when a pair of a passes the floor
           }
           if (status.ok()) status = SetOf(b, &buffer_b, &set_b);
           if (!status.ok()) {
@@ -1329,8 +1333,14 @@ Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* 
           }
           PairDocument doc_a = HashFacts(a), doc_b = HashFacts(b);
           doc_a.shingles = set_a;
-          doc_a.weight = weight_a;
           doc_b.shingles = set_b;
+          if (!rule_->PassesPlainFloor(doc_a, doc_b)) {  // settled without a weight
+            (*similarity_of)[i] = 0;
+            (*reason_of)[i] = DuplicateReason::kNone;
+            continue;
+          }
+          if (weight_a < 0) weight_a = weight_of(a, set_a);
+          doc_a.weight = weight_a;
           doc_b.weight = weight_of(b, set_b);
           const PairDecision decision = rule_->DecideFast(doc_a, doc_b);
           (*similarity_of)[i] = decision.similarity;

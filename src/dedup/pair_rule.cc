@@ -90,6 +90,21 @@ ShingleFrequencies::ShingleFrequencies(size_t bytes, uint32_t sample_every, uint
 
 // The block of `shingle` and its lane in each of the kDepth rows of the block (row r owns lanes
 // r * 8 .. r * 8 + 7): 3 bits of the hash per row, the block from the bits above them.
+uint64_t ShingleFrequencies::Locate(uint32_t shingle, uint32_t* lane_bits) const {
+  uint32_t lanes[kDepth];
+  const uint16_t* block = Block(shingle, lanes);
+  *lane_bits = 0;
+  for (int r = 0; r < kDepth; ++r) *lane_bits |= uint32_t{1} << lanes[r];
+  return static_cast<uint64_t>(block - counters_.data()) / kBlockCounters;
+}
+
+uint32_t ShingleFrequencies::LanesReaching(uint64_t block, uint32_t count) const {
+  const uint16_t* c = counters_.data() + block * kBlockCounters;
+  uint32_t bits = 0;
+  for (size_t l = 0; l < kBlockCounters; ++l) bits |= uint32_t{c[l] >= count} << l;
+  return bits;
+}
+
 const uint16_t* ShingleFrequencies::Block(uint32_t shingle, uint32_t* lanes) const {
   const uint64_t h = Mix(shingle ^ seed_);
   for (int r = 0; r < kDepth; ++r) {
@@ -99,16 +114,31 @@ const uint16_t* ShingleFrequencies::Block(uint32_t shingle, uint32_t* lanes) con
 }
 
 void ShingleFrequencies::AddDocument(std::span<const uint32_t> set) {
-  uint32_t lanes[kDepth];
-  for (uint32_t shingle : set) {
-    uint16_t* block = const_cast<uint16_t*>(Block(shingle, lanes));
-    for (int r = 0; r < kDepth; ++r) {
-      uint16_t& counter = block[lanes[r]];
-      counter = static_cast<uint16_t>(counter + (counter < kCounterMax));
+  // Each shingle's block is a cache miss in a large sketch: the blocks of the next kAhead
+  // shingles are fetched while this one is counted.
+  constexpr size_t kAhead = 16;
+  struct Pending {
+    uint16_t* block;
+    uint32_t lanes[kDepth];
+  };
+  Pending ring[kAhead];
+  const size_t n = set.size();
+  for (size_t i = 0; i < n + kAhead; ++i) {
+    if (i >= kAhead) {
+      Pending& due = ring[i % kAhead];
+      for (int r = 0; r < kDepth; ++r) {
+        uint16_t& counter = due.block[due.lanes[r]];
+        counter = static_cast<uint16_t>(counter + (counter < kCounterMax));
+      }
+    }
+    if (i < n) {
+      Pending& next = ring[i % kAhead];
+      next.block = const_cast<uint16_t*>(Block(set[i], next.lanes));
+      __builtin_prefetch(next.block, 1);
     }
   }
   ++documents_;
-  total_ += set.size();
+  total_ += n;
 }
 
 Status ShingleFrequencies::Merge(const ShingleFrequencies& other) {
@@ -203,11 +233,27 @@ Result<PairRule> PairRule::Create(const PairRuleOptions& options,
         std::min<double>(double{kCounterMax} * frequencies->sample_every(),
                          std::max<double>(boilerplate.min_documents, resolution)));
   }
-  return PairRule(options, frequencies, documents);
+  PairRule rule(options, frequencies, documents);
+  if (frequencies != nullptr) {
+    // The counters holding at least F (in counted documents).
+    const uint64_t blocks = frequencies->cells() / kBlockCounters;
+    const uint32_t count = static_cast<uint32_t>((documents + frequencies->sample_every() - 1) /
+                                                 frequencies->sample_every());
+    auto heavy = std::make_shared<std::vector<uint32_t>>(blocks);
+    for (uint64_t b = 0; b < blocks; ++b) (*heavy)[b] = frequencies->LanesReaching(b, count);
+    rule.heavy_lanes_ = std::move(heavy);
+  }
+  return rule;
 }
 
 double PairRule::Weight(uint32_t shingle) const {
   if (frequencies_ == nullptr) return 1.0;
+  // A shingle's estimate reaches F only if each of its counters does: a word per block (a
+  // sixteenth of the sketch) marks the counters that do, so most shingles are settled there
+  // instead of in the sketch.
+  uint32_t lanes = 0;
+  const uint64_t block = frequencies_->Locate(shingle, &lanes);
+  if (((*heavy_lanes_)[block] & lanes) != lanes) return 1.0;
   const uint64_t df = frequencies_->Estimate(shingle);
   return df < boilerplate_documents_ ? 1.0 : static_cast<double>(boilerplate_documents_) / df;
 }
@@ -242,6 +288,47 @@ uint64_t SmallestReaching(double estimate, uint64_t limit, double threshold, Val
 
 }  // namespace
 
+namespace {
+
+// |x ∩ y| of two sorted distinct sets, or (with can_stop) less than `need` when it cannot reach it.
+uint64_t CommonCount(std::span<const uint32_t> x, std::span<const uint32_t> y, uint64_t need,
+                     bool can_stop) {
+  const size_t nx = x.size(), ny = y.size();
+  size_t i = 0, j = 0;
+  uint64_t common = 0;
+  while (i < nx && j < ny) {
+    if (x[i] < y[j]) {
+      ++i;
+      if (can_stop && common + std::min(nx - i, ny - j) < need) return common;
+    } else if (y[j] < x[i]) {
+      ++j;
+      if (can_stop && common + std::min(nx - i, ny - j) < need) return common;
+    } else {
+      ++common;
+      ++i;
+      ++j;
+    }
+  }
+  return common;
+}
+
+// The smallest intersection for which the plain Jaccard of sets of sizes nx, ny reaches `t`.
+uint64_t PlainNeed(size_t nx, size_t ny, double t) {
+  auto jaccard_of = [&](uint64_t c) {
+    return static_cast<double>(c) / static_cast<double>(nx + ny - c);
+  };
+  return SmallestReaching(t * static_cast<double>(nx + ny) / (1 + t), std::min(nx, ny), t,
+                          jaccard_of);
+}
+
+}  // namespace
+
+bool PairRule::PassesPlainFloor(const PairDocument& a, const PairDocument& b) const {
+  if (frequencies_ == nullptr || a.shingles.empty() || b.shingles.empty()) return true;
+  const uint64_t need = PlainNeed(a.shingles.size(), b.shingles.size(), kPlainJaccardFloor);
+  return CommonCount(a.shingles, b.shingles, need, true) >= need;
+}
+
 PairDecision PairRule::Measure(const PairDocument& a, const PairDocument& b, bool fast) const {
   PairDecision decision;
   if (a.content_hash == b.content_hash && a.text_bytes == b.text_bytes) {
@@ -256,6 +343,17 @@ PairDecision PairRule::Measure(const PairDocument& a, const PairDocument& b, boo
   }
   const PairRuleOptions& o = options_;
   const std::span<const uint32_t> x = a.shingles, y = b.shingles;
+  // With boilerplate weights, a pair must share a plain Jaccard of kPlainJaccardFloor first
+  // (settled by counts, before any weight is looked up).
+  bool below_floor = false;
+  if (frequencies_ != nullptr && !x.empty() && !y.empty() && o.jaccard_threshold > 0) {
+    const uint64_t need = PlainNeed(x.size(), y.size(), kPlainJaccardFloor);
+    below_floor = CommonCount(x, y, need, fast) < need;
+    if (below_floor && fast) {
+      decision.measured = false;
+      return decision;
+    }
+  }
   const double wx = a.weight >= 0 ? a.weight : Weight(x);
   const double wy = b.weight >= 0 ? b.weight : Weight(y);
   const double small = std::min(wx, wy), large = std::max(wx, wy);
@@ -270,7 +368,8 @@ PairDecision PairRule::Measure(const PairDocument& a, const PairDocument& b, boo
   const bool can_stop = fast && o.jaccard_threshold > 0;
   const size_t nx = x.size(), ny = y.size();
   double shared = 0;
-  if (frequencies_ == nullptr) {
+  // Without boilerplate in either set every weight is 1: the count path decides exactly the same.
+  if (frequencies_ == nullptr || (wx == static_cast<double>(nx) && wy == static_cast<double>(ny))) {
     // Counts: the pair is a duplicate iff the intersection reaches `need` (exactly, with the
     // final comparisons' own arithmetic), so stopping below it never changes the decision.
     const uint64_t smaller = std::min(nx, ny);
@@ -346,7 +445,9 @@ PairDecision PairRule::Measure(const PairDocument& a, const PairDocument& b, boo
   const double united = wx + wy - shared;
   decision.jaccard = united > 0 ? shared / united : 0;
   decision.containment = std::min(1.0, shared / small);
-  if (decision.jaccard >= o.jaccard_threshold) {
+  if (below_floor) {
+    decision.similarity = decision.jaccard;
+  } else if (decision.jaccard >= o.jaccard_threshold) {
     decision.reason = DuplicateReason::kNearDuplicate;
     decision.similarity = decision.jaccard;
   } else if (decision.size_guard && decision.containment >= o.containment_threshold) {
