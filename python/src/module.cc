@@ -37,6 +37,7 @@
 #include "neardup/minhash_lsh.h"
 #include "neardup/permuted_index.h"
 #include "neardup/shingles.h"
+#include "neardup/sketch.h"
 #include "neardup/store.h"
 
 namespace py = pybind11;
@@ -1289,8 +1290,24 @@ class PyStore {
           int max_k, const std::string& sync, size_t memtable_limit, bool verify_checksums,
           const py::kwargs& fingerprint_keywords) {
     cli::FingerprintFlags flags;
+    cli::RuleFlags rule;
     for (auto [key, value] : fingerprint_keywords) {
       const std::string name = py::cast<std::string>(key);
+      // The duplicate rule of a new store (as `neardup index create --rule/--threshold/...`).
+      if (name == "rule") {
+        rule.rule = py::cast<std::string>(value);
+        CheckChoice("rule", rule.rule, {"dedup", "simhash"});
+        rule.rule_given = true;
+        continue;
+      }
+      if (name == "threshold" || name == "bands" || name == "rows" || name == "bucket_window") {
+        if (name == "threshold") rule.threshold = py::cast<double>(value);
+        if (name == "bands") rule.bands = py::cast<int>(value);
+        if (name == "rows") rule.rows = py::cast<int>(value);
+        if (name == "bucket_window") rule.bucket_window = py::cast<uint32_t>(value);
+        rule.lsh_given = true;
+        continue;
+      }
       if (name == "replace_invalid_utf8" || !ApplyFingerprintOption(name, value, &flags)) {
         UnknownOption(name);
       }
@@ -1310,6 +1327,9 @@ class PyStore {
                                           : SyncMode::kNone;
     options.memtable_limit = memtable_limit;
     options.verify_checksums_on_open = verify_checksums;
+    if (Status applied = rule.Apply(&options); !applied.ok()) {
+      Throw(Status(applied.code(), FlagsAsKeywords(applied.message())));
+    }
     Result<std::unique_ptr<DocumentStore>> opened = Status::Internal("unset");
     {
       py::gil_scoped_release release;
@@ -1319,6 +1339,123 @@ class PyStore {
       Throw(Status(opened.status().code(), FlagsAsKeywords(opened.status().message())));
     }
     store_ = std::move(*opened);
+    auto sketcher = cli::SketcherForStore(*store_, fingerprint_options_);
+    if (!sketcher.ok()) {
+      (void)store_->Close();
+      store_.reset();
+      Throw(sketcher.status());
+    }
+    sketcher_ = std::move(*sketcher);
+  }
+
+  // The store's rule: "dedup" or "simhash".
+  std::string rule() { return StoreRuleName(store().Stats().rule); }
+
+  // check(text, id=None, add="if_new", metadata=None, k=3): the store's rule applied to one text;
+  // check_batch(texts, ids=None, ...): to many, in order, each also against the earlier added
+  // ones of the batch, atomically.
+  py::dict CheckText(py::handle text, py::handle id, const std::string& add, py::handle metadata,
+                     int k) {
+    py::list texts, ids, metadatas;
+    texts.append(text);
+    ids.append(id);
+    metadatas.append(metadata);
+    return CheckBatch(texts, id.is_none() ? py::object(py::none()) : py::object(ids), add,
+                      metadata.is_none() ? py::object(py::none()) : py::object(metadatas), k)[0];
+  }
+
+  py::list CheckBatch(py::handle texts_object, py::handle ids_object, const std::string& add,
+                      py::handle metadata_object, int k) {
+    CheckChoice("add", add, {"if_new", "always", "never"});
+    if (py::isinstance<py::str>(texts_object) || py::isinstance<py::bytes>(texts_object)) {
+      throw py::type_error("texts: must be a sequence of str, not a single string");
+    }
+    std::vector<std::string_view> texts;
+    for (py::handle item : py::iter(texts_object)) {
+      texts.push_back(TextView(item, "texts[" + std::to_string(texts.size()) + "]"));
+    }
+    std::vector<std::string> ids(texts.size()), metas(texts.size());
+    if (!ids_object.is_none()) {
+      if (py::isinstance<py::str>(ids_object)) throw py::type_error("ids: must be a sequence of str");
+      size_t i = 0;
+      for (py::handle item : py::iter(ids_object)) {
+        if (i >= ids.size()) throw py::value_error("ids and texts differ in length");
+        if (!py::isinstance<py::str>(item)) {
+          throw py::type_error("ids[" + std::to_string(i) + "]: must be str, not " +
+                               std::string(py::str(py::type::of(item).attr("__name__"))));
+        }
+        ids[i++] = py::cast<std::string>(item);
+      }
+      if (i != ids.size()) throw py::value_error("ids and texts differ in length");
+    } else if (add != "never") {
+      throw py::value_error("ids: needed to add documents (add=\"never\" checks without them)");
+    }
+    if (!metadata_object.is_none()) {
+      size_t i = 0;
+      for (py::handle item : py::iter(metadata_object)) {
+        if (i >= metas.size()) throw py::value_error("metadata and texts differ in length");
+        metas[i++] = MetadataBytes(item);
+      }
+      if (i != metas.size()) throw py::value_error("metadata and texts differ in length");
+    }
+    DocumentStore& s = store();
+    std::vector<DocumentInput> docs(texts.size());
+    std::vector<DocumentSketch> sketches(texts.size());
+    Result<std::vector<CheckResult>> results = Status::Internal("unset");
+    {
+      py::gil_scoped_release release;
+      Status status;
+      for (size_t i = 0; i < texts.size() && status.ok(); ++i) {
+        docs[i].id = ids[i];
+        docs[i].metadata = metas[i];
+        if (sketcher_) {
+          status = sketcher_->Sketch(texts[i], &docs[i].fingerprint, &sketches[i]);
+          docs[i].sketch = &sketches[i];
+        } else {
+          if (!fingerprinter_) {
+            auto created = Fingerprinter::Create(fingerprint_options_);
+            status = created.status();
+            if (created.ok()) fingerprinter_ = std::move(*created);
+          }
+          if (status.ok()) {
+            Result<Fingerprint> fp = fingerprinter_->Compute(texts[i]);
+            status = fp.status();
+            if (fp.ok()) docs[i].fingerprint = *fp;
+          }
+        }
+        if (!status.ok() && texts.size() > 1) {
+          status = status.WithContext("texts[" + std::to_string(i) + "]");
+        }
+      }
+      if (status.ok()) {
+        CheckOptions options;
+        options.k = k;
+        options.add = add == "never"    ? AddMode::kNever
+                      : add == "always" ? AddMode::kAlways
+                                        : AddMode::kIfNew;
+        results = s.CheckBatch(docs, options);
+      } else {
+        results = status;
+      }
+    }
+    py::list out;
+    for (CheckResult& result : Unwrap(std::move(results))) {
+      py::list duplicates;
+      for (const StoredDocument& dup : result.duplicates) {
+        py::dict d = StoredToDict(dup, true);
+        d["similarity"] = dup.similarity >= 0 ? py::object(py::float_(dup.similarity))
+                                              : py::object(py::none());
+        d["reason"] = DuplicateReasonName(dup.reason);
+        duplicates.append(d);
+      }
+      py::dict entry;
+      entry["duplicate"] = !result.duplicates.empty();
+      entry["added"] = result.added;
+      entry["replaced"] = result.replaced;
+      entry["duplicates"] = duplicates;
+      out.append(entry);
+    }
+    return out;
   }
 
   // The recorded fingerprint options (FingerprintOptionsToString), "" for a store created
@@ -1464,6 +1601,8 @@ class PyStore {
  private:
   std::unique_ptr<DocumentStore> store_;
   FingerprintOptions fingerprint_options_;  // the store's, as OpenStoreWithFingerprintOptions chose
+  std::unique_ptr<DocumentSketcher> sketcher_;    // a dedup-rule store's text pipeline
+  std::unique_ptr<Fingerprinter> fingerprinter_;  // a simhash store's (made when first needed)
 };
 
 }  // namespace
@@ -1603,6 +1742,11 @@ PYBIND11_MODULE(_neardup, m) {
       .def("search", &PyStore::Search, py::arg("fingerprint"), py::arg("k"), py::arg("limit") = 0)
       .def("check_and_add", &PyStore::CheckAndAdd, py::arg("id"), py::arg("fingerprint"),
            py::arg("k"), py::arg("always_add") = false, py::arg("metadata") = py::none())
+      .def("check", &PyStore::CheckText, py::arg("text"), py::arg("id") = py::none(),
+           py::arg("add") = "if_new", py::arg("metadata") = py::none(), py::arg("k") = 3)
+      .def("check_batch", &PyStore::CheckBatch, py::arg("texts"), py::arg("ids") = py::none(),
+           py::arg("add") = "if_new", py::arg("metadata") = py::none(), py::arg("k") = 3)
+      .def_property_readonly("rule", &PyStore::rule)
       .def("get", &PyStore::Get, py::arg("id"))
       .def("remove", &PyStore::Remove, py::arg("id"))
       .def("stats", &PyStore::Stats)

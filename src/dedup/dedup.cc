@@ -22,6 +22,7 @@
 #include "common/parallel.h"
 #include "common/utf8.h"
 #include "dedup/document_hashes.h"
+#include "dedup/pair_rule.h"
 #include "dedup/pair_runs.h"
 #include "dedup/shingle_hashes.h"
 #include "dedup/spill_file.h"
@@ -65,8 +66,12 @@ bool Better(const DedupDocument& x, uint32_t xi, const DedupDocument& y, uint32_
   return xi < yi;
 }
 
+PairHashes HashesOf(const DedupDocument& x) {
+  return {x.content_hash, x.text_bytes, x.squeezed_hash};
+}
+
 bool IsExactDuplicate(const DedupDocument& x, const DedupDocument& y) {
-  return x.content_hash == y.content_hash && x.text_bytes == y.text_bytes;
+  return HashRule(HashesOf(x), HashesOf(y)) == PairReason::kExact;
 }
 
 // Breadth-first walk of the accepted pairs from `kept`: each document reached, with the
@@ -166,19 +171,6 @@ void ResetPeakMemory() {
   if (!file) return;
   std::fputs("5", file);
   std::fclose(file);
-}
-
-// True when `fingerprint` normalises text exactly as `shingles` does (invalid UTF-8 aside: the
-// Fingerprinter rejects it, so such a document never reaches the shingles).
-bool SameNormalization(const FingerprintOptions& fingerprint, const NormalizeOptions& shingles) {
-  const NormalizeOptions& f = fingerprint.normalize;
-  return fingerprint.profile != HashProfile::kYanyiwuSimhash &&
-         f.strip_markup == shingles.strip_markup && f.nfkc == shingles.nfkc &&
-         f.case_fold == shingles.case_fold &&
-         f.traditional_to_simplified == shingles.traditional_to_simplified &&
-         f.fold_whitespace == shingles.fold_whitespace &&
-         f.opencc_config == shingles.opencc_config &&
-         (f.replace_invalid_utf8 == shingles.replace_invalid_utf8 || !f.replace_invalid_utf8);
 }
 
 }  // namespace
@@ -294,8 +286,9 @@ Result<PairJudgement> JudgePair(std::string_view a, std::string_view b,
   PairJudgement judgement;
   judgement.verify_threshold = ResolveVerifyThreshold(options);
   judgement.k = UsesSimHash(options) ? options.k : -1;
-  judgement.exact = a == b;
-  judgement.whitespace_only = SqueezedHash(a) == SqueezedHash(b);
+  const PairReason by_hashes = HashRule(HashesOfText(a), HashesOfText(b));
+  judgement.exact = by_hashes == PairReason::kExact;
+  judgement.whitespace_only = by_hashes != PairReason::kNone;
   auto fingerprinter = Fingerprinter::Create(options.fingerprint);
   if (!fingerprinter.ok()) return fingerprinter.status().WithContext("fingerprint options");
   auto fa = (*fingerprinter)->Compute(a);
@@ -322,8 +315,9 @@ Result<PairJudgement> JudgePair(std::string_view a, std::string_view b,
   ShingleSimilarity::Narrow(sa, &na);
   ShingleSimilarity::Narrow(sb, &nb);
   judgement.jaccard = judgement.exact ? 1.0 : ShingleSimilarity::Jaccard32(na, nb);
-  judgement.verified =
-      judgement.verify_threshold <= 0 || judgement.jaccard >= judgement.verify_threshold;
+  double verified_similarity = 0;
+  judgement.verified = judgement.exact || ShingleRule(na, nb, judgement.verify_threshold,
+                                                      &verified_similarity);
   judgement.duplicate = judgement.exact || judgement.whitespace_only ||
                         ((judgement.lsh_candidate || judgement.within_k) && judgement.verified);
   return judgement;
@@ -1057,8 +1051,8 @@ void DedupRun::WhitespaceCandidates() {
 
 bool DedupRun::NeedsJaccard(uint64_t packed, uint8_t sources) const {
   if (sources & kWhitespace) return false;
-  return !IsExactDuplicate(report_.documents[packed >> 32],
-                           report_.documents[static_cast<uint32_t>(packed)]);
+  return HashRule(HashesOf(report_.documents[packed >> 32]),
+                  HashesOf(report_.documents[static_cast<uint32_t>(packed)])) == PairReason::kNone;
 }
 
 Status DedupRun::MergeCandidates() {
@@ -1249,7 +1243,7 @@ Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* 
           }
           double similarity = 0;
           (*similarity_of)[i] =
-              ReachesJaccard(set_a, set_b, verify_threshold_, &similarity) ? similarity : kRejected;
+              ShingleRule(set_a, set_b, verify_threshold_, &similarity) ? similarity : kRejected;
         }
       },
       256);

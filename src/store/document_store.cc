@@ -1,6 +1,7 @@
 // DocumentStore implementation: memtable + write-ahead log + memory-mapped segments, group
-// commit, flush and background compaction; see include/neardup/store.h and
-// docs/storage_format.md.
+// commit, flush and background compaction, and the duplicate rule applied to them (the pair rule
+// of dedup/pair_rule.h over candidates from the band and whitespace-hash tables, or the SimHash
+// radius); see include/neardup/store.h and docs/storage_format.md.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -23,11 +24,15 @@
 #include <unordered_set>
 
 #include "common/string_hash.h"
+#include "dedup/pair_rule.h"
+#include "index/key_table.h"
 #include "index/table_segment.h"
-#include "neardup/permuted_index.h"
 #include "neardup/store.h"
 #include "store/manifest.h"
+#include "store/memtable.h"
 #include "store/segment.h"
+#include "store/set_codec.h"
+#include "store/sketch_record.h"
 #include "store/store_format.h"
 #include "store/wal.h"
 
@@ -35,127 +40,67 @@ namespace neardup {
 namespace {
 
 using store::Manifest;
+using store::MemTable;
 using store::Segment;
 using store::SegmentEntry;
 using store::SegmentHit;
+using store::SketchRecord;
 using store::WalOp;
 using store::WalOpType;
 using store::WalWriter;
 
-// Documents written since the last flush, newest version per id (tombstones included).
-// The memtable's own design: planned for its size under PermutedIndex's default budget, so
-// inserts stay cheap. Planning takes ~0.08 s of CPU (64 bits, max_k 3), so each distinct
-// (bits, max_k, size) is planned once per process and reused by every later Open.
-Result<IndexDesign> MemtableDesign(int bits, int max_k, size_t memtable_limit) {
-  static std::mutex mu;
-  static std::map<std::tuple<int, int, size_t>, IndexDesign> planned_designs;
-  const auto key = std::make_tuple(bits, max_k, memtable_limit);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = planned_designs.find(key); it != planned_designs.end()) return it->second;
-  }
-  PlanRequest request;
-  request.bits = bits;
-  request.max_k = max_k;
-  request.n = static_cast<double>(std::max<size_t>(memtable_limit, 1024));
-  request.memory_budget_bytes =
-      PermutedIndexOptions{}.memory_budget_bytes_per_fingerprint * request.n;
-  Result<IndexDesign> planned = PlanIndex(request);
-  if (!planned.ok()) {
-    request.memory_budget_bytes = 0;
-    planned = PlanIndex(request);
-  }
-  if (!planned.ok()) return planned.status();
-  std::lock_guard<std::mutex> lock(mu);
-  planned_designs.emplace(key, *planned);
-  return planned;
-}
+// A bucket (band key, whitespace-free hash) yields at most `bucket_window` live documents to a
+// check; walking it stops after this many times as many versions (replaced or removed ones
+// included), so a bucket full of overwritten documents costs a bounded walk too.
+constexpr size_t kMaxVisitsPerWindow = 8;
 
-class MemTable {
- public:
-  struct Entry {
-    Fingerprint fingerprint;
-    std::string metadata;
-    bool tombstone = false;
-    uint64_t slot = 0;  // id in `index_` (live entries only)
-  };
-
-  // Searches with k <= max_k use a PermutedIndex (the same segments as the store's files, planned
-  // for the memtable's size so inserts stay cheap) over the live entries; larger k scans them.
-  // `design` (planned once per store by Init) is for `expected_size` entries.
-  static Result<std::unique_ptr<MemTable>> Create(int bits, const IndexDesign& design,
-                                                  size_t expected_size) {
-    PermutedIndexOptions options;
-    options.bits = bits;
-    options.max_k = design.max_k;
-    options.design = design;
-    options.expected_size = static_cast<double>(std::max<size_t>(expected_size, 1024));
-    options.threads = 1;
-    Result<std::unique_ptr<PermutedIndex>> permuted = PermutedIndex::Create(options);
-    if (!permuted.ok()) return permuted.status().WithContext("memtable index");
-    return std::unique_ptr<MemTable>(new MemTable(std::move(*permuted)));
-  }
-
-  const Entry* Find(std::string_view id) const {
-    auto it = entries_.find(id);
-    return it == entries_.end() ? nullptr : &it->second;
-  }
-
-  void Put(const WalOp& op) {
-    auto it = entries_.find(std::string_view(op.id));
-    if (it == entries_.end()) {
-      it = entries_.emplace(op.id, Entry{}).first;
-    } else if (!it->second.tombstone) {
-      index_->Remove(it->second.slot, it->second.fingerprint);
-      slot_ids_[it->second.slot] = nullptr;
-    }
-    Entry& entry = it->second;
-    entry.tombstone = op.type == WalOpType::kRemove;
-    entry.fingerprint = op.fingerprint;
-    entry.metadata = op.metadata;
-    if (!entry.tombstone) {
-      entry.slot = slot_ids_.size();
-      slot_ids_.push_back(&it->first);
-      (void)index_->Add(entry.slot, entry.fingerprint);
-    }
-  }
-
-  // Appends (id, entry, distance) of live entries within k.
-  template <typename Fn>
-  void Search(const Fingerprint& query, int k, Fn&& fn) const {
-    if (entries_.empty()) return;
-    if (k > index_->max_k()) {
-      for (const auto& [id, entry] : entries_) {
-        if (entry.tombstone) continue;
-        const int distance = HammingDistance(entry.fingerprint, query);
-        if (distance <= k) fn(id, entry, distance);
-      }
-      return;
-    }
-    Result<std::vector<Neighbor>> hits = index_->Search(query, k);
-    if (!hits.ok()) return;
-    for (const Neighbor& hit : *hits) {
-      const std::string* id = slot_ids_[hit.id];
-      if (id != nullptr) fn(*id, entries_.find(std::string_view(*id))->second, hit.distance);
-    }
-  }
-
-  size_t size() const { return entries_.size(); }
-  const std::unordered_map<std::string, Entry, StringHash, std::equal_to<>>& entries() const {
-    return entries_;
-  }
-
- private:
-  std::unordered_map<std::string, Entry, StringHash, std::equal_to<>> entries_;
-  explicit MemTable(std::unique_ptr<PermutedIndex> index) : index_(std::move(index)) {}
-
-  std::vector<const std::string*> slot_ids_;  // slot -> key in entries_ (null once replaced)
-  std::unique_ptr<PermutedIndex> index_;
-};
+constexpr const char* kVerificationForm = "narrowed32-delta-varint";
 
 bool ByDistanceThenId(const StoredDocument& a, const StoredDocument& b) {
   return a.distance != b.distance ? a.distance < b.distance : a.id < b.id;
 }
+bool BySimilarityThenId(const StoredDocument& a, const StoredDocument& b) {
+  return a.similarity != b.similarity ? a.similarity > b.similarity : a.id < b.id;
+}
+
+DuplicateReason ReasonOf(PairReason reason) {
+  switch (reason) {
+    case PairReason::kExact:
+      return DuplicateReason::kExact;
+    case PairReason::kWhitespace:
+      return DuplicateReason::kWhitespace;
+    default:
+      return DuplicateReason::kNearDuplicate;
+  }
+}
+
+// The operations of a commit group decided so far but not yet applied to the memtable: what the
+// group's later checks see, with the group's adds indexed like a tiny memtable.
+struct Pending {
+  std::vector<WalOp> ops;
+  std::vector<const DocumentSketch*> sketches;  // per op: an add's sketch (kDedup), else null
+  std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> latest;  // id -> op
+  std::unordered_map<uint64_t, std::vector<uint32_t>> bands;     // band << 32 | key -> ops
+  std::unordered_map<uint64_t, std::vector<uint32_t>> squeezed;  // hash -> ops
+
+  bool Shadows(std::string_view id) const { return latest.find(id) != latest.end(); }
+  // The op is the group's live version of its id.
+  bool Live(size_t op) const {
+    auto it = latest.find(std::string_view(ops[op].id));
+    return it != latest.end() && it->second == op && ops[op].type == WalOpType::kAdd;
+  }
+};
+
+// A stored (or pending) document a check looks at.
+struct Candidate {
+  std::string_view id;
+  Fingerprint fingerprint;
+  std::string_view metadata;
+  PairHashes hashes;
+  std::string_view set_bytes;                   // a stored document's encoded set
+  const std::vector<uint32_t>* set = nullptr;  // a pending document's set
+  bool lsh = false;                             // shares a band bucket (else only the hash)
+};
 
 class DocumentStoreImpl : public DocumentStore {
  public:
@@ -167,7 +112,10 @@ class DocumentStoreImpl : public DocumentStore {
 
   Status Add(const DocumentInput& doc, bool* replaced) override;
   Status AddBatch(std::span<const DocumentInput> docs) override;
+  Result<std::vector<CheckResult>> CheckBatch(std::span<const DocumentInput> docs,
+                                              const CheckOptions& options) override;
   Result<CheckResult> CheckAndAdd(const DocumentInput& doc, int k, bool always_add) override;
+  std::optional<MinHashLshOptions> LshOptions() const override;
   Result<std::vector<StoredDocument>> Search(const Fingerprint& query, int k,
                                              size_t limit) const override;
   Result<StoredDocument> Get(std::string_view id) const override;
@@ -181,14 +129,14 @@ class DocumentStoreImpl : public DocumentStore {
  private:
   // One caller waiting to commit.
   struct Writer {
-    enum Kind { kAdd, kRemove, kCheckAndAdd, kFlush } kind = kAdd;
+    enum Kind { kAdd, kRemove, kCheck, kFlush } kind = kAdd;
     std::span<const DocumentInput> docs;
+    std::vector<SketchRecord> sketches;  // per doc, kDedup stores (made before queueing)
     std::string_view remove_id;
-    int k = 0;
-    bool always_add = false;
+    CheckOptions check;                          // kCheck
+    std::vector<CheckResult>* results = nullptr;  // kCheck: one per doc
     Status status;
     bool replaced = false;
-    CheckResult* check = nullptr;
     bool done = false;
     std::condition_variable cv;
   };
@@ -197,8 +145,13 @@ class DocumentStoreImpl : public DocumentStore {
   Result<IndexDesign> PlanStoreDesign(int bits, int max_k) const;
   // Refuses explicit options that differ from what the store was created with; sets design_.
   Status CheckCompatible(const Manifest& manifest);
-  Status ValidateDoc(const DocumentInput& doc) const;
+  // The rule's options from options_ (a new store) or the MANIFEST; sets bands_ and friends.
+  Status ResolveRule(const Manifest* manifest, std::optional<store::ManifestRule>* rule);
+  // allow_empty_id: a lookup (AddMode::kNever) needs no id.
+  Status ValidateDoc(const DocumentInput& doc, bool allow_empty_id = false) const;
   Status ValidateK(const Fingerprint& fp, int k) const;
+  // ValidateDoc for every doc (naming its index), then the sketch records of a kDedup store.
+  Status PrepareDocs(std::span<const DocumentInput> docs, std::vector<SketchRecord>* sketches) const;
   Status Commit(Writer* writer);
   Status CommitGroup(std::vector<Writer*>& group, bool force_flush);
   Status FlushMemTableLocked();                                      // caller is the commit leader
@@ -218,6 +171,21 @@ class DocumentStoreImpl : public DocumentStore {
   std::optional<StoredDocument> LookupLocked(std::string_view id) const;
   bool ShadowedLocked(std::string_view id, size_t segment_index) const;
   void SearchLocked(const Fingerprint& query, int k, std::vector<StoredDocument>* out) const;
+  // The duplicates of `doc` under the store's rule among the stored documents and the live ops
+  // of `pending` (null: none), sorted (see CheckResult).
+  void FindDuplicatesLocked(const DocumentInput& doc, int k, const Pending* pending,
+                            std::vector<StoredDocument>* out) const;
+  // kDedup: the candidates of `doc` (whitespace-free hash, then each band's bucket).
+  void DedupCandidatesLocked(const DocumentInput& doc, const Pending* pending,
+                             std::vector<Candidate>* out) const;
+  // Adds op `index` of `pending` (an add) to its band and whitespace indexes.
+  void IndexPending(Pending* pending, size_t index) const;
+  // The segments a background compaction merges: the newest ones, as long as the next older one
+  // is no larger than all of them together (size-tiered: each document is rewritten about
+  // log2(store / memtable) times). Returns the index of the first; segments_.size() for none.
+  size_t ChooseCompactionInputsLocked() const;
+  // Merges segments [first, first + count) of the current list into one.
+  Status CompactRange(bool all);
 
   const std::string dir_;
   StoreOptions options_;
@@ -227,7 +195,13 @@ class DocumentStoreImpl : public DocumentStore {
   std::shared_ptr<const index::CompiledDesign> design_;  // the store's index design
   std::string fingerprint_options_;
   double planned_bytes_per_fingerprint_ = 0;
-  IndexDesign memtable_design_;  // the planner's figure, for a store created now
+  // The rule: bands_ == 0 for a kSimHash store; else the resolved LSH options (bands, rows set).
+  int bands_ = 0;
+  MinHashLshOptions lsh_;
+  uint64_t lsh_tag_ = 0;
+  store::SegmentRule segment_rule_;  // the rule as segments record it (kDedup)
+  // The rule segments are opened and written with: null for a kSimHash store.
+  const store::SegmentRule* segment_rule() const { return bands_ > 0 ? &segment_rule_ : nullptr; }
   int lock_fd_ = -1;
   bool closed_ = true;
 
@@ -319,6 +293,7 @@ Status DocumentStoreImpl::Init() {
     Manifest m;
     m.bits = options_.bits != 0 ? options_.bits : 64;
     m.max_k = options_.max_k >= 0 ? options_.max_k : 3;
+    NEARDUP_RETURN_IF_ERROR(ResolveRule(nullptr, &m.rule));
     Result<IndexDesign> design = PlanStoreDesign(m.bits, m.max_k);
     if (!design.ok()) return design.status();
     m.design = index::EncodeDesign(*design);
@@ -335,6 +310,10 @@ Status DocumentStoreImpl::Init() {
   }
   (void)fresh;
   NEARDUP_RETURN_IF_ERROR(CheckCompatible(*manifest));
+  {
+    std::optional<store::ManifestRule> rule;
+    NEARDUP_RETURN_IF_ERROR(ResolveRule(&*manifest, &rule));
+  }
   bits_ = manifest->bits;
   max_k_ = manifest->max_k;
   options_.bits = bits_;
@@ -344,22 +323,16 @@ Status DocumentStoreImpl::Init() {
   wal_number_ = manifest->wal_number;
   segments_live_ = manifest->segments_live;
   segment_numbers_ = manifest->segments;
+  uint64_t next_seq = 0;
   for (uint64_t number : segment_numbers_) {
     Result<std::shared_ptr<Segment>> seg =
-        Segment::Open(store::JoinPath(dir_, store::SegmentFileName(number)), design_,
+        Segment::Open(store::JoinPath(dir_, store::SegmentFileName(number)), design_, segment_rule(),
                       options_.verify_checksums_on_open);
     if (!seg.ok()) return seg.status();
+    next_seq = std::max(next_seq, (*seg)->next_seq());
     segments_.push_back(*seg);
   }
-  {
-    Result<IndexDesign> planned = MemtableDesign(bits_, max_k_, options_.memtable_limit);
-    if (!planned.ok()) return planned.status().WithContext("memtable index");
-    memtable_design_ = std::move(*planned);
-  }
-  Result<std::unique_ptr<MemTable>> mem =
-      MemTable::Create(bits_, memtable_design_, options_.memtable_limit);
-  if (!mem.ok()) return mem.status();
-  mem_ = std::move(*mem);
+  mem_ = std::make_unique<MemTable>(design_, bands_, next_seq);
   live_ = segments_live_;
   const std::string wal_path = store::JoinPath(dir_, store::WalFileName(wal_number_));
   Result<store::WalReadResult> replay =
@@ -465,8 +438,90 @@ Status DocumentStoreImpl::CheckCompatible(const Manifest& manifest) {
   return Status::Ok();
 }
 
-Status DocumentStoreImpl::ValidateDoc(const DocumentInput& doc) const {
-  if (doc.id.empty()) return Status::InvalidArgument("id: must not be empty");
+Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
+                                      std::optional<store::ManifestRule>* rule_out) {
+  const std::string where = dir_ + ": store was created with ";
+  if (manifest == nullptr) {  // a new store
+    if (options_.rule.value_or(StoreRule::kDedup) == StoreRule::kSimHash) {
+      if (options_.lsh)
+        return Status::InvalidArgument("StoreOptions.lsh: a kSimHash store has no LSH options");
+      return Status::Ok();
+    }
+    const MinHashLshOptions lsh = options_.lsh.value_or(MinHashLshOptions{});
+    Result<LshParameters> parameters = ResolveLshParameters(lsh);
+    if (!parameters.ok()) return parameters.status().WithContext("StoreOptions.lsh");
+    store::ManifestRule rule;
+    rule.threshold = lsh.threshold;
+    rule.bands = parameters->bands;
+    rule.rows = parameters->rows;
+    rule.bucket_window = lsh.bucket_window;
+    rule.seed = lsh.seed;
+    *rule_out = rule;
+    return Status::Ok();
+  }
+  const StoreRule rule = manifest->rule ? StoreRule::kDedup : StoreRule::kSimHash;
+  if (options_.rule && *options_.rule != rule) {
+    return Status::InvalidArgument(where + "the " + StoreRuleName(rule) + " rule, not " +
+                                   StoreRuleName(*options_.rule) +
+                                   " (docs/storage_format.md says how to rebuild a store)");
+  }
+  if (!manifest->rule) {
+    if (options_.lsh) {
+      return Status::InvalidArgument(
+          where + "the simhash rule (format version 2): it has no LSH options to compare with "
+                  "StoreOptions.lsh");
+    }
+    bands_ = 0;
+    return Status::Ok();
+  }
+  const store::ManifestRule& recorded = *manifest->rule;
+  lsh_.threshold = recorded.threshold;
+  lsh_.bands = recorded.bands;
+  lsh_.rows = recorded.rows;
+  lsh_.bucket_window = recorded.bucket_window;
+  lsh_.seed = recorded.seed;
+  if (options_.lsh) {
+    const MinHashLshOptions& wanted = *options_.lsh;
+    Result<LshParameters> parameters = ResolveLshParameters(wanted);
+    if (!parameters.ok()) return parameters.status().WithContext("StoreOptions.lsh");
+    auto text = [](double threshold, int bands, int rows, uint32_t window) {
+      char buffer[160];
+      std::snprintf(buffer, sizeof(buffer), "threshold %g, %d bands of %d rows, bucket window %u",
+                    threshold, bands, rows, window);
+      return std::string(buffer);
+    };
+    if (wanted.threshold != recorded.threshold || parameters->bands != recorded.bands ||
+        parameters->rows != recorded.rows || wanted.bucket_window != recorded.bucket_window ||
+        wanted.seed != recorded.seed) {
+      return Status::InvalidArgument(
+          where + text(recorded.threshold, recorded.bands, recorded.rows, recorded.bucket_window) +
+          ", not " +
+          text(wanted.threshold, parameters->bands, parameters->rows, wanted.bucket_window) +
+          (wanted.seed != recorded.seed ? " (and another seed)" : ""));
+    }
+  }
+  bands_ = recorded.bands;
+  lsh_tag_ = LshTag(LshParameters{recorded.bands, recorded.rows}, recorded.seed);
+  segment_rule_ = {recorded.bands, recorded.rows, recorded.bucket_window, recorded.threshold,
+                   recorded.seed};
+  return Status::Ok();
+}
+
+Status DocumentStoreImpl::PrepareDocs(std::span<const DocumentInput> docs,
+                                      std::vector<SketchRecord>* sketches) const {
+  for (size_t i = 0; i < docs.size(); ++i) {
+    const std::string where = docs.size() > 1 ? "document " + std::to_string(i) : "";
+    Status status = ValidateDoc(docs[i]);
+    if (!status.ok()) return where.empty() ? status : status.WithContext(where);
+  }
+  if (bands_ == 0) return Status::Ok();
+  sketches->resize(docs.size());
+  for (size_t i = 0; i < docs.size(); ++i) (*sketches)[i] = SketchRecord::From(*docs[i].sketch);
+  return Status::Ok();
+}
+
+Status DocumentStoreImpl::ValidateDoc(const DocumentInput& doc, bool allow_empty_id) const {
+  if (doc.id.empty() && !allow_empty_id) return Status::InvalidArgument("id: must not be empty");
   if (doc.id.size() > options_.max_id_bytes) {
     return Status::InvalidArgument("id: " + std::to_string(doc.id.size()) +
                                    " bytes exceeds the limit of " +
@@ -480,6 +535,25 @@ Status DocumentStoreImpl::ValidateDoc(const DocumentInput& doc) const {
   if (doc.fingerprint.bits != bits_) {
     return Status::InvalidArgument("fingerprint: " + std::to_string(doc.fingerprint.bits) +
                                    "-bit, the store holds " + std::to_string(bits_) + "-bit");
+  }
+  if (bands_ > 0) {
+    if (doc.sketch == nullptr) {
+      return Status::InvalidArgument(
+          "text: this store applies the dedup rule, which needs the text of every document it "
+          "adds or checks (a fingerprint alone is not enough); create the store with the simhash "
+          "rule (`--rule simhash`) to store bare fingerprints");
+    }
+    if (doc.sketch->lsh_tag != lsh_tag_) {
+      return Status::InvalidArgument(
+          "sketch: made with other LSH parameters than the store's (make sketches with a "
+          "DocumentSketcher created from the store's LshOptions())");
+    }
+    if (!doc.sketch->band_keys.empty() &&
+        doc.sketch->band_keys.size() != static_cast<size_t>(bands_)) {
+      return Status::InvalidArgument("sketch: " + std::to_string(doc.sketch->band_keys.size()) +
+                                     " band keys, the store has " + std::to_string(bands_) +
+                                     " bands");
+    }
   }
   return Status::Ok();
 }
@@ -497,41 +571,70 @@ Status DocumentStoreImpl::ValidateK(const Fingerprint& fp, int k) const {
 }
 
 Status DocumentStoreImpl::Add(const DocumentInput& doc, bool* replaced) {
-  NEARDUP_RETURN_IF_ERROR(ValidateDoc(doc));
   Writer w;
   w.kind = Writer::kAdd;
   w.docs = std::span<const DocumentInput>(&doc, 1);
+  NEARDUP_RETURN_IF_ERROR(PrepareDocs(w.docs, &w.sketches));
   Status status = Commit(&w);
   if (replaced != nullptr) *replaced = w.replaced;
   return status;
 }
 
 Status DocumentStoreImpl::AddBatch(std::span<const DocumentInput> docs) {
-  for (size_t i = 0; i < docs.size(); ++i) {
-    Status status = ValidateDoc(docs[i]);
-    if (!status.ok()) return status.WithContext("document " + std::to_string(i));
-  }
-  if (docs.empty()) return Status::Ok();
   Writer w;
   w.kind = Writer::kAdd;
   w.docs = docs;
+  NEARDUP_RETURN_IF_ERROR(PrepareDocs(docs, &w.sketches));
+  if (docs.empty()) return Status::Ok();
   return Commit(&w);
+}
+
+Result<std::vector<CheckResult>> DocumentStoreImpl::CheckBatch(std::span<const DocumentInput> docs,
+                                                               const CheckOptions& options) {
+  if (bands_ == 0) {
+    for (const DocumentInput& doc : docs) NEARDUP_RETURN_IF_ERROR(ValidateK(doc.fingerprint, options.k));
+  }
+  std::vector<CheckResult> results(docs.size());
+  if (options.add == AddMode::kNever) {
+    // A pure lookup: nothing is written, so no place in the commit queue is needed.
+    for (size_t i = 0; i < docs.size(); ++i) {
+      Status status = ValidateDoc(docs[i], /*allow_empty_id=*/true);
+      if (!status.ok()) return docs.size() > 1 ? status.WithContext("document " + std::to_string(i)) : status;
+    }
+    searches_.fetch_add(docs.size(), std::memory_order_relaxed);
+    std::shared_lock<std::shared_mutex> state(state_mu_);
+    if (!mem_) return Status::InvalidArgument(dir_ + ": store is closed");
+    for (size_t i = 0; i < docs.size(); ++i) {
+      FindDuplicatesLocked(docs[i], options.k, nullptr, &results[i].duplicates);
+    }
+    return results;
+  }
+  Writer w;
+  w.kind = Writer::kCheck;
+  w.docs = docs;
+  w.check = options;
+  w.results = &results;
+  NEARDUP_RETURN_IF_ERROR(PrepareDocs(docs, &w.sketches));
+  if (docs.empty()) return results;
+  searches_.fetch_add(docs.size(), std::memory_order_relaxed);
+  NEARDUP_RETURN_IF_ERROR(Commit(&w));
+  return results;
 }
 
 Result<CheckResult> DocumentStoreImpl::CheckAndAdd(const DocumentInput& doc, int k,
                                                    bool always_add) {
-  NEARDUP_RETURN_IF_ERROR(ValidateDoc(doc));
-  NEARDUP_RETURN_IF_ERROR(ValidateK(doc.fingerprint, k));
-  CheckResult result;
-  Writer w;
-  w.kind = Writer::kCheckAndAdd;
-  w.docs = std::span<const DocumentInput>(&doc, 1);
-  w.k = k;
-  w.always_add = always_add;
-  w.check = &result;
-  Status status = Commit(&w);
-  if (!status.ok()) return status;
-  return result;
+  CheckOptions options;
+  options.k = k;
+  options.add = always_add ? AddMode::kAlways : AddMode::kIfNew;
+  Result<std::vector<CheckResult>> results =
+      CheckBatch(std::span<const DocumentInput>(&doc, 1), options);
+  if (!results.ok()) return results.status();
+  return std::move((*results)[0]);
+}
+
+std::optional<MinHashLshOptions> DocumentStoreImpl::LshOptions() const {
+  if (bands_ == 0) return std::nullopt;
+  return lsh_;
 }
 
 Status DocumentStoreImpl::Remove(std::string_view id) {
@@ -583,18 +686,18 @@ Status DocumentStoreImpl::Commit(Writer* writer) {
 
 Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_flush) {
   // Decide every writer's operations in queue order. Earlier writers of the group are not yet
-  // applied, so their latest op per id is kept in `pending`.
-  std::vector<WalOp> ops;
-  std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> pending;  // id -> ops index
+  // applied, so their ops (the latest per id, and the adds' sketches) are kept in `pending`.
+  Pending pending;
+  std::vector<WalOp>& ops = pending.ops;
   int64_t live_delta = 0;
   {
     std::shared_lock<std::shared_mutex> state(state_mu_);
     auto exists = [&](std::string_view id) {
-      auto it = pending.find(id);
-      if (it != pending.end()) return ops[it->second].type == WalOpType::kAdd;
+      auto it = pending.latest.find(id);
+      if (it != pending.latest.end()) return ops[it->second].type == WalOpType::kAdd;
       return LookupLocked(id).has_value();
     };
-    auto add_op = [&](const DocumentInput& doc) {
+    auto add_op = [&](const DocumentInput& doc, SketchRecord* sketch) {
       bool existed = exists(doc.id);
       if (!existed) ++live_delta;
       WalOp op;
@@ -602,17 +705,24 @@ Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_fl
       op.id.assign(doc.id);
       op.fingerprint = doc.fingerprint;
       op.metadata.assign(doc.metadata);
-      pending[op.id] = ops.size();
+      if (sketch != nullptr) {
+        op.has_sketch = true;
+        op.sketch = std::move(*sketch);
+      }
+      pending.latest[op.id] = ops.size();
       ops.push_back(std::move(op));
+      pending.sketches.push_back(sketch != nullptr ? doc.sketch : nullptr);
+      IndexPending(&pending, ops.size() - 1);
       return existed;
     };
     for (Writer* w : group) {
       w->status = Status::Ok();
+      auto sketch_of = [&](size_t i) { return bands_ > 0 ? &w->sketches[i] : nullptr; };
       switch (w->kind) {
         case Writer::kFlush:
           break;
         case Writer::kAdd:
-          for (const DocumentInput& doc : w->docs) w->replaced = add_op(doc);
+          for (size_t i = 0; i < w->docs.size(); ++i) w->replaced = add_op(w->docs[i], sketch_of(i));
           break;
         case Writer::kRemove: {
           if (!exists(w->remove_id)) {
@@ -623,30 +733,20 @@ Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_fl
           WalOp op;
           op.type = WalOpType::kRemove;
           op.id.assign(w->remove_id);
-          pending[op.id] = ops.size();
+          pending.latest[op.id] = ops.size();
           ops.push_back(std::move(op));
+          pending.sketches.push_back(nullptr);
           break;
         }
-        case Writer::kCheckAndAdd: {
-          const DocumentInput& doc = w->docs[0];
-          std::vector<StoredDocument> found;
-          SearchLocked(doc.fingerprint, w->k, &found);
-          std::vector<StoredDocument>& dups = w->check->duplicates;
-          for (StoredDocument& d : found) {
-            if (d.id != doc.id && pending.find(std::string_view(d.id)) == pending.end()) {
-              dups.push_back(std::move(d));
+        case Writer::kCheck: {
+          for (size_t i = 0; i < w->docs.size(); ++i) {
+            const DocumentInput& doc = w->docs[i];
+            CheckResult& result = (*w->results)[i];
+            FindDuplicatesLocked(doc, w->check.k, &pending, &result.duplicates);
+            if (w->check.add == AddMode::kAlways || result.duplicates.empty()) {
+              result.added = true;
+              result.replaced = add_op(doc, sketch_of(i));
             }
-          }
-          for (const auto& [id, index] : pending) {
-            const WalOp& op = ops[index];
-            if (op.type != WalOpType::kAdd || id == doc.id) continue;
-            int d = HammingDistance(op.fingerprint, doc.fingerprint);
-            if (d <= w->k) dups.push_back({op.id, op.fingerprint, op.metadata, d});
-          }
-          std::sort(dups.begin(), dups.end(), ByDistanceThenId);
-          if (w->always_add || dups.empty()) {
-            w->check->added = true;
-            w->check->replaced = add_op(doc);
           }
           break;
         }
@@ -748,6 +848,15 @@ Status DocumentStoreImpl::WriteManifestLocked(const std::vector<uint64_t>& numbe
   m.wal_number = wal_number_;
   m.segments_live = segments_live_;
   m.segments = numbers;
+  if (bands_ > 0) {
+    store::ManifestRule rule;
+    rule.threshold = lsh_.threshold;
+    rule.bands = lsh_.bands;
+    rule.rows = lsh_.rows;
+    rule.bucket_window = lsh_.bucket_window;
+    rule.seed = lsh_.seed;
+    m.rule = rule;
+  }
   return store::WriteManifest(fs_, dir_, m);
 }
 
@@ -757,10 +866,34 @@ Status DocumentStoreImpl::FlushMemTableLocked() {
     return Status::Ok();
   }
   std::vector<SegmentEntry> entries;
+  std::vector<const MemTable::Entry*> sources;
   entries.reserve(mem_->size());
-  for (const auto& [id, entry] : mem_->entries()) {
-    entries.push_back({id, entry.fingerprint, entry.metadata, entry.tombstone});
-  }
+  sources.reserve(mem_->size());
+  mem_->ForEachNewest([&](const MemTable::Entry& entry) {
+    SegmentEntry e;
+    e.id = *entry.id;
+    e.fingerprint = entry.fingerprint;
+    e.metadata = entry.metadata;
+    e.tombstone = entry.tombstone;
+    if (entry.has_sketch) {
+      e.has_sketch = true;
+      e.has_band_keys = static_cast<int>(entry.sketch.band_keys.size()) == bands_;
+      e.hashes = entry.sketch.hashes;
+      e.set = entry.sketch.set;
+    }
+    e.seq = entry.seq;
+    entries.push_back(e);
+    sources.push_back(&entry);
+  });
+  auto band_rows = [&](int band, const std::vector<SegmentEntry>& entries,
+                       std::vector<index::KeyRow<uint32_t>>* rows) {
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (entries[i].tombstone || !entries[i].has_band_keys) continue;
+      rows->push_back({sources[i]->sketch.band_keys[band], static_cast<uint32_t>(i),
+                       entries[i].seq});
+    }
+  };
+  const uint64_t next_seq = mem_->next_seq();
   std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
   const uint64_t segment_number = next_file_number_++;
   const uint64_t new_wal_number = next_file_number_++;
@@ -772,9 +905,10 @@ Status DocumentStoreImpl::FlushMemTableLocked() {
     (void)fs_->Remove(new_wal_path);
     return status;
   };
-  Status written = store::WriteSegment(fs_, segment_path, design_, std::move(entries));
+  Status written =
+      store::WriteSegment(fs_, segment_path, design_, std::move(entries), segment_rule(), band_rows);
   if (!written.ok()) return fail(written);
-  Result<std::shared_ptr<Segment>> segment = Segment::Open(segment_path, design_, false);
+  Result<std::shared_ptr<Segment>> segment = Segment::Open(segment_path, design_, segment_rule(), false);
   if (!segment.ok()) return fail(segment.status());
   Result<std::unique_ptr<WalWriter>> new_wal = WalWriter::Create(fs_, dir_, new_wal_number, bits_);
   if (!new_wal.ok()) return fail(new_wal.status());
@@ -790,9 +924,7 @@ Status DocumentStoreImpl::FlushMemTableLocked() {
   const uint64_t old_segments_live = segments_live_;
   wal_number_ = new_wal_number;
   segments_live_ = live_now;
-  Result<std::unique_ptr<MemTable>> fresh_mem =
-      MemTable::Create(bits_, memtable_design_, options_.memtable_limit);
-  if (!fresh_mem.ok()) return fail(fresh_mem.status());
+  auto fresh_mem = std::make_unique<MemTable>(design_, bands_, next_seq);
   Status status = WriteManifestLocked(numbers);
   if (!status.ok()) {
     wal_number_ = old_wal_number;
@@ -804,7 +936,7 @@ Status DocumentStoreImpl::FlushMemTableLocked() {
     std::unique_lock<std::shared_mutex> state(state_mu_);
     segments_.push_back(*segment);
     segment_numbers_ = numbers;
-    mem_ = std::move(*fresh_mem);
+    mem_ = std::move(fresh_mem);
   }
   const std::string old_wal_path = wal_->path();
   wal_ = std::move(*new_wal);
@@ -813,6 +945,24 @@ Status DocumentStoreImpl::FlushMemTableLocked() {
   flushes_.fetch_add(1, std::memory_order_relaxed);
   MaybeScheduleCompaction();
   return Status::Ok();
+}
+
+size_t DocumentStoreImpl::ChooseCompactionInputsLocked() const {
+  const size_t count = segments_.size();
+  if (options_.compaction_trigger == 0 || count <= options_.compaction_trigger) return count;
+  // The newest segments, extended to an older one while it is no larger than them together.
+  size_t first = count - 1;
+  uint64_t newer = segments_[first]->size();
+  while (first > 0 && segments_[first - 1]->size() <= newer) {
+    --first;
+    newer += segments_[first]->size();
+  }
+  if (count - first < 2) {
+    // Each segment is larger than all newer ones together (sizes fall steeply): merge the two
+    // newest so that the count stays bounded.
+    first = count - 2;
+  }
+  return first;
 }
 
 void DocumentStoreImpl::MaybeScheduleCompaction() {
@@ -837,59 +987,109 @@ void DocumentStoreImpl::CompactionLoop() {
     compaction_requested_ = false;
     lock.unlock();
     // An error leaves the old segments in place; the next flush retries.
-    if (Status status = Compact(); !status.ok()) NoteWriteError(status.WithContext("compaction"));
+    if (Status status = CompactRange(/*all=*/false); !status.ok()) {
+      NoteWriteError(status.WithContext("compaction"));
+    }
     lock.lock();
   }
 }
 
-Status DocumentStoreImpl::Compact() {
+Status DocumentStoreImpl::Compact() { return CompactRange(/*all=*/true); }
+
+Status DocumentStoreImpl::CompactRange(bool all) {
   if (options_.read_only) return Status::InvalidArgument(dir_ + ": store is open read-only");
   std::lock_guard<std::mutex> run_lock(compact_run_mu_);
   std::vector<std::shared_ptr<Segment>> inputs;
   std::vector<uint64_t> input_numbers;
+  size_t first;
   uint64_t number;
   {
     // The output's file number is taken together with the snapshot, so file numbers keep the
     // order of content age (RecoverStore relies on it).
     std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
     std::shared_lock<std::shared_mutex> state(state_mu_);
-    inputs = segments_;
-    input_numbers = segment_numbers_;
-    if (inputs.empty()) return Status::Ok();
-    if (inputs.size() == 1 && inputs[0]->live() == inputs[0]->size()) return Status::Ok();
+    first = all ? 0 : ChooseCompactionInputsLocked();
+    if (first >= segments_.size()) return Status::Ok();
+    inputs.assign(segments_.begin() + first, segments_.end());
+    input_numbers.assign(segment_numbers_.begin() + first, segment_numbers_.end());
+    if (inputs.size() == 1 && (first > 0 || inputs[0]->live() == inputs[0]->size()))
+      return Status::Ok();
     number = next_file_number_++;
   }
-  // Newest version of every id wins; the inputs start at the oldest segment, so removed ids
-  // (tombstones) can be dropped.
+  // Newest version of every id wins. Removed ids (tombstones) are dropped only when the merge
+  // starts at the oldest segment; otherwise they still hide older segments' entries.
+  const bool drop_tombstones = first == 0;
   std::vector<SegmentEntry> entries;
+  // Per input, entry -> index into `entries` of its surviving version (UINT32_MAX if dropped).
+  std::vector<std::vector<uint32_t>> kept(inputs.size());
   std::unordered_set<std::string_view> seen;
   for (size_t s = inputs.size(); s-- > 0;) {
     const Segment& seg = *inputs[s];
+    kept[s].assign(seg.size(), UINT32_MAX);
+    std::vector<uint8_t> keyed(seg.size(), 0);
+    if (bands_ > 0) {
+      const index::KeyTable<uint32_t>& table = seg.band_table(0);
+      for (size_t i = 0; i < table.size(); ++i) {
+        if (table.row_at(i) < seg.size()) keyed[table.row_at(i)] = 1;
+      }
+    }
     for (uint32_t i = 0; i < seg.size(); ++i) {
       std::string_view id = seg.id(i);
       if (!seen.insert(id).second) continue;
-      if (seg.tombstone(i)) continue;
-      entries.push_back({id, seg.fingerprint(i), seg.metadata(i), false});
+      if (seg.tombstone(i) && drop_tombstones) continue;
+      SegmentEntry e;
+      e.id = id;
+      e.fingerprint = seg.fingerprint(i);
+      e.metadata = seg.metadata(i);
+      e.tombstone = seg.tombstone(i);
+      if (seg.has_sketch(i)) {
+        e.has_sketch = true;
+        e.has_band_keys = keyed[i] != 0;
+        e.hashes = seg.hashes(i);
+        e.set = seg.set_bytes(i);
+      }
+      e.seq = seg.seq(i);
+      kept[s][i] = static_cast<uint32_t>(entries.size());
+      entries.push_back(e);
     }
   }
+  auto band_rows = [&](int band, const std::vector<SegmentEntry>& entries,
+                       std::vector<index::KeyRow<uint32_t>>* rows) {
+    for (size_t s = 0; s < inputs.size(); ++s) {
+      const index::KeyTable<uint32_t>& table = inputs[s]->band_table(band);
+      for (size_t i = 0; i < table.size(); ++i) {
+        const uint32_t entry = table.row_at(i);
+        if (entry >= kept[s].size() || kept[s][entry] == UINT32_MAX) continue;
+        const uint32_t out = kept[s][entry];
+        if (!entries[out].has_band_keys) continue;
+        rows->push_back({table.key_at(i), out, entries[out].seq});
+      }
+    }
+  };
   const std::string path = store::JoinPath(dir_, store::SegmentFileName(number));
-  if (Status written = store::WriteSegment(fs_, path, design_, std::move(entries)); !written.ok()) {
+  if (Status written =
+          store::WriteSegment(fs_, path, design_, std::move(entries), segment_rule(), band_rows);
+      !written.ok()) {
     (void)fs_->Remove(path);
     return written;
   }
-  Result<std::shared_ptr<Segment>> merged = Segment::Open(path, design_, false);
+  Result<std::shared_ptr<Segment>> merged = Segment::Open(path, design_, segment_rule(), false);
   if (!merged.ok()) {
     (void)fs_->Remove(path);
     return merged.status();
   }
   {
     std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
-    std::vector<std::shared_ptr<Segment>> segments{*merged};
-    std::vector<uint64_t> numbers{number};
+    std::vector<std::shared_ptr<Segment>> segments;
+    std::vector<uint64_t> numbers;
     {
       std::shared_lock<std::shared_mutex> state(state_mu_);
-      // Segments flushed while merging come after the inputs.
-      for (size_t s = inputs.size(); s < segments_.size(); ++s) {
+      // Older segments stay before the merged one; segments flushed while merging come after it.
+      segments.assign(segments_.begin(), segments_.begin() + first);
+      numbers.assign(segment_numbers_.begin(), segment_numbers_.begin() + first);
+      segments.push_back(*merged);
+      numbers.push_back(number);
+      for (size_t s = first + inputs.size(); s < segments_.size(); ++s) {
         segments.push_back(segments_[s]);
         numbers.push_back(segment_numbers_[s]);
       }
@@ -907,13 +1107,15 @@ Status DocumentStoreImpl::Compact() {
     (void)fs_->Remove(store::JoinPath(dir_, store::SegmentFileName(old)));
   }
   compactions_.fetch_add(1, std::memory_order_relaxed);
+  // A flush may have added segments meanwhile: look again.
+  MaybeScheduleCompaction();
   return Status::Ok();
 }
 
 std::optional<StoredDocument> DocumentStoreImpl::LookupLocked(std::string_view id) const {
   if (const MemTable::Entry* entry = mem_->Find(id)) {
     if (entry->tombstone) return std::nullopt;
-    return StoredDocument{std::string(id), entry->fingerprint, entry->metadata, 0};
+    return StoredDocument{std::string(id), entry->fingerprint, entry->metadata};
   }
   for (size_t s = segments_.size(); s-- > 0;) {
     int64_t i = segments_[s]->Find(id);
@@ -921,7 +1123,7 @@ std::optional<StoredDocument> DocumentStoreImpl::LookupLocked(std::string_view i
     const auto entry = static_cast<uint32_t>(i);
     if (segments_[s]->tombstone(entry)) return std::nullopt;
     return StoredDocument{std::string(id), segments_[s]->fingerprint(entry),
-                          std::string(segments_[s]->metadata(entry)), 0};
+                          std::string(segments_[s]->metadata(entry))};
   }
   return std::nullopt;
 }
@@ -936,8 +1138,8 @@ bool DocumentStoreImpl::ShadowedLocked(std::string_view id, size_t segment_index
 
 void DocumentStoreImpl::SearchLocked(const Fingerprint& query, int k,
                                      std::vector<StoredDocument>* out) const {
-  mem_->Search(query, k, [&](const std::string& id, const MemTable::Entry& entry, int distance) {
-    out->push_back({id, entry.fingerprint, entry.metadata, distance});
+  mem_->Search(query, k, [&](const MemTable::Entry& entry, int distance) {
+    out->push_back({*entry.id, entry.fingerprint, entry.metadata, distance});
   });
   std::vector<SegmentHit> hits;
   for (size_t s = segments_.size(); s-- > 0;) {
@@ -951,6 +1153,178 @@ void DocumentStoreImpl::SearchLocked(const Fingerprint& query, int k,
     }
   }
   std::sort(out->begin(), out->end(), ByDistanceThenId);
+}
+
+void DocumentStoreImpl::IndexPending(Pending* pending, size_t index) const {
+  const DocumentSketch* sketch = pending->sketches[index];
+  if (sketch == nullptr) return;
+  const uint32_t op = static_cast<uint32_t>(index);
+  pending->squeezed[sketch->squeezed_hash].push_back(op);
+  if (static_cast<int>(sketch->band_keys.size()) != bands_) return;
+  for (int b = 0; b < bands_; ++b) {
+    pending->bands[uint64_t(b) << 32 | sketch->band_keys[b]].push_back(op);
+  }
+}
+
+void DocumentStoreImpl::DedupCandidatesLocked(const DocumentInput& doc, const Pending* pending,
+                                              std::vector<Candidate>* out) const {
+  const DocumentSketch& sketch = *doc.sketch;
+  const size_t window = lsh_.bucket_window;
+  const size_t max_visits = window * kMaxVisitsPerWindow;
+  std::unordered_map<std::string_view, size_t> by_id;  // candidate id -> index in *out
+  auto excluded = [&](std::string_view id) {
+    return id == doc.id || (pending != nullptr && pending->Shadows(id));
+  };
+  auto add = [&](Candidate candidate) {
+    auto [it, inserted] = by_id.try_emplace(candidate.id, out->size());
+    if (inserted) {
+      out->push_back(candidate);
+    } else {
+      (*out)[it->second].lsh |= candidate.lsh;
+    }
+  };
+  auto from_memtable = [&](const MemTable::Entry& entry, bool lsh) {
+    add({*entry.id, entry.fingerprint, entry.metadata, entry.sketch.hashes, entry.sketch.set,
+         nullptr, lsh});
+  };
+  auto from_segment = [&](size_t s, uint32_t entry, bool lsh) {
+    const Segment& seg = *segments_[s];
+    add({seg.id(entry), seg.fingerprint(entry), seg.metadata(entry), seg.hashes(entry),
+         seg.set_bytes(entry), nullptr, lsh});
+  };
+  auto from_pending = [&](uint32_t op, bool lsh) {
+    const WalOp& o = pending->ops[op];
+    add({o.id, o.fingerprint, o.metadata, o.sketch.hashes, {}, &pending->sketches[op]->shingles,
+         lsh});
+  };
+  // A stored entry of segment s is live when nothing newer holds its id.
+  auto segment_live = [&](size_t s, uint32_t entry, std::string_view* id) {
+    const Segment& seg = *segments_[s];
+    if (entry >= seg.size() || seg.tombstone(entry) || !seg.has_sketch(entry)) return false;
+    *id = seg.id(entry);
+    return !id->empty() && !excluded(*id) && !ShadowedLocked(*id, s);
+  };
+
+  // The whitespace-free hash: the oldest `window` live documents with it (dedup pairs every
+  // document with the first one of its hash), oldest layer first.
+  {
+    size_t taken = 0, visits = 0;
+    for (size_t s = 0; s < segments_.size() && taken < window && visits < max_visits; ++s) {
+      const index::KeyTable<uint64_t>& table = segments_[s]->squeezed_table();
+      auto [begin, end] = table.Equal(sketch.squeezed_hash);
+      for (size_t i = begin; i < end && taken < window && ++visits <= max_visits; ++i) {
+        std::string_view id;
+        if (!segment_live(s, table.row_at(i), &id)) continue;
+        from_segment(s, table.row_at(i), false);
+        ++taken;
+      }
+    }
+    if (taken < window) {
+      mem_->ForEachWithSqueezed(sketch.squeezed_hash, max_visits, [&](const MemTable::Entry& e) {
+        if (excluded(*e.id)) return true;
+        from_memtable(e, false);
+        return ++taken < window;
+      });
+    }
+    if (pending != nullptr && taken < window) {
+      auto it = pending->squeezed.find(sketch.squeezed_hash);
+      if (it != pending->squeezed.end()) {
+        for (uint32_t op : it->second) {
+          if (taken >= window) break;
+          if (!pending->Live(op) || pending->ops[op].id == doc.id) continue;
+          from_pending(op, false);
+          ++taken;
+        }
+      }
+    }
+  }
+  if (static_cast<int>(sketch.band_keys.size()) != bands_) return;  // no shingles: no buckets
+  // Each band's bucket: its newest `window` live documents (dedup's bucket rule pairs a document
+  // with the `window` before it in its bucket), newest layer first.
+  for (int b = 0; b < bands_; ++b) {
+    const uint32_t key = sketch.band_keys[b];
+    size_t taken = 0;
+    if (pending != nullptr) {
+      auto it = pending->bands.find(uint64_t(b) << 32 | key);
+      if (it != pending->bands.end()) {
+        for (size_t i = it->second.size(); i-- > 0 && taken < window;) {
+          const uint32_t op = it->second[i];
+          if (!pending->Live(op) || pending->ops[op].id == doc.id) continue;
+          from_pending(op, true);
+          ++taken;
+        }
+      }
+    }
+    if (taken < window) {
+      mem_->ForEachInBucket(b, key, max_visits, [&](const MemTable::Entry& e) {
+        if (excluded(*e.id)) return true;
+        from_memtable(e, true);
+        return ++taken < window;
+      });
+    }
+    size_t visits = 0;
+    for (size_t s = segments_.size(); s-- > 0 && taken < window && visits < max_visits;) {
+      const index::KeyTable<uint32_t>& table = segments_[s]->band_table(b);
+      auto [begin, end] = table.Equal(key);
+      for (size_t i = end; i-- > begin && taken < window && ++visits <= max_visits;) {
+        std::string_view id;
+        if (!segment_live(s, table.row_at(i), &id)) continue;
+        from_segment(s, table.row_at(i), true);
+        ++taken;
+      }
+    }
+  }
+}
+
+void DocumentStoreImpl::FindDuplicatesLocked(const DocumentInput& doc, int k,
+                                             const Pending* pending,
+                                             std::vector<StoredDocument>* out) const {
+  if (bands_ == 0) {
+    // The SimHash rule: stored and pending documents within k.
+    std::vector<StoredDocument> found;
+    SearchLocked(doc.fingerprint, k, &found);
+    for (StoredDocument& d : found) {
+      if (d.id != doc.id && (pending == nullptr || !pending->Shadows(d.id))) {
+        out->push_back(std::move(d));
+      }
+    }
+    if (pending != nullptr) {
+      for (size_t i = 0; i < pending->ops.size(); ++i) {
+        const WalOp& op = pending->ops[i];
+        if (!pending->Live(i) || op.id == doc.id) continue;
+        const int d = HammingDistance(op.fingerprint, doc.fingerprint);
+        if (d <= k) out->push_back({op.id, op.fingerprint, op.metadata, d});
+      }
+    }
+    std::sort(out->begin(), out->end(), ByDistanceThenId);
+    return;
+  }
+  std::vector<Candidate> candidates;
+  DedupCandidatesLocked(doc, pending, &candidates);
+  const DocumentSketch& sketch = *doc.sketch;
+  const PairHashes hashes{sketch.content_hash, sketch.text_bytes, sketch.squeezed_hash};
+  const double threshold = lsh_.threshold;
+  std::vector<uint32_t> decoded;
+  for (const Candidate& c : candidates) {
+    // The pair rule (dedup/pair_rule.h), as dedup applies it to a candidate pair.
+    const PairReason by_hashes = HashRule(hashes, c.hashes);
+    double similarity = 1.0;
+    PairReason reason = by_hashes;
+    if (by_hashes == PairReason::kNone) {
+      if (!c.lsh) continue;
+      const std::vector<uint32_t>* set = c.set;
+      if (set == nullptr) {
+        (void)store::DecodeShingleSet(c.set_bytes, &decoded);  // damage decodes to no set
+        set = &decoded;
+      }
+      if (!ShingleRule(sketch.shingles, *set, threshold, &similarity)) continue;
+      reason = PairReason::kNearDuplicate;
+    }
+    out->push_back({std::string(c.id), c.fingerprint, std::string(c.metadata),
+                    HammingDistance(c.fingerprint, doc.fingerprint), similarity,
+                    ReasonOf(reason)});
+  }
+  std::sort(out->begin(), out->end(), BySimilarityThenId);
 }
 
 Result<std::vector<StoredDocument>> DocumentStoreImpl::Search(const Fingerprint& query, int k,
@@ -1006,6 +1380,11 @@ StoreStats DocumentStoreImpl::Stats() const {
   if (stats.index_bytes_per_fingerprint == 0)
     stats.index_bytes_per_fingerprint = planned_bytes_per_fingerprint_;
   stats.fingerprint_options = fingerprint_options_;
+  stats.rule = bands_ > 0 ? StoreRule::kDedup : StoreRule::kSimHash;
+  if (bands_ > 0) {
+    stats.lsh = lsh_;
+    stats.verification_form = kVerificationForm;
+  }
   stats.health = Health();
   return stats;
 }
@@ -1050,6 +1429,22 @@ Status DocumentStoreImpl::Close() {
 }
 
 }  // namespace
+
+const char* StoreRuleName(StoreRule rule) {
+  return rule == StoreRule::kDedup ? "dedup" : "simhash";
+}
+
+const char* DuplicateReasonName(DuplicateReason reason) {
+  switch (reason) {
+    case DuplicateReason::kExact:
+      return "exact_duplicate";
+    case DuplicateReason::kWhitespace:
+      return "whitespace";
+    case DuplicateReason::kNearDuplicate:
+      return "near_duplicate";
+  }
+  return "near_duplicate";
+}
 
 const char* StoreStateName(StoreState state) {
   switch (state) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "store/store_format.h"
 
@@ -12,13 +13,14 @@ namespace neardup::store {
 namespace {
 
 constexpr char kManifestMagic[8] = {'N', 'D', 'U', 'P', 'M', 'A', 'N', '\0'};
-constexpr uint32_t kManifestVersion = 2;  // 2: + index design, fingerprint options
+constexpr uint32_t kManifestVersion = 3;  // 2: + index design, fingerprint options; 3: + rule
+constexpr uint32_t kSimHashManifestVersion = 2;  // what a kSimHash store still writes
 
 }  // namespace
 
 std::string EncodeManifest(const Manifest& m) {
   std::string out(kManifestMagic, 8);
-  PutU32(&out, kManifestVersion);
+  PutU32(&out, m.rule ? kManifestVersion : kSimHashManifestVersion);
   PutU32(&out, static_cast<uint32_t>(m.bits));
   PutU32(&out, static_cast<uint32_t>(m.max_k));
   PutU32(&out, 0);
@@ -31,6 +33,16 @@ std::string EncodeManifest(const Manifest& m) {
   out += m.design;
   PutU32(&out, static_cast<uint32_t>(m.fingerprint_options.size()));
   out += m.fingerprint_options;
+  if (m.rule) {
+    uint64_t threshold_bits;
+    std::memcpy(&threshold_bits, &m.rule->threshold, 8);
+    PutU64(&out, threshold_bits);
+    PutU32(&out, static_cast<uint32_t>(m.rule->bands));
+    PutU32(&out, static_cast<uint32_t>(m.rule->rows));
+    PutU32(&out, m.rule->bucket_window);
+    PutU32(&out, m.rule->verification_form);
+    PutU64(&out, m.rule->seed);
+  }
   PutU64(&out, Checksum(out));
   return out;
 }
@@ -60,7 +72,7 @@ Result<Manifest> ReadManifest(const std::string& dir, bool accept_version_1) {
     return Status::Corruption(path + ": MANIFEST is truncated");
   }
   const bool version_1 = version == 1 && accept_version_1;
-  if (version != kManifestVersion && !version_1) {
+  if (version != kManifestVersion && version != kSimHashManifestVersion && !version_1) {
     return Status::Unsupported(
         path + ": MANIFEST version " + std::to_string(version) + " is not supported" +
         (version < kManifestVersion ? " (written by an older neardup: `neardup index recover` "
@@ -90,6 +102,25 @@ Result<Manifest> ReadManifest(const std::string& dir, bool accept_version_1) {
   if (!reader.U32(&length) || !reader.Bytes(length, &text))
     return Status::Corruption(path + ": MANIFEST is truncated");
   m.fingerprint_options.assign(text);
+  m.version = static_cast<int>(version);
+  if (version == 3) {
+    ManifestRule rule;
+    uint64_t threshold_bits;
+    uint32_t bands, rows;
+    if (!reader.U64(&threshold_bits) || !reader.U32(&bands) || !reader.U32(&rows) ||
+        !reader.U32(&rule.bucket_window) || !reader.U32(&rule.verification_form) ||
+        !reader.U64(&rule.seed)) {
+      return Status::Corruption(path + ": MANIFEST is truncated");
+    }
+    std::memcpy(&rule.threshold, &threshold_bits, 8);
+    if (!(rule.threshold > 0 && rule.threshold < 1) || bands < 1 || rows < 1 ||
+        bands > 1024 || rows > 64 || rule.bucket_window < 1 || rule.verification_form != 1) {
+      return Status::Corruption(path + ": MANIFEST rule fields out of range");
+    }
+    rule.bands = static_cast<int>(bands);
+    rule.rows = static_cast<int>(rows);
+    m.rule = rule;
+  }
   if (!reader.done()) return Status::Corruption(path + ": MANIFEST has trailing bytes");
   return m;
 }

@@ -21,6 +21,14 @@ void WriteStoreStatsFields(const StoreStats& stats, JsonWriter* writer) {
   writer->Key("index_design").String(stats.index_design);
   writer->Key("index_bytes_per_fingerprint").Double(stats.index_bytes_per_fingerprint);
   writer->Key("fingerprint_options").String(stats.fingerprint_options);
+  writer->Key("rule").String(StoreRuleName(stats.rule));
+  if (stats.rule == StoreRule::kDedup) {
+    writer->Key("threshold").Double(stats.lsh.threshold);
+    writer->Key("bands").Int(stats.lsh.bands);
+    writer->Key("rows").Int(stats.lsh.rows);
+    writer->Key("bucket_window").Uint(stats.lsh.bucket_window);
+    writer->Key("verification_form").String(stats.verification_form);
+  }
   writer->Key("state").String(StoreStateName(stats.health.state));
   writer->Key("state_reason").String(stats.health.reason);
   writer->Key("write_errors").Uint(stats.health.write_errors);

@@ -1,0 +1,28 @@
+// The store's verification form of a shingle set: the exact narrowed 32-bit set (sorted, distinct)
+// compressed by delta + varint coding (docs/storage_format.md "Shingle sets"): the count, the first
+// value, then each gap minus one, each as a LEB128 varint. Chosen over a smaller sketch because it
+// gives exactly dedup's Jaccard (bench/set_form_bench.cc measures the forms).
+//
+// Internal header. Pure functions; thread-safe.
+#ifndef NEARDUP_STORE_SET_CODEC_H_
+#define NEARDUP_STORE_SET_CODEC_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace neardup::store {
+
+// Appends the encoding of `set` (sorted ascending, distinct) to `out`.
+void EncodeShingleSet(std::span<const uint32_t> set, std::string* out);
+
+// Decodes one set from the start of `bytes` into `set` (cleared first); *used (if given) gets the
+// bytes read. False, with `set` cleared, when the bytes are not a valid encoding (truncated, a
+// value past 32 bits, more values than bytes): damage, never an out-of-bounds read.
+bool DecodeShingleSet(std::string_view bytes, std::vector<uint32_t>* set, size_t* used = nullptr);
+
+}  // namespace neardup::store
+
+#endif  // NEARDUP_STORE_SET_CODEC_H_
