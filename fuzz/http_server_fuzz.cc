@@ -52,6 +52,7 @@ Instance* Start() {
   const char* dir = made.c_str();
   if (dir == nullptr) std::abort();
   neardup::StoreOptions store_options;
+  store_options.rule = neardup::StoreRule::kSimHash;  // bare fingerprints
   store_options.sync_mode = neardup::SyncMode::kNone;
   store_options.memtable_limit = 1000;
   auto store = neardup::DocumentStore::Open(std::string(dir) + "/store", store_options);

@@ -44,6 +44,7 @@ Template* Build() {
   t->dir = fs::path(root) / "template";
   t->work = fs::path(root) / "work";
   neardup::StoreOptions options;
+  options.rule = neardup::StoreRule::kSimHash;  // bare fingerprints
   options.sync_mode = neardup::SyncMode::kNone;
   auto store = neardup::DocumentStore::Open(t->dir.string(), options);
   if (!store.ok()) std::abort();
@@ -106,6 +107,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   neardup::StoreOptions options;
+  options.rule = neardup::StoreRule::kSimHash;  // bare fingerprints
   options.create_if_missing = false;
   options.sync_mode = neardup::SyncMode::kNone;
   options.compaction_trigger = 0;

@@ -35,6 +35,7 @@ std::string MetadataOf(uint64_t n) { return R"({"n":)" + std::to_string(n) + "}"
 
 StoreOptions CrashOptions() {
   StoreOptions options;
+  options.rule = StoreRule::kSimHash;  // bare fingerprints
   options.sync_mode = SyncMode::kEveryWrite;
   options.memtable_limit = 40;     // flushes happen often, so kills land inside them too
   options.compaction_trigger = 3;  // and inside compactions

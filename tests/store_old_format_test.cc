@@ -18,6 +18,7 @@
 
 #include "neardup/brute_force_index.h"
 #include "neardup/store.h"
+#include "simhash_store.h"
 #include "store/file_system.h"
 #include "store/wal.h"
 
@@ -195,6 +196,7 @@ TEST(StoreOldFormatTest, VersionOneIsRefusedWithAHintThenRecoveredWhole) {
     before[entry.path().filename().string()] = ReadBytes(entry.path().string());
   for (bool read_only : {false, true}) {
     StoreOptions options;
+    options.rule = StoreRule::kSimHash;  // bare fingerprints
     options.read_only = read_only;
     auto refused = DocumentStore::Open(dir, options);
     ASSERT_FALSE(refused.ok());
@@ -221,7 +223,7 @@ TEST(StoreOldFormatTest, VersionOneIsRefusedWithAHintThenRecoveredWhole) {
   for (const auto& entry : fs::directory_iterator(dir))
     EXPECT_NE(entry.path().extension(), ".corrupt") << entry.path();
 
-  auto store = DocumentStore::Open(dir, StoreOptions{});
+  auto store = DocumentStore::Open(dir, testing_store::SimHashStoreOptions());
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_EQ((*store)->Stats().documents, expected.size());
   EXPECT_EQ((*store)->Stats().max_k, 3);

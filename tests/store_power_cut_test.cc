@@ -117,6 +117,7 @@ void RunMode(SyncMode mode, const char* name) {
     fs::remove_all(dir);
     testing_fs::FaultInjectionFileSystem fault_fs;
     StoreOptions options;
+    options.rule = StoreRule::kSimHash;  // bare fingerprints
     options.sync_mode = mode;
     options.group_commit_interval_ms = 1;
     options.memtable_limit = 25 + rng() % 50;  // flushes (and compactions) happen mid-run
@@ -151,6 +152,7 @@ void RunMode(SyncMode mode, const char* name) {
     }
     dropped_total += fault_fs.PowerCut(&rng, /*torn=*/r % 2 == 1);
     StoreOptions reopen;
+    reopen.rule = StoreRule::kSimHash;  // bare fingerprints
     auto opened = DocumentStore::Open(dir, reopen);
     ASSERT_TRUE(opened.ok()) << name << " round " << r << ": " << opened.status().ToString();
     DocumentStore& store = **opened;

@@ -39,8 +39,8 @@ struct IndexArgs {
   size_t batch = 10000;
   size_t memtable_limit = size_t{1} << 18;
   bool compact = true;
-  bool if_new = false;       // add: check each document, add only those that duplicate nothing
-  std::string output;        // query INPUT...: the output directory (empty: clusters on stdout)
+  std::string check;   // add: "" (bulk add), "if-new" or "always" (check each document)
+  std::string output;  // query INPUT...: the output directory (empty: clusters on stdout)
   bool force = false;
   std::string fingerprint;
   std::string text;
@@ -308,9 +308,9 @@ int RunAdd(const IndexArgs& args) {
       const Document& doc = batch.docs[i];
       if (!batch.errors[i].ok()) {
         NEARDUP_RETURN_IF_ERROR(skip(doc,
-                                     doc.fingerprint.empty()  ? "cannot_fingerprint"
-                                     : *sketcher != nullptr ? "fingerprint_without_text"
-                                                              : "invalid_fingerprint",
+                                     doc.fingerprint.empty() ? "cannot_fingerprint"
+                                     : *sketcher != nullptr  ? "fingerprint_without_text"
+                                                             : "invalid_fingerprint",
                                      batch.errors[i].message()));
         continue;
       }
@@ -326,13 +326,13 @@ int RunAdd(const IndexArgs& args) {
       documents.push_back(input);
       sources.push_back(&doc);
     }
-    if (!args.if_new) {
+    if (args.check.empty()) {
       NEARDUP_RETURN_IF_ERROR(store.AddBatch(documents));
       added += documents.size();
       return Status::Ok();
     }
     CheckOptions check;
-    check.add = AddMode::kIfNew;
+    check.add = args.check == "always" ? AddMode::kAlways : AddMode::kIfNew;
     auto results = store.CheckBatch(documents, check);
     if (!results.ok()) return results.status();
     for (size_t i = 0; i < results->size(); ++i) {
@@ -342,8 +342,7 @@ int RunAdd(const IndexArgs& args) {
       ++duplicates;
       std::string out;
       JsonWriter w(&out);
-      w.BeginObject().Key("id").String(sources[i]->id).Key("location").String(
-          sources[i]->location);
+      w.BeginObject().Key("id").String(sources[i]->id).Key("location").String(sources[i]->location);
       w.Key("added").Bool(result.added).Key("duplicates").BeginArray();
       for (const StoredDocument& d : result.duplicates) WriteDuplicate(w, d);
       w.EndArray().EndObject();
@@ -362,7 +361,7 @@ int RunAdd(const IndexArgs& args) {
   for (const auto& [reason, count] : failed) skipped[reason] += count;
   WarningPrinter::PrintTotals(skipped, (*reader)->fallbacks());
   if (added == 0 && duplicates == 0) return Fail(NothingRead(skipped));
-  if (args.if_new) {
+  if (!args.check.empty()) {
     std::fprintf(stderr, "neardup: index add: added %s to %s; %s duplicated stored ones\n",
                  Count(added, "document").c_str(), args.dir.c_str(),
                  Count(duplicates, "document").c_str());
@@ -520,8 +519,10 @@ int RunQueryCorpus(const IndexArgs& args) {
     JsonWriter w(&lines);
     w.BeginObject().Key("cluster").Uint(cluster_id++).Key("size").Uint(cluster.second.size() + 1);
     w.Key("kept").BeginObject().Key("id").String(stored_id).Key("in_store").Bool(true);
-    w.Key("fingerprint").String(ToHex(cluster.first.fingerprint)).Key("metadata").Metadata(
-        cluster.first.metadata);
+    w.Key("fingerprint")
+        .String(ToHex(cluster.first.fingerprint))
+        .Key("metadata")
+        .Metadata(cluster.first.metadata);
     w.EndObject().Key("removed").BeginArray();
     for (const Member& m : cluster.second) {
       w.BeginObject().Key("id").String(m.id).Key("location").String(m.location);
@@ -560,7 +561,8 @@ int RunQueryCorpus(const IndexArgs& args) {
     Status written = WriteOutputFile(args.output + "/" + kNames[i], contents[i], output_options);
     if (!written.ok()) return Fail(written);
   }
-  std::fprintf(stderr, "neardup: index query: %s checked against %s: %s duplicate stored ones "
+  std::fprintf(stderr,
+               "neardup: index query: %s checked against %s: %s duplicate stored ones "
                "(outputs in %s)\n",
                Count(checked, "document").c_str(), args.dir.c_str(),
                std::to_string(removed).c_str(), args.output.c_str());
@@ -699,10 +701,11 @@ RunFunction Setup(CLI::App* app) {
       ->check(CLI::Range(1, 1000000));
   add->add_option("--memtable-limit", args->memtable_limit, "Entries per segment while loading");
   add->add_flag("!--no-compact", args->compact, "Leave the segments unmerged after loading");
-  add->add_flag("--if-new", args->if_new,
-                "check each document with the store's rule (against the store and the earlier "
-                "documents of its batch) and add only those that duplicate nothing; print the "
-                "others as JSONL with their duplicates");
+  add->add_option("--check", args->check,
+                  "check each document with the store's rule (against the store and the earlier "
+                  "documents of its batch) and print those with duplicates as JSONL; if-new adds "
+                  "only the others, always adds every one (default: add without checking)")
+      ->check(CLI::IsMember({"if-new", "always"}));
   add->footer(
       "Examples:\n"
       "  neardup index add store/ corpus.jsonl.gz more/\n"
