@@ -290,7 +290,7 @@ struct RecoveryReport {
   uint64_t segments_salvaged = 0;  // damaged segment files from which entries were salvaged
   uint64_t entries_lost = 0;       // entries that could not be read back
   uint64_t wal_records_kept = 0;
-  uint64_t wal_bytes_dropped = 0;     // log bytes after the first bad record
+  uint64_t wal_bytes_dropped = 0;  // log bytes after the first bad record
   // Documents of a dedup-rule store kept without their sketch (a damaged sketch section): found
   // by fingerprint queries, not by the rule, until their texts are added again.
   uint64_t sketches_lost = 0;

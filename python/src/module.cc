@@ -1376,7 +1376,8 @@ class PyStore {
     }
     std::vector<std::string> ids(texts.size()), metas(texts.size());
     if (!ids_object.is_none()) {
-      if (py::isinstance<py::str>(ids_object)) throw py::type_error("ids: must be a sequence of str");
+      if (py::isinstance<py::str>(ids_object))
+        throw py::type_error("ids: must be a sequence of str");
       size_t i = 0;
       for (py::handle item : py::iter(ids_object)) {
         if (i >= ids.size()) throw py::value_error("ids and texts differ in length");
@@ -1443,8 +1444,8 @@ class PyStore {
       py::list duplicates;
       for (const StoredDocument& dup : result.duplicates) {
         py::dict d = StoredToDict(dup, true);
-        d["similarity"] = dup.similarity >= 0 ? py::object(py::float_(dup.similarity))
-                                              : py::object(py::none());
+        d["similarity"] =
+            dup.similarity >= 0 ? py::object(py::float_(dup.similarity)) : py::object(py::none());
         d["reason"] = DuplicateReasonName(dup.reason);
         duplicates.append(d);
       }

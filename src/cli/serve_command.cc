@@ -117,8 +117,8 @@ int Run(ServeArgs& args) {
   std::fprintf(stderr,
                "neardup serve: %s: rule %s; %d-bit, max_k %d, index design: %s (%.0f B/fp); "
                "fingerprint options: %s\n",
-               args.dir.c_str(), rule.c_str(), stats.bits, stats.max_k,
-               stats.index_design.c_str(), stats.index_bytes_per_fingerprint,
+               args.dir.c_str(), rule.c_str(), stats.bits, stats.max_k, stats.index_design.c_str(),
+               stats.index_bytes_per_fingerprint,
                FingerprintOptionsToString(fingerprint_options).c_str());
   std::unique_ptr<Fingerprinter> fingerprinter;
   std::unique_ptr<DocumentSketcher> sketcher;
@@ -204,7 +204,7 @@ RunFunction Setup(CLI::App* app) {
   app->add_option("--group-commit-ms", args->group_commit_ms, "group commit window")
       ->check(CLI::Range(0, 1000));
   args->fingerprint.Add(app);  // a new store records them; an existing store refuses others
-  args->rule.Declare(app);      // the same
+  args->rule.Declare(app);     // the same
   app->add_option("--max-k", args->max_k,
                   "largest k the index tables of a new store serve (default 3); an existing "
                   "store refuses another")

@@ -45,8 +45,9 @@ struct RuleFlags {
                     "the LSH bands/rows, as `neardup dedup --threshold`)")
         ->capture_default_str()
         ->each(lsh);
-    app->add_option("--bands", bands, "dedup rule: LSH bands (with --rows; default: chosen from "
-                                      "--threshold)")
+    app->add_option("--bands", bands,
+                    "dedup rule: LSH bands (with --rows; default: chosen from "
+                    "--threshold)")
         ->each(lsh);
     app->add_option("--rows", rows, "dedup rule: LSH rows per band (with --bands)")->each(lsh);
     app->add_option("--bucket-window", bucket_window,

@@ -316,8 +316,8 @@ Result<PairJudgement> JudgePair(std::string_view a, std::string_view b,
   ShingleSimilarity::Narrow(sb, &nb);
   judgement.jaccard = judgement.exact ? 1.0 : ShingleSimilarity::Jaccard32(na, nb);
   double verified_similarity = 0;
-  judgement.verified = judgement.exact || ShingleRule(na, nb, judgement.verify_threshold,
-                                                      &verified_similarity);
+  judgement.verified =
+      judgement.exact || ShingleRule(na, nb, judgement.verify_threshold, &verified_similarity);
   judgement.duplicate = judgement.exact || judgement.whitespace_only ||
                         ((judgement.lsh_candidate || judgement.within_k) && judgement.verified);
   return judgement;

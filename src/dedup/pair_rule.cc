@@ -32,8 +32,8 @@ PairReason HashRule(const PairHashes& a, const PairHashes& b) {
   return PairReason::kNone;
 }
 
-bool ShingleRule(std::span<const uint32_t> a, std::span<const uint32_t> b,
-                 double verify_threshold, double* similarity) {
+bool ShingleRule(std::span<const uint32_t> a, std::span<const uint32_t> b, double verify_threshold,
+                 double* similarity) {
   if (verify_threshold <= 0) {
     *similarity = -1;
     return true;

@@ -41,8 +41,8 @@ PairReason HashRule(const PairHashes& a, const PairHashes& b);
 // `verify_threshold` (> 0), and then *similarity = their Jaccard. Stops early once the threshold
 // is out of reach. A threshold <= 0 (verification off) accepts every candidate with *similarity
 // set to -1 (not computed).
-bool ShingleRule(std::span<const uint32_t> a, std::span<const uint32_t> b,
-                 double verify_threshold, double* similarity);
+bool ShingleRule(std::span<const uint32_t> a, std::span<const uint32_t> b, double verify_threshold,
+                 double* similarity);
 
 }  // namespace neardup
 

@@ -36,8 +36,8 @@ Result<std::unique_ptr<DocumentSketcher>> DocumentSketcher::Create(
   if (!similarity.ok()) return similarity.status();
   auto lsh = MinHashLsh::Create(lsh_options);
   if (!lsh.ok()) return lsh.status();
-  auto impl = std::unique_ptr<Impl>(new Impl{std::move(*fingerprinter), std::move(*similarity),
-                                             std::move(*lsh), false, 0});
+  auto impl = std::unique_ptr<Impl>(
+      new Impl{std::move(*fingerprinter), std::move(*similarity), std::move(*lsh), false, 0});
   impl->share_normalization = SameNormalization(fingerprint, impl->similarity->normalize_options());
   impl->tag = LshTag(impl->lsh.parameters(), lsh_options.seed);
   return std::unique_ptr<DocumentSketcher>(new DocumentSketcher(std::move(impl)));

@@ -66,8 +66,7 @@ void BuildKeyTable(std::vector<KeyRow<Key>> rows, std::string* out) {
 template <typename Key>
 Result<KeyTable<Key>> KeyTable<Key>::View(std::string_view bytes, const std::string& what,
                                           size_t* image_size) {
-  if (bytes.size() < kHeaderBytes)
-    return Status::Corruption(what + ": key table is truncated");
+  if (bytes.size() < kHeaderBytes) return Status::Corruption(what + ": key table is truncated");
   const uint64_t n = LoadU64(bytes.data());
   const uint32_t key_bytes = LoadU32(bytes.data() + 8);
   const uint32_t dir_bits = LoadU32(bytes.data() + 12);

@@ -27,7 +27,8 @@
 
 namespace neardup::index {
 
-// ---- the in-memory form --------------------------------------------------------------------------
+// ---- the in-memory form
+// --------------------------------------------------------------------------
 
 template <typename Key>
 class KeyChains {
@@ -127,7 +128,8 @@ class KeyChains {
   std::vector<uint32_t> newer_;  // row -> next row with the same key (track_oldest only)
 };
 
-// ---- the immutable image -------------------------------------------------------------------------
+// ---- the immutable image
+// -------------------------------------------------------------------------
 //
 // Image layout (little-endian, 8-byte aligned, see docs/storage_format.md "Key tables"):
 //   n u64 | key_bytes u32 (4 or 8) | dir_bits u32
@@ -156,8 +158,7 @@ class KeyTable {
   // Reads the image at the start of `bytes` (8-byte aligned); *image_size gets its length. The
   // sizes must fit in `bytes`; Corruption naming `what` otherwise. Directory entries and rows are
   // bounds-checked where they are read (a damaged image gives wrong rows, never a bad read).
-  static Result<KeyTable> View(std::string_view bytes, const std::string& what,
-                               size_t* image_size);
+  static Result<KeyTable> View(std::string_view bytes, const std::string& what, size_t* image_size);
 
   size_t size() const { return n_; }
   // The range [first, last) of positions holding `key`; walk it with key_at/row_at.
@@ -165,7 +166,7 @@ class KeyTable {
   Key key_at(size_t i) const { return keys_[i]; }
   uint32_t row_at(size_t i) const { return rows_[i]; }
   // Bytes of the directory (what a lookup touches first).
-  size_t directory_bytes() const { return (dir_size_) * 4; }
+  size_t directory_bytes() const { return (dir_size_)*4; }
 
  private:
   size_t n_ = 0;

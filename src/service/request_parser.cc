@@ -366,11 +366,11 @@ Result<CheckRequest> ParseCheckRequest(std::string_view body, const RequestLimit
   request.k = std::min(limits.default_k, limits.max_k);
   simdjson::dom::element documents;
   if (root->at_key("documents").get(documents) != simdjson::SUCCESS) {
-    NEARDUP_RETURN_IF_ERROR(ParseDocument(
-        *root, "", limits, {"k", "add"}, &request.document,
-        [&](std::string_view key, element value, const std::string& field) -> Status {
-          return ParseCheckOption(key, value, field, limits, &request);
-        }));
+    NEARDUP_RETURN_IF_ERROR(
+        ParseDocument(*root, "", limits, {"k", "add"}, &request.document,
+                      [&](std::string_view key, element value, const std::string& field) -> Status {
+                        return ParseCheckOption(key, value, field, limits, &request);
+                      }));
     NEARDUP_RETURN_IF_ERROR(FinishDocuments(body, false, limits, {&request.document}));
     return request;
   }

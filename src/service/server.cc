@@ -737,7 +737,11 @@ struct Server::Impl {
     std::string out;
     JsonWriter w(&out);
     auto write_result = [&](const DocumentInput& input, const CheckResult& result) {
-      w.BeginObject().Key("id").String(input.id).Key("fingerprint").String(ToHex(input.fingerprint));
+      w.BeginObject()
+          .Key("id")
+          .String(input.id)
+          .Key("fingerprint")
+          .String(ToHex(input.fingerprint));
       w.Key("duplicate").Bool(!result.duplicates.empty());
       w.Key("added").Bool(result.added).Key("replaced").Bool(result.replaced);
       w.Key("duplicates").BeginArray();

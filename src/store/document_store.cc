@@ -97,9 +97,9 @@ struct Candidate {
   Fingerprint fingerprint;
   std::string_view metadata;
   PairHashes hashes;
-  std::string_view set_bytes;                   // a stored document's encoded set
+  std::string_view set_bytes;                  // a stored document's encoded set
   const std::vector<uint32_t>* set = nullptr;  // a pending document's set
-  bool lsh = false;                             // shares a band bucket (else only the hash)
+  bool lsh = false;                            // shares a band bucket (else only the hash)
 };
 
 class DocumentStoreImpl : public DocumentStore {
@@ -133,7 +133,7 @@ class DocumentStoreImpl : public DocumentStore {
     std::span<const DocumentInput> docs;
     std::vector<SketchRecord> sketches;  // per doc, kDedup stores (made before queueing)
     std::string_view remove_id;
-    CheckOptions check;                          // kCheck
+    CheckOptions check;                           // kCheck
     std::vector<CheckResult>* results = nullptr;  // kCheck: one per doc
     Status status;
     bool replaced = false;
@@ -151,7 +151,8 @@ class DocumentStoreImpl : public DocumentStore {
   Status ValidateDoc(const DocumentInput& doc, bool allow_empty_id = false) const;
   Status ValidateK(const Fingerprint& fp, int k) const;
   // ValidateDoc for every doc (naming its index), then the sketch records of a kDedup store.
-  Status PrepareDocs(std::span<const DocumentInput> docs, std::vector<SketchRecord>* sketches) const;
+  Status PrepareDocs(std::span<const DocumentInput> docs,
+                     std::vector<SketchRecord>* sketches) const;
   Status Commit(Writer* writer);
   Status CommitGroup(std::vector<Writer*>& group, bool force_flush);
   Status FlushMemTableLocked();                                      // caller is the commit leader
@@ -326,8 +327,8 @@ Status DocumentStoreImpl::Init() {
   uint64_t next_seq = 0;
   for (uint64_t number : segment_numbers_) {
     Result<std::shared_ptr<Segment>> seg =
-        Segment::Open(store::JoinPath(dir_, store::SegmentFileName(number)), design_, segment_rule(),
-                      options_.verify_checksums_on_open);
+        Segment::Open(store::JoinPath(dir_, store::SegmentFileName(number)), design_,
+                      segment_rule(), options_.verify_checksums_on_open);
     if (!seg.ok()) return seg.status();
     next_seq = std::max(next_seq, (*seg)->next_seq());
     segments_.push_back(*seg);
@@ -468,8 +469,9 @@ Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
   if (!manifest->rule) {
     if (options_.lsh) {
       return Status::InvalidArgument(
-          where + "the simhash rule (format version 2): it has no LSH options to compare with "
-                  "StoreOptions.lsh");
+          where +
+          "the simhash rule (format version 2): it has no LSH options to compare with "
+          "StoreOptions.lsh");
     }
     bands_ = 0;
     return Status::Ok();
@@ -592,14 +594,16 @@ Status DocumentStoreImpl::AddBatch(std::span<const DocumentInput> docs) {
 Result<std::vector<CheckResult>> DocumentStoreImpl::CheckBatch(std::span<const DocumentInput> docs,
                                                                const CheckOptions& options) {
   if (bands_ == 0) {
-    for (const DocumentInput& doc : docs) NEARDUP_RETURN_IF_ERROR(ValidateK(doc.fingerprint, options.k));
+    for (const DocumentInput& doc : docs)
+      NEARDUP_RETURN_IF_ERROR(ValidateK(doc.fingerprint, options.k));
   }
   std::vector<CheckResult> results(docs.size());
   if (options.add == AddMode::kNever) {
     // A pure lookup: nothing is written, so no place in the commit queue is needed.
     for (size_t i = 0; i < docs.size(); ++i) {
       Status status = ValidateDoc(docs[i], /*allow_empty_id=*/true);
-      if (!status.ok()) return docs.size() > 1 ? status.WithContext("document " + std::to_string(i)) : status;
+      if (!status.ok())
+        return docs.size() > 1 ? status.WithContext("document " + std::to_string(i)) : status;
     }
     searches_.fetch_add(docs.size(), std::memory_order_relaxed);
     std::shared_lock<std::shared_mutex> state(state_mu_);
@@ -722,7 +726,8 @@ Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_fl
         case Writer::kFlush:
           break;
         case Writer::kAdd:
-          for (size_t i = 0; i < w->docs.size(); ++i) w->replaced = add_op(w->docs[i], sketch_of(i));
+          for (size_t i = 0; i < w->docs.size(); ++i)
+            w->replaced = add_op(w->docs[i], sketch_of(i));
           break;
         case Writer::kRemove: {
           if (!exists(w->remove_id)) {
@@ -889,8 +894,8 @@ Status DocumentStoreImpl::FlushMemTableLocked() {
                        std::vector<index::KeyRow<uint32_t>>* rows) {
     for (size_t i = 0; i < entries.size(); ++i) {
       if (entries[i].tombstone || !entries[i].has_band_keys) continue;
-      rows->push_back({sources[i]->sketch.band_keys[band], static_cast<uint32_t>(i),
-                       entries[i].seq});
+      rows->push_back(
+          {sources[i]->sketch.band_keys[band], static_cast<uint32_t>(i), entries[i].seq});
     }
   };
   const uint64_t next_seq = mem_->next_seq();
@@ -905,10 +910,11 @@ Status DocumentStoreImpl::FlushMemTableLocked() {
     (void)fs_->Remove(new_wal_path);
     return status;
   };
-  Status written =
-      store::WriteSegment(fs_, segment_path, design_, std::move(entries), segment_rule(), band_rows);
+  Status written = store::WriteSegment(fs_, segment_path, design_, std::move(entries),
+                                       segment_rule(), band_rows);
   if (!written.ok()) return fail(written);
-  Result<std::shared_ptr<Segment>> segment = Segment::Open(segment_path, design_, segment_rule(), false);
+  Result<std::shared_ptr<Segment>> segment =
+      Segment::Open(segment_path, design_, segment_rule(), false);
   if (!segment.ok()) return fail(segment.status());
   Result<std::unique_ptr<WalWriter>> new_wal = WalWriter::Create(fs_, dir_, new_wal_number, bits_);
   if (!new_wal.ok()) return fail(new_wal.status());
@@ -1194,7 +1200,12 @@ void DocumentStoreImpl::DedupCandidatesLocked(const DocumentInput& doc, const Pe
   };
   auto from_pending = [&](uint32_t op, bool lsh) {
     const WalOp& o = pending->ops[op];
-    add({o.id, o.fingerprint, o.metadata, o.sketch.hashes, {}, &pending->sketches[op]->shingles,
+    add({o.id,
+         o.fingerprint,
+         o.metadata,
+         o.sketch.hashes,
+         {},
+         &pending->sketches[op]->shingles,
          lsh});
   };
   // A stored entry of segment s is live when nothing newer holds its id.
@@ -1321,8 +1332,7 @@ void DocumentStoreImpl::FindDuplicatesLocked(const DocumentInput& doc, int k,
       reason = PairReason::kNearDuplicate;
     }
     out->push_back({std::string(c.id), c.fingerprint, std::string(c.metadata),
-                    HammingDistance(c.fingerprint, doc.fingerprint), similarity,
-                    ReasonOf(reason)});
+                    HammingDistance(c.fingerprint, doc.fingerprint), similarity, ReasonOf(reason)});
   }
   std::sort(out->begin(), out->end(), BySimilarityThenId);
 }

@@ -113,8 +113,8 @@ Result<Manifest> ReadManifest(const std::string& dir, bool accept_version_1) {
       return Status::Corruption(path + ": MANIFEST is truncated");
     }
     std::memcpy(&rule.threshold, &threshold_bits, 8);
-    if (!(rule.threshold > 0 && rule.threshold < 1) || bands < 1 || rows < 1 ||
-        bands > 1024 || rows > 64 || rule.bucket_window < 1 || rule.verification_form != 1) {
+    if (!(rule.threshold > 0 && rule.threshold < 1) || bands < 1 || rows < 1 || bands > 1024 ||
+        rows > 64 || rule.bucket_window < 1 || rule.verification_form != 1) {
       return Status::Corruption(path + ": MANIFEST rule fields out of range");
     }
     rule.bands = static_cast<int>(bands);

@@ -34,10 +34,10 @@ struct Manifest {
   int max_k = 3;
   uint64_t next_file_number = 1;
   uint64_t wal_number = 0;
-  uint64_t segments_live = 0;       // live documents in the segments alone
-  std::vector<uint64_t> segments;   // segment file numbers, oldest first
-  std::string design;               // index::EncodeDesign of the store's index design
-  std::string fingerprint_options;  // opaque description given at creation (may be empty)
+  uint64_t segments_live = 0;        // live documents in the segments alone
+  std::vector<uint64_t> segments;    // segment file numbers, oldest first
+  std::string design;                // index::EncodeDesign of the store's index design
+  std::string fingerprint_options;   // opaque description given at creation (may be empty)
   std::optional<ManifestRule> rule;  // kDedup stores only
 };
 

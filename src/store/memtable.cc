@@ -50,8 +50,7 @@ void MemTable::Put(const WalOp& op) {
   }
 }
 
-void MemTable::CollectWithin(const Fingerprint& query, int k,
-                             std::vector<uint32_t>* found) const {
+void MemTable::CollectWithin(const Fingerprint& query, int k, std::vector<uint32_t>* found) const {
   const int radius = design_->design.probe_radius[k];
   std::vector<uint64_t> probes;
   for (size_t t = 0; t < design_->tables.size(); ++t) {
@@ -65,7 +64,8 @@ void MemTable::CollectWithin(const Fingerprint& query, int k,
       for (size_t p = first; p < last; ++p) {
         const uint64_t diff = probes[p] ^ key;
         const int from = diff == 0 ? 0 : 64 - std::countl_zero(diff);
-        for (int b = from; b < table.key_bits; ++b) probes.push_back(probes[p] ^ (uint64_t{1} << b));
+        for (int b = from; b < table.key_bits; ++b)
+          probes.push_back(probes[p] ^ (uint64_t{1} << b));
       }
       first = last;
     }

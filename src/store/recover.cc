@@ -155,7 +155,8 @@ class Recovery {
       const std::string path = store::JoinPath(dir_, store::SegmentFileName(number));
       if (!manifest_ok_ && !rule_) {
         std::optional<store::SegmentRule> found;
-        (void)store::SalvageSegment(path, bits_, [](const store::SegmentEntry&) {}, nullptr, &found);
+        (void)store::SalvageSegment(
+            path, bits_, [](const store::SegmentEntry&) {}, nullptr, &found);
         if (found) {
           rule_ = found;
           report_.messages.push_back(path + ": the store's dedup rule read from this segment");
@@ -294,8 +295,8 @@ class Recovery {
                          std::vector<index::KeyRow<uint32_t>>* rows) {
       for (size_t i = 0; i < entries.size(); ++i) {
         if (!entries[i].has_band_keys) continue;
-        rows->push_back({sources[i]->sketch.band_keys[band], static_cast<uint32_t>(i),
-                         entries[i].seq});
+        rows->push_back(
+            {sources[i]->sketch.band_keys[band], static_cast<uint32_t>(i), entries[i].seq});
       }
     };
     report_.documents = entries.size();
@@ -316,9 +317,9 @@ class Recovery {
     uint64_t next = max_number_ + 1;
     if (!entries.empty()) {
       const uint64_t number = next++;
-      NEARDUP_RETURN_IF_ERROR(store::WriteSegment(
-          fs, store::JoinPath(dir_, store::SegmentFileName(number)), compiled_, std::move(entries),
-          rule_ ? &*rule_ : nullptr, band_rows));
+      NEARDUP_RETURN_IF_ERROR(
+          store::WriteSegment(fs, store::JoinPath(dir_, store::SegmentFileName(number)), compiled_,
+                              std::move(entries), rule_ ? &*rule_ : nullptr, band_rows));
       fresh.segments.push_back(number);
     }
     fresh.wal_number = next++;

@@ -20,7 +20,7 @@ namespace {
 
 constexpr char kSegmentMagic[8] = {'N', 'D', 'U', 'P', 'S', 'E', 'G', '\0'};
 constexpr char kFooterMagic[8] = {'N', 'D', 'S', 'E', 'G', 'E', 'N', 'D'};
-constexpr uint32_t kSegmentVersion = 2;  // 2: one index section (src/index/table_segment.h)
+constexpr uint32_t kSegmentVersion = 2;        // 2: one index section (src/index/table_segment.h)
 constexpr uint32_t kSketchSegmentVersion = 3;  // 3: + the sketch section (kDedup stores)
 constexpr size_t kHeaderSize = 128;
 constexpr size_t kFooterSize = 16;
@@ -150,8 +150,7 @@ size_t SketchSectionSize(const std::vector<SegmentEntry>& entries, int bands) {
 // Streams the sketch section of `entries` in file order (`order[i].second` indexes `entries`).
 void WriteSketchSection(const std::vector<SegmentEntry>& entries,
                         const std::vector<std::pair<uint64_t, uint32_t>>& order,
-                        const SegmentRule& rule, const BandRows& band_rows,
-                        StreamingWriter* out) {
+                        const SegmentRule& rule, const BandRows& band_rows, StreamingWriter* out) {
   const int bands = rule.bands;
   const uint64_t n = entries.size();
   std::vector<uint32_t> file_entry(n);  // entries index -> entry number in the file
@@ -175,7 +174,8 @@ void WriteSketchSection(const std::vector<SegmentEntry>& entries,
     PutU64(&chunk, sketched ? e.hashes.squeezed_hash : 0);
     PutU64(&chunk, e.seq);
     next_seq = std::max(next_seq, e.seq + 1);
-    if (sketched) squeezed_rows.push_back({e.hashes.squeezed_hash, static_cast<uint32_t>(i), e.seq});
+    if (sketched)
+      squeezed_rows.push_back({e.hashes.squeezed_hash, static_cast<uint32_t>(i), e.seq});
     flush_chunk(false);
   }
   for (uint64_t i = 0; i <= n; ++i) {
@@ -275,8 +275,7 @@ Status ReadSketchSection(std::string_view section, const std::string& what, bool
   }
   if (LoadU32(trailer + kSkVersion) != kSketchVersion) {
     return Status::Unsupported(what + ": sketch section version " +
-                               std::to_string(LoadU32(trailer + kSkVersion)) +
-                               " is not supported");
+                               std::to_string(LoadU32(trailer + kSkVersion)) + " is not supported");
   }
   const std::string_view body = section.substr(0, section.size() - kSketchTrailerSize);
   if (LoadU64(trailer + kSkBodySize) != body.size()) {
@@ -532,15 +531,14 @@ Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
       bands > 0 && sketch_offset + kFooterSize <= size ? size - kFooterSize - sketch_offset : 0;
   // Every section must follow the writer's layout exactly (no sum below can overflow: each term
   // is checked against the file size first).
-  const bool layout_ok = n < (uint64_t{1} << 32) && live <= n && fps == kHeaderSize &&
-                         offsets == fps + n * words * 8 && blob == offsets + n * 8 &&
-                         blob_size <= size && hashes == Align8(blob + blob_size) &&
-                         index_offset == hashes + n * 8 && index_size <= size &&
-                         index_offset <= size && sketch_offset % 8 == 0 &&
-                         (bands == 0 || sketch_offset + kFooterSize <= size) &&
-                         index_offset + index_size == index_end &&
-                         seg->max_k_ == design->design.max_k &&
-                         seg->num_tables_ == static_cast<int>(design->tables.size());
+  const bool layout_ok =
+      n < (uint64_t{1} << 32) && live <= n && fps == kHeaderSize &&
+      offsets == fps + n * words * 8 && blob == offsets + n * 8 && blob_size <= size &&
+      hashes == Align8(blob + blob_size) && index_offset == hashes + n * 8 && index_size <= size &&
+      index_offset <= size && sketch_offset % 8 == 0 &&
+      (bands == 0 || sketch_offset + kFooterSize <= size) &&
+      index_offset + index_size == index_end && seg->max_k_ == design->design.max_k &&
+      seg->num_tables_ == static_cast<int>(design->tables.size());
   if (!layout_ok) return Status::Corruption(path + ": segment section table is inconsistent");
   seg->num_entries_ = static_cast<uint32_t>(n);
   seg->num_live_ = static_cast<uint32_t>(live);
@@ -561,13 +559,11 @@ Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
     SketchLayout layout;
     NEARDUP_RETURN_IF_ERROR(ReadSketchSection(std::string_view(base + sketch_offset, sketch_size),
                                               path, /*verify_body=*/false, &layout));
-    if (layout.bands != bands || layout.n != n ||
-        (rule != nullptr && !(layout.rule == *rule))) {
-      return Status::Corruption(path + ": sketch section holds " + std::to_string(layout.bands) +
-                                " bands and " + std::to_string(layout.n) +
-                                " entries of another rule or count than the store's " +
-                                std::to_string(bands) + " bands and the segment's " +
-                                std::to_string(n) + " entries");
+    if (layout.bands != bands || layout.n != n || (rule != nullptr && !(layout.rule == *rule))) {
+      return Status::Corruption(
+          path + ": sketch section holds " + std::to_string(layout.bands) + " bands and " +
+          std::to_string(layout.n) + " entries of another rule or count than the store's " +
+          std::to_string(bands) + " bands and the segment's " + std::to_string(n) + " entries");
     }
     seg->bands_ = bands;
     seg->next_seq_ = layout.next_seq;
@@ -600,7 +596,6 @@ std::string_view Segment::set_bytes(uint32_t entry) const {
   if (from > to || to > set_blob_size_) return {};
   return std::string_view(set_blob_ + from, to - from);
 }
-
 
 Segment::~Segment() {
   if (base_ != nullptr) ::munmap(const_cast<char*>(base_), file_size_);

@@ -151,8 +151,8 @@ class Segment {
   // The sketch section.
   int bands_ = 0;
   uint64_t next_seq_ = 0;
-  const uint64_t* sketch_rows_ = nullptr;   // per entry: content hash, text bytes | flag, squeezed
-                                            // hash, seq
+  const uint64_t* sketch_rows_ = nullptr;  // per entry: content hash, text bytes | flag, squeezed
+                                           // hash, seq
   const uint64_t* set_offsets_ = nullptr;  // num_entries + 1
   const char* set_blob_ = nullptr;
   uint64_t set_blob_size_ = 0;

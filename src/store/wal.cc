@@ -81,8 +81,8 @@ bool DecodeBatch(std::string_view payload, int bits, std::vector<WalOp>* ops) {
 
 void AppendWalOp(const WalOp& op, std::string* payload) {
   const bool with_sketch = op.type == WalOpType::kAdd && op.has_sketch;
-  payload->push_back(static_cast<char>(with_sketch ? kWalOpAddWithSketch
-                                                   : static_cast<uint8_t>(op.type)));
+  payload->push_back(
+      static_cast<char>(with_sketch ? kWalOpAddWithSketch : static_cast<uint8_t>(op.type)));
   PutU32(payload, static_cast<uint32_t>(op.id.size()));
   payload->append(op.id);
   if (op.type == WalOpType::kAdd) {
