@@ -57,8 +57,7 @@ std::vector<std::string> DuplicateIds(simdjson::dom::element result) {
   for (simdjson::dom::element d : result["duplicates"].get_array()) {
     ids.push_back(std::string(d["id"].get_string().value()));
     const std::string_view reason = d["reason"].get_string().value();
-    EXPECT_TRUE(reason == "exact_duplicate" || reason == "whitespace" ||
-                reason == "near_duplicate")
+    EXPECT_TRUE(reason == "exact_duplicate" || reason == "whitespace" || reason == "near_duplicate")
         << reason;
     const double similarity = d["similarity"].get_double().value();
     EXPECT_GE(similarity, 0.5);

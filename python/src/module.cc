@@ -1268,6 +1268,17 @@ std::string FlagOfKeyword(const std::string& keyword) {
   return flag;
 }
 
+// A store error as Python raises it: the command line's `--rule simhash` hint as the keyword.
+void CheckStore(const Status& status) {
+  if (status.ok()) return;
+  std::string message = status.message();
+  const std::string flag = "`--rule simhash`";
+  if (size_t at = message.find(flag); at != std::string::npos) {
+    message.replace(at, flag.size(), "`rule=\"simhash\"`");
+  }
+  Check(Status(status.code(), message));
+}
+
 // A message of the command-line layer with its flags ("--top-k") written as keywords ("top_k").
 std::string FlagsAsKeywords(std::string message) {
   for (size_t at = message.find("--"); at != std::string::npos; at = message.find("--", at)) {
@@ -1439,8 +1450,9 @@ class PyStore {
         results = status;
       }
     }
+    if (!results.ok()) CheckStore(results.status());
     py::list out;
-    for (CheckResult& result : Unwrap(std::move(results))) {
+    for (CheckResult& result : *results) {
       py::list duplicates;
       for (const StoredDocument& dup : result.duplicates) {
         py::dict d = StoredToDict(dup, true);
@@ -1479,7 +1491,7 @@ class PyStore {
       py::gil_scoped_release release;
       status = store().Add(doc, &replaced);
     }
-    Check(status);
+    CheckStore(status);
     return replaced;
   }
 
@@ -1502,7 +1514,7 @@ class PyStore {
       py::gil_scoped_release release;
       status = store().AddBatch(docs);
     }
-    Check(status);
+    CheckStore(status);
   }
 
   py::list Search(py::handle fp, int k, size_t limit) {
@@ -1527,7 +1539,8 @@ class PyStore {
       py::gil_scoped_release release;
       result = store().CheckAndAdd(doc, k, always_add);
     }
-    CheckResult checked = Unwrap(std::move(result));
+    if (!result.ok()) CheckStore(result.status());
+    CheckResult checked = std::move(*result);
     py::list duplicates;
     for (const StoredDocument& dup : checked.duplicates) duplicates.append(StoredToDict(dup, true));
     py::dict out;
