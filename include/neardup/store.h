@@ -155,6 +155,8 @@ struct CheckResult {
   std::vector<StoredDocument> duplicates;
   bool added = false;     // the document was written
   bool replaced = false;  // ... and it replaced a document with the same id
+  // More duplicates were found than CheckOptions::limit: `duplicates` holds the first `limit`.
+  bool truncated = false;
 };
 
 // Whether a check adds the document.
@@ -167,6 +169,9 @@ enum class AddMode {
 struct CheckOptions {
   AddMode add = AddMode::kIfNew;
   int k = 3;  // kSimHash stores: the Hamming radius, 0..bits (ignored by kDedup stores)
+  // Duplicates reported per document, the best first (0 = all). Whether a document is added does
+  // not depend on it.
+  size_t limit = 0;
 };
 
 // Whether the store takes writes (what the server reports in /healthz and /metrics).

@@ -56,6 +56,13 @@ constexpr size_t kMaxVisitsPerWindow = 8;
 
 constexpr const char* kVerificationForm = "narrowed32-delta-varint";
 
+// Keeps the first `limit` duplicates (0: all).
+void Truncate(size_t limit, CheckResult* result) {
+  if (limit == 0 || result->duplicates.size() <= limit) return;
+  result->duplicates.resize(limit);
+  result->truncated = true;
+}
+
 bool ByDistanceThenId(const StoredDocument& a, const StoredDocument& b) {
   return a.distance != b.distance ? a.distance < b.distance : a.id < b.id;
 }
@@ -610,6 +617,7 @@ Result<std::vector<CheckResult>> DocumentStoreImpl::CheckBatch(std::span<const D
     if (!mem_) return Status::InvalidArgument(dir_ + ": store is closed");
     for (size_t i = 0; i < docs.size(); ++i) {
       FindDuplicatesLocked(docs[i], options.k, nullptr, &results[i].duplicates);
+      Truncate(options.limit, &results[i]);
     }
     return results;
   }
@@ -752,6 +760,7 @@ Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_fl
               result.added = true;
               result.replaced = add_op(doc, sketch_of(i));
             }
+            Truncate(w->check.limit, &result);
           }
           break;
         }

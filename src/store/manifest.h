@@ -27,8 +27,8 @@ struct ManifestRule {
 };
 
 struct Manifest {
-  // 1: written before the design was recorded (read only for recovery); 2: a kSimHash store;
-  // 3: a kDedup store (`rule` is set). EncodeManifest writes 3 when `rule` is set, else 2.
+  // 1: written before the design was recorded (read only for recovery); 2: before the duplicate
+  // rule was recorded (a kSimHash store); 3: with the rule. EncodeManifest writes 3.
   int version = 2;
   int bits = 64;
   int max_k = 3;

@@ -20,8 +20,11 @@ namespace {
 
 constexpr char kSegmentMagic[8] = {'N', 'D', 'U', 'P', 'S', 'E', 'G', '\0'};
 constexpr char kFooterMagic[8] = {'N', 'D', 'S', 'E', 'G', 'E', 'N', 'D'};
-constexpr uint32_t kSegmentVersion = 2;        // 2: one index section (src/index/table_segment.h)
-constexpr uint32_t kSketchSegmentVersion = 3;  // 3: + the sketch section (kDedup stores)
+// 2: one index section (src/index/table_segment.h); 3: + the sketch section of a kDedup store
+// (header offset 112; 0 in a kSimHash store) and room for per-entry checksums (offset 104).
+// Every segment is written as version 3; a kSimHash store still reads its version-2 segments.
+constexpr uint32_t kOldSegmentVersion = 2;
+constexpr uint32_t kSegmentVersion = 3;
 constexpr size_t kHeaderSize = 128;
 constexpr size_t kFooterSize = 16;
 constexpr uint64_t kTombstoneBit = uint64_t{1} << 63;
@@ -378,7 +381,7 @@ Status WriteSegment(FileSystem* fs, const std::string& path,
   std::memcpy(base, kSegmentMagic, 8);
   auto put32 = [&](size_t off, uint32_t v) { std::memcpy(base + off, &v, 4); };
   auto put64 = [&](size_t off, uint64_t v) { std::memcpy(base + off, &v, 8); };
-  put32(kOffVersion, bands > 0 ? kSketchSegmentVersion : kSegmentVersion);
+  put32(kOffVersion, kSegmentVersion);
   put32(kOffBits, bits);
   put32(kOffMaxK, design->design.max_k);
   put32(kOffTables, static_cast<uint32_t>(design->tables.size()));
@@ -440,7 +443,7 @@ namespace {
 
 // Validates the header of a mapped file; fills the layout fields of `seg`-like out params.
 Status CheckHeader(const std::string& path, const char* base, uint64_t size, int bits,
-                   uint32_t version) {
+                   bool accept_version_2) {
   if (size < kHeaderSize + kFooterSize) {
     return Status::Corruption(path + ": segment file is truncated (" + std::to_string(size) +
                               " bytes)");
@@ -451,12 +454,12 @@ Status CheckHeader(const std::string& path, const char* base, uint64_t size, int
   if (LoadU64(base + kOffHeaderChecksum) != Checksum(base, kOffHeaderChecksum)) {
     return Status::Corruption(path + ": segment header checksum mismatch");
   }
-  if (LoadU32(base + kOffVersion) != version) {
-    const uint32_t found = LoadU32(base + kOffVersion);
+  const uint32_t found = LoadU32(base + kOffVersion);
+  if (found != kSegmentVersion && !(found == kOldSegmentVersion && accept_version_2)) {
     return Status::Unsupported(
         path + ": segment format version " + std::to_string(found) + " is not supported" +
-        (found < version ? " (`neardup index recover` rewrites older segments)"
-                         : " in a store of version " + std::to_string(version)));
+        (found < kSegmentVersion ? " (`neardup index recover` rewrites older segments)"
+                                 : " (written by a newer neardup)"));
   }
   if (static_cast<int>(LoadU32(base + kOffBits)) != bits) {
     return Status::Corruption(path + ": segment holds " + std::to_string(LoadU32(base + kOffBits)) +
@@ -503,8 +506,7 @@ Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
   seg->base_ = static_cast<const char*>(map);
   seg->file_size_ = size;
   const char* base = seg->base_;
-  NEARDUP_RETURN_IF_ERROR(
-      CheckHeader(path, base, size, bits, bands > 0 ? kSketchSegmentVersion : kSegmentVersion));
+  NEARDUP_RETURN_IF_ERROR(CheckHeader(path, base, size, bits, /*accept_version_2=*/bands == 0));
   if (verify_checksum) {
     if (std::memcmp(base + size - 8, kFooterMagic, 8) != 0 ||
         LoadU64(base + size - kFooterSize) != Checksum(base, size - kFooterSize)) {
@@ -525,7 +527,15 @@ Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
   const uint64_t index_offset = LoadU64(base + kOffIndex);
   const uint64_t index_size = LoadU64(base + kOffIndexSize);
   const uint64_t words = static_cast<uint64_t>(seg->words_);
-  const uint64_t sketch_offset = bands > 0 ? LoadU64(base + kOffSketch) : 0;
+  const bool version_3 = LoadU32(base + kOffVersion) == kSegmentVersion;
+  const uint64_t sketch_offset = version_3 ? LoadU64(base + kOffSketch) : 0;
+  // A kSimHash store's segment has no sketch section; a kDedup store's must have one.
+  if ((bands > 0) != (sketch_offset != 0)) {
+    return Status::Corruption(path + (bands > 0 ? ": segment has no sketch section, the store "
+                                                  "applies the dedup rule"
+                                                : ": segment has a sketch section, the store "
+                                                  "applies the simhash rule"));
+  }
   const uint64_t index_end = bands > 0 ? sketch_offset : size - kFooterSize;
   const uint64_t sketch_size =
       bands > 0 && sketch_offset + kFooterSize <= size ? size - kFooterSize - sketch_offset : 0;
@@ -690,7 +700,7 @@ Result<uint64_t> SalvageSegment(const std::string& path, int bits,
   bool have_sketch = false;
   std::vector<uint32_t> band_keys;
   std::vector<uint8_t> has_keys;
-  if (LoadU32(base + kOffVersion) == kSketchSegmentVersion) {
+  if (LoadU32(base + kOffVersion) == kSegmentVersion && LoadU64(base + kOffSketch) != 0) {
     const uint64_t offset = LoadU64(base + kOffSketch);
     const uint64_t size = file.size() - std::min<uint64_t>(file.size(), offset + kFooterSize);
     if (offset % 8 == 0 && offset + kFooterSize <= file.size() &&
