@@ -141,10 +141,10 @@ class CrashRecoveryTest : public ::testing::TestWithParam<StoreRule> {};
 
 TEST_P(CrashRecoveryTest, AcknowledgedWritesSurviveKill9) {
   const StoreRule rule = GetParam();
-  const std::string dir = (fs::temp_directory_path() /
-                           ("neardup_crash_test_" + std::to_string(::getpid()) + "_" +
-                            StoreRuleName(rule)))
-                              .string();
+  const std::string dir =
+      (fs::temp_directory_path() /
+       ("neardup_crash_test_" + std::to_string(::getpid()) + "_" + StoreRuleName(rule)))
+          .string();
   fs::remove_all(dir);
   int rounds = 20;
   if (const char* env = std::getenv("NEARDUP_CRASH_ROUNDS")) rounds = std::max(1, std::atoi(env));
@@ -289,7 +289,8 @@ TEST_P(CrashRecoveryTest, AcknowledgedWritesSurviveKill9) {
   std::printf(
       "crash rounds (%s rule): %d, acknowledged operations checked: %llu, rounds where the "
       "unacknowledged operation in flight had landed: %d\n",
-      StoreRuleName(rule), rounds, static_cast<unsigned long long>(acknowledged_total), killed_with_inflight);
+      StoreRuleName(rule), rounds, static_cast<unsigned long long>(acknowledged_total),
+      killed_with_inflight);
   fs::remove_all(dir);
 }
 

@@ -148,10 +148,10 @@ void RunMode(SyncMode mode, const char* name, StoreRule rule = StoreRule::kSimHa
   std::mt19937_64 rng(std::hash<std::string>{}(name));
   uint64_t dropped_total = 0, checked_total = 0;
   for (int r = 0; r < rounds; ++r) {
-    const std::string dir = (fs::temp_directory_path() /
-                             ("neardup_power_cut_" + std::to_string(::getpid()) + "_" + name +
-                              "_" + StoreRuleName(rule)))
-                                .string();
+    const std::string dir =
+        (fs::temp_directory_path() / ("neardup_power_cut_" + std::to_string(::getpid()) + "_" +
+                                      name + "_" + StoreRuleName(rule)))
+            .string();
     fs::remove_all(dir);
     testing_fs::FaultInjectionFileSystem fault_fs;
     StoreOptions options;

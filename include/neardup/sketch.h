@@ -35,12 +35,10 @@ struct DocumentSketch {
   // The narrowed shingle set (ShingleSimilarity::Narrow: sorted distinct 32-bit values) that the
   // Jaccard verification compares.
   std::vector<uint32_t> shingles;
-  // Which LSH parameters made band_keys (LshTag); a store refuses a sketch made with others.
+  // Which LSH parameters made band_keys (LshTag, neardup/minhash_lsh.h); a store refuses a
+  // sketch made with others.
   uint64_t lsh_tag = 0;
 };
-
-// A tag for (bands, rows, seed): sketches with different tags have incomparable band keys.
-NEARDUP_EXPORT uint64_t LshTag(const LshParameters& parameters, uint64_t seed);
 
 class NEARDUP_EXPORT DocumentSketcher {
  public:

@@ -267,31 +267,6 @@ void ShingleSimilarity::ShinglesOfNormalized(std::string_view normal,
   shingles->erase(std::unique(shingles->begin(), shingles->end()), shingles->end());
 }
 
-namespace {
-
-// |a ∩ b| / |a ∪ b| from the sizes.
-inline double JaccardOf(size_t common, size_t na, size_t nb) {
-  return static_cast<double>(common) / static_cast<double>(na + nb - common);
-}
-
-template <typename T>
-size_t IntersectionSize(std::span<const T> a, std::span<const T> b) {
-  size_t i = 0, j = 0, common = 0;
-  while (i < a.size() && j < b.size()) {
-    if (a[i] < b[j]) {
-      ++i;
-    } else if (b[j] < a[i]) {
-      ++j;
-    } else {
-      ++common;
-      ++i;
-      ++j;
-    }
-  }
-  return common;
-}
-}  // namespace
-
 bool SameNormalization(const FingerprintOptions& fingerprint, const NormalizeOptions& shingles) {
   const NormalizeOptions& f = fingerprint.normalize;
   return fingerprint.profile != HashProfile::kYanyiwuSimhash &&
@@ -305,53 +280,13 @@ bool SameNormalization(const FingerprintOptions& fingerprint, const NormalizeOpt
 
 double ShingleSimilarity::Jaccard(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
   if (a.empty() && b.empty()) return 1.0;
-  size_t common = IntersectionSize<uint64_t>(a, b);
-  return JaccardOf(common, a.size(), b.size());
+  size_t common = SortedIntersectionSize<uint64_t>(a, b);
+  return JaccardOfCounts(common, a.size(), b.size());
 }
 
 double ShingleSimilarity::Jaccard32(const std::vector<uint32_t>& a,
                                     const std::vector<uint32_t>& b) {
   return neardup::Jaccard32(a, b);
-}
-
-double Jaccard32(std::span<const uint32_t> a, std::span<const uint32_t> b) {
-  if (a.empty() && b.empty()) return 1.0;
-  return JaccardOf(IntersectionSize(a, b), a.size(), b.size());
-}
-
-bool ReachesJaccard(std::span<const uint32_t> a, std::span<const uint32_t> b, double threshold,
-                    double* similarity) {
-  if (a.empty() && b.empty()) {
-    *similarity = 1.0;
-    return 1.0 >= threshold;
-  }
-  const size_t na = a.size(), nb = b.size();
-  const size_t smaller = std::min(na, nb);
-  // JaccardOf(c) grows with c, so the pair reaches the threshold iff the intersection holds at
-  // least `need` elements, the smallest c with JaccardOf(c) >= threshold (the same expression, so
-  // the same rounding). c <= smaller, and JaccardOf(smaller) = smaller / larger.
-  if (JaccardOf(smaller, na, nb) < threshold) return false;
-  const double estimate = threshold * static_cast<double>(na + nb) / (1.0 + threshold);
-  size_t need = std::min(smaller, static_cast<size_t>(std::max(0.0, estimate)));
-  while (need > 0 && JaccardOf(need - 1, na, nb) >= threshold) --need;
-  while (JaccardOf(need, na, nb) < threshold) ++need;  // ends: JaccardOf(smaller) >= threshold
-  size_t i = 0, j = 0, common = 0;
-  while (i < na && j < nb) {
-    if (a[i] < b[j]) {
-      ++i;
-      if (common + std::min(na - i, nb - j) < need) return false;
-    } else if (b[j] < a[i]) {
-      ++j;
-      if (common + std::min(na - i, nb - j) < need) return false;
-    } else {
-      ++common;
-      ++i;
-      ++j;
-    }
-  }
-  if (common < need) return false;
-  *similarity = JaccardOf(common, na, nb);
-  return true;
 }
 
 void ShingleSimilarity::Narrow(const std::vector<uint64_t>& shingles,
@@ -372,7 +307,7 @@ Result<double> ShingleSimilarity::VerifiedJaccard(std::string_view a, std::strin
 double ShingleSimilarity::Containment(const std::vector<uint64_t>& a,
                                       const std::vector<uint64_t>& b) {
   if (a.empty() || b.empty()) return a.empty() && b.empty() ? 1.0 : 0.0;
-  size_t common = IntersectionSize<uint64_t>(a, b);
+  size_t common = SortedIntersectionSize<uint64_t>(a, b);
   return static_cast<double>(common) / static_cast<double>(std::min(a.size(), b.size()));
 }
 

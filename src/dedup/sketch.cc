@@ -3,19 +3,11 @@
 // same functions, called in the same order.
 #include "neardup/sketch.h"
 
-#include <xxhash.h>
-
 #include "dedup/pair_rule.h"
 #include "dedup/shingle_hashes.h"
 #include "neardup/shingles.h"
 
 namespace neardup {
-
-uint64_t LshTag(const LshParameters& parameters, uint64_t seed) {
-  const uint64_t words[3] = {static_cast<uint64_t>(parameters.bands),
-                             static_cast<uint64_t>(parameters.rows), seed};
-  return XXH3_64bits(words, sizeof(words));
-}
 
 struct DocumentSketcher::Impl {
   std::unique_ptr<Fingerprinter> fingerprinter;
