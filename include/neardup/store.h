@@ -214,7 +214,7 @@ struct StoreStats {
   std::string fingerprint_options;  // as recorded at creation
   StoreRule rule = StoreRule::kSimHash;
   // kDedup stores: the LSH options recorded at creation (bands and rows resolved), and the
-  // verification form of the shingle sets (e.g. "narrowed32-delta-varint").
+  // verification form of the shingle sets (e.g. "narrowed32-elias-fano").
   MinHashLshOptions lsh;
   std::string verification_form;
   StoreHealth health;  // same as Health()

@@ -54,7 +54,7 @@ using store::WalWriter;
 // included), so a bucket full of overwritten documents costs a bounded walk too.
 constexpr size_t kMaxVisitsPerWindow = 8;
 
-constexpr const char* kVerificationForm = "narrowed32-delta-varint";
+constexpr const char* kVerificationForm = "narrowed32-elias-fano";
 
 // Keeps the first `limit` duplicates (0: all).
 void Truncate(size_t limit, CheckResult* result) {

@@ -1,7 +1,11 @@
 // The store's verification form of a shingle set: the exact narrowed 32-bit set (sorted, distinct)
-// compressed by delta + varint coding (docs/storage_format.md "Shingle sets"): the count, the first
-// value, then each gap minus one, each as a LEB128 varint. Chosen over a smaller sketch because it
-// gives exactly dedup's Jaccard (bench/set_form_bench.cc measures the forms).
+// in Elias-Fano coding (docs/storage_format.md "The verification form"): the count n (varint), the
+// number L of low bits (a byte; floor(log2(2^32 / n))), the length of the upper part in bits
+// (varint), then the n low parts of L bits, packed, then the upper part: value i sets bit
+// (value_i >> L) + i. About n (L + 2.5) bits: 23 % less than the raw values on the dev corpus,
+// 13 % less than delta + varint, decoded with one count-trailing-zeros per value. Chosen over a
+// smaller sketch because it gives exactly dedup's Jaccard (bench/set_form_bench.cc measures the
+// forms).
 //
 // Internal header. Pure functions; thread-safe.
 #ifndef NEARDUP_STORE_SET_CODEC_H_
