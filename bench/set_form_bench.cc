@@ -199,16 +199,18 @@ int main(int argc, char** argv) {
   const double per_pair = 1e6 / (5.0 * static_cast<double>(labelled.size()));
   std::printf("%zu documents, %zu shingles (%.0f a document), %zu labelled pairs, threshold %g\n\n",
               sets.size(), values, static_cast<double>(values) / n, labelled.size(), threshold);
-  std::printf("| form | bytes a document (mean) | exact | decisions differing from exact "
-              "(labelled pairs) | verifying a pair (same run) |\n|---|---|---|---|---|\n");
+  std::printf(
+      "| form | bytes a document (mean) | exact | decisions differing from exact "
+      "(labelled pairs) | verifying a pair (same run) |\n|---|---|---|---|---|\n");
   std::printf("| narrowed 32-bit set, raw | %.0f | yes | 0 | %.2f us (1.00) |\n",
               4.0 * static_cast<double>(values) / n, raw_s * per_pair);
   std::printf("| narrowed 32-bit set, delta + varint | %.0f | yes | 0 | %.2f us (%.2f) |\n",
               static_cast<double>(varint_bytes) / n, varint_s * per_pair, varint_s / raw_s);
-  std::printf("| narrowed 32-bit set, Elias-Fano (the store's) | %.0f (median %zu, p99 %zu) | yes | "
-              "0 | %.2f us (%.2f) |\n",
-              static_cast<double>(ef_bytes) / n, sizes[sizes.size() / 2],
-              sizes[sizes.size() * 99 / 100], ef_s * per_pair, ef_s / raw_s);
+  std::printf(
+      "| narrowed 32-bit set, Elias-Fano (the store's) | %.0f (median %zu, p99 %zu) | yes | "
+      "0 | %.2f us (%.2f) |\n",
+      static_cast<double>(ef_bytes) / n, sizes[sizes.size() / 2], sizes[sizes.size() * 99 / 100],
+      ef_s * per_pair, ef_s / raw_s);
   for (size_t k : {64, 128, 256}) {
     size_t bytes = 0, differ = 0, differ_accept = 0;
     for (const Set& set : sets) bytes += 4 * std::min(k, set.size()) + 2;
@@ -221,11 +223,11 @@ int main(int argc, char** argv) {
         differ_accept += accept ? 1 : 0;
       }
     }
-    std::printf("| bottom-%zu sketch of the set | %.0f | no | %zu (%.2f%%; %zu duplicates lost) | "
-                "- |\n",
-                k, static_cast<double>(bytes) / n, differ,
-                100.0 * static_cast<double>(differ) / static_cast<double>(labelled.size()),
-                differ_accept);
+    std::printf(
+        "| bottom-%zu sketch of the set | %.0f | no | %zu (%.2f%%; %zu duplicates lost) | "
+        "- |\n",
+        k, static_cast<double>(bytes) / n, differ,
+        100.0 * static_cast<double>(differ) / static_cast<double>(labelled.size()), differ_accept);
   }
   return 0;
 }

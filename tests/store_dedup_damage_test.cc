@@ -188,9 +188,9 @@ TEST_F(StoreDedupDamageTest, RecoverKeepsSketchesWhereTheyAreIntact) {
   auto store = DocumentStore::Open(dir_, options_);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_EQ((*store)->Stats().rule, StoreRule::kDedup);
-  EXPECT_EQ(CountFound(**store, 0, 100), 100);    // the intact segment, with its sketches
-  EXPECT_EQ(CountFound(**store, 100, 200), 0);    // kept without sketches
-  EXPECT_EQ(CountFound(**store, 200, 230), 30);   // the log
+  EXPECT_EQ(CountFound(**store, 0, 100), 100);   // the intact segment, with its sketches
+  EXPECT_EQ(CountFound(**store, 100, 200), 0);   // kept without sketches
+  EXPECT_EQ(CountFound(**store, 200, 230), 30);  // the log
   for (int i = 100; i < 200; ++i) EXPECT_TRUE((*store)->Get(IdOf(i)).ok()) << i;
   // Adding their texts again restores the rule for them.
   for (int i = 100; i < 200; ++i) ASSERT_TRUE(Add(**store, i).ok());
@@ -214,7 +214,7 @@ TEST_F(StoreDedupDamageTest, RecoverRestoresTheRuleWithoutTheManifest) {
   const StoreStats stats = (*store)->Stats();
   EXPECT_EQ(stats.rule, StoreRule::kDedup);
   EXPECT_EQ(stats.lsh.threshold, 0.5);
-  EXPECT_EQ(stats.lsh.bands, 30);
+  EXPECT_EQ(stats.lsh.parameters->bands, 30);
   EXPECT_EQ(CountFound(**store, 0, 230), 230);
 }
 

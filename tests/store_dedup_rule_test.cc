@@ -90,7 +90,7 @@ TEST_F(StoreDedupRuleTest, EachReasonWithTheVerifiedJaccard) {
   auto store = Open();
   ASSERT_TRUE(store);
   EXPECT_EQ(store->Stats().rule, StoreRule::kDedup);
-  EXPECT_EQ(store->Stats().lsh.bands, 30);
+  EXPECT_EQ(store->Stats().lsh.parameters->bands, 30);
   EXPECT_TRUE(Check(*store, "a", kText, AddMode::kIfNew).added);
 
   CheckResult exact = Check(*store, "b", kText, AddMode::kNever);

@@ -108,7 +108,7 @@ TEST_P(StoreOracleTest, SkewedSegmentsAndMemtableMatchBruteForce) {
   options.memtable_limit = 700;  // several segments plus a memtable
   options.sync_mode = SyncMode::kNone;
   options.compaction_trigger = 0;
-  options.expected_documents = 4000;
+  options.expected_size = 4000;
   auto opened = DocumentStore::Open(dir, options);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   DocumentStore& store = **opened;
@@ -186,7 +186,7 @@ TEST(StoreDamageTest, DamagedSegmentWithoutVerifyNeverCrashesAQuery) {
   StoreOptions options;
   options.rule = StoreRule::kSimHash;  // bare fingerprints
   options.compaction_trigger = 0;
-  options.expected_documents = 3000;
+  options.expected_size = 3000;
   options.sync_mode = SyncMode::kNone;
   std::mt19937_64 rng(13);
   std::vector<Fingerprint> fps = SkewedFingerprints(64, 3000, rng);
@@ -284,7 +284,7 @@ TEST(StoreOptionsTest, IncompatibleOptionsAreRefusedWithBothValues) {
   StoreOptions create;
   create.rule = StoreRule::kSimHash;  // bare fingerprints
   create.fingerprint_options = "profile=neardup bits=64 shingles=1";
-  create.index_memory_budget = MemoryBudget{0, 64};
+  create.memory_budget = MemoryBudget{0, 64};
   {
     auto store = DocumentStore::Open(dir, create);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
@@ -306,8 +306,8 @@ TEST(StoreOptionsTest, IncompatibleOptionsAreRefusedWithBothValues) {
   refused(wrong_bits, "64-bit fingerprints, not 128");
   StoreOptions wrong_k;
   wrong_k.rule = StoreRule::kSimHash;  // bare fingerprints
-  wrong_k.max_k = 5;
-  refused(wrong_k, "max_k 3, not 5");
+  wrong_k.indexed_k = 5;
+  refused(wrong_k, "indexed_k 3, not 5");
   StoreOptions wrong_fp;
   wrong_fp.rule = StoreRule::kSimHash;  // bare fingerprints
   wrong_fp.fingerprint_options = "profile=yanyiwu";
@@ -315,15 +315,15 @@ TEST(StoreOptionsTest, IncompatibleOptionsAreRefusedWithBothValues) {
   StoreOptions wrong_design;
   wrong_design.rule = StoreRule::kSimHash;  // bare fingerprints
   PlanRequest request;
-  request.n = 1e7;
-  request.memory_budget_bytes = 0;
+  request.expected_size = 1e7;
+  request.memory_budget = {};
   wrong_design.design = *PlanIndex(request);
   refused(wrong_design, "index design");
   // Unspecified options take the store's; a budget only matters at creation.
   StoreOptions same;
   same.rule = StoreRule::kSimHash;  // bare fingerprints
   same.fingerprint_options = create.fingerprint_options;
-  same.index_memory_budget = MemoryBudget{0, 0};
+  same.memory_budget = MemoryBudget{0, 0};
   auto store = DocumentStore::Open(dir, same);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_NE((*store)->Stats().index_design.find("4 blocks"), std::string::npos);

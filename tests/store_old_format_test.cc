@@ -187,9 +187,16 @@ TEST(StoreOldFormatTest, VersionOneIsRefusedWithAHintThenRecoveredWhole) {
     auto wal = store::WalWriter::Create(store::FileSystem::Default(), dir, 3, 64);
     ASSERT_TRUE(wal.ok()) << wal.status().ToString();
     std::string ops;
-    store::AppendWalOp(
-        {store::WalOpType::kAdd, IdOf(100), Fingerprint::From64(logged), "{\"logged\":1}"}, &ops);
-    store::AppendWalOp({store::WalOpType::kRemove, IdOf(5), {}, ""}, &ops);
+    store::WalOp add;
+    add.type = store::WalOpType::kAdd;
+    add.id = IdOf(100);
+    add.fingerprint = Fingerprint::From64(logged);
+    add.metadata = "{\"logged\":1}";
+    store::AppendWalOp(add, &ops);
+    store::WalOp remove;
+    remove.type = store::WalOpType::kRemove;
+    remove.id = IdOf(5);
+    store::AppendWalOp(remove, &ops);
     ASSERT_TRUE((*wal)->Append(store::EncodeWalRecord(2, ops)).ok());
     ASSERT_TRUE((*wal)->Sync().ok());
   }
@@ -232,7 +239,7 @@ TEST(StoreOldFormatTest, VersionOneIsRefusedWithAHintThenRecoveredWhole) {
   auto store = DocumentStore::Open(dir, testing_store::SimHashStoreOptions());
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_EQ((*store)->Stats().documents, expected.size());
-  EXPECT_EQ((*store)->Stats().max_k, 3);
+  EXPECT_EQ((*store)->Stats().indexed_k, 3);
   auto oracle_owner = BruteForceIndex::Create(64).value();
   BruteForceIndex& oracle = *oracle_owner;
   std::map<uint64_t, std::string> id_of_number;

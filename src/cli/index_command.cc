@@ -222,11 +222,11 @@ class TextPipeline {
 int RunCreate(const IndexArgs& args) {
   StoreOptions options;
   options.error_if_exists = true;
-  options.max_k = args.max_k;
-  options.expected_documents = args.expected_documents;
+  options.indexed_k = args.max_k;
+  options.expected_size = args.expected_documents;
   Result<MemoryBudget> budget = ParseMemoryBudget(args.memory_budget);
   if (!budget.ok()) return Fail(budget.status().WithContext("--memory-budget"));
-  options.index_memory_budget = *budget;
+  options.memory_budget = *budget;
   if (Status rule = args.rule.Apply(&options); !rule.ok()) return Fail(rule);
   FingerprintOptions fingerprint;
   Status valid = args.fingerprint_flags.ToOptions(&fingerprint);
@@ -243,7 +243,8 @@ int RunCreate(const IndexArgs& args) {
   if (stats.rule == StoreRule::kDedup) {
     char buffer[160];
     std::snprintf(buffer, sizeof(buffer), "dedup, threshold %g, %d bands of %d rows",
-                  stats.lsh.threshold, stats.lsh.bands, stats.lsh.rows);
+                  stats.lsh.threshold, stats.lsh.parameters.value_or(LshParameters{}).bands,
+                  stats.lsh.parameters.value_or(LshParameters{}).rows);
     rule = buffer;
   }
   std::fprintf(stderr,
@@ -725,7 +726,7 @@ RunFunction Setup(CLI::App* app) {
   query->add_option("-o,--output", args->output,
                     "with INPUT...: write clusters.jsonl, keep.txt, remove.txt and summary.json "
                     "here (default: clusters on standard output)");
-  query->add_flag("--force", args->force, "replace existing output files (never an input)");
+  query->add_flag("-f,--force", args->force, "replace existing output files (never an input file)");
   query->add_option("--batch", args->batch, "Documents checked per store call")
       ->check(CLI::Range(1, 1000000));
   query->add_option("-k,--max-distance", args->k, "largest Hamming distance of a result")

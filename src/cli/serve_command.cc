@@ -31,7 +31,7 @@ struct ServeArgs {
   int group_commit_ms = 2;
   FingerprintFlags fingerprint;  // recorded by a new store; an existing store uses its own
   RuleFlags rule;                // the same
-  int max_k = -1;                // -1: the store's (3 for a new store)
+  int max_k = -1;                // -1 (not given): the store's (3 for a new store)
   std::string memory_budget = "128/fp";
   double expected_documents = 1e7;
   size_t memtable_limit = 65536;
@@ -80,14 +80,14 @@ int Run(ServeArgs& args) {
   const long open_files = service::RaiseOpenFileLimit();
 
   StoreOptions options;
-  options.max_k = args.max_k;
-  options.expected_documents = args.expected_documents;
+  if (args.max_k >= 0) options.indexed_k = args.max_k;
+  options.expected_size = args.expected_documents;
   Result<MemoryBudget> budget = ParseMemoryBudget(args.memory_budget);
   if (!budget.ok()) {
     std::fprintf(stderr, "neardup serve: --memory-budget: %s\n", budget.status().message().c_str());
     return kExitUsage;
   }
-  options.index_memory_budget = *budget;
+  options.memory_budget = *budget;
   options.memtable_limit = args.memtable_limit;
   options.sync_mode = args.sync == "every"  ? SyncMode::kEveryWrite
                       : args.sync == "none" ? SyncMode::kNone
@@ -111,14 +111,15 @@ int Run(ServeArgs& args) {
     char buffer[160];
     std::snprintf(buffer, sizeof(buffer),
                   "dedup (threshold %g, %d bands of %d rows, bucket window %u)",
-                  stats.lsh.threshold, stats.lsh.bands, stats.lsh.rows, stats.lsh.bucket_window);
+                  stats.lsh.threshold, stats.lsh.parameters.value_or(LshParameters{}).bands,
+                  stats.lsh.parameters.value_or(LshParameters{}).rows, stats.lsh.bucket_window);
     rule = buffer;
   }
   std::fprintf(stderr,
                "neardup serve: %s: rule %s; %d-bit, max_k %d, index design: %s (%.0f B/fp); "
                "fingerprint options: %s\n",
-               args.dir.c_str(), rule.c_str(), stats.bits, stats.max_k, stats.index_design.c_str(),
-               stats.index_bytes_per_fingerprint,
+               args.dir.c_str(), rule.c_str(), stats.bits, stats.indexed_k,
+               stats.index_design.c_str(), stats.index_bytes_per_fingerprint,
                FingerprintOptionsToString(fingerprint_options).c_str());
   std::unique_ptr<Fingerprinter> fingerprinter;
   std::unique_ptr<DocumentSketcher> sketcher;
@@ -141,7 +142,7 @@ int Run(ServeArgs& args) {
     }
   }
   args.server.limits.bits = stats.bits;
-  args.server.limits.max_k = stats.bits;
+  args.server.limits.max_query_k = stats.bits;
   auto created = sketcher != nullptr
                      ? service::Server::Create(store->get(), *sketcher, args.server)
                      : service::Server::Create(store->get(), fingerprinter.get(), args.server);

@@ -73,8 +73,7 @@ struct RuleFlags {
     if (lsh_given) {
       MinHashLshOptions lsh;
       lsh.threshold = threshold;
-      lsh.bands = bands;
-      lsh.rows = rows;
+      if (bands != 0 || rows != 0) lsh.parameters = LshParameters{bands, rows};
       lsh.bucket_window = bucket_window;
       NEARDUP_RETURN_IF_ERROR(ResolveLshParameters(lsh).status());
       options->lsh = lsh;

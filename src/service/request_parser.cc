@@ -143,9 +143,9 @@ Status ParseK(element value, const std::string& field, const RequestLimits& limi
   if (value.get_int64().get(v) != simdjson::SUCCESS) {
     return Status::InvalidArgument(field + ": must be an integer");
   }
-  if (v < 0 || v > limits.max_k) {
+  if (v < 0 || v > limits.max_query_k) {
     return Status::InvalidArgument(field + ": " + std::to_string(v) + " is outside [0, " +
-                                   std::to_string(limits.max_k) + "]");
+                                   std::to_string(limits.max_query_k) + "]");
   }
   *k = static_cast<int>(v);
   return Status::Ok();
@@ -363,7 +363,7 @@ Result<CheckRequest> ParseCheckRequest(std::string_view body, const RequestLimit
   Result<object> root = RootObject(ThreadParser(), body);
   if (!root.ok()) return root.status();
   CheckRequest request;
-  request.k = std::min(limits.default_k, limits.max_k);
+  request.k = std::min(limits.default_k, limits.max_query_k);
   simdjson::dom::element documents;
   if (root->at_key("documents").get(documents) != simdjson::SUCCESS) {
     NEARDUP_RETURN_IF_ERROR(
@@ -413,7 +413,7 @@ Result<QueryRequest> ParseQueryRequest(std::string_view body, const RequestLimit
   Result<object> root = RootObject(ThreadParser(), body);
   if (!root.ok()) return root.status();
   QueryRequest request;
-  request.k = std::min(limits.default_k, limits.max_k);
+  request.k = std::min(limits.default_k, limits.max_query_k);
   for (auto [key, value] : *root) {
     const std::string field(key);
     if (key == "text") {
@@ -446,7 +446,7 @@ Result<QueryRequest> ParseQueryParams(const std::optional<std::string>& fingerpr
                                       const std::optional<std::string>& limit,
                                       const RequestLimits& limits) {
   QueryRequest request;
-  request.k = std::min(limits.default_k, limits.max_k);
+  request.k = std::min(limits.default_k, limits.max_query_k);
   auto parse_int = [](const std::string& s, int64_t* v) {
     auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
     return ec == std::errc() && ptr == s.data() + s.size();
@@ -467,9 +467,9 @@ Result<QueryRequest> ParseQueryParams(const std::optional<std::string>& fingerpr
   if (k.has_value()) {
     int64_t v;
     if (!parse_int(*k, &v)) return Status::InvalidArgument("k: must be an integer");
-    if (v < 0 || v > limits.max_k) {
+    if (v < 0 || v > limits.max_query_k) {
       return Status::InvalidArgument("k: " + std::to_string(v) + " is outside [0, " +
-                                     std::to_string(limits.max_k) + "]");
+                                     std::to_string(limits.max_query_k) + "]");
     }
     request.k = static_cast<int>(v);
   }

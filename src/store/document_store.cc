@@ -149,7 +149,7 @@ class DocumentStoreImpl : public DocumentStore {
   };
 
   // The design of a new store: options_.design, or planned within the budget.
-  Result<IndexDesign> PlanStoreDesign(int bits, int max_k) const;
+  Result<IndexDesign> PlanStoreDesign(int bits, int indexed_k) const;
   // Refuses explicit options that differ from what the store was created with; sets design_.
   Status CheckCompatible(const Manifest& manifest);
   // The rule's options from options_ (a new store) or the MANIFEST; sets bands_ and friends.
@@ -178,7 +178,7 @@ class DocumentStoreImpl : public DocumentStore {
   // state_mu_ held (shared or exclusive).
   std::optional<StoredDocument> LookupLocked(std::string_view id) const;
   bool ShadowedLocked(std::string_view id, size_t segment_index) const;
-  void SearchLocked(const Fingerprint& query, int k, std::vector<StoredDocument>* out) const;
+  Status SearchLocked(const Fingerprint& query, int k, std::vector<StoredDocument>* out) const;
   // The duplicates of `doc` under the store's rule among the stored documents and the live ops
   // of `pending` (null: none), sorted (see CheckResult).
   void FindDuplicatesLocked(const DocumentInput& doc, int k, const Pending* pending,
@@ -197,9 +197,9 @@ class DocumentStoreImpl : public DocumentStore {
 
   const std::string dir_;
   StoreOptions options_;
-  store::FileSystem* fs_ = store::FileSystem::Default();
+  Env* fs_ = Env::Default();
   int bits_ = 64;
-  int max_k_ = 3;
+  int indexed_k_ = 3;
   std::shared_ptr<const index::CompiledDesign> design_;  // the store's index design
   std::string fingerprint_options_;
   double planned_bytes_per_fingerprint_ = 0;
@@ -247,15 +247,15 @@ class DocumentStoreImpl : public DocumentStore {
 
 Status DocumentStoreImpl::Init() {
   const auto start = std::chrono::steady_clock::now();
-  if (options_.bits != 0 && options_.bits != 64 && options_.bits != 128) {
+  if (options_.bits && *options_.bits != 64 && *options_.bits != 128) {
     return Status::InvalidArgument("StoreOptions.bits must be 64 or 128, got " +
-                                   std::to_string(options_.bits));
+                                   std::to_string(*options_.bits));
   }
-  if (options_.max_k < -1 || options_.max_k > 15) {
-    return Status::InvalidArgument("StoreOptions.max_k must be in [0, 15], got " +
-                                   std::to_string(options_.max_k));
+  if (options_.indexed_k && (*options_.indexed_k < 0 || *options_.indexed_k > 15)) {
+    return Status::InvalidArgument("StoreOptions.indexed_k must be in [0, 15], got " +
+                                   std::to_string(*options_.indexed_k));
   }
-  if (options_.file_system != nullptr) fs_ = options_.file_system;
+  if (options_.env != nullptr) fs_ = options_.env;
   if (options_.read_only) {
     options_.create_if_missing = false;
     options_.compaction_trigger = 0;
@@ -299,10 +299,10 @@ Status DocumentStoreImpl::Init() {
       return Status::NotFound(dir_ + ": no store here (no MANIFEST)");
     fresh = true;
     Manifest m;
-    m.bits = options_.bits != 0 ? options_.bits : 64;
-    m.max_k = options_.max_k >= 0 ? options_.max_k : 3;
+    m.bits = options_.bits.value_or(64);
+    m.indexed_k = options_.indexed_k.value_or(3);
     NEARDUP_RETURN_IF_ERROR(ResolveRule(nullptr, &m.rule));
-    Result<IndexDesign> design = PlanStoreDesign(m.bits, m.max_k);
+    Result<IndexDesign> design = PlanStoreDesign(m.bits, m.indexed_k);
     if (!design.ok()) return design.status();
     m.design = index::EncodeDesign(*design);
     m.fingerprint_options = options_.fingerprint_options;
@@ -323,9 +323,9 @@ Status DocumentStoreImpl::Init() {
     NEARDUP_RETURN_IF_ERROR(ResolveRule(&*manifest, &rule));
   }
   bits_ = manifest->bits;
-  max_k_ = manifest->max_k;
+  indexed_k_ = manifest->indexed_k;
   options_.bits = bits_;
-  options_.max_k = max_k_;
+  options_.indexed_k = indexed_k_;
   fingerprint_options_ = manifest->fingerprint_options;
   next_file_number_ = manifest->next_file_number;
   wal_number_ = manifest->wal_number;
@@ -391,38 +391,38 @@ Status DocumentStoreImpl::Init() {
   return Status::Ok();
 }
 
-Result<IndexDesign> DocumentStoreImpl::PlanStoreDesign(int bits, int max_k) const {
+Result<IndexDesign> DocumentStoreImpl::PlanStoreDesign(int bits, int indexed_k) const {
   if (options_.design) {
     IndexDesign design = *options_.design;
-    if (design.bits != bits || design.max_k != max_k)
+    if (design.bits != bits || design.indexed_k != indexed_k)
       return Status::InvalidArgument("StoreOptions.design is for " + std::to_string(design.bits) +
-                                     " bits and max_k " + std::to_string(design.max_k) +
-                                     ", the store is " + std::to_string(bits) + "-bit, max_k " +
-                                     std::to_string(max_k));
+                                     " bits and indexed_k " + std::to_string(design.indexed_k) +
+                                     ", the store is " + std::to_string(bits) + "-bit, indexed_k " +
+                                     std::to_string(indexed_k));
     return design;
   }
   PlanRequest request;
   request.bits = bits;
-  request.max_k = max_k;
-  request.n = std::max(1.0, options_.expected_documents);
-  request.memory_budget_bytes = options_.index_memory_budget.TotalFor(request.n);
+  request.indexed_k = indexed_k;
+  request.expected_size = std::max(1.0, options_.expected_size);
+  request.memory_budget = options_.memory_budget;
   Result<IndexDesign> plan = PlanIndex(request);
   if (!plan.ok()) {
-    return plan.status().WithContext(
-        dir_ + ": index design for " + std::to_string(static_cast<uint64_t>(request.n)) +
-        " documents within " + options_.index_memory_budget.ToString());
+    return plan.status().WithContext(dir_ + ": index design for " +
+                                     std::to_string(static_cast<uint64_t>(request.expected_size)) +
+                                     " documents within " + options_.memory_budget.ToString());
   }
   return plan;
 }
 
 Status DocumentStoreImpl::CheckCompatible(const Manifest& manifest) {
   const std::string where = dir_ + ": store was created with ";
-  if (options_.bits != 0 && options_.bits != manifest.bits)
+  if (options_.bits && *options_.bits != manifest.bits)
     return Status::InvalidArgument(where + std::to_string(manifest.bits) +
-                                   "-bit fingerprints, not " + std::to_string(options_.bits));
-  if (options_.max_k >= 0 && options_.max_k != manifest.max_k)
-    return Status::InvalidArgument(where + "max_k " + std::to_string(manifest.max_k) + ", not " +
-                                   std::to_string(options_.max_k));
+                                   "-bit fingerprints, not " + std::to_string(*options_.bits));
+  if (options_.indexed_k && *options_.indexed_k != manifest.indexed_k)
+    return Status::InvalidArgument(where + "indexed_k " + std::to_string(manifest.indexed_k) +
+                                   ", not " + std::to_string(*options_.indexed_k));
   if (!options_.fingerprint_options.empty() &&
       options_.fingerprint_options != manifest.fingerprint_options)
     return Status::InvalidArgument(where + "fingerprint options \"" + manifest.fingerprint_options +
@@ -432,9 +432,9 @@ Status DocumentStoreImpl::CheckCompatible(const Manifest& manifest) {
   if (!design.ok())
     return Status::Corruption(store::JoinPath(dir_, store::kManifestName) + ": " +
                               design.status().message());
-  if (design->bits != manifest.bits || design->max_k != manifest.max_k)
+  if (design->bits != manifest.bits || design->indexed_k != manifest.indexed_k)
     return Status::Corruption(store::JoinPath(dir_, store::kManifestName) +
-                              ": index design does not match the store's width and max_k");
+                              ": index design does not match the store's width and indexed_k");
   if (options_.design && !index::SameTables(*options_.design, *design))
     return Status::InvalidArgument(where + "index design \"" + design->description + "\", not \"" +
                                    options_.design->description + "\"");
@@ -485,8 +485,7 @@ Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
   }
   const store::ManifestRule& recorded = *manifest->rule;
   lsh_.threshold = recorded.threshold;
-  lsh_.bands = recorded.bands;
-  lsh_.rows = recorded.rows;
+  lsh_.parameters = LshParameters{recorded.bands, recorded.rows};
   lsh_.bucket_window = recorded.bucket_window;
   lsh_.seed = recorded.seed;
   if (options_.lsh) {
@@ -855,7 +854,7 @@ StoreHealth DocumentStoreImpl::Health() const {
 Status DocumentStoreImpl::WriteManifestLocked(const std::vector<uint64_t>& numbers) {
   Manifest m;
   m.bits = bits_;
-  m.max_k = max_k_;
+  m.indexed_k = indexed_k_;
   m.design = index::EncodeDesign(design_->design);
   m.fingerprint_options = fingerprint_options_;
   m.next_file_number = next_file_number_;
@@ -865,8 +864,8 @@ Status DocumentStoreImpl::WriteManifestLocked(const std::vector<uint64_t>& numbe
   if (bands_ > 0) {
     store::ManifestRule rule;
     rule.threshold = lsh_.threshold;
-    rule.bands = lsh_.bands;
-    rule.rows = lsh_.rows;
+    rule.bands = lsh_.parameters->bands;
+    rule.rows = lsh_.parameters->rows;
     rule.bucket_window = lsh_.bucket_window;
     rule.seed = lsh_.seed;
     m.rule = rule;
@@ -1151,8 +1150,8 @@ bool DocumentStoreImpl::ShadowedLocked(std::string_view id, size_t segment_index
   return false;
 }
 
-void DocumentStoreImpl::SearchLocked(const Fingerprint& query, int k,
-                                     std::vector<StoredDocument>* out) const {
+Status DocumentStoreImpl::SearchLocked(const Fingerprint& query, int k,
+                                       std::vector<StoredDocument>* out) const {
   mem_->Search(query, k, [&](const MemTable::Entry& entry, int distance) {
     out->push_back({*entry.id, entry.fingerprint, entry.metadata, distance});
   });
@@ -1168,6 +1167,7 @@ void DocumentStoreImpl::SearchLocked(const Fingerprint& query, int k,
     }
   }
   std::sort(out->begin(), out->end(), ByDistanceThenId);
+  return Status::Ok();
 }
 
 void DocumentStoreImpl::IndexPending(Pending* pending, size_t index) const {
@@ -1302,7 +1302,7 @@ void DocumentStoreImpl::FindDuplicatesLocked(const DocumentInput& doc, int k,
   if (bands_ == 0) {
     // The SimHash rule: stored and pending documents within k.
     std::vector<StoredDocument> found;
-    SearchLocked(doc.fingerprint, k, &found);
+    (void)SearchLocked(doc.fingerprint, k, &found);  // cannot fail
     for (StoredDocument& d : found) {
       if (d.id != doc.id && (pending == nullptr || !pending->Shadows(d.id))) {
         out->push_back(std::move(d));
@@ -1354,7 +1354,7 @@ Result<std::vector<StoredDocument>> DocumentStoreImpl::Search(const Fingerprint&
   {
     std::shared_lock<std::shared_mutex> state(state_mu_);
     if (!mem_) return Status::InvalidArgument(dir_ + ": store is closed");
-    SearchLocked(query, k, &out);
+    NEARDUP_RETURN_IF_ERROR(SearchLocked(query, k, &out));
   }
   if (limit > 0 && out.size() > limit) out.resize(limit);
   return out;
@@ -1394,7 +1394,7 @@ StoreStats DocumentStoreImpl::Stats() const {
   stats.writes = writes_.load();
   stats.open_seconds = open_seconds_;
   stats.bits = bits_;
-  stats.max_k = max_k_;
+  stats.indexed_k = indexed_k_;
   stats.index_design = design_->design.description;
   if (stats.index_bytes_per_fingerprint == 0)
     stats.index_bytes_per_fingerprint = planned_bytes_per_fingerprint_;

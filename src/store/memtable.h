@@ -57,7 +57,7 @@ class MemTable {
   // Uses the tables when k <= the design's max_k, else scans.
   template <typename Fn>
   void Search(const Fingerprint& query, int k, Fn&& fn) const {
-    if (k > design_->design.max_k) {
+    if (k > design_->design.indexed_k) {
       for (const Entry& entry : slots_) {
         if (!entry.live || entry.tombstone) continue;
         const int distance = HammingDistance(entry.fingerprint, query);

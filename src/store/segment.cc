@@ -333,7 +333,7 @@ Status ReadSketchSection(std::string_view section, const std::string& what, bool
 
 uint64_t IdHash(std::string_view id) { return Checksum(id); }
 
-Status WriteSegment(FileSystem* fs, const std::string& path,
+Status WriteSegment(Env* env, const std::string& path,
                     const std::shared_ptr<const index::CompiledDesign>& design,
                     std::vector<SegmentEntry> entries, const SegmentRule* rule,
                     const BandRows& band_rows) {
@@ -383,7 +383,7 @@ Status WriteSegment(FileSystem* fs, const std::string& path,
   auto put64 = [&](size_t off, uint64_t v) { std::memcpy(base + off, &v, 8); };
   put32(kOffVersion, kSegmentVersion);
   put32(kOffBits, bits);
-  put32(kOffMaxK, design->design.max_k);
+  put32(kOffMaxK, design->design.indexed_k);
   put32(kOffTables, static_cast<uint32_t>(design->tables.size()));
   put64(kOffEntries, n);
   put64(kOffLive, live);
@@ -414,7 +414,7 @@ Status WriteSegment(FileSystem* fs, const std::string& path,
     blob_pos += 8 + e.id.size() + e.metadata.size();
     put64(hashes_offset + i * 8, order[i].first);
   }
-  Result<std::unique_ptr<WritableFile>> out = fs->NewWritableFile(path);
+  Result<std::unique_ptr<WritableFile>> out = env->NewWritableFile(path);
   if (!out.ok()) return out.status();
   StreamingWriter writer(out->get());
   writer.Append(file);
@@ -515,7 +515,7 @@ Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
   }
   seg->bits_ = bits;
   seg->words_ = bits / 64;
-  seg->max_k_ = static_cast<int>(LoadU32(base + kOffMaxK));
+  seg->indexed_k_ = static_cast<int>(LoadU32(base + kOffMaxK));
   seg->num_tables_ = static_cast<int>(LoadU32(base + kOffTables));
   const uint64_t n = LoadU64(base + kOffEntries);
   const uint64_t live = LoadU64(base + kOffLive);
@@ -547,7 +547,7 @@ Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
       hashes == Align8(blob + blob_size) && index_offset == hashes + n * 8 && index_size <= size &&
       index_offset <= size && sketch_offset % 8 == 0 &&
       (bands == 0 || sketch_offset + kFooterSize <= size) &&
-      index_offset + index_size == index_end && seg->max_k_ == design->design.max_k &&
+      index_offset + index_size == index_end && seg->indexed_k_ == design->design.indexed_k &&
       seg->num_tables_ == static_cast<int>(design->tables.size());
   if (!layout_ok) return Status::Corruption(path + ": segment section table is inconsistent");
   seg->num_entries_ = static_cast<uint32_t>(n);
@@ -663,7 +663,7 @@ void Segment::Search(const Fingerprint& query, int k, std::vector<SegmentHit>* h
     const uint64_t entry = index_->id(row);
     if (entry < num_entries_) hits->push_back({static_cast<uint32_t>(entry), distance});
   };
-  if (k <= index_->design().design.max_k) {
+  if (k <= index_->design().design.indexed_k) {
     index_->Search(query.hi, query.lo, k, &counters, &scratch, emit);
   } else {
     index_->Scan(query.hi, query.lo, k, &counters, emit);

@@ -46,9 +46,9 @@ void PutBits(std::string* out, size_t bit, uint64_t value, int width) {
     const size_t byte = (bit + done) / 8;
     const int offset = static_cast<int>((bit + done) % 8);
     const int take = std::min(8 - offset, width - done);
-    (*out)[byte] = static_cast<char>(static_cast<uint8_t>((*out)[byte]) |
-                                     static_cast<uint8_t>(((value >> done) & ((1u << take) - 1))
-                                                          << offset));
+    (*out)[byte] =
+        static_cast<char>(static_cast<uint8_t>((*out)[byte]) |
+                          static_cast<uint8_t>(((value >> done) & ((1u << take) - 1)) << offset));
     done += take;
   }
 }
@@ -83,9 +83,8 @@ void EncodeShingleSet(std::span<const uint32_t> set, std::string* out) {
     const uint64_t v = set[i];
     if (low > 0) PutBits(out, low_at * 8 + i * low, v & ((uint64_t{1} << low) - 1), low);
     const uint64_t position = (v >> low) + i;
-    (*out)[upper_at + position / 8] =
-        static_cast<char>(static_cast<uint8_t>((*out)[upper_at + position / 8]) |
-                          (1u << (position % 8)));
+    (*out)[upper_at + position / 8] = static_cast<char>(
+        static_cast<uint8_t>((*out)[upper_at + position / 8]) | (1u << (position % 8)));
   }
 }
 

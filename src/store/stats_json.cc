@@ -17,15 +17,16 @@ void WriteStoreStatsFields(const StoreStats& stats, JsonWriter* writer) {
   writer->Key("wal_syncs").Uint(stats.wal_syncs);
   writer->Key("open_seconds").Double(stats.open_seconds);
   writer->Key("bits").Int(stats.bits);
-  writer->Key("max_k").Int(stats.max_k);
+  writer->Key("max_k").Int(stats.indexed_k);
   writer->Key("index_design").String(stats.index_design);
   writer->Key("index_bytes_per_fingerprint").Double(stats.index_bytes_per_fingerprint);
   writer->Key("fingerprint_options").String(stats.fingerprint_options);
   writer->Key("rule").String(StoreRuleName(stats.rule));
   if (stats.rule == StoreRule::kDedup) {
     writer->Key("threshold").Double(stats.lsh.threshold);
-    writer->Key("bands").Int(stats.lsh.bands);
-    writer->Key("rows").Int(stats.lsh.rows);
+    const LshParameters parameters = stats.lsh.parameters.value_or(LshParameters{});
+    writer->Key("bands").Int(parameters.bands);
+    writer->Key("rows").Int(parameters.rows);
     writer->Key("bucket_window").Uint(stats.lsh.bucket_window);
     writer->Key("verification_form").String(stats.verification_form);
   }
