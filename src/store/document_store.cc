@@ -87,8 +87,11 @@ struct Pending {
   std::vector<WalOp> ops;
   std::vector<const DocumentSketch*> sketches;  // per op: an add's sketch (kDedup), else null
   std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> latest;  // id -> op
-  std::unordered_map<uint64_t, std::vector<uint32_t>> bands;     // band << 32 | key -> ops
-  std::unordered_map<uint64_t, std::vector<uint32_t>> squeezed;  // hash -> ops
+  // The adds' buckets, indexed only when a check of the group needs them (a bulk AddBatch never
+  // does): ops [0, indexed) are in them.
+  mutable std::unordered_map<uint64_t, std::vector<uint32_t>> bands;  // band << 32 | key -> ops
+  mutable std::unordered_map<uint64_t, std::vector<uint32_t>> squeezed;  // hash -> ops
+  mutable size_t indexed = 0;
 
   bool Shadows(std::string_view id) const { return latest.find(id) != latest.end(); }
   // The op is the group's live version of its id.
@@ -186,8 +189,8 @@ class DocumentStoreImpl : public DocumentStore {
   // kDedup: the candidates of `doc` (whitespace-free hash, then each band's bucket).
   void DedupCandidatesLocked(const DocumentInput& doc, const Pending* pending,
                              std::vector<Candidate>* out) const;
-  // Adds op `index` of `pending` (an add) to its band and whitespace indexes.
-  void IndexPending(Pending* pending, size_t index) const;
+  // Adds the ops of `pending` not yet indexed to its band and whitespace indexes.
+  void IndexPending(const Pending& pending) const;
   // The segments a background compaction merges: the newest ones, as long as the next older one
   // is no larger than all of them together (size-tiered: each document is rewritten about
   // log2(store / memtable) times). Returns the index of the first; segments_.size() for none.
@@ -723,7 +726,6 @@ Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_fl
       pending.latest[op.id] = ops.size();
       ops.push_back(std::move(op));
       pending.sketches.push_back(sketch != nullptr ? doc.sketch : nullptr);
-      IndexPending(&pending, ops.size() - 1);
       return existed;
     };
     for (Writer* w : group) {
@@ -1170,20 +1172,23 @@ Status DocumentStoreImpl::SearchLocked(const Fingerprint& query, int k,
   return Status::Ok();
 }
 
-void DocumentStoreImpl::IndexPending(Pending* pending, size_t index) const {
-  const DocumentSketch* sketch = pending->sketches[index];
-  if (sketch == nullptr) return;
-  const uint32_t op = static_cast<uint32_t>(index);
-  pending->squeezed[sketch->squeezed_hash].push_back(op);
-  if (static_cast<int>(sketch->band_keys.size()) != bands_) return;
-  for (int b = 0; b < bands_; ++b) {
-    pending->bands[uint64_t(b) << 32 | sketch->band_keys[b]].push_back(op);
+void DocumentStoreImpl::IndexPending(const Pending& pending) const {
+  for (; pending.indexed < pending.ops.size(); ++pending.indexed) {
+    const DocumentSketch* sketch = pending.sketches[pending.indexed];
+    if (sketch == nullptr) continue;
+    const uint32_t op = static_cast<uint32_t>(pending.indexed);
+    pending.squeezed[sketch->squeezed_hash].push_back(op);
+    if (static_cast<int>(sketch->band_keys.size()) != bands_) continue;
+    for (int b = 0; b < bands_; ++b) {
+      pending.bands[uint64_t(b) << 32 | sketch->band_keys[b]].push_back(op);
+    }
   }
 }
 
 void DocumentStoreImpl::DedupCandidatesLocked(const DocumentInput& doc, const Pending* pending,
                                               std::vector<Candidate>* out) const {
   const DocumentSketch& sketch = *doc.sketch;
+  if (pending != nullptr) IndexPending(*pending);
   const size_t window = lsh_.bucket_window;
   const size_t max_visits = window * kMaxVisitsPerWindow;
   std::unordered_map<std::string_view, size_t> by_id;  // candidate id -> index in *out
