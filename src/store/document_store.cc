@@ -89,7 +89,7 @@ struct Pending {
   std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> latest;  // id -> op
   // The adds' buckets, indexed only when a check of the group needs them (a bulk AddBatch never
   // does): ops [0, indexed) are in them.
-  mutable std::unordered_map<uint64_t, std::vector<uint32_t>> bands;  // band << 32 | key -> ops
+  mutable std::unordered_map<uint64_t, std::vector<uint32_t>> bands;     // band << 32 | key -> ops
   mutable std::unordered_map<uint64_t, std::vector<uint32_t>> squeezed;  // hash -> ops
   mutable size_t indexed = 0;
 
