@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
       for (const std::string& text : texts) {
         (void)(*sketcher)->fingerprinter().Compute(text);
       }
-      fingerprint_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      fingerprint_s +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       start = std::chrono::steady_clock::now();
       for (const std::string& text : texts) (void)(*sketcher)->Sketch(text, &fp, &sketch);
       sketch_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -50,9 +50,8 @@ class CliIndexDedupTest : public ::testing::Test {
   }
   int Run(const std::string& args, std::string* out = nullptr, std::string* err = nullptr) {
     const fs::path out_file = dir_ / ".stdout", err_file = dir_ / ".stderr";
-    const std::string command = "cd " + dir_.string() + " && " + std::string(NEARDUP_BINARY) +
-                                " " + args + " >" + out_file.string() + " 2>" +
-                                err_file.string();
+    const std::string command = "cd " + dir_.string() + " && " + std::string(NEARDUP_BINARY) + " " +
+                                args + " >" + out_file.string() + " 2>" + err_file.string();
     const int status = std::system(command.c_str());
     if (out) *out = ReadFile(out_file);
     if (err) *err = ReadFile(err_file);

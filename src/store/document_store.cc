@@ -348,11 +348,11 @@ Status DocumentStoreImpl::Init() {
   const std::string wal_path = store::JoinPath(dir_, store::WalFileName(wal_number_));
   Result<store::WalReadResult> replay =
       store::ReadWal(wal_path, bits_, [&](std::vector<WalOp>& ops) {
-        for (const WalOp& op : ops) {
+        for (WalOp& op : ops) {
           const bool exists = LookupLocked(op.id).has_value();
           if (op.type == WalOpType::kAdd && !exists) ++live_;
           if (op.type == WalOpType::kRemove && exists) --live_;
-          mem_->Put(op);
+          mem_->Put(std::move(op));
         }
         return Status::Ok();
       });
@@ -781,7 +781,7 @@ Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_fl
     }
     {
       std::unique_lock<std::shared_mutex> state(state_mu_);
-      for (const WalOp& op : ops) mem_->Put(op);
+      for (WalOp& op : ops) mem_->Put(std::move(op));
       live_ = static_cast<uint64_t>(static_cast<int64_t>(live_) + live_delta);
     }
     writes_.fetch_add(ops.size(), std::memory_order_relaxed);
@@ -900,12 +900,27 @@ Status DocumentStoreImpl::FlushMemTableLocked() {
     entries.push_back(e);
     sources.push_back(&entry);
   });
+  // The band keys band-major, gathered in one pass over the entries (each band's rows are then
+  // read from one contiguous column).
+  std::vector<uint32_t> keyed;  // entries with band keys
+  std::vector<uint32_t> columns;
+  if (bands_ > 0) {
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (!entries[i].tombstone && entries[i].has_band_keys)
+        keyed.push_back(static_cast<uint32_t>(i));
+    }
+    columns.resize(keyed.size() * static_cast<size_t>(bands_));
+    for (size_t j = 0; j < keyed.size(); ++j) {
+      const std::vector<uint32_t>& keys = sources[keyed[j]]->sketch.band_keys;
+      for (int b = 0; b < bands_; ++b) columns[static_cast<size_t>(b) * keyed.size() + j] = keys[b];
+    }
+  }
   auto band_rows = [&](int band, const std::vector<SegmentEntry>& entries,
                        std::vector<index::KeyRow<uint32_t>>* rows) {
-    for (size_t i = 0; i < entries.size(); ++i) {
-      if (entries[i].tombstone || !entries[i].has_band_keys) continue;
-      rows->push_back(
-          {sources[i]->sketch.band_keys[band], static_cast<uint32_t>(i), entries[i].seq});
+    rows->reserve(keyed.size());
+    const uint32_t* column = columns.data() + static_cast<size_t>(band) * keyed.size();
+    for (size_t j = 0; j < keyed.size(); ++j) {
+      rows->push_back({column[j], keyed[j], entries[keyed[j]].seq});
     }
   };
   const uint64_t next_seq = mem_->next_seq();

@@ -18,7 +18,7 @@ const MemTable::Entry* MemTable::Find(std::string_view id) const {
   return it == ids_.end() ? nullptr : &slots_[it->second];
 }
 
-void MemTable::Put(const WalOp& op) {
+void MemTable::Put(WalOp&& op) {
   const uint32_t slot = static_cast<uint32_t>(slots_.size());
   auto [it, inserted] = ids_.try_emplace(op.id, slot);
   if (!inserted) {
@@ -32,17 +32,17 @@ void MemTable::Put(const WalOp& op) {
   entry.tombstone = op.type == WalOpType::kRemove;
   if (entry.tombstone) return;
   entry.fingerprint = op.fingerprint;
-  entry.metadata = op.metadata;
+  entry.metadata = std::move(op.metadata);
   entry.seq = next_seq_++;
   for (size_t t = 0; t < design_->tables.size(); ++t) {
     const index::CompiledTable& table = design_->tables[t];
     hamming_chains_[t].Insert(table.KeyOf(table.Project(op.fingerprint.hi, op.fingerprint.lo)),
                               slot);
   }
-  payload_bytes_ += op.metadata.size();
+  payload_bytes_ += entry.metadata.size();
   if (bands_ == 0 || !op.has_sketch) return;
   entry.has_sketch = true;
-  entry.sketch = op.sketch;
+  entry.sketch = std::move(op.sketch);
   payload_bytes_ += entry.sketch.set.size() + entry.sketch.band_keys.size() * 4;
   squeezed_chains_.Insert(entry.sketch.hashes.squeezed_hash, slot);
   if (static_cast<int>(entry.sketch.band_keys.size()) == bands_) {

@@ -46,8 +46,8 @@ class MemTable {
 
   // The newest version of `id` (live or tombstone), or null.
   const Entry* Find(std::string_view id) const;
-  // Applies one logged operation (an add gets the next sequence number).
-  void Put(const WalOp& op);
+  // Applies one logged operation (an add gets the next sequence number); takes its strings.
+  void Put(WalOp&& op);
 
   size_t size() const { return ids_.size(); }  // distinct ids
   uint64_t next_seq() const { return next_seq_; }

@@ -40,18 +40,7 @@ int LowBits(uint64_t n) {
   return log2n >= 32 ? 0 : 32 - log2n - ((n & (n - 1)) != 0 ? 1 : 0);
 }
 
-// Little-endian bit writer/reader over bytes.
-void PutBits(std::string* out, size_t bit, uint64_t value, int width) {
-  for (int done = 0; done < width;) {
-    const size_t byte = (bit + done) / 8;
-    const int offset = static_cast<int>((bit + done) % 8);
-    const int take = std::min(8 - offset, width - done);
-    (*out)[byte] =
-        static_cast<char>(static_cast<uint8_t>((*out)[byte]) |
-                          static_cast<uint8_t>(((value >> done) & ((1u << take) - 1)) << offset));
-    done += take;
-  }
-}
+// Little-endian bit reader over bytes.
 // Reads `width` (<= 32) bits at bit position `bit` of `p` (which has at least 8 readable bytes
 // from bit / 8, or the caller checked the exact end).
 inline uint64_t GetBits(const uint8_t* p, size_t size, size_t bit, int width) {
@@ -79,13 +68,27 @@ void EncodeShingleSet(std::span<const uint32_t> set, std::string* out) {
   const size_t low_bytes = (n * low + 7) / 8;
   const size_t upper_at = low_at + low_bytes;
   out->resize(upper_at + (upper_bits + 7) / 8, '\0');
+  auto* bytes = reinterpret_cast<uint8_t*>(out->data());
+  // The low parts through a 64-bit accumulator, flushed a byte at a time.
+  const uint64_t low_mask = low == 0 ? 0 : (uint64_t{1} << low) - 1;
+  uint64_t pending = 0;
+  int pending_bits = 0;
+  size_t at = low_at;
   for (uint64_t i = 0; i < n; ++i) {
     const uint64_t v = set[i];
-    if (low > 0) PutBits(out, low_at * 8 + i * low, v & ((uint64_t{1} << low) - 1), low);
+    if (low > 0) {
+      pending |= (v & low_mask) << pending_bits;
+      pending_bits += low;
+      while (pending_bits >= 8) {
+        bytes[at++] = static_cast<uint8_t>(pending);
+        pending >>= 8;
+        pending_bits -= 8;
+      }
+    }
     const uint64_t position = (v >> low) + i;
-    (*out)[upper_at + position / 8] = static_cast<char>(
-        static_cast<uint8_t>((*out)[upper_at + position / 8]) | (1u << (position % 8)));
+    bytes[upper_at + position / 8] |= static_cast<uint8_t>(1u << (position % 8));
   }
+  if (pending_bits > 0) bytes[at] = static_cast<uint8_t>(pending);
 }
 
 bool DecodeShingleSet(std::string_view bytes, std::vector<uint32_t>* set, size_t* used) {
