@@ -1,7 +1,10 @@
 // KeyTable images: building and viewing; see key_table.h.
 #include "index/key_table.h"
 
+#include <sys/mman.h>
+
 #include <bit>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/byte_io.h"
@@ -94,16 +97,59 @@ Result<KeyTable<Key>> KeyTable<Key>::View(std::string_view bytes, const std::str
 }
 
 template <typename Key>
-std::pair<size_t, size_t> KeyTable<Key>::Equal(Key key) const {
-  if (n_ == 0) return {0, 0};
+std::pair<size_t, size_t> KeyTable<Key>::Bucket(Key key) const {
   const uint64_t p = TopBits(key, dir_bits_);
   // Directory entries come from the file: clamp them so a damaged one cannot point outside.
-  size_t lo = std::min<size_t>(dir_[p], n_);
-  size_t hi = std::min<size_t>(dir_[p + 1], n_);
-  if (hi < lo) return {0, 0};
-  const Key* first = std::lower_bound(keys_ + lo, keys_ + hi, key);
-  const Key* last = std::upper_bound(first, keys_ + hi, key);
-  return {static_cast<size_t>(first - keys_), static_cast<size_t>(last - keys_)};
+  const size_t lo = std::min<size_t>(dir_[p], n_);
+  const size_t hi = std::min<size_t>(dir_[p + 1], n_);
+  return hi < lo ? std::pair<size_t, size_t>{0, 0} : std::pair<size_t, size_t>{lo, hi};
+}
+
+template <typename Key>
+std::pair<size_t, size_t> KeyTable<Key>::Equal(Key key) const {
+  if (n_ == 0) return {0, 0};
+  const auto [lo, hi] = Bucket(key);
+  return Search(key, lo, hi);
+}
+
+template <typename Key>
+void KeyTable<Key>::EqualMany(std::span<const KeyTable* const> tables, std::span<const Key> keys,
+                              std::pair<size_t, size_t>* ranges) {
+  const size_t count = std::min(tables.size(), keys.size());
+  for (size_t i = 0; i < count; ++i) {
+    const KeyTable& t = *tables[i];
+    if (t.n_ > 0) __builtin_prefetch(t.dir_ + TopBits(keys[i], t.dir_bits_));
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const KeyTable& t = *tables[i];
+    ranges[i] = t.n_ == 0 ? std::pair<size_t, size_t>{0, 0} : t.Bucket(keys[i]);
+    if (ranges[i].second > ranges[i].first) {
+      __builtin_prefetch(t.keys_ + ranges[i].first);
+      __builtin_prefetch(t.keys_ + ranges[i].second - 1);
+    }
+  }
+  for (size_t i = 0; i < count; ++i) {
+    ranges[i] = tables[i]->Search(keys[i], ranges[i].first, ranges[i].second);
+  }
+}
+
+template <typename Key>
+void KeyTable<Key>::KeepDirectoryInMemory() {
+  if (owned_dir_ || dir_size_ == 0) return;
+  const size_t bytes = dir_size_ * sizeof(uint32_t);
+  void* memory = nullptr;
+  constexpr size_t kHuge = size_t{2} << 20;
+  if (bytes >= kHuge && ::posix_memalign(&memory, kHuge, bytes) == 0) {
+    ::madvise(memory, bytes, MADV_HUGEPAGE);  // advisory: ignored where THP is off
+  } else {
+    memory = std::malloc(bytes);
+  }
+  if (memory == nullptr) return;  // stays on the mapping
+  std::memcpy(memory, dir_, bytes);
+  owned_dir_ = std::shared_ptr<const uint32_t>(
+      static_cast<const uint32_t*>(memory),
+      [](const uint32_t* p) { std::free(const_cast<uint32_t*>(p)); });
+  dir_ = owned_dir_.get();
 }
 
 template void BuildKeyTable<uint32_t>(std::vector<KeyRow<uint32_t>>, std::string*);

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -165,16 +166,35 @@ class KeyTable {
   std::pair<size_t, size_t> Equal(Key key) const;
   Key key_at(size_t i) const { return keys_[i]; }
   uint32_t row_at(size_t i) const { return rows_[i]; }
+  // Equal() of many (table, key) pairs at once, their memory accesses overlapped: every
+  // directory entry is prefetched first, then every key run, then the runs are searched (a check's
+  // lookups, one per band, would otherwise wait for each cache miss in turn).
+  static void EqualMany(std::span<const KeyTable* const> tables, std::span<const Key> keys,
+                        std::pair<size_t, size_t>* ranges);
   // Bytes of the directory (what a lookup touches first).
-  size_t directory_bytes() const { return (dir_size_)*4; }
+  size_t directory_bytes() const { return dir_size_ * 4; }
+  // Copies the directory out of the mapped image into memory of its own (on transparent huge
+  // pages where available), so that lookups find it in RAM rather than in the page cache: the
+  // store does this for its band tables ("band directories in RAM").
+  void KeepDirectoryInMemory();
 
  private:
+  // The directory bucket of `key`: [lo, hi), clamped to the rows (a damaged entry cannot point
+  // outside).
+  std::pair<size_t, size_t> Bucket(Key key) const;
+  std::pair<size_t, size_t> Search(Key key, size_t lo, size_t hi) const {
+    const Key* first = std::lower_bound(keys_ + lo, keys_ + hi, key);
+    const Key* last = std::upper_bound(first, keys_ + hi, key);
+    return {static_cast<size_t>(first - keys_), static_cast<size_t>(last - keys_)};
+  }
+
   size_t n_ = 0;
   int dir_bits_ = 0;
   size_t dir_size_ = 0;
   const Key* keys_ = nullptr;
   const uint32_t* rows_ = nullptr;
   const uint32_t* dir_ = nullptr;
+  std::shared_ptr<const uint32_t> owned_dir_;  // KeepDirectoryInMemory's copy
 };
 
 // The directory bits for n rows: about 8 rows per directory bucket.

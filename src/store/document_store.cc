@@ -1279,6 +1279,16 @@ void DocumentStoreImpl::DedupCandidatesLocked(const DocumentInput& doc, const Pe
     }
   }
   if (static_cast<int>(sketch.band_keys.size()) != bands_) return;  // no shingles: no buckets
+  // Every segment's bucket of every band, looked up together (their cache misses overlap).
+  thread_local std::vector<const index::KeyTable<uint32_t>*> tables;
+  thread_local std::vector<std::pair<size_t, size_t>> ranges;
+  tables.resize(static_cast<size_t>(bands_));
+  ranges.resize(segments_.size() * static_cast<size_t>(bands_));
+  for (size_t s = 0; s < segments_.size(); ++s) {
+    for (int b = 0; b < bands_; ++b) tables[b] = &segments_[s]->band_table(b);
+    index::KeyTable<uint32_t>::EqualMany(tables, sketch.band_keys,
+                                         ranges.data() + s * static_cast<size_t>(bands_));
+  }
   // Each band's bucket: its newest `window` live documents (dedup's bucket rule pairs a document
   // with the `window` before it in its bucket), newest layer first.
   for (int b = 0; b < bands_; ++b) {
@@ -1305,7 +1315,7 @@ void DocumentStoreImpl::DedupCandidatesLocked(const DocumentInput& doc, const Pe
     size_t visits = 0;
     for (size_t s = segments_.size(); s-- > 0 && taken < window && visits < max_visits;) {
       const index::KeyTable<uint32_t>& table = segments_[s]->band_table(b);
-      auto [begin, end] = table.Equal(key);
+      const auto [begin, end] = ranges[s * static_cast<size_t>(bands_) + b];
       for (size_t i = end; i-- > begin && taken < window && ++visits <= max_visits;) {
         std::string_view id;
         if (!segment_live(s, table.row_at(i), &id)) continue;
