@@ -155,12 +155,16 @@ struct TextBatch {
 // reads batch n + 1.
 class TextPipeline {
  public:
+  // Texts go to `sketcher` (a dedup-rule store) or to the Fingerprinter made by
+  // `fingerprint_options` when a batch first holds a text (records with a ready fingerprint need
+  // none, nor its dictionaries).
   TextPipeline(DocumentReader* reader, size_t batch_size, int threads,
-               const Fingerprinter* fingerprinter, const DocumentSketcher* sketcher, int bits)
+               const FingerprintOptions& fingerprint_options, const DocumentSketcher* sketcher,
+               int bits)
       : reader_(reader),
         batch_size_(batch_size),
         threads_(threads),
-        fingerprinter_(fingerprinter),
+        fingerprint_options_(fingerprint_options),
         sketcher_(sketcher),
         bits_(bits) {}
 
@@ -174,8 +178,9 @@ class TextPipeline {
     while (!current->docs.empty() || have_previous) {
       Status consumed, read;
       current->Size();
+      NEARDUP_RETURN_IF_ERROR(EnsureFingerprinter(*current));
       auto process = [&](size_t begin, size_t end) {
-        current->Process(begin, end, fingerprinter_, sketcher_, bits_);
+        current->Process(begin, end, fingerprinter_.get(), sketcher_, bits_);
       };
       auto alongside = [&] {
         if (have_previous) consumed = consume(*previous);
@@ -200,6 +205,16 @@ class TextPipeline {
   }
 
  private:
+  Status EnsureFingerprinter(const TextBatch& batch) {
+    if (sketcher_ != nullptr || fingerprinter_) return Status::Ok();
+    bool text = false;
+    for (const Document& doc : batch.docs) text |= doc.fingerprint.empty();
+    if (!text) return Status::Ok();
+    auto created = Fingerprinter::Create(fingerprint_options_);
+    if (!created.ok()) return created.status();
+    fingerprinter_ = std::move(*created);
+    return Status::Ok();
+  }
   Status Read(TextBatch* batch) {
     Document doc;
     while (batch->docs.size() < batch_size_) {
@@ -214,7 +229,8 @@ class TextPipeline {
   DocumentReader* reader_;
   size_t batch_size_;
   int threads_;
-  const Fingerprinter* fingerprinter_;
+  FingerprintOptions fingerprint_options_;
+  std::unique_ptr<Fingerprinter> fingerprinter_;
   const DocumentSketcher* sketcher_;
   int bits_;
 };
@@ -284,12 +300,6 @@ int RunAdd(const IndexArgs& args) {
   const StoreStats initial = store.Stats();
   auto sketcher = SketcherForStore(store, fingerprint_options);
   if (!sketcher.ok()) return Fail(sketcher.status());
-  std::unique_ptr<Fingerprinter> fingerprinter;
-  if (*sketcher == nullptr) {
-    auto created = Fingerprinter::Create(fingerprint_options);
-    if (!created.ok()) return Fail(created.status());
-    fingerprinter = std::move(*created);
-  }
   std::map<std::string, uint64_t> failed;  // records read but not added, by reason
   size_t added = 0, duplicates = 0;
   auto skip = [&](const Document& doc, const std::string& reason,
@@ -351,7 +361,7 @@ int RunAdd(const IndexArgs& args) {
     }
     return Status::Ok();
   };
-  TextPipeline pipeline(reader->get(), args.batch, args.input.threads, fingerprinter.get(),
+  TextPipeline pipeline(reader->get(), args.batch, args.input.threads, fingerprint_options,
                         sketcher->get(), initial.bits);
   Status status = pipeline.Run(consume);
   if (status.ok()) status = store.Flush();
@@ -452,12 +462,6 @@ int RunQueryCorpus(const IndexArgs& args) {
   const StoreStats stats = store.Stats();
   auto sketcher = SketcherForStore(store, fingerprint_options);
   if (!sketcher.ok()) return Fail(sketcher.status());
-  std::unique_ptr<Fingerprinter> fingerprinter;
-  if (*sketcher == nullptr) {
-    auto created = Fingerprinter::Create(fingerprint_options);
-    if (!created.ok()) return Fail(created.status());
-    fingerprinter = std::move(*created);
-  }
   // Per stored document matched: the input documents whose best match it is.
   struct Member {
     std::string id, location;
@@ -506,7 +510,7 @@ int RunQueryCorpus(const IndexArgs& args) {
     }
     return Status::Ok();
   };
-  TextPipeline pipeline(reader->get(), args.batch, args.input.threads, fingerprinter.get(),
+  TextPipeline pipeline(reader->get(), args.batch, args.input.threads, fingerprint_options,
                         sketcher->get(), stats.bits);
   Status status = pipeline.Run(consume);
   if (!status.ok()) return Fail(status);
