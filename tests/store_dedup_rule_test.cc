@@ -413,5 +413,69 @@ TEST_F(StoreDedupRuleTest, TextsWithoutShinglesMatchOnlyByTheirHashes) {
   EXPECT_EQ(cased.duplicates[0].similarity, 1.0);
 }
 
+// Writers and readers at once while memtables are sealed, flushed in the background and
+// compacted: a document acknowledged once is found by the rule at every moment after (from the
+// memtable, the sealed memtable being flushed, or a segment).
+TEST_F(StoreDedupRuleTest, ReadsSeeEveryAcknowledgedDocumentDuringFlushesAndCompactions) {
+  StoreOptions options;
+  options.memtable_limit = 40;
+  options.compaction_trigger = 3;
+  options.sync_mode = SyncMode::kNone;
+  auto store = Open(options);
+  ASSERT_TRUE(store);
+  auto text_of = [](int n) {
+    std::mt19937_64 words(static_cast<uint64_t>(n) + 1000);
+    std::string text = "concurrent " + std::to_string(n);
+    for (int i = 0; i < 25; ++i) text += " c" + std::to_string(words() % 3000);
+    return text;
+  };
+  std::atomic<int> acknowledged{0};
+  std::atomic<bool> stop{false};
+  std::atomic<int> misses{0}, checks{0};
+  std::thread writer([&] {
+    for (int n = 0; n < 600; ++n) {
+      DocumentSketch sketch;
+      DocumentInput doc;
+      const std::string id = "w" + std::to_string(n);
+      doc.id = id;
+      EXPECT_TRUE(sketcher_->Sketch(text_of(n), &doc.fingerprint, &sketch).ok());
+      doc.sketch = &sketch;
+      ASSERT_TRUE(store->Add(doc).ok());
+      acknowledged = n + 1;
+    }
+    stop = true;
+  });
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r) {
+    readers.emplace_back([&, r] {
+      std::mt19937 rng(r);
+      while (!stop) {
+        const int known = acknowledged.load();
+        if (known == 0) continue;
+        const int n = static_cast<int>(rng() % known);
+        DocumentSketch sketch;
+        DocumentInput probe;
+        EXPECT_TRUE(sketcher_->Sketch(text_of(n), &probe.fingerprint, &sketch).ok());
+        probe.sketch = &sketch;
+        CheckOptions lookup;
+        lookup.add = AddMode::kNever;
+        auto result = store->CheckBatch(std::span<const DocumentInput>(&probe, 1), lookup);
+        ASSERT_TRUE(result.ok());
+        bool found = false;
+        for (const StoredDocument& d : (*result)[0].duplicates) {
+          found |= d.id == "w" + std::to_string(n) && d.reason == DuplicateReason::kExact;
+        }
+        if (!found) ++misses;
+        ++checks;
+      }
+    });
+  }
+  writer.join();
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(misses.load(), 0) << "of " << checks.load() << " checks";
+  EXPECT_GT(store->Stats().flushes, 5u);
+  EXPECT_GT(store->Stats().compactions, 0u);
+}
+
 }  // namespace
 }  // namespace neardup

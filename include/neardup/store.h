@@ -199,6 +199,8 @@ struct StoreStats {
   uint64_t disk_bytes = 0;        // total size of segment files and the log
   uint64_t compactions = 0;       // compactions finished since open
   uint64_t flushes = 0;           // memtable flushes since open
+  double flush_seconds = 0;       // time spent flushing since open (writers wait meanwhile)
+  double compaction_seconds = 0;  // time spent compacting since open (in the background)
   uint64_t searches = 0;          // searches since open
   uint64_t wal_syncs = 0;         // fdatasync calls on the log since open
   uint64_t writes = 0;            // adds and removes acknowledged since open

@@ -165,9 +165,16 @@ class DocumentStoreImpl : public DocumentStore {
                      std::vector<SketchRecord>* sketches) const;
   Status Commit(Writer* writer);
   Status CommitGroup(std::vector<Writer*>& group, bool force_flush);
-  Status FlushMemTableLocked();                                      // caller is the commit leader
+  // Commit leader: seals mem_ as imm_ (after waiting for the previous one's flush) and hands it
+  // to the background thread, or with `wait` writes everything in memory to segments now.
+  Status FlushMemTableLocked(bool wait);
+  // Seals mem_ (non-empty, imm_ null) as imm_ behind a new log; commit leader only.
+  Status SealMemTableLocked();
+  // Writes imm_ (if any) to a segment and swaps the MANIFEST; times itself.
+  Status FlushImmutable();
+  Status FlushImmutableNow();
   Status WriteManifestLocked(const std::vector<uint64_t>& numbers);  // manifest_mu_ held
-  void CompactionLoop();
+  void BackgroundLoop();
   void MaybeScheduleCompaction();
   // Health bookkeeping: a failed write makes the store degraded; a later good one makes it ok.
   void NoteWriteError(const Status& status);
@@ -195,8 +202,10 @@ class DocumentStoreImpl : public DocumentStore {
   // is no larger than all of them together (size-tiered: each document is rewritten about
   // log2(store / memtable) times). Returns the index of the first; segments_.size() for none.
   size_t ChooseCompactionInputsLocked() const;
-  // Merges segments [first, first + count) of the current list into one.
+  // Merges all segments, or (!all) the ones ChooseCompactionInputsLocked picks, into one; times
+  // CompactRangeNow.
   Status CompactRange(bool all);
+  Status CompactRangeNow(bool all);
 
   const std::string dir_;
   StoreOptions options_;
@@ -220,11 +229,19 @@ class DocumentStoreImpl : public DocumentStore {
   std::vector<std::shared_ptr<Segment>> segments_;  // oldest first
   std::vector<uint64_t> segment_numbers_;
   std::unique_ptr<MemTable> mem_;
+  // A full memtable sealed and being written to a segment by the background thread (null when
+  // none): searched between mem_ and the segments meanwhile, so writers never wait for a flush
+  // unless mem_ fills up again before it ends.
+  std::unique_ptr<MemTable> imm_;
   uint64_t live_ = 0;
 
   std::mutex manifest_mu_;  // guards the fields below and MANIFEST writes
   uint64_t next_file_number_ = 1;
+  // The oldest log the MANIFEST replays from (imm_'s while it is being flushed) and the log
+  // writers append to; every log numbered from wal_number_ on is replayed at open.
   uint64_t wal_number_ = 0;
+  uint64_t active_wal_number_ = 0;
+  uint64_t imm_live_ = 0;  // live_ when imm_ was sealed (the segments' count once it is written)
   uint64_t segments_live_ = 0;  // live documents counting segments only (as of the last flush)
 
   std::mutex writer_mu_;
@@ -238,13 +255,16 @@ class DocumentStoreImpl : public DocumentStore {
   std::mutex compaction_mu_;
   std::condition_variable compaction_cv_;
   bool compaction_requested_ = false;
+  bool flush_requested_ = false;
   bool stopping_ = false;
-  std::thread compaction_thread_;
-  std::mutex compact_run_mu_;  // one compaction at a time
+  std::thread compaction_thread_;  // the background thread: flushes imm_, then compacts
+  std::mutex flush_run_mu_;        // one flush (segment write of imm_) at a time
+  std::mutex compact_run_mu_;      // one compaction at a time
 
   mutable std::atomic<uint64_t> searches_{0};
   std::atomic<uint64_t> wal_bytes_{0};  // size of the current log
   std::atomic<uint64_t> wal_syncs_{0}, writes_{0}, flushes_{0}, compactions_{0};
+  std::atomic<uint64_t> flush_nanos_{0}, compaction_nanos_{0};
   double open_seconds_ = 0;
 };
 
@@ -345,22 +365,48 @@ Status DocumentStoreImpl::Init() {
   }
   mem_ = std::make_unique<MemTable>(design_, bands_, next_seq);
   live_ = segments_live_;
-  const std::string wal_path = store::JoinPath(dir_, store::WalFileName(wal_number_));
-  Result<store::WalReadResult> replay =
-      store::ReadWal(wal_path, bits_, [&](std::vector<WalOp>& ops) {
-        for (WalOp& op : ops) {
-          const bool exists = LookupLocked(op.id).has_value();
-          if (op.type == WalOpType::kAdd && !exists) ++live_;
-          if (op.type == WalOpType::kRemove && exists) --live_;
-          mem_->Put(std::move(op));
-        }
-        return Status::Ok();
-      });
-  if (!replay.ok()) {
-    if (replay.status().code() == StatusCode::kNotFound) {
-      return Status::Corruption(wal_path + ": log named by MANIFEST is missing");
+  // The logs to replay: the MANIFEST's and every later one (a memtable sealed by a flush that a
+  // crash interrupted is in the earlier log, the writes after it in the later one), in order.
+  std::vector<uint64_t> logs = {wal_number_};
+  if (Result<std::vector<std::string>> files = store::ListDataFiles(dir_); files.ok()) {
+    for (const std::string& name : *files) {
+      bool is_segment;
+      uint64_t number;
+      if (store::ParseFileName(name, &is_segment, &number) && !is_segment && number > wal_number_) {
+        logs.push_back(number);
+      }
     }
-    return replay.status();
+  }
+  std::sort(logs.begin(), logs.end());
+  std::string wal_path;
+  Result<store::WalReadResult> replay = Status::Internal("no log replayed");
+  for (uint64_t log : logs) {
+    const std::string path = store::JoinPath(dir_, store::WalFileName(log));
+    struct stat log_stat;
+    if (log != logs.front() && log == logs.back() && ::stat(path.c_str(), &log_stat) == 0 &&
+        static_cast<uint64_t>(log_stat.st_size) <= store::kWalHeaderSize) {
+      // A new log whose creation a crash cut short (no record can be in a log before its header
+      // is synced): the writes go on in the previous one.
+      if (!options_.read_only) (void)fs_->Remove(path);
+      break;
+    }
+    wal_path = path;
+    replay = store::ReadWal(wal_path, bits_, [&](std::vector<WalOp>& ops) {
+      for (WalOp& op : ops) {
+        const bool exists = LookupLocked(op.id).has_value();
+        if (op.type == WalOpType::kAdd && !exists) ++live_;
+        if (op.type == WalOpType::kRemove && exists) --live_;
+        mem_->Put(std::move(op));
+      }
+      return Status::Ok();
+    });
+    if (!replay.ok()) {
+      if (replay.status().code() == StatusCode::kNotFound) {
+        return Status::Corruption(wal_path + ": log named by MANIFEST is missing");
+      }
+      return replay.status();
+    }
+    active_wal_number_ = log;
   }
   if (options_.read_only) {
     wal_bytes_.store(replay->valid_bytes);
@@ -382,14 +428,12 @@ Status DocumentStoreImpl::Init() {
       if (!store::ParseFileName(name, &is_segment, &number)) continue;
       bool referenced = is_segment ? std::find(segment_numbers_.begin(), segment_numbers_.end(),
                                                number) != segment_numbers_.end()
-                                   : number == wal_number_;
+                                   : number >= wal_number_;
       if (!referenced && number >= 1) (void)fs_->Remove(store::JoinPath(dir_, name));
     }
   }
   closed_ = false;
-  if (options_.compaction_trigger > 0) {
-    compaction_thread_ = std::thread([this] { CompactionLoop(); });
-  }
+  compaction_thread_ = std::thread([this] { BackgroundLoop(); });
   open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return Status::Ok();
 }
@@ -789,7 +833,7 @@ Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_fl
   }
   if (force_flush || mem_->size() >= options_.memtable_limit) {
     if (force_flush) NEARDUP_RETURN_IF_ERROR(RepairLog());
-    Status status = FlushMemTableLocked();
+    Status status = FlushMemTableLocked(/*wait=*/force_flush);
     if (!status.ok()) {
       // The group's operations are durable in the log; only an explicit Flush fails. The next
       // commit retries the flush.
@@ -875,16 +919,82 @@ Status DocumentStoreImpl::WriteManifestLocked(const std::vector<uint64_t>& numbe
   return store::WriteManifest(fs_, dir_, m);
 }
 
-Status DocumentStoreImpl::FlushMemTableLocked() {
-  if (mem_->size() == 0) {
-    if (options_.sync_mode == SyncMode::kNone) return wal_->Sync();
+Status DocumentStoreImpl::FlushMemTableLocked(bool wait) {
+  // A memtable sealed earlier is written first: by the background thread if it is at it (this
+  // waits for it: writers are held back only when mem_ filled up before that flush ended), else
+  // here.
+  NEARDUP_RETURN_IF_ERROR(FlushImmutable());
+  bool empty;
+  {
+    std::shared_lock<std::shared_mutex> state(state_mu_);
+    empty = mem_->size() == 0;
+  }
+  if (empty) {
+    if (wait && options_.sync_mode == SyncMode::kNone) return wal_->Sync();
     return Status::Ok();
   }
+  NEARDUP_RETURN_IF_ERROR(SealMemTableLocked());
+  if (wait) return FlushImmutable();
+  {
+    std::lock_guard<std::mutex> lock(compaction_mu_);
+    flush_requested_ = true;
+  }
+  compaction_cv_.notify_one();
+  return Status::Ok();
+}
+
+Status DocumentStoreImpl::SealMemTableLocked() {
+  // The sealed memtable's log is complete and synced before writers move on to a new one, so a
+  // power cut never keeps later writes without earlier ones.
+  NEARDUP_RETURN_IF_ERROR(wal_->Sync());
+  uint64_t new_wal_number;
+  {
+    std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
+    new_wal_number = next_file_number_++;
+  }
+  Result<std::unique_ptr<WalWriter>> new_wal = WalWriter::Create(fs_, dir_, new_wal_number, bits_);
+  if (!new_wal.ok()) {
+    (void)fs_->Remove(store::JoinPath(dir_, store::WalFileName(new_wal_number)));
+    return new_wal.status();
+  }
+  {
+    std::unique_lock<std::shared_mutex> state(state_mu_);
+    imm_ = std::move(mem_);
+    mem_ = std::make_unique<MemTable>(design_, bands_, imm_->next_seq());
+    imm_live_ = live_;
+  }
+  {
+    std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
+    active_wal_number_ = new_wal_number;
+  }
+  wal_ = std::move(*new_wal);
+  wal_bytes_.store(wal_->size());
+  return Status::Ok();
+}
+
+Status DocumentStoreImpl::FlushImmutable() {
+  const auto start = std::chrono::steady_clock::now();
+  Status status = FlushImmutableNow();
+  flush_nanos_.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                   std::chrono::steady_clock::now() - start)
+                                                   .count()),
+                         std::memory_order_relaxed);
+  return status;
+}
+
+Status DocumentStoreImpl::FlushImmutableNow() {
+  std::lock_guard<std::mutex> run_lock(flush_run_mu_);
+  const MemTable* imm;
+  {
+    std::shared_lock<std::shared_mutex> state(state_mu_);
+    imm = imm_.get();  // immutable until reset below, by this thread only
+  }
+  if (imm == nullptr) return Status::Ok();
   std::vector<SegmentEntry> entries;
   std::vector<const MemTable::Entry*> sources;
-  entries.reserve(mem_->size());
-  sources.reserve(mem_->size());
-  mem_->ForEachNewest([&](const MemTable::Entry& entry) {
+  entries.reserve(imm->size());
+  sources.reserve(imm->size());
+  imm->ForEachNewest([&](const MemTable::Entry& entry) {
     SegmentEntry e;
     e.id = *entry.id;
     e.fingerprint = entry.fingerprint;
@@ -923,56 +1033,58 @@ Status DocumentStoreImpl::FlushMemTableLocked() {
       rows->push_back({column[j], keyed[j], entries[keyed[j]].seq});
     }
   };
-  const uint64_t next_seq = mem_->next_seq();
-  std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
-  const uint64_t segment_number = next_file_number_++;
-  const uint64_t new_wal_number = next_file_number_++;
+  uint64_t segment_number;
+  {
+    std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
+    segment_number = next_file_number_++;
+  }
   const std::string segment_path = store::JoinPath(dir_, store::SegmentFileName(segment_number));
-  const std::string new_wal_path = store::JoinPath(dir_, store::WalFileName(new_wal_number));
-  // On failure (e.g. disk full) the half-written files go; the old log stays the live one.
-  auto fail = [&](const Status& status) {
-    (void)fs_->Remove(segment_path);
-    (void)fs_->Remove(new_wal_path);
-    return status;
-  };
+  // On failure (e.g. disk full) the half-written segment goes; imm_ and its log stay, and the
+  // next flush retries.
   Status written = store::WriteSegment(fs_, segment_path, design_, std::move(entries),
                                        segment_rule(), band_rows);
-  if (!written.ok()) return fail(written);
-  Result<std::shared_ptr<Segment>> segment =
-      Segment::Open(segment_path, design_, segment_rule(), false);
-  if (!segment.ok()) return fail(segment.status());
-  Result<std::unique_ptr<WalWriter>> new_wal = WalWriter::Create(fs_, dir_, new_wal_number, bits_);
-  if (!new_wal.ok()) return fail(new_wal.status());
-  std::vector<uint64_t> numbers;
-  uint64_t live_now;
-  {
-    std::shared_lock<std::shared_mutex> state(state_mu_);
-    numbers = segment_numbers_;
-    live_now = live_;
+  Result<std::shared_ptr<Segment>> segment = Status::Internal("not opened");
+  if (written.ok()) segment = Segment::Open(segment_path, design_, segment_rule(), false);
+  if (!segment.ok()) {
+    (void)fs_->Remove(segment_path);
+    return written.ok() ? segment.status() : written;
   }
-  numbers.push_back(segment_number);
-  const uint64_t old_wal_number = wal_number_;
-  const uint64_t old_segments_live = segments_live_;
-  wal_number_ = new_wal_number;
-  segments_live_ = live_now;
-  auto fresh_mem = std::make_unique<MemTable>(design_, bands_, next_seq);
-  Status status = WriteManifestLocked(numbers);
-  if (!status.ok()) {
-    wal_number_ = old_wal_number;
-    segments_live_ = old_segments_live;
-    new_wal->reset();
-    return fail(status);
-  }
+  uint64_t flushed_log;
   {
+    std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
+    std::vector<uint64_t> numbers;
+    {
+      std::shared_lock<std::shared_mutex> state(state_mu_);
+      numbers = segment_numbers_;
+    }
+    numbers.push_back(segment_number);
+    flushed_log = wal_number_;
+    const uint64_t old_segments_live = segments_live_;
+    wal_number_ = active_wal_number_;  // imm_'s log is no longer needed once this is durable
+    segments_live_ = imm_live_;
+    Status status = WriteManifestLocked(numbers);
+    if (!status.ok()) {
+      wal_number_ = flushed_log;
+      segments_live_ = old_segments_live;
+      (void)fs_->Remove(segment_path);
+      return status;
+    }
     std::unique_lock<std::shared_mutex> state(state_mu_);
     segments_.push_back(*segment);
     segment_numbers_ = numbers;
-    mem_ = std::move(fresh_mem);
+    imm_.reset();
   }
-  const std::string old_wal_path = wal_->path();
-  wal_ = std::move(*new_wal);
-  wal_bytes_.store(wal_->size());
-  (void)fs_->Remove(old_wal_path);
+  // The logs before the MANIFEST's are consumed.
+  if (Result<std::vector<std::string>> files = store::ListDataFiles(dir_); files.ok()) {
+    for (const std::string& name : *files) {
+      bool is_segment;
+      uint64_t number;
+      if (store::ParseFileName(name, &is_segment, &number) && !is_segment &&
+          number >= flushed_log && number < active_wal_number_) {
+        (void)fs_->Remove(store::JoinPath(dir_, name));
+      }
+    }
+  }
   flushes_.fetch_add(1, std::memory_order_relaxed);
   MaybeScheduleCompaction();
   return Status::Ok();
@@ -1010,16 +1122,25 @@ void DocumentStoreImpl::MaybeScheduleCompaction() {
   }
 }
 
-void DocumentStoreImpl::CompactionLoop() {
+void DocumentStoreImpl::BackgroundLoop() {
   std::unique_lock<std::mutex> lock(compaction_mu_);
   while (true) {
-    compaction_cv_.wait(lock, [&] { return compaction_requested_ || stopping_; });
+    compaction_cv_.wait(lock,
+                        [&] { return flush_requested_ || compaction_requested_ || stopping_; });
     if (stopping_) return;
-    compaction_requested_ = false;
+    const bool flush = flush_requested_, compact = compaction_requested_;
+    flush_requested_ = compaction_requested_ = false;
     lock.unlock();
-    // An error leaves the old segments in place; the next flush retries.
-    if (Status status = CompactRange(/*all=*/false); !status.ok()) {
-      NoteWriteError(status.WithContext("compaction"));
+    // An error leaves imm_ (or the old segments) in place; the next flush or write retries.
+    if (flush) {
+      if (Status status = FlushImmutable(); !status.ok()) {
+        NoteWriteError(status.WithContext("flush"));
+      }
+    }
+    if (compact && options_.compaction_trigger > 0) {
+      if (Status status = CompactRange(/*all=*/false); !status.ok()) {
+        NoteWriteError(status.WithContext("compaction"));
+      }
     }
     lock.lock();
   }
@@ -1028,6 +1149,17 @@ void DocumentStoreImpl::CompactionLoop() {
 Status DocumentStoreImpl::Compact() { return CompactRange(/*all=*/true); }
 
 Status DocumentStoreImpl::CompactRange(bool all) {
+  const auto start = std::chrono::steady_clock::now();
+  Status status = CompactRangeNow(all);
+  compaction_nanos_.fetch_add(
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now() - start)
+                                .count()),
+      std::memory_order_relaxed);
+  return status;
+}
+
+Status DocumentStoreImpl::CompactRangeNow(bool all) {
   if (options_.read_only) return Status::InvalidArgument(dir_ + ": store is open read-only");
   std::lock_guard<std::mutex> run_lock(compact_run_mu_);
   std::vector<std::shared_ptr<Segment>> inputs;
@@ -1144,9 +1276,12 @@ Status DocumentStoreImpl::CompactRange(bool all) {
 }
 
 std::optional<StoredDocument> DocumentStoreImpl::LookupLocked(std::string_view id) const {
-  if (const MemTable::Entry* entry = mem_->Find(id)) {
-    if (entry->tombstone) return std::nullopt;
-    return StoredDocument{std::string(id), entry->fingerprint, entry->metadata};
+  for (const MemTable* mem : {mem_.get(), imm_.get()}) {
+    if (mem == nullptr) continue;
+    if (const MemTable::Entry* entry = mem->Find(id)) {
+      if (entry->tombstone) return std::nullopt;
+      return StoredDocument{std::string(id), entry->fingerprint, entry->metadata};
+    }
   }
   for (size_t s = segments_.size(); s-- > 0;) {
     int64_t i = segments_[s]->Find(id);
@@ -1160,7 +1295,7 @@ std::optional<StoredDocument> DocumentStoreImpl::LookupLocked(std::string_view i
 }
 
 bool DocumentStoreImpl::ShadowedLocked(std::string_view id, size_t segment_index) const {
-  if (mem_->Find(id) != nullptr) return true;
+  if (mem_->Find(id) != nullptr || (imm_ && imm_->Find(id) != nullptr)) return true;
   for (size_t s = segment_index + 1; s < segments_.size(); ++s) {
     if (segments_[s]->Find(id) >= 0) return true;
   }
@@ -1172,6 +1307,13 @@ Status DocumentStoreImpl::SearchLocked(const Fingerprint& query, int k,
   mem_->Search(query, k, [&](const MemTable::Entry& entry, int distance) {
     out->push_back({*entry.id, entry.fingerprint, entry.metadata, distance});
   });
+  if (imm_) {
+    imm_->Search(query, k, [&](const MemTable::Entry& entry, int distance) {
+      if (mem_->Find(*entry.id) == nullptr) {
+        out->push_back({*entry.id, entry.fingerprint, entry.metadata, distance});
+      }
+    });
+  }
   std::vector<SegmentHit> hits;
   for (size_t s = segments_.size(); s-- > 0;) {
     hits.clear();
@@ -1259,6 +1401,13 @@ void DocumentStoreImpl::DedupCandidatesLocked(const DocumentInput& doc, const Pe
         ++taken;
       }
     }
+    if (taken < window && imm_) {
+      imm_->ForEachWithSqueezed(sketch.squeezed_hash, max_visits, [&](const MemTable::Entry& e) {
+        if (excluded(*e.id) || mem_->Find(*e.id) != nullptr) return true;
+        from_memtable(e, false);
+        return ++taken < window;
+      });
+    }
     if (taken < window) {
       mem_->ForEachWithSqueezed(sketch.squeezed_hash, max_visits, [&](const MemTable::Entry& e) {
         if (excluded(*e.id)) return true;
@@ -1308,6 +1457,13 @@ void DocumentStoreImpl::DedupCandidatesLocked(const DocumentInput& doc, const Pe
     if (taken < window) {
       mem_->ForEachInBucket(b, key, max_visits, [&](const MemTable::Entry& e) {
         if (excluded(*e.id)) return true;
+        from_memtable(e, true);
+        return ++taken < window;
+      });
+    }
+    if (taken < window && imm_) {
+      imm_->ForEachInBucket(b, key, max_visits, [&](const MemTable::Entry& e) {
+        if (excluded(*e.id) || mem_->Find(*e.id) != nullptr) return true;
         from_memtable(e, true);
         return ++taken < window;
       });
@@ -1413,12 +1569,14 @@ StoreStats DocumentStoreImpl::Stats() const {
     }
     // Measured on the segments once there are any.
     if (index_rows > 0) stats.index_bytes_per_fingerprint = double(index_bytes) / index_rows;
-    stats.memtable_entries = mem_ ? mem_->size() : 0;
+    stats.memtable_entries = (mem_ ? mem_->size() : 0) + (imm_ ? imm_->size() : 0);
   }
   stats.wal_bytes = wal_bytes_.load();
   stats.disk_bytes += stats.wal_bytes;
   stats.compactions = compactions_.load();
   stats.flushes = flushes_.load();
+  stats.flush_seconds = 1e-9 * static_cast<double>(flush_nanos_.load());
+  stats.compaction_seconds = 1e-9 * static_cast<double>(compaction_nanos_.load());
   stats.searches = searches_.load();
   stats.wal_syncs = wal_syncs_.load();
   stats.writes = writes_.load();

@@ -104,7 +104,18 @@ class Recovery {
         rule_ = store::SegmentRule{r.bands, r.rows, r.bucket_window, r.threshold, r.seed};
       }
       if (Result<IndexDesign> d = index::DecodeDesign(manifest->design); d.ok()) design_ = *d;
+      // The MANIFEST's log and every later one (a flush in progress seals a memtable in the
+      // earlier log while writes go on in the next).
       wal_numbers_.push_back(manifest->wal_number);
+      for (const std::string& name : *listed) {
+        bool is_segment;
+        uint64_t number;
+        if (store::ParseFileName(name, &is_segment, &number) && !is_segment &&
+            number > manifest->wal_number) {
+          wal_numbers_.push_back(number);
+        }
+      }
+      std::sort(wal_numbers_.begin(), wal_numbers_.end());
       max_number_ = std::max(max_number_, manifest->next_file_number);
       return Status::Ok();
     }

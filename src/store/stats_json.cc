@@ -12,6 +12,8 @@ void WriteStoreStatsFields(const StoreStats& stats, JsonWriter* writer) {
   writer->Key("disk_bytes").Uint(stats.disk_bytes);
   writer->Key("flushes").Uint(stats.flushes);
   writer->Key("compactions").Uint(stats.compactions);
+  writer->Key("flush_seconds").Double(stats.flush_seconds);
+  writer->Key("compaction_seconds").Double(stats.compaction_seconds);
   writer->Key("searches").Uint(stats.searches);
   writer->Key("writes").Uint(stats.writes);
   writer->Key("wal_syncs").Uint(stats.wal_syncs);
