@@ -276,12 +276,14 @@ int RunCreate(const IndexArgs& args) {
 // behaviour as every other command) and adds them in batches. A record may carry a fingerprint
 // (hex) instead of text, and metadata: any JSON value, stored as its compact JSON text.
 int RunAdd(const IndexArgs& args) {
-  // Bulk loading: big memtable, no background compaction while adding, one compaction at the end.
+  // Bulk loading: a big memtable, flushed in the background while reading goes on; the
+  // size-tiered background compaction keeps the segments few while adding (each document is
+  // rewritten about log2(documents / memtable) times); then, unless --no-compact, one merge of
+  // all (it needs room for a second copy of the store for a moment).
   StoreOptions options;
   options.create_if_missing = false;
   options.sync_mode = args.sync == "none" ? SyncMode::kNone : SyncMode::kEveryWrite;
   options.memtable_limit = args.memtable_limit;
-  options.compaction_trigger = 0;
   std::vector<std::string> inputs = args.input.inputs;
   if (inputs.empty()) inputs.push_back("-");
   DocumentReaderOptions reader_options;
@@ -705,7 +707,9 @@ RunFunction Setup(CLI::App* app) {
   add->add_option("--batch", args->batch, "Documents per atomic batch")
       ->check(CLI::Range(1, 1000000));
   add->add_option("--memtable-limit", args->memtable_limit, "Entries per segment while loading");
-  add->add_flag("!--no-compact", args->compact, "Leave the segments unmerged after loading");
+  add->add_flag("!--no-compact", args->compact,
+                "skip the final merge of all segments (the background compaction still keeps "
+                "them few; the merge needs room for a second copy of the store)");
   add->add_option("--check", args->check,
                   "check each document with the store's rule (against the store and the earlier "
                   "documents of its batch) and print those with duplicates as JSONL; if-new adds "
