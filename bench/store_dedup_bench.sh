@@ -17,8 +17,9 @@
 #     the bound of the text checks, so the check throughput can be read against it.
 #
 # Usage: bench/store_dedup_bench.sh CORPUS.jsonl [DURATION_SECONDS]
-#   NEARDUP_BIN (default build/neardup), CONNECTIONS (16), WRK_THREADS (2), KEEP_DIR=1,
-#   WORK (a directory with room for the store: about 1.7 KB a document)
+#   CORPUS may be zstd-compressed (neardup reads it directly). NEARDUP_BIN (default
+#   build/neardup), CONNECTIONS (16), WRK_THREADS (2), KEEP_DIR=1, COMPACT=1 (merge all segments
+#   after the load), WORK (a directory with room for the store: about 1.3 KB a document)
 set -euo pipefail
 CORPUS=${1:?usage: store_dedup_bench.sh CORPUS.jsonl [DURATION_SECONDS]}
 DURATION=${2:-20}
@@ -41,7 +42,8 @@ trap cleanup EXIT
 [[ -x "$BIN" ]] || { echo "neardup binary not found at $BIN (set NEARDUP_BIN)" >&2; exit 1; }
 command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 1; }
 [[ -d "$SHARED/corpus" ]] || { echo "store_dedup_bench: $SHARED/corpus not found: skipped (needs ../shared)"; exit 0; }
-N=$(wc -l < "$CORPUS")
+cat_corpus() { zstd -dcf "$CORPUS" 2>/dev/null || cat "$CORPUS"; }  # plain or .zst
+N=$(cat_corpus | wc -l)
 echo "== dedup-rule store benchmark: $N documents ($CORPUS), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # Texts for the checks (one JSON-escaped text a line) and fingerprints for the queries.
@@ -55,13 +57,13 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "en_*.jsonl")))[:3]:
 with open(sys.argv[2], "w") as out:
     out.write("\n".join(texts[:5000]) + "\n")
 PY
-head -n 10000 "$CORPUS" | "$BIN" fingerprint - 2>/dev/null | /usr/bin/python3 -c '
+cat_corpus | head -n 10000 | "$BIN" fingerprint - 2>/dev/null | /usr/bin/python3 -c '
 import json, sys
 for line in sys.stdin: print(json.loads(line)["fingerprint"])' > "$WORK/queries.txt"
 export NEARDUP_BENCH_QUERIES=$WORK/queries.txt NEARDUP_BENCH_TEXTS=$WORK/texts.txt
 
 # The per-document speed of the bulk load against dedup's, same documents, back to back.
-head -n 200000 "$CORPUS" > "$WORK/head.jsonl"
+cat_corpus | head -n 200000 > "$WORK/head.jsonl"
 for run in 1 2; do
   rm -rf "$STORE" "$WORK/dedup_out"
   "$BIN" index create "$STORE" 2>/dev/null
@@ -72,10 +74,13 @@ for run in 1 2; do
   echo "$a $b" | awk '{printf "   CPU ratio index add / dedup: %.2f\n", ($2 + $3) / ($6 + $7)}'
 done
 
-# The bulk load of everything.
+# The bulk load of everything (the size-tiered background compaction keeps the segments few;
+# COMPACT=1 adds the final merge of all, which needs room for a second copy of the store).
 rm -rf "$STORE"
 "$BIN" index create "$STORE" 2>/dev/null
-load=$( { /usr/bin/time -f "%e %U %S %M" "$BIN" index add "$STORE" "$CORPUS" --sync none 2>&1 >/dev/null; } | tail -1)
+compact_flag=--no-compact
+[[ "${COMPACT:-0}" == 1 ]] && compact_flag=
+load=$( { /usr/bin/time -f "%e %U %S %M" "$BIN" index add "$STORE" "$CORPUS" --sync none $compact_flag 2>&1 >/dev/null; } | tail -1)
 echo "bulk load: $N documents: wall/user/sys s, peak KB: $load"
 echo "$load" | awk -v n="$N" '{printf "   %.0f documents/s wall, %.1f us CPU a document\n", n / $1, 1e6 * ($2 + $3) / n}'
 bytes=$(du -sb "$STORE" | cut -f1)
