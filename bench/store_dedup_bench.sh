@@ -121,5 +121,5 @@ SERVER_PID=
 
 # The text pass alone, on one thread: fingerprint, then fingerprint + sketch, of the check texts
 # (the same texts as check_and_add_text) and of the corpus's first documents.
-"$ROOT/build/sketch_bench" "$SHARED/corpus/en_kjv.jsonl" "$WORK/head.jsonl" ||
-  echo "sketch pass: build/sketch_bench missing (cmake --build build --target sketch_bench)"
+"$(dirname "$BIN")/sketch_bench" "$SHARED/corpus/en_kjv.jsonl" "$WORK/head.jsonl" ||
+  echo "sketch pass: sketch_bench missing beside $BIN (cmake --build build --target sketch_bench)"
