@@ -3,7 +3,7 @@
 // of devpairs, and prints a Markdown table:
 //   * the exact narrowed 32-bit set, raw (4 bytes a value);
 //   * the same, delta + LEB128 varint (each gap minus one);
-//   * the same, Elias-Fano (the store's form, src/store/set_codec.h);
+//   * the same, Elias-Fano (the store's form, src/common/set_codec.h);
 // and, for the exact forms, the cost of verifying the labelled pairs from each form (decoding both
 // sets, then the early-exit Jaccard test), timed back to back in one run;
 //   * bottom-k sketches (k = 64, 128, 256 smallest values): smaller for long documents, but their
@@ -28,7 +28,7 @@
 #include "dedup/pair_rule.h"
 #include "neardup/document_reader.h"
 #include "neardup/shingles.h"
-#include "store/set_codec.h"
+#include "common/set_codec.h"
 
 // Needs the internal headers: built with neardup_internal (bench/ CMake).
 
@@ -142,11 +142,11 @@ int main(int argc, char** argv) {
     values += sets[i].size();
     VarintEncode(sets[i], &varint[i]);
     varint_bytes += varint[i].size();
-    neardup::store::EncodeShingleSet(sets[i], &ef[i]);
+    neardup::EncodeShingleSet(sets[i], &ef[i]);
     ef_bytes += ef[i].size();
     sizes.push_back(ef[i].size());
     Set decoded;
-    if (!neardup::store::DecodeShingleSet(ef[i], &decoded) || decoded != sets[i]) {
+    if (!neardup::DecodeShingleSet(ef[i], &decoded) || decoded != sets[i]) {
       std::fprintf(stderr, "set_form_bench: the store's codec does not round-trip set %zu\n", i);
       return 1;
     }
@@ -186,8 +186,8 @@ int main(int argc, char** argv) {
     varint_s += Seconds(start);
     start = std::chrono::steady_clock::now();
     for (const auto& [a, b] : labelled) {
-      neardup::store::DecodeShingleSet(ef[a], &da);
-      neardup::store::DecodeShingleSet(ef[b], &db);
+      neardup::DecodeShingleSet(ef[a], &da);
+      neardup::DecodeShingleSet(ef[b], &db);
       accepted[2] += neardup::ReachesJaccard(da, db, threshold, &similarity);
     }
     ef_s += Seconds(start);

@@ -31,7 +31,7 @@
 #include "store/manifest.h"
 #include "store/memtable.h"
 #include "store/segment.h"
-#include "store/set_codec.h"
+#include "common/set_codec.h"
 #include "store/sketch_record.h"
 #include "store/store_format.h"
 #include "store/wal.h"
@@ -1520,7 +1520,7 @@ void DocumentStoreImpl::FindDuplicatesLocked(const DocumentInput& doc, int k,
       if (!c.lsh) continue;
       const std::vector<uint32_t>* set = c.set;
       if (set == nullptr) {
-        (void)store::DecodeShingleSet(c.set_bytes, &decoded);  // damage decodes to no set
+        (void)DecodeShingleSet(c.set_bytes, &decoded);  // damage decodes to no set
         set = &decoded;
       }
       if (!ShingleRule(sketch.shingles, *set, threshold, &similarity)) continue;

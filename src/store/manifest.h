@@ -23,7 +23,7 @@ struct ManifestRule {
   int rows = 0;
   uint32_t bucket_window = 64;
   uint64_t seed = 0;
-  uint32_t verification_form = 1;  // 1: narrowed 32-bit set, Elias-Fano (store/set_codec.h)
+  uint32_t verification_form = 1;  // 1: narrowed 32-bit set, Elias-Fano (common/set_codec.h)
 };
 
 struct Manifest {

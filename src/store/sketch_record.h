@@ -11,7 +11,7 @@
 
 #include "dedup/pair_rule.h"
 #include "neardup/sketch.h"
-#include "store/set_codec.h"
+#include "common/set_codec.h"
 
 namespace neardup::store {
 

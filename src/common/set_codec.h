@@ -1,5 +1,6 @@
-// The store's verification form of a shingle set: the exact narrowed 32-bit set (sorted, distinct)
-// in Elias-Fano coding (docs/storage_format.md "The verification form"): the count n (varint), the
+// The one codec of sorted distinct 32-bit sets (the store's verification form of a shingle set,
+// and what dedup and Dask spill): the exact narrowed 32-bit set (sorted, distinct) in Elias-Fano
+// coding (docs/storage_format.md "The verification form"): the count n (varint), the
 // number L of low bits (a byte; floor(log2(2^32 / n))), the length of the upper part in bits
 // (varint), then the n low parts of L bits, packed, then the upper part: value i sets bit
 // (value_i >> L) + i. About n (L + 2.5) bits: 23 % less than the raw values on the dev corpus,
@@ -8,8 +9,8 @@
 // forms).
 //
 // Internal header. Pure functions; thread-safe.
-#ifndef NEARDUP_STORE_SET_CODEC_H_
-#define NEARDUP_STORE_SET_CODEC_H_
+#ifndef NEARDUP_COMMON_SET_CODEC_H_
+#define NEARDUP_COMMON_SET_CODEC_H_
 
 #include <cstdint>
 #include <span>
@@ -17,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-namespace neardup::store {
+namespace neardup {
 
 // Appends the encoding of `set` (sorted ascending, distinct) to `out`.
 void EncodeShingleSet(std::span<const uint32_t> set, std::string* out);
@@ -27,6 +28,6 @@ void EncodeShingleSet(std::span<const uint32_t> set, std::string* out);
 // value past 32 bits, more values than bytes): damage, never an out-of-bounds read.
 bool DecodeShingleSet(std::string_view bytes, std::vector<uint32_t>* set, size_t* used = nullptr);
 
-}  // namespace neardup::store
+}  // namespace neardup
 
-#endif  // NEARDUP_STORE_SET_CODEC_H_
+#endif  // NEARDUP_COMMON_SET_CODEC_H_

@@ -1,10 +1,10 @@
 // Elias-Fano coding of shingle sets; see set_codec.h.
-#include "store/set_codec.h"
+#include "common/set_codec.h"
 
 #include <bit>
 #include <cstring>
 
-namespace neardup::store {
+namespace neardup {
 namespace {
 
 void PutVarint(uint64_t v, std::string* out) {
@@ -150,4 +150,4 @@ bool DecodeShingleSet(std::string_view bytes, std::vector<uint32_t>* set, size_t
   return true;
 }
 
-}  // namespace neardup::store
+}  // namespace neardup
