@@ -102,6 +102,10 @@ struct NEARDUP_EXPORT StoreOptions {
   // When the in-memory part (documents not yet in a segment) holds this many entries it is written
   // to a new segment and the log is started afresh.
   size_t memtable_limit = 65536;
+  // ... and so it is when the log reaches this many bytes (rewrites of the same ids, removes and
+  // re-adds grow the log but not the memtable). Bounds the log, hence the replay at the next open
+  // (docs/storage_format.md, "Reopen time"). 0 = no bound.
+  uint64_t wal_flush_bytes = uint64_t(64) << 20;
   // A background thread merges all segments into one when there are more than this many.
   // 0 disables automatic compaction (Compact() still works).
   size_t compaction_trigger = 8;
@@ -217,7 +221,13 @@ struct StoreStats {
   // verification form of the shingle sets (e.g. "narrowed32-elias-fano").
   MinHashLshOptions lsh;
   std::string verification_form;
-  StoreHealth health;  // same as Health()
+  StoreHealth health;               // same as Health()
+  // A damaged or torn last log record found at open: its bytes were dropped from the log (an
+  // acknowledged write may be among them) and kept in `wal_dropped_file` (*.corrupt, never
+  // deleted); `wal_dropped` says where and why. 0 / empty when the log ended cleanly.
+  uint64_t wal_dropped_bytes = 0;
+  std::string wal_dropped;
+  std::string wal_dropped_file;
 };
 
 // One document to add or check.

@@ -350,7 +350,8 @@ class InputBatchReader {
 
   // Reports a record that failed later (e.g. while fingerprinting) the same way.
   void ReportSkipped(const std::string& location, const Status& status) {
-    ++failed_[std::string(StatusCodeName(status.code()))];
+    ++failed_[Fingerprinter::IsNoFeatures(status) ? std::string("no_features")
+                                                  : std::string(StatusCodeName(status.code()))];
     warnings_.Callback()(location + ": " + status.message() + " (skipped)");
   }
 

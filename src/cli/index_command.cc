@@ -38,6 +38,7 @@ struct IndexArgs {
   std::string sync = "every";
   size_t batch = 10000;
   size_t memtable_limit = size_t{1} << 18;
+  uint64_t wal_flush_bytes = StoreOptions().wal_flush_bytes;
   bool compact = true;
   std::string check;   // add: "" (bulk add), "if-new" or "always" (check each document)
   std::string output;  // query INPUT...: the output directory (empty: clusters on stdout)
@@ -60,7 +61,9 @@ Result<std::unique_ptr<DocumentStore>> OpenExisting(const IndexArgs& args, SyncM
   options.create_if_missing = false;
   options.sync_mode = sync;
   options.verify_checksums_on_open = !args.no_verify;
-  return DocumentStore::Open(args.dir, options);
+  auto store = DocumentStore::Open(args.dir, options);
+  if (store.ok()) WarnIfLogTailDropped(**store);
+  return store;
 }
 
 // Opens an existing store for adding or querying text: *fingerprint gets the fingerprint options
@@ -284,6 +287,7 @@ int RunAdd(const IndexArgs& args) {
   options.create_if_missing = false;
   options.sync_mode = args.sync == "none" ? SyncMode::kNone : SyncMode::kEveryWrite;
   options.memtable_limit = args.memtable_limit;
+  options.wal_flush_bytes = args.wal_flush_bytes;
   std::vector<std::string> inputs = args.input.inputs;
   if (inputs.empty()) inputs.push_back("-");
   DocumentReaderOptions reader_options;
@@ -622,6 +626,7 @@ int RunStats(const IndexArgs& args) {
   options.verify_checksums_on_open = !args.no_verify;
   auto opened = DocumentStore::Open(args.dir, options);
   if (!opened.ok()) return Fail(opened.status());
+  WarnIfLogTailDropped(**opened);
   const StoreStats s = (*opened)->Stats();
   std::string out;
   JsonWriter w(&out);
@@ -707,6 +712,10 @@ RunFunction Setup(CLI::App* app) {
   add->add_option("--batch", args->batch, "Documents per atomic batch")
       ->check(CLI::Range(1, 1000000));
   add->add_option("--memtable-limit", args->memtable_limit, "Entries per segment while loading");
+  add->add_option("--wal-flush-bytes", args->wal_flush_bytes,
+                  "flush to a segment when the log reaches this many bytes (bounds the replay at "
+                  "the next open; 0 = no bound)")
+      ->capture_default_str();
   add->add_flag("!--no-compact", args->compact,
                 "skip the final merge of all segments (the background compaction still keeps "
                 "them few; the merge needs room for a second copy of the store)");

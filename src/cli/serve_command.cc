@@ -35,6 +35,7 @@ struct ServeArgs {
   std::string memory_budget = "128/fp";
   double expected_documents = 1e7;
   size_t memtable_limit = 65536;
+  uint64_t wal_flush_bytes = StoreOptions().wal_flush_bytes;
   bool no_text = false;
   bool no_verify = false;
 };
@@ -89,6 +90,7 @@ int Run(ServeArgs& args) {
   }
   options.memory_budget = *budget;
   options.memtable_limit = args.memtable_limit;
+  options.wal_flush_bytes = args.wal_flush_bytes;
   options.sync_mode = args.sync == "every"  ? SyncMode::kEveryWrite
                       : args.sync == "none" ? SyncMode::kNone
                                             : SyncMode::kGroupCommit;
@@ -218,9 +220,29 @@ RunFunction Setup(CLI::App* app) {
                   "documents a new store is planned for")
       ->capture_default_str();
   app->add_option("--memtable-limit", args->memtable_limit, "entries before a flush to a segment");
-  app->add_option("--max-body-bytes", args->server.max_body_bytes,
-                  "request body limit, counted after chunked framing and gzip/deflate decoding")
+  app->add_option("--wal-flush-bytes", args->wal_flush_bytes,
+                  "flush the memtable to a segment when the log reaches this many bytes (bounds "
+                  "the log, so the replay at the next start; 0 = no bound)")
       ->capture_default_str();
+  app->add_option("--max-body-bytes", args->server.max_body_bytes,
+                  "request body limit of writes, counted after chunked framing and gzip/deflate "
+                  "decoding")
+      ->capture_default_str();
+  app->add_option("--max-query-body-bytes", args->server.max_query_body_bytes,
+                  "request body limit of reads (query, get, stats), counted while inflating")
+      ->capture_default_str();
+  app->add_option("--max-response-bytes", args->server.max_response_bytes,
+                  "bytes of one reply: longer result lists are cut (\"truncated\": true)")
+      ->capture_default_str();
+  app->add_option("--max-buffered-bytes", args->server.max_buffered_bytes,
+                  "bytes held across all connections for request bodies and unsent replies; past "
+                  "it requests get 503")
+      ->capture_default_str();
+  app->add_option("--malloc-arenas", args->server.malloc_arenas,
+                  "glibc malloc arenas (M_ARENA_MAX; 0 = glibc's default of 8 per core): fewer "
+                  "return the memory of a burst to the system")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
   app->add_option("--max-batch", args->server.limits.max_batch, "documents per add request");
   app->add_option("--request-timeout,--timeout", args->server.request_timeout_seconds,
                   "whole-request deadline in seconds: request line, headers, body and reply")

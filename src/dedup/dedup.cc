@@ -830,7 +830,8 @@ Status DedupRun::RecordBatch(Batch* batch) {
     if (!result.ok()) {
       const Status& error = result.status();
       if (reader_options_.strict) return error.WithContext(doc.location);
-      ++report_.failed[StatusCodeName(error.code())];
+      ++report_.failed[Fingerprinter::IsNoFeatures(error) ? "no_features"
+                                                          : StatusCodeName(error.code())];
       if (reader_options_.on_warning) {
         reader_options_.on_warning(doc.location + ": cannot fingerprint: " + error.ToString());
       }

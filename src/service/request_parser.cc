@@ -337,10 +337,11 @@ Result<AddRequest> ParseAddRequest(std::string_view body, const RequestLimits& l
 
 namespace {
 
-// The "k" and "add" fields of a check request.
+// The "k", "add" and "limit" fields of a check request.
 Status ParseCheckOption(std::string_view key, element value, const std::string& field,
                         const RequestLimits& limits, CheckRequest* request) {
   if (key == "k") return ParseK(value, field, limits, &request->k);
+  if (key == "limit") return ParseLimit(value, field, limits, &request->limit);
   std::string_view mode;
   if (value.get_string().get(mode) != simdjson::SUCCESS) {
     return Status::InvalidArgument(field + ": must be a string");
@@ -364,10 +365,11 @@ Result<CheckRequest> ParseCheckRequest(std::string_view body, const RequestLimit
   if (!root.ok()) return root.status();
   CheckRequest request;
   request.k = std::min(limits.default_k, limits.max_query_k);
+  request.limit = std::min(limits.default_limit, limits.max_limit);
   simdjson::dom::element documents;
   if (root->at_key("documents").get(documents) != simdjson::SUCCESS) {
     NEARDUP_RETURN_IF_ERROR(
-        ParseDocument(*root, "", limits, {"k", "add"}, &request.document,
+        ParseDocument(*root, "", limits, {"k", "add", "limit"}, &request.document,
                       [&](std::string_view key, element value, const std::string& field) -> Status {
                         return ParseCheckOption(key, value, field, limits, &request);
                       }));
@@ -378,7 +380,9 @@ Result<CheckRequest> ParseCheckRequest(std::string_view body, const RequestLimit
   for (auto [key, value] : *root) {
     const std::string field(key);
     if (key == "documents") continue;
-    if (key != "k" && key != "add") return Status::InvalidArgument(field + ": unknown field");
+    if (key != "k" && key != "add" && key != "limit") {
+      return Status::InvalidArgument(field + ": unknown field");
+    }
     NEARDUP_RETURN_IF_ERROR(ParseCheckOption(key, value, field, limits, &request));
   }
   simdjson::dom::array array;
@@ -414,6 +418,7 @@ Result<QueryRequest> ParseQueryRequest(std::string_view body, const RequestLimit
   if (!root.ok()) return root.status();
   QueryRequest request;
   request.k = std::min(limits.default_k, limits.max_query_k);
+  request.limit = std::min(limits.default_limit, limits.max_limit);
   for (auto [key, value] : *root) {
     const std::string field(key);
     if (key == "text") {
@@ -447,6 +452,7 @@ Result<QueryRequest> ParseQueryParams(const std::optional<std::string>& fingerpr
                                       const RequestLimits& limits) {
   QueryRequest request;
   request.k = std::min(limits.default_k, limits.max_query_k);
+  request.limit = std::min(limits.default_limit, limits.max_limit);
   auto parse_int = [](const std::string& s, int64_t* v) {
     auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
     return ec == std::errc() && ptr == s.data() + s.size();
