@@ -25,10 +25,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/set_codec.h"
 #include "dedup/pair_rule.h"
 #include "neardup/document_reader.h"
 #include "neardup/shingles.h"
-#include "common/set_codec.h"
 
 // Needs the internal headers: built with neardup_internal (bench/ CMake).
 

@@ -47,6 +47,11 @@ uint32_t LoadU32Bytes(const std::string& bytes, size_t at) {
   if (at + 4 <= bytes.size()) std::memcpy(&v, bytes.data() + at, 4);
   return v;
 }
+uint64_t LoadU64Bytes(const std::string& bytes, size_t at) {
+  uint64_t v = 0;
+  if (at + 8 <= bytes.size()) std::memcpy(&v, bytes.data() + at, 8);
+  return v;
+}
 
 void WriteBytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -293,9 +298,8 @@ TEST(StoreOldFormatTest, AVersion2StoreKeepsWorking) {
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     for (int i = 0; i < 300; ++i) {
       // Every tenth a near copy of the first, so searches find several.
-      const uint64_t fp = i > 0 && i % 10 == 0
-                              ? expected.begin()->second ^ (uint64_t{1} << (i % 64))
-                              : rng();
+      const uint64_t fp =
+          i > 0 && i % 10 == 0 ? expected.begin()->second ^ (uint64_t{1} << (i % 64)) : rng();
       const std::string id = "v2/" + std::to_string(i);
       ASSERT_TRUE((*store)->Add({id, Fingerprint::From64(fp), ""}).ok());
       expected[id] = fp;
@@ -310,6 +314,15 @@ TEST(StoreOldFormatTest, AVersion2StoreKeepsWorking) {
     if (name.rfind("seg-", 0) == 0) {
       ASSERT_EQ(LoadU32Bytes(bytes, 8), 3u);
       Set32(&bytes, 8, 2);
+      // Version 2 has no entry_checks array (between the id hashes and the index section).
+      const uint64_t checks = LoadU64Bytes(bytes, 104), index_offset = LoadU64Bytes(bytes, 80);
+      ASSERT_GT(checks, 0u);
+      ASSERT_EQ(LoadU64Bytes(bytes, 112), 0u);  // a simhash store has no sketch section
+      const uint64_t removed = index_offset - checks;
+      bytes.erase(checks, removed);
+      Set64(&bytes, 80, index_offset - removed);
+      Set64(&bytes, 96, bytes.size());
+      Set64(&bytes, 104, 0);
       Set64(&bytes, 120, XXH3_64bits(bytes.data(), 120));
       Set64(&bytes, bytes.size() - 16, XXH3_64bits(bytes.data(), bytes.size() - 16));
       WriteBytes(entry.path().string(), bytes);

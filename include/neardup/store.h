@@ -221,7 +221,7 @@ struct StoreStats {
   // verification form of the shingle sets (e.g. "narrowed32-elias-fano").
   MinHashLshOptions lsh;
   std::string verification_form;
-  StoreHealth health;               // same as Health()
+  StoreHealth health;  // same as Health()
   // A damaged or torn last log record found at open: its bytes were dropped from the log (an
   // acknowledged write may be among them) and kept in `wal_dropped_file` (*.corrupt, never
   // deleted); `wal_dropped` says where and why. 0 / empty when the log ended cleanly.

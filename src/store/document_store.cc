@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/set_codec.h"
 #include "common/string_hash.h"
 #include "dedup/pair_rule.h"
 #include "index/key_table.h"
@@ -31,7 +32,6 @@
 #include "store/manifest.h"
 #include "store/memtable.h"
 #include "store/segment.h"
-#include "common/set_codec.h"
 #include "store/sketch_record.h"
 #include "store/store_format.h"
 #include "store/wal.h"

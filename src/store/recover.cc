@@ -167,7 +167,7 @@ class Recovery {
       if (!manifest_ok_ && !rule_) {
         std::optional<store::SegmentRule> found;
         (void)store::SalvageSegment(
-            path, bits_, [](const store::SegmentEntry&) {}, nullptr, &found);
+            path, bits_, [](const store::SegmentEntry&) {}, nullptr, nullptr, &found);
         if (found) {
           rule_ = found;
           report_.messages.push_back(path + ": the store's dedup rule read from this segment");
@@ -206,7 +206,8 @@ class Recovery {
             std::to_string(checks.over_limits) + " over the id/metadata limits, " +
             std::to_string(checks.id_hash_mismatch) + " whose id fails its hash, " +
             std::to_string(checks.fingerprint_mismatch) +
-            " whose fingerprint differs from the index section's copy)" +
+            " whose fingerprint differs from the index section's copy, " +
+            std::to_string(checks.entry_checksum_mismatch) + " failing their entry checksum)" +
             (checks.fingerprints_unchecked > 0
                  ? "; " + std::to_string(checks.fingerprints_unchecked) +
                        " fingerprints kept unchecked (the index section is unreadable)"

@@ -333,6 +333,21 @@ Status ReadSketchSection(std::string_view section, const std::string& what, bool
 
 uint64_t IdHash(std::string_view id) { return Checksum(id); }
 
+uint64_t EntryChecksum(const Fingerprint& fingerprint, std::string_view id,
+                       std::string_view metadata, bool tombstone) {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  const uint64_t words[3] = {
+      fingerprint.hi, fingerprint.lo,
+      (uint64_t{id.size()} << 33) | (uint64_t{metadata.size()} << 1) | (tombstone ? 1u : 0u)};
+  XXH3_64bits_update(state, words, sizeof(words));
+  XXH3_64bits_update(state, id.data(), id.size());
+  XXH3_64bits_update(state, metadata.data(), metadata.size());
+  const uint64_t checksum = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return checksum;
+}
+
 Status WriteSegment(Env* env, const std::string& path,
                     const std::shared_ptr<const index::CompiledDesign>& design,
                     std::vector<SegmentEntry> entries, const SegmentRule* rule,
@@ -371,7 +386,8 @@ Status WriteSegment(Env* env, const std::string& path,
   const size_t offsets_offset = fps_offset + n * words * 8;
   const size_t blob_offset = offsets_offset + n * 8;
   const size_t hashes_offset = Align8(blob_offset + blob_size);
-  const size_t index_offset = hashes_offset + n * 8;
+  const size_t checks_offset = hashes_offset + n * 8;  // version 3: per-entry checksums
+  const size_t index_offset = checks_offset + n * 8;
   const size_t sketch_offset = index_offset + image->image_size();  // images are 8-byte multiples
   const size_t sketch_size = bands > 0 ? SketchSectionSize(entries, bands) : 0;
   const size_t file_size = sketch_offset + sketch_size + kFooterSize;
@@ -395,6 +411,7 @@ Status WriteSegment(Env* env, const std::string& path,
   put64(kOffIndex, index_offset);
   put64(kOffIndexSize, image->image_size());
   put64(kOffFileSize, file_size);
+  put64(kOffEntryChecks, checks_offset);
   if (bands > 0) put64(kOffSketch, sketch_offset);
   put64(kOffHeaderChecksum, Checksum(base, kOffHeaderChecksum));
 
@@ -413,6 +430,7 @@ Status WriteSegment(Env* env, const std::string& path,
     }
     blob_pos += 8 + e.id.size() + e.metadata.size();
     put64(hashes_offset + i * 8, order[i].first);
+    put64(checks_offset + i * 8, EntryChecksum(e.fingerprint, e.id, e.metadata, e.tombstone));
   }
   Result<std::unique_ptr<WritableFile>> out = env->NewWritableFile(path);
   if (!out.ok()) return out.status();
@@ -541,12 +559,15 @@ Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
       bands > 0 && sketch_offset + kFooterSize <= size ? size - kFooterSize - sketch_offset : 0;
   // Every section must follow the writer's layout exactly (no sum below can overflow: each term
   // is checked against the file size first).
+  // Version 3 keeps a checksum per entry between the id hashes and the index section.
+  const uint64_t checks = version_3 ? LoadU64(base + kOffEntryChecks) : 0;
+  const uint64_t index_after = version_3 ? checks + n * 8 : hashes + n * 8;
   const bool layout_ok =
       n < (uint64_t{1} << 32) && live <= n && fps == kHeaderSize &&
       offsets == fps + n * words * 8 && blob == offsets + n * 8 && blob_size <= size &&
-      hashes == Align8(blob + blob_size) && index_offset == hashes + n * 8 && index_size <= size &&
-      index_offset <= size && sketch_offset % 8 == 0 &&
-      (bands == 0 || sketch_offset + kFooterSize <= size) &&
+      hashes == Align8(blob + blob_size) && (!version_3 || checks == hashes + n * 8) &&
+      index_offset == index_after && index_size <= size && index_offset <= size &&
+      sketch_offset % 8 == 0 && (bands == 0 || sketch_offset + kFooterSize <= size) &&
       index_offset + index_size == index_end && seg->indexed_k_ == design->design.indexed_k &&
       seg->num_tables_ == static_cast<int>(design->tables.size());
   if (!layout_ok) return Status::Corruption(path + ": segment section table is inconsistent");
@@ -795,16 +816,31 @@ Result<uint64_t> SalvageSegment(const std::string& path, int bits,
         ++c.id_hash_mismatch;
         continue;
       }
-      if (!entry.tombstone) {
-        if (!index_readable) {
-          ++c.fingerprints_unchecked;
-        } else if (!in_index[i] || index_copy[i].first != entry.fingerprint.hi ||
-                   index_copy[i].second != entry.fingerprint.lo) {
-          ++lost;
-          ++c.fingerprint_mismatch;
-          continue;
-        }
+      // Version 3: the entry's own checksum covers its fingerprint, id, metadata and tombstone bit.
+      bool checksum_ok = true;
+      const bool has_checksum = version == kSegmentVersion;
+      if (has_checksum) {
+        const uint64_t checks = LoadU64(base + kOffEntryChecks);
+        const uint64_t check_pos = checks + i * 8;
+        checksum_ok = checks != 0 && check_pos >= checks && check_pos + 8 <= size &&
+                      LoadU64(base + check_pos) == EntryChecksum(entry.fingerprint, entry.id,
+                                                                 entry.metadata, entry.tombstone);
       }
+      if (!entry.tombstone && index_readable &&
+          (!in_index[i] || index_copy[i].first != entry.fingerprint.hi ||
+           index_copy[i].second != entry.fingerprint.lo)) {
+        ++lost;
+        ++c.fingerprint_mismatch;
+        continue;
+      }
+      if (!checksum_ok) {
+        ++lost;
+        ++c.entry_checksum_mismatch;
+        continue;
+      }
+      // Without the index section's copy, only a version-3 entry checksum vouches for the
+      // fingerprint.
+      if (!entry.tombstone && !index_readable && !has_checksum) ++c.fingerprints_unchecked;
     }
     if (have_sketch) {
       const uint64_t* row = sketch.rows + i * kSketchRowWords;

@@ -162,6 +162,11 @@ class Segment {
 
 // Hash of an external id used by the segment's id lookup.
 uint64_t IdHash(std::string_view id);
+// The per-entry checksum of segment version 3 (XXH3-64 of the fingerprint, the id and metadata
+// lengths and the tombstone bit, the id and the metadata): what `index recover` checks a salvaged
+// entry against.
+uint64_t EntryChecksum(const Fingerprint& fingerprint, std::string_view id,
+                       std::string_view metadata, bool tombstone);
 
 // What SalvageSegment checks each entry of a damaged segment against, and what it found.
 struct SalvageChecks {
@@ -172,11 +177,13 @@ struct SalvageChecks {
   std::shared_ptr<const index::CompiledDesign> design;
 
   // Filled in: entries refused, by reason (each also counts in the returned number lost).
-  uint64_t out_of_bounds = 0;         // record outside the file or the blob
-  uint64_t over_limits = 0;           // empty id, id or metadata longer than the limits
-  uint64_t id_hash_mismatch = 0;      // the id's bytes do not hash to id_hashes[i]
-  uint64_t fingerprint_mismatch = 0;  // the two copies of the fingerprint differ
-  // Live entries kept without a fingerprint check (the index section is unreadable).
+  uint64_t out_of_bounds = 0;            // record outside the file or the blob
+  uint64_t over_limits = 0;              // empty id, id or metadata longer than the limits
+  uint64_t id_hash_mismatch = 0;         // the id's bytes do not hash to id_hashes[i]
+  uint64_t fingerprint_mismatch = 0;     // the two copies of the fingerprint differ
+  uint64_t entry_checksum_mismatch = 0;  // version 3: the entry fails its own checksum
+  // Live entries of a version-2 segment kept without a fingerprint check (the index section is
+  // unreadable; a version-3 entry's checksum covers its fingerprint).
   uint64_t fingerprints_unchecked = 0;
 };
 

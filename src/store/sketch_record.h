@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "common/set_codec.h"
 #include "dedup/pair_rule.h"
 #include "neardup/sketch.h"
-#include "common/set_codec.h"
 
 namespace neardup::store {
 
