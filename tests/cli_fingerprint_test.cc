@@ -92,9 +92,14 @@ TEST_F(CliFingerprintTest, SameOutputWhateverTheThreadCount) {
   ASSERT_EQ(two.exit_code, 0) << two.err;
   EXPECT_EQ(one.out, two.out);
   // Two of the sample's spam mails are markup only: no features, warned and counted as skipped.
+  // The sanitizer build reads fewer pairs, which may hold none of them: then no count is printed.
   const size_t no_features = CountOf(one.err, "no features");
-  EXPECT_NE(one.err.find("no_features: " + std::to_string(no_features)), std::string::npos)
-      << one.err;
+  if (no_features > 0) {
+    EXPECT_NE(one.err.find("no_features: " + std::to_string(no_features)), std::string::npos)
+        << one.err;
+  } else {
+    EXPECT_EQ(one.err.find("no_features"), std::string::npos) << one.err;
+  }
   EXPECT_EQ(CountLines(one.out) + no_features, 2u * kPairs);
   EXPECT_NE(one.out.find("\"fingerprint\":\""), std::string::npos);
   // The malformed lines are reported with file:line and skipped.
@@ -126,7 +131,8 @@ TEST_F(CliFingerprintTest, CompatProfileOnPlainTextLines) {
             std::string::npos)
       << run.out;
   EXPECT_EQ(CountLines(run.out), 2u);
-  EXPECT_NE(run.err.find("cli_fp_lines.txt:3: invalid UTF-8 (skipped)"), std::string::npos)
+  EXPECT_NE(run.err.find("cli_fp_lines.txt:3: invalid UTF-8 at byte 4 (skipped)"),
+            std::string::npos)
       << run.err;
   CommandRun replaced = Neardup("fingerprint --replace-invalid-utf8 --lines " + path);
   ASSERT_EQ(replaced.exit_code, 0) << replaced.err;

@@ -120,8 +120,10 @@ struct NEARDUP_EXPORT StoreOptions {
   bool verify_checksums_on_open = true;
 
   // Open without writing anything to the directory (no log truncation, no clean-up, no flush at
-  // Close); writes fail with InvalidArgument. Takes a shared lock, so it fails while another
-  // process has the store open for writing. For `neardup index stats` and inspection.
+  // Close); writes fail with InvalidArgument. Takes a shared lock when it can; while another
+  // process has the store open for writing (`neardup serve`), it reads a snapshot of what that
+  // writer had made durable at the time of the open instead. For `neardup index stats`, `get`,
+  // `query` and inspection.
   bool read_only = false;
 
   // The file layer the store writes through (neardup/env.h); null = Env::Default(), the

@@ -88,7 +88,8 @@ def test_store_roundtrip_and_errors(tmp_path):
         with pytest.raises(ValueError):
             store.add("", a)
     with neardup.Store(path) as store:  # reopened: everything is still there
-        assert store.get("doc-a")["metadata"] == b'{"n":1}'
+        assert store.get("doc-a")["metadata"] == '{"n":1}'  # str (JSON text), issue 22
+        assert store.get("doc-b")["metadata"] is None
         assert store.get("doc-b")["fingerprint"] == b
         store.remove("x")
         assert store.stats()["documents"] == 3
@@ -143,7 +144,7 @@ def test_store_applies_the_dedup_rule(tmp_path):
         assert exact["duplicate"] and not exact["added"]
         (dup,) = exact["duplicates"]
         assert dup["id"] == "a" and dup["reason"] == "exact_duplicate"
-        assert dup["similarity"] == 1.0 and dup["distance"] == 0 and dup["metadata"] == b'{"n":1}'
+        assert dup["similarity"] == 1.0 and dup["distance"] == 0 and dup["metadata"] == '{"n":1}'
         results = store.check_batch([text + " today", "  ".join(text.split()),
                                      "An unrelated note about storage engines and their logs"],
                                     ids=["b", "c", "d"])

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "cli/command.h"
 #include "cli/fingerprint_flags.h"
@@ -56,9 +57,11 @@ int Fail(const Status& status) {
   return kExitFailure;
 }
 
-Result<std::unique_ptr<DocumentStore>> OpenExisting(const IndexArgs& args, SyncMode sync) {
+Result<std::unique_ptr<DocumentStore>> OpenExisting(const IndexArgs& args, SyncMode sync,
+                                                    bool read_only = false) {
   StoreOptions options;
   options.create_if_missing = false;
+  options.read_only = read_only;
   options.sync_mode = sync;
   options.verify_checksums_on_open = !args.no_verify;
   auto store = DocumentStore::Open(args.dir, options);
@@ -308,6 +311,7 @@ int RunAdd(const IndexArgs& args) {
   if (!sketcher.ok()) return Fail(sketcher.status());
   std::map<std::string, uint64_t> failed;  // records read but not added, by reason
   size_t added = 0, duplicates = 0;
+  size_t replaced = 0;  // of `added`: documents that replaced a stored one with the same id
   auto skip = [&](const Document& doc, const std::string& reason,
                   const std::string& why) -> Status {
     if (args.input.strict) return Status::InvalidArgument(doc.location + ": " + why);
@@ -331,6 +335,13 @@ int RunAdd(const IndexArgs& args) {
                                      batch.errors[i].message()));
         continue;
       }
+      if (doc.id.size() > options.max_id_bytes) {
+        NEARDUP_RETURN_IF_ERROR(skip(doc, "id_too_large",
+                                     "id of " + std::to_string(doc.id.size()) +
+                                         " bytes, more than " +
+                                         std::to_string(options.max_id_bytes)));
+        continue;
+      }
       if (doc.metadata.size() > options.max_metadata_bytes) {
         NEARDUP_RETURN_IF_ERROR(skip(doc, "metadata_too_large",
                                      "metadata of " + std::to_string(doc.metadata.size()) +
@@ -344,6 +355,11 @@ int RunAdd(const IndexArgs& args) {
       sources.push_back(&doc);
     }
     if (args.check.empty()) {
+      // A document whose id is stored already (or comes earlier in this batch) replaces that one.
+      std::set<std::string_view> in_batch;
+      for (const DocumentInput& document : documents) {
+        if (!in_batch.insert(document.id).second || store.Get(document.id).ok()) ++replaced;
+      }
       NEARDUP_RETURN_IF_ERROR(store.AddBatch(documents));
       added += documents.size();
       return Status::Ok();
@@ -355,6 +371,7 @@ int RunAdd(const IndexArgs& args) {
     for (size_t i = 0; i < results->size(); ++i) {
       const CheckResult& result = (*results)[i];
       added += result.added ? 1 : 0;
+      replaced += result.replaced ? 1 : 0;
       if (result.duplicates.empty()) continue;
       ++duplicates;
       std::string out;
@@ -378,14 +395,13 @@ int RunAdd(const IndexArgs& args) {
   for (const auto& [reason, count] : failed) skipped[reason] += count;
   WarningPrinter::PrintTotals(skipped, (*reader)->fallbacks());
   if (added == 0 && duplicates == 0) return Fail(NothingRead(skipped));
+  std::fprintf(stderr, "neardup: index add: added %s to %s (%s new, %s replaced)",
+               Count(added, "document").c_str(), args.dir.c_str(),
+               std::to_string(added - replaced).c_str(), Count(replaced, "document").c_str());
   if (!args.check.empty()) {
-    std::fprintf(stderr, "neardup: index add: added %s to %s; %s duplicated stored ones\n",
-                 Count(added, "document").c_str(), args.dir.c_str(),
-                 Count(duplicates, "document").c_str());
-  } else {
-    std::fprintf(stderr, "neardup: index add: added %s to %s\n", Count(added, "document").c_str(),
-                 args.dir.c_str());
+    std::fprintf(stderr, "; %s duplicated stored ones", Count(duplicates, "document").c_str());
   }
+  std::fputc('\n', stderr);
   return kExitOk;
 }
 
@@ -393,7 +409,9 @@ int RunAdd(const IndexArgs& args) {
 // adds nothing), else the fingerprints within -k.
 int RunQueryOne(const IndexArgs& args) {
   FingerprintOptions fingerprint_options;
-  auto opened = OpenExistingForText(args, StoreOptions(), &fingerprint_options);
+  StoreOptions read_only;  // a query never writes: it works while `neardup serve` has the store
+  read_only.read_only = true;
+  auto opened = OpenExistingForText(args, read_only, &fingerprint_options);
   if (!opened.ok()) return Fail(opened.status());
   DocumentStore& store = **opened;
   Fingerprint fp;
@@ -581,7 +599,7 @@ int RunQueryCorpus(const IndexArgs& args) {
 }
 
 int RunGet(const IndexArgs& args) {
-  auto opened = OpenExisting(args, SyncMode::kEveryWrite);
+  auto opened = OpenExisting(args, SyncMode::kEveryWrite, /*read_only=*/true);
   if (!opened.ok()) return Fail(opened.status());
   int code = kExitOk;
   for (const std::string& id : args.ids) {
@@ -775,8 +793,7 @@ RunFunction Setup(CLI::App* app) {
     if (query->parsed()) {
       const bool one = !args->fingerprint.empty() || !args->text.empty();
       if (one == !args->input.inputs.empty()) {
-        std::fputs("neardup index query: give --fingerprint, --text or INPUT... (one of them)\n",
-                   stderr);
+        PrintError("index query: give --fingerprint, --text or INPUT... (one of them)");
         return kExitUsage;
       }
       return one ? RunQueryOne(*args) : RunQueryCorpus(*args);

@@ -13,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/fingerprint_flags.h"
+#include "cli/report.h"
 #include "cli/store_flags.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/server.h"
@@ -22,6 +23,11 @@
 
 namespace neardup::cli {
 namespace {
+
+// Whether `host` is a loopback address (only this machine can connect).
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
 
 struct ServeArgs {
   std::string dir;
@@ -53,30 +59,31 @@ int Run(ServeArgs& args) {
     std::ifstream in(args.token_file, std::ios::binary);
     std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (!in && !in.eof()) {
-      std::fprintf(stderr, "neardup serve: %s: cannot read the token file\n",
-                   args.token_file.c_str());
+      PrintError(args.token_file + ": cannot read the token file");
       return kExitUsage;
     }
     bool stripped_cr = false;
     Result<std::string> token = service::TokenFromFileContents(contents, &stripped_cr);
     if (!token.ok()) {
-      std::fprintf(stderr, "neardup serve: %s: %s\n", args.token_file.c_str(),
-                   token.status().message().c_str());
+      PrintError(args.token_file + ": " + token.status().message());
       return kExitUsage;
     }
     if (stripped_cr) {
-      std::fprintf(stderr,
-                   "neardup serve: warning: %s: removed a trailing carriage return (CRLF line "
-                   "end) from the token\n",
-                   args.token_file.c_str());
+      PrintWarning(args.token_file +
+                   ": removed a trailing carriage return (CRLF line end) from the token");
     }
     args.server.token = std::move(*token);
   } else if (args.server.token.empty()) {
     if (const char* env = std::getenv("NEARDUP_TOKEN")) args.server.token = env;
   } else {
-    std::fprintf(stderr,
-                 "neardup serve: warning: --token is visible to every user in the process list; "
-                 "prefer --token-file or $NEARDUP_TOKEN\n");
+    PrintWarning(
+        "--token is visible to every user in the process list; prefer --token-file or "
+        "$NEARDUP_TOKEN");
+  }
+  if (args.server.token.empty() && !IsLoopbackHost(args.server.host)) {
+    PrintWarning("no token: anyone who can reach " + args.server.host +
+                 " may add and remove documents unauthenticated; set --token-file or "
+                 "$NEARDUP_TOKEN, or bind to 127.0.0.1");
   }
   const long open_files = service::RaiseOpenFileLimit();
 
@@ -85,7 +92,7 @@ int Run(ServeArgs& args) {
   options.expected_size = args.expected_documents;
   Result<MemoryBudget> budget = ParseMemoryBudget(args.memory_budget);
   if (!budget.ok()) {
-    std::fprintf(stderr, "neardup serve: --memory-budget: %s\n", budget.status().message().c_str());
+    PrintError("--memory-budget: " + budget.status().message());
     return kExitUsage;
   }
   options.memory_budget = *budget;
@@ -104,7 +111,7 @@ int Run(ServeArgs& args) {
   auto store =
       OpenStoreWithFingerprintOptions(args.dir, options, args.fingerprint, &fingerprint_options);
   if (!store.ok()) {
-    std::fprintf(stderr, "neardup serve: %s\n", store.status().ToString().c_str());
+    PrintError(store.status());
     return kExitFailure;
   }
   const StoreStats stats = (*store)->Stats();
@@ -137,8 +144,7 @@ int Run(ServeArgs& args) {
   } else if (!args.no_text) {
     auto created = Fingerprinter::Create(fingerprint_options);
     if (!created.ok()) {
-      std::fprintf(stderr, "neardup serve: text fingerprinting disabled: %s\n",
-                   created.status().ToString().c_str());
+      PrintWarning("text fingerprinting disabled: " + created.status().message());
     } else {
       fingerprinter = std::move(*created);
     }
@@ -149,13 +155,13 @@ int Run(ServeArgs& args) {
                      ? service::Server::Create(store->get(), *sketcher, args.server)
                      : service::Server::Create(store->get(), fingerprinter.get(), args.server);
   if (!created.ok()) {
-    std::fprintf(stderr, "neardup serve: %s\n", created.status().ToString().c_str());
+    PrintError(created.status());
     return kExitFailure;
   }
   service::Server& server = **created;
   Status status = server.Bind();
   if (!status.ok()) {
-    std::fprintf(stderr, "neardup serve: %s\n", status.ToString().c_str());
+    PrintError(status);
     return kExitFailure;
   }
   std::printf(
@@ -174,8 +180,7 @@ int Run(ServeArgs& args) {
   status = server.Run();
   Status closed = (*store)->Close();
   if (!status.ok() || !closed.ok()) {
-    std::fprintf(stderr, "neardup serve: %s\n",
-                 (!status.ok() ? status : closed).ToString().c_str());
+    PrintError(!status.ok() ? status : closed);
     return kExitFailure;
   }
   std::fprintf(stderr, "neardup serve: shut down cleanly\n");
@@ -189,10 +194,12 @@ RunFunction Setup(CLI::App* app) {
   app->add_option("--port", args->server.port, "port (0 = any free port)")->capture_default_str();
   app->add_option("--poll-threads", args->server.threads,
                   "polling threads (0 = nproc): read requests, answer /healthz and /metrics; "
-                  "connections are multiplexed, so this does not bound the number of clients");
+                  "connections are multiplexed, so this does not bound the number of clients")
+      ->check(ThreadCount());
   app->add_option("--workers", args->server.workers,
                   "threads running text, write and scan handlers (0 = max(32, 8 x nproc)); a write "
-                  "holds one through its fsync, and concurrent writes share one fsync");
+                  "holds one through its fsync, and concurrent writes share one fsync")
+      ->check(ThreadCount());
   app->add_option("--token-file", args->token_file,
                   "read the bearer token required for writes from the first line of a file "
                   "(preferred; a CRLF line end is stripped with a warning)");

@@ -261,6 +261,10 @@ bool UsesSimHash(const DedupOptions& options) {
 
 // InvalidArgument naming the option, or OK.
 Status CheckOptions(const DedupOptions& options) {
+  if (options.threads < 0) {
+    return Status::InvalidArgument("threads must be 0 (all cores) or more, got " +
+                                   std::to_string(options.threads));
+  }
   const int largest_k = options.fingerprint.bits / 8;
   if (options.k < 0 || options.k > largest_k) {
     return Status::InvalidArgument("k (the SimHash join radius) must be in [0, " +

@@ -226,6 +226,12 @@ class DocumentStoreImpl : public DocumentStore {
   // The rule segments are opened and written with: null for a kSimHash store.
   const store::SegmentRule* segment_rule() const { return bands_ > 0 ? &segment_rule_ : nullptr; }
   int lock_fd_ = -1;
+  bool reading_beside_writer_ = false;  // read-only, opened while another process writes
+
+ public:
+  bool reading_beside_writer() const { return reading_beside_writer_; }
+
+ private:
   bool closed_ = true;
 
   mutable std::shared_mutex state_mu_;  // guards segments_, segment_numbers_, mem_, live_
@@ -309,9 +315,17 @@ Status DocumentStoreImpl::Init() {
   if (lock_fd_ >= 0 && ::flock(lock_fd_, (options_.read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
     const int err = errno;
     if (err != EWOULDBLOCK) return store::ErrnoStatus("lock", lock_path, err);
-    return Status::IoError(dir_ + ": store is already open " +
-                           (options_.read_only ? "for writing " : "") + "by another process (" +
-                           lock_path + " is locked)");
+    if (!options_.read_only) {
+      return Status::IoError(dir_ + ": store is already open by another process (" + lock_path +
+                             " is locked)");
+    }
+    // A writer (`neardup serve`) has the store: read a snapshot without the lock. Every file is
+    // written whole and renamed into place (MANIFEST, segments) or only appended to (the log), so
+    // what the MANIFEST names is complete; a log record being written is a torn tail, not read. A
+    // file removed meanwhile (a compaction or log rotation finished) makes Open try again.
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    reading_beside_writer_ = true;
   }
 
   Result<Manifest> manifest = store::ReadManifest(dir_);
@@ -1732,6 +1746,16 @@ Result<std::unique_ptr<DocumentStore>> DocumentStore::Open(const std::string& di
                                                            const StoreOptions& options) {
   auto store = std::make_unique<DocumentStoreImpl>(dir, options);
   Status status = store->Init();
+  // A read-only snapshot beside a writer may find a file the writer has just replaced: again.
+  for (int attempt = 0; !status.ok() && store->reading_beside_writer() && attempt < 20; ++attempt) {
+    if (status.code() != StatusCode::kNotFound && status.code() != StatusCode::kCorruption &&
+        status.code() != StatusCode::kIoError) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 * (attempt + 1)));
+    store = std::make_unique<DocumentStoreImpl>(dir, options);
+    status = store->Init();
+  }
   if (!status.ok()) return status;
   return std::unique_ptr<DocumentStore>(std::move(store));
 }
