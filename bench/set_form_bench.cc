@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "common/set_codec.h"
-#include "dedup/pair_rule.h"
+#include "dedup/shingle_hashes.h"
 #include "neardup/document_reader.h"
 #include "neardup/shingles.h"
 

@@ -83,7 +83,7 @@ TEST_F(CliIndexDedupTest, QueryACorpusAgainstTheStoreAndAddOnlyWhatIsNew) {
   EXPECT_NE(clusters.find(R"("id":"b","location":"week2.jsonl:1")"), std::string::npos) << clusters;
   EXPECT_NE(clusters.find(R"("reason":"near_duplicate")"), std::string::npos) << clusters;
   EXPECT_NE(clusters.find(R"("kept":{"id":"c","in_store":true)"), std::string::npos) << clusters;
-  EXPECT_NE(clusters.find(R"("reason":"whitespace","similarity":1)"), std::string::npos)
+  EXPECT_NE(clusters.find(R"("reason":"whitespace_duplicate","similarity":1)"), std::string::npos)
       << clusters;
   EXPECT_NE(ReadFile(dir_ / "out/summary.json").find(R"("documents":3,"removed":2)"),
             std::string::npos);

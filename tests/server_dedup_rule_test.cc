@@ -57,7 +57,8 @@ std::vector<std::string> DuplicateIds(simdjson::dom::element result) {
   for (simdjson::dom::element d : result["duplicates"].get_array()) {
     ids.push_back(std::string(d["id"].get_string().value()));
     const std::string_view reason = d["reason"].get_string().value();
-    EXPECT_TRUE(reason == "exact_duplicate" || reason == "whitespace" || reason == "near_duplicate")
+    EXPECT_TRUE(reason == "exact_duplicate" || reason == "whitespace_duplicate" ||
+                reason == "contained" || reason == "near_duplicate")
         << reason;
     const double similarity = d["similarity"].get_double().value();
     EXPECT_GE(similarity, 0.5);
@@ -131,7 +132,7 @@ TEST_F(ServerDedupRuleTest, BatchFormQueryAndRefusals) {
     EXPECT_FALSE(results.at(1)["added"].get_bool().value());
     EXPECT_EQ(DuplicateIds(results.at(1)), std::vector<std::string>{"a"});
     EXPECT_EQ(std::string(results.at(1)["duplicates"].at(0)["reason"].get_string().value()),
-              "whitespace");
+              "whitespace_duplicate");
     EXPECT_TRUE(results.at(2)["added"].get_bool().value());
     // "add": "never" is a pure lookup.
     res = client->Post("/v1/check", CheckBody("n", a, "never"), "application/json");

@@ -120,7 +120,9 @@ TEST_F(StoreRecoverChecksTest, FlippedFingerprintIsLostNotKeptWrong) {
   // Every fingerprint kept is the one that was written.
   for (int i = 0; i < kDocs; ++i) {
     auto it = docs.find(IdOf(i));
-    if (it != docs.end()) EXPECT_EQ(it->second, FpOf(i)) << IdOf(i);
+    if (it != docs.end()) {
+      EXPECT_EQ(it->second, FpOf(i)) << IdOf(i);
+    }
   }
 }
 
@@ -157,7 +159,9 @@ TEST_F(StoreRecoverChecksTest, FlippedFingerprintBesideAnUnreadableIndexFailsIts
   EXPECT_EQ(docs.size(), size_t(kDocs - 1));
   for (int i = 0; i < kDocs; ++i) {
     auto it = docs.find(IdOf(i));
-    if (it != docs.end()) EXPECT_EQ(it->second, FpOf(i)) << IdOf(i);
+    if (it != docs.end()) {
+      EXPECT_EQ(it->second, FpOf(i)) << IdOf(i);
+    }
   }
   bool named = false, unchecked = false;
   for (const std::string& message : report.messages) {

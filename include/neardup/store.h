@@ -33,6 +33,7 @@
 #include "neardup/fingerprint.h"
 #include "neardup/index_planner.h"
 #include "neardup/minhash_lsh.h"
+#include "neardup/pair_rule.h"
 #include "neardup/sketch.h"
 #include "neardup/status.h"
 
@@ -131,15 +132,6 @@ struct NEARDUP_EXPORT StoreOptions {
   Env* env = nullptr;
 };
 
-// Why a stored document is a duplicate of the one checked.
-enum class DuplicateReason {
-  kExact,          // byte-identical text
-  kWhitespace,     // identical once whitespace is removed
-  kNearDuplicate,  // kDedup: verified shingle Jaccard >= threshold; kSimHash: within distance k
-};
-// "exact_duplicate", "whitespace" or "near_duplicate".
-NEARDUP_EXPORT const char* DuplicateReasonName(DuplicateReason reason);
-
 // One stored document as returned by Get, Search and the checks.
 struct StoredDocument {
   std::string id;  // the caller's external id (e.g. a URL)
@@ -149,7 +141,9 @@ struct StoredDocument {
   // Checks only: the verified shingle Jaccard (1 for exact and whitespace-only copies); -1 when
   // not computed (a kSimHash store).
   double similarity = -1;
-  DuplicateReason reason = DuplicateReason::kNearDuplicate;  // checks only
+  // Checks only: why it is a duplicate (neardup/pair_rule.h; DuplicateReasonName gives the API's
+  // string). kNearDuplicate in a kSimHash store (within distance k).
+  DuplicateReason reason = DuplicateReason::kNearDuplicate;
 };
 
 // What a check did for one document.

@@ -107,7 +107,7 @@ class Store(_neardup.Store):
       "distance", "similarity", "reason"}]}``: the rule applied to one text, atomically with the
       add; ``add`` is ``"if_new"`` (add only a text that duplicates nothing), ``"always"`` or
       ``"never"`` (a pure lookup; ``id`` may be omitted). ``reason`` is ``"exact_duplicate"``,
-      ``"whitespace"`` or ``"near_duplicate"``; ``similarity`` the verified Jaccard (``None`` in a
+      ``"whitespace_duplicate"``, ``"near_duplicate"`` or ``"contained"``; ``similarity`` the verified Jaccard (``None`` in a
       simhash store).
     - ``check_batch(texts, ids=None, add="if_new", metadata=None, k=3) -> [dict, ...]``: the same
       for many texts in order, each also against the earlier added texts of the batch, as one

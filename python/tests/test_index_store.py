@@ -153,7 +153,7 @@ def test_store_applies_the_dedup_rule(tmp_path):
         sets = neardup.shingles([text, text + " today"])
         assert near["reason"] == "near_duplicate"
         assert near["similarity"] == neardup.jaccard(sets[0], sets[1])
-        assert results[1]["duplicates"][0]["reason"] == "whitespace"
+        assert results[1]["duplicates"][0]["reason"] == "whitespace_duplicate"
         assert store.stats()["documents"] == 2
         with pytest.raises(ValueError, match='rule="simhash"'):
             store.add("bare", 5)

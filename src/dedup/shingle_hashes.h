@@ -11,7 +11,6 @@
 #include <string_view>
 #include <vector>
 
-#include "dedup/pair_rule.h"  // Jaccard32, ReachesJaccard
 #include "neardup/fingerprinter.h"
 #include "neardup/text.h"
 
@@ -19,7 +18,8 @@ namespace neardup {
 
 // True when `fingerprint` normalises text exactly as `shingles` does (invalid UTF-8 aside: the
 // Fingerprinter rejects it, so such a document never reaches the shingles): the shingles can then
-// be cut from the Fingerprinter's normalised text instead of normalising the text twice.
+// be cut from the Fingerprinter's normalised text instead of normalising the text twice (dedup's
+// per-document pass and DocumentSketcher).
 bool SameNormalization(const FingerprintOptions& fingerprint, const NormalizeOptions& shingles);
 
 // The 64-bit shingle hashes of a normalised text in text order, repeats kept: as a set, exactly
@@ -31,6 +31,16 @@ void ShingleHashesInOrder(std::string_view normalized, std::vector<uint64_t>* un
 // The narrowed set of any shingle hashes (order and repeats do not matter): exactly
 // ShingleSimilarity::Narrow() of their sorted distinct set. Clears `narrow` first.
 void NarrowedSet(std::span<const uint64_t> shingles, std::vector<uint32_t>* narrow);
+
+// Jaccard of two sorted distinct 32-bit sets, exactly as ShingleSimilarity::Jaccard32.
+double Jaccard32(std::span<const uint32_t> a, std::span<const uint32_t> b);
+
+// Whether Jaccard32(a, b) >= threshold (threshold > 0), and then *similarity = Jaccard32(a, b).
+// Stops early once the threshold can no longer be reached (sizes too different, or too few
+// elements left to share), so a rejected pair costs less than a full intersection; the answer is
+// always the same as comparing Jaccard32(a, b) with the threshold.
+bool ReachesJaccard(std::span<const uint32_t> a, std::span<const uint32_t> b, double threshold,
+                    double* similarity);
 
 }  // namespace neardup
 

@@ -145,14 +145,17 @@ void ShingleHashesInOrder(std::string_view normal, std::vector<uint64_t>* units,
                           std::vector<uint64_t>* shingles) {
   shingles->clear();
   units->clear();
+  // Whether each unit is a character unit (a shingle starting at one spans 5 units, else 3).
+  thread_local std::vector<uint8_t> kinds;
+  kinds.clear();
   BmpClasses& classes = Classes();
   const char* text = normal.data();
   const size_t size = normal.size();
-  size_t character_units = 0;
   size_t word_start = std::string_view::npos;
   auto end_word = [&](size_t end) {
     if (word_start != std::string_view::npos) {
       units->push_back(XXH3_64bits(text + word_start, end - word_start));
+      kinds.push_back(0);
       word_start = std::string_view::npos;
     }
   };
@@ -181,7 +184,7 @@ void ShingleHashesInOrder(std::string_view normal, std::vector<uint64_t>* units,
     if (type == kCharacterUnit) {
       end_word(i);
       units->push_back(XXH3_64bits(text + i, len));
-      ++character_units;
+      kinds.push_back(1);
     } else if (type == kWordCharacter) {
       if (word_start == std::string_view::npos) word_start = i;
     } else {
@@ -192,26 +195,28 @@ void ShingleHashesInOrder(std::string_view normal, std::vector<uint64_t>* units,
   end_word(size);
   if (units->empty()) return;
   const uint64_t* u = units->data();
+  const uint8_t* kind = kinds.data();
   const size_t count = units->size();
-  const size_t n = character_units * 2 >= count ? 5 : 3;
-  if (count <= n) {
+  // The shingle size is chosen where each shingle starts, so a passage keeps its shingles
+  // whatever surrounds it (a Chinese article inside an English page, a Russian one in a
+  // Japanese template).
+  shingles->resize(count);
+  uint64_t* out = shingles->data();
+  size_t made = 0;
+  for (size_t start = 0; start + 3 <= count; ++start) {
+    uint64_t h = Mix(Mix(Mix(0, u[start]), u[start + 1]), u[start + 2]);
+    if (kind[start]) {
+      if (start + 5 > count) continue;
+      h = Mix(Mix(h, u[start + 3]), u[start + 4]);
+    }
+    out[made++] = h;
+  }
+  if (made == 0) {  // too short for any shingle: one of all its units
     uint64_t h = 0;
     for (size_t j = 0; j < count; ++j) h = Mix(h, u[j]);
-    shingles->push_back(h);
-    return;
+    out[made++] = h;
   }
-  shingles->resize(count - n + 1);
-  uint64_t* out = shingles->data();
-  if (n == 3) {
-    for (size_t start = 0; start + 3 <= count; ++start) {
-      out[start] = Mix(Mix(Mix(0, u[start]), u[start + 1]), u[start + 2]);
-    }
-  } else {
-    for (size_t start = 0; start + 5 <= count; ++start) {
-      out[start] = Mix(Mix(Mix(Mix(Mix(0, u[start]), u[start + 1]), u[start + 2]), u[start + 3]),
-                       u[start + 4]);
-    }
-  }
+  shingles->resize(made);
 }
 
 void NarrowedSet(std::span<const uint64_t> shingles, std::vector<uint32_t>* narrow) {
@@ -267,6 +272,31 @@ void ShingleSimilarity::ShinglesOfNormalized(std::string_view normal,
   shingles->erase(std::unique(shingles->begin(), shingles->end()), shingles->end());
 }
 
+namespace {
+
+// |a ∩ b| / |a ∪ b| from the sizes.
+inline double JaccardOf(size_t common, size_t na, size_t nb) {
+  return static_cast<double>(common) / static_cast<double>(na + nb - common);
+}
+
+template <typename T>
+size_t IntersectionSize(std::span<const T> a, std::span<const T> b) {
+  size_t i = 0, j = 0, common = 0;
+  while (i < a.size() && j < b.size()) {
+    if (a[i] < b[j]) {
+      ++i;
+    } else if (b[j] < a[i]) {
+      ++j;
+    } else {
+      ++common;
+      ++i;
+      ++j;
+    }
+  }
+  return common;
+}
+}  // namespace
+
 bool SameNormalization(const FingerprintOptions& fingerprint, const NormalizeOptions& shingles) {
   const NormalizeOptions& f = fingerprint.normalize;
   return fingerprint.profile != HashProfile::kYanyiwuSimhash &&
@@ -280,13 +310,53 @@ bool SameNormalization(const FingerprintOptions& fingerprint, const NormalizeOpt
 
 double ShingleSimilarity::Jaccard(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
   if (a.empty() && b.empty()) return 1.0;
-  size_t common = SortedIntersectionSize<uint64_t>(a, b);
-  return JaccardOfCounts(common, a.size(), b.size());
+  size_t common = IntersectionSize<uint64_t>(a, b);
+  return JaccardOf(common, a.size(), b.size());
 }
 
 double ShingleSimilarity::Jaccard32(const std::vector<uint32_t>& a,
                                     const std::vector<uint32_t>& b) {
   return neardup::Jaccard32(a, b);
+}
+
+double Jaccard32(std::span<const uint32_t> a, std::span<const uint32_t> b) {
+  if (a.empty() && b.empty()) return 1.0;
+  return JaccardOf(IntersectionSize(a, b), a.size(), b.size());
+}
+
+bool ReachesJaccard(std::span<const uint32_t> a, std::span<const uint32_t> b, double threshold,
+                    double* similarity) {
+  if (a.empty() && b.empty()) {
+    *similarity = 1.0;
+    return 1.0 >= threshold;
+  }
+  const size_t na = a.size(), nb = b.size();
+  const size_t smaller = std::min(na, nb);
+  // JaccardOf(c) grows with c, so the pair reaches the threshold iff the intersection holds at
+  // least `need` elements, the smallest c with JaccardOf(c) >= threshold (the same expression, so
+  // the same rounding). c <= smaller, and JaccardOf(smaller) = smaller / larger.
+  if (JaccardOf(smaller, na, nb) < threshold) return false;
+  const double estimate = threshold * static_cast<double>(na + nb) / (1.0 + threshold);
+  size_t need = std::min(smaller, static_cast<size_t>(std::max(0.0, estimate)));
+  while (need > 0 && JaccardOf(need - 1, na, nb) >= threshold) --need;
+  while (JaccardOf(need, na, nb) < threshold) ++need;  // ends: JaccardOf(smaller) >= threshold
+  size_t i = 0, j = 0, common = 0;
+  while (i < na && j < nb) {
+    if (a[i] < b[j]) {
+      ++i;
+      if (common + std::min(na - i, nb - j) < need) return false;
+    } else if (b[j] < a[i]) {
+      ++j;
+      if (common + std::min(na - i, nb - j) < need) return false;
+    } else {
+      ++common;
+      ++i;
+      ++j;
+    }
+  }
+  if (common < need) return false;
+  *similarity = JaccardOf(common, na, nb);
+  return true;
 }
 
 void ShingleSimilarity::Narrow(const std::vector<uint64_t>& shingles,
@@ -307,7 +377,7 @@ Result<double> ShingleSimilarity::VerifiedJaccard(std::string_view a, std::strin
 double ShingleSimilarity::Containment(const std::vector<uint64_t>& a,
                                       const std::vector<uint64_t>& b) {
   if (a.empty() || b.empty()) return a.empty() && b.empty() ? 1.0 : 0.0;
-  size_t common = SortedIntersectionSize<uint64_t>(a, b);
+  size_t common = IntersectionSize<uint64_t>(a, b);
   return static_cast<double>(common) / static_cast<double>(std::min(a.size(), b.size()));
 }
 

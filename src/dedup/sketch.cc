@@ -3,8 +3,10 @@
 // same functions, called in the same order.
 #include "neardup/sketch.h"
 
-#include "dedup/pair_rule.h"
+#include <xxhash.h>
+
 #include "dedup/shingle_hashes.h"
+#include "neardup/pair_rule.h"
 #include "neardup/shingles.h"
 
 namespace neardup {
@@ -39,10 +41,10 @@ Status DocumentSketcher::Sketch(std::string_view text, Fingerprint* fingerprint,
                                 DocumentSketch* sketch) const {
   thread_local std::string normalized;
   thread_local std::vector<uint64_t> units, shingles;
-  const PairHashes hashes = HashesOfText(text);
-  sketch->content_hash = hashes.content_hash;
-  sketch->text_bytes = hashes.text_bytes;
-  sketch->squeezed_hash = hashes.squeezed_hash;
+  // The pair rule's hash facts (PairDocument), as dedup's per-document pass computes them.
+  sketch->content_hash = XXH3_64bits(text.data(), text.size());
+  sketch->text_bytes = text.size();
+  sketch->squeezed_hash = WhitespaceFreeHash(text);
   sketch->lsh_tag = impl_->tag;
   Result<Fingerprint> fp = impl_->share_normalization
                                ? impl_->fingerprinter->Compute(text, &normalized)

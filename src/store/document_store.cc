@@ -1,6 +1,6 @@
 // DocumentStore implementation: memtable + write-ahead log + memory-mapped segments, group
 // commit, flush and background compaction, and the duplicate rule applied to them (the pair rule
-// of dedup/pair_rule.h over candidates from the band and whitespace-hash tables, or the SimHash
+// of neardup/pair_rule.h over candidates from the band and whitespace-hash tables, or the SimHash
 // radius); see include/neardup/store.h and docs/storage_format.md.
 #include <fcntl.h>
 #include <sys/file.h>
@@ -25,9 +25,10 @@
 
 #include "common/set_codec.h"
 #include "common/string_hash.h"
-#include "dedup/pair_rule.h"
 #include "index/key_table.h"
 #include "index/table_segment.h"
+#include "neardup/dedup.h"
+#include "neardup/pair_rule.h"
 #include "neardup/store.h"
 #include "store/manifest.h"
 #include "store/memtable.h"
@@ -70,15 +71,21 @@ bool BySimilarityThenId(const StoredDocument& a, const StoredDocument& b) {
   return a.similarity != b.similarity ? a.similarity > b.similarity : a.id < b.id;
 }
 
-DuplicateReason ReasonOf(PairReason reason) {
-  switch (reason) {
-    case PairReason::kExact:
-      return DuplicateReason::kExact;
-    case PairReason::kWhitespace:
-      return DuplicateReason::kWhitespace;
-    default:
-      return DuplicateReason::kNearDuplicate;
-  }
+// The pair rule of a kDedup store of Jaccard threshold `threshold`: dedup's (ResolvePairRule)
+// with that threshold and dedup's containment options.
+PairRuleOptions StorePairRule(double threshold) {
+  DedupOptions dedup;
+  dedup.lsh.threshold = threshold;
+  return ResolvePairRule(dedup);
+}
+
+// The bands and rows dedup uses for `lsh` (ResolveDedupLsh with the store's pair rule).
+Result<LshParameters> DedupLshParameters(const MinHashLshOptions& lsh) {
+  DedupOptions dedup;
+  dedup.lsh = lsh;
+  Result<MinHashLshOptions> resolved = ResolveDedupLsh(dedup);
+  if (!resolved.ok()) return resolved.status();
+  return *resolved->parameters;
 }
 
 // The operations of a commit group decided so far but not yet applied to the memtable: what the
@@ -106,7 +113,7 @@ struct Candidate {
   std::string_view id;
   Fingerprint fingerprint;
   std::string_view metadata;
-  PairHashes hashes;
+  store::PairHashes hashes;
   std::string_view set_bytes;                  // a stored document's encoded set
   const std::vector<uint32_t>* set = nullptr;  // a pending document's set
   bool lsh = false;                            // shares a band bucket (else only the hash)
@@ -223,6 +230,9 @@ class DocumentStoreImpl : public DocumentStore {
   MinHashLshOptions lsh_;
   uint64_t lsh_tag_ = 0;
   store::SegmentRule segment_rule_;  // the rule as segments record it (kDedup)
+  // kDedup: THE pair rule (neardup/pair_rule.h) with dedup's options for the store's threshold
+  // (ResolvePairRule), corpus-independent (no boilerplate frequencies): what dedup decides.
+  std::optional<PairRule> pair_rule_;
   // The rule segments are opened and written with: null for a kSimHash store.
   const store::SegmentRule* segment_rule() const { return bands_ > 0 ? &segment_rule_ : nullptr; }
   int lock_fd_ = -1;
@@ -552,7 +562,9 @@ Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
       return Status::Ok();
     }
     const MinHashLshOptions lsh = options_.lsh.value_or(MinHashLshOptions{});
-    Result<LshParameters> parameters = ResolveLshParameters(lsh);
+    // Bands and rows as dedup chooses them for this threshold (ResolveDedupLsh: down to the
+    // lowest Jaccard the pair rule accepts), so the store finds the candidates dedup finds.
+    Result<LshParameters> parameters = DedupLshParameters(lsh);
     if (!parameters.ok()) return parameters.status().WithContext("StoreOptions.lsh");
     store::ManifestRule rule;
     rule.threshold = lsh.threshold;
@@ -586,7 +598,7 @@ Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
   lsh_.seed = recorded.seed;
   if (options_.lsh) {
     const MinHashLshOptions& wanted = *options_.lsh;
-    Result<LshParameters> parameters = ResolveLshParameters(wanted);
+    Result<LshParameters> parameters = DedupLshParameters(wanted);
     if (!parameters.ok()) return parameters.status().WithContext("StoreOptions.lsh");
     auto text = [](double threshold, int bands, int rows, uint32_t window) {
       char buffer[160];
@@ -606,6 +618,12 @@ Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
   }
   bands_ = recorded.bands;
   lsh_tag_ = LshTag(LshParameters{recorded.bands, recorded.rows}, recorded.seed);
+  auto pair_rule = PairRule::Create(StorePairRule(recorded.threshold));
+  if (!pair_rule.ok()) {
+    return Status::Corruption(store::JoinPath(dir_, store::kManifestName) + ": " +
+                              pair_rule.status().message());
+  }
+  pair_rule_.emplace(std::move(*pair_rule));
   segment_rule_ = {recorded.bands, recorded.rows, recorded.bucket_window, recorded.threshold,
                    recorded.seed};
   return Status::Ok();
@@ -1583,26 +1601,32 @@ void DocumentStoreImpl::FindDuplicatesLocked(const DocumentInput& doc, int k,
   std::vector<Candidate> candidates;
   DedupCandidatesLocked(doc, pending, &candidates);
   const DocumentSketch& sketch = *doc.sketch;
-  const PairHashes hashes{sketch.content_hash, sketch.text_bytes, sketch.squeezed_hash};
-  const double threshold = lsh_.threshold;
+  PairDocument checked{sketch.content_hash, sketch.text_bytes, sketch.squeezed_hash, {}, -1};
   std::vector<uint32_t> decoded;
   for (const Candidate& c : candidates) {
-    // The pair rule (dedup/pair_rule.h), as dedup applies it to a candidate pair.
-    const PairReason by_hashes = HashRule(hashes, c.hashes);
-    double similarity = 1.0;
-    PairReason reason = by_hashes;
-    if (by_hashes == PairReason::kNone) {
+    // The pair rule, as dedup's verification applies it to a candidate pair: exact and
+    // whitespace-only copies by the hashes alone (a whitespace-table candidate that is neither is
+    // no candidate), then a band candidate by its shingle sets.
+    PairDocument stored{c.hashes.content_hash, c.hashes.text_bytes, c.hashes.squeezed_hash, {}, -1};
+    checked.shingles = {};
+    PairDecision decision = pair_rule_->Decide(checked, stored);
+    const bool by_hash = decision.reason == DuplicateReason::kExact ||
+                         decision.reason == DuplicateReason::kWhitespace;
+    if (!by_hash) {
       if (!c.lsh) continue;
       const std::vector<uint32_t>* set = c.set;
       if (set == nullptr) {
         (void)DecodeShingleSet(c.set_bytes, &decoded);  // damage decodes to no set
         set = &decoded;
       }
-      if (!ShingleRule(sketch.shingles, *set, threshold, &similarity)) continue;
-      reason = PairReason::kNearDuplicate;
+      checked.shingles = sketch.shingles;
+      stored.shingles = *set;
+      decision = pair_rule_->DecideFast(checked, stored);
+      if (!decision.duplicate()) continue;
     }
     out->push_back({std::string(c.id), c.fingerprint, std::string(c.metadata),
-                    HammingDistance(c.fingerprint, doc.fingerprint), similarity, ReasonOf(reason)});
+                    HammingDistance(c.fingerprint, doc.fingerprint), decision.similarity,
+                    decision.reason});
   }
   std::sort(out->begin(), out->end(), BySimilarityThenId);
 }
@@ -1716,18 +1740,6 @@ Status DocumentStoreImpl::Close() {
 
 const char* StoreRuleName(StoreRule rule) {
   return rule == StoreRule::kDedup ? "dedup" : "simhash";
-}
-
-const char* DuplicateReasonName(DuplicateReason reason) {
-  switch (reason) {
-    case DuplicateReason::kExact:
-      return "exact_duplicate";
-    case DuplicateReason::kWhitespace:
-      return "whitespace";
-    case DuplicateReason::kNearDuplicate:
-      return "near_duplicate";
-  }
-  return "near_duplicate";
 }
 
 const char* StoreStateName(StoreState state) {

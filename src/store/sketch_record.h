@@ -10,10 +10,17 @@
 #include <vector>
 
 #include "common/set_codec.h"
-#include "dedup/pair_rule.h"
 #include "neardup/sketch.h"
 
 namespace neardup::store {
+
+// The hash facts of a document the pair rule compares (PairDocument's content_hash, text_bytes,
+// squeezed_hash; neardup/pair_rule.h).
+struct PairHashes {
+  uint64_t content_hash = 0;
+  uint64_t text_bytes = 0;
+  uint64_t squeezed_hash = 0;
+};
 
 struct SketchRecord {
   PairHashes hashes;
