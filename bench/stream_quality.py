@@ -72,6 +72,8 @@ class Server:
                                 headers={"Content-Type": "application/json"})
         response = self.connection.getresponse()
         data = response.read()
+        if response.status == 400 and b"no features" in data:
+            return None  # a text with nothing to fingerprint: refused, as dedup skips it
         if response.status != 200:
             raise RuntimeError(f"{path}: {response.status} {data[:300]!r}")
         return json.loads(data)
@@ -92,6 +94,8 @@ def stream(binary, store, documents, extra, body_extra):
             body = {"id": doc_id, "text": text, "add": "always"}
             body.update(body_extra)
             result = server.post("/v1/check", body)
+            if result is None:
+                continue
             for duplicate in result["duplicates"]:
                 pairs.append((doc_id, duplicate["id"]))
     finally:
