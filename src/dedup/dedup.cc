@@ -1221,8 +1221,20 @@ Status DedupRun::SetOf(uint32_t document, std::vector<uint32_t>* buffer,
 }
 
 Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* similarity_of) {
-  // A pair below the threshold gets kRejected (its exact similarity is never needed).
+  // A pair below the threshold gets kRejected; the report's histogram measures the exact
+  // Jaccard of all or a hashed sample of those again (`measured`, -1 = not measured).
   constexpr double kRejected = -3;
+  SimilarityHistogram& histogram = report_.similarity_histogram;
+  if (verify_ && histogram.accepted.empty()) {
+    histogram.accepted.assign(SimilarityHistogram::kBins, 0);
+    histogram.rejected.assign(SimilarityHistogram::kBins, 0);
+    while (report_.candidate_pairs / histogram.rejected_sample_every >
+           SimilarityHistogram::kMeasureAll) {
+      histogram.rejected_sample_every *= 2;
+    }
+  }
+  const uint64_t sample_mask = histogram.rejected_sample_every - 1;
+  std::vector<double> measured(verify_ ? block->size() : 0, -1);
   Status read_status;
   std::mutex read_mutex;
   ParallelFor(
@@ -1250,12 +1262,28 @@ Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* 
           double similarity = 0;
           (*similarity_of)[i] =
               ReachesJaccard(set_a, set_b, verify_threshold_, &similarity) ? similarity : kRejected;
+          if ((*similarity_of)[i] == kRejected &&
+              (XXH3_64bits(&(*block)[i], sizeof(uint64_t)) & sample_mask) == 0) {
+            measured[i] = Jaccard32(set_a, set_b);
+          }
         }
       },
       256);
   NEARDUP_RETURN_IF_ERROR(read_status);
+  auto bin = [](double similarity) {
+    return std::clamp(static_cast<int>(similarity * SimilarityHistogram::kBins + 1e-9), 0,
+                      SimilarityHistogram::kBins - 1);
+  };
   for (size_t i = 0; i < block->size(); ++i) {
-    if (verify_ && (*similarity_of)[i] < verify_threshold_) continue;
+    if (verify_ && (*similarity_of)[i] < verify_threshold_) {
+      ++histogram.rejected_pairs;
+      if (measured[i] >= 0) {
+        ++histogram.rejected_measured;
+        ++histogram.rejected[bin(measured[i])];
+      }
+      continue;
+    }
+    if (verify_ && (*similarity_of)[i] >= 0) ++histogram.accepted[bin((*similarity_of)[i])];
     const uint32_t a = static_cast<uint32_t>((*block)[i] >> 32);
     const uint32_t b = static_cast<uint32_t>((*block)[i]);
     report_.pairs.push_back(
