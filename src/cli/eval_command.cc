@@ -520,7 +520,7 @@ CommandRegistrar registrar(
                       "also write the dedup outputs and eval.json (per-label table, missed "
                       "pairs) to this folder, for `neardup report`");
       app->add_flag("-f,--force", args->force,
-                    "replace existing --markdown / -o files (never an input file)");
+                    "replace existing output files (never an input file)");
       app->add_option("--add", args->extra_inputs,
                       "more inputs mixed into the dedup run, e.g. distractors from "
                       "bench/generate_distractors.py (their ids must not clash with devpairs)");

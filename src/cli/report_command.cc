@@ -56,7 +56,8 @@ CommandRegistrar registrar(
                       "the output folder of `neardup dedup -o DIR` or `neardup eval -o DIR`")
           ->required();
       app->add_option("-o,--output", args->output, "the HTML file (default: DIR/report.html)");
-      app->add_flag("-f,--force", args->force, "replace an existing file (never an input)");
+      app->add_flag("-f,--force", args->force,
+                    "replace an existing output file (never an input file)");
       app->add_flag("-q,--quiet", args->quiet, "no summary line (warnings are still printed)");
       app->add_option("--max-clusters", args->options.max_clusters,
                       "clusters on the page, the largest first");
