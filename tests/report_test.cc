@@ -442,6 +442,40 @@ TEST(ReportTest, InMemorySourcesTakeTextsFromTheCaller) {
   EXPECT_NE(bad.status().message().find("clusters.jsonl:2"), std::string::npos);
 }
 
+TEST(ReportTest, ChainedMembersAreComparedWithTheirVia) {
+  // b is paired with the kept a; c only with d (chained), and d is not listed (max 2 listed).
+  ReportSources sources;
+  sources.summary_json = R"({"documents_fingerprinted":4})";
+  sources.clusters_jsonl =
+      R"({"cluster":0,"size":4,"kept":{"id":"a","location":"f:1","bytes":20},"removed":[)"
+      R"({"id":"b","location":"f:2","reason":"near_duplicate","via":"a","similarity_to_via":0.7},)"
+      R"({"id":"c","location":"f:3","reason":"chained","via":"d","similarity_to_via":0.6},)"
+      R"({"id":"d","location":"f:4","reason":"near_duplicate","via":"a","similarity_to_via":0.6}]})"
+      "\n";
+  const std::map<std::string, std::string> texts = {{"a", "one two three four five"},
+                                                    {"b", "one two three four six"},
+                                                    {"c", "nine two three eight seven"},
+                                                    {"d", "one two three eight seven"}};
+  ReportOptions options;
+  options.max_listed_members = 2;
+  options.sample_size = 0;
+  options.texts = [&](const std::vector<ReportDocumentRef>& wanted,
+                      std::vector<std::optional<std::string>>* out) {
+    for (size_t i = 0; i < wanted.size(); ++i) (*out)[i] = texts.at(wanted[i].id);
+    return Status::Ok();
+  };
+  ReportStats stats;
+  auto page = RenderReport(sources, options, &stats);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  EXPECT_EQ(stats.diffs, 2u);
+  EXPECT_EQ(stats.texts_found, 4u);  // a, b, c and c's via d
+  // c's diff is against d (one word changed), not against the kept a.
+  EXPECT_NE(page->find(R"(["-","one"],["+","nine"],["="," two three eight seven"])"),
+            std::string::npos);
+  EXPECT_NE(page->find(R"("vias":[{"id":"d","loc":"f:4")"), std::string::npos);
+  EXPECT_NE(page->find(R"("unlisted":1)"), std::string::npos);
+}
+
 TEST(ReportTest, WriteReportProtectsInputsAndExistingFiles) {
   TempDir dir;
   RunCorpus(dir, 3, 1, 40);

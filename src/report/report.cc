@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -87,6 +88,18 @@ std::string ScalarText(element e) {
   std::string_view s;
   if (e.get_string().get(s) == simdjson::SUCCESS) return std::string(s);
   return simdjson::minify(e);
+}
+
+// A scalar as a table shows it: a fraction with four significant digits, the rest as ScalarText.
+std::string RoundedText(element e) {
+  double d;
+  if (e.type() == simdjson::dom::element_type::DOUBLE &&
+      e.get_double().get(d) == simdjson::SUCCESS) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof(buffer), "%.4g", d);
+    return buffer;
+  }
+  return ScalarText(e);
 }
 
 std::map<std::string, uint64_t> CountsOf(object o, std::string_view key) {
@@ -530,7 +543,7 @@ Status ParseEval(const std::string& text, const std::string& name, const ReportO
   }
   object overall;
   if (Field(o, "overall", &e) && e.get_object().get(overall) == simdjson::SUCCESS) {
-    for (auto [key, value] : overall) eval->overall.emplace_back(key, ScalarText(value));
+    for (auto [key, value] : overall) eval->overall.emplace_back(key, RoundedText(value));
   }
   if (Field(o, "missed", &e) && e.get_array().get(list) == simdjson::SUCCESS) {
     eval->missed_total = list.size();
@@ -724,11 +737,29 @@ std::string CutText(const std::string& text, size_t limit, bool* cut) {
   return out;
 }
 
-// Decides which texts fit the page's budget (largest clusters first, after the sample and the
-// missed pairs), fetches them, and cuts them.
+// Drops the texts and diffs of cluster `c` (over the page's text budget).
+void OmitTexts(size_t c, ReportModel* model) {
+  ShownCluster& cluster = model->clusters[c];
+  if (model->first_cluster_without_texts == UINT64_MAX) model->first_cluster_without_texts = c;
+  cluster.texts_omitted = true;
+  cluster.kept.wants_text = false;
+  cluster.kept.text.reset();
+  for (ShownMember& member : cluster.members) {
+    member.with_diff = false;
+    member.diff.reset();
+    member.document.wants_text = false;
+    member.document.text.reset();
+  }
+  cluster.vias.clear();
+}
+
+// Chooses the texts to fetch: the sample's and the missed pairs' first, then the clusters',
+// largest first, while a generous estimate of their size (a diff holds up to both texts) fits
+// in three times the budget (TrimToBudget cuts to the budget once the diffs are known); fetches
+// and cuts them.
 Status FetchTexts(const ReportOptions& options, ReportModel* model) {
   const size_t cap = options.max_text_bytes;
-  uint64_t budget = options.max_total_text_bytes;
+  uint64_t budget = 3 * options.max_total_text_bytes;
   auto charge = [&](uint64_t bytes) {
     const uint64_t cost = std::min<uint64_t>(bytes, cap);
     if (cost > budget) return false;
@@ -750,14 +781,7 @@ Status FetchTexts(const ReportOptions& options, ReportModel* model) {
       if (member.with_diff) cost += 2 * std::min<uint64_t>(member.document.bytes, cap);
     }
     if (cost > budget || model->first_cluster_without_texts != UINT64_MAX) {
-      if (model->first_cluster_without_texts == UINT64_MAX) model->first_cluster_without_texts = c;
-      cluster.texts_omitted = true;
-      cluster.kept.wants_text = false;
-      for (ShownMember& member : cluster.members) {
-        member.with_diff = false;
-        member.document.wants_text = false;
-      }
-      cluster.vias.clear();
+      OmitTexts(c, model);
       continue;
     }
     budget -= cost;
@@ -859,18 +883,85 @@ void ComputeDiffs(const ReportOptions& options, ReportModel* model) {
         }
       },
       1);
-  for (const Job& job : jobs) {
-    if (*job.out && !(*job.out)->complete) ++model->diffs_incomplete;
+}
+
+// The bytes a text takes in the page's data: a JSON string (report_page.cc's JsonWriter) with
+// <, > and & written as \u escapes (EscapeScriptJson).
+uint64_t EmbeddedBytes(std::string_view text) {
+  uint64_t bytes = text.size() + 2;
+  for (char c : text) {
+    switch (c) {
+      case '"':
+      case '\\':
+      case '\n':
+      case '\r':
+      case '\t':
+        bytes += 1;
+        break;
+      case '<':
+      case '>':
+      case '&':
+        bytes += 5;
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) bytes += 5;
+    }
+  }
+  return bytes;
+}
+
+// The bytes of text a document or a diff puts on the page.
+uint64_t TextBytes(const ShownDocument& document) {
+  return document.text ? EmbeddedBytes(*document.text) : 0;
+}
+uint64_t TextBytes(const std::optional<report::WordDiffResult>& diff) {
+  uint64_t bytes = 0;
+  if (diff) {
+    for (const report::DiffSpan& span : diff->spans) bytes += EmbeddedBytes(span.text) + 7;
+  }
+  return bytes;
+}
+
+// Keeps the texts of the clusters, largest first, while all texts on the page (the sample's and
+// missed pairs' included) fit in max_total_text_bytes; the later clusters go without.
+void TrimToBudget(const ReportOptions& options, ReportModel* model) {
+  uint64_t used = 0;
+  for (const SampleEntry& entry : model->sample) {
+    used += TextBytes(entry.kept) + TextBytes(entry.member.diff);
+    if (!entry.member.diff) used += TextBytes(entry.member.document);
+  }
+  for (const MissedPair& pair : model->eval.missed) {
+    used += pair.diff ? TextBytes(pair.diff) : TextBytes(pair.a) + TextBytes(pair.b);
+  }
+  for (size_t c = 0; c < model->clusters.size(); ++c) {
+    ShownCluster& cluster = model->clusters[c];
+    if (cluster.texts_omitted) continue;
+    uint64_t cost = TextBytes(cluster.kept);
+    for (const ShownMember& member : cluster.members) {
+      cost += member.diff ? TextBytes(member.diff) : TextBytes(member.document);
+    }
+    if (model->first_cluster_without_texts != UINT64_MAX ||
+        used + cost > options.max_total_text_bytes) {
+      OmitTexts(c, model);
+      continue;
+    }
+    used += cost;
   }
 }
 
-uint64_t CountDiffs(const ReportModel& model) {
+// The diffs on the page, and of those the ones that stopped at max_edits.
+uint64_t CountDiffs(const ReportModel& model, uint64_t* incomplete) {
   uint64_t diffs = 0;
+  *incomplete = 0;
+  auto count = [&](const std::optional<report::WordDiffResult>& diff) {
+    diffs += diff.has_value();
+    *incomplete += diff.has_value() && !diff->complete;
+  };
   for (const ShownCluster& cluster : model.clusters) {
-    for (const ShownMember& member : cluster.members) diffs += member.diff.has_value();
+    for (const ShownMember& member : cluster.members) count(member.diff);
   }
-  for (const SampleEntry& entry : model.sample) diffs += entry.member.diff.has_value();
-  for (const MissedPair& pair : model.eval.missed) diffs += pair.diff.has_value();
+  for (const SampleEntry& entry : model.sample) count(entry.member.diff);
+  for (const MissedPair& pair : model.eval.missed) count(pair.diff);
   return diffs;
 }
 
@@ -910,6 +1001,8 @@ Result<std::string> RenderReport(const ReportSources& sources, const ReportOptio
   NEARDUP_RETURN_IF_ERROR(ReadClusters(sources, options, &model));
   NEARDUP_RETURN_IF_ERROR(FetchTexts(options, &model));
   ComputeDiffs(options, &model);
+  TrimToBudget(options, &model);
+  const uint64_t diffs = CountDiffs(model, &model.diffs_incomplete);
   model.title = options.title.empty() ? "neardup report: " + model.source : options.title;
   std::string page = report::RenderPage(model);
   if (stats) {
@@ -919,7 +1012,7 @@ Result<std::string> RenderReport(const ReportSources& sources, const ReportOptio
     stats->sample = model.sample.size();
     stats->missed_pairs = model.eval.missed.size();
     stats->eval = model.eval.present;
-    stats->diffs = CountDiffs(model);
+    stats->diffs = diffs;
     uint64_t wanted = 0, found = 0;
     auto count = [&](const ShownDocument& document) {
       wanted += document.wants_text;

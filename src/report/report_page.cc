@@ -198,6 +198,7 @@ std::string Histogram(const SummaryModel& summary, double threshold) {
   const double top = std::log10(1.0 + static_cast<double>(largest));
   Plot plot;
   plot.width = 520;
+  plot.top = 30;  // the legend goes above the bars
   std::string svg = plot.Open();
   // A logarithmic y axis: counts span orders of magnitude.
   for (uint64_t tick = 1; top > 0 && tick <= largest; tick *= 10) {
@@ -225,12 +226,12 @@ std::string Histogram(const SummaryModel& summary, double threshold) {
     bar(h.accepted[i], bin_width / 2, "#27ae60", "accepted");
   }
   if (threshold > 0) svg += plot.Marker(threshold, "verify " + Fixed(threshold, 2));
-  svg += "<rect x=\"" + Fixed(plot.X(0) + 8, 1) +
-         "\" y=\"18\" width=\"10\" height=\"10\" fill=\"#27ae60\"/><text x=\"" +
-         Fixed(plot.X(0) + 22, 1) + "\" y=\"27\">accepted pairs</text>";
-  svg += "<rect x=\"" + Fixed(plot.X(0) + 8, 1) +
-         "\" y=\"34\" width=\"10\" height=\"10\" fill=\"#e67e22\"/><text x=\"" +
-         Fixed(plot.X(0) + 22, 1) + "\" y=\"43\">rejected candidates</text>";
+  svg += "<rect x=\"" + Fixed(plot.X(0), 1) +
+         "\" y=\"4\" width=\"10\" height=\"10\" fill=\"#e67e22\"/><text x=\"" +
+         Fixed(plot.X(0) + 14, 1) + "\" y=\"13\">rejected candidates</text>";
+  svg += "<rect x=\"" + Fixed(plot.X(0) + 150, 1) +
+         "\" y=\"4\" width=\"10\" height=\"10\" fill=\"#27ae60\"/><text x=\"" +
+         Fixed(plot.X(0) + 164, 1) + "\" y=\"13\">accepted pairs</text>";
   return svg + "</svg>\n";
 }
 
