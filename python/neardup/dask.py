@@ -305,13 +305,10 @@ class DaskDedupResult:
     - ``decisions``: a Dask DataFrame ``id, partition, row, keep`` of every document;
     - ``remove``: the removed ids (a set, gathered when first asked for); ``summary``: counts and
       the parameters used;
-    - ``output``: the directory written, when one was given;
-    - ``report(path)``: the self-contained HTML page of ``neardup report``.
+    - ``output``: the directory written, when one was given.
     """
 
-    def __init__(self, members, decisions, summary, output, bits, data=None, text="text"):
-        self._data = data  # the input frame: the report reads the texts it shows from it
-        self._text = text
+    def __init__(self, members, decisions, summary, output, bits):
         self.members = members
         self.decisions = decisions
         self.summary = summary
@@ -338,39 +335,6 @@ class DaskDedupResult:
                 f"{self.summary['clusters']} clusters, "
                 f"{self.summary['documents_removed']} removed, "
                 f"k={self.summary['k']})")
-
-    def report(self, path: str, *, force: bool = False, **options: Any) -> dict:
-        """Writes the self-contained HTML page of ``neardup report`` (the library's) to ``path``;
-        options as :meth:`neardup.DedupResult.report`. The texts shown are read from the input
-        frame (only the partitions holding a shown document)."""
-        texts = None
-        if self._data is not None:
-            data, column = self._data, self._text
-
-            def texts(wanted: list) -> list:
-                where = []
-                for _, location in wanted:
-                    partition, _, row = location.partition(":")
-                    where.append((int(partition), int(row)) if row.isdigit() else None)
-                parts = sorted({w[0] for w in where if w is not None})
-                import dask
-                frames = dask.compute(*[data.get_partition(p)[column] for p in parts])
-                by_part = dict(zip(parts, frames))
-                out = []
-                for w in where:
-                    value = None
-                    if w is not None and w[1] < len(by_part[w[0]]):
-                        value = by_part[w[0]].iloc[w[1]]
-                    if isinstance(value, bytes):
-                        value = value.decode("utf-8", "replace")
-                    out.append(value if isinstance(value, str) else None)
-                return out
-        if self.output and os.path.isfile(os.path.join(self.output, "clusters.jsonl")):
-            return _neardup._write_report(os.fspath(path), self.output, "", "", texts, options,
-                                          force)
-        clusters = "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in self.clusters)
-        return _neardup._write_report(os.fspath(path), "", json.dumps(self.summary), clusters,
-                                      texts, options, force)
 
     def clusters_frame(self) -> pd.DataFrame:
         rows = []
@@ -990,4 +954,4 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
         with open(os.path.join(output, "summary.json"), "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=1)
         _write_table(decisions, output, "decisions", format)
-    return DaskDedupResult(cluster_members, decisions, summary, output, bits, data=ddf, text=text)
+    return DaskDedupResult(cluster_members, decisions, summary, output, bits)

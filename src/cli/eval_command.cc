@@ -381,7 +381,7 @@ class EvalMarkdown {
 // eval.json (with -o): the per-label table of every method and the pairs the dedup run got
 // wrong (positives not in one cluster, negatives in one), with their documents' locations, for
 // `neardup report`.
-std::string EvalJson(const EvalRun& run) {
+std::string EvalOutputJson(const EvalRun& run) {
   std::string out;
   JsonWriter json(&out);
   json.BeginObject().Key("methods").BeginArray();
@@ -487,7 +487,7 @@ int RunEval(const EvalArgs& args) {
     const std::string eval_path = (std::filesystem::path(args.output_dir) / "eval.json").string();
     status = CheckOutputPath(eval_path, output_options);
     if (status.ok()) status = WriteDedupOutputs(run->report, output);
-    if (status.ok()) status = WriteOutputFile(eval_path, EvalJson(*run), output_options);
+    if (status.ok()) status = WriteOutputFile(eval_path, EvalOutputJson(*run), output_options);
     if (!status.ok()) {
       PrintError(status);
       return kExitFailure;
