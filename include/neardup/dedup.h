@@ -179,7 +179,7 @@ struct SimilarityHistogram {
   // rejected pair when the run has at most kMeasureAll candidate pairs, else for a deterministic
   // sample of 1 in rejected_sample_every (chosen by a hash of the pair).
   std::vector<uint64_t> rejected;
-  static constexpr uint64_t kMeasureAll = uint64_t{1} << 20;
+  static constexpr uint64_t kMeasureAll = uint64_t{1} << 16;
   uint64_t rejected_pairs = 0;         // candidate pairs verification rejected
   uint64_t rejected_measured = 0;      // of which counted in `rejected`
   uint64_t rejected_sample_every = 1;  // 1: all of them
