@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <regex>
 #include <set>
 
 #include "neardup/dedup.h"
@@ -313,9 +312,10 @@ TEST(ReportTest, TheSampleIsSeededAndTheClustersAreTheLargest) {
     std::string data = page->substr(page->find("\"sample\":"));
     data = data.substr(0, data.find("\"missed\":"));
     std::vector<std::string> ids;
-    std::regex member(R"re("member":\{"doc":\{"id":"([^"]+)")re");
-    for (std::sregex_iterator it(data.begin(), data.end(), member), end; it != end; ++it) {
-      ids.push_back((*it)[1]);
+    const std::string marker = R"("member":{"doc":{"id":")";
+    for (size_t at = data.find(marker); at != std::string::npos; at = data.find(marker, at + 1)) {
+      const size_t start = at + marker.size();
+      ids.push_back(data.substr(start, data.find('"', start) - start));
     }
     return ids;
   };
@@ -474,6 +474,37 @@ TEST(ReportTest, ChainedMembersAreComparedWithTheirVia) {
             std::string::npos);
   EXPECT_NE(page->find(R"("vias":[{"id":"d","loc":"f:4")"), std::string::npos);
   EXPECT_NE(page->find(R"("unlisted":1)"), std::string::npos);
+}
+
+TEST(ReportTest, ThePageListsABoundedNumberOfMembers) {
+  ReportSources sources;
+  sources.summary_json = "{}";
+  for (int c = 0; c < 3; ++c) {
+    std::string line = R"({"cluster":)" + std::to_string(c) + R"(,"size":6,"kept":{"id":"k)" +
+                       std::to_string(c) + R"(","location":"f:1"},"removed":[)";
+    for (int m = 0; m < 5; ++m) {
+      line += std::string(m ? "," : "") + R"({"id":"m)" + std::to_string(c) + std::to_string(m) +
+              R"(","location":"f:2","reason":"near_duplicate","via":"k)" + std::to_string(c) +
+              R"("})";
+    }
+    sources.clusters_jsonl += line + "]}\n";
+  }
+  ReportOptions options;
+  options.max_total_listed_members = 4;
+  options.max_members_with_text = 1;
+  options.sample_size = 0;
+  options.texts = [](const std::vector<ReportDocumentRef>& wanted,
+                     std::vector<std::optional<std::string>>* out) {
+    for (size_t i = 0; i < wanted.size(); ++i) (*out)[i] = "text of " + wanted[i].id;
+    return Status::Ok();
+  };
+  auto page = RenderReport(sources, options);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  // The first cluster lists 4 members, the others only the one shown with a diff.
+  EXPECT_EQ(Occurrences(*page, R"("unlisted":1)"), 1u);
+  EXPECT_EQ(Occurrences(*page, R"("unlisted":4)"), 2u);
+  EXPECT_NE(page->find(R"("id":"m20")"), std::string::npos);
+  EXPECT_EQ(page->find(R"("id":"m21")"), std::string::npos);
 }
 
 TEST(ReportTest, WriteReportProtectsInputsAndExistingFiles) {

@@ -382,31 +382,9 @@ class ClusterCollector {
       }
       cluster.members.push_back(std::move(member));
     }
-    // Each diff's base: the kept document, a listed member, or an extra via document.
-    for (ShownMember& member : cluster.members) {
-      if (!member.with_diff) continue;
-      if (member.via == cluster.kept.id) {
-        member.base = 0;
-        continue;
-      }
-      for (size_t i = 0; i < cluster.members.size(); ++i) {
-        if (cluster.members[i].document.id == member.via) {
-          member.base = 1 + i;
-          cluster.members[i].document.wants_text = true;
-          break;
-        }
-      }
-      if (member.base != SIZE_MAX) continue;
-      for (size_t i = 0; i < cluster.vias.size(); ++i) {
-        if (cluster.vias[i].id == member.via) member.base = 1 + cluster.members.size() + i;
-      }
-      if (member.base != SIZE_MAX) continue;
-      ShownDocument via;
-      via.id = member.via;
-      via.location = member.via_location;
-      via.wants_text = true;
-      cluster.vias.push_back(std::move(via));
-      member.base = cluster.members.size() + cluster.vias.size();
+    // Each diff's base (its via): the kept document, a listed member, or an extra document.
+    for (const ShownMember& member : cluster.members) {
+      if (member.with_diff) NeedBase(member, &cluster);
     }
     top_.push(std::move(cluster));
     if (top_.size() > options_.max_clusters) top_.pop();
@@ -420,6 +398,27 @@ class ClusterCollector {
       top_.pop();
     }
     std::reverse(model_->clusters.begin(), model_->clusters.end());
+    // At most max_total_listed_members listed on the page: later clusters list fewer (never
+    // fewer than those shown with a diff).
+    uint64_t listed = 0;
+    for (ShownCluster& cluster : model_->clusters) {
+      size_t keep = static_cast<size_t>(std::min<uint64_t>(
+          cluster.members.size(),
+          options_.max_total_listed_members - std::min(listed, options_.max_total_listed_members)));
+      for (size_t i = keep; i < cluster.members.size(); ++i) {
+        if (cluster.members[i].with_diff) keep = i + 1;
+      }
+      if (keep < cluster.members.size()) {
+        cluster.unlisted += cluster.members.size() - keep;
+        std::vector<ShownMember> cut(std::make_move_iterator(cluster.members.begin() + keep),
+                                     std::make_move_iterator(cluster.members.end()));
+        cluster.members.resize(keep);
+        for (const ShownMember& member : cluster.members) {
+          if (member.with_diff) NeedBase(member, &cluster, &cut);
+        }
+      }
+      listed += cluster.members.size();
+    }
     model_->sample.clear();
     while (!sample_.empty()) {
       model_->sample.push_back(std::move(const_cast<SampleEntry&>(sample_.top())));
@@ -457,6 +456,33 @@ class ClusterCollector {
     }
     sample_.push(std::move(entry));
     if (sample_.size() > options_.sample_size) sample_.pop();
+  }
+
+  // Makes sure the via of `member` is on the page: the kept document or a listed member (marked as
+  // wanting its text), else an entry of cluster->vias (from `cut`, members no longer listed, when
+  // it is one of them, for its location).
+  static void NeedBase(const ShownMember& member, ShownCluster* cluster,
+                       std::vector<ShownMember>* cut = nullptr) {
+    if (member.via == cluster->kept.id) return;
+    for (ShownMember& other : cluster->members) {
+      if (other.document.id == member.via) {
+        other.document.wants_text = true;
+        return;
+      }
+    }
+    for (const ShownDocument& via : cluster->vias) {
+      if (via.id == member.via) return;
+    }
+    ShownDocument via;
+    via.id = member.via;
+    via.location = member.via_location;
+    if (cut) {
+      for (ShownMember& other : *cut) {
+        if (other.document.id == member.via) via = other.document;
+      }
+    }
+    via.wants_text = true;
+    cluster->vias.push_back(std::move(via));
   }
 
   struct WorstOnTop {
@@ -849,6 +875,18 @@ Status FetchTexts(const ReportOptions& options, ReportModel* model) {
 
 // ---- diffs --------------------------------------------------------------------------------------
 
+// The document `id` of a cluster as shown: the kept one, a listed member or an extra via.
+const ShownDocument* FindDocument(const ShownCluster& cluster, const std::string& id) {
+  if (cluster.kept.id == id) return &cluster.kept;
+  for (const ShownMember& member : cluster.members) {
+    if (member.document.id == id) return &member.document;
+  }
+  for (const ShownDocument& via : cluster.vias) {
+    if (via.id == id) return &via;
+  }
+  return nullptr;
+}
+
 void ComputeDiffs(const ReportOptions& options, ReportModel* model) {
   struct Job {
     const ShownDocument* base;
@@ -858,12 +896,9 @@ void ComputeDiffs(const ReportOptions& options, ReportModel* model) {
   std::vector<Job> jobs;
   for (ShownCluster& cluster : model->clusters) {
     for (ShownMember& member : cluster.members) {
-      if (!member.with_diff || member.base == SIZE_MAX) continue;
-      const ShownDocument* base = member.base == 0 ? &cluster.kept
-                                  : member.base <= cluster.members.size()
-                                      ? &cluster.members[member.base - 1].document
-                                      : &cluster.vias[member.base - 1 - cluster.members.size()];
-      jobs.push_back({base, &member.document, &member.diff});
+      if (!member.with_diff) continue;
+      const ShownDocument* base = FindDocument(cluster, member.via);
+      if (base) jobs.push_back({base, &member.document, &member.diff});
     }
   }
   for (SampleEntry& entry : model->sample) {

@@ -36,12 +36,11 @@ struct ShownMember {
   std::string reason;  // exact_duplicate, near_duplicate, chained
   std::string via;     // id of the member it was linked through
   std::string via_location;
-  int distance = 0;         // fingerprint distance to the kept document
-  int distance_to_via = 0;  // fingerprint distance to via
-  double similarity = -1;   // verified similarity to via (-1: not recorded)
-  bool with_diff = false;   // a diff against via is shown
-  std::optional<WordDiffResult> diff;
-  size_t base = SIZE_MAX;  // with_diff: index of via in ShownCluster::documents (kept = 0)
+  int distance = 0;                    // fingerprint distance to the kept document
+  int distance_to_via = 0;             // fingerprint distance to via
+  double similarity = -1;              // verified similarity to via (-1: not recorded)
+  bool with_diff = false;              // a diff against via is shown
+  std::optional<WordDiffResult> diff;  // against via (found by id in the cluster)
 };
 
 struct ShownCluster {

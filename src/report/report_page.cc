@@ -516,12 +516,13 @@ void ClusterSection(const ReportModel& model, Html* html) {
                           Thousands(model.total_clusters) + " clusters (at most " +
                           Thousands(o.max_clusters) +
                           "; ties by cluster number). Every cluster is in clusters.jsonl.");
-  html->Element("li",
-                "Per cluster, up to " + Thousands(o.max_listed_members) +
-                    " removed members are listed and up to " + Thousands(o.max_members_with_text) +
-                    " of those that are not byte-identical copies are shown with a diff; "
-                    "every text is cut to its first " +
-                    Thousands(o.max_text_bytes) + " bytes, and the diff is of those cut texts.");
+  html->Element("li", "Per cluster, up to " + Thousands(o.max_listed_members) +
+                          " removed members are listed (" + Thousands(o.max_total_listed_members) +
+                          " on the whole page) and up to " + Thousands(o.max_members_with_text) +
+                          " of those that are not byte-identical copies are shown with a diff; "
+                          "every text is cut to its first " +
+                          Thousands(o.max_text_bytes) +
+                          " bytes, and the diff is of those cut texts.");
   html->Element(
       "li",
       "Each removed member is compared with the document it was matched to: the kept "
