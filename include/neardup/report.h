@@ -46,7 +46,7 @@ struct ReportOptions {
   size_t max_clusters = 1000;               // clusters embedded, the largest first
   size_t max_members_with_text = 10;        // removed members of a cluster shown with text and diff
   size_t max_listed_members = 100;          // removed members of a cluster listed at all
-  size_t max_total_listed_members = 20000;  // removed members listed on the whole page
+  size_t max_total_listed_members = 10000;  // removed members listed on the whole page
   size_t max_text_bytes = 4000;             // each text cut to this (at a character boundary)
   size_t max_total_text_bytes = 12000000;   // all embedded text; later clusters go without
   size_t sample_size = 50;                  // removed documents in the review sample

@@ -170,8 +170,8 @@
     if (state.filter !== "all") {
       var near = false, chained = false;
       for (var i = 0; i < members.length; i++) {
-        if (members[i].reason === "near_duplicate") near = true;
         if (members[i].reason === "chained") chained = true;
+        else if (members[i].reason !== "exact_duplicate") near = true;  // near, contained, ...
       }
       if (state.filter === "near" && !near) return false;
       if (state.filter === "chained" && !chained) return false;

@@ -398,27 +398,6 @@ class ClusterCollector {
       top_.pop();
     }
     std::reverse(model_->clusters.begin(), model_->clusters.end());
-    // At most max_total_listed_members listed on the page: later clusters list fewer (never
-    // fewer than those shown with a diff).
-    uint64_t listed = 0;
-    for (ShownCluster& cluster : model_->clusters) {
-      size_t keep = static_cast<size_t>(std::min<uint64_t>(
-          cluster.members.size(),
-          options_.max_total_listed_members - std::min(listed, options_.max_total_listed_members)));
-      for (size_t i = keep; i < cluster.members.size(); ++i) {
-        if (cluster.members[i].with_diff) keep = i + 1;
-      }
-      if (keep < cluster.members.size()) {
-        cluster.unlisted += cluster.members.size() - keep;
-        std::vector<ShownMember> cut(std::make_move_iterator(cluster.members.begin() + keep),
-                                     std::make_move_iterator(cluster.members.end()));
-        cluster.members.resize(keep);
-        for (const ShownMember& member : cluster.members) {
-          if (member.with_diff) NeedBase(member, &cluster, &cut);
-        }
-      }
-      listed += cluster.members.size();
-    }
     model_->sample.clear();
     while (!sample_.empty()) {
       model_->sample.push_back(std::move(const_cast<SampleEntry&>(sample_.top())));
@@ -458,6 +437,32 @@ class ClusterCollector {
     if (sample_.size() > options_.sample_size) sample_.pop();
   }
 
+ public:
+  // At most max_total_listed_members removed members listed on the page, the largest clusters
+  // first; a cluster past that lists only the members shown with a diff. Run once the texts are
+  // trimmed to the budget (a cluster without texts needs no member listed).
+  static void CapListing(const ReportOptions& options, ReportModel* model) {
+    uint64_t listed = 0;
+    for (ShownCluster& cluster : model->clusters) {
+      size_t keep = static_cast<size_t>(std::min<uint64_t>(
+          cluster.members.size(),
+          options.max_total_listed_members - std::min(listed, options.max_total_listed_members)));
+      for (size_t i = keep; i < cluster.members.size(); ++i) {
+        if (cluster.members[i].diff) keep = i + 1;
+      }
+      if (keep < cluster.members.size()) {
+        cluster.unlisted += cluster.members.size() - keep;
+        std::vector<ShownMember> cut(std::make_move_iterator(cluster.members.begin() + keep),
+                                     std::make_move_iterator(cluster.members.end()));
+        cluster.members.resize(keep);
+        for (const ShownMember& member : cluster.members) {
+          if (member.diff) NeedBase(member, &cluster, &cut);
+        }
+      }
+      listed += cluster.members.size();
+    }
+  }
+
   // Makes sure the via of `member` is on the page: the kept document or a listed member (marked as
   // wanting its text), else an entry of cluster->vias (from `cut`, members no longer listed, when
   // it is one of them, for its location).
@@ -485,6 +490,7 @@ class ClusterCollector {
     cluster->vias.push_back(std::move(via));
   }
 
+ private:
   struct WorstOnTop {
     bool operator()(const ShownCluster& a, const ShownCluster& b) const {
       return Better(a.size, a.number, b.size, b.number);
@@ -766,7 +772,7 @@ std::string CutText(const std::string& text, size_t limit, bool* cut) {
 // Drops the texts and diffs of cluster `c` (over the page's text budget).
 void OmitTexts(size_t c, ReportModel* model) {
   ShownCluster& cluster = model->clusters[c];
-  if (model->first_cluster_without_texts == UINT64_MAX) model->first_cluster_without_texts = c;
+  model->first_cluster_without_texts = std::min<uint64_t>(model->first_cluster_without_texts, c);
   cluster.texts_omitted = true;
   cluster.kept.wants_text = false;
   cluster.kept.text.reset();
@@ -961,6 +967,7 @@ uint64_t TextBytes(const std::optional<report::WordDiffResult>& diff) {
 // missed pairs' included) fit in max_total_text_bytes; the later clusters go without.
 void TrimToBudget(const ReportOptions& options, ReportModel* model) {
   uint64_t used = 0;
+  bool over = false;
   for (const SampleEntry& entry : model->sample) {
     used += TextBytes(entry.kept) + TextBytes(entry.member.diff);
     if (!entry.member.diff) used += TextBytes(entry.member.document);
@@ -975,8 +982,8 @@ void TrimToBudget(const ReportOptions& options, ReportModel* model) {
     for (const ShownMember& member : cluster.members) {
       cost += member.diff ? TextBytes(member.diff) : TextBytes(member.document);
     }
-    if (model->first_cluster_without_texts != UINT64_MAX ||
-        used + cost > options.max_total_text_bytes) {
+    if (over || used + cost > options.max_total_text_bytes) {
+      over = true;
       OmitTexts(c, model);
       continue;
     }
@@ -1037,6 +1044,7 @@ Result<std::string> RenderReport(const ReportSources& sources, const ReportOptio
   NEARDUP_RETURN_IF_ERROR(FetchTexts(options, &model));
   ComputeDiffs(options, &model);
   TrimToBudget(options, &model);
+  ClusterCollector::CapListing(options, &model);
   const uint64_t diffs = CountDiffs(model, &model.diffs_incomplete);
   model.title = options.title.empty() ? "neardup report: " + model.source : options.title;
   std::string page = report::RenderPage(model);
