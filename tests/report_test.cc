@@ -343,10 +343,14 @@ TEST(ReportTest, StaysWithinTheTextBudget) {
   ReportOptions options;
   options.max_total_text_bytes = 100000;
   options.max_text_bytes = 2000;
+  options.sample_size = 0;
   ReportStats stats;
   auto page = RenderReport(sources, options, &stats);
   ASSERT_TRUE(page.ok());
   EXPECT_EQ(stats.clusters_embedded, 60u);
+  // The first clusters keep their texts and diffs; the page says where the budget ran out.
+  EXPECT_GT(stats.diffs, 10u);
+  EXPECT_EQ(page->find("clusters from #1 in this list"), std::string::npos);
   // Texts (with their diffs) take at most about twice the budget; the rest is markup and data.
   EXPECT_LT(page->size(), 2 * options.max_total_text_bytes + 150000) << page->size();
   EXPECT_NE(page->find("text budget"), std::string::npos);
