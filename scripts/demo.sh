@@ -72,6 +72,6 @@ echo "Why are two of them near-duplicates? $NEARDUP explain ${files[*]} $pair"
 # The run as one HTML page: clusters with word-level diffs, the similarity histogram, a sample to
 # review. Self-contained: open it from disk in any browser.
 echo
-echo "The report: $NEARDUP report $OUT --force"
+echo "The report: $NEARDUP report $OUT -o $OUT/report.html --force"
 "$NEARDUP" report "$OUT" -o "$OUT/report.html" --force -q >/dev/null
 echo "Open $(cd "$OUT" && pwd)/report.html in a browser."
