@@ -6,6 +6,7 @@
 #include "neardup/report.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -386,6 +387,12 @@ TEST(ReportTest, RendersWhenTheInputsAreGoneOrChanged) {
   EXPECT_EQ(stats.texts_found, 0u);
   EXPECT_NE(stats.texts_note.find("the input is gone"), std::string::npos) << stats.texts_note;
   EXPECT_NE(page->find("Texts unavailable for"), std::string::npos);
+  // Replaced by a pipe: never opened (reading it would wait for a writer forever).
+  ASSERT_EQ(::mkfifo((dir / "corpus.jsonl").c_str(), 0600), 0);
+  page = RenderReport(sources, ReportOptions(), &stats);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  EXPECT_EQ(stats.texts_found, 0u);
+  EXPECT_NE(stats.texts_note.find("cannot be read again"), std::string::npos) << stats.texts_note;
 }
 
 TEST(ReportTest, EvalFoldersShowTheLabelTableAndMissedPairs) {

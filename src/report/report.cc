@@ -672,9 +672,12 @@ Status ReadTextsFromInputs(const SummaryModel& summary,
   for (size_t i = 0; i < summary.inputs.size(); ++i) {
     if (wanted_at[i].empty()) continue;
     const SummaryModel::Input& input = summary.inputs[i];
-    if (input.in_memory || input.path == "-" || input.absolute.empty()) {
+    if (input.in_memory || input.absolute.empty() || IsStreamInput(input.absolute)) {
       AddNote(notes, input.path == "-" ? "standard input cannot be read again"
-                                       : input.path + " was not a file (in memory)");
+                     : input.in_memory ? input.path + " was not a file (in memory)"
+                                       : input.path +
+                                             " was a stream (a pipe): it cannot be read "
+                                             "again");
       continue;
     }
     struct stat info;
