@@ -53,6 +53,9 @@ from . import _neardup, to_hex
 
 __all__ = ["dedup", "plan_blocks", "DaskDedupResult"]
 
+# The options of the pair rule (verification) among dedup's keywords.
+_RULE_OPTIONS = {"threshold", "verify", "containment", "containment_min_shingles",
+                 "containment_min_ratio"}
 _FINGERPRINT_OPTIONS = {
     "profile", "tokenizer", "shingle", "ngram", "weighting", "top_k", "bits", "hash", "no_nfkc",
     "no_casefold", "no_case_fold", "no_t2s", "no_whitespace_folding", "keep_markup",
@@ -188,7 +191,8 @@ def _lsh_pairs(frame: pd.DataFrame, window: int) -> pd.DataFrame:
     a, b = _neardup._lsh_bucket_pairs(frame["bucket"].to_numpy(np.uint64),
                                       frame["gid"].to_numpy(np.uint64), window)
     return pd.DataFrame({"a": a, "b": b, "distance": np.full(len(a), -1, np.int32),
-                         "similarity": np.full(len(a), -1.0)})
+                         "similarity": np.full(len(a), -1.0),
+                         "reason": np.full(len(a), _NEAR_DUPLICATE, np.uint8)})
 
 
 def _id_text(value: Any, partition: int, row: int) -> str:
@@ -209,7 +213,10 @@ def _id_text(value: Any, partition: int, row: int) -> str:
 # ---- stages 2-4: candidate keys, buckets, distinct pairs -----------------------------------------
 
 _KEY_META = {"key": "u8", "combo": "u4", "gid": "u8", "hi": "u8", "lo": "u8"}
-_PAIR_META = {"a": "u8", "b": "u8", "distance": "i4", "similarity": "f8"}
+# reason: the pair rule's DuplicateReason (neardup/pair_rule.h; _neardup._REASONS): 2 whitespace,
+# 3 near_duplicate (also for pairs not yet verified, or when verification is off), 4 contained.
+_PAIR_META = {"a": "u8", "b": "u8", "distance": "i4", "similarity": "f8", "reason": "u1"}
+_WHITESPACE, _NEAR_DUPLICATE = 2, 3
 
 
 def _hamming_keys(rec: pd.DataFrame, bits: int, blocks: int, t: int) -> pd.DataFrame:
@@ -226,7 +233,8 @@ def _bucket_pairs(keys: pd.DataFrame, bits: int, blocks: int, t: int, k: int) ->
         keys["key"].to_numpy(np.uint64), keys["combo"].to_numpy(np.uint32),
         keys["gid"].to_numpy(np.uint64), keys["hi"].to_numpy(np.uint64),
         keys["lo"].to_numpy(np.uint64), bits, blocks, t, k)
-    return pd.DataFrame({"a": a, "b": b, "distance": d, "similarity": np.full(len(a), -1.0)})
+    return pd.DataFrame({"a": a, "b": b, "distance": d, "similarity": np.full(len(a), -1.0),
+                         "reason": np.full(len(a), _NEAR_DUPLICATE, np.uint8)})
 
 
 def _squeezed_keys(rec: pd.DataFrame) -> pd.DataFrame:
@@ -246,7 +254,8 @@ def _squeezed_pairs(frame: pd.DataFrame) -> pd.DataFrame:
     y = first["hi"].to_numpy(np.uint64)[others] ^ frame["hi"].to_numpy(np.uint64)[others]
     distance = _popcount(x) + _popcount(y)
     return pd.DataFrame({"a": a, "b": b, "distance": distance.astype(np.int32),
-                         "similarity": np.ones(len(a))})
+                         "similarity": np.ones(len(a)),
+                         "reason": np.full(len(a), _WHITESPACE, np.uint8)})
 
 
 def _popcount(values: np.ndarray) -> np.ndarray:
@@ -276,20 +285,30 @@ def _shingle_rows(frame: pd.DataFrame, needed_rows: np.ndarray, partition: int, 
     })
 
 
-def _score_pairs(frame: pd.DataFrame, verify: bool) -> pd.DataFrame:
-    """Distance of every joined pair and, when verifying, its similarity (1 for exact copies)."""
+def _score_pairs(frame: pd.DataFrame, verify: bool, rule_options: dict) -> pd.DataFrame:
+    """Distance of every joined pair and, when verifying, the pair rule's decision
+    (neardup/pair_rule.h, the command's one implementation): its reason and similarity; a
+    rejected pair gets similarity -2."""
     x = frame["lo_a"].to_numpy(np.uint64) ^ frame["lo_b"].to_numpy(np.uint64)
     y = frame["hi_a"].to_numpy(np.uint64) ^ frame["hi_b"].to_numpy(np.uint64)
     distance = (_popcount(x) + _popcount(y)).astype(np.int32)
     similarity = np.full(len(frame), -1.0)
+    reason = np.full(len(frame), _NEAR_DUPLICATE, np.uint8)
     if verify and len(frame):
-        exact = ((frame["content_hash_a"].to_numpy(np.uint64) == frame["content_hash_b"].to_numpy(np.uint64))
-                 & (frame["bytes_a"].to_numpy(np.uint64) == frame["bytes_b"].to_numpy(np.uint64)))
+        # Whitespace-only copies were paired (and scored) by their whitespace-free hash already:
+        # each side's hash here is its own document number, so the rule never matches them again.
+        facts = {side: np.stack([frame[f"content_hash_{side}"].to_numpy(np.uint64),
+                                 frame[f"bytes_{side}"].to_numpy(np.uint64),
+                                 frame[side].to_numpy(np.uint64)], axis=1)
+                 for side in ("a", "b")}
         # The shingle sets travel as bytes of sorted uint32; the library reads them as they are.
-        similarity = np.where(exact, 1.0, _neardup._jaccard_pairs(
-            frame["shingles_a"].tolist(), frame["shingles_b"].tolist(), 0))
+        decided = _neardup._decide_pairs(facts["a"], frame["shingles_a"].tolist(), facts["b"],
+                                         frame["shingles_b"].tolist(), rule_options, None, 0)
+        reason = np.asarray(decided["reason"], np.uint8)
+        similarity = np.where(reason > 0, np.asarray(decided["similarity"], np.float64), -2.0)
     return pd.DataFrame({"a": frame["a"].to_numpy(np.uint64), "b": frame["b"].to_numpy(np.uint64),
-                         "distance": distance, "similarity": similarity.astype(np.float64)})
+                         "distance": distance, "similarity": similarity.astype(np.float64),
+                         "reason": reason})
 
 
 # ---- result -------------------------------------------------------------------------------------
@@ -384,7 +403,7 @@ def _decide(rec: pd.DataFrame, removed: pd.DataFrame) -> pd.DataFrame:
 # - by input partition: gid >> 32, the partition the document was read from (aligned with `rec`).
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_EDGE_META = {"a": "u8", "b": "u8", "distance": "i4", "similarity": "f8"}
+_EDGE_META = {"a": "u8", "b": "u8", "distance": "i4", "similarity": "f8", "reason": "u1"}
 _LABEL_META = {"node": "u8", "label": "u8"}
 _MESSAGE_META = {"node": "u8", "value": "u8", "kind": "i1"}
 _MEMBER_META = {
@@ -585,7 +604,8 @@ def _keep_per_cluster(members: pd.DataFrame, edges: pd.DataFrame, bits: int,
                              members["content_hash"].to_numpy(np.uint64),
                              members["score"].to_numpy(np.float64), a, b,
                              edges["distance"].to_numpy(np.int32),
-                             edges["similarity"].to_numpy(np.float64), keep)
+                             edges["similarity"].to_numpy(np.float64), keep,
+                             edges["reason"].to_numpy(np.uint8))
     ids = members["id"].tolist()
     n = len(members)
     kept_of = np.zeros(n, np.int64)
@@ -791,6 +811,9 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
         if name in options:
             raise TypeError(f"unexpected option '{name}' (use text= / id=)")
     resolved = _neardup._resolve_dedup_options(options)  # validates before any work
+    if options.get("boilerplate"):
+        raise ValueError("boilerplate=True is not supported by neardup.dask yet (its weights "
+                         "need the whole corpus's shingle frequencies); use neardup.dedup_files")
     if format not in ("auto", "jsonl", "parquet"):
         raise ValueError('format: expected "auto", "jsonl" or "parquet"')
     if format == "auto":
@@ -874,10 +897,11 @@ def dedup(data: Any, text: str = "text", id: str = "id", output: Optional[str] =
     for side in ("a", "b"):
         renamed = info.rename(columns={c: f"{c}_{side}" for c in info.columns})
         scored = scored.merge(renamed, left_on=side, right_on=f"gid_{side}", how="left")
-    scored = scored.map_partitions(_score_pairs, verify > 0, meta=_PAIR_META)
+    rule_options = {k: v for k, v in options.items() if k in _RULE_OPTIONS}
+    scored = scored.map_partitions(_score_pairs, verify > 0, rule_options, meta=_PAIR_META)
     accepted = dd.concat([candidates[candidates["similarity"] >= 0], scored])
     if verify > 0:
-        accepted = accepted[accepted["similarity"] >= verify]
+        accepted = accepted[accepted["similarity"] >= 0]
     accepted = accepted.persist()
     accepted_count = len(accepted)
 

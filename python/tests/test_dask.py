@@ -205,7 +205,8 @@ def test_components_across_partitions_match_union_find(client):
     frame = pd.DataFrame({"a": np.array([e[0] for e in edges], np.uint64),
                           "b": np.array([e[1] for e in edges], np.uint64),
                           "distance": np.zeros(len(edges), np.int32),
-                          "similarity": np.ones(len(edges))})
+                          "similarity": np.ones(len(edges)),
+                          "reason": np.full(len(edges), 3, np.uint8)})
     ddf = dd.from_pandas(frame, npartitions=13, sort=False)
     labels, _, rounds = nd._components(ddf, 11)
     got = labels.compute()
@@ -246,3 +247,12 @@ def test_chain_across_many_partitions_same_as_cli(client, binary, generated, tmp
     partitions = {int(m["location"].split(":")[0]) for m in
                   next(c for c in result.clusters if c["kept"]["id"].startswith("chain-"))["removed"]}
     assert len(partitions) >= 10
+
+
+def test_boilerplate_weights_are_refused_not_ignored(client):
+    # The weights need the whole corpus's shingle frequencies, which neardup.dask does not count
+    # yet: it refuses them rather than answer differently from the command.
+    ddf = dd.from_pandas(pd.DataFrame({"id": ["a", "b"], "text": ["one two three four"] * 2}),
+                         npartitions=1)
+    with pytest.raises(ValueError, match="boilerplate"):
+        nd.dedup(ddf, boilerplate=True)
