@@ -21,6 +21,7 @@
 
 #include "neardup/export.h"
 #include "neardup/fingerprinter.h"
+#include "neardup/sketch.h"
 #include "neardup/status.h"
 #include "neardup/store.h"
 
@@ -96,8 +97,14 @@ class NEARDUP_EXPORT Server {
   // when unset. InvalidArgument for a null store, out-of-range options, limits for another width
   // than the store's, or a fingerprinter whose fingerprints differ from the store's (another
   // width, or other options than the ones the store recorded).
+  // For a kDedup store (DocumentStore::LshOptions()) use the overload below.
   static Result<std::unique_ptr<Server>> Create(DocumentStore* store,
                                                 const Fingerprinter* fingerprinter,
+                                                ServerOptions options);
+  // The same with a DocumentSketcher (made with the store's LshOptions()): texts are
+  // fingerprinted and sketched by it, so checks and text queries apply a kDedup store's rule.
+  static Result<std::unique_ptr<Server>> Create(DocumentStore* store,
+                                                const DocumentSketcher& sketcher,
                                                 ServerOptions options);
   ~Server();
   Server(const Server&) = delete;

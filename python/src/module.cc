@@ -41,7 +41,9 @@
 #include "neardup/options.h"
 #include "neardup/output_file.h"
 #include "neardup/permuted_index.h"
+#include "neardup/report.h"
 #include "neardup/shingles.h"
+#include "neardup/sketch.h"
 #include "neardup/store.h"
 
 namespace py = pybind11;
@@ -1263,6 +1265,116 @@ py::dict DedupFiles(const std::vector<std::string>& inputs, const std::string& o
   return out;
 }
 
+// ---- the HTML report (neardup/report.h) ---------------------------------------------------------
+
+// A non-negative int keyword of report().
+size_t ReportSize(const py::handle& value, const char* name) {
+  if (!PyLong_Check(value.ptr()) || PyBool_Check(value.ptr())) {
+    throw py::type_error(std::string(name) + ": expected an int, got " +
+                         std::string(py::str(py::type::of(value).attr("__name__"))));
+  }
+  const long long number = PyLong_AsLongLong(value.ptr());
+  if (number == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (number < 0) throw py::value_error(std::string(name) + " must not be negative");
+  return static_cast<size_t>(number);
+}
+
+// Writes the report to `path`: of the folder `directory` when given, else of the in-memory
+// summary.json and clusters.jsonl texts. `texts` (None, or a callable taking a list of
+// (id, location) tuples and returning a list of str or None) supplies the texts instead of the
+// run's recorded inputs. Returns the report's counts.
+py::dict WriteReportFile(const std::string& path, const std::string& directory,
+                         const std::string& summary_json, const std::string& clusters_jsonl,
+                         const py::object& texts, const py::dict& keywords, bool force) {
+  ReportOptions options;
+  for (auto item : keywords) {
+    const std::string key = py::cast<std::string>(item.first);
+    if (key == "max_clusters") {
+      options.max_clusters = ReportSize(item.second, "max_clusters");
+    } else if (key == "max_members") {
+      options.max_members_with_text = ReportSize(item.second, "max_members");
+    } else if (key == "max_text_bytes") {
+      options.max_text_bytes = ReportSize(item.second, "max_text_bytes");
+    } else if (key == "max_total_text_bytes") {
+      options.max_total_text_bytes = ReportSize(item.second, "max_total_text_bytes");
+    } else if (key == "sample") {
+      options.sample_size = ReportSize(item.second, "sample");
+    } else if (key == "seed") {
+      options.seed = ReportSize(item.second, "seed");
+    } else if (key == "title") {
+      if (!py::isinstance<py::str>(item.second)) throw py::type_error("title: expected a str");
+      options.title = py::cast<std::string>(item.second);
+    } else {
+      throw py::type_error("report() got an unexpected keyword argument '" + key + "'");
+    }
+  }
+  if (!texts.is_none()) {
+    if (!PyCallable_Check(texts.ptr())) throw py::type_error("texts: expected a callable");
+    options.texts = [texts](const std::vector<ReportDocumentRef>& wanted,
+                            std::vector<std::optional<std::string>>* out) -> Status {
+      py::gil_scoped_acquire acquire;
+      try {
+        py::list refs;
+        for (const ReportDocumentRef& ref : wanted)
+          refs.append(py::make_tuple(ref.id, ref.location));
+        py::object got = texts(refs);
+        py::sequence values = got.cast<py::sequence>();
+        if (values.size() != wanted.size()) {
+          return Status::InvalidArgument("texts: returned " + std::to_string(values.size()) +
+                                         " values for " + std::to_string(wanted.size()) +
+                                         " documents");
+        }
+        for (size_t i = 0; i < wanted.size(); ++i) {
+          py::object value = values[i];
+          if (value.is_none()) continue;
+          if (!py::isinstance<py::str>(value)) {
+            return Status::InvalidArgument("texts: expected str or None for " + wanted[i].id);
+          }
+          (*out)[i] = py::cast<std::string>(value);
+        }
+        return Status::Ok();
+      } catch (py::error_already_set& error) {
+        return Status::InvalidArgument(std::string("texts: ") + error.what());
+      } catch (const py::cast_error& error) {
+        return Status::InvalidArgument(std::string("texts: ") + error.what());
+      }
+    };
+  }
+  Result<ReportStats> stats = Status::Internal("unset");
+  {
+    py::gil_scoped_release release;
+    if (!directory.empty()) {
+      stats = WriteReport(directory, path, options, force);
+    } else {
+      ReportSources sources;
+      sources.summary_json = summary_json;
+      sources.clusters_jsonl = clusters_jsonl;
+      ReportStats counts;
+      auto page = RenderReport(sources, options, &counts);
+      if (!page.ok()) {
+        stats = page.status();
+      } else {
+        OutputFileOptions file_options;
+        file_options.force = force;
+        Status written = WriteOutputFile(path, *page, file_options);
+        stats = written.ok() ? Result<ReportStats>(counts) : Result<ReportStats>(written);
+      }
+    }
+  }
+  ReportStats counts = Unwrap(std::move(stats));
+  py::dict out;
+  out["path"] = path;
+  out["clusters"] = counts.clusters;
+  out["clusters_shown"] = counts.clusters_embedded;
+  out["removed"] = counts.removed;
+  out["sample"] = counts.sample;
+  out["texts_wanted"] = counts.texts_wanted;
+  out["texts_found"] = counts.texts_found;
+  out["texts_note"] = counts.texts_note;
+  out["bytes"] = counts.bytes;
+  return out;
+}
+
 // The options a dedup run resolves (for the Dask pipeline): bits, the SimHash k, the LSH
 // parameters, the verification threshold, which candidate stages run, keep policy, t2s, fields.
 py::dict ResolveDedupOptions(const py::dict& kwargs) {
@@ -1566,6 +1678,31 @@ std::string MetadataBytes(py::handle metadata) {
   return std::string(TextView(metadata, "metadata"));
 }
 
+// A str argument that must be one of `choices` (not an option of the registry): ValueError
+// naming it otherwise.
+void CheckChoice(const char* name, const std::string& value,
+                 std::initializer_list<const char*> choices) {
+  std::string list;
+  for (const char* choice : choices) {
+    if (value == choice) return;
+    if (!list.empty()) list += ", ";
+    list += choice;
+  }
+  throw py::value_error(std::string(name) + ": expected one of " + list + ", got \"" + value +
+                        "\"");
+}
+
+// A store error as Python raises it: the command line's `--rule simhash` hint as the keyword.
+void CheckStore(const Status& status) {
+  if (status.ok()) return;
+  std::string message = status.message();
+  const std::string flag = "`--rule simhash`";
+  if (size_t at = message.find(flag); at != std::string::npos) {
+    message.replace(at, flag.size(), "`rule=\"simhash\"`");
+  }
+  Check(Status(status.code(), message));
+}
+
 class PyStore {
  public:
   // Like `neardup index`: a new store records the fingerprint options the keywords choose
@@ -1574,13 +1711,15 @@ class PyStore {
   PyStore(const std::string& path, bool create_if_missing, bool error_if_exists,
           const std::string& sync, bool verify_checksums, const py::kwargs& keywords) {
     // Fingerprint keywords (recorded by a new store, checked against an existing one's) and the
-    // store's own (bits, indexed_k, memory_budget, expected_size, memtable_limit).
+    // store's own (bits, indexed_k, memory_budget, expected_size, memtable_limit, wal_flush_bytes,
+    // and the rule of a new store: rule, with dedup's threshold, bands, rows, bucket_window).
     py::dict fingerprint_keywords, store_keywords;
     for (auto [key, value] : keywords) {
       const std::string name = py::cast<std::string>(key);
       const OptionSpec* spec = FindFlag(name);
       if (spec == nullptr || name == "replace_invalid_utf8") UnknownOption(name);
-      if (spec->scope & kStoreScope) {
+      if ((spec->scope & kStoreScope) || name == "threshold" || name == "bands" || name == "rows" ||
+          name == "bucket_window") {
         store_keywords[key] = value;
       } else if (spec->scope & kFingerprintScope) {
         fingerprint_keywords[key] = value;
@@ -1591,7 +1730,7 @@ class PyStore {
     }
     const OptionValues given = KeywordValues(fingerprint_keywords, kFingerprintScope);
     const OptionValues store_values =
-        KeywordValues(store_keywords, kFingerprintScope | kStoreScope);
+        KeywordValues(store_keywords, kFingerprintScope | kStoreScope | kDedupScope);
     StoreOptions options;
     Check(store_values.ApplyTo(&options));
     options.create_if_missing = create_if_missing;
@@ -1610,6 +1749,128 @@ class PyStore {
     }
     if (!opened.ok()) Throw(opened.status());
     store_ = std::move(*opened);
+    // A dedup-rule store sketches texts with its LSH options (a SimHash store has none).
+    if (const std::optional<MinHashLshOptions> lsh = store_->LshOptions()) {
+      auto sketcher = DocumentSketcher::Create(fingerprint_options_, *lsh);
+      if (!sketcher.ok()) {
+        (void)store_->Close();
+        store_.reset();
+        Throw(sketcher.status());
+      }
+      sketcher_ = std::move(*sketcher);
+    }
+  }
+
+  // The store's rule: "dedup" or "simhash".
+  std::string rule() { return StoreRuleName(store().Stats().rule); }
+
+  // check(text, id=None, add="if_new", metadata=None, k=3): the store's rule applied to one text;
+  // check_batch(texts, ids=None, ...): to many, in order, each also against the earlier added
+  // ones of the batch, atomically.
+  py::dict CheckText(py::handle text, py::handle id, const std::string& add, py::handle metadata,
+                     int k) {
+    py::list texts, ids, metadatas;
+    texts.append(text);
+    ids.append(id);
+    metadatas.append(metadata);
+    return CheckBatch(texts, id.is_none() ? py::object(py::none()) : py::object(ids), add,
+                      metadata.is_none() ? py::object(py::none()) : py::object(metadatas), k)[0];
+  }
+
+  py::list CheckBatch(py::handle texts_object, py::handle ids_object, const std::string& add,
+                      py::handle metadata_object, int k) {
+    CheckChoice("add", add, {"if_new", "always", "never"});
+    if (py::isinstance<py::str>(texts_object) || py::isinstance<py::bytes>(texts_object)) {
+      throw py::type_error("texts: must be a sequence of str, not a single string");
+    }
+    std::vector<std::string_view> texts;
+    for (py::handle item : py::iter(texts_object)) {
+      texts.push_back(TextView(item, "texts[" + std::to_string(texts.size()) + "]"));
+    }
+    std::vector<std::string> ids(texts.size()), metas(texts.size());
+    if (!ids_object.is_none()) {
+      if (py::isinstance<py::str>(ids_object))
+        throw py::type_error("ids: must be a sequence of str");
+      size_t i = 0;
+      for (py::handle item : py::iter(ids_object)) {
+        if (i >= ids.size()) throw py::value_error("ids and texts differ in length");
+        if (!py::isinstance<py::str>(item)) {
+          throw py::type_error("ids[" + std::to_string(i) + "]: must be str, not " +
+                               std::string(py::str(py::type::of(item).attr("__name__"))));
+        }
+        ids[i++] = py::cast<std::string>(item);
+      }
+      if (i != ids.size()) throw py::value_error("ids and texts differ in length");
+    } else if (add != "never") {
+      throw py::value_error("ids: needed to add documents (add=\"never\" checks without them)");
+    }
+    if (!metadata_object.is_none()) {
+      size_t i = 0;
+      for (py::handle item : py::iter(metadata_object)) {
+        if (i >= metas.size()) throw py::value_error("metadata and texts differ in length");
+        metas[i++] = MetadataBytes(item);
+      }
+      if (i != metas.size()) throw py::value_error("metadata and texts differ in length");
+    }
+    DocumentStore& s = store();
+    std::vector<DocumentInput> docs(texts.size());
+    std::vector<DocumentSketch> sketches(texts.size());
+    Result<std::vector<CheckResult>> results = Status::Internal("unset");
+    {
+      py::gil_scoped_release release;
+      Status status;
+      for (size_t i = 0; i < texts.size() && status.ok(); ++i) {
+        docs[i].id = ids[i];
+        docs[i].metadata = metas[i];
+        if (sketcher_) {
+          status = sketcher_->Sketch(texts[i], &docs[i].fingerprint, &sketches[i]);
+          docs[i].sketch = &sketches[i];
+        } else {
+          if (!fingerprinter_) {
+            auto created = Fingerprinter::Create(fingerprint_options_);
+            status = created.status();
+            if (created.ok()) fingerprinter_ = std::move(*created);
+          }
+          if (status.ok()) {
+            Result<Fingerprint> fp = fingerprinter_->Compute(texts[i]);
+            status = fp.status();
+            if (fp.ok()) docs[i].fingerprint = *fp;
+          }
+        }
+        if (!status.ok() && texts.size() > 1) {
+          status = status.WithContext("texts[" + std::to_string(i) + "]");
+        }
+      }
+      if (status.ok()) {
+        CheckOptions options;
+        options.k = k;
+        options.add = add == "never"    ? AddMode::kNever
+                      : add == "always" ? AddMode::kAlways
+                                        : AddMode::kIfNew;
+        results = s.CheckBatch(docs, options);
+      } else {
+        results = status;
+      }
+    }
+    if (!results.ok()) CheckStore(results.status());
+    py::list out;
+    for (CheckResult& result : *results) {
+      py::list duplicates;
+      for (const StoredDocument& dup : result.duplicates) {
+        py::dict d = StoredToDict(dup, true);
+        d["similarity"] =
+            dup.similarity >= 0 ? py::object(py::float_(dup.similarity)) : py::object(py::none());
+        d["reason"] = DuplicateReasonName(dup.reason);
+        duplicates.append(d);
+      }
+      py::dict entry;
+      entry["duplicate"] = !result.duplicates.empty();
+      entry["added"] = result.added;
+      entry["replaced"] = result.replaced;
+      entry["duplicates"] = duplicates;
+      out.append(entry);
+    }
+    return out;
   }
 
   // The recorded fingerprint options (FingerprintOptionsToString), "" for a store created
@@ -1632,7 +1893,7 @@ class PyStore {
       py::gil_scoped_release release;
       status = store().Add(doc, &replaced);
     }
-    Check(status);
+    CheckStore(status);
     return replaced;
   }
 
@@ -1655,7 +1916,7 @@ class PyStore {
       py::gil_scoped_release release;
       status = store().AddBatch(docs);
     }
-    Check(status);
+    CheckStore(status);
   }
 
   py::list Search(py::handle fp, int k, size_t limit) {
@@ -1680,7 +1941,8 @@ class PyStore {
       py::gil_scoped_release release;
       result = store().CheckAndAdd(doc, k, always_add);
     }
-    CheckResult checked = Unwrap(std::move(result));
+    if (!result.ok()) CheckStore(result.status());
+    CheckResult checked = std::move(*result);
     py::list duplicates;
     for (const StoredDocument& dup : checked.duplicates) duplicates.append(StoredToDict(dup, true));
     py::dict out;
@@ -1755,6 +2017,8 @@ class PyStore {
  private:
   std::unique_ptr<DocumentStore> store_;
   FingerprintOptions fingerprint_options_;  // the store's, as OpenStoreWithFingerprintOptions chose
+  std::unique_ptr<DocumentSketcher> sketcher_;    // a dedup-rule store's text pipeline
+  std::unique_ptr<Fingerprinter> fingerprinter_;  // a simhash store's (made when first needed)
 };
 
 // ---- docstrings (what help() shows; the .pyi stubs carry the types)
@@ -1854,10 +2118,14 @@ constexpr const char* kStore =
     R"(A persistent, crash-safe store of documents (id, fingerprint, metadata).
 
 Store(path, create_if_missing=True, error_if_exists=False, bits=None, max_k=3, sync="every",
-memtable_limit=65536, verify_checksums=True, **fingerprint_options): opens or creates the store
-directory `path` (the one `neardup serve` and `neardup index` use). Documents come back as dicts
-{"id": str, "fingerprint": int, "metadata": str | None (+ "distance")}; metadata is the JSON
-text `neardup index add` stored (bytes only if it was given as non-UTF-8 bytes).)";
+memtable_limit=65536, verify_checksums=True, rule="dedup", threshold=..., bands=..., rows=...,
+bucket_window=..., **fingerprint_options): opens or creates the store directory `path` (the one
+`neardup serve` and `neardup index` use). rule="dedup" (the default for a new store) answers with
+`neardup dedup`'s rule (exact copy, whitespace-only copy, MinHash LSH candidate whose verified
+shingle Jaccard reaches the threshold) and takes texts (check / check_batch); rule="simhash"
+stores bare fingerprints. Documents come back as dicts {"id": str, "fingerprint": int,
+"metadata": str | None (+ "distance", "similarity", "reason")}; metadata is the JSON text
+`neardup index add` stored (bytes only if it was given as non-UTF-8 bytes).)";
 constexpr const char* kStoreAdd =
     "add(id, fingerprint, metadata=None) -> bool\n\nAdds or replaces one document; True if it "
     "replaced one with the same id.";
@@ -1870,6 +2138,14 @@ constexpr const char* kStoreCheckAndAdd =
     "check_and_add(id, fingerprint, k, always_add=False, metadata=None) -> dict\n\nAtomically: "
     "the stored near-duplicates within k, then the add (always, or only when there is none): "
     "{\"duplicates\": [...], \"added\": bool, \"replaced\": bool}.";
+constexpr const char* kStoreCheck =
+    "check(text, id=None, add=\"if_new\", metadata=None, k=3) -> dict\n\nThe store's rule applied "
+    "to one text, atomically with the add (\"if_new\", \"always\" or \"never\"): {\"duplicate\", "
+    "\"added\", \"replaced\", \"duplicates\": [{..., \"similarity\", \"reason\"}]}.";
+constexpr const char* kStoreCheckBatch =
+    "check_batch(texts, ids=None, add=\"if_new\", metadata=None, k=3) -> list[dict]\n\ncheck() of "
+    "many texts in order as one atomic step, each also against the earlier added texts of the "
+    "batch.";
 constexpr const char* kStoreGet =
     "get(id) -> dict\n\nThe stored document with this id; KeyError if there is none.";
 constexpr const char* kStoreRemove =
@@ -1968,6 +2244,9 @@ PYBIND11_MODULE(_neardup, m) {
   m.def("_dedup_files", &DedupFiles, py::arg("inputs"), py::arg("output_dir"), py::arg("options"),
         py::arg("memory") = py::dict(), py::arg("force") = false, py::arg("write_kept") = "");
   m.def("_resolve_dedup_options", &ResolveDedupOptions, py::arg("options"));
+  m.def("_write_report", &WriteReportFile, py::arg("path"), py::arg("directory"),
+        py::arg("summary_json"), py::arg("clusters_jsonl"), py::arg("texts"), py::arg("options"),
+        py::arg("force"));
   m.def("_lsh_bucket_pairs", &LshBucketPairs);
   m.def(
       "lsh_probability",
@@ -2044,6 +2323,13 @@ PYBIND11_MODULE(_neardup, m) {
       .def("check_and_add", &PyStore::CheckAndAdd, py::arg("id"), py::arg("fingerprint"),
            py::arg("k"), py::arg("always_add") = false, py::arg("metadata") = py::none(),
            doc::kStoreCheckAndAdd)
+      .def("check", &PyStore::CheckText, py::arg("text"), py::arg("id") = py::none(),
+           py::arg("add") = "if_new", py::arg("metadata") = py::none(), py::arg("k") = 3,
+           doc::kStoreCheck)
+      .def("check_batch", &PyStore::CheckBatch, py::arg("texts"), py::arg("ids") = py::none(),
+           py::arg("add") = "if_new", py::arg("metadata") = py::none(), py::arg("k") = 3,
+           doc::kStoreCheckBatch)
+      .def_property_readonly("rule", &PyStore::rule)
       .def("get", &PyStore::Get, py::arg("id"), doc::kStoreGet)
       .def("remove", &PyStore::Remove, py::arg("id"), doc::kStoreRemove)
       .def("stats", &PyStore::Stats)

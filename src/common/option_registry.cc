@@ -156,6 +156,12 @@ const OptionSpec kOptions[] = {
      "documents a new store's index design is planned for", "expected_documents", nullptr, false},
     {"memtable_limit", "memtable_limit", false, T::kInt, kS, "65536", 1, 1e9, nullptr,
      "documents held in memory before a segment is written", "", nullptr, false},
+    {"rule", "rule", false, T::kChoice, kS, "dedup", 0, 0, "dedup|simhash",
+     "duplicate rule of a new store: dedup (the rule of `neardup dedup`: exact, whitespace-only, "
+     "or MinHash LSH candidates verified by the pair rule; --threshold, --bands, --rows and "
+     "--bucket-window as in dedup) | simhash (fingerprints within -k only; stores bare "
+     "fingerprints)",
+     "", nullptr, false},
     {"wal_flush_bytes", "wal_flush_bytes", false, T::kInt, kS, "67108864", 0, 9.2e18, nullptr,
      "flush the memtable to a segment when the log reaches this many bytes (bounds the log, so "
      "the replay at the next open; 0 = no bound)",
@@ -560,6 +566,34 @@ Status OptionValues::ApplyTo(DocumentReaderOptions* options) const {
 }
 
 Status OptionValues::ApplyTo(StoreOptions* options) const {
+  // The rule of a new store: `rule`, and for the dedup rule dedup's LSH options. Left unset when
+  // none is given, so that an existing store is opened with its own (a given one must agree).
+  const bool lsh_given = Has("threshold") || Has("bands") || Has("rows") || Has("bucket_window");
+  const OptionValue* rule = Find("rule");
+  const bool simhash = rule != nullptr && std::get<std::string>(*rule) == "simhash";
+  if (rule != nullptr || lsh_given) {
+    options->rule = simhash ? StoreRule::kSimHash : StoreRule::kDedup;
+  }
+  if (simhash && lsh_given) {
+    return Status::InvalidArgument(NameOf("threshold") + ", " + NameOf("bands") + ", " +
+                                   NameOf("rows") + " and " + NameOf("bucket_window") +
+                                   " set the dedup rule, not " + NameOf("rule") + " simhash");
+  }
+  if (!simhash && lsh_given) {
+    MinHashLshOptions lsh;
+    if (const OptionValue* v = Find("threshold")) lsh.threshold = std::get<double>(*v);
+    const OptionValue* bands = Find("bands");
+    const OptionValue* rows = Find("rows");
+    if (bands != nullptr || rows != nullptr) {
+      lsh.parameters = LshParameters{bands ? static_cast<int>(std::get<int64_t>(*bands)) : 0,
+                                     rows ? static_cast<int>(std::get<int64_t>(*rows)) : 0};
+    }
+    if (const OptionValue* v = Find("bucket_window")) {
+      lsh.bucket_window = static_cast<uint32_t>(std::get<int64_t>(*v));
+    }
+    NEARDUP_RETURN_IF_ERROR(Renamed(ResolveLshParameters(lsh).status()));
+    options->lsh = lsh;
+  }
   for (const auto& [key, value] : values_) {
     if (key == "bits") options->bits = static_cast<int>(std::get<int64_t>(value));
     if (key == "indexed_k") options->indexed_k = static_cast<int>(std::get<int64_t>(value));
