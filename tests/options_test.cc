@@ -184,5 +184,32 @@ TEST(OptionStringTest, StoreOptionsFromTheRecordedStringAndGivenOnes) {
             "s: the store holds 64-bit fingerprints, not bits 128");
 }
 
+TEST(OptionRegistryTest, TheRuleOfANewStore) {
+  StoreOptions untouched;
+  ASSERT_TRUE(OptionValues().ApplyTo(&untouched).ok());
+  EXPECT_FALSE(untouched.rule.has_value());  // an existing store keeps its own
+  EXPECT_FALSE(untouched.lsh.has_value());
+  OptionValues simhash;
+  ASSERT_TRUE(simhash.Set("rule", std::string("simhash")).ok());
+  StoreOptions bare;
+  ASSERT_TRUE(simhash.ApplyTo(&bare).ok());
+  EXPECT_EQ(bare.rule, StoreRule::kSimHash);
+  ASSERT_TRUE(simhash.Set("threshold", 0.7).ok());
+  EXPECT_EQ(simhash.ApplyTo(&bare).message(),
+            "threshold, bands, rows and bucket_window set the dedup rule, not rule simhash");
+  OptionValues dedup(OptionNaming::kFlag);
+  ASSERT_TRUE(dedup.SetText("threshold", "0.7").ok());
+  ASSERT_TRUE(dedup.SetText("bucket_window", "16").ok());
+  StoreOptions rule;
+  ASSERT_TRUE(dedup.ApplyTo(&rule).ok());
+  EXPECT_EQ(rule.rule, StoreRule::kDedup);
+  ASSERT_TRUE(rule.lsh.has_value());
+  EXPECT_EQ(rule.lsh->threshold, 0.7);
+  EXPECT_EQ(rule.lsh->bucket_window, 16u);
+  EXPECT_FALSE(rule.lsh->parameters.has_value());  // chosen by the store from the threshold
+  EXPECT_EQ(OptionValues().Set("rule", std::string("minhash")).code(),
+            StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace neardup
