@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "bindings.h"
 #include "cli/dedup_flags.h"
 #include "cli/fingerprint_flags.h"
 #include "cli/store_flags.h"
@@ -1467,12 +1468,17 @@ class PyStore {
 };
 
 }  // namespace
+
+DedupOptions DedupOptionsFromKeywords(const py::dict& kwargs) { return ParseDedupOptions(kwargs); }
+void ThrowStatus(const Status& status) { Throw(status); }
+
 }  // namespace neardup::python
 
 PYBIND11_MODULE(_neardup, m) {
   using namespace neardup;          // NOLINT: the binding table below names many of them
   using namespace neardup::python;  // NOLINT
   m.doc() = "The compiled core of neardup (use the neardup package, not this module).";
+  RegisterDaskBindings(m);
 
   py::class_<PyFingerprinter>(m, "Fingerprinter")
       .def(py::init([](py::kwargs kwargs) { return new PyFingerprinter(kwargs); }))

@@ -1,5 +1,7 @@
-"""neardup.dask.dedup on a LocalCluster of 2 worker processes: the same clusters and kept
-documents as `neardup dedup`, on devpairs and on generated data, also when a worker is killed."""
+"""neardup.dask on a LocalCluster of 2 worker processes: the same clusters and kept documents as
+`neardup dedup` (byte for byte from files), on devpairs and on generated data, also when a worker
+or the client is killed; outputs refused or replaced as the command does."""
+import gzip
 import json
 import os
 import signal
@@ -7,18 +9,21 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
-import neardup
 import neardup.dask as nd
 from conftest import ROOT, write_jsonl
 from test_dedup import cli_dedup, comparable
 
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
+
+# summary.json keys whose values depend on how the run went, not on the answer.
+_RUN_KEYS = {"stages", "total_seconds", "documents_per_second", "spill", "dask"}
 
 
 @pytest.fixture(scope="module")
@@ -41,21 +46,27 @@ def generated(shared, tmp_path_factory):
     return path, pd.DataFrame({"id": [r["id"] for r in rows], "text": [r["text"] for r in rows]})
 
 
-def comparable_dask(clusters):
-    # The command's "location" is file:line, the distributed one partition:row; all else is equal.
-    return comparable(clusters)
-
-
 def check_same(result, binary, path, out, *flags):
     clusters, remove, keep = cli_dedup(binary, path, out, *flags)
     with open(os.path.join(out, "summary.json"), encoding="utf-8") as f:
-        assert result.summary["candidate_pairs"] == json.load(f)["candidate_pairs"]
-    assert comparable_dask(result.clusters) == comparable(clusters)
+        summary = json.load(f)
+    for key in summary:
+        if key not in _RUN_KEYS:
+            assert result.summary[key] == summary[key], key
+    assert comparable(result.clusters) == comparable(clusters)
     assert result.remove == set(remove)
+    assert result.keep == keep
     decisions = result.decisions.compute()
     assert decisions.loc[decisions["keep"], "id"].tolist() == keep
     assert decisions.loc[~decisions["keep"], "id"].tolist() == remove
     return clusters
+
+
+def same_files(dask_dir, cli_dir):
+    for name in ("clusters.jsonl", "keep.txt", "remove.txt"):
+        with open(os.path.join(dask_dir, name), "rb") as a, open(os.path.join(cli_dir, name),
+                                                                 "rb") as b:
+            assert a.read() == b.read(), name
 
 
 def test_devpairs_same_as_cli(client, binary, devpairs_docs, tmp_path):
@@ -63,13 +74,14 @@ def test_devpairs_same_as_cli(client, binary, devpairs_docs, tmp_path):
     path = tmp_path / "docs.jsonl"
     write_jsonl(path, rows)
     ddf = dd.from_pandas(pd.DataFrame(rows), npartitions=5, sort=False)
-    result = nd.dedup(ddf, output=str(tmp_path / "dask"))
+    result = nd.dedup(ddf, output=str(tmp_path / "dask"), progress=False)
     clusters = check_same(result, binary, path, tmp_path / "cli")
     assert len(clusters) > 1000 and result.summary["clusters"] == len(clusters)
     with open(tmp_path / "dask" / "clusters.jsonl", encoding="utf-8") as f:
         assert len(f.readlines()) == len(clusters)
-    parts = os.listdir(tmp_path / "dask" / "decisions")
-    assert len(parts) == 5
+    assert sorted(os.listdir(tmp_path / "dask")) == sorted(
+        ["clusters.jsonl", "keep.txt", "remove.txt", "summary.json", "decisions"])
+    assert len(os.listdir(tmp_path / "dask" / "decisions")) == 5
 
 
 @pytest.mark.parametrize("options,flags", [
@@ -78,14 +90,87 @@ def test_devpairs_same_as_cli(client, binary, devpairs_docs, tmp_path):
      ["-k", "6", "--keep", "longest", "--verify", "0.5", "--candidates", "simhash"]),
     ({"threshold": 0.8, "bucket_window": 2, "candidates": "lsh"},
      ["--threshold", "0.8", "--bucket-window", "2", "--candidates", "lsh"]),
-    ({"k": 3, "verify": 0}, ["-k", "3", "--verify", "0"]),
+    ({"k": 3, "verify": 0, "candidates": "lsh+simhash"},
+     ["-k", "3", "--verify", "0", "--candidates", "lsh+simhash"]),
 ])
 def test_generated_same_as_cli(client, binary, generated, tmp_path, options, flags):
     path, frame = generated
     ddf = dd.from_pandas(frame, npartitions=4, sort=False)
-    result = nd.dedup(ddf, **options)
+    result = nd.dedup(ddf, progress=False, **options)
     clusters = check_same(result, binary, path, tmp_path / "cli", *flags)
     assert len(clusters) > 100
+
+
+def _corpus_files(directory, frame):
+    """The generated rows over three files (one gzip-compressed) plus records the reader skips,
+    falls back on or renames: the same inputs for the command and for Dask."""
+    rows = [{"id": i, "text": t} for i, t in zip(frame["id"], frame["text"])]
+    os.makedirs(directory / "more", exist_ok=True)
+    first = directory / "a.jsonl"
+    with open(first, "w", encoding="utf-8") as f:
+        f.write("\ufeff")  # a byte-order mark, ignored at a file's start
+        for row in rows[:2500]:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        f.write("{not json\n\n")
+        f.write(json.dumps({"text": rows[0]["text"]}) + "\n")  # no id: its location
+        f.write(json.dumps({"id": rows[1]["id"], "text": "shared id, other text " * 20}) + "\n")
+        f.write(json.dumps({"id": "blank", "text": "   "}) + "\n")
+    with gzip.open(directory / "more" / "b.jsonl.gz", "wt", encoding="utf-8") as f:
+        for row in rows[2500:4000]:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    with open(directory / "more" / "c.jsonl", "w", encoding="utf-8") as f:
+        for row in rows[4000:]:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        f.write(json.dumps({"id": 17, "text": rows[5]["text"]}) + "\n")  # a numeric id
+    return [str(first), str(directory / "more")]
+
+
+def test_files_same_as_cli_byte_for_byte(client, binary, generated, tmp_path):
+    """dedup_files reads the files with the library's reader (byte ranges of the plain files, the
+    compressed one whole): the command's files, byte for byte, and its summary's counts."""
+    _, frame = generated
+    inputs = _corpus_files(tmp_path / "in", frame)
+    result = nd.dedup_files(inputs, str(tmp_path / "dask"), blocksize=1 << 20, progress=False)
+    assert result.summary["dask"]["partitions"] >= 6  # files cut into byte ranges
+    done = subprocess.run([binary, "dedup", "-q", *inputs, "-o", str(tmp_path / "cli")],
+                          capture_output=True, check=True)
+    same_files(tmp_path / "dask", tmp_path / "cli")
+    with open(tmp_path / "cli" / "summary.json", encoding="utf-8") as f:
+        summary = json.load(f)
+    assert list(result.summary)[:len(summary)] == list(summary)  # the same schema, in order
+    for key in summary:
+        if key not in _RUN_KEYS:
+            assert result.summary[key] == summary[key], key
+    assert summary["records_skipped"] >= 2 and summary["duplicate_ids"] >= 2
+    assert summary["fallbacks_by_reason"] == {"missing_id": 1}
+    assert b"invalid JSON" in done.stderr
+    # read_jsonl gives the same documents as a DataFrame, and dedup of that DataFrame (no longer
+    # the files: its rows) gives the same clusters.
+    ddf = nd.read_jsonl(inputs, blocksize=1 << 20)
+    rows = ddf.compute()
+    assert len(rows) == summary["documents_read"]
+    assert rows["location"].iloc[0] == inputs[0] + ":1"
+    again = nd.dedup(ddf[["id", "text"]], progress=False)
+    assert again.summary["clusters"] == summary["clusters"]
+
+
+def test_shared_ids_are_named_apart(client, binary, tmp_path):
+    """Ids used twice become id@location, as in the command, and are counted: removing the
+    removed ids never drops the kept document of the same id."""
+    text = "the same words in the same order make an exact copy " * 5
+    rows = [{"id": "u1", "text": text}, {"id": "u2", "text": "another text entirely " * 8},
+            {"id": "u1", "text": text}, {"id": "u3", "text": "a third unrelated document " * 8}]
+    path = tmp_path / "docs.jsonl"
+    write_jsonl(path, rows)
+    result = nd.dedup_files([str(path)], str(tmp_path / "dask"), progress=False)
+    _, remove, keep = cli_dedup(binary, path, tmp_path / "cli")
+    same_files(tmp_path / "dask", tmp_path / "cli")
+    assert result.remove == {f"u1@{path}:3"} and result.keep[0] == f"u1@{path}:1"
+    assert result.summary["duplicate_ids"] == 2
+    # A DataFrame's shared ids are named apart by partition:row.
+    ddf = dd.from_pandas(pd.DataFrame(rows), npartitions=2, sort=False)
+    result = nd.dedup(ddf, progress=False)
+    assert result.remove == {"u1@1:0"} and result.keep == ["u1@0:0", "u2", "u3"]
 
 
 def test_bag_input(client, binary, generated, tmp_path):
@@ -96,17 +181,105 @@ def test_bag_input(client, binary, generated, tmp_path):
     bag = db.from_sequence(list(zip(head["id"], head["text"])), npartitions=3)
     small = tmp_path / "small.jsonl"
     write_jsonl(small, [{"id": i, "text": t} for i, t in zip(head["id"], head["text"])])
-    check_same(nd.dedup(bag), binary, small, tmp_path / "cli")
+    check_same(nd.dedup(bag, progress=False), binary, small, tmp_path / "cli")
+
+
+def test_output_refused_unless_force_and_then_replaced(client, generated, tmp_path):
+    _, frame = generated
+    ddf = dd.from_pandas(frame.iloc[:2000], npartitions=3, sort=False)
+    out = tmp_path / "out"
+    first = nd.dedup(ddf, str(out), progress=False)
+    with pytest.raises(FileExistsError, match="force=True"):
+        nd.dedup(ddf, str(out), progress=False)
+    stale = out / "decisions" / "part-000999.jsonl"
+    stale.write_text('{"id": "stale", "keep": true}\n')
+    again = nd.dedup(dd.from_pandas(frame.iloc[:2000], npartitions=2, sort=False), str(out),
+                     force=True, progress=False)
+    assert sorted(os.listdir(out / "decisions")) == ["part-000000.jsonl", "part-000001.jsonl"]
+    assert again.remove == first.remove and not os.path.exists(out / ".neardup-work")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError):
+        nd.dedup(ddf, str(tmp_path / "other"), progress=False)
+
+
+def test_options_checked_before_any_work(tmp_path):
+    frame = dd.from_pandas(pd.DataFrame({"id": ["a"], "text": ["x"]}), npartitions=1)
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match="keep: expected"):
+        nd.dedup(frame, str(out), keep="best")
+    with pytest.raises(ValueError, match="no column"):
+        nd.dedup(frame, str(out), text_field="body")
+    with pytest.raises(ValueError, match="format"):
+        nd.dedup(frame, str(out), format="csv")
+    with pytest.raises(ValueError, match="threads"):
+        nd.dedup(frame, str(out), threads=-1)
+    if not nd._parquet_available():
+        with pytest.raises(ImportError, match="pyarrow"):
+            nd.dedup(frame, str(out), format="parquet")
+    assert not out.exists()
+    with pytest.raises(FileNotFoundError, match="no file matches"):
+        nd.read_jsonl(str(tmp_path / "nothing-*.jsonl"))
+    with pytest.raises(TypeError):
+        nd.dedup(42)
+
+
+def test_text_and_id_are_deprecated_aliases(client, tmp_path):
+    frame = pd.DataFrame({"key": ["a", "b"], "body": ["one text " * 9, "one text " * 9]})
+    with pytest.warns(DeprecationWarning, match="text_field"):
+        result = nd.dedup(dd.from_pandas(frame, npartitions=1), text="body", id="key",
+                          progress=False)
+    assert result.remove == {"b"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert nd.dedup(dd.from_pandas(frame, npartitions=1), text_field="body",
+                        id_field="key", progress=False).remove == {"b"}
+
+
+_CLOSED = """
+import json
+import dask
+import dask.dataframe as dd
+import distributed
+import pandas as pd
+import neardup.dask as nd
+frame = pd.DataFrame({"id": ["a", "b", "c"],
+                      "text": ["one text " * 9, "other " * 9, "one text " * 9]})
+cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                   dashboard_address=None)
+client = distributed.Client(cluster)
+result = nd.dedup(dd.from_pandas(frame, npartitions=2), progress=False)
+client.close()
+cluster.close()
+with dask.config.set(scheduler="sync"):
+    decisions = result.decisions.compute()["keep"].tolist()
+print(json.dumps([sorted(result.remove), result.keep, result.clusters[0]["kept"]["id"],
+                  decisions]))
+"""
+
+
+def test_result_usable_after_its_client_closed():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-c", _CLOSED], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [["c"], ["a", "b"], "a", [True, True, False]]
 
 
 def test_a_killed_worker_does_not_change_the_result(client, binary, generated, tmp_path):
     path, frame = generated
-    ddf = dd.from_pandas(frame, npartitions=8, sort=False)
+    # Four copies of the corpus (ids made distinct): the first stage lasts long enough to be
+    # caught running.
+    rows = pd.concat([frame.assign(id=frame["id"] + f"-{i}") for i in range(4)],
+                     ignore_index=True)
+    path = tmp_path / "four.jsonl"
+    write_jsonl(path, rows.to_dict("records"))
+    ddf = dd.from_pandas(rows, npartitions=16, sort=False)
     outcome = {}
 
     def run():
         try:
-            outcome["result"] = nd.dedup(ddf)
+            outcome["result"] = nd.dedup(ddf, progress=False)
         except BaseException as error:  # reported below
             outcome["error"] = error
 
@@ -114,17 +287,57 @@ def test_a_killed_worker_does_not_change_the_result(client, binary, generated, t
     runner = threading.Thread(target=run)
     runner.start()
     deadline = time.time() + 60
-    while time.time() < deadline and not any(client.processing().values()):
-        time.sleep(0.05)
-    time.sleep(0.5)
-    assert runner.is_alive(), "the run ended before a worker could be killed"
-    victim = sorted(worker_pids.values())[0]
+    busy = []
+    while time.time() < deadline and not busy:
+        busy = [w for w, tasks in client.processing().items()
+                if any("neardup-documents" in str(t) for t in tasks)]
+        time.sleep(0.01)
+    assert busy, "the run ended before a worker could be killed"
+    victim = worker_pids[busy[0]]  # killed while it runs a task of the first stage
     os.kill(victim, signal.SIGKILL)
     runner.join(timeout=600)
     assert "error" not in outcome, outcome.get("error")
     check_same(outcome["result"], binary, path, tmp_path / "cli")
     client.wait_for_workers(2, timeout=60)
     assert victim not in client.run(os.getpid).values()  # it really died (and was replaced)
+
+
+_CLIENT = """
+import sys
+import distributed
+import neardup.dask as nd
+client = distributed.Client(sys.argv[1])
+nd.dedup_files([sys.argv[2]], sys.argv[3], blocksize=1 << 20)
+"""
+
+
+def test_a_killed_client_resumes_from_the_finished_stages(client, binary, generated, tmp_path):
+    """A client killed after the first stage: the rerun with the same output reads the finished
+    tasks' files instead of running them again, and gives the command's answer."""
+    path, _ = generated
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    child = subprocess.Popen([sys.executable, "-c", _CLIENT, client.scheduler.address,
+                              str(path), str(out)], stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        seen = []
+        for line in child.stderr:
+            seen.append(line)
+            if line.startswith("neardup.dask: documents:"):
+                break
+        assert any(s.startswith("neardup.dask: documents:") for s in seen), "".join(seen)
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
+    assert os.path.isdir(out / ".neardup-work") and not os.path.exists(out / "summary.json")
+    lines = []
+    result = nd.dedup_files([str(path)], str(out), blocksize=1 << 20, progress=lines.append)
+    assert any(s.startswith("resuming") for s in lines), lines
+    first = next(s for s in result.summary["stages"] if s["stage"] == "documents")
+    assert first["resumed_tasks"] == first["tasks"] > 1
+    _, remove, keep = cli_dedup(binary, path, tmp_path / "cli")
+    same_files(out, tmp_path / "cli")
 
 
 def _popcount(x):
@@ -161,62 +374,6 @@ def test_candidate_keys_are_exact(bits, k, blocks, t):
     assert sorted(got) == sorted(expected) and len(got) == len(set(got)) and len(expected) > 50
 
 
-def test_bad_options_fail_before_any_work():
-    frame = dd.from_pandas(pd.DataFrame({"id": ["a"], "text": ["x"]}), npartitions=1)
-    with pytest.raises(ValueError, match="keep: expected"):
-        nd.dedup(frame, keep="best")
-    with pytest.raises(TypeError, match="text_field"):
-        nd.dedup(frame, text_field="body")
-    with pytest.raises(ValueError, match="no column"):
-        nd.dedup(frame, text="body")
-
-
-def _union_find_components(nodes, edges):
-    parent = {n: n for n in nodes}
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in edges:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    return {n: find(n) for n in nodes}
-
-
-def test_components_across_partitions_match_union_find(client):
-    """The distributed components equal a plain union-find: random small clusters plus a long
-    chain whose consecutive links are in different partitions and whose nodes are numbered in
-    random order (the worst case for label propagation)."""
-    rng = np.random.default_rng(7)
-    gids = np.unique(((rng.integers(0, 40, 4000).astype(np.uint64) << np.uint64(32))
-                      | rng.integers(0, 100000, 4000).astype(np.uint64)))
-    order = rng.permutation(len(gids))
-    chain = gids[order[:300]]
-    edges = [(int(x), int(y)) for x, y in zip(chain[:-1], chain[1:])]
-    rest = gids[order[300:]]
-    for _ in range(1500):
-        x, y = rng.choice(rest, 2, replace=False)
-        edges.append((int(x), int(y)))
-    edges = [(min(x, y), max(x, y)) for x, y in edges]
-    frame = pd.DataFrame({"a": np.array([e[0] for e in edges], np.uint64),
-                          "b": np.array([e[1] for e in edges], np.uint64),
-                          "distance": np.zeros(len(edges), np.int32),
-                          "similarity": np.ones(len(edges))})
-    ddf = dd.from_pandas(frame, npartitions=13, sort=False)
-    labels, _, rounds = nd._components(ddf, 11)
-    got = labels.compute()
-    got = dict(zip(got["node"].tolist(), got["label"].tolist()))
-    nodes = {n for e in edges for n in e}
-    expected = _union_find_components(nodes, edges)
-    assert got == expected
-    print(f"{rounds} rounds")
-    assert len({got[int(n)] for n in chain}) == 1 and got[int(chain[0])] == int(chain.min())
-
-
 def _chain_texts(rng, links):
     """Texts where each one shares most of its words with the next, so that document i is a
     near-duplicate of i + 1 but not of i + 2 (a chain)."""
@@ -224,9 +381,12 @@ def _chain_texts(rng, links):
     return [" ".join(words[40 * i:40 * i + 160]) for i in range(links + 1)]
 
 
-def test_chain_across_many_partitions_same_as_cli(client, binary, generated, tmp_path):
+@pytest.mark.parametrize("component_pairs", [4_000_000, 40])
+def test_chain_across_many_partitions_same_as_cli(client, binary, generated, tmp_path,
+                                                  component_pairs):
     """A chain of pairs whose links fall in different partitions among 16: one cluster, as the
-    command finds it, with every link's "via"."""
+    command finds it, with every link's "via"; with component_pairs=40 the components are found
+    by min-label propagation over many tasks (rounds reported)."""
     path, frame = generated
     rng = np.random.default_rng(3)
     chain = _chain_texts(rng, 40)
@@ -238,7 +398,8 @@ def test_chain_across_many_partitions_same_as_cli(client, binary, generated, tmp
     small = tmp_path / "chain.jsonl"
     write_jsonl(small, rows)
     ddf = dd.from_pandas(pd.DataFrame(rows), npartitions=16, sort=False)
-    result = nd.dedup(ddf, shuffle_partitions=7)
+    result = nd.dedup(ddf, shuffle_partitions=7, component_pairs=component_pairs,
+                      progress=False)
     clusters = check_same(result, binary, small, tmp_path / "cli")
     chained = [c for c in clusters if c["kept"]["id"].startswith("chain-")]
     assert len(chained) == 1 and chained[0]["size"] == len(chain)
@@ -246,3 +407,8 @@ def test_chain_across_many_partitions_same_as_cli(client, binary, generated, tmp
     partitions = {int(m["location"].split(":")[0]) for m in
                   next(c for c in result.clusters if c["kept"]["id"].startswith("chain-"))["removed"]}
     assert len(partitions) >= 10
+    info = result.summary["dask"]
+    if component_pairs == 40:
+        assert info["component_partitions"] > 5 and info["component_rounds"] > 2
+    else:
+        assert info["component_partitions"] == 1

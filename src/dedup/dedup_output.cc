@@ -109,6 +109,12 @@ Status WriteIds(const std::string& path, const DedupReport& report, bool removed
 
 }  // namespace
 
+std::string DedupClusterLines(const DedupReport& report) {
+  std::string out;
+  for (const DedupCluster& cluster : report.clusters) AppendClusterLine(report, cluster, &out);
+  return out;
+}
+
 std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* options) {
   std::string out;
   JsonWriter json(&out);

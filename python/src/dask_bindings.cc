@@ -1,0 +1,1017 @@
+// neardup.dask's calls into the library (python/neardup/dask.py): every task of a distributed
+// dedup hands NumPy arrays to one of these functions and gets arrays back, so no per-document
+// Python work is done in any stage. They keep no state between calls but engines cached per
+// option set, and release the GIL while they work.
+//
+//   _dask_read          one partition's documents through the library's DocumentReader (a byte
+//                       range of a JSONL file, a whole file, or JSONL bytes made from a DataFrame
+//                       partition) and dedup's per-document pass over them (fingerprint, hashes,
+//                       band keys and narrowed shingle set from one normalisation); the band keys,
+//                       whitespace-free hashes and id hashes come out grouped by the shuffle
+//                       partition they go to
+//   _dask_bucket_pairs  the LSH bucket rule over (band key, document) records
+//   _dask_first_pairs   each document paired with the first of equal hash (whitespace rule)
+//   _dask_shared        the documents whose hash (of their id) is shared
+//   _dask_verify        the pair rule over candidate pairs: exact, whitespace-only, or shingle
+//                       Jaccard at the threshold
+//   _dask_gather_sets / _dask_gather_strings   rows of a stored CSR column
+//   _dask_clusters      components and the keep decision (BuildClusters) over arrays
+//   _dask_cluster_lines clusters.jsonl lines, written by the library's serializer
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bindings.h"
+#include "common/parallel.h"
+#include "dedup/document_hashes.h"
+#include "dedup/shingle_hashes.h"
+#include "neardup/clusters.h"
+#include "neardup/dedup.h"
+#include "neardup/document_reader.h"
+#include "neardup/fingerprinter.h"
+#include "neardup/minhash_lsh.h"
+#include "neardup/shingles.h"
+
+namespace py = pybind11;
+
+namespace neardup::python {
+namespace {
+
+// A NumPy array that owns `values` (no copy).
+template <typename T>
+py::array_t<T> Take(std::vector<T>&& values) {
+  auto* heap = new std::vector<T>(std::move(values));
+  py::capsule owner(heap, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return py::array_t<T>({static_cast<py::ssize_t>(heap->size())},
+                        {static_cast<py::ssize_t>(sizeof(T))}, heap->data(), owner);
+}
+
+// A read-only view of a 1-D array of T (any NumPy array convertible without a copy is accepted;
+// others are copied once).
+template <typename T>
+struct View {
+  py::array_t<T, py::array::c_style | py::array::forcecast> array;
+  explicit View(py::handle object)
+      : array(py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(object)) {
+    if (!array) throw py::type_error("expected a 1-D array");
+    if (array.ndim() != 1) throw py::value_error("expected a 1-D array");
+  }
+  size_t size() const { return static_cast<size_t>(array.shape(0)); }
+  const T* data() const { return array.data(); }
+  T operator[](size_t i) const { return array.data()[i]; }
+  std::span<const T> span() const { return {data(), size()}; }
+};
+
+// The shuffle partition of a record key: a mixed hash reduced to [0, n).
+uint32_t Route(uint64_t key, uint32_t n) {
+  uint64_t x = key + 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  x ^= x >> 31;
+  return static_cast<uint32_t>(((x >> 32) * n) >> 32);
+}
+
+// TEMPORARY (until the shared document stage of issue 20 lands): the check RunDedup makes
+// before cutting the shingles out of the fingerprinter's normalised text (src/dedup/dedup.cc).
+bool SameNormalization(const FingerprintOptions& fingerprint, const NormalizeOptions& shingles) {
+  const NormalizeOptions& f = fingerprint.normalize;
+  return fingerprint.profile != HashProfile::kYanyiwuSimhash &&
+         f.strip_markup == shingles.strip_markup && f.nfkc == shingles.nfkc &&
+         f.case_fold == shingles.case_fold &&
+         f.traditional_to_simplified == shingles.traditional_to_simplified &&
+         f.fold_whitespace == shingles.fold_whitespace &&
+         f.opencc_config == shingles.opencc_config &&
+         (f.replace_invalid_utf8 == shingles.replace_invalid_utf8 || !f.replace_invalid_utf8);
+}
+
+// The engines of one option set, built once per process and shared by its tasks.
+struct Engines {
+  DedupOptions options;
+  std::unique_ptr<Fingerprinter> fingerprinter;
+  std::unique_ptr<ShingleSimilarity> similarity;
+  std::optional<MinHashLsh> lsh;
+  bool use_lsh = false;
+  bool use_simhash = false;
+  int bands = 0;
+  double verify = 0;
+  bool share_normalization = false;
+  bool need_normalized = false;
+};
+
+std::shared_ptr<const Engines> EnginesFor(const py::dict& kwargs, const std::string& key) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const Engines>> cache;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  auto engines = std::make_shared<Engines>();
+  engines->options = DedupOptionsFromKeywords(kwargs);
+  const DedupOptions& options = engines->options;
+  Status status;
+  {
+    py::gil_scoped_release release;
+    status = ValidateDedupOptions(options);
+    if (status.ok()) {
+      auto fingerprinter = Fingerprinter::Create(options.fingerprint);
+      auto similarity =
+          ShingleSimilarity::Create(options.fingerprint.normalize.traditional_to_simplified);
+      auto lsh = MinHashLsh::Create(options.lsh);
+      if (!fingerprinter.ok()) {
+        status = fingerprinter.status();
+      } else if (!similarity.ok()) {
+        status = similarity.status();
+      } else if (!lsh.ok()) {
+        status = lsh.status();
+      } else {
+        engines->fingerprinter = std::move(*fingerprinter);
+        engines->similarity = std::move(*similarity);
+        engines->lsh.emplace(std::move(*lsh));
+      }
+    }
+  }
+  if (!status.ok()) ThrowStatus(status);
+  engines->use_lsh = options.candidates != DedupOptions::Candidates::kSimHash;
+  engines->use_simhash = options.candidates != DedupOptions::Candidates::kLsh;
+  engines->bands = engines->use_lsh ? engines->lsh->parameters().bands : 0;
+  engines->verify = ResolveVerifyThreshold(options);
+  engines->share_normalization =
+      SameNormalization(options.fingerprint, engines->similarity->normalize_options());
+  engines->need_normalized = engines->share_normalization || options.keep == KeepPolicy::kLongest;
+  std::lock_guard<std::mutex> lock(mutex);
+  return cache.emplace(key, std::move(engines)).first->second;
+}
+
+// Rewrites the places the reader names ("opened:LINE..." or "opened") to the partition's own
+// name and line numbers: a byte range of a file is read as an input of its own whose first line
+// is line `shift + 1` of the file.
+struct PlaceRewriter {
+  std::string opened;   // the name the reader was given
+  std::string display;  // the name places should show
+  int64_t shift = 0;    // added to every line number
+
+  std::string operator()(const std::string& text) const {
+    if (text == opened) return display;
+    if (text.size() <= opened.size() || text.compare(0, opened.size(), opened) != 0 ||
+        text[opened.size()] != ':') {
+      return text;
+    }
+    size_t at = opened.size() + 1, end = at;
+    while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
+    if (end == at) return text;
+    const int64_t line = std::stoll(text.substr(at, end - at)) + shift;
+    return display + ":" + std::to_string(line) + text.substr(end);
+  }
+};
+
+// What the per-document pass computes for one batch.
+struct BatchFacts {
+  std::vector<Result<Fingerprint>> results;
+  std::vector<uint64_t> normalized_bytes, content_hash, squeezed_hash;
+  std::vector<uint32_t> keys;  // count * bands
+  std::vector<uint8_t> has_keys;
+  std::vector<std::vector<uint32_t>> sets;
+};
+
+// TEMPORARY (until the shared document stage of issue 20 lands): the per-document pass of
+// RunDedup (DedupRun::FingerprintBatch) over one batch.
+void DocumentPass(const Engines& e, const std::vector<Document>& docs, size_t count, bool want_sets,
+                  int threads, BatchFacts* out) {
+  const int bands = e.bands;
+  out->results.assign(count, Result<Fingerprint>(Status::Internal("not computed")));
+  out->normalized_bytes.assign(count, 0);
+  out->content_hash.assign(count, 0);
+  out->squeezed_hash.assign(count, 0);
+  out->keys.assign(count * bands, 0);
+  out->has_keys.assign(count, 0);
+  out->sets.assign(want_sets ? count : 0, {});
+  ParallelFor(
+      count, threads,
+      [&](size_t begin, size_t end) {
+        std::string normalized;
+        std::vector<uint64_t> units, shingles;
+        for (size_t i = begin; i < end; ++i) {
+          const std::string& text = docs[i].text;
+          out->content_hash[i] = XXH3_64bits(text.data(), text.size());
+          out->squeezed_hash[i] = SqueezedHash(text);
+          Result<Fingerprint>& result = out->results[i];
+          if (e.need_normalized) {
+            result = e.fingerprinter->Compute(text, &normalized);
+            if (result.ok()) out->normalized_bytes[i] = normalized.size();
+          } else {
+            result = e.fingerprinter->Compute(text);
+          }
+          if (!result.ok() || (bands == 0 && !want_sets)) continue;
+          if (e.share_normalization) {
+            ShingleHashesInOrder(normalized, &units, &shingles);
+          } else if (!e.similarity->Shingles(text, &shingles).ok()) {
+            continue;  // a text that cannot be shingled has no keys and an empty set
+          }
+          if (bands > 0) {
+            out->has_keys[i] = e.lsh->BandKeysOf(
+                shingles, std::span<uint32_t>(out->keys.data() + i * bands, bands));
+          }
+          if (want_sets) NarrowedSet(shingles, &out->sets[i]);
+        }
+      },
+      16);
+}
+
+std::string ReadRange(const std::string& path, uint64_t start, uint64_t end) {
+  std::string bytes;
+  FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    ThrowStatus(Status::IoError(path + ": cannot open: " + std::strerror(errno)));
+  }
+  bytes.resize(end - start);
+  size_t got = 0;
+  if (std::fseek(file, static_cast<long>(start), SEEK_SET) == 0) {
+    got = std::fread(bytes.data(), 1, bytes.size(), file);
+  }
+  std::fclose(file);
+  if (got != bytes.size()) ThrowStatus(Status::IoError(path + ": short read"));
+  return bytes;
+}
+
+void AddCount(py::dict* counts, const std::string& name, uint64_t value) {
+  py::str key(name);
+  (*counts)[key] = counts->contains(key) ? py::cast<uint64_t>((*counts)[key]) + value : value;
+}
+
+// A partition's input for the reader: the name it is opened under (a memory input, or the file
+// itself), and how the places it reports are rewritten.
+struct PartitionInput {
+  std::string input;
+  PlaceRewriter rewrite;
+};
+
+PartitionInput OpenInput(const py::dict& source, DocumentReaderOptions* reader_options) {
+  const std::string name = py::cast<std::string>(source["name"]);
+  PartitionInput in{std::string(), PlaceRewriter{name, name, 0}};
+  if (!source["data"].is_none()) {
+    py::bytes data = py::reinterpret_borrow<py::bytes>(source["data"]);
+    in.input = name.empty() ? "<partition>.jsonl" : name + ".jsonl";
+    in.rewrite.opened = in.input;
+    in.rewrite.shift = py::cast<int64_t>(source["line_shift"]);
+    reader_options->memory_inputs[in.input] =
+        std::make_shared<const std::string>(std::string(data));
+    return in;
+  }
+  const std::string path = py::cast<std::string>(source["path"]);
+  const int64_t start = py::cast<int64_t>(source["start"]);
+  const int64_t end = py::cast<int64_t>(source["end"]);
+  if (end < 0) {
+    in.input = path;
+    in.rewrite.opened = path;
+    return in;
+  }
+  // The range as an input of its own, named like the file (so read as its format).
+  std::string bytes;
+  {
+    py::gil_scoped_release release;
+    bytes = ReadRange(path, static_cast<uint64_t>(start), static_cast<uint64_t>(end));
+  }
+  in.rewrite.shift = py::cast<int64_t>(source["first_line"]) - 1;
+  if (start > 0 && std::string_view(bytes).substr(0, 3) == "\xEF\xBB\xBF") {
+    // Only a file's first bytes may be a byte-order mark: keep it, behind a blank line.
+    bytes.insert(bytes.begin(), '\n');
+    in.rewrite.shift -= 1;
+  }
+  in.input = name;
+  reader_options->memory_inputs[in.input] = std::make_shared<const std::string>(std::move(bytes));
+  return in;
+}
+
+// One partition's documents and their per-document facts.
+//
+// source: {"name": how places show the input, "path": file to read (None for "data"), "data":
+//          JSONL bytes (a DataFrame partition) or None, "start"/"end": byte range of "path"
+//          (end < 0: the whole file, compressed or not), "first_line": the range's first line
+//          number in the file, "line_shift": added to the reader's line numbers instead (for
+//          "data": -1 gives 0-based rows)}
+// Returns the columns (ids as a UTF-8 blob with offsets), the band key / whitespace hash / id
+// hash records grouped by shuffle partition (`dests` of them; block (d, b) of the band records
+// at offsets[d * bands + b]), the reader's counts and the (rewritten) warnings.
+py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std::string& key,
+                       uint32_t dests, int threads, size_t max_warnings) {
+  std::shared_ptr<const Engines> engines = EnginesFor(kwargs, key);
+  const Engines& e = *engines;
+  if (dests == 0) throw py::value_error("dests must be positive");
+  DocumentReaderOptions reader_options = e.options.reader;
+  if (e.options.keep == KeepPolicy::kField) reader_options.score_field = e.options.keep_field;
+  PartitionInput in = OpenInput(source, &reader_options);
+  const PlaceRewriter& rewrite = in.rewrite;
+  const std::string& input = in.input;
+  auto warnings = std::make_shared<std::vector<std::string>>();
+  auto warning_count = std::make_shared<uint64_t>(0);
+  reader_options.on_warning = [warnings, warning_count, rewrite,
+                               max_warnings](const std::string& message) {
+    ++*warning_count;
+    if (warnings->size() < max_warnings) warnings->push_back(rewrite(message));
+  };
+  const bool strict = reader_options.strict;
+  const int bands = e.bands;
+  const bool want_sets = e.verify > 0;
+
+  // Columns.
+  std::vector<uint8_t> id_blob;
+  std::vector<uint64_t> id_offsets{0}, lines, hi, lo, text_bytes, normalized_bytes, content_hash,
+      squeezed_hash, set_offsets{0};
+  std::vector<double> scores;
+  std::vector<uint32_t> keys, set_values;
+  std::vector<uint8_t> has_keys;
+  std::map<std::string, uint64_t> failed;
+  uint64_t total_text_bytes = 0;
+  Status error;
+  std::map<std::string, uint64_t> skipped, fallbacks;
+  {
+    py::gil_scoped_release release;
+    auto opened = DocumentReader::Open({input}, reader_options);
+    if (!opened.ok()) {
+      error = opened.status();
+    } else {
+      std::unique_ptr<DocumentReader> reader = std::move(*opened);
+      std::vector<Document> docs(2048);
+      BatchFacts facts;
+      bool done = false;
+      while (!done && error.ok()) {
+        size_t count = 0;
+        while (count < docs.size()) {
+          Result<bool> got = reader->Next(&docs[count]);
+          if (!got.ok()) {
+            error = got.status();
+            break;
+          }
+          if (!*got) {
+            done = true;
+            break;
+          }
+          ++count;
+        }
+        if (!error.ok() || count == 0) break;
+        DocumentPass(e, docs, count, want_sets, threads, &facts);
+        for (size_t i = 0; i < count && error.ok(); ++i) {
+          Document& doc = docs[i];
+          const std::string location = rewrite(doc.location);
+          if (!facts.results[i].ok()) {
+            const Status& failure = facts.results[i].status();
+            if (strict) {
+              error = failure.WithContext(location);
+              break;
+            }
+            ++failed[StatusCodeName(failure.code())];
+            reader_options.on_warning(doc.location + ": cannot fingerprint: " + failure.ToString());
+            continue;
+          }
+          const std::string id = doc.id == doc.location ? location : doc.id;
+          id_blob.insert(id_blob.end(), id.begin(), id.end());
+          id_offsets.push_back(id_blob.size());
+          lines.push_back(doc.line == 0 ? 0 : static_cast<uint64_t>(doc.line + rewrite.shift));
+          const Fingerprint& fp = *facts.results[i];
+          hi.push_back(fp.hi);
+          lo.push_back(fp.lo);
+          text_bytes.push_back(doc.text.size());
+          total_text_bytes += doc.text.size();
+          normalized_bytes.push_back(facts.normalized_bytes[i]);
+          content_hash.push_back(facts.content_hash[i]);
+          squeezed_hash.push_back(facts.squeezed_hash[i]);
+          scores.push_back(doc.score ? *doc.score : std::nan(""));
+          if (bands > 0) {
+            has_keys.push_back(facts.has_keys[i]);
+            keys.insert(keys.end(), facts.keys.begin() + i * bands,
+                        facts.keys.begin() + (i + 1) * bands);
+          }
+          if (want_sets) {
+            set_values.insert(set_values.end(), facts.sets[i].begin(), facts.sets[i].end());
+            set_offsets.push_back(set_values.size());
+          }
+        }
+      }
+      skipped = reader->skipped();
+      fallbacks = reader->fallbacks();
+    }
+  }
+  if (!error.ok()) {
+    ThrowStatus(Status(error.code(), rewrite(error.message())));
+  }
+  const size_t n = hi.size();
+  if (!want_sets) set_offsets.assign(n + 1, 0);
+
+  // Records grouped by shuffle partition: counting sort.
+  std::vector<uint64_t> band_offsets(static_cast<size_t>(dests) * bands + 1, 0);
+  std::vector<uint32_t> band_keys, band_rows;
+  std::vector<uint64_t> ws_offsets(dests + 1, 0), ws_hashes, id_offsets_by_dest(dests + 1, 0),
+      id_hashes;
+  std::vector<uint32_t> ws_rows, id_rows;
+  {
+    py::gil_scoped_release release;
+    if (bands > 0) {
+      std::vector<uint32_t> dest(n * bands);
+      for (size_t i = 0; i < n; ++i) {
+        if (!has_keys[i]) continue;
+        for (int b = 0; b < bands; ++b) {
+          const uint32_t k = keys[i * bands + b];
+          const uint32_t d = Route(static_cast<uint64_t>(b) << 32 | k, dests);
+          dest[i * bands + b] = d;
+          ++band_offsets[static_cast<size_t>(d) * bands + b + 1];
+        }
+      }
+      for (size_t j = 1; j < band_offsets.size(); ++j) band_offsets[j] += band_offsets[j - 1];
+      std::vector<uint64_t> fill(band_offsets.begin(), band_offsets.end() - 1);
+      band_keys.resize(band_offsets.back());
+      band_rows.resize(band_offsets.back());
+      for (size_t i = 0; i < n; ++i) {
+        if (!has_keys[i]) continue;
+        for (int b = 0; b < bands; ++b) {
+          const uint64_t at = fill[static_cast<size_t>(dest[i * bands + b]) * bands + b]++;
+          band_keys[at] = keys[i * bands + b];
+          band_rows[at] = static_cast<uint32_t>(i);
+        }
+      }
+    }
+    auto group = [&](const std::vector<uint64_t>& hashes, std::vector<uint64_t>* offsets,
+                     std::vector<uint64_t>* out_hashes, std::vector<uint32_t>* out_rows) {
+      std::vector<uint32_t> dest(n);
+      for (size_t i = 0; i < n; ++i) {
+        dest[i] = Route(hashes[i], dests);
+        ++(*offsets)[dest[i] + 1];
+      }
+      for (size_t j = 1; j < offsets->size(); ++j) (*offsets)[j] += (*offsets)[j - 1];
+      std::vector<uint64_t> fill(offsets->begin(), offsets->end() - 1);
+      out_hashes->resize(n);
+      out_rows->resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        const uint64_t at = fill[dest[i]]++;
+        (*out_hashes)[at] = hashes[i];
+        (*out_rows)[at] = static_cast<uint32_t>(i);
+      }
+    };
+    group(squeezed_hash, &ws_offsets, &ws_hashes, &ws_rows);
+    std::vector<uint64_t> id_hash(n);
+    for (size_t i = 0; i < n; ++i) {
+      id_hash[i] = XXH3_64bits(id_blob.data() + id_offsets[i], id_offsets[i + 1] - id_offsets[i]);
+    }
+    group(id_hash, &id_offsets_by_dest, &id_hashes, &id_rows);
+  }
+
+  py::dict out;
+  out["id_blob"] = Take(std::move(id_blob));
+  out["id_offsets"] = Take(std::move(id_offsets));
+  out["line"] = Take(std::move(lines));
+  out["hi"] = Take(std::move(hi));
+  out["lo"] = Take(std::move(lo));
+  out["text_bytes"] = Take(std::move(text_bytes));
+  out["normalized_bytes"] = Take(std::move(normalized_bytes));
+  out["content_hash"] = Take(std::move(content_hash));
+  out["squeezed_hash"] = Take(std::move(squeezed_hash));
+  out["score"] = Take(std::move(scores));
+  out["set_offsets"] = Take(std::move(set_offsets));
+  out["set_values"] = Take(std::move(set_values));
+  out["band_offsets"] = Take(std::move(band_offsets));
+  out["band_keys"] = Take(std::move(band_keys));
+  out["band_rows"] = Take(std::move(band_rows));
+  out["ws_offsets"] = Take(std::move(ws_offsets));
+  out["ws_hashes"] = Take(std::move(ws_hashes));
+  out["ws_rows"] = Take(std::move(ws_rows));
+  out["idh_offsets"] = Take(std::move(id_offsets_by_dest));
+  out["idh_hashes"] = Take(std::move(id_hashes));
+  out["idh_rows"] = Take(std::move(id_rows));
+  py::dict counts;
+  counts["documents"] = n;
+  counts["text_bytes"] = total_text_bytes;
+  py::dict skipped_dict, fallback_dict, failed_dict;
+  for (const auto& [reason, count] : skipped) AddCount(&skipped_dict, reason, count);
+  for (const auto& [reason, count] : fallbacks) AddCount(&fallback_dict, reason, count);
+  for (const auto& [code, count] : failed) AddCount(&failed_dict, code, count);
+  counts["skipped"] = skipped_dict;
+  counts["fallbacks"] = fallback_dict;
+  counts["failed"] = failed_dict;
+  counts["warnings"] = *warnings;
+  counts["warning_count"] = *warning_count;
+  out["counts"] = counts;
+  return out;
+}
+
+// Sorted (key, document) records: the ranges of equal keys.
+template <typename Fn>
+void ForEachGroup(std::vector<std::pair<uint64_t, uint64_t>>& records, Fn fn) {
+  std::sort(records.begin(), records.end());
+  for (size_t begin = 0; begin < records.size();) {
+    size_t end = begin + 1;
+    while (end < records.size() && records[end].first == records[begin].first) ++end;
+    fn(begin, end);
+    begin = end;
+  }
+}
+
+// The LSH bucket rule over one shuffle partition's records (bucket = band << 32 | key, document
+// number): each bucket's distinct documents sorted and paired by BucketPairs. Returns the
+// distinct pairs (sorted by (a, b)) and the bucket counts summary.json reports.
+py::tuple BucketPairsOf(py::handle bucket_array, py::handle doc_array, uint32_t window) {
+  View<uint64_t> buckets(bucket_array), docs(doc_array);
+  if (buckets.size() != docs.size()) throw py::value_error("bucket and doc sizes differ");
+  LshJoinStats stats;
+  std::vector<uint64_t> a, b;
+  {
+    py::gil_scoped_release release;
+    std::vector<std::pair<uint64_t, uint64_t>> records(buckets.size());
+    for (size_t i = 0; i < records.size(); ++i) records[i] = {buckets[i], docs[i]};
+    stats.records = records.size();
+    std::vector<uint64_t> members;
+    std::vector<LshPair> pairs;
+    ForEachGroup(records, [&](size_t begin, size_t end) {
+      members.clear();
+      for (size_t i = begin; i < end; ++i) {
+        if (members.empty() || members.back() != records[i].second) {
+          members.push_back(records[i].second);
+        }
+      }
+      if (members.size() < 2) return;
+      ++stats.buckets;
+      if (members.size() > window + 1) ++stats.oversized_buckets;
+      stats.largest_bucket = std::max<uint64_t>(stats.largest_bucket, members.size());
+      const size_t before = pairs.size();
+      BucketPairs(members, window, &pairs);
+      stats.bucket_pairs += pairs.size() - before;
+    });
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+    a.reserve(pairs.size());
+    b.reserve(pairs.size());
+    for (const LshPair& pair : pairs) {
+      a.push_back(pair.a);
+      b.push_back(pair.b);
+    }
+  }
+  py::dict counts;
+  counts["records"] = stats.records;
+  counts["buckets"] = stats.buckets;
+  counts["oversized"] = stats.oversized_buckets;
+  counts["largest"] = stats.largest_bucket;
+  counts["pairs_before_dedup"] = stats.bucket_pairs;
+  return py::make_tuple(Take(std::move(a)), Take(std::move(b)), counts);
+}
+
+// Each document paired with the first (smallest number) of equal hash: (first, document).
+py::tuple FirstPairs(py::handle hash_array, py::handle doc_array) {
+  View<uint64_t> hashes(hash_array), docs(doc_array);
+  if (hashes.size() != docs.size()) throw py::value_error("hash and doc sizes differ");
+  std::vector<uint64_t> a, b;
+  {
+    py::gil_scoped_release release;
+    std::vector<std::pair<uint64_t, uint64_t>> records(hashes.size());
+    for (size_t i = 0; i < records.size(); ++i) records[i] = {hashes[i], docs[i]};
+    ForEachGroup(records, [&](size_t begin, size_t end) {
+      for (size_t i = begin + 1; i < end; ++i) {
+        if (records[i].second == records[begin].second) continue;
+        a.push_back(records[begin].second);
+        b.push_back(records[i].second);
+      }
+    });
+  }
+  return py::make_tuple(Take(std::move(a)), Take(std::move(b)));
+}
+
+// The documents whose hash is shared with another document (sorted), and for each the first
+// document of its hash (to compare the ids themselves: hashes may collide).
+py::tuple SharedOf(py::handle hash_array, py::handle doc_array) {
+  View<uint64_t> hashes(hash_array), docs(doc_array);
+  if (hashes.size() != docs.size()) throw py::value_error("hash and doc sizes differ");
+  std::vector<uint64_t> shared, group_first;
+  {
+    py::gil_scoped_release release;
+    std::vector<std::pair<uint64_t, uint64_t>> records(hashes.size());
+    for (size_t i = 0; i < records.size(); ++i) records[i] = {hashes[i], docs[i]};
+    ForEachGroup(records, [&](size_t begin, size_t end) {
+      if (end - begin < 2) return;
+      for (size_t i = begin; i < end; ++i) {
+        shared.push_back(records[i].second);
+        group_first.push_back(records[begin].second);
+      }
+    });
+  }
+  return py::make_tuple(Take(std::move(shared)), Take(std::move(group_first)));
+}
+
+// The pair rule over candidate pairs of documents [0, n) of one task's table:
+//   a, b: document indices; whitespace: 1 for a pair of equal whitespace-free hash (pre-verified);
+//   content_hash, text_bytes, hi, lo: per document; set_offsets (n + 1) / set_values: the
+//   narrowed shingle sets; threshold: the verification threshold (0: accept every candidate).
+// Returns (distance, similarity): similarity 1 for exact and whitespace-only duplicates, the
+// shingle Jaccard of an accepted pair, -3 for a rejected one, -1 without verification.
+py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle whitespace_array,
+                      py::handle content_array, py::handle bytes_array, py::handle hi_array,
+                      py::handle lo_array, py::handle set_offsets_array,
+                      py::handle set_values_array, int bits, double threshold, int threads) {
+  View<uint32_t> a(a_array), b(b_array);
+  View<uint8_t> whitespace(whitespace_array);
+  View<uint64_t> content(content_array), bytes(bytes_array), hi(hi_array), lo(lo_array),
+      set_offsets(set_offsets_array);
+  View<uint32_t> set_values(set_values_array);
+  const size_t n = content.size();
+  if (b.size() != a.size() || whitespace.size() != a.size()) {
+    throw py::value_error("a, b and whitespace sizes differ");
+  }
+  if (bytes.size() != n || hi.size() != n || lo.size() != n ||
+      (threshold > 0 && set_offsets.size() != n + 1)) {
+    throw py::value_error("document columns of different sizes");
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] >= n || b[i] >= n) throw py::value_error("pair names a document out of range");
+  }
+  std::vector<int32_t> distance(a.size());
+  std::vector<double> similarity(a.size(), -1);
+  {
+    py::gil_scoped_release release;
+    ParallelFor(
+        a.size(), threads,
+        [&](size_t begin, size_t end) {
+          for (size_t i = begin; i < end; ++i) {
+            const uint32_t x = a[i], y = b[i];
+            distance[i] =
+                HammingDistance(Fingerprint{hi[x], lo[x], bits}, Fingerprint{hi[y], lo[y], bits});
+            // TEMPORARY (until the shared pair rule lands): RunDedup's rule. A whitespace-only
+            // pair is pre-verified (similarity 1) even without verification.
+            if (whitespace[i]) {
+              similarity[i] = 1.0;
+              continue;
+            }
+            if (threshold <= 0) continue;
+            if (content[x] == content[y] && bytes[x] == bytes[y]) {
+              similarity[i] = 1.0;
+              continue;
+            }
+            std::span<const uint32_t> sx(set_values.data() + set_offsets[x],
+                                         set_offsets[x + 1] - set_offsets[x]);
+            std::span<const uint32_t> sy(set_values.data() + set_offsets[y],
+                                         set_offsets[y + 1] - set_offsets[y]);
+            double value = 0;
+            similarity[i] = ReachesJaccard(sx, sy, threshold, &value) ? value : -3.0;
+          }
+        },
+        256);
+  }
+  return py::make_tuple(Take(std::move(distance)), Take(std::move(similarity)));
+}
+
+// Rows `rows` of a CSR column (offsets n + 1, values): a new CSR of them, in that order.
+template <typename T>
+py::tuple GatherCsr(py::handle offsets_array, py::handle values_array, py::handle rows_array) {
+  View<uint64_t> offsets(offsets_array), rows(rows_array);
+  View<T> values(values_array);
+  const size_t n = offsets.size() == 0 ? 0 : offsets.size() - 1;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] >= n) throw py::value_error("row out of range");
+  }
+  std::vector<uint64_t> out_offsets(rows.size() + 1, 0);
+  std::vector<T> out_values;
+  {
+    py::gil_scoped_release release;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      out_offsets[i + 1] = out_offsets[i] + offsets[rows[i] + 1] - offsets[rows[i]];
+    }
+    out_values.resize(out_offsets.back());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      std::copy(values.data() + offsets[rows[i]], values.data() + offsets[rows[i] + 1],
+                out_values.data() + out_offsets[i]);
+    }
+  }
+  return py::make_tuple(Take(std::move(out_offsets)), Take(std::move(out_values)));
+}
+
+// Rows of a UTF-8 blob with offsets, as Python strings.
+py::list GatherStrings(py::handle offsets_array, py::handle blob_array, py::handle rows_array) {
+  View<uint64_t> offsets(offsets_array), rows(rows_array);
+  View<uint8_t> blob(blob_array);
+  const size_t n = offsets.size() == 0 ? 0 : offsets.size() - 1;
+  py::list out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] >= n) throw py::value_error("row out of range");
+    const char* data = reinterpret_cast<const char*>(blob.data()) + offsets[rows[i]];
+    out.append(py::str(data, offsets[rows[i] + 1] - offsets[rows[i]]));
+  }
+  return out;
+}
+
+// BuildClusters over documents [0, n) (their facts) and accepted pairs (a, b indices, distance,
+// similarity). Returns per document: kept (its cluster's kept document, or -1 outside any
+// cluster), via (-1 for kept ones), distance_to_kept, distance_to_via, similarity_to_via, reason
+// (index into the returned list of reason names; 0 = "kept").
+py::tuple Clusters(py::handle hi_array, py::handle lo_array, int bits, py::handle bytes_array,
+                   py::handle normalized_array, py::handle content_array, py::handle score_array,
+                   py::handle a_array, py::handle b_array, py::handle distance_array,
+                   py::handle similarity_array, const std::string& keep) {
+  KeepPolicy policy;
+  std::string field;
+  Status parsed = ParseKeepPolicy(keep, &policy, &field);
+  if (!parsed.ok()) ThrowStatus(parsed);
+  View<uint64_t> hi(hi_array), lo(lo_array), bytes(bytes_array), normalized(normalized_array),
+      content(content_array);
+  View<double> score(score_array), similarity(similarity_array);
+  View<uint32_t> a(a_array), b(b_array);
+  View<int32_t> distance(distance_array);
+  const size_t n = lo.size();
+  if (hi.size() != n || bytes.size() != n || normalized.size() != n || content.size() != n ||
+      score.size() != n) {
+    throw py::value_error("document columns of different sizes");
+  }
+  if (b.size() != a.size() || distance.size() != a.size() || similarity.size() != a.size()) {
+    throw py::value_error("pair columns of different sizes");
+  }
+  std::vector<DedupDocument> documents(n);
+  for (size_t i = 0; i < n; ++i) {
+    documents[i].fingerprint = Fingerprint{hi[i], lo[i], bits};
+    documents[i].text_bytes = bytes[i];
+    documents[i].normalized_bytes = normalized[i];
+    documents[i].content_hash = content[i];
+    if (!std::isnan(score[i])) documents[i].score = score[i];
+  }
+  std::vector<DuplicatePair> pairs(a.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (a[i] >= n || b[i] >= n) throw py::value_error("pair names a document out of range");
+    pairs[i] = {a[i], b[i], distance[i], similarity[i]};
+  }
+  std::vector<int64_t> kept(n, -1), via(n, -1);
+  std::vector<int32_t> to_kept(n, 0), to_via(n, 0);
+  std::vector<double> sim_via(n, -1);
+  std::vector<uint8_t> reason(n, 0);
+  std::vector<std::string> reasons{"kept"};
+  {
+    py::gil_scoped_release release;
+    std::vector<DedupCluster> clusters;
+    std::vector<bool> removed;
+    BuildClusters(documents, pairs, policy, &clusters, &removed);
+    for (const DedupCluster& cluster : clusters) {
+      kept[cluster.kept] = cluster.kept;
+      for (const ClusterMember& m : cluster.removed) {
+        kept[m.document] = cluster.kept;
+        via[m.document] = m.via;
+        to_kept[m.document] = m.distance_to_kept;
+        to_via[m.document] = m.distance_to_via;
+        sim_via[m.document] = m.similarity_to_via;
+        auto it = std::find(reasons.begin(), reasons.end(), m.reason);
+        if (it == reasons.end()) it = reasons.insert(reasons.end(), m.reason);
+        reason[m.document] = static_cast<uint8_t>(it - reasons.begin());
+      }
+    }
+  }
+  return py::make_tuple(Take(std::move(kept)), Take(std::move(via)), Take(std::move(to_kept)),
+                        Take(std::move(to_via)), Take(std::move(sim_via)), Take(std::move(reason)),
+                        reasons);
+}
+
+// clusters.jsonl lines of clusters given as arrays, written by the library's serializer:
+//   per document (members of the clusters): id (UTF-8 blob + offsets), location, text_bytes,
+//   hi, lo; per cluster (in order): cluster number, kept document, and its removed members
+//   [member_offsets[c], member_offsets[c + 1]) of member, distance, via, distance_to_via,
+//   similarity_to_via, reason (index into `reasons`).
+py::bytes ClusterLines(py::handle id_offsets_array, py::handle id_blob_array,
+                       py::handle location_offsets_array, py::handle location_blob_array,
+                       py::handle bytes_array, py::handle hi_array, py::handle lo_array, int bits,
+                       py::handle cluster_array, py::handle kept_array,
+                       py::handle member_offsets_array, py::handle member_array,
+                       py::handle distance_array, py::handle via_array,
+                       py::handle distance_to_via_array, py::handle similarity_array,
+                       py::handle reason_array, const std::vector<std::string>& reasons) {
+  View<uint64_t> id_offsets(id_offsets_array), location_offsets(location_offsets_array),
+      bytes(bytes_array), hi(hi_array), lo(lo_array), cluster(cluster_array),
+      member_offsets(member_offsets_array);
+  View<uint8_t> id_blob(id_blob_array), location_blob(location_blob_array), reason(reason_array);
+  View<uint32_t> kept(kept_array), member(member_array), via(via_array);
+  View<int32_t> distance(distance_array), distance_to_via(distance_to_via_array);
+  View<double> similarity(similarity_array);
+  const size_t n = bytes.size();
+  if (id_offsets.size() != n + 1 || location_offsets.size() != n + 1 || hi.size() != n ||
+      lo.size() != n) {
+    throw py::value_error("document columns of different sizes");
+  }
+  if (kept.size() != cluster.size() || member_offsets.size() != cluster.size() + 1 ||
+      member_offsets[cluster.size()] != member.size()) {
+    throw py::value_error("cluster columns of different sizes");
+  }
+  auto text = [](const View<uint8_t>& blob, const View<uint64_t>& offsets, size_t i) {
+    return std::string(reinterpret_cast<const char*>(blob.data()) + offsets[i],
+                       offsets[i + 1] - offsets[i]);
+  };
+  DedupReport report;
+  report.documents.resize(n);
+  report.input_files.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    DedupDocument& doc = report.documents[i];
+    doc.id = text(id_blob, id_offsets, i);
+    doc.text_bytes = bytes[i];
+    doc.fingerprint = Fingerprint{hi[i], lo[i], bits};
+    doc.file_index = static_cast<uint32_t>(i);  // the location is the whole "file" name
+    report.input_files[i] = text(location_blob, location_offsets, i);
+  }
+  for (size_t c = 0; c < cluster.size(); ++c) {
+    DedupCluster entry;
+    entry.cluster_id = cluster[c];
+    entry.kept = kept[c];
+    for (uint64_t m = member_offsets[c]; m < member_offsets[c + 1]; ++m) {
+      if (member[m] >= n || via[m] >= n || reason[m] >= reasons.size() || kept[c] >= n) {
+        throw py::value_error("cluster member out of range");
+      }
+      ClusterMember cm;
+      cm.document = member[m];
+      cm.distance_to_kept = distance[m];
+      cm.via = via[m];
+      cm.distance_to_via = distance_to_via[m];
+      cm.similarity_to_via = similarity[m];
+      cm.reason = reasons[reason[m]];
+      entry.removed.push_back(std::move(cm));
+    }
+    report.clusters.push_back(std::move(entry));
+  }
+  std::string out = DedupClusterLines(report);
+  return py::bytes(out);
+}
+
+// The documents of one partition as Python lists (ids, texts, locations), read as _dask_read
+// reads them: the rows of neardup.dask.read_jsonl's DataFrame.
+py::dict ReadDocuments(const py::dict& source, const py::dict& kwargs) {
+  DedupOptions options = DedupOptionsFromKeywords(kwargs);
+  DocumentReaderOptions reader_options = options.reader;
+  PartitionInput in = OpenInput(source, &reader_options);
+  auto warnings = std::make_shared<std::vector<std::string>>();
+  const PlaceRewriter rewrite = in.rewrite;
+  reader_options.on_warning = [warnings, rewrite](const std::string& message) {
+    if (warnings->size() < 1000) warnings->push_back(rewrite(message));
+  };
+  std::vector<Document> docs;
+  Status error;
+  {
+    py::gil_scoped_release release;
+    auto opened = DocumentReader::Open({in.input}, reader_options);
+    if (!opened.ok()) {
+      error = opened.status();
+    } else {
+      Document doc;
+      for (;;) {
+        Result<bool> got = (*opened)->Next(&doc);
+        if (!got.ok()) {
+          error = got.status();
+          break;
+        }
+        if (!*got) break;
+        docs.push_back(std::move(doc));
+      }
+    }
+  }
+  if (!error.ok()) ThrowStatus(Status(error.code(), rewrite(error.message())));
+  py::list ids, texts, locations;
+  for (const Document& doc : docs) {
+    const std::string location = rewrite(doc.location);
+    ids.append(py::str(doc.id == doc.location ? location : doc.id));
+    texts.append(py::str(doc.text));
+    locations.append(py::str(location));
+  }
+  py::dict out;
+  out["ids"] = ids;
+  out["texts"] = texts;
+  out["locations"] = locations;
+  out["warnings"] = *warnings;
+  return out;
+}
+
+// The input files of `inputs` (files and directories) in the reader's canonical order, as the
+// reader names them (what `neardup dedup` lists in its locations).
+std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs) {
+  Result<std::unique_ptr<DocumentReader>> reader = Status::Internal("unset");
+  {
+    py::gil_scoped_release release;
+    reader = DocumentReader::Open(inputs, DocumentReaderOptions());
+  }
+  if (!reader.ok()) ThrowStatus(reader.status());
+  return (*reader)->files();
+}
+
+// Whether the pair needs its shingle Jaccard: neither pre-verified (whitespace-only) nor exact.
+// TEMPORARY (until the shared pair rule lands): RunDedup's rule, as in VerifyPairs.
+py::array_t<bool> NeedsJaccard(py::handle a_array, py::handle b_array, py::handle whitespace_array,
+                               py::handle content_array, py::handle bytes_array) {
+  View<uint32_t> a(a_array), b(b_array);
+  View<uint8_t> whitespace(whitespace_array);
+  View<uint64_t> content(content_array), bytes(bytes_array);
+  if (b.size() != a.size() || whitespace.size() != a.size() || bytes.size() != content.size()) {
+    throw py::value_error("sizes differ");
+  }
+  py::array_t<bool> out(static_cast<py::ssize_t>(a.size()));
+  bool* need = out.mutable_data();
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] >= content.size() || b[i] >= content.size()) {
+      throw py::value_error("pair names a document out of range");
+    }
+    need[i] = !whitespace[i] && !(content[a[i]] == content[b[i]] && bytes[a[i]] == bytes[b[i]]);
+  }
+  return out;
+}
+
+// Connected components of pairs (the library's union-find): the distinct documents (sorted) and
+// the smallest document of each one's component.
+py::tuple Components(py::handle a_array, py::handle b_array) {
+  View<uint64_t> a(a_array), b(b_array);
+  if (b.size() != a.size()) throw py::value_error("a and b sizes differ");
+  std::vector<uint64_t> nodes, labels;
+  {
+    py::gil_scoped_release release;
+    std::vector<NeighborPair> pairs(a.size());
+    for (size_t i = 0; i < a.size(); ++i) pairs[i] = {a[i], b[i], 0};
+    for (const ClusterAssignment& c : ConnectedComponents({}, pairs)) {
+      nodes.push_back(c.id);
+      labels.push_back(c.component);
+    }
+  }
+  return py::make_tuple(Take(std::move(nodes)), Take(std::move(labels)));
+}
+
+// summary.json of `neardup dedup` with the options of `kwargs`, from counts (the library's
+// serializer; the counts that it derives from the documents, pairs and clusters of a report are
+// given by the caller, which has none of them in memory).
+std::string SummaryJson(const py::dict& kwargs, const py::dict& counts) {
+  DedupOptions options = DedupOptionsFromKeywords(kwargs);
+  DedupReport report;
+  const bool use_lsh = options.candidates != DedupOptions::Candidates::kSimHash;
+  const bool use_simhash = options.candidates != DedupOptions::Candidates::kLsh;
+  if (use_lsh) {
+    Result<LshParameters> lsh = ResolveLshParameters(options.lsh);
+    if (!lsh.ok()) ThrowStatus(lsh.status());
+    report.lsh = *lsh;
+  }
+  report.k = use_simhash ? options.k : -1;
+  report.verify_threshold = std::max(0.0, ResolveVerifyThreshold(options));
+  for (auto [key, value] : py::cast<py::dict>(counts["skipped"])) {
+    report.skipped[py::cast<std::string>(key)] = py::cast<uint64_t>(value);
+  }
+  for (auto [key, value] : py::cast<py::dict>(counts["fallbacks"])) {
+    report.fallbacks[py::cast<std::string>(key)] = py::cast<uint64_t>(value);
+  }
+  for (auto [key, value] : py::cast<py::dict>(counts["failed"])) {
+    report.failed[py::cast<std::string>(key)] = py::cast<uint64_t>(value);
+  }
+  report.duplicate_ids = py::cast<uint64_t>(counts["duplicate_ids"]);
+  report.text_bytes = py::cast<uint64_t>(counts["text_bytes"]);
+  report.candidate_pairs = py::cast<uint64_t>(counts["candidate_pairs"]);
+  report.lsh_candidate_pairs = py::cast<uint64_t>(counts["lsh_candidate_pairs"]);
+  report.simhash_candidate_pairs = py::cast<uint64_t>(counts["simhash_candidate_pairs"]);
+  report.simhash_only_candidate_pairs = py::cast<uint64_t>(counts["simhash_only_candidate_pairs"]);
+  report.simhash_only_accepted_pairs = py::cast<uint64_t>(counts["simhash_only_accepted_pairs"]);
+  py::dict lsh = counts["lsh_buckets"];
+  report.lsh_stats.records = py::cast<uint64_t>(lsh["records"]);
+  report.lsh_stats.buckets = py::cast<uint64_t>(lsh["buckets"]);
+  report.lsh_stats.oversized_buckets = py::cast<uint64_t>(lsh["oversized"]);
+  report.lsh_stats.largest_bucket = py::cast<uint64_t>(lsh["largest"]);
+  report.lsh_stats.bucket_pairs = py::cast<uint64_t>(lsh["pairs_before_dedup"]);
+  report.spilled = true;
+  report.spill_peak_bytes = py::cast<uint64_t>(counts["spill_bytes"]);
+  for (py::handle stage : py::cast<py::list>(counts["stages"])) {
+    py::tuple t = py::cast<py::tuple>(stage);
+    report.stages.push_back(
+        {py::cast<std::string>(t[0]), py::cast<double>(t[1]), py::cast<uint64_t>(t[2]), 0});
+  }
+  report.total_seconds = py::cast<double>(counts["total_seconds"]);
+  return DedupSummaryJson(report, &options);
+}
+}  // namespace
+
+void RegisterDaskBindings(py::module_& m) {
+  m.def("_dask_read", &ReadPartition, py::arg("source"), py::arg("options"), py::arg("key"),
+        py::arg("dests"), py::arg("threads") = 0, py::arg("max_warnings") = 1000);
+  m.def("_dask_bucket_pairs", &BucketPairsOf, py::arg("buckets"), py::arg("docs"),
+        py::arg("window"));
+  m.def("_dask_first_pairs", &FirstPairs, py::arg("hashes"), py::arg("docs"));
+  m.def("_dask_shared", &SharedOf, py::arg("hashes"), py::arg("docs"));
+  m.def("_dask_verify", &VerifyPairs, py::arg("a"), py::arg("b"), py::arg("whitespace"),
+        py::arg("content_hash"), py::arg("text_bytes"), py::arg("hi"), py::arg("lo"),
+        py::arg("set_offsets"), py::arg("set_values"), py::arg("bits"), py::arg("threshold"),
+        py::arg("threads") = 0);
+  m.def("_dask_gather_sets", &GatherCsr<uint32_t>, py::arg("offsets"), py::arg("values"),
+        py::arg("rows"));
+  m.def("_dask_gather_bytes", &GatherCsr<uint8_t>, py::arg("offsets"), py::arg("values"),
+        py::arg("rows"));
+  m.def("_dask_gather_strings", &GatherStrings, py::arg("offsets"), py::arg("blob"),
+        py::arg("rows"));
+  m.def("_dask_clusters", &Clusters);
+  m.def("_dask_cluster_lines", &ClusterLines);
+  m.def("_dask_documents", &ReadDocuments, py::arg("source"), py::arg("options"));
+  m.def("_dask_expand", &ExpandInputs, py::arg("inputs"));
+  m.def("_dask_is_jsonl", [](const std::string& path) { return IsJsonlPath(path); });
+  m.def("_dask_needs_jaccard", &NeedsJaccard);
+  m.def("_dask_components", &Components);
+  m.def("_dask_summary_json", &SummaryJson, py::arg("options"), py::arg("counts"));
+}
+
+}  // namespace neardup::python
