@@ -445,11 +445,11 @@ def _documents_task(run: _Run, index: int, source: dict) -> dict:
     got = _neardup._dask_read(source, run.options, run.key, run.dests, run.threads)
     facts = {name: got[name] for name in (
         "id_blob", "id_offsets", "line", "hi", "lo", "text_bytes", "normalized_bytes",
-        "content_hash", "squeezed_hash", "score", "set_offsets", "set_values")}
+        "content_hash", "squeezed_hash", "score", "set_offsets", "set_codes", "set_sizes")}
     n = len(got["hi"])
-    keys = {name: got[name] for name in ("band_offsets", "band_keys", "band_rows", "ws_offsets",
-                                         "ws_hashes", "ws_rows", "idh_offsets", "idh_hashes",
-                                         "idh_rows")}
+    keys = {name: got[name] for name in ("band_offsets", "band_codes", "ws_offsets", "ws_hashes",
+                                         "ws_rows", "idh_offsets", "idh_hashes", "idh_rows")}
+    keys["row_bits"] = np.asarray([got["row_bits"]], np.int64)
     if run.resolved["use_simhash"]:
         blocks, t = run.resolved["simhash_blocks"]
         rows, combos, hkeys = _neardup._hamming_keys(got["hi"], got["lo"], run.bits, blocks, t)
@@ -510,19 +510,17 @@ def _buckets_task(run: _Run, d: int) -> dict:
         return done
     bands = run.bands
     shuffled = {"band_keys": 0, "whitespace_keys": 0, "id_keys": 0, "simhash_keys": 0}
-    lsh_buckets, lsh_docs, ws_hashes, ws_docs, id_hashes, id_docs = [], [], [], [], [], []
+    ws_hashes, ws_docs, id_hashes, id_docs = [], [], [], []
+    band_codes, band_offsets, row_bits = [], [], []
     sh = {"keys": [], "combos": [], "docs": [], "hi": [], "lo": []}
     for p in range(run.nparts):
         keys = _Arrays(run.path("documents", f"p{p:06d}.keys"))
         if bands:
             offsets = keys["band_offsets"]
-            lo, hi = int(offsets[d * bands]), int(offsets[(d + 1) * bands])
-            if hi > lo:
-                band = np.repeat(np.arange(bands, dtype=np.uint64),
-                                 np.diff(offsets[d * bands:(d + 1) * bands + 1]).astype(np.int64))
-                lsh_buckets.append((band << np.uint64(32)) | keys["band_keys"][lo:hi])
-                lsh_docs.append(_gid(p, keys["band_rows"][lo:hi]))
-                shuffled["band_keys"] += (hi - lo) * 8
+            band_codes.append(keys["band_codes"])
+            band_offsets.append(offsets)
+            row_bits.append(int(keys["row_bits"][0]))
+            shuffled["band_keys"] += int(offsets[(d + 1) * bands] - offsets[d * bands])
         part = _blocks(keys["ws_offsets"], d)
         ws_hashes.append(keys["ws_hashes"][part])
         ws_docs.append(_gid(p, keys["ws_rows"][part]))
@@ -546,9 +544,10 @@ def _buckets_task(run: _Run, d: int) -> dict:
     a_all, b_all, flags_all = [], [], []
     stats = {"records": 0, "buckets": 0, "oversized": 0, "largest": 0, "pairs_before_dedup": 0}
     if bands:
-        a, b, stats = _neardup._dask_bucket_pairs(cat(lsh_buckets, np.uint64),
-                                                  cat(lsh_docs, np.uint64),
-                                                  run.resolved["bucket_window"])
+        buckets, docs = _neardup._dask_band_records(band_codes, band_offsets, row_bits,
+                                                    list(range(run.nparts)), d, bands)
+        a, b, stats = _neardup._dask_bucket_pairs(buckets, docs, run.resolved["bucket_window"])
+        del buckets, docs
         a_all.append(a), b_all.append(b), flags_all.append(np.full(len(a), _FROM_LSH, np.uint8))
     a, b = _neardup._dask_first_pairs(cat(ws_hashes, np.uint64), cat(ws_docs, np.uint64))
     a_all.append(a), b_all.append(b), flags_all.append(np.full(len(a), _WHITESPACE, np.uint8))
@@ -651,7 +650,7 @@ def _verify_task(run: _Run, p: int) -> dict:
         counts["simhash_only_candidate_pairs"] = int(np.count_nonzero(flags == _FROM_SIMHASH))
     # The documents of the pairs: this partition's and the others' (read from their files).
     docs = np.unique(np.concatenate([a, b]))
-    table = _facts_of(run, docs, ("content_hash", "text_bytes", "hi", "lo"), shuffled, p)
+    table = _facts_of(run, docs, ("content_hash", "text_bytes", "set_sizes"), shuffled, p)
     ia = np.searchsorted(docs, a).astype(np.uint32)
     ib = np.searchsorted(docs, b).astype(np.uint32)
     whitespace = ((flags & _WHITESPACE) != 0).astype(np.uint8)
@@ -660,20 +659,26 @@ def _verify_task(run: _Run, p: int) -> dict:
     set_values = np.zeros(0, np.uint32)
     if verify > 0 and len(a):
         need = _neardup._dask_needs_jaccard(ia, ib, whitespace, table["content_hash"],
-                                            table["text_bytes"])
+                                            table["text_bytes"], table["set_sizes"], verify)
         needed = np.zeros(len(docs), bool)
         needed[ia[need]] = True
         needed[ib[need]] = True
         set_offsets, set_values = _sets_of(run, docs, needed, shuffled, p)
-    distance, similarity = _neardup._dask_verify(
-        ia, ib, whitespace, table["content_hash"], table["text_bytes"], table["hi"], table["lo"],
-        set_offsets, set_values, run.bits, verify, run.threads)
+    similarity = _neardup._dask_verify(
+        ia, ib, whitespace, table["content_hash"], table["text_bytes"], table["set_sizes"],
+        set_offsets, set_values, verify, run.threads)
     accepted = similarity >= verify if verify > 0 else np.ones(len(a), bool)
+    # The fingerprints of the accepted pairs' documents only, for their distances.
+    near = np.unique(np.concatenate([a[accepted], b[accepted]]))
+    fp = _facts_of(run, near, ("hi", "lo"), shuffled, p)
+    ja, jb = np.searchsorted(near, a[accepted]), np.searchsorted(near, b[accepted])
+    distance = _neardup._dask_distances(fp["hi"][ja], fp["lo"][ja], fp["hi"][jb], fp["lo"][jb],
+                                        run.bits)
     if run.resolved["use_lsh"]:
         counts["simhash_only_accepted_pairs"] = int(np.count_nonzero(
             accepted & (flags == _FROM_SIMHASH)))
     _save(run.path("verify", f"p{p:06d}.accepted"), {
-        "a": a[accepted], "b": b[accepted], "distance": distance[accepted].astype(np.int32),
+        "a": a[accepted], "b": b[accepted], "distance": distance.astype(np.int32),
         "similarity": similarity[accepted].astype(np.float64)})
     counts["accepted_pairs"] = int(np.count_nonzero(accepted))
     counts["shuffled"] = shuffled
@@ -698,7 +703,7 @@ def _facts_of(run: _Run, gids: np.ndarray, columns: Sequence[str], shuffled: Opt
             if shuffled is not None and q != home:
                 shuffled["verify_documents"] += values.nbytes
     for c in columns:
-        dtype = np.float64 if c == "score" else np.uint64
+        dtype = {"score": np.float64, "set_sizes": np.uint32}.get(c, np.uint64)
         out[c] = _concat(pieces[c], dtype)
     return out
 
@@ -714,11 +719,12 @@ def _sets_of(run: _Run, gids: np.ndarray, needed: np.ndarray, shuffled: dict, ho
         where = np.flatnonzero(needed[bounds[q]:bounds[q + 1]]) + bounds[q]
         rows = (gids[where] & _LOW).astype(np.uint64)
         facts = _Arrays(run.path("documents", f"p{q:06d}.facts"))
-        offsets, got = _neardup._dask_gather_sets(facts["set_offsets"], facts["set_values"], rows)
+        offsets, got, nbytes = _neardup._dask_gather_coded_sets(facts["set_offsets"],
+                                                                facts["set_codes"], rows)
         lengths[where] = np.diff(offsets)
         values.append((where, offsets, got))
         if q != home:
-            shuffled["verify_documents"] += got.nbytes + 8 * len(rows)
+            shuffled["verify_documents"] += nbytes
     # Partitions in ascending order, rows ascending within each: the values in gid order.
     set_offsets = np.zeros(len(gids) + 1, np.uint64)
     np.cumsum(lengths, out=set_offsets[1:])
@@ -968,15 +974,20 @@ def _outputs_task(run: _Run, p: int, parts_info: list, keep_parts: int, first_cl
         mapping = np.asarray([reasons.index(r) for r in local], np.uint8)
         codes.append(mapping[got["reason"][_blocks(got["offsets"], p)]])
     reason = _concat(codes, np.uint8)
-    remove = np.zeros(n, bool)
-    remove[(removed & _LOW).astype(np.int64)] = True
-    all_ids, _ = _final_ids(run, parts_info, _gid(p, np.arange(n, dtype=np.uint64)))
-    # keep.txt / remove.txt parts and the decisions, in input order.
+    remove = np.zeros(n, np.uint8)
+    remove[(removed & _LOW).astype(np.int64)] = 1
+    # keep.txt / remove.txt parts and the decisions, in input order (shared ids named apart).
     prefix = run.path("outputs", f"p{p:06d}")
-    _write_lines(prefix + ".keep", [i for i, r in zip(all_ids, remove.tolist()) if not r])
-    _write_lines(prefix + ".remove", [i for i, r in zip(all_ids, remove.tolist()) if r])
-    _write_decisions(os.path.join(out_dir, "decisions", f"part-{p:06d}.{fmt}"), all_ids, remove,
-                     fmt)
+    facts = _Arrays(run.path("documents", f"p{p:06d}.facts"))
+    shared = _Arrays(run.path("verify", f"p{p:06d}.shared"))["shared"]
+    renamed_rows = (shared & _LOW).astype(np.uint64)
+    renamed, _ = _final_ids(run, parts_info, shared)
+    decisions = os.path.join(out_dir, "decisions", f"part-{p:06d}.{fmt}")
+    _neardup._dask_write_id_parts(facts["id_offsets"], facts["id_blob"], remove, renamed_rows,
+                                  renamed, prefix + ".keep", prefix + ".remove",
+                                  decisions if fmt == "jsonl" else "")
+    if fmt == "parquet":
+        _write_parquet_decisions(decisions, prefix + ".keep", prefix + ".remove", remove)
     # clusters.jsonl part: the clusters whose kept document is here, in its order.
     order = np.lexsort((member, member != kept, kept))  # each cluster: kept, then the removed
     member, kept, via = member[order], kept[order], via[order]
@@ -1010,27 +1021,20 @@ def _outputs_task(run: _Run, p: int, parts_info: list, keep_parts: int, first_cl
     return counts
 
 
-def _write_lines(path: str, ids: List[str]) -> None:
+def _write_parquet_decisions(path: str, keep_path: str, remove_path: str,
+                             remove: np.ndarray) -> None:
+    import pandas as pd
+
+    kept, removed = iter(_read_ids(keep_path)), iter(_read_ids(remove_path))
+    ids = [next(removed) if gone else next(kept) for gone in remove.tolist()]
     tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8", errors="surrogatepass", newline="\n") as f:
-        if ids:
-            f.write("\n".join(ids) + "\n")
+    pd.DataFrame({"id": ids, "keep": remove == 0}).to_parquet(tmp, index=False)
     os.replace(tmp, path)
 
 
-def _write_decisions(path: str, ids: List[str], remove: np.ndarray, fmt: str) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    if fmt == "parquet":
-        import pandas as pd
-
-        pd.DataFrame({"id": ids, "keep": ~remove}).to_parquet(tmp, index=False)
-    else:
-        dumps = json.JSONEncoder(ensure_ascii=False).encode
-        with open(tmp, "w", encoding="utf-8", errors="surrogatepass", newline="\n") as f:
-            for value, gone in zip(ids, remove.tolist()):
-                f.write('{"id":' + dumps(value) + (',"keep":false}\n' if gone else
-                                                   ',"keep":true}\n'))
-    os.replace(tmp, path)
+def _read_ids(path: str) -> List[str]:
+    with open(path, encoding="utf-8", errors="surrogateescape", newline="\n") as f:
+        return f.read().split("\n")[:-1]
 
 
 # ---- the client: stages in order ---------------------------------------------------------------
@@ -1047,11 +1051,22 @@ class _Progress:
             print(f"neardup.dask: {text}", file=sys.stderr, flush=True)
 
 
+def _timed(fn, *args):
+    """fn(*args), with the CPU seconds of the task's thread in "task_cpu" (with threads > 1 the
+    library's helper threads are not counted)."""
+    start = time.thread_time()
+    result = fn(*args)
+    if isinstance(result, dict) and not result.get("resumed"):
+        result = dict(result, task_cpu=time.thread_time() - start)
+    return result
+
+
 def _compute(name: str, token: str, calls: list) -> list:
     """Runs one stage's tasks (named neardup-<name>-<token>, i) on the current scheduler."""
     import dask
 
-    tasks = [dask.delayed(fn, pure=False)(*args, dask_key_name=(f"neardup-{name}-{token}", i))
+    tasks = [dask.delayed(_timed, pure=False)(fn, *args,
+                                              dask_key_name=(f"neardup-{name}-{token}", i))
              for i, (fn, *args) in enumerate(calls)]
     return list(dask.compute(*tasks)) if tasks else []
 
@@ -1173,6 +1188,7 @@ def _summary(docs: list, buckets: list, verify: list, outputs: list, library: di
         summary["documents_per_second"] = n / total
     for entry, stage in zip(summary["stages"], stages):
         entry["tasks"] = stage["tasks"]
+        entry["task_cpu_seconds"] = stage["task_cpu_seconds"]
         if stage["resumed_tasks"]:
             entry["resumed_tasks"] = stage["resumed_tasks"]
     summary["dask"] = dask_info
@@ -1348,8 +1364,9 @@ def _run(data, ddf, source, output, temporary, work, key, library, resolved, fie
         already = sum(1 for r in results if isinstance(r, dict) and r.get("resumed"))
         seconds = time.time() - begin
         items = items_of(results) if items_of else len(results)
+        cpu = sum(r.get("task_cpu", 0.0) for r in results if isinstance(r, dict))
         stages.append({"stage": name, "seconds": seconds, "items": items, "tasks": len(calls),
-                       "resumed_tasks": already})
+                       "resumed_tasks": already, "task_cpu_seconds": cpu})
         note = f", {already} already done" if already else ""
         say.line(f"{name}: {len(calls)} tasks, {items:,} items, {seconds:.1f} s{note}")
         return results

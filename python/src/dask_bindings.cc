@@ -14,12 +14,13 @@
 //   _dask_shared        the documents whose hash (of their id) is shared
 //   _dask_verify        the pair rule over candidate pairs: exact, whitespace-only, or shingle
 //                       Jaccard at the threshold
-//   _dask_gather_sets / _dask_gather_strings   rows of a stored CSR column
+//   _dask_gather_coded_sets / _dask_gather_strings   rows of a stored column
 //   _dask_clusters      components and the keep decision (BuildClusters) over arrays
 //   _dask_cluster_lines clusters.jsonl lines, written by the library's serializer
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -31,10 +32,13 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "bindings.h"
+#include "common/json_writer.h"
 #include "common/parallel.h"
+#include "common/rice_codec.h"
 #include "dedup/document_hashes.h"
 #include "dedup/shingle_hashes.h"
 #include "neardup/clusters.h"
@@ -331,7 +335,8 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
   std::vector<uint64_t> id_offsets{0}, lines, hi, lo, text_bytes, normalized_bytes, content_hash,
       squeezed_hash, set_offsets{0};
   std::vector<double> scores;
-  std::vector<uint32_t> keys, set_values;
+  std::vector<uint32_t> keys, set_sizes;
+  std::string set_codes;
   std::vector<uint8_t> has_keys;
   std::map<std::string, uint64_t> failed;
   uint64_t total_text_bytes = 0;
@@ -395,8 +400,9 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
                         facts.keys.begin() + (i + 1) * bands);
           }
           if (want_sets) {
-            set_values.insert(set_values.end(), facts.sets[i].begin(), facts.sets[i].end());
-            set_offsets.push_back(set_values.size());
+            RiceEncode(facts.sets[i], &set_codes);
+            set_offsets.push_back(set_codes.size());
+            set_sizes.push_back(static_cast<uint32_t>(facts.sets[i].size()));
           }
         }
       }
@@ -408,38 +414,45 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
     ThrowStatus(Status(error.code(), rewrite(error.message())));
   }
   const size_t n = hi.size();
-  if (!want_sets) set_offsets.assign(n + 1, 0);
+  if (!want_sets) {
+    set_offsets.assign(n + 1, 0);
+    set_sizes.assign(n, 0);
+  }
 
-  // Records grouped by shuffle partition: counting sort.
+  // Records grouped by shuffle partition. Band keys: a key goes to the partition of its range
+  // ((key * dests) >> 32, whatever the band), and each (partition, band) block is the
+  // Rice-coded ascending keys with their rows (rice_codec.h): about 4.3 bytes a record.
   std::vector<uint64_t> band_offsets(static_cast<size_t>(dests) * bands + 1, 0);
-  std::vector<uint32_t> band_keys, band_rows;
+  std::string band_codes;
   std::vector<uint64_t> ws_offsets(dests + 1, 0), ws_hashes, id_offsets_by_dest(dests + 1, 0),
       id_hashes;
   std::vector<uint32_t> ws_rows, id_rows;
   {
     py::gil_scoped_release release;
     if (bands > 0) {
-      std::vector<uint32_t> dest(n * bands);
+      const int row_bits = BitsFor(n == 0 ? 0 : n - 1);
+      std::vector<std::vector<std::pair<uint32_t, uint32_t>>> blocks(static_cast<size_t>(dests) *
+                                                                     bands);
       for (size_t i = 0; i < n; ++i) {
         if (!has_keys[i]) continue;
         for (int b = 0; b < bands; ++b) {
           const uint32_t k = keys[i * bands + b];
-          const uint32_t d = Route(static_cast<uint64_t>(b) << 32 | k, dests);
-          dest[i * bands + b] = d;
-          ++band_offsets[static_cast<size_t>(d) * bands + b + 1];
+          const uint32_t d = static_cast<uint32_t>((static_cast<uint64_t>(k) * dests) >> 32);
+          blocks[static_cast<size_t>(d) * bands + b].push_back({k, static_cast<uint32_t>(i)});
         }
       }
-      for (size_t j = 1; j < band_offsets.size(); ++j) band_offsets[j] += band_offsets[j - 1];
-      std::vector<uint64_t> fill(band_offsets.begin(), band_offsets.end() - 1);
-      band_keys.resize(band_offsets.back());
-      band_rows.resize(band_offsets.back());
-      for (size_t i = 0; i < n; ++i) {
-        if (!has_keys[i]) continue;
-        for (int b = 0; b < bands; ++b) {
-          const uint64_t at = fill[static_cast<size_t>(dest[i * bands + b]) * bands + b]++;
-          band_keys[at] = keys[i * bands + b];
-          band_rows[at] = static_cast<uint32_t>(i);
+      std::vector<uint32_t> block_keys, block_rows;
+      for (size_t j = 0; j < blocks.size(); ++j) {
+        std::sort(blocks[j].begin(), blocks[j].end());
+        block_keys.clear();
+        block_rows.clear();
+        for (const auto& [k, row] : blocks[j]) {
+          block_keys.push_back(k);
+          block_rows.push_back(row);
         }
+        RiceEncode(block_keys, &band_codes, block_rows, row_bits);
+        band_offsets[j + 1] = band_codes.size();
+        std::vector<std::pair<uint32_t, uint32_t>>().swap(blocks[j]);
       }
     }
     auto group = [&](const std::vector<uint64_t>& hashes, std::vector<uint64_t>* offsets,
@@ -479,10 +492,11 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
   out["squeezed_hash"] = Take(std::move(squeezed_hash));
   out["score"] = Take(std::move(scores));
   out["set_offsets"] = Take(std::move(set_offsets));
-  out["set_values"] = Take(std::move(set_values));
+  out["set_codes"] = Take(std::vector<uint8_t>(set_codes.begin(), set_codes.end()));
+  out["set_sizes"] = Take(std::move(set_sizes));
   out["band_offsets"] = Take(std::move(band_offsets));
-  out["band_keys"] = Take(std::move(band_keys));
-  out["band_rows"] = Take(std::move(band_rows));
+  out["band_codes"] = Take(std::vector<uint8_t>(band_codes.begin(), band_codes.end()));
+  out["row_bits"] = BitsFor(n == 0 ? 0 : n - 1);
   out["ws_offsets"] = Take(std::move(ws_offsets));
   out["ws_hashes"] = Take(std::move(ws_hashes));
   out["ws_rows"] = Take(std::move(ws_rows));
@@ -606,33 +620,47 @@ py::tuple SharedOf(py::handle hash_array, py::handle doc_array) {
   return py::make_tuple(Take(std::move(shared)), Take(std::move(group_first)));
 }
 
+// Whether a pair whose sets hold size_a and size_b values may reach Jaccard `threshold`: the
+// Jaccard is at most min / max (with a margin, so a rounding never rejects a pair the exact
+// computation would accept). Two empty sets have Jaccard 1.
+bool MayReachJaccard(uint64_t size_a, uint64_t size_b, double threshold) {
+  const uint64_t small = std::min(size_a, size_b), large = std::max(size_a, size_b);
+  return large == 0 ||
+         static_cast<double>(small) >= threshold * static_cast<double>(large) * (1 - 1e-9);
+}
+
 // The pair rule over candidate pairs of documents [0, n) of one task's table:
 //   a, b: document indices; whitespace: 1 for a pair of equal whitespace-free hash (pre-verified);
-//   content_hash, text_bytes, hi, lo: per document; set_offsets (n + 1) / set_values: the
-//   narrowed shingle sets; threshold: the verification threshold (0: accept every candidate).
-// Returns (distance, similarity): similarity 1 for exact and whitespace-only duplicates, the
-// shingle Jaccard of an accepted pair, -3 for a rejected one, -1 without verification.
-py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle whitespace_array,
-                      py::handle content_array, py::handle bytes_array, py::handle hi_array,
-                      py::handle lo_array, py::handle set_offsets_array,
-                      py::handle set_values_array, int bits, double threshold, int threads) {
-  View<uint32_t> a(a_array), b(b_array);
+//   content_hash, text_bytes, set sizes: per document; set_offsets (n + 1) / set_values: the
+//   narrowed shingle sets (those of pairs NeedsJaccard rules out may be left empty);
+//   threshold: the verification threshold (0: accept every candidate).
+// Returns the similarity of each pair: 1 for exact and whitespace-only duplicates, the shingle
+// Jaccard of an accepted pair, -3 for a rejected one, -1 without verification.
+py::array_t<double> VerifyPairs(py::handle a_array, py::handle b_array, py::handle whitespace_array,
+                                py::handle content_array, py::handle bytes_array,
+                                py::handle sizes_array, py::handle set_offsets_array,
+                                py::handle set_values_array, double threshold, int threads) {
+  View<uint32_t> a(a_array), b(b_array), sizes(sizes_array);
   View<uint8_t> whitespace(whitespace_array);
-  View<uint64_t> content(content_array), bytes(bytes_array), hi(hi_array), lo(lo_array),
-      set_offsets(set_offsets_array);
+  View<uint64_t> content(content_array), bytes(bytes_array), set_offsets(set_offsets_array);
   View<uint32_t> set_values(set_values_array);
   const size_t n = content.size();
   if (b.size() != a.size() || whitespace.size() != a.size()) {
     throw py::value_error("a, b and whitespace sizes differ");
   }
-  if (bytes.size() != n || hi.size() != n || lo.size() != n ||
-      (threshold > 0 && set_offsets.size() != n + 1)) {
+  if (bytes.size() != n || sizes.size() != n || (threshold > 0 && set_offsets.size() != n + 1)) {
     throw py::value_error("document columns of different sizes");
   }
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i] >= n || b[i] >= n) throw py::value_error("pair names a document out of range");
   }
-  std::vector<int32_t> distance(a.size());
+  if (threshold > 0) {
+    for (size_t i = 0; i < n; ++i) {
+      if (set_offsets[i + 1] < set_offsets[i] || set_offsets[i + 1] > set_values.size()) {
+        throw py::value_error("set offsets out of range");
+      }
+    }
+  }
   std::vector<double> similarity(a.size(), -1);
   {
     py::gil_scoped_release release;
@@ -641,8 +669,6 @@ py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle whitesp
         [&](size_t begin, size_t end) {
           for (size_t i = begin; i < end; ++i) {
             const uint32_t x = a[i], y = b[i];
-            distance[i] =
-                HammingDistance(Fingerprint{hi[x], lo[x], bits}, Fingerprint{hi[y], lo[y], bits});
             // TEMPORARY (until the shared pair rule lands): RunDedup's rule. A whitespace-only
             // pair is pre-verified (similarity 1) even without verification.
             if (whitespace[i]) {
@@ -652,6 +678,10 @@ py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle whitesp
             if (threshold <= 0) continue;
             if (content[x] == content[y] && bytes[x] == bytes[y]) {
               similarity[i] = 1.0;
+              continue;
+            }
+            if (!MayReachJaccard(sizes[x], sizes[y], threshold)) {
+              similarity[i] = -3.0;  // its sets were not loaded: the sizes rule it out
               continue;
             }
             std::span<const uint32_t> sx(set_values.data() + set_offsets[x],
@@ -664,32 +694,23 @@ py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle whitesp
         },
         256);
   }
-  return py::make_tuple(Take(std::move(distance)), Take(std::move(similarity)));
+  return Take(std::move(similarity));
 }
 
-// Rows `rows` of a CSR column (offsets n + 1, values): a new CSR of them, in that order.
-template <typename T>
-py::tuple GatherCsr(py::handle offsets_array, py::handle values_array, py::handle rows_array) {
-  View<uint64_t> offsets(offsets_array), rows(rows_array);
-  View<T> values(values_array);
-  const size_t n = offsets.size() == 0 ? 0 : offsets.size() - 1;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i] >= n) throw py::value_error("row out of range");
+// Hamming distances of fingerprints (hi, lo) a[i] and b[i].
+py::array_t<int32_t> Distances(py::handle hi_a_array, py::handle lo_a_array, py::handle hi_b_array,
+                               py::handle lo_b_array, int bits) {
+  View<uint64_t> hi_a(hi_a_array), lo_a(lo_a_array), hi_b(hi_b_array), lo_b(lo_b_array);
+  const size_t n = lo_a.size();
+  if (hi_a.size() != n || hi_b.size() != n || lo_b.size() != n) {
+    throw py::value_error("sizes differ");
   }
-  std::vector<uint64_t> out_offsets(rows.size() + 1, 0);
-  std::vector<T> out_values;
-  {
-    py::gil_scoped_release release;
-    for (size_t i = 0; i < rows.size(); ++i) {
-      out_offsets[i + 1] = out_offsets[i] + offsets[rows[i] + 1] - offsets[rows[i]];
-    }
-    out_values.resize(out_offsets.back());
-    for (size_t i = 0; i < rows.size(); ++i) {
-      std::copy(values.data() + offsets[rows[i]], values.data() + offsets[rows[i] + 1],
-                out_values.data() + out_offsets[i]);
-    }
+  std::vector<int32_t> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    out[i] =
+        HammingDistance(Fingerprint{hi_a[i], lo_a[i], bits}, Fingerprint{hi_b[i], lo_b[i], bits});
   }
-  return py::make_tuple(Take(std::move(out_offsets)), Take(std::move(out_values)));
+  return Take(std::move(out));
 }
 
 // Rows of a UTF-8 blob with offsets, as Python strings.
@@ -899,23 +920,28 @@ std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs) {
   return (*reader)->files();
 }
 
-// Whether the pair needs its shingle Jaccard: neither pre-verified (whitespace-only) nor exact.
+// Whether the pair needs its shingle sets: not pre-verified (whitespace-only), not exact, and
+// its set sizes allow the threshold.
 // TEMPORARY (until the shared pair rule lands): RunDedup's rule, as in VerifyPairs.
 py::array_t<bool> NeedsJaccard(py::handle a_array, py::handle b_array, py::handle whitespace_array,
-                               py::handle content_array, py::handle bytes_array) {
-  View<uint32_t> a(a_array), b(b_array);
+                               py::handle content_array, py::handle bytes_array,
+                               py::handle sizes_array, double threshold) {
+  View<uint32_t> a(a_array), b(b_array), sizes(sizes_array);
   View<uint8_t> whitespace(whitespace_array);
   View<uint64_t> content(content_array), bytes(bytes_array);
-  if (b.size() != a.size() || whitespace.size() != a.size() || bytes.size() != content.size()) {
+  if (b.size() != a.size() || whitespace.size() != a.size() || bytes.size() != content.size() ||
+      sizes.size() != content.size()) {
     throw py::value_error("sizes differ");
   }
   py::array_t<bool> out(static_cast<py::ssize_t>(a.size()));
   bool* need = out.mutable_data();
   for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] >= content.size() || b[i] >= content.size()) {
+    const uint32_t x = a[i], y = b[i];
+    if (x >= content.size() || y >= content.size()) {
       throw py::value_error("pair names a document out of range");
     }
-    need[i] = !whitespace[i] && !(content[a[i]] == content[b[i]] && bytes[a[i]] == bytes[b[i]]);
+    need[i] = !whitespace[i] && !(content[x] == content[y] && bytes[x] == bytes[y]) &&
+              MayReachJaccard(sizes[x], sizes[y], threshold);
   }
   return out;
 }
@@ -985,6 +1011,142 @@ std::string SummaryJson(const py::dict& kwargs, const py::dict& counts) {
   report.total_seconds = py::cast<double>(counts["total_seconds"]);
   return DedupSummaryJson(report, &options);
 }
+
+// Writes `path` (through a temporary name renamed into place): IoError naming it on failure.
+Status WriteWhole(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" +
+                          std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  FILE* file = std::fopen(tmp.c_str(), "wb");
+  bool ok = file != nullptr && std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
+  if (file != nullptr && std::fclose(file) != 0) ok = false;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string error = std::strerror(errno);
+    std::remove(tmp.c_str());
+    return Status::IoError(path + ": cannot write: " + error);
+  }
+  return Status::Ok();
+}
+
+// One partition's keep.txt and remove.txt parts (one id a line, in input order) and, unless
+// `decisions_path` is empty, its decisions part (JSONL {"id", "keep"}). The ids are the blob's,
+// but rows `renamed_rows` (ascending) take `renamed_ids` (shared ids named apart).
+py::tuple WriteIdParts(py::handle offsets_array, py::handle blob_array, py::handle remove_array,
+                       py::handle renamed_rows_array, const std::vector<std::string>& renamed_ids,
+                       const std::string& keep_path, const std::string& remove_path,
+                       const std::string& decisions_path) {
+  View<uint64_t> offsets(offsets_array), renamed_rows(renamed_rows_array);
+  View<uint8_t> blob(blob_array), remove(remove_array);
+  const size_t n = remove.size();
+  if (offsets.size() != n + 1 || renamed_rows.size() != renamed_ids.size()) {
+    throw py::value_error("sizes differ");
+  }
+  uint64_t kept = 0, removed = 0;
+  Status written;
+  {
+    py::gil_scoped_release release;
+    std::string keep_out, remove_out, decisions_out;
+    size_t next = 0;
+    for (size_t i = 0; i < n; ++i) {
+      std::string_view id(reinterpret_cast<const char*>(blob.data()) + offsets[i],
+                          offsets[i + 1] - offsets[i]);
+      if (next < renamed_rows.size() && renamed_rows[next] == i) id = renamed_ids[next++];
+      std::string& lines = remove[i] ? remove_out : keep_out;
+      lines.append(id);
+      lines.push_back('\n');
+      (remove[i] ? removed : kept) += 1;
+      if (!decisions_path.empty()) {
+        decisions_out += "{\"id\":";
+        AppendJsonString(id, &decisions_out);
+        decisions_out += remove[i] ? ",\"keep\":false}\n" : ",\"keep\":true}\n";
+      }
+    }
+    written = WriteWhole(keep_path, keep_out);
+    if (written.ok()) written = WriteWhole(remove_path, remove_out);
+    if (written.ok() && !decisions_path.empty()) {
+      written = WriteWhole(decisions_path, decisions_out);
+    }
+  }
+  if (!written.ok()) ThrowStatus(written);
+  return py::make_tuple(kept, removed);
+}
+
+// The band-key records of shuffle partition `dest` from every source partition's coded blocks:
+// (band << 32 | key, partition << 32 | row), for the bucket rule.
+py::tuple BandRecords(const py::list& codes, const py::list& offsets, const py::list& row_bits,
+                      const std::vector<uint64_t>& partitions, uint32_t dest, int bands) {
+  const size_t sources = partitions.size();
+  if (codes.size() != sources || offsets.size() != sources || row_bits.size() != sources) {
+    throw py::value_error("one code, offsets and row_bits per partition");
+  }
+  std::vector<View<uint8_t>> code_views;
+  std::vector<View<uint64_t>> offset_views;
+  std::vector<int> widths;
+  for (size_t p = 0; p < sources; ++p) {
+    code_views.emplace_back(codes[p]);
+    offset_views.emplace_back(offsets[p]);
+    widths.push_back(py::cast<int>(row_bits[p]));
+    if (offset_views.back().size() < static_cast<size_t>(dest + 1) * bands + 1) {
+      throw py::value_error("band offsets too short");
+    }
+  }
+  std::vector<uint64_t> buckets, docs;
+  bool ok = true;
+  {
+    py::gil_scoped_release release;
+    std::vector<uint32_t> keys, rows;
+    for (size_t p = 0; p < sources && ok; ++p) {
+      const View<uint64_t>& off = offset_views[p];
+      for (int b = 0; b < bands && ok; ++b) {
+        const size_t j = static_cast<size_t>(dest) * bands + b;
+        if (off[j + 1] < off[j] || off[j + 1] > code_views[p].size()) {
+          ok = false;
+          break;
+        }
+        keys.clear();
+        rows.clear();
+        std::string_view block(reinterpret_cast<const char*>(code_views[p].data()) + off[j],
+                               off[j + 1] - off[j]);
+        ok = RiceDecode(block, &keys, nullptr, &rows, widths[p]) && rows.size() == keys.size();
+        for (size_t i = 0; ok && i < keys.size(); ++i) {
+          buckets.push_back(static_cast<uint64_t>(b) << 32 | keys[i]);
+          docs.push_back(partitions[p] << 32 | rows[i]);
+        }
+      }
+    }
+  }
+  if (!ok) ThrowStatus(Status::Corruption("a band-key block does not decode"));
+  return py::make_tuple(Take(std::move(buckets)), Take(std::move(docs)));
+}
+
+// Rows `rows` of coded sets (offsets n + 1 over `codes`): the sets decoded, as a CSR (offsets,
+// values), and the coded bytes they took.
+py::tuple GatherCodedSets(py::handle offsets_array, py::handle codes_array, py::handle rows_array) {
+  View<uint64_t> offsets(offsets_array), rows(rows_array);
+  View<uint8_t> codes(codes_array);
+  const size_t n = offsets.size() == 0 ? 0 : offsets.size() - 1;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] >= n || offsets[rows[i] + 1] < offsets[rows[i]] ||
+        offsets[rows[i] + 1] > codes.size()) {
+      throw py::value_error("row out of range");
+    }
+  }
+  std::vector<uint64_t> out_offsets{0};
+  std::vector<uint32_t> values;
+  uint64_t bytes = 0;
+  bool ok = true;
+  {
+    py::gil_scoped_release release;
+    for (size_t i = 0; i < rows.size() && ok; ++i) {
+      const uint64_t from = offsets[rows[i]], to = offsets[rows[i] + 1];
+      ok = RiceDecode(
+          std::string_view(reinterpret_cast<const char*>(codes.data()) + from, to - from), &values);
+      bytes += to - from;
+      out_offsets.push_back(values.size());
+    }
+  }
+  if (!ok) ThrowStatus(Status::Corruption("a shingle set does not decode"));
+  return py::make_tuple(Take(std::move(out_offsets)), Take(std::move(values)), bytes);
+}
 }  // namespace
 
 void RegisterDaskBindings(py::module_& m) {
@@ -995,13 +1157,10 @@ void RegisterDaskBindings(py::module_& m) {
   m.def("_dask_first_pairs", &FirstPairs, py::arg("hashes"), py::arg("docs"));
   m.def("_dask_shared", &SharedOf, py::arg("hashes"), py::arg("docs"));
   m.def("_dask_verify", &VerifyPairs, py::arg("a"), py::arg("b"), py::arg("whitespace"),
-        py::arg("content_hash"), py::arg("text_bytes"), py::arg("hi"), py::arg("lo"),
-        py::arg("set_offsets"), py::arg("set_values"), py::arg("bits"), py::arg("threshold"),
+        py::arg("content_hash"), py::arg("text_bytes"), py::arg("set_sizes"),
+        py::arg("set_offsets"), py::arg("set_values"), py::arg("threshold"),
         py::arg("threads") = 0);
-  m.def("_dask_gather_sets", &GatherCsr<uint32_t>, py::arg("offsets"), py::arg("values"),
-        py::arg("rows"));
-  m.def("_dask_gather_bytes", &GatherCsr<uint8_t>, py::arg("offsets"), py::arg("values"),
-        py::arg("rows"));
+  m.def("_dask_distances", &Distances);
   m.def("_dask_gather_strings", &GatherStrings, py::arg("offsets"), py::arg("blob"),
         py::arg("rows"));
   m.def("_dask_clusters", &Clusters);
@@ -1011,6 +1170,9 @@ void RegisterDaskBindings(py::module_& m) {
   m.def("_dask_is_jsonl", [](const std::string& path) { return IsJsonlPath(path); });
   m.def("_dask_needs_jaccard", &NeedsJaccard);
   m.def("_dask_components", &Components);
+  m.def("_dask_write_id_parts", &WriteIdParts);
+  m.def("_dask_band_records", &BandRecords);
+  m.def("_dask_gather_coded_sets", &GatherCodedSets);
   m.def("_dask_summary_json", &SummaryJson, py::arg("options"), py::arg("counts"));
 }
 
