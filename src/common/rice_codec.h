@@ -30,8 +30,8 @@ void RiceEncode(std::span<const uint32_t> values, std::string* out,
                 std::span<const uint32_t> payload = {}, int payload_bits = 0);
 
 // Decodes one sequence from the start of `bytes`, appending its values to `values` and, when
-// `payload` is given, their payloads (zeros when payload_bits is 0) to `payload`. *used (if given) gets the bytes read. False on
-// damaged or truncated input (what was appended is then undefined).
+// `payload` is given, their payloads (zeros when payload_bits is 0) to `payload`. *used (if given)
+// gets the bytes read. False on damaged or truncated input (what was appended is then undefined).
 bool RiceDecode(std::string_view bytes, std::vector<uint32_t>* values, size_t* used = nullptr,
                 std::vector<uint32_t>* payload = nullptr, int payload_bits = 0);
 
