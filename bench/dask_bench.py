@@ -25,7 +25,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -61,33 +60,38 @@ def run_cli(binary, path, out, threads):
             "peak": usage.ru_maxrss * 1024, "summary": summary}
 
 
+def sample_peaks(pids, connection):
+    """In a process of its own (so its CPU is not counted as the client's): the peak resident
+    memory of each worker process (and its children), sampled every 0.2 s until told to stop."""
+    import psutil
+
+    processes = {pid: psutil.Process(pid) for pid in pids}
+    peaks = {pid: 0 for pid in pids}
+    while not connection.poll(0.2):
+        for pid, process in processes.items():
+            try:
+                rss = process.memory_info().rss
+                rss += sum(c.memory_info().rss for c in process.children(recursive=True))
+                peaks[pid] = max(peaks[pid], rss)
+            except Exception:  # a worker restarting: sample again
+                pass
+    connection.send(peaks)
+
+
 class Sampler:
-    """Peak resident memory of each worker process (and its children), sampled every 0.2 s."""
-
     def __init__(self, pids):
-        import psutil
+        import multiprocessing
 
-        self.processes = {pid: psutil.Process(pid) for pid in pids}
-        self.peaks = {pid: 0 for pid in pids}
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.loop, daemon=True)
-        self.thread.start()
-
-    def loop(self):
-        while not self.stop.is_set():
-            for pid, process in self.processes.items():
-                try:
-                    rss = process.memory_info().rss
-                    rss += sum(c.memory_info().rss for c in process.children(recursive=True))
-                    self.peaks[pid] = max(self.peaks[pid], rss)
-                except Exception:  # a worker restarting: sample again
-                    pass
-            self.stop.wait(0.2)
+        self.connection, theirs = multiprocessing.Pipe()
+        self.process = multiprocessing.get_context("spawn").Process(
+            target=sample_peaks, args=(pids, theirs), daemon=True)
+        self.process.start()
 
     def finish(self):
-        self.stop.set()
-        self.thread.join()
-        return self.peaks
+        self.connection.send("stop")
+        peaks = self.connection.recv()
+        self.process.join()
+        return peaks
 
 
 def cpu_of(processes):
@@ -117,6 +121,14 @@ def run_dask(path, out, args):
         nanny_pids = [psutil.Process(pid).ppid() for pid in worker_pids]
         processes = [psutil.Process(pid) for pid in worker_pids + nanny_pids]
         own = psutil.Process()
+        # Dask's own runtime (event loops, heartbeats, the workers' profiler and memory monitor)
+        # costs CPU whether tasks run or not: measured on the idle cluster first.
+        idle = 0.0
+        if args.idle_seconds > 0:
+            time.sleep(1)
+            before = cpu_of(processes) + sum(own.cpu_times()[:2])
+            time.sleep(args.idle_seconds)
+            idle = (cpu_of(processes) + sum(own.cpu_times()[:2]) - before) / args.idle_seconds
         before = cpu_of(processes)
         own_before = sum(own.cpu_times()[:2])
         sampler = Sampler(worker_pids)
@@ -135,7 +147,8 @@ def run_dask(path, out, args):
         client.close()
         cluster.close()
     return {"seconds": seconds, "worker_cpu": worker_cpu, "client_cpu": client_cpu,
-            "cpu": worker_cpu + client_cpu, "peaks": peaks, "summary": result.summary}
+            "cpu": worker_cpu + client_cpu, "peaks": peaks, "summary": result.summary,
+            "idle_rate": idle}
 
 
 def same_files(a, b):
@@ -179,6 +192,13 @@ def compare(path, args, scratch):
         total += nbytes
         print(f"  shuffle {name:<20} {nbytes / 1e6:9.1f} MB  {nbytes / n:7.1f} bytes/document")
     print(f"  shuffle total                {total / 1e6:9.1f} MB  {total / n:7.1f} bytes/document")
+    tasks_cpu = sum(stage.get("task_cpu_seconds", 0) for stage in summary["stages"])
+    print(f"  of which in neardup's tasks: {tasks_cpu:.1f} CPU s (ratio to the CLI "
+          f"{tasks_cpu / cli['cpu']:.2f}); Dask's runtime at rest: {dask['idle_rate']:.3f} CPU s "
+          f"per second (x {dask['seconds']:.0f} s = {dask['idle_rate'] * dask['seconds']:.1f} s)")
+    for stage in summary["stages"]:
+        print(f"  stage {stage['stage']:<12} {stage['seconds']:7.1f} s wall, "
+              f"{stage.get('task_cpu_seconds', 0):7.1f} CPU s in its tasks ({stage['tasks']} tasks)")
     for pid, peak in sorted(dask["peaks"].items()):
         print(f"  worker {pid}: peak memory {peak / 1e6:.0f} MB")
     print(json.dumps({"count": n, "cli_seconds": cli["seconds"], "dask_seconds": dask["seconds"],
@@ -233,6 +253,8 @@ def main():
                              "input)")
     parser.add_argument("--scratch", help="directory for the outputs (default: a temporary one)")
     parser.add_argument("--quiet", action="store_true", help="no Dask progress lines")
+    parser.add_argument("--idle-seconds", type=float, default=10,
+                        help="seconds the idle cluster's CPU is measured before the run (0: no)")
     args = parser.parse_args()
 
     scratch = tempfile.mkdtemp(prefix="neardup-dask-bench-", dir=args.scratch)

@@ -176,7 +176,6 @@ bool RiceDecode(std::string_view bytes, std::vector<uint32_t>* values, size_t* u
   const int k = *p++;
   if (k > 31 || payload_bits < 0 || payload_bits > 32) return false;
   BitReader bits(p, end);
-  values->reserve(values->size() + n);
   values->push_back(static_cast<uint32_t>(value));
   for (uint64_t i = 1; i < n; ++i) {
     uint64_t high = 0, low = 0;
@@ -188,7 +187,6 @@ bool RiceDecode(std::string_view bytes, std::vector<uint32_t>* values, size_t* u
   if (payload != nullptr && payload_bits == 0) payload->resize(payload->size() + n, 0);
   if (payload_bits > 0) {
     if (payload == nullptr) return false;
-    payload->reserve(payload->size() + n);
     for (uint64_t i = 0; i < n; ++i) {
       uint64_t x = 0;
       if (!bits.Get(payload_bits, &x)) return false;
