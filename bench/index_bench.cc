@@ -168,9 +168,9 @@ struct NeardupSystem : System {
   void Build(const std::vector<uint64_t>& fps) override {
     neardup::PermutedIndexOptions options;
     options.bits = 64;
-    options.max_k = max_k;
+    options.indexed_k = max_k;
     options.expected_size = static_cast<double>(std::max<size_t>(fps.size(), 1));
-    options.memory_budget_bytes_per_fingerprint = budget;
+    options.memory_budget = neardup::MemoryBudget{0, budget};
     index = std::move(neardup::PermutedIndex::Create(options)).value();
     std::vector<uint64_t> ids(fps.size());
     std::vector<neardup::Fingerprint> f(fps.size());
@@ -494,7 +494,7 @@ int main(int argc, char** argv) {
     // included), then queries still answered exactly.
     Dataset ds = MakeRandom(std::min<size_t>(n, 2000000), 0, 7);
     neardup::PermutedIndexOptions options;
-    options.max_k = 3;
+    options.indexed_k = 3;
     options.expected_size = static_cast<double>(ds.fps.size());
     auto index = std::move(neardup::PermutedIndex::Create(options)).value();
     auto start = Clock::now();

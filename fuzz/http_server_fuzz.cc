@@ -65,7 +65,7 @@ Instance* Start() {
   options.request_timeout_seconds = 2;
   options.idle_timeout_seconds = 2;
   options.limits.max_batch = 16;
-  options.limits.max_k = 64;
+  options.limits.max_query_k = 64;
   auto server = neardup::service::Server::Create(instance->store.get(), nullptr, options);
   if (!server.ok()) std::abort();
   instance->server = std::move(*server);

@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_text_bytes = 4096;
   // The first byte picks the fingerprint width, so 128-bit parsing is covered too.
   limits.bits = (size > 0 && (data[0] & 1)) ? 128 : 64;
-  limits.max_k = limits.bits;
+  limits.max_query_k = limits.bits;
   (void)ParseAddRequest(body, limits);
   (void)ParseCheckRequest(body, limits);
   (void)ParseQueryRequest(body, limits);

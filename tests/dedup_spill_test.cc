@@ -128,9 +128,10 @@ void ExpectSameResult(const DedupReport& x, const DedupReport& y) {
 TEST_F(DedupSpillTest, SameClustersAsInMemoryForEveryCandidateMode) {
   for (auto candidates : {DedupOptions::Candidates::kLsh, DedupOptions::Candidates::kLshAndSimHash,
                           DedupOptions::Candidates::kSimHash}) {
-    for (double verify : {DedupOptions::kVerifyAtThreshold, 0.0, 0.3}) {
-      SCOPED_TRACE(::testing::Message()
-                   << "candidates " << static_cast<int>(candidates) << " verify " << verify);
+    for (std::optional<double> verify :
+         {std::optional<double>(), std::optional(0.0), std::optional(0.3)}) {
+      SCOPED_TRACE(::testing::Message() << "candidates " << static_cast<int>(candidates)
+                                        << " verify " << verify.value_or(-1));
       DedupOptions on = Options(true), off = Options(false);
       on.candidates = off.candidates = candidates;
       on.verify_threshold = off.verify_threshold = verify;

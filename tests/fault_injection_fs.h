@@ -1,4 +1,4 @@
-// FaultInjectionFileSystem: a store::FileSystem for tests that writes through to the real files
+// FaultInjectionFileSystem: an Env (neardup/env.h) for tests that writes through to the real files
 // but remembers what has been made durable (as LevelDB's FaultInjectionTestEnv does), so a test can
 // simulate a power cut: PowerCut() drops every byte appended since the file's last Sync (keeping,
 // at random, a prefix of it — a torn write), deletes files created since their directory's last
@@ -17,11 +17,11 @@
 #include <random>
 #include <string>
 
-#include "store/file_system.h"
+#include "neardup/env.h"
 
 namespace neardup::testing_fs {
 
-class FaultInjectionFileSystem : public store::FileSystem {
+class FaultInjectionFileSystem : public Env {
  public:
   struct FileState {
     uint64_t size = 0;           // bytes appended
@@ -34,16 +34,15 @@ class FaultInjectionFileSystem : public store::FileSystem {
     active_ = active;
   }
 
-  Result<std::unique_ptr<store::WritableFile>> NewWritableFile(const std::string& path) override {
+  Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (!active_) return Off(path);
     auto file = base()->NewWritableFile(path);
     if (!file.ok()) return file.status();
     files_[path] = FileState{0, 0, true};
-    return std::unique_ptr<store::WritableFile>(new File(this, std::move(*file)));
+    return std::unique_ptr<WritableFile>(new File(this, std::move(*file)));
   }
-  Result<std::unique_ptr<store::WritableFile>> ReopenWritableFile(
-      const std::string& path) override {
+  Result<std::unique_ptr<WritableFile>> ReopenWritableFile(const std::string& path) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (!active_) return Off(path);
     auto file = base()->ReopenWritableFile(path);
@@ -52,7 +51,7 @@ class FaultInjectionFileSystem : public store::FileSystem {
       const uint64_t size = std::filesystem::file_size(path);
       files_[path] = FileState{size, size, false};  // it was there before: durable
     }
-    return std::unique_ptr<store::WritableFile>(new File(this, std::move(*file)));
+    return std::unique_ptr<WritableFile>(new File(this, std::move(*file)));
   }
   Status Rename(const std::string& from, const std::string& to) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -120,9 +119,9 @@ class FaultInjectionFileSystem : public store::FileSystem {
   }
 
  private:
-  class File : public store::WritableFile {
+  class File : public WritableFile {
    public:
-    File(FaultInjectionFileSystem* fs, std::unique_ptr<store::WritableFile> base)
+    File(FaultInjectionFileSystem* fs, std::unique_ptr<WritableFile> base)
         : fs_(fs), base_(std::move(base)) {}
     Status Append(std::string_view data) override {
       std::lock_guard<std::mutex> lock(fs_->mu_);
@@ -152,10 +151,10 @@ class FaultInjectionFileSystem : public store::FileSystem {
 
    private:
     FaultInjectionFileSystem* fs_;
-    std::unique_ptr<store::WritableFile> base_;
+    std::unique_ptr<WritableFile> base_;
   };
 
-  static store::FileSystem* base() { return store::FileSystem::Default(); }
+  static Env* base() { return Env::Default(); }
   static Status Off(const std::string& path) {
     return Status::IoError(path + ": simulated power cut (file system is off)");
   }

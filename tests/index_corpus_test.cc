@@ -72,7 +72,7 @@ TEST(IndexCorpusTest, RealFingerprintsMatchBruteForce) {
   ASSERT_GT(kept.size(), 100u);
   const int max_k = 6;
   PermutedIndexOptions options;
-  options.max_k = max_k;
+  options.indexed_k = max_k;
   options.expected_size = static_cast<double>(kept.size());
   auto index = PermutedIndex::Create(options);
   ASSERT_TRUE(index.ok());

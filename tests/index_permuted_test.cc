@@ -73,10 +73,10 @@ std::unique_ptr<PermutedIndex> MakeIndex(int bits, int max_k, double n, size_t d
                                          double budget = 64) {
   PermutedIndexOptions options;
   options.bits = bits;
-  options.max_k = max_k;
+  options.indexed_k = max_k;
   options.expected_size = n;
   options.delta_capacity = delta;
-  options.memory_budget_bytes_per_fingerprint = budget;
+  options.memory_budget = MemoryBudget{0, budget};
   auto index = PermutedIndex::Create(options);
   EXPECT_TRUE(index.ok()) << index.status().ToString();
   return std::move(index).value();
@@ -290,7 +290,7 @@ TEST(PermutedIndexTest, EmptyIndexAndBadArguments) {
   bad.bits = 32;
   EXPECT_FALSE(PermutedIndex::Create(bad).ok());
   bad.bits = 64;
-  bad.max_k = 40;
+  bad.indexed_k = 40;
   EXPECT_FALSE(PermutedIndex::Create(bad).ok());
 }
 
@@ -356,8 +356,8 @@ TEST(PermutedIndexTest, EveryPlannedDesignIsExact) {
     for (int k : {2, 3, 5}) {
       PlanRequest request;
       request.bits = bits;
-      request.max_k = k;
-      request.n = 4000;
+      request.indexed_k = k;
+      request.expected_size = 4000;
       auto designs = EnumerateIndexDesigns(request);
       ASSERT_TRUE(designs.ok());
       Data data = MakeData(bits, k, 1500, 15, 100 + k + bits);
@@ -375,7 +375,7 @@ TEST(PermutedIndexTest, EveryPlannedDesignIsExact) {
         const IndexDesign& design = *eligible[i];
         PermutedIndexOptions options;
         options.bits = bits;
-        options.max_k = k;
+        options.indexed_k = k;
         options.design = design;
         auto index = PermutedIndex::Create(options);
         ASSERT_TRUE(index.ok());

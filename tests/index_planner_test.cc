@@ -22,8 +22,8 @@ const IndexDesign* Find(const std::vector<IndexDesign>& designs, const std::stri
 TEST(IndexPlannerTest, ReproducesMankuDesignsFor64Bits3Errors) {
   PlanRequest request;
   request.bits = 64;
-  request.max_k = 3;
-  request.n = std::ldexp(1.0, 34);
+  request.indexed_k = 3;
+  request.expected_size = std::ldexp(1.0, 34);
   auto designs = EnumerateIndexDesigns(request);
   ASSERT_TRUE(designs.ok());
   struct Expected {
@@ -57,17 +57,17 @@ TEST(IndexPlannerTest, ReproducesMankuDesignsFor64Bits3Errors) {
 
 TEST(IndexPlannerTest, BudgetsAndFrontier) {
   PlanRequest request;
-  request.max_k = 3;
-  request.n = 1e7;
-  request.memory_budget_bytes = 64 * 1e7;
+  request.indexed_k = 3;
+  request.expected_size = 1e7;
+  request.memory_budget.bytes = 64 * 1e7;
   auto chosen = PlanIndex(request);
   ASSERT_TRUE(chosen.ok());
   EXPECT_LE(chosen->bytes_per_fingerprint, 64);
-  request.memory_budget_bytes = 0;
+  request.memory_budget = {};
   auto unlimited = PlanIndex(request);
   ASSERT_TRUE(unlimited.ok());
   EXPECT_LE(unlimited->cost_ns, chosen->cost_ns);
-  request.memory_budget_bytes = 1;  // nothing fits
+  request.memory_budget.bytes = 1;  // nothing fits
   EXPECT_EQ(PlanIndex(request).status().code(), StatusCode::kResourceExhausted);
   auto designs = EnumerateIndexDesigns(request);
   ASSERT_TRUE(designs.ok());
@@ -84,10 +84,10 @@ TEST(IndexPlannerTest, BadRequests) {
   request.bits = 32;
   EXPECT_FALSE(EnumerateIndexDesigns(request).ok());
   request.bits = 64;
-  request.max_k = -1;
+  request.indexed_k = -1;
   EXPECT_FALSE(EnumerateIndexDesigns(request).ok());
-  request.max_k = 3;
-  request.n = 0;
+  request.indexed_k = 3;
+  request.expected_size = 0;
   EXPECT_FALSE(EnumerateIndexDesigns(request).ok());
 }
 
@@ -98,8 +98,8 @@ TEST(IndexPlannerTest, DesignsAreWellFormed) {
       if (bits == 64 && k > 8) continue;
       PlanRequest request;
       request.bits = bits;
-      request.max_k = k;
-      request.n = 1e6;
+      request.indexed_k = k;
+      request.expected_size = 1e6;
       auto designs = EnumerateIndexDesigns(request);
       ASSERT_TRUE(designs.ok());
       ASSERT_FALSE(designs->empty()) << bits << " " << k;

@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "index/lsh_band_pairs.h"
 #include "neardup/shingles.h"
 #include "neardup/text.h"
 
@@ -57,9 +58,9 @@ TEST(LshArithmeticTest, ChooseParameters) {
   EXPECT_FALSE(ChooseLshParameters(0).ok());
   EXPECT_FALSE(ChooseLshParameters(1).ok());
   MinHashLshOptions options;
-  options.bands = 5;  // rows missing
+  options.parameters = LshParameters{5, 0};  // rows missing
   EXPECT_FALSE(ResolveLshParameters(options).ok());
-  options.rows = 2;
+  options.parameters->rows = 2;
   EXPECT_EQ(*ResolveLshParameters(options), (LshParameters{5, 2}));
 }
 

@@ -37,7 +37,7 @@ TEST(PublicApiTest, LibraryErrorsNameOptionsNotFlags) {
   EXPECT_NE(threshold.status().message().find("threshold"), std::string::npos);
 
   MinHashLshOptions lsh;
-  lsh.bands = 3;  // rows missing
+  lsh.parameters = LshParameters{3, 0};  // rows missing
   ExpectNoFlagNames(ResolveLshParameters(lsh).status());
 
   KeepPolicy policy;
@@ -77,10 +77,10 @@ TEST(PublicApiTest, ServerCreateRefusesMisuse) {
   EXPECT_EQ(service::Server::Create(store->get(), nullptr, options).status().code(),
             StatusCode::kInvalidArgument);
   options.port = 0;
-  options.limits.max_k = 65;  // more than the 64 bits of the default width
+  options.limits.max_query_k = 65;  // more than the 64 bits of the default width
   EXPECT_EQ(service::Server::Create(store->get(), nullptr, options).status().code(),
             StatusCode::kInvalidArgument);
-  options.limits.max_k = 64;
+  options.limits.max_query_k = 64;
   auto server = service::Server::Create(store->get(), nullptr, options);
   ASSERT_TRUE(server.ok()) << server.status().ToString();
   ASSERT_TRUE((*server)->Bind().ok());
@@ -125,15 +125,16 @@ TEST(PublicApiTest, WidthsAndRadiiAreCheckedNotClamped) {
     options.expected_size = 1000;
     auto index = PermutedIndex::Create(options);
     ASSERT_TRUE(index.ok()) << index.status().ToString();
-    EXPECT_EQ((*index)->Search(Fingerprint{0, 0, bits}, options.max_k + 1).status().code(),
+    EXPECT_EQ((*index)->Search(Fingerprint{0, 0, bits}, options.indexed_k + 1).status().code(),
               StatusCode::kInvalidArgument);
     EXPECT_EQ((*index)->Search(Fingerprint{0, 0, bits}, -1).status().code(),
               StatusCode::kInvalidArgument);
     EXPECT_EQ((*index)->Add(1, other_width).code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ((*index)->SelfJoin(options.max_k + 1).status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ((*index)->SelfJoin(options.indexed_k + 1).status().code(),
+              StatusCode::kInvalidArgument);
   }
   PermutedIndexOptions negative;
-  negative.max_k = -1;
+  negative.indexed_k = -1;
   EXPECT_EQ(PermutedIndex::Create(negative).status().code(), StatusCode::kInvalidArgument);
   PermutedIndexOptions empty;
   empty.expected_size = 0;
@@ -163,10 +164,10 @@ TEST(PublicApiTest, StoreRefusesBadWidthsAndRadii) {
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
   ExpectNoFlagNames(refused.status());
   options.bits = 64;
-  options.max_k = 99;
+  options.indexed_k = 99;
   EXPECT_EQ(DocumentStore::Open(dir.string(), options).status().code(),
             StatusCode::kInvalidArgument);
-  options.max_k = 3;
+  options.indexed_k = 3;
   auto store = DocumentStore::Open(dir.string(), options);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_EQ((*store)->Search(Fingerprint::From64(1), 65).status().code(),

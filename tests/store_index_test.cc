@@ -106,7 +106,7 @@ TEST_P(StoreOracleTest, SkewedSegmentsAndMemtableMatchBruteForce) {
   options.memtable_limit = 700;  // several segments plus a memtable
   options.sync_mode = SyncMode::kNone;
   options.compaction_trigger = 0;
-  options.expected_documents = 4000;
+  options.expected_size = 4000;
   auto opened = DocumentStore::Open(dir, options);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   DocumentStore& store = **opened;
@@ -183,7 +183,7 @@ TEST(StoreDamageTest, DamagedSegmentWithoutVerifyNeverCrashesAQuery) {
   const std::string dir = TestDir("damage");
   StoreOptions options;
   options.compaction_trigger = 0;
-  options.expected_documents = 3000;
+  options.expected_size = 3000;
   options.sync_mode = SyncMode::kNone;
   std::mt19937_64 rng(13);
   std::vector<Fingerprint> fps = SkewedFingerprints(64, 3000, rng);
@@ -277,7 +277,7 @@ TEST(StoreOptionsTest, IncompatibleOptionsAreRefusedWithBothValues) {
   const std::string dir = TestDir("compat");
   StoreOptions create;
   create.fingerprint_options = "profile=neardup bits=64 shingles=1";
-  create.index_memory_budget = MemoryBudget{0, 64};
+  create.memory_budget = MemoryBudget{0, 64};
   {
     auto store = DocumentStore::Open(dir, create);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
@@ -297,21 +297,21 @@ TEST(StoreOptionsTest, IncompatibleOptionsAreRefusedWithBothValues) {
   wrong_bits.bits = 128;
   refused(wrong_bits, "64-bit fingerprints, not 128");
   StoreOptions wrong_k;
-  wrong_k.max_k = 5;
-  refused(wrong_k, "max_k 3, not 5");
+  wrong_k.indexed_k = 5;
+  refused(wrong_k, "indexed_k 3, not 5");
   StoreOptions wrong_fp;
   wrong_fp.fingerprint_options = "profile=yanyiwu";
   refused(wrong_fp, "profile=yanyiwu");
   StoreOptions wrong_design;
   PlanRequest request;
-  request.n = 1e7;
-  request.memory_budget_bytes = 0;
+  request.expected_size = 1e7;
+  request.memory_budget = {};
   wrong_design.design = *PlanIndex(request);
   refused(wrong_design, "index design");
   // Unspecified options take the store's; a budget only matters at creation.
   StoreOptions same;
   same.fingerprint_options = create.fingerprint_options;
-  same.index_memory_budget = MemoryBudget{0, 0};
+  same.memory_budget = MemoryBudget{0, 0};
   auto store = DocumentStore::Open(dir, same);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_NE((*store)->Stats().index_design.find("4 blocks"), std::string::npos);

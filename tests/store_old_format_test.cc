@@ -224,7 +224,7 @@ TEST(StoreOldFormatTest, VersionOneIsRefusedWithAHintThenRecoveredWhole) {
   auto store = DocumentStore::Open(dir, StoreOptions{});
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_EQ((*store)->Stats().documents, expected.size());
-  EXPECT_EQ((*store)->Stats().max_k, 3);
+  EXPECT_EQ((*store)->Stats().indexed_k, 3);
   auto oracle_owner = BruteForceIndex::Create(64).value();
   BruteForceIndex& oracle = *oracle_owner;
   std::map<uint64_t, std::string> id_of_number;

@@ -121,8 +121,8 @@ void RunMode(SyncMode mode, const char* name) {
     options.group_commit_interval_ms = 1;
     options.memtable_limit = 25 + rng() % 50;  // flushes (and compactions) happen mid-run
     options.compaction_trigger = 3;
-    options.expected_documents = 1000;
-    options.file_system = &fault_fs;
+    options.expected_size = 1000;
+    options.env = &fault_fs;
     Round round;
     uint64_t flushed_seq = 0;  // kNone: acknowledgements up to here are flushed
     {

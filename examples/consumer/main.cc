@@ -20,7 +20,7 @@ int main() {
   if (!original.ok() || !edited.ok() || !other.ok()) return 1;
 
   neardup::PermutedIndexOptions index_options;
-  index_options.max_k = 6;
+  index_options.indexed_k = 6;
   auto index = neardup::PermutedIndex::Create(index_options);
   if (!index.ok()) return 1;
   if (!(*index)->Add(1, *original).ok() || !(*index)->Add(2, *other).ok()) return 1;

@@ -23,7 +23,7 @@ class NEARDUP_EXPORT BruteForceIndex : public HammingIndex {
   BruteForceIndex& operator=(const BruteForceIndex&) = delete;
 
   int bits() const override;
-  int max_k() const override;  // = bits(): every k is answered by the scan
+  int max_search_k() const override;  // = bits(): every k is answered by the scan
   size_t size() const override;
 
   Status Add(uint64_t id, const Fingerprint& fp) override;

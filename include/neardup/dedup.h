@@ -72,16 +72,16 @@ struct DedupOptions {
   Candidates candidates = Candidates::kLsh;
   // Pairs of fingerprints within Hamming distance k are candidates (when the SimHash join runs);
   // 0..bits/8. The permuted-table index joins small k in near-linear time; the same k at any
-  // corpus size. (`k` is the radius of a search or join everywhere in the API; `max_k` the
-  // largest radius an index, store or server is built to answer.)
+  // corpus size. (`k` is the radius of a search or join everywhere in the API; `indexed_k` the
+  // largest radius an index's tables answer exactly, `max_search_k()` the largest k an index
+  // accepts, `max_query_k` the largest k a server request may ask for.)
   static constexpr int kDefaultK = 3;
   int k = kDefaultK;
   KeepPolicy keep = KeepPolicy::kFirst;
   std::string keep_field;  // for KeepPolicy::kField
-  // Candidate pairs whose shingle Jaccard is below this are dropped; kVerifyAtThreshold (the
-  // default) uses lsh.threshold; 0 disables verification (every candidate is accepted).
-  static constexpr double kVerifyAtThreshold = -1;
-  double verify_threshold = kVerifyAtThreshold;
+  // Candidate pairs whose shingle Jaccard is below this are dropped; unset (the default) uses
+  // lsh.threshold; 0 disables verification (every candidate is accepted).
+  std::optional<double> verify_threshold;
   // Threads for fingerprinting, joining and verifying; <= 0 means DefaultThreadCount(). With more
   // than one, the calling thread reads the next batch of documents while that many fingerprint
   // the current one.
@@ -111,8 +111,8 @@ struct DedupOptions {
   DocumentReaderOptions reader;
 };
 
-// The verification threshold a run uses: options.verify_threshold, or lsh.threshold for
-// kVerifyAtThreshold (0 = no verification).
+// The verification threshold a run uses: options.verify_threshold, or lsh.threshold when it is
+// unset (0 = no verification).
 NEARDUP_EXPORT double ResolveVerifyThreshold(const DedupOptions& options);
 
 // The checks RunDedup and JudgePair make before any work: InvalidArgument naming the option (k,
@@ -182,8 +182,8 @@ struct NEARDUP_EXPORT DedupReport {
   LshJoinStats lsh_stats;                   // buckets of the LSH stage
   bool spilled = false;                     // DedupOptions::spill
   uint64_t spill_peak_bytes = 0;            // most bytes held in temporary files at once
-  LshParameters lsh;                        // bands and rows used (0 when the stage was off)
-  int k = 0;                                // the k of the SimHash join (-1 when it was off)
+  std::optional<LshParameters> lsh;         // bands and rows used (unset when the stage was off)
+  std::optional<int> k;                     // the k of the SimHash join (unset when it was off)
   double verify_threshold = 0;              // the threshold used (0 = off)
   std::vector<DedupCluster> clusters;       // clusters of 2+ documents, by cluster_id
   std::vector<bool> removed;                // per document
@@ -261,7 +261,7 @@ struct PairJudgement {
   // usually linked through its bucket's chain.
   bool duplicate = false;
   LshParameters lsh;
-  int k = -1;  // the SimHash join's k (-1 when that join is off)
+  std::optional<int> k;  // the SimHash join's k (unset when that join is off)
   double verify_threshold = 0;
 };
 

@@ -5,8 +5,10 @@
 #ifndef NEARDUP_EXPORT_H_
 #define NEARDUP_EXPORT_H_
 
+// A standard attribute (not __attribute__), so it combines with others: class [[nodiscard]]
+// NEARDUP_EXPORT Status.
 #if defined(__GNUC__) || defined(__clang__)
-#define NEARDUP_EXPORT __attribute__((visibility("default")))
+#define NEARDUP_EXPORT [[gnu::visibility("default")]]
 #else
 #define NEARDUP_EXPORT
 #endif

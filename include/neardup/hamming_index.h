@@ -53,7 +53,7 @@ class NEARDUP_EXPORT HammingIndex {
   // Fingerprint width this index holds: 64 or 128.
   virtual int bits() const = 0;
   // Largest k Search accepts.
-  virtual int max_k() const = 0;
+  virtual int max_search_k() const = 0;
   // Number of stored (id, fingerprint) pairs.
   virtual size_t size() const = 0;
 
@@ -66,7 +66,7 @@ class NEARDUP_EXPORT HammingIndex {
   virtual size_t Remove(uint64_t id, const Fingerprint& fp) = 0;
 
   // Every stored item within distance k of `query`, sorted by (distance, id).
-  // InvalidArgument if k is outside [0, max_k()] or the width differs.
+  // InvalidArgument if k is outside [0, max_search_k()] or the width differs.
   virtual Result<std::vector<Neighbor>> Search(const Fingerprint& query, int k) const = 0;
 
   // All pairs (a < b by id, one entry per pair of stored items) within k among the stored items,

@@ -3,7 +3,8 @@
 //
 // A design splits the f fingerprint bits into blocks; each table keys on a chosen set of blocks
 // (moved to the front of a permuted 64-bit projection) and is probed at a small Hamming radius
-// around the query's key. The pigeonhole principle makes the design exact for every k <= max_k.
+// around the query's key. The pigeonhole principle makes the design exact for every
+// k <= indexed_k.
 // Covers Manku et al. (WWW 2007) one- and two-level designs and Norouzi et al.'s multi-index
 // hashing (probe radius > 0). All functions are pure and thread-safe.
 #ifndef NEARDUP_INDEX_PLANNER_H_
@@ -35,14 +36,14 @@ struct IndexTableSpec {
 
 struct NEARDUP_EXPORT IndexDesign {
   int bits = 64;            // fingerprint width
-  int max_k = 3;            // exact for every k in [0, max_k]
+  int indexed_k = 3;        // the tables are exact for every k in [0, indexed_k]
   std::string description;  // e.g. "6 blocks (11,11,11,11,10,10), choose 3"
   std::vector<IndexTableSpec> tables;
   // probe_radius[k] = Hamming radius each table's key is probed at for a query of radius k.
   std::vector<int> probe_radius;
 
-  // Cost model figures for the planned number of fingerprints n.
-  double n = 0;
+  // Cost model figures for the planned number of fingerprints.
+  double expected_size = 0;
   double bytes_per_fingerprint = 0;  // ids + fingerprints + tables + prefix directories
   double probes_per_query = 0;       // probe keys at k = max_k
   double candidates_per_query = 0;   // expected keys compared (uniform random data; a small
@@ -53,7 +54,8 @@ struct NEARDUP_EXPORT IndexDesign {
 };
 
 // A memory budget for an index: total bytes, or bytes per fingerprint. When both are set the
-// smaller total wins; both 0 = unlimited.
+// smaller total wins; both 0 = unlimited. The one form of a memory budget in the API (PlanRequest,
+// PermutedIndexOptions and StoreOptions all take one).
 struct NEARDUP_EXPORT MemoryBudget {
   double bytes = 0;
   double bytes_per_fingerprint = 0;
@@ -68,21 +70,21 @@ struct NEARDUP_EXPORT MemoryBudget {
 NEARDUP_EXPORT Result<MemoryBudget> ParseMemoryBudget(std::string_view text);
 
 struct PlanRequest {
-  int bits = 64;                   // 64 or 128
-  int max_k = 3;                   // largest query radius the index must answer exactly
-  double n = 1e6;                  // expected number of fingerprints
-  double memory_budget_bytes = 0;  // total budget for the index; 0 = unlimited
+  int bits = 64;               // 64 or 128
+  int indexed_k = 3;           // largest query radius the tables must answer exactly
+  double expected_size = 1e6;  // expected number of fingerprints
+  MemoryBudget memory_budget;  // for the whole index; unlimited by default
 };
 
 // Every design the planner considers, sorted by bytes per fingerprint then cost.
-// InvalidArgument for bits not in {64,128}, k outside [0, bits/4] or n < 1.
+// InvalidArgument for bits not in {64,128}, indexed_k outside [0, bits/4] or expected_size < 1.
 NEARDUP_EXPORT Result<std::vector<IndexDesign>> EnumerateIndexDesigns(const PlanRequest& request);
 
 // The cheapest design (by cost_ns) fitting the memory budget; ResourceExhausted when none fits.
 NEARDUP_EXPORT Result<IndexDesign> PlanIndex(const PlanRequest& request);
 
 // Designs on the memory/cost Pareto frontier, cheapest memory first: the design PlanIndex picks for
-// budgets from `bytes_per_fingerprint * n` up to the next entry's.
+// budgets from `bytes_per_fingerprint * expected_size` up to the next entry's.
 NEARDUP_EXPORT std::vector<IndexDesign> ParetoFrontier(const std::vector<IndexDesign>& designs);
 
 // Number of leading key bits the prefix directory of a table of n fingerprints indexes.

@@ -36,11 +36,11 @@ namespace neardup {
 
 struct PermutedIndexOptions {
   int bits = 64;               // 64 or 128
-  int max_k = 3;               // largest k Search accepts (exact for all k <= max_k)
+  int indexed_k = 3;           // the tables are exact for every k <= indexed_k (max_search_k())
   double expected_size = 1e6;  // for the planner's cost model; >= 1
-  // Planner budget in bytes per fingerprint (0 = unlimited, cheapest query cost). When no design
-  // fits the budget, the cheapest-to-query design is taken (design() says which).
-  double memory_budget_bytes_per_fingerprint = 64;
+  // The planner's budget (unlimited: the cheapest query cost). When no design fits it, the
+  // cheapest-to-query design is taken (design() says which).
+  MemoryBudget memory_budget{0, 64};
   std::optional<IndexDesign> design;  // overrides the planner when set
   int threads = 0;                    // for AddBatch and SelfJoin; 0 = DefaultThreadCount()
   size_t delta_capacity = 1024;       // unsorted inserts scanned linearly before a segment is built
@@ -63,7 +63,7 @@ class NEARDUP_EXPORT PermutedIndex : public HammingIndex {
   ~PermutedIndex() override;
 
   int bits() const override;
-  int max_k() const override;
+  int max_search_k() const override;  // = indexed_k
   size_t size() const override;
 
   Status Add(uint64_t id, const Fingerprint& fp) override;

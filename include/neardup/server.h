@@ -5,7 +5,7 @@
 // find_package(neardup) then target_link_libraries(... neardup::service)). Connections are
 // multiplexed with epoll over a small pool of polling threads, so an idle or slow client costs a
 // socket and a little memory, never a thread. Cheap bounded requests (health, metrics, stats,
-// gets, fingerprint queries with k <= the store's max_k) are answered on the polling threads;
+// gets, fingerprint queries with k <= the store's indexed_k) are answered on the polling threads;
 // text, writes and scans run on a separate worker pool while their connection is suspended. A
 // Server is driven by one thread calling Run(); Stop() may be called from any thread (e.g. a signal
 // handler thread) and makes Run() return after draining in-flight requests for at most
@@ -26,8 +26,8 @@ namespace neardup::service {
 
 // What a request may ask for and carry.
 struct RequestLimits {
-  int bits = 64;   // width of fingerprints the store holds
-  int max_k = 64;  // largest k accepted (<= bits)
+  int bits = 64;         // width of fingerprints the store holds
+  int max_query_k = 64;  // largest k a query or check may ask for (<= bits)
   int default_k = 3;
   size_t max_batch = 10000;  // documents per add request
   size_t max_id_bytes = 2048;

@@ -32,7 +32,7 @@ enum class StatusCode {
 // Returns a short stable name for `code`, such as "InvalidArgument".
 NEARDUP_EXPORT const char* StatusCodeName(StatusCode code);
 
-class NEARDUP_EXPORT Status {
+class [[nodiscard]] NEARDUP_EXPORT Status {
  public:
   Status() = default;  // ok
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -77,7 +77,7 @@ class NEARDUP_EXPORT Status {
 
 // Either a value of type T or a non-ok Status explaining why there is none.
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design

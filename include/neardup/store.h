@@ -25,16 +25,13 @@
 #include <string_view>
 #include <vector>
 
+#include "neardup/env.h"
 #include "neardup/export.h"
 #include "neardup/fingerprint.h"
 #include "neardup/index_planner.h"
 #include "neardup/status.h"
 
 namespace neardup {
-
-namespace store {
-class FileSystem;  // internal (src/store/file_system.h)
-}  // namespace store
 
 // When acknowledged writes reach stable storage.
 enum class SyncMode {
@@ -56,20 +53,21 @@ struct NEARDUP_EXPORT StoreOptions {
   bool error_if_exists = false;
 
   // The following apply when a store is created and are recorded in its MANIFEST. Opening an
-  // existing store with a different explicit value (bits != 0, max_k >= 0, a design, non-empty
-  // fingerprint_options) fails with InvalidArgument naming both values.
-  int bits = 0;  // fingerprint width: 64 or 128; 0 = the store's (64 for a new store)
-  // Searches with k <= max_k use the index tables (exact, pigeonhole); larger k (up to bits) scans
-  // every fingerprint. 0..15; -1 = the store's (3 for a new store).
-  int max_k = -1;
-  // The index design of a new store is planned (neardup/index_planner.h) for `expected_documents`
-  // within this budget for the index (ids, fingerprints, tables, directories); unlimited when both
-  // fields are 0. Stats().index_design says what was chosen.
-  MemoryBudget index_memory_budget{0, 128};
-  double expected_documents = 1e7;
+  // existing store with a different value set here (bits, indexed_k, design, a non-empty
+  // fingerprint_options) fails with InvalidArgument naming both values; unset means "the store's".
+  std::optional<int> bits;  // fingerprint width: 64 or 128 (64 for a new store when unset)
+  // Searches with k <= indexed_k use the index tables (exact, pigeonhole); larger k (up to bits)
+  // scans every fingerprint. 0..15 (3 for a new store when unset).
+  std::optional<int> indexed_k;
+  // The index design of a new store is planned (neardup/index_planner.h) for `expected_size`
+  // documents within this budget for the index (ids, fingerprints, tables, directories).
+  // Stats().index_design says what was chosen.
+  MemoryBudget memory_budget{0, 128};
+  double expected_size = 1e7;
   std::optional<IndexDesign> design;  // overrides the planner
-  // What the fingerprints mean (e.g. the fingerprint options of the text pipeline that made them),
-  // as an opaque string recorded at creation; a different non-empty value is refused at open.
+  // What the fingerprints mean: FingerprintOptionsToString of the options that made them
+  // (neardup/fingerprinter.h), recorded at creation. A store created with it checks it at every
+  // open: it must parse, and a different non-empty value is refused.
   std::string fingerprint_options;
 
   SyncMode sync_mode = SyncMode::kEveryWrite;
@@ -96,9 +94,9 @@ struct NEARDUP_EXPORT StoreOptions {
   // process has the store open for writing. For `neardup index stats` and inspection.
   bool read_only = false;
 
-  // Testing hook: the file layer the store writes through (null = the operating system's). The
-  // fault-injection layer of the power-cut test plugs in here.
-  store::FileSystem* file_system = nullptr;
+  // The file layer the store writes through (neardup/env.h); null = Env::Default(), the
+  // operating system's. Must outlive the store. A fault-injection Env plugs in here.
+  Env* env = nullptr;
 };
 
 // One stored document as returned by Get and Search.
@@ -148,7 +146,7 @@ struct StoreStats {
   uint64_t writes = 0;            // adds and removes acknowledged since open
   double open_seconds = 0;        // time Open took
   int bits = 64;
-  int max_k = 3;
+  int indexed_k = 3;         // searches with k <= indexed_k use the tables, larger k scan
   std::string index_design;  // the design's description, e.g. "5 blocks ..., choose 2"
   // Index bytes per fingerprint: measured over the segment files' index sections, or the
   // planner's figure for a store just created (0 when unknown).

@@ -359,7 +359,7 @@ DedupOptions ParseDedupOptions(const py::dict& kwargs) {
     } else if (name == "keep") {
       flags.keep = py::cast<std::string>(value);
     } else if (name == "verify") {
-      flags.verify = value.is_none() ? DedupOptions::kVerifyAtThreshold : py::cast<double>(value);
+      flags.verify = value.is_none() ? -1 : py::cast<double>(value);
     } else if (name == "threads") {
       flags.input.threads = value.is_none() ? 0 : py::cast<int>(value);
     } else if (name == "strict") {
@@ -921,7 +921,7 @@ py::dict ReportToDict(const DedupReport& report, const DedupOptions& options) {
   out["line"] = ToArray(line);
   out["removed"] = ToArray(removed).attr("astype")("bool");
   out["clusters"] = clusters;
-  out["k"] = report.k;
+  out["k"] = report.k.value_or(-1);
   out["lsh_candidate_pairs"] = report.lsh_candidate_pairs;
   out["simhash_candidate_pairs"] = report.simhash_candidate_pairs;
   out["summary"] = DedupSummaryJson(report, &options);
@@ -1000,8 +1000,7 @@ class PyMinHashLsh {
       : t2s_(traditional_to_simplified) {
     MinHashLshOptions options;
     options.threshold = threshold;
-    options.bands = bands;
-    options.rows = rows;
+    if (bands != 0 || rows != 0) options.parameters = LshParameters{bands, rows};
     options.bucket_window = bucket_window;
     options.seed = seed;
     lsh_ = std::make_unique<MinHashLsh>(Unwrap(MinHashLsh::Create(options)));
@@ -1129,7 +1128,7 @@ class PyIndex {
   PyIndex(int bits, int max_k, double expected_size, int threads) {
     PermutedIndexOptions options;
     options.bits = bits;
-    options.max_k = max_k;
+    options.indexed_k = max_k;
     options.expected_size = expected_size;
     options.threads = threads;
     index_ = Unwrap(PermutedIndex::Create(options));
@@ -1304,7 +1303,7 @@ class PyStore {
     StoreOptions options;
     options.create_if_missing = create_if_missing;
     options.error_if_exists = error_if_exists;
-    options.max_k = max_k;
+    options.indexed_k = max_k;
     CheckChoice("sync", sync, {"every", "group", "none"});
     options.sync_mode = sync == "every"   ? SyncMode::kEveryWrite
                         : sync == "group" ? SyncMode::kGroupCommit
@@ -1428,7 +1427,7 @@ class PyStore {
     out["searches"] = s.searches;
     out["writes"] = s.writes;
     out["bits"] = s.bits;
-    out["max_k"] = s.max_k;
+    out["max_k"] = s.indexed_k;
     out["index_design"] = s.index_design;
     out["fingerprint_options"] = s.fingerprint_options;
     return out;
@@ -1593,7 +1592,8 @@ PYBIND11_MODULE(_neardup, m) {
       .def("stats", &PyIndex::Stats)
       .def("__len__", [](const PyIndex& self) { return self.index().size(); })
       .def_property_readonly("bits", [](const PyIndex& self) { return self.index().bits(); })
-      .def_property_readonly("max_k", [](const PyIndex& self) { return self.index().max_k(); });
+      .def_property_readonly("max_k",
+                             [](const PyIndex& self) { return self.index().max_search_k(); });
 
   py::class_<PyStore>(m, "Store")
       .def(py::init<const std::string&, bool, bool, py::object, int, const std::string&, size_t,

@@ -168,10 +168,11 @@ int RunDedupCommand(const DedupCommandArgs& args) {
     std::string rule = "verify " + (report->verify_threshold > 0
                                         ? std::to_string(report->verify_threshold).substr(0, 4)
                                         : std::string("off"));
-    if (report->lsh.bands > 0) {
-      rule += ", LSH " + std::to_string(report->lsh.bands) + "x" + std::to_string(report->lsh.rows);
+    if (report->lsh) {
+      rule +=
+          ", LSH " + std::to_string(report->lsh->bands) + "x" + std::to_string(report->lsh->rows);
     }
-    if (report->k >= 0) rule += ", SimHash k = " + std::to_string(report->k);
+    if (report->k) rule += ", SimHash k = " + std::to_string(*report->k);
     std::fprintf(stderr,
                  "neardup: dedup: %s (%s skipped), %s, %s, %s removed, %.2f s "
                  "(+%.2f s writing)%s%s\n",

@@ -20,7 +20,7 @@ struct DedupFlags {
   cli::InputFlags input;              // the same reading flags as every other command
   int k = DedupOptions().k;
   std::string keep = "first";
-  double verify = DedupOptions().verify_threshold;
+  double verify = -1;  // < 0 (not given): at --threshold
   double threshold = DedupOptions().lsh.threshold;
   int bands = 0;
   int rows = 0;
@@ -73,14 +73,17 @@ struct DedupFlags {
     NEARDUP_RETURN_IF_ERROR(fingerprint.ToOptions(&options->fingerprint));
     options->k = k;
     options->lsh.threshold = threshold;
-    options->lsh.bands = bands;
-    options->lsh.rows = rows;
+    if (bands != 0 || rows != 0) options->lsh.parameters = LshParameters{bands, rows};
     options->lsh.bucket_window = bucket_window;
     options->candidates = candidates == "lsh"       ? DedupOptions::Candidates::kLsh
                           : candidates == "simhash" ? DedupOptions::Candidates::kSimHash
                                                     : DedupOptions::Candidates::kLshAndSimHash;
     NEARDUP_RETURN_IF_ERROR(ParseKeepPolicy(keep, &options->keep, &options->keep_field));
-    options->verify_threshold = verify;
+    if (verify >= 0) {
+      options->verify_threshold = verify;
+    } else if (verify != -1) {
+      return Status::InvalidArgument("verify_threshold must be in [0, 1]");
+    }
     options->threads = input.threads;
     options->spill = !in_memory;
     options->temp_directory = temp_dir;

@@ -246,10 +246,11 @@ class EvalMarkdown {
     const DedupOptions& options = run_.options;
     const DedupReport& report = run_.report;
     const FingerprintFlags& fingerprint = args_.flags.fingerprint;
-    Line("Dedup settings: bits=" + std::to_string(options.fingerprint.bits) + ", threshold=" +
-         Fixed(options.lsh.threshold) + ", LSH bands x rows=" + std::to_string(report.lsh.bands) +
-         "x" + std::to_string(report.lsh.rows) +
-         ", SimHash join k=" + (report.k >= 0 ? std::to_string(report.k) : std::string("off")) +
+    Line("Dedup settings: bits=" + std::to_string(options.fingerprint.bits) +
+         ", threshold=" + Fixed(options.lsh.threshold) +
+         ", LSH bands x rows=" + std::to_string(report.lsh ? report.lsh->bands : 0) + "x" +
+         std::to_string(report.lsh ? report.lsh->rows : 0) +
+         ", SimHash join k=" + (report.k ? std::to_string(*report.k) : std::string("off")) +
          ", tokenizer=" + fingerprint.tokenizer + ", weighting=" +
          (fingerprint.weighting.empty() ? std::string("tf") : fingerprint.weighting) +
          ", top-k=" + std::to_string(options.fingerprint.features.top_k) +

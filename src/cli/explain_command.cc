@@ -190,7 +190,7 @@ void PrintJson(const Explanation& e) {
     json.Key("shingles").Uint(e.shingles[i].size());
     json.EndObject();
   }
-  json.Key("distance").Int(verdict.distance).Key("k").Int(verdict.k);
+  json.Key("distance").Int(verdict.distance).Key("k").Int(verdict.k.value_or(-1));
   json.Key("within_k").Bool(verdict.within_k);
   json.Key("bands").Int(verdict.lsh.bands).Key("rows").Int(verdict.lsh.rows);
   json.Key("shared_bands").Int(verdict.shared_bands);
@@ -217,7 +217,7 @@ void PrintJson(const Explanation& e) {
 
 void PrintText(const Explanation& e, const DedupOptions& options) {
   const PairJudgement& verdict = e.verdict;
-  const int k = verdict.k;
+  const int k = verdict.k.value_or(-1);
   const char* names[2] = {"A", "B"};
   for (int i = 0; i < 2; ++i) {
     std::printf("%s: %s, %s, %s, %s\n   fingerprint %s\n", names[i], (*e.docs)[i].label.c_str(),

@@ -75,11 +75,11 @@ void PrintDocument(const StoredDocument& doc, bool with_distance) {
 int RunCreate(const IndexArgs& args) {
   StoreOptions options;
   options.error_if_exists = true;
-  options.max_k = args.max_k;
-  options.expected_documents = args.expected_documents;
+  options.indexed_k = args.max_k;
+  options.expected_size = args.expected_documents;
   Result<MemoryBudget> budget = ParseMemoryBudget(args.memory_budget);
   if (!budget.ok()) return Fail(budget.status().WithContext("--memory-budget"));
-  options.index_memory_budget = *budget;
+  options.memory_budget = *budget;
   FingerprintOptions fingerprint;
   Status valid = args.fingerprint_flags.ToOptions(&fingerprint);
   if (valid.ok())

@@ -22,9 +22,9 @@ void PrintRow(const IndexDesign& d, double n, const char* mark) {
   std::printf(
       "%s %6zu tables  key %-5s bits  radius %d  %7.1f B/fp  %10.3g GB  %9.4g probes  "
       "%11.4g candidates  %10.4g ns  | %s\n",
-      mark, d.tables.size(), KeyWidths(d).c_str(), d.probe_radius[d.max_k], d.bytes_per_fingerprint,
-      d.bytes_per_fingerprint * n / 1e9, d.probes_per_query, d.candidates_per_query, d.cost_ns,
-      d.description.c_str());
+      mark, d.tables.size(), KeyWidths(d).c_str(), d.probe_radius[d.indexed_k],
+      d.bytes_per_fingerprint, d.bytes_per_fingerprint * n / 1e9, d.probes_per_query,
+      d.candidates_per_query, d.cost_ns, d.description.c_str());
 }
 
 struct PlanArgs {
@@ -41,8 +41,7 @@ struct PlanArgs {
 int PrintLshPlan(const PlanArgs& args) {
   MinHashLshOptions options;
   options.threshold = args.threshold;
-  options.bands = args.bands;
-  options.rows = args.rows;
+  if (args.bands != 0 || args.rows != 0) options.parameters = LshParameters{args.bands, args.rows};
   auto parameters = ResolveLshParameters(options);
   if (!parameters.ok()) {
     std::fprintf(stderr, "neardup plan: %s\n", parameters.status().ToString().c_str());
@@ -102,9 +101,9 @@ RunFunction SetupPlan(CLI::App* app) {
     }
     PlanRequest request;
     request.bits = args->bits;
-    request.max_k = args->k;
-    request.n = args->n;
-    request.memory_budget_bytes = args->budget;
+    request.indexed_k = args->k;
+    request.expected_size = args->n;
+    request.memory_budget.bytes = args->budget;
     auto designs = EnumerateIndexDesigns(request);
     if (!designs.ok()) {
       PrintError(designs.status());

@@ -29,7 +29,7 @@ struct ServeArgs {
   std::string sync = "group";
   int group_commit_ms = 2;
   FingerprintFlags fingerprint;  // recorded by a new store; an existing store uses its own
-  int max_k = -1;                // -1: the store's (3 for a new store)
+  int max_k = -1;                // -1 (not given): the store's (3 for a new store)
   std::string memory_budget = "128/fp";
   double expected_documents = 1e7;
   size_t memtable_limit = 65536;
@@ -78,14 +78,14 @@ int Run(ServeArgs& args) {
   const long open_files = service::RaiseOpenFileLimit();
 
   StoreOptions options;
-  options.max_k = args.max_k;
-  options.expected_documents = args.expected_documents;
+  if (args.max_k >= 0) options.indexed_k = args.max_k;
+  options.expected_size = args.expected_documents;
   Result<MemoryBudget> budget = ParseMemoryBudget(args.memory_budget);
   if (!budget.ok()) {
     std::fprintf(stderr, "neardup serve: --memory-budget: %s\n", budget.status().message().c_str());
     return kExitUsage;
   }
-  options.index_memory_budget = *budget;
+  options.memory_budget = *budget;
   options.memtable_limit = args.memtable_limit;
   options.sync_mode = args.sync == "every"  ? SyncMode::kEveryWrite
                       : args.sync == "none" ? SyncMode::kNone
@@ -103,7 +103,7 @@ int Run(ServeArgs& args) {
   std::fprintf(stderr,
                "neardup serve: %s: %d-bit, max_k %d, index design: %s (%.0f B/fp); fingerprint "
                "options: %s\n",
-               args.dir.c_str(), stats.bits, stats.max_k, stats.index_design.c_str(),
+               args.dir.c_str(), stats.bits, stats.indexed_k, stats.index_design.c_str(),
                stats.index_bytes_per_fingerprint,
                FingerprintOptionsToString(fingerprint_options).c_str());
   std::unique_ptr<Fingerprinter> fingerprinter;
@@ -117,7 +117,7 @@ int Run(ServeArgs& args) {
     }
   }
   args.server.limits.bits = stats.bits;
-  args.server.limits.max_k = stats.bits;
+  args.server.limits.max_query_k = stats.bits;
   auto created = service::Server::Create(store->get(), fingerprinter.get(), args.server);
   if (!created.ok()) {
     std::fprintf(stderr, "neardup serve: %s\n", created.status().ToString().c_str());

@@ -25,6 +25,7 @@
 #include "dedup/pair_runs.h"
 #include "dedup/shingle_hashes.h"
 #include "dedup/spill_file.h"
+#include "index/lsh_band_pairs.h"
 #include "neardup/clusters.h"
 #include "neardup/jieba.h"
 #include "neardup/permuted_index.h"
@@ -254,8 +255,7 @@ void BuildClusters(const std::vector<DedupDocument>& documents,
 }
 
 double ResolveVerifyThreshold(const DedupOptions& options) {
-  return options.verify_threshold == DedupOptions::kVerifyAtThreshold ? options.lsh.threshold
-                                                                      : options.verify_threshold;
+  return options.verify_threshold.value_or(options.lsh.threshold);
 }
 
 namespace {
@@ -269,10 +269,10 @@ bool UsesSimHash(const DedupOptions& options) {
 
 // InvalidArgument naming the option, or OK.
 Status CheckOptions(const DedupOptions& options) {
-  const int max_k = options.fingerprint.bits / 8;
-  if (options.k < 0 || options.k > max_k) {
+  const int largest_k = options.fingerprint.bits / 8;
+  if (options.k < 0 || options.k > largest_k) {
     return Status::InvalidArgument("k (the SimHash join radius) must be in [0, " +
-                                   std::to_string(max_k) + "] for " +
+                                   std::to_string(largest_k) + "] for " +
                                    std::to_string(options.fingerprint.bits) + "-bit fingerprints");
   }
   auto lsh = ResolveLshParameters(options.lsh);  // first: the threshold is verify's default
@@ -293,7 +293,7 @@ Result<PairJudgement> JudgePair(std::string_view a, std::string_view b,
   NEARDUP_RETURN_IF_ERROR(CheckOptions(options));
   PairJudgement judgement;
   judgement.verify_threshold = ResolveVerifyThreshold(options);
-  judgement.k = UsesSimHash(options) ? options.k : -1;
+  if (UsesSimHash(options)) judgement.k = options.k;
   judgement.exact = a == b;
   judgement.whitespace_only = SqueezedHash(a) == SqueezedHash(b);
   auto fingerprinter = Fingerprinter::Create(options.fingerprint);
@@ -567,8 +567,8 @@ Status DedupRun::Open(const std::vector<std::string>& inputs) {
   reader_ = std::move(*opened);
 
   report_.input_files = reader_->files();
-  report_.lsh = use_lsh_ ? lsh_->parameters() : LshParameters{};
-  report_.k = use_simhash_ ? options_.k : -1;
+  if (use_lsh_) report_.lsh = lsh_->parameters();
+  if (use_simhash_) report_.k = options_.k;
   report_.verify_threshold = verify_ ? verify_threshold_ : 0;
   if (options_.measure_stage_memory) ResetPeakMemory();
 
@@ -1019,7 +1019,7 @@ Status DedupRun::SimHashCandidates() {
   for (const DedupDocument& doc : report_.documents) fingerprints.push_back(doc.fingerprint);
   PermutedIndexOptions index_options;
   index_options.bits = options_.fingerprint.bits;
-  index_options.max_k = options_.k;
+  index_options.indexed_k = options_.k;
   index_options.expected_size = static_cast<double>(n_);
   index_options.threads = threads_;
   auto index = PermutedIndex::Create(index_options);

@@ -190,10 +190,10 @@ std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* opti
                 : options->candidates == DedupOptions::Candidates::kSimHash ? "simhash"
                                                                             : "lsh+simhash");
     json.Key("threshold").Double(options->lsh.threshold);
-    json.Key("bands").Int(report.lsh.bands);
-    json.Key("rows").Int(report.lsh.rows);
+    json.Key("bands").Int(report.lsh ? report.lsh->bands : 0);
+    json.Key("rows").Int(report.lsh ? report.lsh->rows : 0);
     json.Key("bucket_window").Uint(options->lsh.bucket_window);
-    json.Key("k").Int(report.k);
+    json.Key("k").Int(report.k.value_or(-1));
     json.Key("top_k").Uint(options->fingerprint.features.top_k);
     json.Key("shingle_size").Int(options->fingerprint.features.shingle_size);
     json.Key("keep").String(KeepName(options->keep));

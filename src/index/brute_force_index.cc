@@ -34,7 +34,7 @@ BruteForceIndex::BruteForceIndex(std::unique_ptr<Impl> impl) : impl_(std::move(i
 BruteForceIndex::~BruteForceIndex() = default;
 
 int BruteForceIndex::bits() const { return impl_->bits; }
-int BruteForceIndex::max_k() const { return impl_->bits; }
+int BruteForceIndex::max_search_k() const { return impl_->bits; }
 
 size_t BruteForceIndex::size() const {
   std::shared_lock lock(impl_->mu);

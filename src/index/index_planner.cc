@@ -117,8 +117,8 @@ std::string JoinWidths(const std::vector<int>& widths) {
 }
 
 void Price(IndexDesign* d) {
-  const double n = std::max(1.0, d->n);
-  const int k = d->max_k;
+  const double n = std::max(1.0, d->expected_size);
+  const int k = d->indexed_k;
   const int r = d->probe_radius[k];
   double probes = 0, candidates = 0, cost = 0, bytes = 8.0 + d->bits / 8.0;
   for (const IndexTableSpec& t : d->tables) {
@@ -259,11 +259,12 @@ bool IsIdentityProjection(const IndexTableSpec& table, int bits) {
 
 Result<std::vector<IndexDesign>> EnumerateIndexDesigns(const PlanRequest& request) {
   const int f = request.bits;
-  const int k = request.max_k;
+  const int k = request.indexed_k;
   if (f != 64 && f != 128) return Status::InvalidArgument("plan: bits must be 64 or 128");
   if (k < 0 || k > f / 4)
     return Status::InvalidArgument("plan: k must be in [0, " + std::to_string(f / 4) + "]");
-  if (!(request.n >= 1)) return Status::InvalidArgument("plan: n must be at least 1");
+  if (!(request.expected_size >= 1))
+    return Status::InvalidArgument("plan: expected_size must be at least 1");
   std::vector<IndexDesign> designs;
   std::vector<BitRange> whole = {{0, f}};
 
@@ -289,8 +290,8 @@ Result<std::vector<IndexDesign>> EnumerateIndexDesigns(const PlanRequest& reques
       if (!ProbesAffordable(key_bits, RequiredRadius(k, b, t))) continue;
       IndexDesign d;
       d.bits = f;
-      d.max_k = k;
-      d.n = request.n;
+      d.indexed_k = k;
+      d.expected_size = request.expected_size;
       for (int kk = 0; kk <= k; ++kk) d.probe_radius.push_back(RequiredRadius(kk, b, t));
       for (const auto& combo : Combinations(b, t)) {
         IndexTableSpec spec;
@@ -329,8 +330,8 @@ Result<std::vector<IndexDesign>> EnumerateIndexDesigns(const PlanRequest& reques
           if (!ProbesAffordable(key_bits, RequiredRadius(k, b2, t2))) continue;
           IndexDesign d;
           d.bits = f;
-          d.max_k = k;
-          d.n = request.n;
+          d.indexed_k = k;
+          d.expected_size = request.expected_size;
           for (int kk = 0; kk <= k; ++kk) d.probe_radius.push_back(RequiredRadius(kk, b2, t2));
           for (const auto& c1 : Combinations(b1, t1)) {
             std::vector<BitRange> first;
@@ -387,18 +388,18 @@ std::vector<IndexDesign> ParetoFrontier(const std::vector<IndexDesign>& designs)
 Result<IndexDesign> PlanIndex(const PlanRequest& request) {
   auto designs = EnumerateIndexDesigns(request);
   if (!designs.ok()) return designs.status();
+  const double n = std::max(1.0, request.expected_size);
+  const double budget_bytes = request.memory_budget.TotalFor(n);
   const IndexDesign* best = nullptr;
   for (const IndexDesign& d : *designs) {
-    if (request.memory_budget_bytes > 0 &&
-        d.bytes_per_fingerprint * std::max(1.0, request.n) > request.memory_budget_bytes)
-      continue;
+    if (budget_bytes > 0 && d.bytes_per_fingerprint * n > budget_bytes) continue;
     if (best == nullptr || d.cost_ns < best->cost_ns) best = &d;
   }
   if (best == nullptr) {
     char buf[160];
     std::snprintf(buf, sizeof(buf),
                   "plan: no design fits a memory budget of %.0f bytes for %.0f fingerprints",
-                  request.memory_budget_bytes, request.n);
+                  budget_bytes, request.expected_size);
     return Status::ResourceExhausted(buf);
   }
   return *best;

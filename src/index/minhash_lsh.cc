@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "common/parallel.h"
+#include "index/lsh_band_pairs.h"
 
 namespace neardup {
 
@@ -127,12 +128,13 @@ Result<LshParameters> ResolveLshParameters(const MinHashLshOptions& options) {
   if (options.bucket_window < 1) {
     return Status::InvalidArgument("the LSH bucket window must be at least 1");
   }
-  if (options.bands == 0 && options.rows == 0) return ChooseLshParameters(options.threshold);
-  if (options.bands < 1 || options.rows < 1 || options.bands > 1024 || options.rows > 64) {
+  if (!options.parameters) return ChooseLshParameters(options.threshold);
+  const LshParameters& given = *options.parameters;
+  if (given.bands < 1 || given.rows < 1 || given.bands > 1024 || given.rows > 64) {
     return Status::InvalidArgument(
         "bands and rows must be given together, bands in [1, 1024] and rows in [1, 64]");
   }
-  return LshParameters{options.bands, options.rows};
+  return given;
 }
 
 struct MinHashLsh::Impl {

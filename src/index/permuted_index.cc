@@ -58,8 +58,8 @@ using Scratch = index::SearchScratch;
 IndexDesign PlanJoinDesign(int bits, int k, double n) {
   PlanRequest request;
   request.bits = bits;
-  request.max_k = k;
-  request.n = std::max(1.0, n);
+  request.indexed_k = k;
+  request.expected_size = std::max(1.0, n);
   auto designs = EnumerateIndexDesigns(request);
   IndexDesign best;
   double best_cost = -1;
@@ -68,7 +68,8 @@ IndexDesign PlanJoinDesign(int bits, int k, double n) {
     if (d.probe_radius[k] != 0 || d.tables.size() > 64) continue;
     double cost = 0;
     for (const IndexTableSpec& t : d.tables)
-      cost += request.n * 20.0 + request.n * request.n / std::ldexp(2.0, t.key_bits) * 1.5;
+      cost += request.expected_size * 20.0 +
+              request.expected_size * request.expected_size / std::ldexp(2.0, t.key_bits) * 1.5;
     if (best_cost < 0 || cost < best_cost) {
       best_cost = cost;
       best = d;
@@ -306,29 +307,26 @@ Result<std::unique_ptr<PermutedIndex>> PermutedIndex::Create(const PermutedIndex
   if (!(options.expected_size >= 1))
     return Status::InvalidArgument("PermutedIndex: expected_size must be at least 1, got " +
                                    std::to_string(options.expected_size));
-  if (!(options.memory_budget_bytes_per_fingerprint >= 0))
-    return Status::InvalidArgument(
-        "PermutedIndex: memory_budget_bytes_per_fingerprint must be >= 0, got " +
-        std::to_string(options.memory_budget_bytes_per_fingerprint));
+  if (!(options.memory_budget.bytes >= 0) || !(options.memory_budget.bytes_per_fingerprint >= 0))
+    return Status::InvalidArgument("PermutedIndex: memory_budget must not be negative, got " +
+                                   options.memory_budget.ToString());
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   if (options.design) {
     const IndexDesign& d = *options.design;
-    if (d.bits != options.bits || d.max_k < 0 ||
-        static_cast<int>(d.probe_radius.size()) != d.max_k + 1 || d.tables.empty())
+    if (d.bits != options.bits || d.indexed_k < 0 ||
+        static_cast<int>(d.probe_radius.size()) != d.indexed_k + 1 || d.tables.empty())
       return Status::InvalidArgument("PermutedIndex: design does not match the options");
     impl->design = d;
   } else {
     PlanRequest request;
     request.bits = options.bits;
-    request.max_k = options.max_k;
-    request.n = options.expected_size;
-    request.memory_budget_bytes = options.memory_budget_bytes_per_fingerprint > 0
-                                      ? options.memory_budget_bytes_per_fingerprint * request.n
-                                      : 0;
+    request.indexed_k = options.indexed_k;
+    request.expected_size = options.expected_size;
+    request.memory_budget = options.memory_budget;
     auto plan = PlanIndex(request);
-    if (!plan.ok() && request.memory_budget_bytes > 0) {
-      request.memory_budget_bytes = 0;  // nothing fits: take the cheapest-to-query design
+    if (!plan.ok() && request.memory_budget.TotalFor(request.expected_size) > 0) {
+      request.memory_budget = {};  // nothing fits: take the cheapest-to-query design
       plan = PlanIndex(request);
     }
     if (!plan.ok()) return plan.status().WithContext("PermutedIndex");
@@ -344,7 +342,7 @@ Result<std::unique_ptr<PermutedIndex>> PermutedIndex::Create(const PermutedIndex
 }
 
 int PermutedIndex::bits() const { return impl_->options.bits; }
-int PermutedIndex::max_k() const { return impl_->design.max_k; }
+int PermutedIndex::max_search_k() const { return impl_->design.indexed_k; }
 size_t PermutedIndex::size() const { return impl_->Load()->size; }
 const IndexDesign& PermutedIndex::design() const { return impl_->design; }
 
@@ -479,9 +477,9 @@ void PermutedIndex::Compact() {
 
 Result<std::vector<Neighbor>> PermutedIndex::Search(const Fingerprint& query, int k) const {
   NEARDUP_RETURN_IF_ERROR(impl_->Check(query, "PermutedIndex::Search"));
-  if (k < 0 || k > impl_->design.max_k)
+  if (k < 0 || k > impl_->design.indexed_k)
     return Status::InvalidArgument("PermutedIndex::Search: k=" + std::to_string(k) +
-                                   " outside [0, " + std::to_string(impl_->design.max_k) + "]");
+                                   " outside [0, " + std::to_string(impl_->design.indexed_k) + "]");
   thread_local Scratch scratch;
   auto s = impl_->Load();
   return impl_->SearchOne(*s, query, k, &scratch);
@@ -489,9 +487,9 @@ Result<std::vector<Neighbor>> PermutedIndex::Search(const Fingerprint& query, in
 
 Result<std::vector<std::vector<Neighbor>>> PermutedIndex::SearchBatch(
     std::span<const Fingerprint> queries, int k) const {
-  if (k < 0 || k > impl_->design.max_k)
+  if (k < 0 || k > impl_->design.indexed_k)
     return Status::InvalidArgument("PermutedIndex::SearchBatch: k=" + std::to_string(k) +
-                                   " outside [0, " + std::to_string(impl_->design.max_k) + "]");
+                                   " outside [0, " + std::to_string(impl_->design.indexed_k) + "]");
   for (size_t i = 0; i < queries.size(); ++i) {
     Status st = impl_->Check(queries[i], "PermutedIndex::SearchBatch");
     if (!st.ok()) return st.WithContext("query " + std::to_string(i));
@@ -509,9 +507,9 @@ Result<std::vector<std::vector<Neighbor>>> PermutedIndex::SearchBatch(
 }
 
 Result<std::vector<NeighborPair>> PermutedIndex::SelfJoin(int k) const {
-  if (k < 0 || k > impl_->design.max_k)
+  if (k < 0 || k > impl_->design.indexed_k)
     return Status::InvalidArgument("PermutedIndex::SelfJoin: k=" + std::to_string(k) +
-                                   " outside [0, " + std::to_string(impl_->design.max_k) + "]");
+                                   " outside [0, " + std::to_string(impl_->design.indexed_k) + "]");
   auto s = impl_->Load();
   // Gather the live items into flat arrays.
   JoinItems items;

@@ -91,9 +91,9 @@ Result<std::shared_ptr<const CompiledDesign>> CompileDesign(const IndexDesign& d
   if (bits != 64 && bits != 128)
     return Status::InvalidArgument("index design: bits must be 64 or 128, got " +
                                    std::to_string(bits));
-  if (design.max_k < 0 || design.max_k > bits ||
-      static_cast<int>(design.probe_radius.size()) != design.max_k + 1)
-    return Status::InvalidArgument("index design: max_k and probe radii do not match");
+  if (design.indexed_k < 0 || design.indexed_k > bits ||
+      static_cast<int>(design.probe_radius.size()) != design.indexed_k + 1)
+    return Status::InvalidArgument("index design: indexed_k and probe radii do not match");
   if (design.tables.empty() || design.tables.size() > kMaxTables)
     return Status::InvalidArgument("index design: needs 1.." + std::to_string(kMaxTables) +
                                    " tables");
@@ -118,7 +118,7 @@ Result<std::shared_ptr<const CompiledDesign>> CompileDesign(const IndexDesign& d
 std::string EncodeDesign(const IndexDesign& design) {
   std::string out;
   PutU32(&out, static_cast<uint32_t>(design.bits));
-  PutU32(&out, static_cast<uint32_t>(design.max_k));
+  PutU32(&out, static_cast<uint32_t>(design.indexed_k));
   for (int r : design.probe_radius) PutU32(&out, static_cast<uint32_t>(r));
   PutU32(&out, static_cast<uint32_t>(design.tables.size()));
   for (const IndexTableSpec& t : design.tables) {
@@ -137,12 +137,13 @@ std::string EncodeDesign(const IndexDesign& design) {
 Result<IndexDesign> DecodeDesign(std::string_view bytes) {
   ByteReader reader(bytes);
   IndexDesign d;
-  uint32_t bits, max_k, tables;
-  if (!reader.U32(&bits) || !reader.U32(&max_k) || (bits != 64 && bits != 128) || max_k > bits)
-    return Status::Corruption("index design: bad width or max_k");
+  uint32_t bits, indexed_k, tables;
+  if (!reader.U32(&bits) || !reader.U32(&indexed_k) || (bits != 64 && bits != 128) ||
+      indexed_k > bits)
+    return Status::Corruption("index design: bad width or indexed_k");
   d.bits = static_cast<int>(bits);
-  d.max_k = static_cast<int>(max_k);
-  for (uint32_t k = 0; k <= max_k; ++k) {
+  d.indexed_k = static_cast<int>(indexed_k);
+  for (uint32_t k = 0; k <= indexed_k; ++k) {
     uint32_t r;
     if (!reader.U32(&r) || r > 64) return Status::Corruption("index design: bad probe radius");
     d.probe_radius.push_back(static_cast<int>(r));
@@ -173,7 +174,7 @@ Result<IndexDesign> DecodeDesign(std::string_view bytes) {
 }
 
 bool SameTables(const IndexDesign& a, const IndexDesign& b) {
-  if (a.bits != b.bits || a.max_k != b.max_k || a.probe_radius != b.probe_radius ||
+  if (a.bits != b.bits || a.indexed_k != b.indexed_k || a.probe_radius != b.probe_radius ||
       a.tables.size() != b.tables.size())
     return false;
   for (size_t t = 0; t < a.tables.size(); ++t) {

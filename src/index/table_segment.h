@@ -181,7 +181,7 @@ class TableSegment {
   const CompiledDesign& design() const { return *design_; }
 
   // Calls emit(row, distance) once for every row within k of (hi, lo), in row order. k must be in
-  // [0, design().design.max_k].
+  // [0, design().design.indexed_k].
   template <typename Emit>
   void Search(uint64_t hi, uint64_t lo, int k, SearchCounters* counters, SearchScratch* scratch,
               Emit&& emit) const {

@@ -143,9 +143,9 @@ Status ParseK(element value, const std::string& field, const RequestLimits& limi
   if (value.get_int64().get(v) != simdjson::SUCCESS) {
     return Status::InvalidArgument(field + ": must be an integer");
   }
-  if (v < 0 || v > limits.max_k) {
+  if (v < 0 || v > limits.max_query_k) {
     return Status::InvalidArgument(field + ": " + std::to_string(v) + " is outside [0, " +
-                                   std::to_string(limits.max_k) + "]");
+                                   std::to_string(limits.max_query_k) + "]");
   }
   *k = static_cast<int>(v);
   return Status::Ok();
@@ -339,7 +339,7 @@ Result<CheckRequest> ParseCheckRequest(std::string_view body, const RequestLimit
   Result<object> root = RootObject(ThreadParser(), body);
   if (!root.ok()) return root.status();
   CheckRequest request;
-  request.k = std::min(limits.default_k, limits.max_k);
+  request.k = std::min(limits.default_k, limits.max_query_k);
   NEARDUP_RETURN_IF_ERROR(ParseDocument(
       *root, "", limits, {"k", "add"}, &request.document,
       [&](std::string_view key, element value, const std::string& field) -> Status {
@@ -368,7 +368,7 @@ Result<QueryRequest> ParseQueryRequest(std::string_view body, const RequestLimit
   Result<object> root = RootObject(ThreadParser(), body);
   if (!root.ok()) return root.status();
   QueryRequest request;
-  request.k = std::min(limits.default_k, limits.max_k);
+  request.k = std::min(limits.default_k, limits.max_query_k);
   for (auto [key, value] : *root) {
     const std::string field(key);
     if (key == "text") {
@@ -401,7 +401,7 @@ Result<QueryRequest> ParseQueryParams(const std::optional<std::string>& fingerpr
                                       const std::optional<std::string>& limit,
                                       const RequestLimits& limits) {
   QueryRequest request;
-  request.k = std::min(limits.default_k, limits.max_k);
+  request.k = std::min(limits.default_k, limits.max_query_k);
   auto parse_int = [](const std::string& s, int64_t* v) {
     auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
     return ec == std::errc() && ptr == s.data() + s.size();
@@ -422,9 +422,9 @@ Result<QueryRequest> ParseQueryParams(const std::optional<std::string>& fingerpr
   if (k.has_value()) {
     int64_t v;
     if (!parse_int(*k, &v)) return Status::InvalidArgument("k: must be an integer");
-    if (v < 0 || v > limits.max_k) {
+    if (v < 0 || v > limits.max_query_k) {
       return Status::InvalidArgument("k: " + std::to_string(v) + " is outside [0, " +
-                                     std::to_string(limits.max_k) + "]");
+                                     std::to_string(limits.max_query_k) + "]");
     }
     request.k = static_cast<int>(v);
   }

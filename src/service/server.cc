@@ -262,7 +262,7 @@ struct Server::Impl {
   std::thread watchdog;
   std::atomic<int64_t> in_flight{0};
   std::unique_ptr<WorkerPool> workers;
-  int store_max_k = 0;  // queries up to this k use the permuted tables (answered inline)
+  int store_indexed_k = 0;  // queries up to this k use the permuted tables (answered inline)
   std::atomic<uint64_t> overloaded_total{0};
 
   std::array<EndpointMetrics, kEndpointCount> metrics;
@@ -553,8 +553,8 @@ struct Server::Impl {
 
   // Whether a request is cheap and bounded enough to answer on the polling thread, skipping the
   // hand-off to a worker: health, metrics, stats, gets, and fingerprint queries that the permuted
-  // tables answer (k <= the store's max_k). Text (fingerprinting), writes (fsync) and scans go to
-  // the workers.
+  // tables answer (k <= the store's indexed_k). Text (fingerprinting), writes (fsync) and scans go
+  // to the workers.
   bool RunsInline(MHD_Connection* c, const Request* request) const {
     switch (request->endpoint) {
       case kHealth:
@@ -568,10 +568,10 @@ struct Server::Impl {
         if (Arg(c, "fingerprint") || Arg(c, "text") || body.empty()) {
           if (Arg(c, "text") || !Arg(c, "fingerprint")) return false;
           const std::optional<std::string> k = Arg(c, "k");
-          return !k.has_value() || (k->size() <= 2 && std::atoi(k->c_str()) <= store_max_k);
+          return !k.has_value() || (k->size() <= 2 && std::atoi(k->c_str()) <= store_indexed_k);
         }
         Result<QueryRequest> query = ParseQueryRequest(body, options.limits);
-        return query.ok() && query->fingerprint.has_value() && query->k <= store_max_k;
+        return query.ok() && query->fingerprint.has_value() && query->k <= store_indexed_k;
       }
       default:
         return false;
@@ -911,16 +911,17 @@ Result<std::unique_ptr<Server>> Server::Create(DocumentStore* store,
         "and the listen backlog must be positive)");
   }
   const RequestLimits& limits = options.limits;
-  if ((limits.bits != 64 && limits.bits != 128) || limits.max_k < 0 || limits.max_k > limits.bits ||
-      limits.default_k < 0 || limits.default_k > limits.max_k) {
+  if ((limits.bits != 64 && limits.bits != 128) || limits.max_query_k < 0 ||
+      limits.max_query_k > limits.bits || limits.default_k < 0 ||
+      limits.default_k > limits.max_query_k) {
     return Status::InvalidArgument(
-        "server: request limits need bits 64 or 128 and 0 <= default_k <= max_k <= bits");
+        "server: request limits need bits 64 or 128 and 0 <= default_k <= max_query_k <= bits");
   }
   auto impl = std::make_unique<Impl>();
   impl->store = store;
   impl->fingerprinter = fingerprinter;
   impl->options = std::move(options);
-  impl->store_max_k = store->Stats().max_k;
+  impl->store_indexed_k = store->Stats().indexed_k;
   if (!impl->options.token.empty()) {
     impl->token = std::make_unique<TokenChecker>(impl->options.token);
   }

@@ -44,25 +44,24 @@ using store::WalWriter;
 
 // Documents written since the last flush, newest version per id (tombstones included).
 // The memtable's own design: planned for its size under PermutedIndex's default budget, so
-// inserts stay cheap. Planning takes ~0.08 s of CPU (64 bits, max_k 3), so each distinct
-// (bits, max_k, size) is planned once per process and reused by every later Open.
-Result<IndexDesign> MemtableDesign(int bits, int max_k, size_t memtable_limit) {
+// inserts stay cheap. Planning takes ~0.08 s of CPU (64 bits, indexed_k 3), so each distinct
+// (bits, indexed_k, size) is planned once per process and reused by every later Open.
+Result<IndexDesign> MemtableDesign(int bits, int indexed_k, size_t memtable_limit) {
   static std::mutex mu;
   static std::map<std::tuple<int, int, size_t>, IndexDesign> planned_designs;
-  const auto key = std::make_tuple(bits, max_k, memtable_limit);
+  const auto key = std::make_tuple(bits, indexed_k, memtable_limit);
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = planned_designs.find(key); it != planned_designs.end()) return it->second;
   }
   PlanRequest request;
   request.bits = bits;
-  request.max_k = max_k;
-  request.n = static_cast<double>(std::max<size_t>(memtable_limit, 1024));
-  request.memory_budget_bytes =
-      PermutedIndexOptions{}.memory_budget_bytes_per_fingerprint * request.n;
+  request.indexed_k = indexed_k;
+  request.expected_size = static_cast<double>(std::max<size_t>(memtable_limit, 1024));
+  request.memory_budget = PermutedIndexOptions{}.memory_budget;
   Result<IndexDesign> planned = PlanIndex(request);
   if (!planned.ok()) {
-    request.memory_budget_bytes = 0;
+    request.memory_budget = {};
     planned = PlanIndex(request);
   }
   if (!planned.ok()) return planned.status();
@@ -80,14 +79,14 @@ class MemTable {
     uint64_t slot = 0;  // id in `index_` (live entries only)
   };
 
-  // Searches with k <= max_k use a PermutedIndex (the same segments as the store's files, planned
-  // for the memtable's size so inserts stay cheap) over the live entries; larger k scans them.
-  // `design` (planned once per store by Init) is for `expected_size` entries.
+  // Searches with k <= indexed_k use a PermutedIndex (the same segments as the store's files,
+  // planned for the memtable's size so inserts stay cheap) over the live entries; larger k scans
+  // them. `design` (planned once per store by Init) is for `expected_size` entries.
   static Result<std::unique_ptr<MemTable>> Create(int bits, const IndexDesign& design,
                                                   size_t expected_size) {
     PermutedIndexOptions options;
     options.bits = bits;
-    options.max_k = design.max_k;
+    options.indexed_k = design.indexed_k;
     options.design = design;
     options.expected_size = static_cast<double>(std::max<size_t>(expected_size, 1024));
     options.threads = 1;
@@ -101,7 +100,10 @@ class MemTable {
     return it == entries_.end() ? nullptr : &it->second;
   }
 
-  void Put(const WalOp& op) {
+  // Applies one logged operation. An error from the index (none is expected: the width was
+  // checked and the memtable is far below the index's row limit) leaves the entry stored but
+  // unsearchable by the tables, and is returned.
+  Status Put(const WalOp& op) {
     auto it = entries_.find(std::string_view(op.id));
     if (it == entries_.end()) {
       it = entries_.emplace(op.id, Entry{}).first;
@@ -116,28 +118,31 @@ class MemTable {
     if (!entry.tombstone) {
       entry.slot = slot_ids_.size();
       slot_ids_.push_back(&it->first);
-      (void)index_->Add(entry.slot, entry.fingerprint);
+      NEARDUP_RETURN_IF_ERROR(
+          index_->Add(entry.slot, entry.fingerprint).WithContext("memtable index"));
     }
+    return Status::Ok();
   }
 
-  // Appends (id, entry, distance) of live entries within k.
+  // Calls fn(id, entry, distance) for the live entries within k.
   template <typename Fn>
-  void Search(const Fingerprint& query, int k, Fn&& fn) const {
-    if (entries_.empty()) return;
-    if (k > index_->max_k()) {
+  Status Search(const Fingerprint& query, int k, Fn&& fn) const {
+    if (entries_.empty()) return Status::Ok();
+    if (k > index_->max_search_k()) {
       for (const auto& [id, entry] : entries_) {
         if (entry.tombstone) continue;
         const int distance = HammingDistance(entry.fingerprint, query);
         if (distance <= k) fn(id, entry, distance);
       }
-      return;
+      return Status::Ok();
     }
     Result<std::vector<Neighbor>> hits = index_->Search(query, k);
-    if (!hits.ok()) return;
+    if (!hits.ok()) return hits.status().WithContext("memtable index");
     for (const Neighbor& hit : *hits) {
       const std::string* id = slot_ids_[hit.id];
       if (id != nullptr) fn(*id, entries_.find(std::string_view(*id))->second, hit.distance);
     }
+    return Status::Ok();
   }
 
   size_t size() const { return entries_.size(); }
@@ -194,7 +199,7 @@ class DocumentStoreImpl : public DocumentStore {
   };
 
   // The design of a new store: options_.design, or planned within the budget.
-  Result<IndexDesign> PlanStoreDesign(int bits, int max_k) const;
+  Result<IndexDesign> PlanStoreDesign(int bits, int indexed_k) const;
   // Refuses explicit options that differ from what the store was created with; sets design_.
   Status CheckCompatible(const Manifest& manifest);
   Status ValidateDoc(const DocumentInput& doc) const;
@@ -217,13 +222,13 @@ class DocumentStoreImpl : public DocumentStore {
   // state_mu_ held (shared or exclusive).
   std::optional<StoredDocument> LookupLocked(std::string_view id) const;
   bool ShadowedLocked(std::string_view id, size_t segment_index) const;
-  void SearchLocked(const Fingerprint& query, int k, std::vector<StoredDocument>* out) const;
+  Status SearchLocked(const Fingerprint& query, int k, std::vector<StoredDocument>* out) const;
 
   const std::string dir_;
   StoreOptions options_;
-  store::FileSystem* fs_ = store::FileSystem::Default();
+  Env* fs_ = Env::Default();
   int bits_ = 64;
-  int max_k_ = 3;
+  int indexed_k_ = 3;
   std::shared_ptr<const index::CompiledDesign> design_;  // the store's index design
   std::string fingerprint_options_;
   double planned_bytes_per_fingerprint_ = 0;
@@ -265,15 +270,15 @@ class DocumentStoreImpl : public DocumentStore {
 
 Status DocumentStoreImpl::Init() {
   const auto start = std::chrono::steady_clock::now();
-  if (options_.bits != 0 && options_.bits != 64 && options_.bits != 128) {
+  if (options_.bits && *options_.bits != 64 && *options_.bits != 128) {
     return Status::InvalidArgument("StoreOptions.bits must be 64 or 128, got " +
-                                   std::to_string(options_.bits));
+                                   std::to_string(*options_.bits));
   }
-  if (options_.max_k < -1 || options_.max_k > 15) {
-    return Status::InvalidArgument("StoreOptions.max_k must be in [0, 15], got " +
-                                   std::to_string(options_.max_k));
+  if (options_.indexed_k && (*options_.indexed_k < 0 || *options_.indexed_k > 15)) {
+    return Status::InvalidArgument("StoreOptions.indexed_k must be in [0, 15], got " +
+                                   std::to_string(*options_.indexed_k));
   }
-  if (options_.file_system != nullptr) fs_ = options_.file_system;
+  if (options_.env != nullptr) fs_ = options_.env;
   if (options_.read_only) {
     options_.create_if_missing = false;
     options_.compaction_trigger = 0;
@@ -317,9 +322,9 @@ Status DocumentStoreImpl::Init() {
       return Status::NotFound(dir_ + ": no store here (no MANIFEST)");
     fresh = true;
     Manifest m;
-    m.bits = options_.bits != 0 ? options_.bits : 64;
-    m.max_k = options_.max_k >= 0 ? options_.max_k : 3;
-    Result<IndexDesign> design = PlanStoreDesign(m.bits, m.max_k);
+    m.bits = options_.bits.value_or(64);
+    m.indexed_k = options_.indexed_k.value_or(3);
+    Result<IndexDesign> design = PlanStoreDesign(m.bits, m.indexed_k);
     if (!design.ok()) return design.status();
     m.design = index::EncodeDesign(*design);
     m.fingerprint_options = options_.fingerprint_options;
@@ -336,9 +341,9 @@ Status DocumentStoreImpl::Init() {
   (void)fresh;
   NEARDUP_RETURN_IF_ERROR(CheckCompatible(*manifest));
   bits_ = manifest->bits;
-  max_k_ = manifest->max_k;
+  indexed_k_ = manifest->indexed_k;
   options_.bits = bits_;
-  options_.max_k = max_k_;
+  options_.indexed_k = indexed_k_;
   fingerprint_options_ = manifest->fingerprint_options;
   next_file_number_ = manifest->next_file_number;
   wal_number_ = manifest->wal_number;
@@ -352,7 +357,7 @@ Status DocumentStoreImpl::Init() {
     segments_.push_back(*seg);
   }
   {
-    Result<IndexDesign> planned = MemtableDesign(bits_, max_k_, options_.memtable_limit);
+    Result<IndexDesign> planned = MemtableDesign(bits_, indexed_k_, options_.memtable_limit);
     if (!planned.ok()) return planned.status().WithContext("memtable index");
     memtable_design_ = std::move(*planned);
   }
@@ -368,7 +373,7 @@ Status DocumentStoreImpl::Init() {
           const bool exists = LookupLocked(op.id).has_value();
           if (op.type == WalOpType::kAdd && !exists) ++live_;
           if (op.type == WalOpType::kRemove && exists) --live_;
-          mem_->Put(op);
+          NEARDUP_RETURN_IF_ERROR(mem_->Put(op));
         }
         return Status::Ok();
       });
@@ -410,38 +415,38 @@ Status DocumentStoreImpl::Init() {
   return Status::Ok();
 }
 
-Result<IndexDesign> DocumentStoreImpl::PlanStoreDesign(int bits, int max_k) const {
+Result<IndexDesign> DocumentStoreImpl::PlanStoreDesign(int bits, int indexed_k) const {
   if (options_.design) {
     IndexDesign design = *options_.design;
-    if (design.bits != bits || design.max_k != max_k)
+    if (design.bits != bits || design.indexed_k != indexed_k)
       return Status::InvalidArgument("StoreOptions.design is for " + std::to_string(design.bits) +
-                                     " bits and max_k " + std::to_string(design.max_k) +
-                                     ", the store is " + std::to_string(bits) + "-bit, max_k " +
-                                     std::to_string(max_k));
+                                     " bits and indexed_k " + std::to_string(design.indexed_k) +
+                                     ", the store is " + std::to_string(bits) + "-bit, indexed_k " +
+                                     std::to_string(indexed_k));
     return design;
   }
   PlanRequest request;
   request.bits = bits;
-  request.max_k = max_k;
-  request.n = std::max(1.0, options_.expected_documents);
-  request.memory_budget_bytes = options_.index_memory_budget.TotalFor(request.n);
+  request.indexed_k = indexed_k;
+  request.expected_size = std::max(1.0, options_.expected_size);
+  request.memory_budget = options_.memory_budget;
   Result<IndexDesign> plan = PlanIndex(request);
   if (!plan.ok()) {
-    return plan.status().WithContext(
-        dir_ + ": index design for " + std::to_string(static_cast<uint64_t>(request.n)) +
-        " documents within " + options_.index_memory_budget.ToString());
+    return plan.status().WithContext(dir_ + ": index design for " +
+                                     std::to_string(static_cast<uint64_t>(request.expected_size)) +
+                                     " documents within " + options_.memory_budget.ToString());
   }
   return plan;
 }
 
 Status DocumentStoreImpl::CheckCompatible(const Manifest& manifest) {
   const std::string where = dir_ + ": store was created with ";
-  if (options_.bits != 0 && options_.bits != manifest.bits)
+  if (options_.bits && *options_.bits != manifest.bits)
     return Status::InvalidArgument(where + std::to_string(manifest.bits) +
-                                   "-bit fingerprints, not " + std::to_string(options_.bits));
-  if (options_.max_k >= 0 && options_.max_k != manifest.max_k)
-    return Status::InvalidArgument(where + "max_k " + std::to_string(manifest.max_k) + ", not " +
-                                   std::to_string(options_.max_k));
+                                   "-bit fingerprints, not " + std::to_string(*options_.bits));
+  if (options_.indexed_k && *options_.indexed_k != manifest.indexed_k)
+    return Status::InvalidArgument(where + "indexed_k " + std::to_string(manifest.indexed_k) +
+                                   ", not " + std::to_string(*options_.indexed_k));
   if (!options_.fingerprint_options.empty() &&
       options_.fingerprint_options != manifest.fingerprint_options)
     return Status::InvalidArgument(where + "fingerprint options \"" + manifest.fingerprint_options +
@@ -451,9 +456,9 @@ Status DocumentStoreImpl::CheckCompatible(const Manifest& manifest) {
   if (!design.ok())
     return Status::Corruption(store::JoinPath(dir_, store::kManifestName) + ": " +
                               design.status().message());
-  if (design->bits != manifest.bits || design->max_k != manifest.max_k)
+  if (design->bits != manifest.bits || design->indexed_k != manifest.indexed_k)
     return Status::Corruption(store::JoinPath(dir_, store::kManifestName) +
-                              ": index design does not match the store's width and max_k");
+                              ": index design does not match the store's width and indexed_k");
   if (options_.design && !index::SameTables(*options_.design, *design))
     return Status::InvalidArgument(where + "index design \"" + design->description + "\", not \"" +
                                    options_.design->description + "\"");
@@ -630,7 +635,10 @@ Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_fl
         case Writer::kCheckAndAdd: {
           const DocumentInput& doc = w->docs[0];
           std::vector<StoredDocument> found;
-          SearchLocked(doc.fingerprint, w->k, &found);
+          if (Status searched = SearchLocked(doc.fingerprint, w->k, &found); !searched.ok()) {
+            w->status = searched;
+            break;
+          }
           std::vector<StoredDocument>& dups = w->check->duplicates;
           for (StoredDocument& d : found) {
             if (d.id != doc.id && pending.find(std::string_view(d.id)) == pending.end()) {
@@ -664,10 +672,19 @@ Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_fl
       for (Writer* w : group) w->status = status;
       return status;
     }
+    Status applied;
     {
       std::unique_lock<std::shared_mutex> state(state_mu_);
-      for (const WalOp& op : ops) mem_->Put(op);
+      for (const WalOp& op : ops) {
+        if (Status put = mem_->Put(op); !put.ok() && applied.ok()) applied = put;
+      }
       live_ = static_cast<uint64_t>(static_cast<int64_t>(live_) + live_delta);
+    }
+    if (!applied.ok()) {
+      // Logged (it comes back at the next open) but not searchable in this process.
+      NoteWriteError(applied);
+      for (Writer* w : group) w->status = applied;
+      return applied;
     }
     writes_.fetch_add(ops.size(), std::memory_order_relaxed);
     wal_bytes_.store(wal_->size());
@@ -741,7 +758,7 @@ StoreHealth DocumentStoreImpl::Health() const {
 Status DocumentStoreImpl::WriteManifestLocked(const std::vector<uint64_t>& numbers) {
   Manifest m;
   m.bits = bits_;
-  m.max_k = max_k_;
+  m.indexed_k = indexed_k_;
   m.design = index::EncodeDesign(design_->design);
   m.fingerprint_options = fingerprint_options_;
   m.next_file_number = next_file_number_;
@@ -934,11 +951,12 @@ bool DocumentStoreImpl::ShadowedLocked(std::string_view id, size_t segment_index
   return false;
 }
 
-void DocumentStoreImpl::SearchLocked(const Fingerprint& query, int k,
-                                     std::vector<StoredDocument>* out) const {
-  mem_->Search(query, k, [&](const std::string& id, const MemTable::Entry& entry, int distance) {
-    out->push_back({id, entry.fingerprint, entry.metadata, distance});
-  });
+Status DocumentStoreImpl::SearchLocked(const Fingerprint& query, int k,
+                                       std::vector<StoredDocument>* out) const {
+  NEARDUP_RETURN_IF_ERROR(mem_->Search(
+      query, k, [&](const std::string& id, const MemTable::Entry& entry, int distance) {
+        out->push_back({id, entry.fingerprint, entry.metadata, distance});
+      }));
   std::vector<SegmentHit> hits;
   for (size_t s = segments_.size(); s-- > 0;) {
     hits.clear();
@@ -951,6 +969,7 @@ void DocumentStoreImpl::SearchLocked(const Fingerprint& query, int k,
     }
   }
   std::sort(out->begin(), out->end(), ByDistanceThenId);
+  return Status::Ok();
 }
 
 Result<std::vector<StoredDocument>> DocumentStoreImpl::Search(const Fingerprint& query, int k,
@@ -961,7 +980,7 @@ Result<std::vector<StoredDocument>> DocumentStoreImpl::Search(const Fingerprint&
   {
     std::shared_lock<std::shared_mutex> state(state_mu_);
     if (!mem_) return Status::InvalidArgument(dir_ + ": store is closed");
-    SearchLocked(query, k, &out);
+    NEARDUP_RETURN_IF_ERROR(SearchLocked(query, k, &out));
   }
   if (limit > 0 && out.size() > limit) out.resize(limit);
   return out;
@@ -1001,7 +1020,7 @@ StoreStats DocumentStoreImpl::Stats() const {
   stats.writes = writes_.load();
   stats.open_seconds = open_seconds_;
   stats.bits = bits_;
-  stats.max_k = max_k_;
+  stats.indexed_k = indexed_k_;
   stats.index_design = design_->design.description;
   if (stats.index_bytes_per_fingerprint == 0)
     stats.index_bytes_per_fingerprint = planned_bytes_per_fingerprint_;

@@ -20,7 +20,7 @@ std::string EncodeManifest(const Manifest& m) {
   std::string out(kManifestMagic, 8);
   PutU32(&out, kManifestVersion);
   PutU32(&out, static_cast<uint32_t>(m.bits));
-  PutU32(&out, static_cast<uint32_t>(m.max_k));
+  PutU32(&out, static_cast<uint32_t>(m.indexed_k));
   PutU32(&out, 0);
   PutU64(&out, m.next_file_number);
   PutU64(&out, m.wal_number);
@@ -35,8 +35,8 @@ std::string EncodeManifest(const Manifest& m) {
   return out;
 }
 
-Status WriteManifest(FileSystem* fs, const std::string& dir, const Manifest& manifest) {
-  return WriteFileAtomically(fs, dir, kManifestName, EncodeManifest(manifest));
+Status WriteManifest(Env* env, const std::string& dir, const Manifest& manifest) {
+  return WriteFileAtomically(env, dir, kManifestName, EncodeManifest(manifest));
 }
 
 Result<Manifest> ReadManifest(const std::string& dir, bool accept_version_1) {
@@ -51,10 +51,10 @@ Result<Manifest> ReadManifest(const std::string& dir, bool accept_version_1) {
     return Status::Corruption(path + ": MANIFEST checksum mismatch");
   }
   ByteReader reader(std::string_view(bytes).substr(8, bytes.size() - 16));
-  uint32_t version, bits, max_k, reserved;
+  uint32_t version, bits, indexed_k, reserved;
   uint64_t count;
   Manifest m;
-  if (!reader.U32(&version) || !reader.U32(&bits) || !reader.U32(&max_k) ||
+  if (!reader.U32(&version) || !reader.U32(&bits) || !reader.U32(&indexed_k) ||
       !reader.U32(&reserved) || !reader.U64(&m.next_file_number) || !reader.U64(&m.wal_number) ||
       !reader.U64(&m.segments_live) || !reader.U64(&count)) {
     return Status::Corruption(path + ": MANIFEST is truncated");
@@ -67,11 +67,11 @@ Result<Manifest> ReadManifest(const std::string& dir, bool accept_version_1) {
                                       "rewrites the store)"
                                     : ""));
   }
-  if ((bits != 64 && bits != 128) || max_k > 15 || count > (1u << 20)) {
+  if ((bits != 64 && bits != 128) || indexed_k > 15 || count > (1u << 20)) {
     return Status::Corruption(path + ": MANIFEST fields out of range");
   }
   m.bits = static_cast<int>(bits);
-  m.max_k = static_cast<int>(max_k);
+  m.indexed_k = static_cast<int>(indexed_k);
   for (uint64_t i = 0; i < count; ++i) {
     uint64_t number;
     if (!reader.U64(&number)) return Status::Corruption(path + ": MANIFEST is truncated");

@@ -10,15 +10,15 @@
 #include <string_view>
 #include <vector>
 
+#include "neardup/env.h"
 #include "neardup/status.h"
-#include "store/file_system.h"
 
 namespace neardup::store {
 
 struct Manifest {
   int version = 2;  // 1: written before the design was recorded (read only for recovery)
   int bits = 64;
-  int max_k = 3;
+  int indexed_k = 3;
   uint64_t next_file_number = 1;
   uint64_t wal_number = 0;
   uint64_t segments_live = 0;       // live documents in the segments alone
@@ -31,7 +31,7 @@ struct Manifest {
 // for another version, unless `accept_version_1` (recovery) and it is a version-1 MANIFEST, which
 // is returned with `version` 1 and no design or fingerprint options.
 Result<Manifest> ReadManifest(const std::string& dir, bool accept_version_1 = false);
-Status WriteManifest(FileSystem* fs, const std::string& dir, const Manifest& manifest);
+Status WriteManifest(Env* env, const std::string& dir, const Manifest& manifest);
 std::string EncodeManifest(const Manifest& manifest);
 
 // Names of segment and log files in `dir` (not MANIFEST, LOCK or other files).

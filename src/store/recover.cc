@@ -75,7 +75,7 @@ class Recovery {
                                    ": MANIFEST version 1 (an older neardup): the store is "
                                    "rewritten in the current format");
       bits_ = manifest->bits;
-      max_k_ = manifest->max_k;
+      indexed_k_ = manifest->indexed_k;
       segment_numbers_ = manifest->segments;
       expected_segment_docs_ = manifest->segments_live;
       fingerprint_options_ = manifest->fingerprint_options;
@@ -111,9 +111,9 @@ class Recovery {
       StoreOptions defaults;
       PlanRequest request;
       request.bits = bits_;
-      request.max_k = max_k_;
-      request.n = defaults.expected_documents;
-      request.memory_budget_bytes = defaults.index_memory_budget.TotalFor(request.n);
+      request.indexed_k = indexed_k_;
+      request.expected_size = defaults.expected_size;
+      request.memory_budget = defaults.memory_budget;
       Result<IndexDesign> planned = PlanIndex(request);
       if (!planned.ok()) return planned.status().WithContext(dir_ + ": recover");
       design_ = *planned;
@@ -223,7 +223,7 @@ class Recovery {
     report_.documents = entries.size();
     store::Manifest fresh;
     fresh.bits = bits_;
-    fresh.max_k = max_k_;
+    fresh.indexed_k = indexed_k_;
     fresh.design = index::EncodeDesign(*design_);
     fresh.fingerprint_options = fingerprint_options_;
     uint64_t next = max_number_ + 1;
@@ -255,7 +255,7 @@ class Recovery {
   int lock_fd_ = -1;
   RecoveryReport report_;
   int bits_ = 64;
-  int max_k_ = 3;
+  int indexed_k_ = 3;
   bool manifest_ok_ = false;
   uint64_t max_number_ = 0;
   uint64_t expected_segment_docs_ = 0;  // live documents the MANIFEST counts in its segments

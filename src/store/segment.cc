@@ -50,7 +50,7 @@ enum : size_t {
 
 uint64_t IdHash(std::string_view id) { return Checksum(id); }
 
-Status WriteSegment(FileSystem* fs, const std::string& path,
+Status WriteSegment(Env* env, const std::string& path,
                     const std::shared_ptr<const index::CompiledDesign>& design,
                     std::vector<SegmentEntry> entries) {
   const int bits = design->design.bits;
@@ -96,7 +96,7 @@ Status WriteSegment(FileSystem* fs, const std::string& path,
   auto put64 = [&](size_t off, uint64_t v) { std::memcpy(base + off, &v, 8); };
   put32(kOffVersion, kSegmentVersion);
   put32(kOffBits, bits);
-  put32(kOffMaxK, design->design.max_k);
+  put32(kOffMaxK, design->design.indexed_k);
   put32(kOffTables, static_cast<uint32_t>(design->tables.size()));
   put64(kOffEntries, n);
   put64(kOffLive, live);
@@ -137,7 +137,7 @@ Status WriteSegment(FileSystem* fs, const std::string& path,
   std::memcpy(footer.data(), &checksum, 8);
   std::memcpy(footer.data() + 8, kFooterMagic, 8);
 
-  Result<std::unique_ptr<WritableFile>> out = fs->NewWritableFile(path);
+  Result<std::unique_ptr<WritableFile>> out = env->NewWritableFile(path);
   if (!out.ok()) return out.status();
   Status status = (*out)->Append(file);
   if (status.ok()) status = (*out)->Append(std::string_view(image->image(), image->image_size()));
@@ -218,7 +218,7 @@ Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
   }
   seg->bits_ = bits;
   seg->words_ = bits / 64;
-  seg->max_k_ = static_cast<int>(LoadU32(base + kOffMaxK));
+  seg->indexed_k_ = static_cast<int>(LoadU32(base + kOffMaxK));
   seg->num_tables_ = static_cast<int>(LoadU32(base + kOffTables));
   const uint64_t n = LoadU64(base + kOffEntries);
   const uint64_t live = LoadU64(base + kOffLive);
@@ -237,7 +237,7 @@ Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
                          blob_size <= size && hashes == Align8(blob + blob_size) &&
                          index_offset == hashes + n * 8 && index_size <= size &&
                          index_offset <= size && index_offset + index_size + kFooterSize == size &&
-                         seg->max_k_ == design->design.max_k &&
+                         seg->indexed_k_ == design->design.indexed_k &&
                          seg->num_tables_ == static_cast<int>(design->tables.size());
   if (!layout_ok) return Status::Corruption(path + ": segment section table is inconsistent");
   seg->num_entries_ = static_cast<uint32_t>(n);
@@ -315,7 +315,7 @@ void Segment::Search(const Fingerprint& query, int k, std::vector<SegmentHit>* h
     const uint64_t entry = index_->id(row);
     if (entry < num_entries_) hits->push_back({static_cast<uint32_t>(entry), distance});
   };
-  if (k <= index_->design().design.max_k) {
+  if (k <= index_->design().design.indexed_k) {
     index_->Search(query.hi, query.lo, k, &counters, &scratch, emit);
   } else {
     index_->Scan(query.hi, query.lo, k, &counters, emit);

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "index/table_segment.h"
+#include "neardup/env.h"
 #include "neardup/fingerprint.h"
 #include "neardup/status.h"
-#include "store/file_system.h"
 
 namespace neardup::store {
 
@@ -32,7 +32,7 @@ struct SegmentEntry {
 // Writes `entries` (ids unique) as segment file `path` and fsyncs it; the index section holds the
 // live entries' fingerprints in the tables of `design`. Entries are reordered by id hash. The
 // caller fsyncs the directory (the MANIFEST write does).
-Status WriteSegment(FileSystem* fs, const std::string& path,
+Status WriteSegment(Env* env, const std::string& path,
                     const std::shared_ptr<const index::CompiledDesign>& design,
                     std::vector<SegmentEntry> entries);
 
@@ -59,7 +59,7 @@ class Segment {
   uint64_t file_size() const { return file_size_; }
   uint32_t size() const { return num_entries_; }
   uint32_t live() const { return num_live_; }
-  int max_k() const { return max_k_; }
+  int indexed_k() const { return indexed_k_; }
   // The index section (its row ids are entry numbers).
   const index::TableSegment& index() const { return *index_; }
 
@@ -73,7 +73,7 @@ class Segment {
   int64_t Find(std::string_view id) const;
 
   // Appends every non-tombstone entry within k of `query` (each once). Uses the permuted tables
-  // when k <= max_k, else scans the index section's rows.
+  // when k <= indexed_k, else scans the index section's rows.
   void Search(const Fingerprint& query, int k, std::vector<SegmentHit>* hits) const;
 
  private:
@@ -85,7 +85,7 @@ class Segment {
   uint64_t file_size_ = 0;
   int bits_ = 64;
   int words_ = 1;
-  int max_k_ = 3;
+  int indexed_k_ = 3;
   int num_tables_ = 4;
   uint32_t num_entries_ = 0;
   uint32_t num_live_ = 0;

@@ -17,7 +17,7 @@ void WriteStoreStatsFields(const StoreStats& stats, JsonWriter* writer) {
   writer->Key("wal_syncs").Uint(stats.wal_syncs);
   writer->Key("open_seconds").Double(stats.open_seconds);
   writer->Key("bits").Int(stats.bits);
-  writer->Key("max_k").Int(stats.max_k);
+  writer->Key("max_k").Int(stats.indexed_k);
   writer->Key("index_design").String(stats.index_design);
   writer->Key("index_bytes_per_fingerprint").Double(stats.index_bytes_per_fingerprint);
   writer->Key("fingerprint_options").String(stats.fingerprint_options);

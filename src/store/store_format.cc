@@ -1,7 +1,7 @@
 // Checksums, file naming and POSIX file helpers of the store; see store_format.h.
 #include "store/store_format.h"
 
-#include "store/file_system.h"
+#include "neardup/env.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -100,19 +100,19 @@ Status SyncDir(const std::string& dir) {
   return Status::Ok();
 }
 
-Status WriteFileAtomically(FileSystem* fs, const std::string& dir, const std::string& name,
+Status WriteFileAtomically(Env* env, const std::string& dir, const std::string& name,
                            std::string_view contents) {
   const std::string path = JoinPath(dir, name);
   const std::string temp = path + ".tmp";
   {
-    Result<std::unique_ptr<WritableFile>> file = fs->NewWritableFile(temp);
+    Result<std::unique_ptr<WritableFile>> file = env->NewWritableFile(temp);
     if (!file.ok()) return file.status();
     Status status = (*file)->Append(contents);
     if (status.ok()) status = (*file)->Sync();
     if (!status.ok()) return status;
   }
-  NEARDUP_RETURN_IF_ERROR(fs->Rename(temp, path));
-  return fs->SyncDir(dir);
+  NEARDUP_RETURN_IF_ERROR(env->Rename(temp, path));
+  return env->SyncDir(dir);
 }
 
 }  // namespace neardup::store

@@ -11,12 +11,11 @@
 #include <string_view>
 
 #include "common/byte_io.h"
+#include "neardup/env.h"
 #include "neardup/fingerprint.h"
 #include "neardup/status.h"
 
 namespace neardup::store {
-
-class FileSystem;
 
 // XXH3-64 of `bytes`: the checksum used by every file of the store.
 uint64_t Checksum(const void* bytes, size_t size);
@@ -36,7 +35,7 @@ std::string JoinPath(const std::string& dir, const std::string& name);
 Result<std::string> ReadFile(const std::string& path);
 // Writes `contents` to `path` via a temporary file, fsync, rename and directory fsync, so the file
 // is either the old one or the new one after a crash.
-Status WriteFileAtomically(FileSystem* fs, const std::string& dir, const std::string& name,
+Status WriteFileAtomically(Env* env, const std::string& dir, const std::string& name,
                            std::string_view contents);
 // Writes all of `bytes` to fd; IoError naming `path` on failure.
 Status WriteAll(int fd, std::string_view bytes, const std::string& path);

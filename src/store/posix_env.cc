@@ -1,5 +1,6 @@
-// The POSIX FileSystem of the store; see file_system.h.
-#include "store/file_system.h"
+// Env::Default(): the operating system's file operations (POSIX) under a DocumentStore; see
+// neardup/env.h.
+#include "neardup/env.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,21 +9,21 @@
 
 #include "store/store_format.h"
 
-namespace neardup::store {
+namespace neardup {
 namespace {
 
 class PosixWritableFile : public WritableFile {
  public:
   PosixWritableFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
   ~PosixWritableFile() override { ::close(fd_); }
-  Status Append(std::string_view data) override { return WriteAll(fd_, data, path_); }
+  Status Append(std::string_view data) override { return store::WriteAll(fd_, data, path_); }
   Status Sync() override {
-    if (::fdatasync(fd_) != 0) return ErrnoStatus("fdatasync", path_, errno);
+    if (::fdatasync(fd_) != 0) return store::ErrnoStatus("fdatasync", path_, errno);
     return Status::Ok();
   }
   Status Truncate(uint64_t size) override {
     if (::ftruncate(fd_, static_cast<off_t>(size)) != 0)
-      return ErrnoStatus("truncate", path_, errno);
+      return store::ErrnoStatus("truncate", path_, errno);
     return Status::Ok();
   }
   const std::string& path() const override { return path_; }
@@ -32,24 +33,26 @@ class PosixWritableFile : public WritableFile {
   std::string path_;
 };
 
-class PosixFileSystem : public FileSystem {
+class PosixEnv : public Env {
  public:
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) return ErrnoStatus("create", path, errno);
+    if (fd < 0) return store::ErrnoStatus("create", path, errno);
     return std::unique_ptr<WritableFile>(new PosixWritableFile(fd, path));
   }
   Result<std::unique_ptr<WritableFile>> ReopenWritableFile(const std::string& path) override {
     int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-    if (fd < 0) return ErrnoStatus("open", path, errno);
+    if (fd < 0) return store::ErrnoStatus("open", path, errno);
     return std::unique_ptr<WritableFile>(new PosixWritableFile(fd, path));
   }
   Status Rename(const std::string& from, const std::string& to) override {
-    if (::rename(from.c_str(), to.c_str()) != 0) return ErrnoStatus("rename to " + to, from, errno);
+    if (::rename(from.c_str(), to.c_str()) != 0)
+      return store::ErrnoStatus("rename to " + to, from, errno);
     return Status::Ok();
   }
   Status Remove(const std::string& path) override {
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoStatus("remove", path, errno);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+      return store::ErrnoStatus("remove", path, errno);
     return Status::Ok();
   }
   Status SyncDir(const std::string& dir) override { return store::SyncDir(dir); }
@@ -57,9 +60,9 @@ class PosixFileSystem : public FileSystem {
 
 }  // namespace
 
-FileSystem* FileSystem::Default() {
-  static PosixFileSystem* fs = new PosixFileSystem();
-  return fs;
+Env* Env::Default() {
+  static PosixEnv* env = new PosixEnv();
+  return env;
 }
 
-}  // namespace neardup::store
+}  // namespace neardup
