@@ -977,7 +977,7 @@ std::string SummaryJson(const py::dict& kwargs, const py::dict& counts) {
     if (!lsh.ok()) ThrowStatus(lsh.status());
     report.lsh = *lsh;
   }
-  report.k = use_simhash ? options.k : -1;
+  if (use_simhash) report.k = options.k;
   report.verify_threshold = std::max(0.0, ResolveVerifyThreshold(options));
   for (auto [key, value] : py::cast<py::dict>(counts["skipped"])) {
     report.skipped[py::cast<std::string>(key)] = py::cast<uint64_t>(value);
