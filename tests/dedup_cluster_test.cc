@@ -6,6 +6,7 @@
 #include <random>
 
 #include "neardup/dedup.h"
+#include "neardup/dedup_stages.h"
 #include "neardup/shingles.h"
 
 namespace neardup {

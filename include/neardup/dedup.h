@@ -212,12 +212,6 @@ NEARDUP_EXPORT Result<DedupReport> RunDedup(const std::vector<std::string>& inpu
                                             const DedupOptions& options,
                                             const DedupProgress& progress = nullptr);
 
-// Clusters `pair_count` pairs over `document_count` documents and picks the kept one of each
-// component (exposed for tests). `documents` supplies lengths, scores and fingerprints.
-NEARDUP_EXPORT void BuildClusters(const std::vector<DedupDocument>& documents,
-                                  const std::vector<DuplicatePair>& pairs, KeepPolicy keep,
-                                  std::vector<DedupCluster>* clusters, std::vector<bool>* removed);
-
 struct DedupOutputOptions {
   // Directory for clusters.jsonl, keep.txt, remove.txt and summary.json; empty writes only the
   // clusters (JSONL) to standard output.

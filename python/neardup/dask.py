@@ -1228,7 +1228,7 @@ def _dir_bytes(path: str) -> int:
 def dedup(data: Any, output: Optional[str] = None, *, text_field: Optional[str] = None,
           id_field: Optional[str] = None, force: bool = False, format: str = "auto",
           work_dir: Optional[str] = None, shuffle_partitions: Optional[int] = None,
-          component_pairs: int = 4_000_000, progress: Any = True, keep_work: bool = False,
+          component_pairs: int = 1_000_000, progress: Any = True, keep_work: bool = False,
           **options: Any) -> "DaskDedupResult":
     """Deduplicates ``data`` on the current Dask scheduler (a ``distributed.Client`` if one is
     active) exactly as ``neardup dedup`` does; returns a :class:`DaskDedupResult`.

@@ -16,6 +16,9 @@ DedupOptions DedupOptionsFromKeywords(const pybind11::dict& kwargs);
 // Raises the Python exception of a failed Status (module.cc: ValueError, OSError, ...).
 [[noreturn]] void ThrowStatus(const Status& status);
 
+// The dedup stages (neardup/dedup_stages.h) as neardup._neardup.stages (stages_bindings.cc).
+void RegisterStageBindings(pybind11::module_& m);
+
 // neardup.dask's array-level calls (dask_bindings.cc).
 void RegisterDaskBindings(pybind11::module_& m);
 

@@ -33,6 +33,7 @@
 #include "dedup/document_hashes.h"
 #include "neardup/clusters.h"
 #include "neardup/dedup.h"
+#include "neardup/dedup_stages.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/jieba.h"
 #include "neardup/minhash_lsh.h"
@@ -1617,4 +1618,6 @@ PYBIND11_MODULE(_neardup, m) {
       .def("close", &PyStore::Close)
       .def_property_readonly("closed", &PyStore::closed)
       .def_property_readonly("fingerprint_options", &PyStore::fingerprint_options);
+
+  RegisterStageBindings(m);
 }

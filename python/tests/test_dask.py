@@ -381,7 +381,7 @@ def _chain_texts(rng, links):
     return [" ".join(words[40 * i:40 * i + 160]) for i in range(links + 1)]
 
 
-@pytest.mark.parametrize("component_pairs", [4_000_000, 40])
+@pytest.mark.parametrize("component_pairs", [1_000_000, 40])
 def test_chain_across_many_partitions_same_as_cli(client, binary, generated, tmp_path,
                                                   component_pairs):
     """A chain of pairs whose links fall in different partitions among 16: one cluster, as the

@@ -27,8 +27,9 @@
 #include "dedup/spill_file.h"
 #include "index/lsh_band_pairs.h"
 #include "neardup/clusters.h"
+#include "neardup/dedup_stages.h"
+#include "neardup/hamming_join.h"
 #include "neardup/jieba.h"
-#include "neardup/permuted_index.h"
 #include "neardup/shingles.h"
 
 namespace neardup {
@@ -167,19 +168,6 @@ void ResetPeakMemory() {
   if (!file) return;
   std::fputs("5", file);
   std::fclose(file);
-}
-
-// True when `fingerprint` normalises text exactly as `shingles` does (invalid UTF-8 aside: the
-// Fingerprinter rejects it, so such a document never reaches the shingles).
-bool SameNormalization(const FingerprintOptions& fingerprint, const NormalizeOptions& shingles) {
-  const NormalizeOptions& f = fingerprint.normalize;
-  return fingerprint.profile != HashProfile::kYanyiwuSimhash &&
-         f.strip_markup == shingles.strip_markup && f.nfkc == shingles.nfkc &&
-         f.case_fold == shingles.case_fold &&
-         f.traditional_to_simplified == shingles.traditional_to_simplified &&
-         f.fold_whitespace == shingles.fold_whitespace &&
-         f.opencc_config == shingles.opencc_config &&
-         (f.replace_invalid_utf8 == shingles.replace_invalid_utf8 || !f.replace_invalid_utf8);
 }
 
 }  // namespace
@@ -332,7 +320,8 @@ Result<PairJudgement> JudgePair(std::string_view a, std::string_view b,
 namespace {
 
 // Sources of a candidate pair (PairRun::source bits).
-constexpr uint8_t kFromLsh = 1, kFromSimHash = 2, kWhitespace = 4;
+constexpr uint8_t kFromLsh = kLshCandidate, kFromSimHash = kSimHashCandidate,
+                  kWhitespace = kWhitespaceCandidate;
 
 // One RunDedup call: the options, the engines, the intermediate data each stage hands to the
 // next, and the report being filled. RunDedup calls the stages in order; each frees what later
@@ -409,10 +398,6 @@ class DedupRun {
   // workers' cores while it ran beside them; the MinHash part of what remains goes to minhash in
   // proportion to the workers' thread time; the rest stays fingerprinting.
   void AttributePass(const PassTimes& pass, double read_wall, double read_cpu, double record_wall);
-  // The shingle-derived part of the pass for batch document i: its shingle hashes (any order,
-  // repeats kept) and band keys. False when the text cannot be shingled (its set is empty).
-  bool ShinglesOfDocument(Batch* batch, size_t i, std::string_view normalized,
-                          std::vector<uint64_t>* units, std::vector<uint64_t>* shingles);
   // Keeps the narrowed shingle set of the next document (in document order) from stage 1 while
   // the sets fit in options_.first_pass_set_bytes; after the first one that does not, keeps none.
   Status KeepFirstPassSet(std::span<const uint32_t> set);
@@ -459,9 +444,7 @@ class DedupRun {
   const DedupProgress& progress_;
   const Clock::time_point run_start_ = Clock::now();
   int threads_ = 1;
-  std::unique_ptr<Fingerprinter> fingerprinter_;
-  std::unique_ptr<ShingleSimilarity> similarity_;
-  std::optional<MinHashLsh> lsh_;
+  std::unique_ptr<DocumentPass> pass_;  // stage 1's engines (neardup/dedup_stages.h)
   bool use_lsh_ = false;
   bool use_simhash_ = false;
   int bands_ = 0;
@@ -483,10 +466,6 @@ class DedupRun {
   BandKeyTable keys_{0};
   std::vector<bool> has_keys_;  // per document, when spilling
   std::vector<uint32_t> band_column_;
-  // When the fingerprint is computed from the same normalised text the shingles need (the
-  // default options), the shingles are cut from the Fingerprinter's normalised text instead of
-  // normalising every document twice.
-  bool share_normalization_ = false;
   // Narrowed shingle sets kept from stage 1 (verification needs no second pass for them): those
   // of documents [0, first_pass_documents_), set d at values [first_offsets_[d],
   // first_offsets_[d + 1]) of first_sets_ (in memory) or of first_file_ (spilling). Kept while
@@ -502,10 +481,10 @@ class DedupRun {
   struct Batch {
     std::vector<Document> documents;  // [0, count) hold this batch's documents
     size_t count = 0;
-    uint64_t bytes_read = 0;  // the reader's input_bytes_consumed() after the batch
-    std::vector<Result<Fingerprint>> results;
-    std::vector<uint64_t> normalized_bytes, content_hashes, squeezed_hashes;
-    std::vector<uint32_t> keys;  // count * bands_, when use_lsh_
+    uint64_t bytes_read = 0;           // the reader's input_bytes_consumed() after the batch
+    std::vector<Status> status;        // DocumentPass::Fingerprint's
+    std::vector<DedupDocument> facts;  // what the pass computed (id and place come at record)
+    std::vector<uint32_t> keys;        // count * bands_, when use_lsh_
     std::vector<uint8_t> has_keys;
     bool with_sets = false;  // keep_sets_ when the pass began: set_of and arenas were filled
     std::vector<std::vector<uint32_t>> arenas;
@@ -516,8 +495,6 @@ class DedupRun {
   std::vector<uint64_t> first_offsets_;
   std::vector<uint32_t> first_sets_;
   std::optional<SpillFile> first_file_;
-  // --keep longest compares the normalised texts (markup stripped, ...).
-  bool need_normalized_ = false;
   bool reserved_ = false;
   size_t n_ = 0;
 
@@ -541,21 +518,13 @@ class DedupRun {
 };
 
 Status DedupRun::Open(const std::vector<std::string>& inputs) {
-  NEARDUP_RETURN_IF_ERROR(CheckOptions(options_));
   threads_ = options_.threads > 0 ? options_.threads : DefaultThreadCount();
-  auto fingerprinter = Fingerprinter::Create(options_.fingerprint);
-  if (!fingerprinter.ok()) return fingerprinter.status().WithContext("fingerprint options");
-  fingerprinter_ = std::move(*fingerprinter);
-  auto similarity =
-      ShingleSimilarity::Create(options_.fingerprint.normalize.traditional_to_simplified);
-  if (!similarity.ok()) return similarity.status();
-  similarity_ = std::move(*similarity);
-  auto lsh = MinHashLsh::Create(options_.lsh);
-  if (!lsh.ok()) return lsh.status();
-  lsh_.emplace(std::move(*lsh));
-  use_lsh_ = UsesLsh(options_);
+  auto pass = DocumentPass::Create(options_);  // checks the options first
+  if (!pass.ok()) return pass.status();
+  pass_ = std::move(*pass);
+  use_lsh_ = pass_->uses_lsh();
   use_simhash_ = UsesSimHash(options_);
-  bands_ = lsh_->parameters().bands;
+  bands_ = pass_->lsh().parameters().bands;
 
   reader_options_ = options_.reader;
   if (options_.keep == KeepPolicy::kField) reader_options_.score_field = options_.keep_field;
@@ -567,7 +536,7 @@ Status DedupRun::Open(const std::vector<std::string>& inputs) {
   reader_ = std::move(*opened);
 
   report_.input_files = reader_->files();
-  if (use_lsh_) report_.lsh = lsh_->parameters();
+  if (use_lsh_) report_.lsh = pass_->lsh().parameters();
   if (use_simhash_) report_.k = options_.k;
   report_.verify_threshold = verify_ ? verify_threshold_ : 0;
   if (options_.measure_stage_memory) ResetPeakMemory();
@@ -599,9 +568,6 @@ void DedupRun::NoteSpill(int64_t delta) {
 Status DedupRun::ReadAndFingerprint() {
   const auto stage_start = Clock::now();
   keys_ = BandKeyTable(use_lsh_ && !spill_ ? bands_ : 0);
-  share_normalization_ =
-      use_lsh_ && SameNormalization(options_.fingerprint, similarity_->normalize_options());
-  need_normalized_ = share_normalization_ || options_.keep == KeepPolicy::kLongest;
   keep_sets_ = use_lsh_ && verify_ && options_.first_pass_set_bytes > 0;
   jieba_wanted_ = options_.fingerprint.profile != HashProfile::kYanyiwuSimhash &&
                   options_.fingerprint.features.tokenizer == Tokenizer::kAuto &&
@@ -691,10 +657,8 @@ void DedupRun::PreloadJiebaFor(const Batch& batch) {
 
 void DedupRun::PrepareBatch(Batch* batch) {
   const size_t count = batch->count;
-  batch->results.assign(count, Result<Fingerprint>(Status::Internal("not computed")));
-  batch->normalized_bytes.assign(count, 0);
-  batch->content_hashes.resize(count);
-  batch->squeezed_hashes.resize(count);
+  batch->status.assign(count, Status::Internal("not computed"));
+  batch->facts.assign(count, DedupDocument{});
   if (use_lsh_) {
     batch->keys.assign(count * bands_, 0);
     batch->has_keys.assign(count, 0);
@@ -711,31 +675,25 @@ DedupRun::PassTimes DedupRun::FingerprintBatch(Batch* batch,
   PassTimes times;
   Clock::time_point workers_end = pass_start;
   auto pass = [&](size_t begin, size_t end) {
-    std::vector<uint64_t> units, shingles;
-    std::vector<uint32_t> narrow, arena;
+    DocumentPass::Scratch scratch;  // its buffers' capacity is reused from document to document
+    std::vector<uint32_t> arena;
     std::vector<size_t> arena_documents;
-    std::string normalized;
     double fingerprint_here = 0, minhash_here = 0;
     auto last = Clock::now();
     for (size_t i = begin; i < end; ++i) {
       const std::string& text = batch->documents[i].text;
-      batch->content_hashes[i] = XXH3_64bits(text.data(), text.size());
-      batch->squeezed_hashes[i] = SqueezedHash(text);
-      Result<Fingerprint>& result = batch->results[i];
-      if (!need_normalized_) {
-        result = fingerprinter_->Compute(text);
-      } else {
-        result = fingerprinter_->Compute(text, &normalized);  // reuses normalized's capacity
-        if (result.ok()) batch->normalized_bytes[i] = normalized.size();
-      }
+      Status& status = batch->status[i];
+      status = pass_->Fingerprint(text, &scratch, &batch->facts[i]);
       auto now = Clock::now();
       fingerprint_here += std::chrono::duration<double>(now - last).count();
       last = now;
-      if (!use_lsh_ || !result.ok()) continue;
-      if (ShinglesOfDocument(batch, i, normalized, &units, &shingles) && batch->with_sets) {
-        NarrowedSet(shingles, &narrow);
-        batch->set_of[i] = {0, static_cast<uint32_t>(narrow.size()), arena.size()};
-        arena.insert(arena.end(), narrow.begin(), narrow.end());
+      if (!use_lsh_ || !status.ok()) continue;
+      batch->has_keys[i] = pass_->Sketch(
+          text, &scratch, std::span<uint32_t>(batch->keys.data() + i * bands_, bands_),
+          batch->with_sets);
+      if (batch->with_sets) {
+        batch->set_of[i] = {0, static_cast<uint32_t>(scratch.set.size()), arena.size()};
+        arena.insert(arena.end(), scratch.set.begin(), scratch.set.end());
         arena_documents.push_back(i);
       }
       now = Clock::now();
@@ -784,20 +742,6 @@ void DedupRun::AttributePass(const PassTimes& pass, double read_wall, double rea
   }
 }
 
-bool DedupRun::ShinglesOfDocument(Batch* batch, size_t i, std::string_view normalized,
-                                  std::vector<uint64_t>* units, std::vector<uint64_t>* shingles) {
-  if (share_normalization_) {
-    // The shingle hashes in text order: the signature and the narrowed set ignore order and
-    // repeats, so the 64-bit set is never sorted.
-    ShingleHashesInOrder(normalized, units, shingles);
-  } else if (!similarity_->Shingles(batch->documents[i].text, shingles).ok()) {
-    return false;  // as LoadShingles: a text that cannot be shingled has no shingles
-  }
-  batch->has_keys[i] =
-      lsh_->BandKeysOf(*shingles, std::span<uint32_t>(batch->keys.data() + i * bands_, bands_));
-  return true;
-}
-
 Status DedupRun::KeepFirstPassSet(std::span<const uint32_t> set) {
   const uint64_t total = first_offsets_.back() + set.size();
   if (total * sizeof(uint32_t) > options_.first_pass_set_bytes) {
@@ -819,7 +763,7 @@ Status DedupRun::SpillBandKeys(const Batch& batch) {
   for (int b = 0; b < bands_; ++b) {
     band_column_.clear();
     for (size_t i = 0; i < batch.count; ++i) {
-      if (batch.results[i].ok()) band_column_.push_back(batch.keys[i * bands_ + b]);
+      if (batch.status[i].ok()) band_column_.push_back(batch.keys[i * bands_ + b]);
     }
     NEARDUP_RETURN_IF_ERROR(
         band_files_[b].Append(band_column_.data(), band_column_.size() * sizeof(uint32_t)));
@@ -832,9 +776,8 @@ Status DedupRun::RecordBatch(Batch* batch) {
   if (use_lsh_ && spill_) NEARDUP_RETURN_IF_ERROR(SpillBandKeys(*batch));
   for (size_t i = 0; i < batch->count; ++i) {
     Document& doc = batch->documents[i];
-    const Result<Fingerprint>& result = batch->results[i];
-    if (!result.ok()) {
-      const Status& error = result.status();
+    if (!batch->status[i].ok()) {
+      const Status& error = batch->status[i];
       if (reader_options_.strict) return error.WithContext(doc.location);
       ++report_.failed[StatusCodeName(error.code())];
       if (reader_options_.on_warning) {
@@ -855,13 +798,8 @@ Status DedupRun::RecordBatch(Batch* batch) {
           ref.size > 0 ? batch->arenas[ref.arena].data() + ref.offset : nullptr;
       NEARDUP_RETURN_IF_ERROR(KeepFirstPassSet(std::span<const uint32_t>(values, ref.size)));
     }
-    DedupDocument record;
+    DedupDocument record = std::move(batch->facts[i]);
     record.id = std::move(doc.id);
-    record.fingerprint = *result;
-    record.text_bytes = doc.text.size();
-    record.normalized_bytes = batch->normalized_bytes[i];
-    record.content_hash = batch->content_hashes[i];
-    record.squeezed_hash = batch->squeezed_hashes[i];
     record.score = doc.score;
     record.file_index = doc.file_index;
     record.line = doc.line;
@@ -1014,29 +952,17 @@ Status DedupRun::SimHashCandidates() {
   if (!use_simhash_ || n_ == 0) return Status::Ok();
   const auto stage_start = Clock::now();
   if (progress_) progress_("join", 0, 0, n_);
-  std::vector<Fingerprint> fingerprints;
-  fingerprints.reserve(n_);
-  for (const DedupDocument& doc : report_.documents) fingerprints.push_back(doc.fingerprint);
-  PermutedIndexOptions index_options;
-  index_options.bits = options_.fingerprint.bits;
-  index_options.indexed_k = options_.k;
-  index_options.expected_size = static_cast<double>(n_);
-  index_options.threads = threads_;
-  auto index = PermutedIndex::Create(index_options);
-  if (!index.ok()) return index.status().WithContext("fingerprint index");
-  std::vector<uint64_t> ids(n_);
-  std::iota(ids.begin(), ids.end(), uint64_t{0});
-  NEARDUP_RETURN_IF_ERROR((*index)->AddBatch(ids, fingerprints));
-  std::vector<Fingerprint>().swap(fingerprints);
-  std::vector<uint64_t>().swap(ids);
-  auto joined = (*index)->SelfJoin(options_.k);
-  index->reset();
-  if (!joined.ok()) return joined.status();
-  simhash_pairs_.reserve(joined->size());
-  for (const NeighborPair& pair : *joined) simhash_pairs_.push_back(pair.a << 32 | pair.b);
-  std::sort(simhash_pairs_.begin(), simhash_pairs_.end());
-  simhash_pairs_.erase(std::unique(simhash_pairs_.begin(), simhash_pairs_.end()),
-                       simhash_pairs_.end());
+  auto join = HammingJoin::Create(options_.fingerprint.bits, options_.k, static_cast<double>(n_));
+  if (!join.ok()) return join.status().WithContext("SimHash join");
+  std::vector<NeighborPair> joined;
+  {
+    std::vector<Fingerprint> fingerprints;
+    fingerprints.reserve(n_);
+    for (const DedupDocument& doc : report_.documents) fingerprints.push_back(doc.fingerprint);
+    joined = join->SelfJoin(fingerprints, threads_);  // sorted, each pair once
+  }
+  simhash_pairs_.reserve(joined.size());
+  for (const NeighborPair& pair : joined) simhash_pairs_.push_back(pair.a << 32 | pair.b);
   report_.simhash_candidate_pairs = simhash_pairs_.size();
   runs_.push_back({nullptr, 0, 0, simhash_pairs_, kFromSimHash});
   report_.stages.push_back({"join", SecondsSince(stage_start), simhash_pairs_.size(), 0});
@@ -1045,13 +971,14 @@ Status DedupRun::SimHashCandidates() {
 }
 
 void DedupRun::WhitespaceCandidates() {
-  // Pair each document with the first one of equal squeezed hash.
-  std::unordered_map<uint64_t, uint32_t> first_with_hash;
+  std::vector<uint64_t> hashes(n_), documents(n_);
   for (uint32_t i = 0; i < n_; ++i) {
-    auto [it, inserted] = first_with_hash.try_emplace(report_.documents[i].squeezed_hash, i);
-    if (!inserted) whitespace_pairs_.push_back(uint64_t{it->second} << 32 | i);
+    hashes[i] = report_.documents[i].squeezed_hash;
+    documents[i] = i;
   }
-  std::sort(whitespace_pairs_.begin(), whitespace_pairs_.end());
+  for (const LshPair& pair : FirstOfEqualHashPairs(hashes, documents)) {
+    whitespace_pairs_.push_back(pair.a << 32 | pair.b);
+  }
   runs_.push_back({nullptr, 0, 0, whitespace_pairs_, kWhitespace});
 }
 
@@ -1150,7 +1077,7 @@ Status DedupRun::FlushShingles(std::vector<std::pair<uint32_t, std::string>>* pe
         for (size_t i = begin; i < end; ++i) {
           std::vector<uint32_t>& narrow = (*computed)[i];
           narrow.clear();
-          if (!similarity_->Shingles((*pending)[i].second, &wide).ok()) continue;
+          if (!pass_->shingler().Shingles((*pending)[i].second, &wide).ok()) continue;
           ShingleSimilarity::Narrow(wide, &narrow);
         }
       },

@@ -5,19 +5,16 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <string>
 
 #include "common/parallel.h"
 #include "index/table_segment.h"
+#include "neardup/hamming_join.h"
 
 namespace neardup {
 namespace {
 
-using index::CompiledTable;
-using index::kLinearRunLimit;
-using index::RadixSort;
 using index::TableSegment;
 using Row = index::SegmentRow;
 using Segment = TableSegment;
@@ -47,118 +44,6 @@ struct Snapshot {
 
 using Counters = index::SearchCounters;
 using Scratch = index::SearchScratch;
-
-// ---- self-join by sorted runs ---------------------------------------------------------------
-// Each table of a radius-0 design is sorted once; every pair within k shares the key of at least
-// one table, so comparing items inside runs of equal keys finds all pairs. A pair is reported by
-// the first table where the two keys agree, so no global deduplication is needed.
-
-// The radius-0 design cheapest for a self-join of n items: sorting cost per table plus the
-// expected comparisons inside runs.
-IndexDesign PlanJoinDesign(int bits, int k, double n) {
-  PlanRequest request;
-  request.bits = bits;
-  request.indexed_k = k;
-  request.expected_size = std::max(1.0, n);
-  auto designs = EnumerateIndexDesigns(request);
-  IndexDesign best;
-  double best_cost = -1;
-  if (!designs.ok()) return best;
-  for (const IndexDesign& d : *designs) {
-    if (d.probe_radius[k] != 0 || d.tables.size() > 64) continue;
-    double cost = 0;
-    for (const IndexTableSpec& t : d.tables)
-      cost += request.expected_size * 20.0 +
-              request.expected_size * request.expected_size / std::ldexp(2.0, t.key_bits) * 1.5;
-    if (best_cost < 0 || cost < best_cost) {
-      best_cost = cost;
-      best = d;
-    }
-  }
-  return best;
-}
-
-struct JoinItems {
-  int bits = 64;
-  std::vector<uint64_t> ids, lo, hi;  // hi empty for 64 bits
-  size_t size() const { return ids.size(); }
-  int Distance(size_t a, size_t b) const {
-    return std::popcount(lo[a] ^ lo[b]) + (bits == 128 ? std::popcount(hi[a] ^ hi[b]) : 0);
-  }
-};
-
-struct RowPair {
-  uint32_t a, b;  // a < b
-  int distance;
-};
-
-void JoinTable(const JoinItems& items, const std::vector<CompiledTable>& tables, size_t t, int k,
-               std::vector<RowPair>* out) {
-  const CompiledTable& ct = tables[t];
-  const size_t n = items.size();
-  std::vector<std::pair<uint64_t, uint32_t>> entries(n);
-  for (size_t i = 0; i < n; ++i)
-    entries[i] = {ct.Project(items.bits == 128 ? items.hi[i] : 0, items.lo[i]),
-                  static_cast<uint32_t>(i)};
-  // Only runs of equal keys matter: sort on the key bits; oversized runs are sorted fully below.
-  RadixSort(
-      &entries, [](const std::pair<uint64_t, uint32_t>& e) { return e.first; }, 64 - ct.key_bits);
-  auto first_table_with_equal_keys = [&](uint32_t a, uint32_t b) {
-    for (size_t u = 0; u < t; ++u) {
-      const CompiledTable& other = tables[u];
-      uint64_t ha = items.bits == 128 ? items.hi[a] : 0, hb = items.bits == 128 ? items.hi[b] : 0;
-      if (other.KeyOf(other.Project(ha, items.lo[a])) ==
-          other.KeyOf(other.Project(hb, items.lo[b])))
-        return true;
-    }
-    return false;
-  };
-  auto consider = [&](uint32_t a, uint32_t b) {
-    int d = items.Distance(a, b);
-    if (d > k) return;
-    if (a > b) std::swap(a, b);
-    if (first_table_with_equal_keys(a, b)) return;
-    out->push_back({a, b, d});
-  };
-  for (size_t begin = 0; begin < n;) {
-    const uint64_t key = ct.KeyOf(entries[begin].first);
-    size_t end = begin + 1;
-    while (end < n && ct.KeyOf(entries[end].first) == key) ++end;
-    if (end - begin <= kLinearRunLimit) {
-      for (size_t i = begin; i < end; ++i)
-        for (size_t j = i + 1; j < end; ++j)
-          if (std::popcount(entries[i].first ^ entries[j].first) <= k)
-            consider(entries[i].second, entries[j].second);
-    } else {
-      // A skewed run: sort it on the whole projection, then descend it for each item instead of
-      // comparing all pairs.
-      std::sort(entries.begin() + begin, entries.begin() + end);
-      std::vector<uint64_t> keys(end - begin);
-      for (size_t i = begin; i < end; ++i) keys[i - begin] = entries[i].first;
-      std::function<void(size_t, size_t, size_t, int, int)> scan = [&](size_t i, size_t lo,
-                                                                       size_t hi, int bit,
-                                                                       int distance) {
-        if (distance > k || lo >= hi) return;
-        if (hi - lo <= 32 || bit >= 64) {
-          for (size_t j = std::max(lo, i + 1); j < hi; ++j)
-            if (std::popcount(keys[i] ^ keys[j]) <= k)
-              consider(entries[begin + i].second, entries[begin + j].second);
-          return;
-        }
-        if (hi <= i + 1) return;
-        const int shift = 63 - bit;
-        size_t mid = std::partition_point(keys.begin() + lo, keys.begin() + hi,
-                                          [shift](uint64_t v) { return ((v >> shift) & 1) == 0; }) -
-                     keys.begin();
-        int qbit = static_cast<int>((keys[i] >> shift) & 1);
-        scan(i, lo, mid, bit + 1, distance + (qbit != 0));
-        scan(i, mid, hi, bit + 1, distance + (qbit != 1));
-      };
-      for (size_t i = 0; i < keys.size(); ++i) scan(i, i + 1, keys.size(), ct.key_bits, 0);
-    }
-    begin = end;
-  }
-}
 
 }  // namespace
 
@@ -511,16 +396,15 @@ Result<std::vector<NeighborPair>> PermutedIndex::SelfJoin(int k) const {
     return Status::InvalidArgument("PermutedIndex::SelfJoin: k=" + std::to_string(k) +
                                    " outside [0, " + std::to_string(impl_->design.indexed_k) + "]");
   auto s = impl_->Load();
-  // Gather the live items into flat arrays.
-  JoinItems items;
-  items.bits = impl_->options.bits;
-  items.ids.reserve(s->size);
-  items.lo.reserve(s->size);
-  if (items.bits == 128) items.hi.reserve(s->size);
+  // The live items, joined by the one Hamming join (neardup/hamming_join.h).
+  std::vector<uint64_t> ids;
+  std::vector<Fingerprint> fingerprints;
+  ids.reserve(s->size);
+  fingerprints.reserve(s->size);
+  const int bits = impl_->options.bits;
   auto push = [&](uint64_t hi, uint64_t lo, uint64_t id) {
-    items.ids.push_back(id);
-    items.lo.push_back(lo);
-    if (items.bits == 128) items.hi.push_back(hi);
+    ids.push_back(id);
+    fingerprints.push_back(Fingerprint{bits == 128 ? hi : 0, lo, bits});
   };
   for (const auto& seg : s->segments) {
     for (size_t i = 0; i < seg->size(); ++i) {
@@ -529,29 +413,19 @@ Result<std::vector<NeighborPair>> PermutedIndex::SelfJoin(int k) const {
   }
   for (size_t i = 0; i < s->delta_size; ++i)
     push(s->delta->hi[i], s->delta->lo[i], s->delta->ids[i]);
-  const size_t n = items.size();
+  const size_t n = ids.size();
   if (n > std::numeric_limits<uint32_t>::max())
     return Status::ResourceExhausted("PermutedIndex::SelfJoin: more than 2^32 items");
   std::vector<NeighborPair> pairs;
   if (n >= 2) {
-    IndexDesign join_design = PlanJoinDesign(items.bits, k, static_cast<double>(n));
-    if (join_design.tables.empty()) return Status::Internal("PermutedIndex::SelfJoin: no design");
-    auto compiled = index::CompileDesign(join_design);
-    if (!compiled.ok()) return compiled.status().WithContext("PermutedIndex::SelfJoin");
-    const std::vector<CompiledTable>& tables = (*compiled)->tables;
-    std::vector<std::vector<RowPair>> parts(tables.size());
-    ParallelFor(tables.size(), n >= 4096 ? impl_->threads() : 1, [&](size_t begin, size_t end) {
-      for (size_t t = begin; t < end; ++t) JoinTable(items, tables, t, k, &parts[t]);
-    });
-    size_t count = 0;
-    for (const auto& p : parts) count += p.size();
-    pairs.reserve(count);
-    for (const auto& part : parts) {
-      for (const RowPair& p : part) {
-        uint64_t a = items.ids[p.a], b = items.ids[p.b];
-        if (a == b) continue;
-        pairs.push_back({std::min(a, b), std::max(a, b), p.distance});
-      }
+    auto join = HammingJoin::Create(bits, k, static_cast<double>(n));
+    if (!join.ok()) return join.status().WithContext("PermutedIndex::SelfJoin");
+    std::vector<NeighborPair> rows = join->SelfJoin(fingerprints, impl_->threads());
+    pairs.reserve(rows.size());
+    for (const NeighborPair& p : rows) {
+      const uint64_t a = ids[p.a], b = ids[p.b];
+      if (a == b) continue;
+      pairs.push_back({std::min(a, b), std::max(a, b), p.distance});
     }
   }
   std::sort(pairs.begin(), pairs.end());

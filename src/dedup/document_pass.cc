@@ -1,0 +1,166 @@
+// Stage 1 of dedup, the per-document pass: DocumentPass and ComputeDocumentColumns; see
+// neardup/dedup_stages.h.
+#include <xxhash.h>
+
+#include <mutex>
+
+#include "common/parallel.h"
+#include "dedup/document_hashes.h"
+#include "dedup/shingle_hashes.h"
+#include "neardup/dedup_stages.h"
+
+namespace neardup {
+namespace {
+
+// True when `fingerprint` normalises text exactly as `shingles` does (invalid UTF-8 aside: the
+// Fingerprinter rejects it, so such a document never reaches the shingles).
+bool SameNormalization(const FingerprintOptions& fingerprint, const NormalizeOptions& shingles) {
+  const NormalizeOptions& f = fingerprint.normalize;
+  return fingerprint.profile != HashProfile::kYanyiwuSimhash &&
+         f.strip_markup == shingles.strip_markup && f.nfkc == shingles.nfkc &&
+         f.case_fold == shingles.case_fold &&
+         f.traditional_to_simplified == shingles.traditional_to_simplified &&
+         f.fold_whitespace == shingles.fold_whitespace &&
+         f.opencc_config == shingles.opencc_config &&
+         (f.replace_invalid_utf8 == shingles.replace_invalid_utf8 || !f.replace_invalid_utf8);
+}
+
+}  // namespace
+
+struct DocumentPass::Impl {
+  DedupOptions options;
+  std::unique_ptr<Fingerprinter> fingerprinter;
+  std::unique_ptr<ShingleSimilarity> shingler;
+  std::optional<MinHashLsh> lsh;
+  bool use_lsh = false;
+  int bands = 0;
+  // The shingles are cut from the Fingerprinter's normalised text (the default options) instead
+  // of normalising every document twice.
+  bool share_normalization = false;
+  // The normalised text is kept: for the shingles, or for keep longest.
+  bool need_normalized = false;
+};
+
+DocumentPass::DocumentPass(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DocumentPass::~DocumentPass() = default;
+
+Result<std::unique_ptr<DocumentPass>> DocumentPass::Create(const DedupOptions& options) {
+  NEARDUP_RETURN_IF_ERROR(ValidateDedupOptions(options));
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  auto fingerprinter = Fingerprinter::Create(options.fingerprint);
+  if (!fingerprinter.ok()) return fingerprinter.status().WithContext("fingerprint options");
+  impl->fingerprinter = std::move(*fingerprinter);
+  auto shingler =
+      ShingleSimilarity::Create(options.fingerprint.normalize.traditional_to_simplified);
+  if (!shingler.ok()) return shingler.status();
+  impl->shingler = std::move(*shingler);
+  auto lsh = MinHashLsh::Create(options.lsh);
+  if (!lsh.ok()) return lsh.status();
+  impl->lsh.emplace(std::move(*lsh));
+  impl->use_lsh = options.candidates != DedupOptions::Candidates::kSimHash;
+  impl->bands = impl->use_lsh ? impl->lsh->parameters().bands : 0;
+  impl->share_normalization =
+      impl->use_lsh && SameNormalization(options.fingerprint, impl->shingler->normalize_options());
+  impl->need_normalized = impl->share_normalization || options.keep == KeepPolicy::kLongest;
+  return std::unique_ptr<DocumentPass>(new DocumentPass(std::move(impl)));
+}
+
+Status DocumentPass::Fingerprint(std::string_view text, Scratch* scratch,
+                                 DedupDocument* facts) const {
+  facts->text_bytes = text.size();
+  facts->content_hash = XXH3_64bits(text.data(), text.size());
+  facts->squeezed_hash = SqueezedHash(text);
+  facts->normalized_bytes = 0;
+  Result<neardup::Fingerprint> fingerprint =
+      impl_->need_normalized ? impl_->fingerprinter->Compute(text, &scratch->normalized)
+                             : impl_->fingerprinter->Compute(text);
+  if (!fingerprint.ok()) return fingerprint.status();
+  facts->fingerprint = *fingerprint;
+  if (impl_->need_normalized) facts->normalized_bytes = scratch->normalized.size();
+  return Status::Ok();
+}
+
+bool DocumentPass::Sketch(std::string_view text, Scratch* scratch, std::span<uint32_t> keys,
+                          bool want_set) const {
+  scratch->set.clear();
+  if (impl_->share_normalization) {
+    // The shingle hashes in text order: the signature and the narrowed set ignore order and
+    // repeats, so the 64-bit set is never sorted.
+    ShingleHashesInOrder(scratch->normalized, &scratch->units, &scratch->shingles);
+  } else if (!impl_->shingler->Shingles(text, &scratch->shingles).ok()) {
+    return false;  // a text that cannot be shingled has no shingles
+  }
+  const bool has_keys = impl_->lsh->BandKeysOf(scratch->shingles, keys);
+  if (want_set) NarrowedSet(scratch->shingles, &scratch->set);
+  return has_keys;
+}
+
+bool DocumentPass::uses_lsh() const { return impl_->use_lsh; }
+int DocumentPass::bands() const { return impl_->bands; }
+const DedupOptions& DocumentPass::options() const { return impl_->options; }
+const Fingerprinter& DocumentPass::fingerprinter() const { return *impl_->fingerprinter; }
+const ShingleSimilarity& DocumentPass::shingler() const { return *impl_->shingler; }
+const MinHashLsh& DocumentPass::lsh() const { return *impl_->lsh; }
+
+void ComputeDocumentColumns(const DocumentPass& pass, std::span<const std::string_view> texts,
+                            bool with_sets, int threads, DocumentColumns* columns) {
+  const size_t n = texts.size();
+  const int bands = pass.bands();
+  with_sets = with_sets && pass.uses_lsh();
+  DocumentColumns& out = *columns;
+  out.bands = bands;
+  out.status.assign(n, Status::Ok());
+  out.fingerprints.assign(n, Fingerprint{0, 0, pass.options().fingerprint.bits});
+  out.text_bytes.assign(n, 0);
+  out.normalized_bytes.assign(n, 0);
+  out.content_hashes.assign(n, 0);
+  out.squeezed_hashes.assign(n, 0);
+  out.band_keys.assign(n * bands, 0);
+  out.has_keys.assign(n, 0);
+  out.set_offsets.clear();
+  out.set_values.clear();
+  // Each chunk's sets go to an arena of its own, joined in document order at the end.
+  std::vector<uint64_t> set_sizes(with_sets ? n : 0, 0);
+  std::mutex arenas_mutex;
+  std::vector<std::pair<size_t, std::vector<uint32_t>>> arenas;  // (first document, values)
+  ParallelFor(
+      n, threads > 0 ? threads : DefaultThreadCount(),
+      [&](size_t begin, size_t end) {
+        DocumentPass::Scratch scratch;
+        DedupDocument facts;
+        std::vector<uint32_t> arena;
+        for (size_t i = begin; i < end; ++i) {
+          out.status[i] = pass.Fingerprint(texts[i], &scratch, &facts);
+          out.text_bytes[i] = facts.text_bytes;
+          out.content_hashes[i] = facts.content_hash;
+          out.squeezed_hashes[i] = facts.squeezed_hash;
+          if (!out.status[i].ok()) continue;
+          out.fingerprints[i] = facts.fingerprint;
+          out.normalized_bytes[i] = facts.normalized_bytes;
+          if (!pass.uses_lsh()) continue;
+          std::span<uint32_t> keys(out.band_keys.data() + i * bands, bands);
+          out.has_keys[i] = pass.Sketch(texts[i], &scratch, keys, with_sets) ? 1 : 0;
+          if (!out.has_keys[i]) std::fill(keys.begin(), keys.end(), 0);
+          if (with_sets) {
+            set_sizes[i] = scratch.set.size();
+            arena.insert(arena.end(), scratch.set.begin(), scratch.set.end());
+          }
+        }
+        if (with_sets) {
+          std::lock_guard<std::mutex> lock(arenas_mutex);
+          arenas.emplace_back(begin, std::move(arena));
+        }
+      },
+      16);
+  if (!with_sets) return;
+  out.set_offsets.resize(n + 1);
+  out.set_offsets[0] = 0;
+  for (size_t i = 0; i < n; ++i) out.set_offsets[i + 1] = out.set_offsets[i] + set_sizes[i];
+  out.set_values.resize(out.set_offsets[n]);
+  for (const auto& [first, values] : arenas) {
+    std::copy(values.begin(), values.end(), out.set_values.begin() + out.set_offsets[first]);
+  }
+}
+
+}  // namespace neardup
