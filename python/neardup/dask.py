@@ -54,14 +54,13 @@ import time
 import uuid
 import warnings
 import weakref
-from math import comb
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from . import _neardup
 
-__all__ = ["dedup", "dedup_files", "read_jsonl", "DaskDedupResult", "plan_blocks"]
+__all__ = ["dedup", "dedup_files", "read_jsonl", "DaskDedupResult"]
 
 # Work directory format version (a rerun resumes only the same version's work).
 _WORK_VERSION = 1
@@ -73,28 +72,6 @@ _GZIP, _ZSTD, _XZ = b"\x1f\x8b", b"\x28\xb5\x2f\xfd", b"\xfd7zXZ\x00"
 # Dask-side keywords of dedup (the others are the options of `neardup dedup`).
 _LOW = np.uint64(0xFFFFFFFF)
 _NONE = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
-def plan_blocks(n: int, k: int, bits: int = 64) -> tuple:
-    """(blocks, t) for the SimHash join's candidate keys of n documents at distance k: the
-    cheapest of blocks = k + t, t = 1..6, by an estimate of key records (shuffle) plus comparisons
-    in buckets of n / 2^(t * bits / blocks) random fingerprints."""
-    if k == 0:
-        return 1, 1
-    best = None
-    for t in range(1, 7):
-        blocks = k + t
-        if blocks > bits:
-            break
-        keys = comb(blocks, t)
-        if keys > 256:
-            break
-        key_bits = t * (bits // blocks)
-        bucket = max(1.0, n / 2.0 ** key_bits)
-        cost = n * keys * 8.0 + keys * (2.0 ** key_bits) * bucket * bucket / 2.0
-        if best is None or cost < best[0]:
-            best = (cost, blocks, t)
-    return best[1], best[2]
 
 
 # ---- array files ---------------------------------------------------------------------------------
@@ -425,6 +402,9 @@ class _Run:
         self.dests = dests
         self.threads = threads
         self.bits = resolved["bits"]
+        # The SimHash join's design is chosen for an expected size; every task must use the same
+        # one (any gives the same pairs): an estimate from the partition count.
+        self.simhash_expected = float(max(1, 40_000 * nparts))
         self.bands = resolved["bands"] if resolved["use_lsh"] else 0
         self.verify = resolved["verify"]
 
@@ -451,14 +431,9 @@ def _documents_task(run: _Run, index: int, source: dict) -> dict:
                                          "ws_rows", "idh_offsets", "idh_hashes", "idh_rows")}
     keys["row_bits"] = np.asarray([got["row_bits"]], np.int64)
     if run.resolved["use_simhash"]:
-        blocks, t = run.resolved["simhash_blocks"]
-        rows, combos, hkeys = _neardup._hamming_keys(got["hi"], got["lo"], run.bits, blocks, t)
-        dest = _route(hkeys, run.dests)
-        order = np.argsort(dest, kind="stable")
-        keys["sh_offsets"] = _offsets(dest, run.dests)
-        keys["sh_keys"] = hkeys[order]
-        keys["sh_combos"] = combos[order]
-        keys["sh_rows"] = rows[order].astype(np.uint32)
+        keys.update(_neardup._dask_hamming_records(got["hi"], got["lo"], run.bits,
+                                                   run.resolved["k"], run.simhash_expected,
+                                                   run.dests))
     _save(run.path("documents", f"p{index:06d}.facts"), facts)
     _save(run.path("documents", f"p{index:06d}.keys"), keys)
     counts = dict(got["counts"])
@@ -512,7 +487,7 @@ def _buckets_task(run: _Run, d: int) -> dict:
     shuffled = {"band_keys": 0, "whitespace_keys": 0, "id_keys": 0, "simhash_keys": 0}
     ws_hashes, ws_docs, id_hashes, id_docs = [], [], [], []
     band_codes, band_offsets, row_bits = [], [], []
-    sh = {"keys": [], "combos": [], "docs": [], "hi": [], "lo": []}
+    sh = {"tables": [], "keys": [], "docs": [], "hi": [], "lo": []}
     for p in range(run.nparts):
         keys = _Arrays(run.path("documents", f"p{p:06d}.keys"))
         if bands:
@@ -532,14 +507,12 @@ def _buckets_task(run: _Run, d: int) -> dict:
         if "sh_offsets" in keys:
             part = _blocks(keys["sh_offsets"], d)
             if part.stop > part.start:
-                rows = keys["sh_rows"][part]
-                facts = _Arrays(run.path("documents", f"p{p:06d}.facts"))
+                sh["tables"].append(keys["sh_tables"][part])
                 sh["keys"].append(keys["sh_keys"][part])
-                sh["combos"].append(keys["sh_combos"][part])
-                sh["docs"].append(_gid(p, rows))
-                sh["hi"].append(facts["hi"][rows])
-                sh["lo"].append(facts["lo"][rows])
-                shuffled["simhash_keys"] += (part.stop - part.start) * 36
+                sh["docs"].append(_gid(p, keys["sh_rows"][part]))
+                sh["hi"].append(keys["sh_hi"][part])
+                sh["lo"].append(keys["sh_lo"][part])
+                shuffled["simhash_keys"] += (part.stop - part.start) * 30
     cat = _concat
     a_all, b_all, flags_all = [], [], []
     stats = {"records": 0, "buckets": 0, "oversized": 0, "largest": 0, "pairs_before_dedup": 0}
@@ -553,11 +526,10 @@ def _buckets_task(run: _Run, d: int) -> dict:
     a_all.append(a), b_all.append(b), flags_all.append(np.full(len(a), _WHITESPACE, np.uint8))
     simhash_pairs = 0
     if sh["keys"]:
-        blocks, t = run.resolved["simhash_blocks"]
-        a, b, _ = _neardup._hamming_bucket_pairs(
-            cat(sh["keys"], np.uint64), cat(sh["combos"], np.uint32), cat(sh["docs"], np.uint64),
-            cat(sh["hi"], np.uint64), cat(sh["lo"], np.uint64), run.bits, blocks, t,
-            run.resolved["k"])
+        a, b, _ = _neardup._dask_hamming_pairs(
+            run.bits, run.resolved["k"], run.simhash_expected, cat(sh["tables"], np.uint16),
+            cat(sh["keys"], np.uint64), cat(sh["docs"], np.uint64), cat(sh["hi"], np.uint64),
+            cat(sh["lo"], np.uint64))
         simhash_pairs = len(a)
         a_all.append(a), b_all.append(b), flags_all.append(np.full(len(a), _FROM_SIMHASH, np.uint8))
     a, b, flags = _merge_pairs(cat(a_all, np.uint64), cat(b_all, np.uint64),
@@ -1316,8 +1288,6 @@ def dedup(data: Any, output: Optional[str] = None, *, text_field: Optional[str] 
     dests = int(shuffle_partitions or nparts)
     if dests < 1:
         raise ValueError("shuffle_partitions: expected 1 or more")
-    if resolved["use_simhash"]:
-        resolved["simhash_blocks"] = None  # set once the count is known
     key = json.dumps({"version": _WORK_VERSION, "options": library, "input": identity,
                       "dests": dests, "component_pairs": component_pairs, "format": format},
                      sort_keys=True, default=str)
@@ -1405,11 +1375,6 @@ def _run(data, ddf, source, output, temporary, work, key, library, resolved, fie
     else:
         calls = [(_frame_documents_task, run, i, part, fields)
                  for i, part in enumerate(ddf.to_delayed())]
-    if resolved["use_simhash"]:
-        # The SimHash join's key plan depends on the corpus size: a first estimate from the
-        # input's partitions is enough (any plan gives the same pairs).
-        resolved["simhash_blocks"] = plan_blocks(max(1, 40_000 * nparts), resolved["k"],
-                                                 resolved["bits"])
     docs = stage("documents", calls, lambda r: sum(c["documents"] for c in r))
     for counts in docs:
         for message in counts["warnings"]:
@@ -1598,26 +1563,3 @@ def _read_decisions(path: str):
         rows = [json.loads(line) for line in f]
     return pd.DataFrame({"id": pd.Series([r["id"] for r in rows], dtype=object),
                          "keep": pd.Series([r["keep"] for r in rows], dtype=bool)})
-
-
-# ---- the SimHash join's keys (until the shared stages publish theirs) ------------------------
-
-def _hamming_keys(rec, bits: int, blocks: int, t: int):
-    import pandas as pd
-
-    hi = rec["hi"].to_numpy(np.uint64)
-    lo = rec["lo"].to_numpy(np.uint64)
-    rows, combos, keys = _neardup._hamming_keys(hi, lo, bits, blocks, t)
-    rows = rows.astype(np.int64)
-    return pd.DataFrame({"key": keys, "combo": combos, "gid": rec["gid"].to_numpy(np.uint64)[rows],
-                         "hi": hi[rows], "lo": lo[rows]})
-
-
-def _bucket_pairs(keys, bits: int, blocks: int, t: int, k: int):
-    import pandas as pd
-
-    a, b, d = _neardup._hamming_bucket_pairs(
-        keys["key"].to_numpy(np.uint64), keys["combo"].to_numpy(np.uint32),
-        keys["gid"].to_numpy(np.uint64), keys["hi"].to_numpy(np.uint64),
-        keys["lo"].to_numpy(np.uint64), bits, blocks, t, k)
-    return pd.DataFrame({"a": a, "b": b, "distance": d, "similarity": np.full(len(a), -1.0)})

@@ -33,16 +33,17 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "bindings.h"
 #include "common/json_writer.h"
 #include "common/parallel.h"
 #include "common/rice_codec.h"
-#include "dedup/document_hashes.h"
 #include "dedup/shingle_hashes.h"
 #include "neardup/clusters.h"
 #include "neardup/dedup.h"
+#include "neardup/dedup_stages.h"
 #include "neardup/document_reader.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/minhash_lsh.h"
@@ -87,76 +88,26 @@ uint32_t Route(uint64_t key, uint32_t n) {
   return static_cast<uint32_t>(((x >> 32) * n) >> 32);
 }
 
-// TEMPORARY (until the shared document stage of issue 20 lands): the check RunDedup makes
-// before cutting the shingles out of the fingerprinter's normalised text (src/dedup/dedup.cc).
-bool SameNormalization(const FingerprintOptions& fingerprint, const NormalizeOptions& shingles) {
-  const NormalizeOptions& f = fingerprint.normalize;
-  return fingerprint.profile != HashProfile::kYanyiwuSimhash &&
-         f.strip_markup == shingles.strip_markup && f.nfkc == shingles.nfkc &&
-         f.case_fold == shingles.case_fold &&
-         f.traditional_to_simplified == shingles.traditional_to_simplified &&
-         f.fold_whitespace == shingles.fold_whitespace &&
-         f.opencc_config == shingles.opencc_config &&
-         (f.replace_invalid_utf8 == shingles.replace_invalid_utf8 || !f.replace_invalid_utf8);
-}
-
-// The engines of one option set, built once per process and shared by its tasks.
-struct Engines {
-  DedupOptions options;
-  std::unique_ptr<Fingerprinter> fingerprinter;
-  std::unique_ptr<ShingleSimilarity> similarity;
-  std::optional<MinHashLsh> lsh;
-  bool use_lsh = false;
-  bool use_simhash = false;
-  int bands = 0;
-  double verify = 0;
-  bool share_normalization = false;
-  bool need_normalized = false;
-};
-
-std::shared_ptr<const Engines> EnginesFor(const py::dict& kwargs, const std::string& key) {
+// The dedup stages' per-document pass (neardup/dedup_stages.h) of one option set, built once per
+// process and shared by its tasks.
+std::shared_ptr<const DocumentPass> PassFor(const py::dict& kwargs, const std::string& key) {
   static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<const Engines>> cache;
+  static std::map<std::string, std::shared_ptr<const DocumentPass>> cache;
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
   }
-  auto engines = std::make_shared<Engines>();
-  engines->options = DedupOptionsFromKeywords(kwargs);
-  const DedupOptions& options = engines->options;
-  Status status;
+  const DedupOptions options = DedupOptionsFromKeywords(kwargs);
+  Result<std::unique_ptr<DocumentPass>> created = Status::Internal("unset");
   {
     py::gil_scoped_release release;
-    status = ValidateDedupOptions(options);
-    if (status.ok()) {
-      auto fingerprinter = Fingerprinter::Create(options.fingerprint);
-      auto similarity =
-          ShingleSimilarity::Create(options.fingerprint.normalize.traditional_to_simplified);
-      auto lsh = MinHashLsh::Create(options.lsh);
-      if (!fingerprinter.ok()) {
-        status = fingerprinter.status();
-      } else if (!similarity.ok()) {
-        status = similarity.status();
-      } else if (!lsh.ok()) {
-        status = lsh.status();
-      } else {
-        engines->fingerprinter = std::move(*fingerprinter);
-        engines->similarity = std::move(*similarity);
-        engines->lsh.emplace(std::move(*lsh));
-      }
-    }
+    created = DocumentPass::Create(options);
   }
-  if (!status.ok()) ThrowStatus(status);
-  engines->use_lsh = options.candidates != DedupOptions::Candidates::kSimHash;
-  engines->use_simhash = options.candidates != DedupOptions::Candidates::kLsh;
-  engines->bands = engines->use_lsh ? engines->lsh->parameters().bands : 0;
-  engines->verify = ResolveVerifyThreshold(options);
-  engines->share_normalization =
-      SameNormalization(options.fingerprint, engines->similarity->normalize_options());
-  engines->need_normalized = engines->share_normalization || options.keep == KeepPolicy::kLongest;
+  if (!created.ok()) ThrowStatus(created.status());
+  std::shared_ptr<const DocumentPass> pass = std::move(*created);
   std::lock_guard<std::mutex> lock(mutex);
-  return cache.emplace(key, std::move(engines)).first->second;
+  return cache.emplace(key, std::move(pass)).first->second;
 }
 
 // Rewrites the places the reader names ("opened:LINE..." or "opened") to the partition's own
@@ -180,59 +131,6 @@ struct PlaceRewriter {
     return display + ":" + std::to_string(line) + text.substr(end);
   }
 };
-
-// What the per-document pass computes for one batch.
-struct BatchFacts {
-  std::vector<Result<Fingerprint>> results;
-  std::vector<uint64_t> normalized_bytes, content_hash, squeezed_hash;
-  std::vector<uint32_t> keys;  // count * bands
-  std::vector<uint8_t> has_keys;
-  std::vector<std::vector<uint32_t>> sets;
-};
-
-// TEMPORARY (until the shared document stage of issue 20 lands): the per-document pass of
-// RunDedup (DedupRun::FingerprintBatch) over one batch.
-void DocumentPass(const Engines& e, const std::vector<Document>& docs, size_t count, bool want_sets,
-                  int threads, BatchFacts* out) {
-  const int bands = e.bands;
-  out->results.assign(count, Result<Fingerprint>(Status::Internal("not computed")));
-  out->normalized_bytes.assign(count, 0);
-  out->content_hash.assign(count, 0);
-  out->squeezed_hash.assign(count, 0);
-  out->keys.assign(count * bands, 0);
-  out->has_keys.assign(count, 0);
-  out->sets.assign(want_sets ? count : 0, {});
-  ParallelFor(
-      count, threads,
-      [&](size_t begin, size_t end) {
-        std::string normalized;
-        std::vector<uint64_t> units, shingles;
-        for (size_t i = begin; i < end; ++i) {
-          const std::string& text = docs[i].text;
-          out->content_hash[i] = XXH3_64bits(text.data(), text.size());
-          out->squeezed_hash[i] = SqueezedHash(text);
-          Result<Fingerprint>& result = out->results[i];
-          if (e.need_normalized) {
-            result = e.fingerprinter->Compute(text, &normalized);
-            if (result.ok()) out->normalized_bytes[i] = normalized.size();
-          } else {
-            result = e.fingerprinter->Compute(text);
-          }
-          if (!result.ok() || (bands == 0 && !want_sets)) continue;
-          if (e.share_normalization) {
-            ShingleHashesInOrder(normalized, &units, &shingles);
-          } else if (!e.similarity->Shingles(text, &shingles).ok()) {
-            continue;  // a text that cannot be shingled has no keys and an empty set
-          }
-          if (bands > 0) {
-            out->has_keys[i] = e.lsh->BandKeysOf(
-                shingles, std::span<uint32_t>(out->keys.data() + i * bands, bands));
-          }
-          if (want_sets) NarrowedSet(shingles, &out->sets[i]);
-        }
-      },
-      16);
-}
 
 std::string ReadRange(const std::string& path, uint64_t start, uint64_t end) {
   std::string bytes;
@@ -311,11 +209,11 @@ PartitionInput OpenInput(const py::dict& source, DocumentReaderOptions* reader_o
 // at offsets[d * bands + b]), the reader's counts and the (rewritten) warnings.
 py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std::string& key,
                        uint32_t dests, int threads, size_t max_warnings) {
-  std::shared_ptr<const Engines> engines = EnginesFor(kwargs, key);
-  const Engines& e = *engines;
+  std::shared_ptr<const DocumentPass> pass = PassFor(kwargs, key);
+  const DedupOptions& options = pass->options();
   if (dests == 0) throw py::value_error("dests must be positive");
-  DocumentReaderOptions reader_options = e.options.reader;
-  if (e.options.keep == KeepPolicy::kField) reader_options.score_field = e.options.keep_field;
+  DocumentReaderOptions reader_options = options.reader;
+  if (options.keep == KeepPolicy::kField) reader_options.score_field = options.keep_field;
   PartitionInput in = OpenInput(source, &reader_options);
   const PlaceRewriter& rewrite = in.rewrite;
   const std::string& input = in.input;
@@ -327,8 +225,8 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
     if (warnings->size() < max_warnings) warnings->push_back(rewrite(message));
   };
   const bool strict = reader_options.strict;
-  const int bands = e.bands;
-  const bool want_sets = e.verify > 0;
+  const int bands = pass->bands();
+  const bool want_sets = ResolveVerifyThreshold(options) > 0;
 
   // Columns.
   std::vector<uint8_t> id_blob;
@@ -350,7 +248,9 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
     } else {
       std::unique_ptr<DocumentReader> reader = std::move(*opened);
       std::vector<Document> docs(2048);
-      BatchFacts facts;
+      std::vector<std::string_view> texts;
+      DocumentColumns facts;
+      std::vector<std::vector<uint32_t>> second_sets;  // without the LSH stage
       bool done = false;
       while (!done && error.ok()) {
         size_t count = 0;
@@ -367,12 +267,29 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
           ++count;
         }
         if (!error.ok() || count == 0) break;
-        DocumentPass(e, docs, count, want_sets, threads, &facts);
+        texts.clear();
+        for (size_t i = 0; i < count; ++i) texts.push_back(docs[i].text);
+        ComputeDocumentColumns(*pass, texts, want_sets, threads, &facts);
+        if (want_sets && !pass->uses_lsh()) {
+          // The sets the run's verification reads (RunDedup's second pass computes them so).
+          second_sets.assign(count, {});
+          ParallelFor(
+              count, threads,
+              [&](size_t begin, size_t end) {
+                std::vector<uint64_t> wide;
+                for (size_t i = begin; i < end; ++i) {
+                  if (facts.status[i].ok() && pass->shingler().Shingles(texts[i], &wide).ok()) {
+                    ShingleSimilarity::Narrow(wide, &second_sets[i]);
+                  }
+                }
+              },
+              8);
+        }
         for (size_t i = 0; i < count && error.ok(); ++i) {
           Document& doc = docs[i];
           const std::string location = rewrite(doc.location);
-          if (!facts.results[i].ok()) {
-            const Status& failure = facts.results[i].status();
+          if (!facts.status[i].ok()) {
+            const Status& failure = facts.status[i];
             if (strict) {
               error = failure.WithContext(location);
               break;
@@ -385,24 +302,29 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
           id_blob.insert(id_blob.end(), id.begin(), id.end());
           id_offsets.push_back(id_blob.size());
           lines.push_back(doc.line == 0 ? 0 : static_cast<uint64_t>(doc.line + rewrite.shift));
-          const Fingerprint& fp = *facts.results[i];
+          const Fingerprint& fp = facts.fingerprints[i];
           hi.push_back(fp.hi);
           lo.push_back(fp.lo);
           text_bytes.push_back(doc.text.size());
           total_text_bytes += doc.text.size();
           normalized_bytes.push_back(facts.normalized_bytes[i]);
-          content_hash.push_back(facts.content_hash[i]);
-          squeezed_hash.push_back(facts.squeezed_hash[i]);
+          content_hash.push_back(facts.content_hashes[i]);
+          squeezed_hash.push_back(facts.squeezed_hashes[i]);
           scores.push_back(doc.score ? *doc.score : std::nan(""));
           if (bands > 0) {
             has_keys.push_back(facts.has_keys[i]);
-            keys.insert(keys.end(), facts.keys.begin() + i * bands,
-                        facts.keys.begin() + (i + 1) * bands);
+            keys.insert(keys.end(), facts.band_keys.begin() + i * bands,
+                        facts.band_keys.begin() + (i + 1) * bands);
           }
           if (want_sets) {
-            RiceEncode(facts.sets[i], &set_codes);
+            std::span<const uint32_t> set =
+                pass->uses_lsh()
+                    ? std::span<const uint32_t>(facts.set_values.data() + facts.set_offsets[i],
+                                                facts.set_offsets[i + 1] - facts.set_offsets[i])
+                    : std::span<const uint32_t>(second_sets[i]);
+            RiceEncode(set, &set_codes);
             set_offsets.push_back(set_codes.size());
-            set_sizes.push_back(static_cast<uint32_t>(facts.sets[i].size()));
+            set_sizes.push_back(static_cast<uint32_t>(set.size()));
           }
         }
       }
@@ -531,44 +453,29 @@ void ForEachGroup(std::vector<std::pair<uint64_t, uint64_t>>& records, Fn fn) {
   }
 }
 
-// The LSH bucket rule over one shuffle partition's records (bucket = band << 32 | key, document
-// number): each bucket's distinct documents sorted and paired by BucketPairs. Returns the
-// distinct pairs (sorted by (a, b)) and the bucket counts summary.json reports.
+// Pairs as two arrays (a, b).
+py::tuple PairArrays(const std::vector<LshPair>& pairs) {
+  std::vector<uint64_t> a, b;
+  a.reserve(pairs.size());
+  b.reserve(pairs.size());
+  for (const LshPair& pair : pairs) {
+    a.push_back(pair.a);
+    b.push_back(pair.b);
+  }
+  return py::make_tuple(Take(std::move(a)), Take(std::move(b)));
+}
+
+// The LSH stage (LshBucketRecordPairs) over one shuffle partition's records (bucket = band << 32
+// | key, document number): the distinct pairs (sorted by (a, b)) and the bucket counts
+// summary.json reports.
 py::tuple BucketPairsOf(py::handle bucket_array, py::handle doc_array, uint32_t window) {
   View<uint64_t> buckets(bucket_array), docs(doc_array);
   if (buckets.size() != docs.size()) throw py::value_error("bucket and doc sizes differ");
   LshJoinStats stats;
-  std::vector<uint64_t> a, b;
+  std::vector<LshPair> pairs;
   {
     py::gil_scoped_release release;
-    std::vector<std::pair<uint64_t, uint64_t>> records(buckets.size());
-    for (size_t i = 0; i < records.size(); ++i) records[i] = {buckets[i], docs[i]};
-    stats.records = records.size();
-    std::vector<uint64_t> members;
-    std::vector<LshPair> pairs;
-    ForEachGroup(records, [&](size_t begin, size_t end) {
-      members.clear();
-      for (size_t i = begin; i < end; ++i) {
-        if (members.empty() || members.back() != records[i].second) {
-          members.push_back(records[i].second);
-        }
-      }
-      if (members.size() < 2) return;
-      ++stats.buckets;
-      if (members.size() > window + 1) ++stats.oversized_buckets;
-      stats.largest_bucket = std::max<uint64_t>(stats.largest_bucket, members.size());
-      const size_t before = pairs.size();
-      BucketPairs(members, window, &pairs);
-      stats.bucket_pairs += pairs.size() - before;
-    });
-    std::sort(pairs.begin(), pairs.end());
-    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-    a.reserve(pairs.size());
-    b.reserve(pairs.size());
-    for (const LshPair& pair : pairs) {
-      a.push_back(pair.a);
-      b.push_back(pair.b);
-    }
+    pairs = LshBucketRecordPairs(buckets.span(), docs.span(), window, &stats);
   }
   py::dict counts;
   counts["records"] = stats.records;
@@ -576,27 +483,20 @@ py::tuple BucketPairsOf(py::handle bucket_array, py::handle doc_array, uint32_t 
   counts["oversized"] = stats.oversized_buckets;
   counts["largest"] = stats.largest_bucket;
   counts["pairs_before_dedup"] = stats.bucket_pairs;
-  return py::make_tuple(Take(std::move(a)), Take(std::move(b)), counts);
+  py::tuple ab = PairArrays(pairs);
+  return py::make_tuple(ab[0], ab[1], counts);
 }
 
-// Each document paired with the first (smallest number) of equal hash: (first, document).
+// The whitespace rule (FirstOfEqualHashPairs): (first, document) of equal hashes.
 py::tuple FirstPairs(py::handle hash_array, py::handle doc_array) {
   View<uint64_t> hashes(hash_array), docs(doc_array);
   if (hashes.size() != docs.size()) throw py::value_error("hash and doc sizes differ");
-  std::vector<uint64_t> a, b;
+  std::vector<LshPair> pairs;
   {
     py::gil_scoped_release release;
-    std::vector<std::pair<uint64_t, uint64_t>> records(hashes.size());
-    for (size_t i = 0; i < records.size(); ++i) records[i] = {hashes[i], docs[i]};
-    ForEachGroup(records, [&](size_t begin, size_t end) {
-      for (size_t i = begin + 1; i < end; ++i) {
-        if (records[i].second == records[begin].second) continue;
-        a.push_back(records[begin].second);
-        b.push_back(records[i].second);
-      }
-    });
+    pairs = FirstOfEqualHashPairs(hashes.span(), docs.span());
   }
-  return py::make_tuple(Take(std::move(a)), Take(std::move(b)));
+  return PairArrays(pairs);
 }
 
 // The documents whose hash is shared with another document (sorted), and for each the first
@@ -669,17 +569,17 @@ py::array_t<double> VerifyPairs(py::handle a_array, py::handle b_array, py::hand
         [&](size_t begin, size_t end) {
           for (size_t i = begin; i < end; ++i) {
             const uint32_t x = a[i], y = b[i];
-            // TEMPORARY (until the shared pair rule lands): RunDedup's rule. A whitespace-only
-            // pair is pre-verified (similarity 1) even without verification.
+            // A whitespace-only pair is pre-verified (similarity 1) even without verification.
             if (whitespace[i]) {
               similarity[i] = 1.0;
               continue;
             }
             if (threshold <= 0) continue;
-            if (content[x] == content[y] && bytes[x] == bytes[y]) {
-              similarity[i] = 1.0;
+            if (!PairNeedsShingles(0, content[x], bytes[x], content[y], bytes[y])) {
+              similarity[i] = 1.0;  // exact duplicates
               continue;
             }
+            // TEMPORARY (until the pair rule of issue 25 lands): RunDedup's Jaccard test.
             if (!MayReachJaccard(sizes[x], sizes[y], threshold)) {
               similarity[i] = -3.0;  // its sets were not loaded: the sizes rule it out
               continue;
@@ -920,9 +820,8 @@ std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs) {
   return (*reader)->files();
 }
 
-// Whether the pair needs its shingle sets: not pre-verified (whitespace-only), not exact, and
-// its set sizes allow the threshold.
-// TEMPORARY (until the shared pair rule lands): RunDedup's rule, as in VerifyPairs.
+// Whether the pair needs its shingle sets: PairNeedsShingles (not pre-verified as
+// whitespace-only, not exact), and its set sizes allow the threshold.
 py::array_t<bool> NeedsJaccard(py::handle a_array, py::handle b_array, py::handle whitespace_array,
                                py::handle content_array, py::handle bytes_array,
                                py::handle sizes_array, double threshold) {
@@ -940,7 +839,8 @@ py::array_t<bool> NeedsJaccard(py::handle a_array, py::handle b_array, py::handl
     if (x >= content.size() || y >= content.size()) {
       throw py::value_error("pair names a document out of range");
     }
-    need[i] = !whitespace[i] && !(content[x] == content[y] && bytes[x] == bytes[y]) &&
+    need[i] = PairNeedsShingles(whitespace[i] ? kWhitespaceCandidate : 0, content[x], bytes[x],
+                                content[y], bytes[y]) &&
               MayReachJaccard(sizes[x], sizes[y], threshold);
   }
   return out;
@@ -1147,6 +1047,140 @@ py::tuple GatherCodedSets(py::handle offsets_array, py::handle codes_array, py::
   if (!ok) ThrowStatus(Status::Corruption("a shingle set does not decode"));
   return py::make_tuple(Take(std::move(out_offsets)), Take(std::move(values)), bytes);
 }
+
+// The SimHash join of a run (neardup/hamming_join.h), built once per process: every task of a
+// run must use the same expected size, so that they agree on the design.
+std::shared_ptr<const HammingJoin> JoinFor(int bits, int k, double expected_size) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, int, double>, std::shared_ptr<const HammingJoin>> cache;
+  const auto key = std::make_tuple(bits, k, expected_size);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  Result<HammingJoin> join = HammingJoin::Create(bits, k, expected_size);
+  if (!join.ok()) ThrowStatus(join.status());
+  auto shared = std::make_shared<const HammingJoin>(std::move(*join));
+  std::lock_guard<std::mutex> lock(mutex);
+  return cache.emplace(key, std::move(shared)).first->second;
+}
+
+std::vector<Fingerprint> FingerprintsOf(const View<uint64_t>& hi, const View<uint64_t>& lo,
+                                        int bits) {
+  std::vector<Fingerprint> fps(lo.size());
+  for (size_t i = 0; i < fps.size(); ++i) fps[i] = Fingerprint{hi[i], lo[i], bits};
+  return fps;
+}
+
+// The SimHash join's bucket records of one partition's documents, grouped by shuffle partition:
+// per (document, table) the table, its key, the row and the fingerprint.
+py::dict HammingRecords(py::handle hi_array, py::handle lo_array, int bits, int k,
+                        double expected_size, uint32_t dests) {
+  View<uint64_t> hi(hi_array), lo(lo_array);
+  if (hi.size() != lo.size()) throw py::value_error("hi and lo sizes differ");
+  if (dests == 0) throw py::value_error("dests must be positive");
+  std::shared_ptr<const HammingJoin> join = JoinFor(bits, k, expected_size);
+  const size_t n = lo.size(), tables = join->tables();
+  std::vector<uint64_t> offsets(dests + 1, 0), out_keys, out_hi, out_lo;
+  std::vector<uint16_t> out_tables;
+  std::vector<uint32_t> out_rows;
+  {
+    py::gil_scoped_release release;
+    std::vector<Fingerprint> fps = FingerprintsOf(hi, lo, bits);
+    std::vector<uint64_t> keys;
+    join->Keys(fps, &keys);
+    std::vector<uint32_t> dest(keys.size());
+    for (size_t j = 0; j < keys.size(); ++j) {
+      dest[j] = Route(keys[j] * 0x9E3779B97F4A7C15ULL + (j % tables), dests);
+      ++offsets[dest[j] + 1];
+    }
+    for (size_t d = 1; d < offsets.size(); ++d) offsets[d] += offsets[d - 1];
+    std::vector<uint64_t> fill(offsets.begin(), offsets.end() - 1);
+    out_keys.resize(keys.size());
+    out_hi.resize(keys.size());
+    out_lo.resize(keys.size());
+    out_tables.resize(keys.size());
+    out_rows.resize(keys.size());
+    for (size_t j = 0; j < keys.size(); ++j) {
+      const uint64_t at = fill[dest[j]]++;
+      const size_t i = j / tables;
+      out_keys[at] = keys[j];
+      out_tables[at] = static_cast<uint16_t>(j % tables);
+      out_rows[at] = static_cast<uint32_t>(i);
+      out_hi[at] = fps[i].hi;
+      out_lo[at] = fps[i].lo;
+    }
+    (void)n;
+  }
+  py::dict out;
+  out["sh_offsets"] = Take(std::move(offsets));
+  out["sh_tables"] = Take(std::move(out_tables));
+  out["sh_keys"] = Take(std::move(out_keys));
+  out["sh_rows"] = Take(std::move(out_rows));
+  out["sh_hi"] = Take(std::move(out_hi));
+  out["sh_lo"] = Take(std::move(out_lo));
+  return out;
+}
+
+// The SimHash join over one shuffle partition's bucket records: each bucket's pairs within k by
+// HammingJoin::BucketPairs (each pair from its first agreeing table only). Returns (a, b,
+// distance), sorted.
+py::tuple HammingPairs(int bits, int k, double expected_size, py::handle tables_array,
+                       py::handle keys_array, py::handle docs_array, py::handle hi_array,
+                       py::handle lo_array) {
+  View<uint16_t> tables(tables_array);
+  View<uint64_t> keys(keys_array), docs(docs_array), hi(hi_array), lo(lo_array);
+  const size_t n = keys.size();
+  if (tables.size() != n || docs.size() != n || hi.size() != n || lo.size() != n) {
+    throw py::value_error("record columns of different sizes");
+  }
+  std::shared_ptr<const HammingJoin> join = JoinFor(bits, k, expected_size);
+  for (size_t i = 0; i < n; ++i) {
+    if (tables[i] >= join->tables()) throw py::value_error("table out of range");
+  }
+  std::vector<NeighborPair> pairs;
+  {
+    py::gil_scoped_release release;
+    std::vector<size_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      if (tables[x] != tables[y]) return tables[x] < tables[y];
+      if (keys[x] != keys[y]) return keys[x] < keys[y];
+      return docs[x] < docs[y];
+    });
+    std::vector<uint64_t> members;
+    std::vector<Fingerprint> fps;
+    for (size_t begin = 0; begin < n;) {
+      size_t end = begin + 1;
+      while (end < n && tables[order[end]] == tables[order[begin]] &&
+             keys[order[end]] == keys[order[begin]]) {
+        ++end;
+      }
+      if (end - begin > 1) {
+        members.clear();
+        fps.clear();
+        for (size_t j = begin; j < end; ++j) {
+          members.push_back(docs[order[j]]);
+          fps.push_back(Fingerprint{hi[order[j]], lo[order[j]], bits});
+        }
+        join->BucketPairs(tables[order[begin]], members, fps, &pairs);
+      }
+      begin = end;
+    }
+    std::sort(pairs.begin(), pairs.end(), [](const NeighborPair& x, const NeighborPair& y) {
+      return x.a != y.a ? x.a < y.a : x.b < y.b;
+    });
+  }
+  std::vector<uint64_t> a, b;
+  std::vector<int32_t> distance;
+  for (const NeighborPair& pair : pairs) {
+    a.push_back(pair.a);
+    b.push_back(pair.b);
+    distance.push_back(pair.distance);
+  }
+  return py::make_tuple(Take(std::move(a)), Take(std::move(b)), Take(std::move(distance)));
+}
 }  // namespace
 
 void RegisterDaskBindings(py::module_& m) {
@@ -1173,6 +1207,8 @@ void RegisterDaskBindings(py::module_& m) {
   m.def("_dask_write_id_parts", &WriteIdParts);
   m.def("_dask_band_records", &BandRecords);
   m.def("_dask_gather_coded_sets", &GatherCodedSets);
+  m.def("_dask_hamming_records", &HammingRecords);
+  m.def("_dask_hamming_pairs", &HammingPairs);
   m.def("_dask_summary_json", &SummaryJson, py::arg("options"), py::arg("counts"));
 }
 

@@ -340,40 +340,6 @@ def test_a_killed_client_resumes_from_the_finished_stages(client, binary, genera
     same_files(out, tmp_path / "cli")
 
 
-def _popcount(x):
-    return np.unpackbits(x.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1)
-
-
-@pytest.mark.parametrize("bits,k,blocks,t", [(64, 3, 4, 1), (64, 6, 8, 2), (64, 6, 10, 4),
-                                             (64, 4, 7, 3), (128, 8, 10, 2)])
-def test_candidate_keys_are_exact(bits, k, blocks, t):
-    """Every pair within k comes out of exactly one bucket, whatever (blocks, t)."""
-    rng = np.random.default_rng(bits + k + blocks)
-    n = 600
-    lo = rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True)
-    hi = rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True) if bits == 128 else np.zeros(n, np.uint64)
-    for i in range(100, n):  # near copies of earlier rows
-        j = rng.integers(0, 100)
-        lo[i] = lo[j]
-        hi[i] = hi[j]
-        for bit in rng.choice(bits, size=rng.integers(0, k + 3), replace=False):
-            if bit < 64:
-                lo[i] ^= np.uint64(1) << np.uint64(bit)
-            else:
-                hi[i] ^= np.uint64(1) << np.uint64(bit - 64)
-    rec = pd.DataFrame({"gid": np.arange(n, dtype=np.uint64), "hi": hi, "lo": lo})
-    keys = nd._hamming_keys(rec, bits, blocks, t)
-    # Any split of the records into shuffle partitions, as long as equal keys meet.
-    parts = [keys[keys["key"] % np.uint64(3) == np.uint64(r)] for r in range(3)]
-    pairs = pd.concat([nd._bucket_pairs(p, bits, blocks, t, k) for p in parts])
-    got = list(zip(pairs["a"].tolist(), pairs["b"].tolist(), pairs["distance"].tolist()))
-    expected = []
-    for i in range(n):
-        d = _popcount(lo[i + 1:] ^ lo[i]) + _popcount(hi[i + 1:] ^ hi[i])
-        expected += [(i, i + 1 + int(j), int(d[j])) for j in np.nonzero(d <= k)[0]]
-    assert sorted(got) == sorted(expected) and len(got) == len(set(got)) and len(expected) > 50
-
-
 def _chain_texts(rng, links):
     """Texts where each one shares most of its words with the next, so that document i is a
     near-duplicate of i + 1 but not of i + 2 (a chain)."""
