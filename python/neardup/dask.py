@@ -17,15 +17,17 @@ error unless ``progress=False``):
 1. ``documents``, per input partition: the library's reader over a byte range of a file (or the
    JSONL of a DataFrame partition), then dedup's per-document pass: fingerprint, lengths, content
    and whitespace-free hashes, MinHash band keys and the narrowed shingle set, from one
-   normalisation. The band keys, whitespace-free hashes and id hashes are written grouped by the
-   shuffle partition that owns them (4 + 4 bytes per band and document); the per-document facts
-   and shingle sets stay in the partition's own files.
+   normalisation (the dedup stages' DocumentPass). The band keys (grouped by key range, sorted
+   and Rice-coded with their rows: about 4.3 bytes per band and document), whitespace-free hashes
+   and id hashes are written grouped by the shuffle partition that owns them; the per-document
+   facts and the Rice-coded shingle sets stay in the partition's own file.
 2. ``buckets``, per shuffle partition: the LSH bucket rule over its band keys, the
-   whitespace-only pairs, shared ids; the candidate pairs go to the partition of their first
-   document.
+   whitespace-only pairs, the SimHash join's buckets (when it runs), shared ids; the candidate
+   pairs go to the partition of their first document.
 3. ``verify``, per input partition: its distinct candidate pairs, judged by the pair rule (exact,
-   whitespace-only, shingle Jaccard at the threshold). Only the facts and shingle sets of the
-   other partitions' documents in these pairs are read.
+   whitespace-only, shingle Jaccard at the threshold). Of the other partitions' documents in
+   these pairs only the facts the rule needs are read, and a set only when the pair's set sizes
+   allow the threshold.
 4. ``components``: connected components of the accepted pairs (one union-find when they fit in
    one task, else min-label propagation over ``ceil(pairs / component_pairs)`` partitions, with
    the rounds reported) and the keep decision per cluster (BuildClusters).
@@ -1133,7 +1135,7 @@ def _join_parts(paths: List[str], target: str) -> None:
 
 def _summary(docs: list, buckets: list, verify: list, outputs: list, library: dict,
              stages: list, total: float, duplicate_ids: int, work_bytes: int,
-             dask_info: dict) -> dict:
+             dask_info: dict, input_files: List[str]) -> dict:
     """summary.json: the library's serializer over the run's counts (the schema of
     `neardup dedup`), plus "dask"."""
     def merged(name):
@@ -1160,7 +1162,7 @@ def _summary(docs: list, buckets: list, verify: list, outputs: list, library: di
         "simhash_only_accepted_pairs": total_of("simhash_only_accepted_pairs"),
         "lsh_buckets": lsh, "spill_bytes": work_bytes,
         "stages": [(s["stage"], s["seconds"], s["items"]) for s in stages],
-        "total_seconds": total,
+        "total_seconds": total, "input_files": input_files,
     }
     options = {k: v for k, v in library.items() if k not in ("id_field", "text_field", "lines")}
     summary = json.loads(_neardup._dask_summary_json(options, counts))
@@ -1446,18 +1448,19 @@ def _run(data, ddf, source, output, temporary, work, key, library, resolved, fie
                  "shuffle_bytes_per_document": sum(shuffled.values()) / n}
     total = time.time() - started
     summary = _summary(docs, buckets, verify, outs, library, stages, total, duplicate_ids,
-                       _dir_bytes(work), dask_info)
+                       _dir_bytes(work), dask_info, source.files if source is not None else [])
     with open(os.path.join(staging, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=1)
         f.write("\n")
     say.line(f"{n:,} documents, {summary['clusters']:,} clusters, "
              f"{summary['documents_removed']:,} removed, {total:.1f} s")
+    texts = _frame_texts(ddf, fields["text_field"]) if ddf is not None else None
     if output is not None:
         _publish(staging, output)
         if not keep_work:
             shutil.rmtree(work, ignore_errors=True)
-        return DaskDedupResult(output, summary)
-    result = DaskDedupResult(staging, summary)
+        return DaskDedupResult(output, summary, texts)
+    result = DaskDedupResult(staging, summary, texts)
     if not keep_work:
         for stage_name in ("documents", "buckets", "verify", "components", "keep", "outputs"):
             shutil.rmtree(os.path.join(work, stage_name), ignore_errors=True)
@@ -1495,11 +1498,12 @@ class DaskDedupResult:
     - ``output``: the directory holding the files.
     """
 
-    def __init__(self, directory: str, summary: dict):
+    def __init__(self, directory: str, summary: dict, texts=None):
         self.output = directory
         self.summary = summary
         self._clusters = None
         self._remove = None
+        self._texts = texts  # (id, location) -> text of a DataFrame input (None: files)
 
     def _path(self, name: str) -> str:
         path = os.path.join(self.output, name)
@@ -1545,6 +1549,17 @@ class DaskDedupResult:
         return dd.from_delayed([dask.delayed(_read_decisions)(os.path.join(folder, p))
                                 for p in parts], meta=meta, verify_meta=False)
 
+    def report(self, path: Any, *, force: bool = False, **options: Any) -> dict:
+        """Writes the self-contained HTML page of ``neardup report`` for this run to ``path`` and
+        returns its counts (options as the command's flags: ``max_clusters``, ``max_members``,
+        ``max_text_bytes``, ``max_total_text_bytes``, ``sample``, ``seed``, ``title``). Texts
+        come from the input files (read again by the library), or for a DataFrame input from
+        its partitions (computed again for the rows the page shows)."""
+        if not hasattr(_neardup, "_write_report"):
+            raise NotImplementedError("this build of neardup has no report writer")
+        return _neardup._write_report(os.fspath(path), self._path("."), "", "", self._texts,
+                                      options, force)
+
     def clusters_frame(self):
         from . import _clusters_frame
 
@@ -1554,6 +1569,30 @@ class DaskDedupResult:
         return (f"DaskDedupResult({self.summary['documents_fingerprinted']} documents, "
                 f"{self.summary['clusters']} clusters, "
                 f"{self.summary['documents_removed']} removed)")
+
+
+def _frame_texts(ddf, text_field: str):
+    """The texts of a DataFrame input by location ("partition:row"), for report()."""
+    def fetch(wanted: list) -> list:
+        rows: Dict[int, list] = {}
+        for i, (_, location) in enumerate(wanted):
+            partition, _, row = str(location).rpartition(":")
+            if partition.isdigit() and row.isdigit():
+                rows.setdefault(int(partition), []).append((i, int(row)))
+        out: List[Optional[str]] = [None] * len(wanted)
+        for partition, items in rows.items():
+            if partition >= ddf.npartitions:
+                continue
+            frame = ddf.get_partition(partition).compute()
+            texts = frame[text_field].tolist() if text_field in frame.columns else []
+            for i, row in items:
+                value = texts[row] if row < len(texts) else None
+                if isinstance(value, bytes):
+                    value = value.decode("utf-8", "replace")
+                out[i] = value if isinstance(value, str) else None
+        return out
+
+    return fetch
 
 
 def _read_decisions(path: str):

@@ -909,6 +909,7 @@ std::string SummaryJson(const py::dict& kwargs, const py::dict& counts) {
         {py::cast<std::string>(t[0]), py::cast<double>(t[1]), py::cast<uint64_t>(t[2]), 0});
   }
   report.total_seconds = py::cast<double>(counts["total_seconds"]);
+  report.input_files = py::cast<std::vector<std::string>>(counts["input_files"]);
   return DedupSummaryJson(report, &options);
 }
 
