@@ -620,7 +620,10 @@ py::list GatherStrings(py::handle offsets_array, py::handle blob_array, py::hand
   const size_t n = offsets.size() == 0 ? 0 : offsets.size() - 1;
   py::list out;
   for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i] >= n) throw py::value_error("row out of range");
+    if (rows[i] >= n || offsets[rows[i]] > offsets[rows[i] + 1] ||
+        offsets[rows[i] + 1] > blob.size()) {
+      throw py::value_error("row out of range");
+    }
     const char* data = reinterpret_cast<const char*>(blob.data()) + offsets[rows[i]];
     out.append(py::str(data, offsets[rows[i] + 1] - offsets[rows[i]]));
   }
@@ -724,6 +727,9 @@ py::bytes ClusterLines(py::handle id_offsets_array, py::handle id_blob_array,
     throw py::value_error("cluster columns of different sizes");
   }
   auto text = [](const View<uint8_t>& blob, const View<uint64_t>& offsets, size_t i) {
+    if (offsets[i] > offsets[i + 1] || offsets[i + 1] > blob.size()) {
+      throw py::value_error("string offsets out of range");
+    }
     return std::string(reinterpret_cast<const char*>(blob.data()) + offsets[i],
                        offsets[i + 1] - offsets[i]);
   };
@@ -940,6 +946,16 @@ py::tuple WriteIdParts(py::handle offsets_array, py::handle blob_array, py::hand
   const size_t n = remove.size();
   if (offsets.size() != n + 1 || renamed_rows.size() != renamed_ids.size()) {
     throw py::value_error("sizes differ");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (offsets[i] > offsets[i + 1] || offsets[i + 1] > blob.size()) {
+      throw py::value_error("id offsets out of range");
+    }
+  }
+  for (size_t i = 0; i < renamed_rows.size(); ++i) {
+    if (renamed_rows[i] >= n || (i > 0 && renamed_rows[i] <= renamed_rows[i - 1])) {
+      throw py::value_error("renamed rows must be ascending rows");
+    }
   }
   uint64_t kept = 0, removed = 0;
   Status written;

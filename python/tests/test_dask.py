@@ -340,6 +340,33 @@ def test_a_killed_client_resumes_from_the_finished_stages(client, binary, genera
     same_files(out, tmp_path / "cli")
 
 
+def test_array_calls_reject_inconsistent_arrays():
+    """The array-level calls check every index against its array (a damaged work file gives an
+    error, never a read out of bounds)."""
+    from neardup import _neardup as m
+
+    u64 = lambda *xs: np.array(xs, np.uint64)  # noqa: E731
+    with pytest.raises(ValueError):
+        m._dask_gather_strings(u64(0, 99), np.zeros(3, np.uint8), u64(0))
+    with pytest.raises(ValueError):
+        m._dask_gather_coded_sets(u64(0, 99), np.zeros(3, np.uint8), u64(0))
+    with pytest.raises(OSError, match="does not decode"):
+        m._dask_gather_coded_sets(u64(0, 3), np.array([200, 200, 200], np.uint8), u64(0))
+    with pytest.raises(ValueError):
+        m._dask_verify(np.array([0], np.uint32), np.array([5], np.uint32), np.zeros(1, np.uint8),
+                       u64(1, 2), u64(3, 3), np.array([1, 1], np.uint32), u64(0, 0, 0),
+                       np.zeros(0, np.uint32), 0.5)
+    with pytest.raises(ValueError):
+        m._dask_verify(np.array([0], np.uint32), np.array([1], np.uint32), np.zeros(1, np.uint8),
+                       u64(1, 2), u64(3, 3), np.array([1, 1], np.uint32), u64(0, 9, 9),
+                       np.zeros(2, np.uint32), 0.5)
+    with pytest.raises(ValueError):
+        m._dask_write_id_parts(u64(0, 50), np.zeros(2, np.uint8), np.zeros(1, np.uint8),
+                               u64(), [], "/nonexistent/k", "/nonexistent/r", "")
+    with pytest.raises(TypeError):
+        m._dask_gather_strings(["a"], np.zeros(3, np.uint8), u64(0))
+
+
 def _chain_texts(rng, links):
     """Texts where each one shares most of its words with the next, so that document i is a
     near-duplicate of i + 1 but not of i + 2 (a chain)."""
@@ -378,3 +405,19 @@ def test_chain_across_many_partitions_same_as_cli(client, binary, generated, tmp
         assert info["component_partitions"] > 5 and info["component_rounds"] > 2
     else:
         assert info["component_partitions"] == 1
+
+
+@pytest.mark.skipif(not os.environ.get("NEARDUP_LARGE_TESTS"),
+                    reason="large (minutes): set NEARDUP_LARGE_TESTS=1; NEARDUP_DASK_CORPUS may "
+                           "name a JSONL corpus of 1M+ documents, else one is generated")
+def test_worker_memory_does_not_grow_with_the_corpus(shared):
+    """A worker's peak at 100,000 and at 1,000,000 documents, same partition size: within 25 %
+    (bench/dask_bench.py --scaling, which exits non-zero otherwise)."""
+    args = [sys.executable, os.path.join(ROOT, "bench", "dask_bench.py"), "--scaling", "100000",
+            "1000000", "--quiet", "--idle-seconds", "0"]
+    if os.environ.get("NEARDUP_DASK_CORPUS"):
+        args += ["--input", os.environ["NEARDUP_DASK_CORPUS"]]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), NEARDUP_SHARED_DIR=shared)
+    done = subprocess.run(args, env=env, capture_output=True, text=True)
+    print(done.stdout)
+    assert done.returncode == 0, done.stdout + done.stderr
