@@ -353,28 +353,44 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
     py::gil_scoped_release release;
     if (bands > 0) {
       const int row_bits = BitsFor(n == 0 ? 0 : n - 1);
-      std::vector<std::vector<std::pair<uint32_t, uint32_t>>> blocks(static_cast<size_t>(dests) *
-                                                                     bands);
+      const size_t blocks = static_cast<size_t>(dests) * bands;
+      // Counting sort into blocks, then each block sorted in place and coded.
+      std::vector<uint64_t> starts(blocks + 1, 0);
+      std::vector<uint32_t> block_of(n * bands);
       for (size_t i = 0; i < n; ++i) {
         if (!has_keys[i]) continue;
         for (int b = 0; b < bands; ++b) {
           const uint32_t k = keys[i * bands + b];
           const uint32_t d = static_cast<uint32_t>((static_cast<uint64_t>(k) * dests) >> 32);
-          blocks[static_cast<size_t>(d) * bands + b].push_back({k, static_cast<uint32_t>(i)});
+          block_of[i * bands + b] = d * bands + b;
+          ++starts[static_cast<size_t>(d) * bands + b + 1];
+        }
+      }
+      for (size_t j = 1; j <= blocks; ++j) starts[j] += starts[j - 1];
+      std::vector<uint64_t> records(starts[blocks]);  // key << 32 | row
+      {
+        std::vector<uint64_t> fill(starts.begin(), starts.end() - 1);
+        for (size_t i = 0; i < n; ++i) {
+          if (!has_keys[i]) continue;
+          for (int b = 0; b < bands; ++b) {
+            records[fill[block_of[i * bands + b]]++] =
+                static_cast<uint64_t>(keys[i * bands + b]) << 32 | i;
+          }
         }
       }
       std::vector<uint32_t> block_keys, block_rows;
-      for (size_t j = 0; j < blocks.size(); ++j) {
-        std::sort(blocks[j].begin(), blocks[j].end());
+      for (size_t j = 0; j < blocks; ++j) {
+        auto first = records.begin() + static_cast<ptrdiff_t>(starts[j]);
+        auto last = records.begin() + static_cast<ptrdiff_t>(starts[j + 1]);
+        std::sort(first, last);
         block_keys.clear();
         block_rows.clear();
-        for (const auto& [k, row] : blocks[j]) {
-          block_keys.push_back(k);
-          block_rows.push_back(row);
+        for (auto it = first; it != last; ++it) {
+          block_keys.push_back(static_cast<uint32_t>(*it >> 32));
+          block_rows.push_back(static_cast<uint32_t>(*it));
         }
         RiceEncode(block_keys, &band_codes, block_rows, row_bits);
         band_offsets[j + 1] = band_codes.size();
-        std::vector<std::pair<uint32_t, uint32_t>>().swap(blocks[j]);
       }
     }
     auto group = [&](const std::vector<uint64_t>& hashes, std::vector<uint64_t>* offsets,

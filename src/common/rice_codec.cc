@@ -8,7 +8,7 @@ namespace neardup {
 
 namespace {
 
-// Appends bits to a byte string, least significant bits first.
+// Appends bits to a byte string, least significant bits first, 32 bits at a time.
 class BitWriter {
  public:
   explicit BitWriter(std::string* out) : out_(out) {}
@@ -16,16 +16,22 @@ class BitWriter {
 
   // The low `count` (<= 32) bits of `value`.
   void Put(uint64_t value, int count) {
-    if (count == 0) return;
     buffer_ |= (value & ((uint64_t{1} << count) - 1)) << filled_;
     filled_ += count;
-    Drain();
+    if (filled_ >= 32) {
+      char bytes[4];
+      const uint32_t word = static_cast<uint32_t>(buffer_);
+      std::memcpy(bytes, &word, 4);  // little-endian, as every supported target
+      out_->append(bytes, 4);
+      buffer_ >>= 32;
+      filled_ -= 32;
+    }
   }
   // `count` 1 bits, then a 0 bit.
   void Unary(uint64_t count) {
-    while (count >= 32) {
-      Put(0xFFFFFFFFu, 32);
-      count -= 32;
+    while (count >= 31) {
+      Put(0x7FFFFFFFu, 31);
+      count -= 31;
     }
     Put((uint64_t{1} << count) - 1, static_cast<int>(count) + 1);
   }
@@ -38,13 +44,6 @@ class BitWriter {
   }
 
  private:
-  void Drain() {
-    while (filled_ >= 8) {
-      out_->push_back(static_cast<char>(buffer_ & 0xFF));
-      buffer_ >>= 8;
-      filled_ -= 8;
-    }
-  }
   std::string* out_;
   uint64_t buffer_ = 0;
   int filled_ = 0;
