@@ -161,6 +161,17 @@ def _is_compressed(path: str) -> bool:
     return head.startswith(_GZIP) or head.startswith(_ZSTD) or head.startswith(_XZ)
 
 
+def _given(paths: Any) -> List[str]:
+    """The paths named, glob patterns expanded (for the output check)."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    out = []
+    for item in paths:
+        item = os.fspath(item)
+        out.extend(sorted(glob.glob(item, recursive=True)) if glob.has_magic(item) else [item])
+    return out
+
+
 def _expand(paths: Any) -> List[str]:
     """The input files of paths, directories and glob patterns, in the reader's canonical order
     (as ``neardup dedup`` lists them)."""
@@ -239,8 +250,9 @@ def _range_lines(part: dict) -> dict:
 class _FileSource:
     """Input files split into partitions (what read_jsonl gives dedup)."""
 
-    def __init__(self, files: List[str], blocksize: int, fields: dict):
+    def __init__(self, files: List[str], blocksize: int, fields: dict, given: List[str]):
         self.files = files
+        self.given = given  # the paths and directories named (globs expanded)
         self.blocksize = blocksize
         self.fields = fields
         self.parts = _file_partitions(files, blocksize, bool(fields.get("lines")))
@@ -273,8 +285,10 @@ def read_jsonl(paths: Any, *, blocksize: int = _DEFAULT_BLOCKSIZE, id_field: str
     import dask.dataframe as dd
     import pandas as pd
 
+    given = _given(paths)
     source = _FileSource(_expand(paths), int(blocksize),
-                         {"id_field": id_field, "text_field": text_field, "lines": bool(lines)})
+                         {"id_field": id_field, "text_field": text_field, "lines": bool(lines)},
+                         given)
     options = _reader_options(source.fields)
     meta = pd.DataFrame({"id": pd.Series(dtype=object), "text": pd.Series(dtype=object),
                          "location": pd.Series(dtype=object)})
@@ -1105,6 +1119,20 @@ def _prepare_output(output: str, force: bool) -> None:
             f"{', ...' if len(others) > 5 else ''}); give force=True to replace its outputs")
 
 
+def _check_not_inputs(output: str, source: "_FileSource") -> None:
+    """An output never goes over, or inside, what the run reads (as the command refuses)."""
+    target = os.path.realpath(output)
+    for given in source.given:
+        where = os.path.realpath(given)
+        if target == where or target.startswith(where.rstrip(os.sep) + os.sep):
+            raise ValueError(f"output: {output} is an input or inside the input {given}")
+    outputs = {os.path.join(target, name) for name in _OUTPUTS}
+    for name in source.files:
+        path = os.path.realpath(name)
+        if path in outputs or path.startswith(os.path.join(target, "decisions") + os.sep):
+            raise ValueError(f"output: {output} would write over the input {name}")
+
+
 def _publish(staging: str, output: str) -> None:
     """Moves the finished outputs from `staging` into `output`, each replacing the old one
     (decisions/ as a whole directory, so no part of an earlier run stays)."""
@@ -1298,6 +1326,8 @@ def dedup(data: Any, output: Optional[str] = None, *, text_field: Optional[str] 
     temporary = None
     if output is not None:
         output = os.fspath(output)
+        if source is not None:
+            _check_not_inputs(output, source)
         _prepare_output(output, force)
         work = os.fspath(work_dir) if work_dir else os.path.join(output, _WORK)
     else:

@@ -201,6 +201,12 @@ def test_output_refused_unless_force_and_then_replaced(client, generated, tmp_pa
     (tmp_path / "other" / "notes.txt").write_text("mine")
     with pytest.raises(FileExistsError):
         nd.dedup(ddf, str(tmp_path / "other"), progress=False)
+    # Outputs inside what the run reads are refused, as the command refuses them.
+    (tmp_path / "in").mkdir()
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"id": "a", "text": "some text here " * 5}])
+    with pytest.raises(ValueError, match="input"):
+        nd.dedup_files([str(tmp_path / "in")], str(tmp_path / "in" / "out"), progress=False)
+    assert not (tmp_path / "in" / "out").exists()
 
 
 def test_options_checked_before_any_work(tmp_path):
