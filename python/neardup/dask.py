@@ -1520,12 +1520,19 @@ class DaskDedupResult:
 
     - ``summary``: ``summary.json`` (the command's keys, plus ``"dask"``: partitions, component
       rounds, bytes shuffled per stage);
-    - ``clusters``: ``clusters.jsonl`` as a list of dicts (read when first asked for);
-      ``clusters_frame()``: one row per member as a pandas DataFrame;
+    - ``clusters``: ``clusters.jsonl`` as a list of dicts (read when first asked for; a
+      member's ``location`` is ``file:line`` for files, ``partition:row`` for a DataFrame, row
+      counted from 0 in its partition); ``clusters_frame()``: one row per member as a pandas
+      DataFrame;
     - ``remove`` (a set) and ``keep`` (a list, in input order): the ids of ``remove.txt`` and
       ``keep.txt``;
     - ``decisions``: a Dask DataFrame ``id, keep`` of every document, in input order;
-    - ``output``: the directory holding the files.
+    - ``output``: the directory holding the files;
+    - ``report(path)``: the HTML page of ``neardup report`` for this run.
+
+    Ids used by more than one document are named apart as ``id@location``, as the command does
+    (``summary["duplicate_ids"]`` counts them), so filtering an input by ``remove`` never drops a
+    kept document that shares an id.
     """
 
     def __init__(self, directory: str, summary: dict, texts=None):
