@@ -177,7 +177,8 @@ def dask_only(path, args, scratch):
           f"partition(s), shuffle {total / n:.1f} bytes/document")
     for stage in summary["stages"]:
         print(f"  stage {stage['stage']:<12} {stage['seconds']:7.1f} s wall, "
-              f"{stage.get('task_cpu_seconds', 0):7.1f} CPU s in its tasks ({stage['tasks']} tasks)")
+              f"{stage.get('task_cpu_seconds', 0):7.1f} CPU s in its tasks "
+              f"({stage['tasks']} tasks)")
     for name, nbytes in sorted(info["shuffle_bytes"].items()):
         print(f"  shuffle {name:<20} {nbytes / 1e6:9.1f} MB  {nbytes / n:7.1f} bytes/document")
     for pid, peak in sorted(dask["peaks"].items()):
@@ -224,7 +225,8 @@ def compare(path, args, scratch):
           f"per second (x {dask['seconds']:.0f} s = {dask['idle_rate'] * dask['seconds']:.1f} s)")
     for stage in summary["stages"]:
         print(f"  stage {stage['stage']:<12} {stage['seconds']:7.1f} s wall, "
-              f"{stage.get('task_cpu_seconds', 0):7.1f} CPU s in its tasks ({stage['tasks']} tasks)")
+              f"{stage.get('task_cpu_seconds', 0):7.1f} CPU s in its tasks "
+              f"({stage['tasks']} tasks)")
     for pid, peak in sorted(dask["peaks"].items()):
         print(f"  worker {pid}: peak memory {peak / 1e6:.0f} MB")
     print(json.dumps({"count": n, "cli_seconds": cli["seconds"], "dask_seconds": dask["seconds"],

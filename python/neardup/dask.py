@@ -341,28 +341,6 @@ def _read_frame(part: dict, index: int, starts: list, options: dict):
 
 # ---- DataFrame partitions --------------------------------------------------------------------
 
-def _json_value(value: Any) -> Any:
-    """A cell as the JSON value the reader sees (NaN and None: null)."""
-    if value is None or isinstance(value, (bool, np.bool_)):
-        return None if value is None else bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(float(value)) else None
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "surrogateescape")
-    if isinstance(value, str):
-        return value
-    try:
-        import pandas as pd
-
-        if value is pd.NA or value is pd.NaT:
-            return None
-    except ImportError:  # pragma: no cover
-        pass
-    return str(value)
-
-
 def _frame_jsonl(frame, text_field: str, id_field: str, score_field: str) -> bytes:
     """One JSONL line per row ({"id", "text"[, score]}), read by the library's reader so rows are
     skipped and given fallback ids exactly as the command does with a file."""
@@ -371,16 +349,9 @@ def _frame_jsonl(frame, text_field: str, id_field: str, score_field: str) -> byt
     ids = frame[id_field].tolist() if id_field in frame.columns else [None] * n
     scores = (frame[score_field].tolist() if score_field and score_field in frame.columns
               else None)
-    dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
-    lines = []
-    for row in range(n):
-        record = {"id": _json_value(ids[row]), "text": _json_value(texts[row])}
-        if scores is not None:
-            record[score_field] = _json_value(scores[row])
-        lines.append(dumps(record))
-    if not lines:
-        return b""
-    return ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass")
+    if score_field and scores is None:
+        scores = [None] * n
+    return _neardup._dask_rows_jsonl(ids, texts, scores, score_field)
 
 
 def _as_dataframe(data: Any, text_field: str, id_field: str):
@@ -979,7 +950,8 @@ def _outputs_task(run: _Run, p: int, parts_info: list, keep_parts: int, first_cl
     # clusters.jsonl part: the clusters whose kept document is here, in its order.
     order = np.lexsort((member, member != kept, kept))  # each cluster: kept, then the removed
     member, kept, via = member[order], kept[order], via[order]
-    distance, to_via, sim_via, reason = distance[order], to_via[order], sim_via[order], reason[order]
+    distance, to_via = distance[order], to_via[order]
+    sim_via, reason = sim_via[order], reason[order]
     docs = np.unique(np.concatenate([member, via[via != _NONE]]))
     ids, locations = _final_ids(run, parts_info, docs)
     facts = _facts_of(run, docs, ("text_bytes", "hi", "lo"), None, -1)

@@ -1214,6 +1214,107 @@ py::tuple HammingPairs(int bits, int k, double expected_size, py::handle tables_
   }
   return py::make_tuple(Take(std::move(a)), Take(std::move(b)), Take(std::move(distance)));
 }
+
+// Appends `text` as a JSON string, its bytes as they are but for the escapes JSON needs (an
+// invalid UTF-8 sequence stays invalid, so the reader skips the record as it would a file's).
+void AppendRawJsonString(std::string_view text, std::string* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(ch);
+    } else if (c < 0x20) {
+      out->append("\\u00");
+      out->push_back(kHex[c >> 4]);
+      out->push_back(kHex[c & 15]);
+    } else {
+      out->push_back(ch);
+    }
+  }
+  out->push_back('"');
+}
+
+bool IsInstance(PyObject* o, const py::object& type) {
+  const int is = PyObject_IsInstance(o, type.ptr());
+  if (is < 0) PyErr_Clear();
+  return is == 1;
+}
+
+// A DataFrame cell as the JSON value the reader sees: None, NaN, NA and NaT are null; booleans,
+// integers and finite floats as Python's json writes them; str and bytes as strings (lone
+// surrogates and invalid UTF-8 kept invalid, so the record is skipped as invalid UTF-8); any
+// other object as its str().
+void AppendCell(py::handle value, std::string* out) {
+  static const py::object numpy = py::module_::import("numpy");
+  static const py::object np_bool = numpy.attr("bool_");
+  static const py::object np_floating = numpy.attr("floating");
+  static const py::object pandas = py::module_::import("pandas");
+  static const py::object na = pandas.attr("NA");
+  static const py::object nat = pandas.attr("NaT");
+  PyObject* o = value.ptr();
+  if (o == Py_None || o == na.ptr() || o == nat.ptr()) {
+    out->append("null");
+  } else if (PyBool_Check(o) || IsInstance(o, np_bool)) {
+    out->append(PyObject_IsTrue(o) == 1 ? "true" : "false");
+  } else if (PyUnicode_Check(o)) {
+    Py_ssize_t size = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(o, &size);
+    if (data != nullptr) {
+      AppendRawJsonString(std::string_view(data, static_cast<size_t>(size)), out);
+    } else {  // lone surrogates: their bytes, invalid UTF-8
+      PyErr_Clear();
+      py::bytes raw =
+          py::reinterpret_steal<py::bytes>(PyUnicode_AsEncodedString(o, "utf-8", "surrogatepass"));
+      if (!raw) throw py::error_already_set();
+      AppendRawJsonString(std::string_view(raw), out);
+    }
+  } else if (PyBytes_Check(o)) {
+    AppendRawJsonString(std::string_view(py::reinterpret_borrow<py::bytes>(value)), out);
+  } else if (PyFloat_Check(o) || IsInstance(o, np_floating)) {
+    const double x = py::cast<double>(value);
+    if (std::isfinite(x)) {
+      out->append(py::str(py::float_(x).attr("__repr__")()));
+    } else {
+      out->append("null");
+    }
+  } else if (PyLong_Check(o) || PyIndex_Check(o)) {
+    out->append(py::str(py::reinterpret_steal<py::object>(PyNumber_Index(o))));
+  } else {
+    AppendRawJsonString(std::string(py::str(value)), out);
+  }
+}
+
+// The JSONL the library's reader reads for a DataFrame partition: one {"id", "text"[, score]}
+// line per row (neardup.dask's documents stage for a DataFrame input).
+py::bytes RowsJsonl(const py::list& ids, const py::list& texts, const py::object& scores,
+                    const std::string& score_field) {
+  const size_t n = texts.size();
+  if (ids.size() != n) throw py::value_error("ids and texts sizes differ");
+  const bool with_scores = !scores.is_none();
+  py::list score_list = with_scores ? py::cast<py::list>(scores) : py::list();
+  if (with_scores && score_list.size() != n) {
+    throw py::value_error("scores and texts sizes differ");
+  }
+  std::string out;
+  std::string field;
+  if (with_scores) AppendRawJsonString(score_field, &field);
+  for (size_t i = 0; i < n; ++i) {
+    out.append("{\"id\":");
+    AppendCell(ids[i], &out);
+    out.append(",\"text\":");
+    AppendCell(texts[i], &out);
+    if (with_scores) {
+      out.push_back(',');
+      out.append(field);
+      out.push_back(':');
+      AppendCell(score_list[i], &out);
+    }
+    out.append("}\n");
+  }
+  return py::bytes(out);
+}
 }  // namespace
 
 void RegisterDaskBindings(py::module_& m) {
@@ -1242,6 +1343,8 @@ void RegisterDaskBindings(py::module_& m) {
   m.def("_dask_gather_coded_sets", &GatherCodedSets);
   m.def("_dask_hamming_records", &HammingRecords);
   m.def("_dask_hamming_pairs", &HammingPairs);
+  m.def("_dask_rows_jsonl", &RowsJsonl, py::arg("ids"), py::arg("texts"), py::arg("scores"),
+        py::arg("score_field"));
   m.def("_dask_summary_json", &SummaryJson, py::arg("options"), py::arg("counts"));
 }
 

@@ -373,6 +373,27 @@ def test_array_calls_reject_inconsistent_arrays():
         m._dask_gather_strings(["a"], np.zeros(3, np.uint8), u64(0))
 
 
+def test_dataframe_rows_become_the_jsonl_the_reader_reads():
+    """A DataFrame partition's cells as JSON values: what json.dumps writes for the same Python
+    values (NaN, NA and None as null), and text that is not UTF-8 kept invalid so the reader
+    skips it as it would in a file."""
+    from neardup import _neardup as m
+
+    ids = [None, 3, np.int64(7), 2.5, np.float32(1.0), float("nan"), True, pd.NA, "a\"b\n"]
+    texts = ["x"] * len(ids)
+    lines = m._dask_rows_jsonl(ids, texts, None, "").decode("utf-8").splitlines()
+    assert [json.loads(line)["id"] for line in lines] == [
+        None, 3, 7, 2.5, 1.0, None, True, None, "a\"b\n"]
+    got = m._dask_rows_jsonl(["k"], ["caf\u00e9 \x01 \u4e2d"], [np.float64(0.5)], "score")
+    assert json.loads(got) == {"id": "k", "text": "caf\u00e9 \x01 \u4e2d", "score": 0.5}
+    for bad in ("lone \udc80 surrogate", b"bytes \xff"):
+        line = m._dask_rows_jsonl(["k"], [bad], None, "")
+        with pytest.raises(UnicodeDecodeError):
+            line.decode("utf-8")
+    ok = m._dask_rows_jsonl(["k"], [b"ok bytes"], None, "")
+    assert ok == b'{"id":"k","text":"ok bytes"}\n'
+
+
 def _chain_texts(rng, links):
     """Texts where each one shares most of its words with the next, so that document i is a
     near-duplicate of i + 1 but not of i + 2 (a chain)."""
@@ -403,8 +424,8 @@ def test_chain_across_many_partitions_same_as_cli(client, binary, generated, tmp
     chained = [c for c in clusters if c["kept"]["id"].startswith("chain-")]
     assert len(chained) == 1 and chained[0]["size"] == len(chain)
     assert any(m["reason"] == "chained" for m in chained[0]["removed"])
-    partitions = {int(m["location"].split(":")[0]) for m in
-                  next(c for c in result.clusters if c["kept"]["id"].startswith("chain-"))["removed"]}
+    cluster = next(c for c in result.clusters if c["kept"]["id"].startswith("chain-"))
+    partitions = {int(m["location"].split(":")[0]) for m in cluster["removed"]}
     assert len(partitions) >= 10
     info = result.summary["dask"]
     if component_pairs == 40:
