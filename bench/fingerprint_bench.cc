@@ -9,7 +9,13 @@
 // CPUTIME_ID), which stays meaningful on a machine shared with other work. Each timed row is the
 // median of several passes.
 //
+// --doubling instead times one mixed-script document (every corpus file's texts interleaved: en,
+// ru, zh, ja and the many scripts of the UDHR) of 1, 2, 4, ... 64 MB, and a dedup run over it and a
+// near copy (every stage: read, fingerprint, MinHash, LSH, verification, clusters), in CPU
+// seconds, with the ratio to the size before: linear cost gives 2.0 per doubling.
+//
 // Usage: fingerprint_bench [--megabytes N] [--corpus DIR] [--lang en,ru,zh,ja] (see --help)
+//        fingerprint_bench --doubling [--max-megabytes 64] [--corpus DIR]
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +37,7 @@
 #include "common/json_writer.h"
 #include "common/parallel.h"
 #include "dedup/shingle_hashes.h"
+#include "neardup/dedup.h"
 #include "neardup/document_reader.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/jieba.h"
@@ -258,6 +265,135 @@ void Row(const std::string& name, size_t bytes, Timing t, int threads, double ba
   std::printf("  %s\n", note);
 }
 
+// The first `bytes` bytes of `text`, cut back to a UTF-8 character boundary.
+std::string_view Prefix(std::string_view text, size_t bytes) {
+  bytes = std::min(bytes, text.size());
+  while (bytes > 0 && bytes < text.size() &&
+         (static_cast<unsigned char>(text[bytes]) & 0xC0) == 0x80)
+    --bytes;
+  return std::string_view(text).substr(0, bytes);
+}
+
+// One mixed-script text of at least `bytes` bytes, the same mix in every megabyte: each starts
+// with the same sampler of every script (the first 256 bytes of each document of
+// multi_udhr.jsonl, when the corpus has it: about 400 languages) and goes on with the documents of
+// every corpus file taken in turn (one of each file, then the next of each; a file that runs out
+// starts again). The tokenizer chooses its route per document by the scripts it holds, so with a
+// mix that changed with size a larger document could take a costlier route and blur the ratio.
+std::string MixedScriptText(const std::string& dir, size_t bytes) {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() == ".jsonl") files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  std::string sampler;
+  if (auto udhr = DocumentReader::Open({dir + "/multi_udhr.jsonl"}, {}); udhr.ok()) {
+    Document doc;
+    for (auto got = (*udhr)->Next(&doc); got.ok() && *got; got = (*udhr)->Next(&doc)) {
+      sampler.append(Prefix(doc.text, 256));
+      sampler += '\n';
+    }
+  }
+  std::vector<std::unique_ptr<DocumentReader>> readers(files.size());
+  std::string text;
+  size_t next_sampler = 0;
+  for (bool any = true; any && text.size() < bytes;) {
+    any = false;
+    for (size_t i = 0; i < files.size() && text.size() < bytes; ++i) {
+      if (text.size() >= next_sampler) {
+        text += sampler;
+        next_sampler += 1000000;
+      }
+      Document doc;
+      for (int attempt = 0; attempt < 2; ++attempt) {
+        if (!readers[i]) {
+          auto reader = DocumentReader::Open({files[i]}, {});
+          if (!reader.ok()) break;
+          readers[i] = std::move(*reader);
+        }
+        auto got = readers[i]->Next(&doc);
+        if (got.ok() && *got) {
+          any = true;
+          text += doc.text;
+          text += '\n';
+          break;
+        }
+        readers[i].reset();  // this file ran out: start it again
+      }
+    }
+  }
+  return text;
+}
+
+// --doubling: fingerprint and dedup CPU seconds of one document as it doubles in size.
+int Doubling(const std::string& dir, double max_megabytes) {
+  const size_t max_bytes = static_cast<size_t>(max_megabytes * 1e6);
+  const std::string text = MixedScriptText(dir, max_bytes);
+  if (text.empty()) {
+    std::fprintf(stderr, "fingerprint_bench: no documents in %s\n", dir.c_str());
+    return 1;
+  }
+  auto fingerprinter = MakeOrDie(FingerprintOptions());
+  (void)fingerprinter->Compute("预热 warm-up");  // dictionaries loaded outside the clock
+  std::printf(
+      "one mixed-script document of %s doubling in size, 1 thread, CPU seconds (the median of 3 "
+      "passes); ratio = to the size before (linear: 2.00, aim <= 2.2)\n",
+      dir.c_str());
+  std::printf("%8s %14s %7s %22s %7s\n", "MB", "fingerprint s", "ratio", "dedup (doc + copy) s",
+              "ratio");
+  double last_fingerprint = 0, last_dedup = 0, worst = 0;
+  for (double megabytes = 1; megabytes <= max_megabytes * 1.0001; megabytes *= 2) {
+    const std::string_view document = Prefix(text, static_cast<size_t>(megabytes * 1e6));
+    std::vector<Timing> fingerprint_passes, dedup_passes;
+    // The near copy: the document with one sentence changed in its middle.
+    std::string copy(document);
+    copy.insert(copy.size() / 2, " one sentence that only the copy has. ");
+    std::string jsonl;
+    for (const std::string_view doc : {document, std::string_view(copy)}) {
+      jsonl += jsonl.empty() ? "{\"id\":\"a\",\"text\":" : "{\"id\":\"b\",\"text\":";
+      AppendJsonString(doc, &jsonl);
+      jsonl += "}\n";
+    }
+    auto bytes = std::make_shared<const std::string>(std::move(jsonl));
+    for (int pass = 0; pass < 3; ++pass) {
+      double start = CpuSeconds();
+      (void)fingerprinter->Compute(document);
+      fingerprint_passes.push_back({0, CpuSeconds() - start});
+      DedupOptions options;
+      options.threads = 1;
+      options.reader.max_document_bytes = size_t{1} << 30;
+      options.reader.memory_inputs["pair.jsonl"] = bytes;
+      start = CpuSeconds();
+      auto report = RunDedup({"pair.jsonl"}, options);
+      dedup_passes.push_back({0, CpuSeconds() - start});
+      if (!report.ok() || report->clusters.size() != 1) {
+        std::fprintf(stderr, "fingerprint_bench: the dedup run did not find the copy: %s\n",
+                     report.ok() ? "no cluster" : report.status().ToString().c_str());
+        return 1;
+      }
+    }
+    const double fingerprint = Median(fingerprint_passes).cpu;
+    const double dedup = Median(dedup_passes).cpu;
+    auto ratio = [](double now, double before) { return before > 0 ? now / before : 0.0; };
+    std::printf(
+        "%8.0f %14.3f %7s %22.3f %7s\n", megabytes, fingerprint,
+        last_fingerprint > 0
+            ? (std::to_string(ratio(fingerprint, last_fingerprint)).substr(0, 4) + "x").c_str()
+            : "",
+        dedup,
+        last_dedup > 0 ? (std::to_string(ratio(dedup, last_dedup)).substr(0, 4) + "x").c_str()
+                       : "");
+    if (megabytes >= 4) {  // below, fixed costs blur the ratio
+      worst = std::max({worst, ratio(fingerprint, last_fingerprint), ratio(dedup, last_dedup)});
+    }
+    last_fingerprint = fingerprint;
+    last_dedup = dedup;
+  }
+  std::printf("worst ratio per doubling from 4 MB on: %.2fx (%s)\n", worst,
+              worst <= 2.2 ? "linear within the aim" : "ABOVE the aim of 2.2x");
+  return 0;
+}
+
 FingerprintOptions ReferenceOptions(FingerprintOptions options) {
   options.normalize.fast_paths = false;
   options.features.fast_paths = false;
@@ -277,6 +413,9 @@ void PrintUsage(FILE* out) {
       "  --corpus DIR      the corpus folder (default %s/corpus)\n"
       "  --lang LIST       languages to run, comma-separated, of en,ru,zh,ja (default\n"
       "                    all; the Python and keyword rows need zh)\n"
+      "  --doubling        instead: one mixed-script document of 1, 2, 4, ... MB, fingerprint\n"
+      "                    and dedup CPU seconds and the ratio per doubling (aim <= 2.2x)\n"
+      "  --max-megabytes N the largest document of --doubling (default 64)\n"
       "  -h, --help        print this help and exit\n",
       kPasses, NEARDUP_SHARED_DIR);
 }
@@ -291,6 +430,8 @@ int Main(int argc, char** argv) {
   double megabytes = 2.0;
   std::string dir = std::string(NEARDUP_SHARED_DIR) + "/corpus";
   std::vector<std::string> wanted = {"en", "ru", "zh", "ja"};
+  bool doubling = false;
+  double max_megabytes = 64;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&](std::string* out) {
@@ -315,6 +456,15 @@ int Main(int argc, char** argv) {
       if (end == text.c_str() || *end != '\0' || !(megabytes > 0) || megabytes > 1e5) {
         return UsageError("--megabytes: not a positive number of MB: '" + text + "'");
       }
+    } else if (arg == "--doubling") {
+      doubling = true;
+    } else if (name == "--max-megabytes") {
+      if (!value(&text)) return UsageError("--max-megabytes needs a value");
+      char* end = nullptr;
+      max_megabytes = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() || *end != '\0' || !(max_megabytes >= 1) || max_megabytes > 4096) {
+        return UsageError("--max-megabytes: not a number of MB in [1, 4096]: '" + text + "'");
+      }
     } else if (name == "--corpus") {
       if (!value(&dir)) return UsageError("--corpus needs a folder");
     } else if (name == "--lang") {
@@ -337,6 +487,7 @@ int Main(int argc, char** argv) {
     return UsageError("the corpus folder " + dir +
                       " is not there (pass --corpus DIR; the default needs ../shared)");
   }
+  if (doubling) return Doubling(dir, max_megabytes);
   struct Language {
     std::string name;
     TextSet set;

@@ -1,10 +1,13 @@
 // libFuzzer target for the request-side HTTP pieces that are ours (src/service/http_input.h): any
 // bytes as a gzip/deflate/identity body, fed in arbitrary pieces, must give a body or a Status
-// (never more than the limit held in memory), and any bytes as an Authorization value or a token
-// file must be accepted or refused without a crash or sanitizer report.
+// (never more than the limit held in memory), and any bytes as a request target, a request head's
+// fields, an Authorization value or a token file must be accepted or refused without a crash or
+// sanitizer report.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "service/http_input.h"
 
@@ -25,6 +28,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (ok) (void)decoder.Finish();
     if (decoder.body().size() > limit) __builtin_trap();
   }
+  // The same bytes as a request target and as a head (one "name: value" field per line): each
+  // is decoded or refused, never a crash, and a decoded target holds no NUL.
+  if (neardup::Result<RequestTarget> target = ParseRequestTarget(input); target.ok()) {
+    if (target->path.find('\0') != std::string::npos) __builtin_trap();
+  }
+  std::vector<HeaderField> fields;
+  for (size_t at = 0; at < input.size();) {
+    const size_t end = std::min(input.find('\n', at), input.size());
+    const std::string_view line = input.substr(at, end - at);
+    const size_t colon = line.find(':');
+    if (colon != std::string_view::npos) {
+      fields.emplace_back(std::string(line.substr(0, colon)), std::string(line.substr(colon + 1)));
+    }
+    at = end + 1;
+  }
+  (void)CheckRequestHead(10 + data[0] % 2, fields, input);
   static const TokenChecker checker("s3cret-token");
   (void)checker.Matches(input);
   bool stripped = false;

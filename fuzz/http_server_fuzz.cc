@@ -1,9 +1,11 @@
 // libFuzzer target for the whole HTTP layer: each input is sent as raw bytes over a loopback
-// connection to an in-process neardup server (libmicrohttpd parsing request lines, headers and
-// chunked framing; our routing, auth, body limits, gzip/deflate decoding, request parsing and
-// store calls), then the connection is half-closed and the reply read. The server must never
-// crash, hang or trip a sanitizer. Inputs that start with "@" get a valid request line and
-// headers prefixed, so the fuzzer spends its time in bodies and encodings too.
+// connection to an in-process neardup server (Beast's parser and our framing rules for request
+// lines, headers and chunked framing; our routing, auth, body limits, gzip/deflate decoding,
+// request parsing and store calls), then the connection is half-closed and the reply read. The
+// server must never crash, hang or trip a sanitizer. Inputs that start with "@" get a valid request
+// line and headers prefixed, so the fuzzer spends its time in bodies and encodings too. The seeds
+// in fuzz/corpus/http_server hold issue 24's raw-socket attacks (smuggling framings, NUL bytes,
+// Host, transfer codings, malformed Content-Length, repeated parameters, invalid UTF-8 ids).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>

@@ -11,13 +11,14 @@ cd "$(dirname "$0")/.."
 BUILD_PACKAGES=(
   cmake ninja-build g++ pkg-config ccache python3 python3-jieba
   libicu-dev libxxhash-dev libopencc-dev opencc libsimdjson-dev libcli11-dev
-  zlib1g-dev libzstd-dev liblzma-dev libmicrohttpd-dev libcpp-httplib-dev
+  zlib1g-dev libzstd-dev liblzma-dev libcsv-dev libboost1.81-dev libcpp-httplib-dev
   pybind11-dev python3-dev python3-numpy python3-pandas python3-dask python3-distributed
 )
 # Packages only the tests, benchmarks and checks need. Add new test-only dependencies here.
 TEST_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libfaiss-dev clang-format clang-14 libclang-rt-14-dev
   xz-utils python3-pytest python3-psutil
+  valgrind  # tests/cli_edges_test.cc counts instructions (fingerprinting cost per document size)
   wrk  # bench/serve_load.sh
 )
 

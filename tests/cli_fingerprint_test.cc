@@ -56,6 +56,12 @@ size_t CountLines(const std::string& text) {
   return n;
 }
 
+size_t CountOf(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
 class CliFingerprintTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -85,7 +91,16 @@ TEST_F(CliFingerprintTest, SameOutputWhateverTheThreadCount) {
   ASSERT_EQ(one.exit_code, 0) << one.err;
   ASSERT_EQ(two.exit_code, 0) << two.err;
   EXPECT_EQ(one.out, two.out);
-  EXPECT_EQ(CountLines(one.out), 2u * kPairs);
+  // Two of the sample's spam mails are markup only: no features, warned and counted as skipped.
+  // The sanitizer build reads fewer pairs, which may hold none of them: then no count is printed.
+  const size_t no_features = CountOf(one.err, "no features");
+  if (no_features > 0) {
+    EXPECT_NE(one.err.find("no_features: " + std::to_string(no_features)), std::string::npos)
+        << one.err;
+  } else {
+    EXPECT_EQ(one.err.find("no_features"), std::string::npos) << one.err;
+  }
+  EXPECT_EQ(CountLines(one.out) + no_features, 2u * kPairs);
   EXPECT_NE(one.out.find("\"fingerprint\":\""), std::string::npos);
   // The malformed lines are reported with file:line and skipped.
   EXPECT_NE(one.err.find("cli_fp_corpus.jsonl:4"), std::string::npos) << one.err;
@@ -97,7 +112,7 @@ TEST_F(CliFingerprintTest, SameOutputWhateverTheThreadCount) {
   CommandRun k2 = Neardup("keywords --threads 2 " + corpus_);
   ASSERT_EQ(k1.exit_code, 0) << k1.err;
   EXPECT_EQ(k1.out, k2.out);
-  EXPECT_EQ(CountLines(k1.out), 2u * kPairs);
+  EXPECT_EQ(CountLines(k1.out) + CountOf(k1.err, "no features"), 2u * kPairs);
 }
 
 TEST_F(CliFingerprintTest, StrictStopsAtMalformedLine) {
@@ -116,7 +131,8 @@ TEST_F(CliFingerprintTest, CompatProfileOnPlainTextLines) {
             std::string::npos)
       << run.out;
   EXPECT_EQ(CountLines(run.out), 2u);
-  EXPECT_NE(run.err.find("cli_fp_lines.txt:3: invalid UTF-8 (skipped)"), std::string::npos)
+  EXPECT_NE(run.err.find("cli_fp_lines.txt:3: invalid UTF-8 at byte 4 (skipped)"),
+            std::string::npos)
       << run.err;
   CommandRun replaced = Neardup("fingerprint --replace-invalid-utf8 --lines " + path);
   ASSERT_EQ(replaced.exit_code, 0) << replaced.err;

@@ -2,6 +2,7 @@
 #include "neardup/document_reader.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
@@ -11,7 +12,10 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "neardup/output_file.h"
 
 namespace neardup {
 namespace {
@@ -48,6 +52,11 @@ class DocumentReaderTest : public ::testing::Test {
         ZSTD_compress(compressed.data(), compressed.size(), content.data(), content.size(), 3);
     compressed.resize(size);
     return Write(name, compressed);
+  }
+
+  static std::string ReadBytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   }
 
   static std::vector<Document> ReadAll(DocumentReader* reader, Status* error = nullptr) {
@@ -227,6 +236,19 @@ TEST_F(DocumentReaderTest, TruncatedGzipIsAnError) {
   EXPECT_NE(error.message().find("cut.jsonl.gz"), std::string::npos) << error.message();
 }
 
+TEST_F(DocumentReaderTest, ConcatenatedGzipMembersAndZeroPaddingLikeGunzip) {
+  const std::string one = ReadBytes(WriteGzip("one.gz", "{\"id\":\"1\",\"text\":\"first\"}\n"));
+  const std::string two = ReadBytes(WriteGzip("two.gz", "{\"id\":\"2\",\"text\":\"second\"}\n"));
+  const std::string path = Write("both.jsonl.gz", one + two + std::string(512, '\0'));
+  auto reader = DocumentReader::Open({path}, {});
+  ASSERT_TRUE(reader.ok());
+  Status error;
+  auto docs = ReadAll(reader->get(), &error);
+  EXPECT_TRUE(error.ok()) << error.ToString();
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[1].text, "second");
+}
+
 TEST_F(DocumentReaderTest, DirectoryOfTextFilesInSortedOrder) {
   Write("texts/b.txt", "second file");
   Write("texts/a.txt", "first file");
@@ -348,6 +370,81 @@ TEST_F(DocumentReaderTest, MetadataAndFingerprintFields) {
   EXPECT_EQ(docs[1].metadata, "\"m\"");
   EXPECT_EQ(docs[1].fingerprint, "f773be40a3f0a3e5");
   EXPECT_TRUE(docs[1].text.empty());
+}
+
+TEST_F(DocumentReaderTest, CsvRecordsWithQuotedLineBreaksKeepTheLineTheyStartOn) {
+  DocumentReaderOptions options;
+  options.id_field = "url";
+  options.score_field = "score";
+  options.memory_inputs["in.csv"] = std::make_shared<const std::string>(
+      "\xEF\xBB\xBFurl,text,score\r\n"
+      "u1,\"first, with \"\"quotes\"\"\",3.5\r\n"
+      "u2,\"two\nlines\",x\r\n"
+      "\r\n"
+      ",\"no id\",1\n"
+      "u4, spaced ,\n");
+  auto reader = DocumentReader::Open({"in.csv"}, options);
+  ASSERT_TRUE(reader.ok());
+  auto docs = ReadAll(reader->get());
+  ASSERT_EQ(docs.size(), 4u);
+  EXPECT_EQ(docs[0].id, "u1");
+  EXPECT_EQ(docs[0].text, "first, with \"quotes\"");
+  EXPECT_EQ(docs[0].location, "in.csv:2");
+  EXPECT_EQ(docs[0].score, 3.5);
+  EXPECT_EQ(docs[1].text, "two\nlines");
+  EXPECT_EQ(docs[1].line, 3u);
+  EXPECT_FALSE(docs[1].score.has_value());
+  EXPECT_EQ(docs[2].id, "in.csv:6");    // no id: the location, as a counted fallback
+  EXPECT_EQ(docs[3].text, " spaced ");  // spaces belong to the field
+  EXPECT_EQ(docs[3].line, 7u);
+  EXPECT_EQ((*reader)->fallbacks().at(kFallbackMissingId), 1u);
+  EXPECT_EQ((*reader)->fallbacks().at(kFallbackNonNumericScore), 1u);
+  EXPECT_EQ((*reader)->fallbacks().at(kFallbackMissingScore), 1u);
+}
+
+TEST_F(DocumentReaderTest, InputScopeProtectsWhatWasReadUntilItEnds) {
+  const std::string input = Write("in.jsonl", "{\"id\":\"a\",\"text\":\"x\"}\n");
+  Write("dir/b.jsonl", "{\"id\":\"b\",\"text\":\"y\"}\n");
+  OutputFileOptions force;
+  force.force = true;
+  {
+    InputScope scope;
+    {
+      InputScope nested;  // scopes nest: the record lives until the outermost one ends
+      ASSERT_TRUE(DocumentReader::Open({input, (dir_ / "dir").string()}, {}).ok());
+    }
+    EXPECT_EQ(CheckOutputPath(input, force).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(CheckOutputPath((dir_ / "dir" / "new.txt").string(), force).code(),
+              StatusCode::kInvalidArgument);
+    EXPECT_TRUE(CheckOutputPath((dir_ / "elsewhere.txt").string(), force).ok());
+    ASSERT_TRUE(WriteOutputFile((dir_ / "once.txt").string(), "1", force).ok());
+    EXPECT_EQ(WriteOutputFile((dir_ / "." / "once.txt").string(), "2", force).code(),
+              StatusCode::kInvalidArgument);  // one run, one output per file
+    EXPECT_FALSE(
+        CheckOutputPaths({(dir_ / "x").string(), (dir_ / "sub" / ".." / "x").string()}, force)
+            .ok());
+  }
+  // Outside a scope (a later call of the library in the same process) nothing is remembered.
+  EXPECT_TRUE(CheckOutputPath(input, force).ok());
+  EXPECT_TRUE(WriteOutputFile((dir_ / "once.txt").string(), "3", force).ok());
+}
+
+TEST_F(DocumentReaderTest, StreamsAreReadOnceUnlessSpooled) {
+  EXPECT_TRUE(IsStreamInput("-"));
+  EXPECT_FALSE(IsStreamInput(Write("f.jsonl", "")));
+  EXPECT_FALSE(IsStreamInput(dir_.string()));
+  const std::string fifo = (dir_ / "pipe").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_TRUE(IsStreamInput(fifo));
+  std::thread writer([&] { std::ofstream(fifo) << "{\"id\":\"p\",\"text\":\"from a pipe\"}\n"; });
+  DocumentReaderOptions options;
+  options.spool_stdin = true;
+  auto reader = DocumentReader::Open({fifo}, options);
+  writer.join();
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ(ReadAll(reader->get()).size(), 1u);  // no .jsonl name: a pipe is JSONL like stdin
+  ASSERT_TRUE((*reader)->Rewind().ok());
+  EXPECT_EQ(ReadAll(reader->get()).size(), 1u);
 }
 
 }  // namespace

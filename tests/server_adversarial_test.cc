@@ -322,7 +322,7 @@ TEST_F(ServerAdversarialTest, IdleKeepAliveConnectionsCostASocketNotAWorker) {
   EXPECT_EQ(idle_alive, sample);
   ASSERT_FALSE(sorted.empty());
   EXPECT_LT(sorted.back(), 1e9) << "a /healthz probe failed during the load";
-  // Memory per idle connection stays small (MHD's per-connection pool is 32 KiB).
+  // Memory per idle connection stays small (no buffer is held between requests).
   EXPECT_LT(rss_idle - rss_before, long(idle) * 64 + 64 * 1024);
 }
 

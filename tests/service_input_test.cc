@@ -94,6 +94,57 @@ TEST(BodyDecoderTest, UnknownEncodingIsUnsupported) {
   EXPECT_EQ(decoder.Init("gzip, gzip", 100).code(), StatusCode::kUnsupported);
 }
 
+TEST(RequestHeadTest, FramingRulesOfRfc9112) {
+  using Fields = std::vector<HeaderField>;
+  auto status = [](int version, const Fields& fields, std::string_view raw = "") {
+    const std::optional<HeadRefusal> refusal = CheckRequestHead(version, fields, raw);
+    return refusal.has_value() ? refusal->status : 0;
+  };
+  EXPECT_EQ(status(11, {{"Host", "x"}, {"Content-Length", "12"}}), 0);
+  EXPECT_EQ(status(11, {{"Host", "x"}, {"Transfer-Encoding", "Chunked"}}), 0);
+  EXPECT_EQ(status(10, {}), 0);  // HTTP/1.0 needs no Host
+  EXPECT_EQ(status(11, {}), 400);
+  EXPECT_EQ(status(11, {{"Host", "a"}, {"host", "b"}}), 400);
+  EXPECT_EQ(status(10, {{"Host", "a"}, {"Host", "a"}}), 400);
+  for (const char* length : {"-1", "+44", "0x2c", "44, 44", "4 4", "", " "}) {
+    EXPECT_EQ(status(11, {{"Host", "x"}, {"Content-Length", length}}), 400) << length;
+  }
+  EXPECT_EQ(status(11, {{"Host", "x"}, {"Content-Length", "4"}, {"content-length", "4"}}), 400);
+  EXPECT_EQ(status(11, {{"Host", "x"}, {"Content-Length", "4"}, {"Transfer-Encoding", "chunked"}}),
+            400);
+  EXPECT_EQ(status(11, {{"Host", "x"}, {"Transfer-Encoding", "chunked, gzip"}}), 400);
+  EXPECT_EQ(status(11, {{"Host", "x"}, {"Transfer-Encoding", "identity"}}), 400);
+  EXPECT_EQ(status(11, {{"Host", "x"}, {"Transfer-Encoding", "chunked, chunked"}}), 400);
+  EXPECT_EQ(status(11, {{"Host", "x"}, {"Transfer-Encoding", "gzip, chunked"}}), 501);
+  EXPECT_EQ(
+      status(11, {{"Host", "x"}, {"Transfer-Encoding", "gzip"}, {"Transfer-Encoding", "chunked"}}),
+      501);
+  EXPECT_EQ(status(10, {{"Transfer-Encoding", "chunked"}}), 400);
+  EXPECT_EQ(status(11, {{"Host", "x"}}, "GET / HTTP/1.1\r\nHost: x\r\nX-A: b\r\n c\r\n\r\n"), 400);
+  EXPECT_EQ(status(11, {{"Host", "x"}}, "GET / HTTP/1.1\r\nHost: x\r\nX-A: b\r\n\r\n"), 0);
+}
+
+TEST(RequestTargetTest, DecodedOnceEachParameterOnceValidUtf8) {
+  auto target = ParseRequestTarget("/v1/documents/a%2Fb%20c?id=x+y&k=3&empty=&flag");
+  ASSERT_TRUE(target.ok()) << target.status().ToString();
+  EXPECT_EQ(target->path, "/v1/documents/a/b c");
+  EXPECT_EQ(target->Param("id"), "x y");
+  EXPECT_EQ(target->Param("k"), "3");
+  EXPECT_EQ(target->Param("empty"), "");
+  EXPECT_EQ(target->Param("flag"), "");
+  EXPECT_FALSE(target->Param("missing").has_value());
+  EXPECT_EQ(ParseRequestTarget("/%E4%B8%AD")->path, "/\xE4\xB8\xAD");
+  for (const char* bad : {"/v1/query?k=3&k=4", "/a%", "/a%4", "/a%4G", "/a%ff", "/a%C3%28",
+                          "/?id=%00", "/?id=%ff", "*", "x/healthz", ""}) {
+    auto refused = ParseRequestTarget(bad);
+    EXPECT_FALSE(refused.ok()) << bad;
+  }
+  EXPECT_EQ(ParseRequestTarget("http://example.com:8080/healthz?a=1")->path, "/healthz");
+  EXPECT_EQ(ParseRequestTarget("HTTP://example.com")->path, "/");
+  EXPECT_NE(ParseRequestTarget("/q?k=3&k=4").status().message().find("k: given more than once"),
+            std::string::npos);
+}
+
 TEST(TokenCheckerTest, BearerSchemeIsCaseInsensitiveAndTokenExact) {
   TokenChecker checker("s3cret");
   EXPECT_TRUE(checker.Matches("Bearer s3cret"));

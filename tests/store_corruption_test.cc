@@ -1,6 +1,7 @@
 // Corrupt-file tests of the store: truncated or bit-flipped segment, log and MANIFEST files give a
-// clear error naming the file; a torn log tail is truncated silently; RecoverStore (`neardup
-// index recover`) salvages everything intact and the store opens again.
+// clear error naming the file; a torn log tail is truncated (reported and kept aside, see
+// store_log_bounds_test.cc); RecoverStore (`neardup index recover`) salvages everything intact and
+// the store opens again.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>

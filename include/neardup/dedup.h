@@ -214,8 +214,9 @@ NEARDUP_EXPORT Result<DedupReport> RunDedup(const std::vector<std::string>& inpu
 
 struct DedupOutputOptions {
   // Directory for clusters.jsonl, keep.txt, remove.txt and summary.json; empty writes only the
-  // clusters (JSONL) to standard output.
+  // clusters (JSONL) to standard output (unless !clusters_to_stdout).
   std::string directory;
+  bool clusters_to_stdout = true;
   // When set, the inputs are read again and every kept document is written here as JSONL (the
   // original line for JSONL inputs, {"id","text"} for plain text files). Skipped (malformed)
   // records are not written.
@@ -231,6 +232,11 @@ struct DedupOutputOptions {
 // force, InvalidArgument for an input), so a refused run writes nothing. Errors name the file.
 NEARDUP_EXPORT Status WriteDedupOutputs(const DedupReport& report,
                                         const DedupOutputOptions& output);
+
+// Appends `id` as one line of keep.txt / remove.txt (newline included): as it is, unless it holds
+// a control character (U+0000..U+001F, U+007F) or starts with a double quote; then as a JSON string
+// ("a\nb"), so every id takes exactly one line and `jq -R 'fromjson? // .'` gives the ids back.
+NEARDUP_EXPORT void AppendIdLine(std::string_view id, std::string* out);
 
 // The summary.json text of a report.
 NEARDUP_EXPORT std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* options);

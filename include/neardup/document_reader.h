@@ -1,31 +1,47 @@
-// DocumentReader: streams documents (id + text) out of JSONL files, plain text files, directories
-// of them and standard input, reading gzip, zstd and xz compressed files directly. It is the one
-// reader of every command that reads documents (dedup, explain, eval, fingerprint, keywords, idf,
-// index add), so they all take the same inputs and report malformed records the same way.
+// DocumentReader: streams documents (id + text) out of JSONL, CSV/TSV and plain text files,
+// directories of them, pipes and standard input, reading gzip, zstd and xz compressed input
+// directly. It is the one reader of every command that reads documents (dedup, explain, eval,
+// fingerprint, keywords, idf, index add), so they all take the same inputs and report malformed
+// records the same way.
 //
 // A DocumentReader is not thread-safe: one thread calls Next() at a time. Memory does not grow with
-// the amount of text read: only the current line (or, for a plain text file, the current file) is
-// held. Inputs are visited in a canonical order (sorted paths; standard input first) so the same
-// set of files always yields the same sequence of documents, whatever order they were named in.
+// the amount of text read: only the current line or record (or, for a plain text file, the current
+// file) is held. Inputs are visited in a canonical order (sorted paths; standard input first) so
+// the same set of files always yields the same sequence of documents, whatever order they were
+// named in.
 //
-// Compression is recognised by the file's first bytes (gzip, zstd, xz magic numbers), whatever its
-// name; the format is chosen by the name without a compression suffix (.gz, .zst, .xz):
+// Compression is recognised by the input's first bytes (gzip, zstd, xz magic numbers), whatever its
+// name, standard input and pipes included; the format is chosen by the name without a compression
+// suffix (.gz, .zst, .xz):
 //   *.jsonl, *.ndjson, *.json - one JSON object per line; the id and text are read from
 //       configurable fields, which may be nested paths ("meta.id", "content.text"). Blank lines are
 //       ignored.
+//   *.csv, *.tsv - RFC 4180 records (quoted fields may hold separators, quotes and line breaks;
+//       parsed with libcsv; in TSV a quote inside a field is text), comma- or tab-separated, with
+//       a header row naming the columns; the
+//       field options name columns (id_field, text_field, score_field, fingerprint_field;
+//       metadata_field's cell becomes a JSON string). No text column is an error naming the
+//       columns; a record's location is the line it starts on.
 //   any other file - plain text, the whole file is one document whose id is its path.
-//   "-" - standard input (uncompressed), JSONL unless DocumentReaderOptions::stdin_is_text.
-//   a directory - every regular file below it (recursively), in sorted path order.
+//   "-" - standard input, JSONL unless DocumentReaderOptions::stdin_is_text; so is a pipe whose
+//       name has no such suffix (/dev/fd/63 from a shell's <(...)).
+//   a directory - every regular file below it (recursively), in sorted path order. A broken
+//       symbolic link, or a pipe, socket or device inside it, is skipped with a counted warning.
+// Formats neardup cannot read (Parquet, Arrow, Avro, ORC, spreadsheets, ZIP, bzip2, LZ4, 7-Zip,
+// tar), recognised by name or first bytes, are refused with an Unsupported error before anything is
+// read. Pipes and process substitutions (/dev/fd/63) are read as streams, once, front to back
+// (spool_stdin copies them so that Rewind() works).
 // A UTF-8 byte-order mark at the start of a file is ignored. A file named twice (by any path, even
-// through a directory) is read once: files are told apart by device and inode.
+// through a directory) is read once: files are told apart by device and inode. Every file and
+// directory read is recorded for output protection (NoteInput in neardup/output_file.h).
 //
-// A malformed line (invalid JSON, missing or non-string text, invalid UTF-8, over-long) or an
-// empty document (no text, or only whitespace) is counted under its reason (skipped()), reported
-// through the warning callback as "file:line: reason (skipped)", and skipped; with `strict` it
-// instead ends reading with an error naming the place. Records that are read but fall back to a
-// default (a missing or null id becomes "file:line", a missing or non-numeric score field) are
-// counted under their reason (fallbacks()) and reported as "file:line: reason (...)"; with `strict`
-// they are errors too.
+// A malformed line or record (invalid JSON or CSV, missing or non-string text, invalid UTF-8,
+// over-long) or an empty document (no text, or only whitespace) is counted under its reason
+// (skipped()), reported through the warning callback as "file:line: reason (skipped)", and
+// skipped; with `strict` it instead ends reading with an error naming the place. Records that are
+// read but fall back to a default (a missing or null id becomes "file:line", a missing or
+// non-numeric score field) are counted under their reason (fallbacks()) and reported as
+// "file:line: reason (...)"; with `strict` they are errors too.
 #ifndef NEARDUP_DOCUMENT_READER_H_
 #define NEARDUP_DOCUMENT_READER_H_
 
@@ -66,7 +82,8 @@ struct NEARDUP_EXPORT DocumentReaderOptions {
   // Every input (files, directories, standard input) is plain text with one document a line, id
   // "file:line" (blank lines are ignored). Overrides the format chosen by name.
   bool text_lines = false;
-  // Copy standard input to an anonymous temporary file first so Rewind() can read it again.
+  // Copy standard input and every other stream input (a pipe, /dev/fd/N) to an anonymous
+  // temporary file first so Rewind() can read it again.
   bool spool_stdin = false;
   // Keep the raw JSONL line in Document::raw_line (for re-writing the input).
   bool keep_raw_line = false;
@@ -102,6 +119,9 @@ inline constexpr const char* kSkipInvalidUtf8 = "invalid_utf8";
 inline constexpr const char* kSkipTooLarge = "too_large";
 inline constexpr const char* kSkipEmptyText = "empty_text";  // empty or only whitespace
 inline constexpr const char* kSkipUnreadable = "unreadable_file";
+inline constexpr const char* kSkipInvalidCsv = "invalid_csv";         // a malformed CSV/TSV record
+inline constexpr const char* kSkipBrokenSymlink = "broken_symlink";   // in an input directory
+inline constexpr const char* kSkipNotRegular = "not_a_regular_file";  // a pipe, socket, device
 
 // Fallbacks counted in DocumentReader::fallbacks() (the record is still read).
 inline constexpr const char* kFallbackMissingId = "missing_id";  // id absent, null or not scalar
@@ -148,6 +168,10 @@ class NEARDUP_EXPORT DocumentReader {
 
 // True if `path` names a JSONL file (by extension, ignoring a trailing .gz / .zst / .xz).
 NEARDUP_EXPORT bool IsJsonlPath(std::string_view path);
+
+// True if `path` is standard input ("-") or another stream (a pipe, /dev/fd/N, a socket or a
+// device): it can be read only once, unless spooled.
+NEARDUP_EXPORT bool IsStreamInput(const std::string& path);
 
 // True if `a` and `b` name the same existing file (same device and inode), whatever the path.
 NEARDUP_EXPORT bool IsSameFile(const std::string& a, const std::string& b);

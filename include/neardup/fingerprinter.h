@@ -94,8 +94,17 @@ class NEARDUP_EXPORT Fingerprinter {
   Fingerprinter& operator=(const Fingerprinter&) = delete;
 
   // The fingerprint of `text` (UTF-8). kInvalidUtf8 ("invalid UTF-8 at byte N") for invalid input
-  // unless NormalizeOptions::replace_invalid_utf8; kResourceExhausted beyond max_text_bytes.
+  // unless NormalizeOptions::replace_invalid_utf8; kResourceExhausted beyond max_text_bytes;
+  // kInvalidArgument "no features: ..." for a text that normalises to nothing (only whitespace,
+  // markup or control characters), which has no fingerprint (it would be all zeros, the same for
+  // every such text).
   Result<Fingerprint> Compute(std::string_view text) const;
+  // Whether `status` is Compute's "no features" refusal (dedup counts it as skip reason
+  // "no_features", the service answers 400).
+  static bool IsNoFeatures(const Status& status) {
+    return status.code() == StatusCode::kInvalidArgument &&
+           status.message().rfind("no features", 0) == 0;
+  }
 
   // Like Compute, and writes the normalised text into *normalized_text (its old contents are
   // replaced, its capacity reused): for a caller that fingerprints many texts and also needs each
@@ -107,7 +116,8 @@ class NEARDUP_EXPORT Fingerprinter {
   Result<FingerprintDetails> ComputeDetails(std::string_view text, bool keep_features = false,
                                             bool keep_normalized_text = false) const;
 
-  // The weighted features of `text` (heaviest first), as Compute would hash them.
+  // The weighted features of `text` (heaviest first), as Compute would hash them; empty for a
+  // text with no features (which Compute refuses).
   Result<std::vector<WeightedFeature>> Features(std::string_view text) const;
 
   // The fingerprint of caller-supplied (feature, weight) pairs, hashed with the configured hash

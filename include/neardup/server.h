@@ -1,4 +1,5 @@
-// The neardup HTTP/1.1 + JSON service over a DocumentStore (libmicrohttpd, event-driven): add,
+// The neardup HTTP/1.1 + JSON service over a DocumentStore (Asio and Boost.Beast's strict HTTP
+// parser, event-driven): add,
 // check-and-add, query, get, delete, stats, /healthz and Prometheus /metrics. See docs/api.md.
 //
 // The public face of the neardup::service library (libneardup_service, behind `neardup serve`;
@@ -33,7 +34,8 @@ struct RequestLimits {
   size_t max_id_bytes = 2048;
   size_t max_metadata_bytes = 4096;  // of the metadata's verbatim JSON text
   size_t max_text_bytes = 1 << 20;
-  size_t max_limit = 10000;  // results per query
+  size_t max_limit = 10000;  // results per query or check (`limit`)
+  size_t default_limit = 100;
 };
 
 struct ServerOptions {
@@ -52,6 +54,17 @@ struct ServerOptions {
   // Decoded body bytes (after chunked framing and gzip/deflate); more is refused with 413 as
   // soon as the limit is crossed.
   size_t max_body_bytes = 64u << 20;
+  // The same for reads (query, get, stats, health, metrics), which need small bodies: a query's
+  // gzip body is refused once its inflated bytes pass this, whoever sends it.
+  size_t max_query_body_bytes = 1u << 20;
+  // Bytes of one reply's JSON. A result list (query results, check duplicates) that would pass it
+  // is cut, and the reply says "truncated": true.
+  size_t max_response_bytes = 16u << 20;
+  // Bytes held across all connections for request bodies being read, replies waiting for slow
+  // readers, and the working memory of searches in progress (reserved as `limit` documents at the
+  // id and metadata limits); a request that would take more gets 503 (retry later). With
+  // max_response_bytes this bounds what slow or hostile clients can make the server hold.
+  size_t max_buffered_bytes = 256u << 20;
   // Whole-request deadline: from the request line to the last response byte (headers, body,
   // handling and sending). A connection past it is closed.
   int request_timeout_seconds = 30;
@@ -60,8 +73,12 @@ struct ServerOptions {
   // Open connections; more wait in the listen backlog. 0 = the open-file limit minus a reserve.
   int max_connections = 0;
   int listen_backlog = 4096;
-  // Per-connection memory for the request line, headers and read buffer (larger: 431/414).
+  // Bytes of a request's line and header fields (larger: 414/431). The whole head must arrive
+  // within request_timeout_seconds of its first byte, however slowly it is sent.
   size_t connection_memory_bytes = 32u << 10;
+  // glibc malloc arenas (M_ARENA_MAX) set by Run(); 0 leaves glibc's default (8 per core). Fewer
+  // arenas return memory freed after a burst instead of keeping it spread over one per thread.
+  int malloc_arenas = 2;
   // After Stop(): in-flight requests get this long to finish, then every connection is closed.
   int shutdown_timeout_seconds = 5;
   RequestLimits limits;

@@ -76,6 +76,10 @@ struct NEARDUP_EXPORT StoreOptions {
   // When the in-memory part (documents not yet in a segment) holds this many entries it is written
   // to a new segment and the log is started afresh.
   size_t memtable_limit = 65536;
+  // ... and so it is when the log reaches this many bytes (rewrites of the same ids, removes and
+  // re-adds grow the log but not the memtable). Bounds the log, hence the replay at the next open
+  // (docs/storage_format.md, "Reopen time"). 0 = no bound.
+  uint64_t wal_flush_bytes = uint64_t(64) << 20;
   // A background thread merges all segments into one when there are more than this many.
   // 0 disables automatic compaction (Compact() still works).
   size_t compaction_trigger = 8;
@@ -90,8 +94,10 @@ struct NEARDUP_EXPORT StoreOptions {
   bool verify_checksums_on_open = true;
 
   // Open without writing anything to the directory (no log truncation, no clean-up, no flush at
-  // Close); writes fail with InvalidArgument. Takes a shared lock, so it fails while another
-  // process has the store open for writing. For `neardup index stats` and inspection.
+  // Close); writes fail with InvalidArgument. Takes a shared lock when it can; while another
+  // process has the store open for writing (`neardup serve`), it reads a snapshot of what that
+  // writer had made durable at the time of the open instead. For `neardup index stats`, `get`,
+  // `query` and inspection.
   bool read_only = false;
 
   // The file layer the store writes through (neardup/env.h); null = Env::Default(), the
@@ -153,6 +159,12 @@ struct StoreStats {
   double index_bytes_per_fingerprint = 0;
   std::string fingerprint_options;  // as recorded at creation
   StoreHealth health;               // same as Health()
+  // A damaged or torn last log record found at open: its bytes were dropped from the log (an
+  // acknowledged write may be among them) and kept in `wal_dropped_file` (*.corrupt, never
+  // deleted); `wal_dropped` says where and why. 0 / empty when the log ended cleanly.
+  uint64_t wal_dropped_bytes = 0;
+  std::string wal_dropped;
+  std::string wal_dropped_file;
 };
 
 // One document to add.

@@ -18,8 +18,10 @@ Distributed dedup on Dask: ``neardup.dask.dedup`` (imported on first use).
 from __future__ import annotations
 
 import json
+import json as _json  # dedup_files has a keyword named json
 import math
 import os
+import re
 from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from . import _neardup
@@ -69,7 +71,8 @@ class HammingIndex(_neardup.HammingIndex):
         """An index holding ``fingerprints`` (ids default to row numbers), planned for their count."""
         import numpy as np
 
-        array = np.ascontiguousarray(fingerprints, dtype=np.uint64)
+        # No cast here: add() refuses floats, strings and negative values instead of wrapping them.
+        array = fingerprints if isinstance(fingerprints, np.ndarray) else np.asarray(fingerprints)
         if bits is None:
             bits = 128 if array.ndim == 2 else 64
         index = cls(bits=bits, max_k=max_k, expected_size=max(float(len(array)), 1.0),
@@ -94,7 +97,9 @@ class Store(_neardup.Store):
     for a new store).
 
     - ``add(id, fingerprint, metadata=None) -> replaced``; ``add_batch(ids, fingerprints)``
-    - ``search(fingerprint, k, limit=0) -> [{"id", "fingerprint", "metadata", "distance"}]``
+    - ``search(fingerprint, k, limit=0) -> [{"id", "fingerprint", "metadata", "distance"}]``;
+      ``metadata`` is ``None`` when the document has none, else ``str`` (the JSON text
+      ``neardup index add`` stored; ``bytes`` only for metadata given as non-UTF-8 bytes)
     - ``check_and_add(id, fingerprint, k, always_add=False, metadata=None)
       -> {"duplicates", "added", "replaced"}``
     - ``get(id)`` (``KeyError`` if absent), ``remove(id)``, ``stats()``, ``flush()``,
@@ -210,14 +215,28 @@ def _result_from_report(report: dict, index: List[int]) -> DedupResult:
                        report.get("warnings"))
 
 
-def dedup_files(inputs: Sequence[str], output: Optional[str] = None, **options: Any) -> DedupResult:
+def dedup_files(inputs: Sequence[str], output: Optional[str] = None, *, force: bool = False,
+                write_kept: Optional[str] = None, json: bool = False,
+                **options: Any) -> DedupResult:
     """``neardup dedup INPUT... [-o output]`` in process: the same reader, stages and outputs.
+
+    ``output``: the directory for clusters.jsonl, keep.txt, remove.txt and summary.json (as
+    ``-o``). ``force``: replace existing output files (as ``--force``; without it an existing one
+    raises FileExistsError before any work). ``write_kept``: also write the inputs without the
+    removed documents to this file (as ``--write-kept``; compressed by its extension .gz, .zst,
+    .xz). ``json``: also print the summary as one JSON object on standard output (as ``--json``).
+    No output is ever written over a file the run reads (ValueError). Other options are the flags
+    of ``neardup dedup`` (see :func:`dedup`).
 
     ``index`` in the result is the document's line number (JSONL) minus one.
     """
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
-    report = _neardup._dedup_files([os.fspath(p) for p in inputs], output or "", options)
+    report = _neardup._dedup_files([os.fspath(p) for p in inputs], os.fspath(output or ""),
+                                   options, {}, bool(force),
+                                   os.fspath(write_kept) if write_kept else "")
+    if json:
+        print(_json.dumps(_json.loads(report["summary"]), separators=(",", ":")), flush=True)
     index = [int(line) - 1 if line > 0 else 0 for line in report["line"]]
     return _result_from_report(report, index)
 
@@ -280,7 +299,9 @@ def dedup(documents: Any, **options: Any) -> DedupResult:
 
     Rows whose text is not a string, or is empty or only whitespace, are skipped as the command
     skips them (counted in ``summary["skipped_by_reason"]``). ``index`` in the result is the row's
-    position in the input.
+    position in the input. An id shared by several rows is qualified with the row's position as
+    ``"id@row:N"`` (the command's ``id@file:line``) in ``ids``, ``keep`` and ``remove``, and
+    counted in ``summary["duplicate_ids"]``, so filtering on ``remove`` never drops a kept row.
     """
     resolved = _neardup._resolve_dedup_options(options)  # validates before any work
     score_field = resolved["keep_field"]
@@ -306,10 +327,16 @@ def dedup(documents: Any, **options: Any) -> DedupResult:
     index = [int(line) - 1 for line in report["line"]]
     ids = list(report["ids"])
     prefix = name + ":"
-    for i, doc_id in enumerate(ids):  # rows without an id: their position, not the input's name
-        if doc_id.startswith(prefix):
+    for i, doc_id in enumerate(ids):
+        if doc_id.startswith(prefix):  # rows without an id: their position, not the input's name
             ids[i] = str(index[i])
+        elif doc_id.endswith(f"@{prefix}{index[i] + 1}"):
+            # A shared id, qualified like the command's id@file:line with the row's position.
+            ids[i] = f"{doc_id[:-len(prefix) - len(str(index[i] + 1))]}row:{index[i]}"
     report["ids"] = ids
+    place = re.compile(re.escape(prefix) + r"(\d+)")
+    report["warnings"] = [place.sub(lambda m: f"row:{int(m.group(1)) - 1}", w)
+                          for w in report.get("warnings") or []]
     return _result_from_report(report, index)
 
 

@@ -983,9 +983,7 @@ py::tuple WriteIdParts(py::handle offsets_array, py::handle blob_array, py::hand
       std::string_view id(reinterpret_cast<const char*>(blob.data()) + offsets[i],
                           offsets[i + 1] - offsets[i]);
       if (next < renamed_rows.size() && renamed_rows[next] == i) id = renamed_ids[next++];
-      std::string& lines = remove[i] ? remove_out : keep_out;
-      lines.append(id);
-      lines.push_back('\n');
+      AppendIdLine(id, remove[i] ? &remove_out : &keep_out);
       (remove[i] ? removed : kept) += 1;
       if (!decisions_path.empty()) {
         decisions_out += "{\"id\":";

@@ -30,13 +30,16 @@
 #include "cli/fingerprint_flags.h"
 #include "cli/store_flags.h"
 #include "common/parallel.h"
+#include "common/utf8.h"
 #include "dedup/document_hashes.h"
 #include "neardup/clusters.h"
 #include "neardup/dedup.h"
 #include "neardup/dedup_stages.h"
+#include "neardup/document_reader.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/jieba.h"
 #include "neardup/minhash_lsh.h"
+#include "neardup/output_file.h"
 #include "neardup/permuted_index.h"
 #include "neardup/shingles.h"
 #include "neardup/store.h"
@@ -122,9 +125,15 @@ struct TextBatch {
   std::vector<py::object> owners;
   std::vector<std::string_view> views;
 
-  explicit TextBatch(py::handle texts) {
+  // `mask`: an item that is not a text (None, NaN, a number) or cannot be encoded (a lone
+  // surrogate) is marked in `invalid` instead of raising TypeError / UnicodeEncodeError.
+  explicit TextBatch(py::handle texts, bool mask = false) {
     if (PyUnicode_Check(texts.ptr()) || PyBytes_Check(texts.ptr())) {
       throw py::type_error("texts: expected a sequence of str, got a single string");
+    }
+    if (!py::isinstance<py::iterable>(texts)) {
+      throw py::type_error("texts: expected a sequence of str, got " +
+                           std::string(py::str(py::type::handle_of(texts).attr("__name__"))));
     }
     if (py::hasattr(texts, "__len__")) {
       size_t n = py::len(texts);
@@ -133,13 +142,97 @@ struct TextBatch {
     }
     for (py::handle item : py::iter(texts)) {
       owners.push_back(py::reinterpret_borrow<py::object>(item));
-      views.push_back(TextView(item, "texts[" + std::to_string(views.size()) + "]"));
+      if (!mask) {
+        views.push_back(TextView(item, "texts[" + std::to_string(views.size()) + "]"));
+        continue;
+      }
+      invalid.resize(views.size() + 1, false);
+      try {
+        views.push_back(TextView(item, "texts"));
+      } catch (py::error_already_set& e) {
+        if (!e.matches(PyExc_UnicodeError)) throw;
+        views.emplace_back();
+        invalid.back() = true;
+      } catch (py::type_error&) {
+        views.emplace_back();
+        invalid.back() = true;
+      }
     }
   }
   size_t size() const { return views.size(); }
+  bool is_invalid(size_t i) const { return i < invalid.size() && invalid[i]; }
+
+  std::vector<bool> invalid;  // mask mode: item i is not a text
 };
 
 // ---- fingerprints as Python values -----------------------------------------------------------
+
+// The name of an object's type, for error messages.
+std::string TypeName(py::handle object) {
+  return py::str(py::type::handle_of(object).attr("__name__"));
+}
+
+// A Python integer (int or anything with __index__, never bool, float or str) as uint64:
+// TypeError for another type, ValueError when negative or wider than 64 bits.
+uint64_t UInt64FromObject(py::handle object, const std::string& what) {
+  if (PyBool_Check(object.ptr()) || PyFloat_Check(object.ptr()) || PyUnicode_Check(object.ptr()) ||
+      PyBytes_Check(object.ptr()) || !PyIndex_Check(object.ptr())) {
+    throw py::type_error(what + ": expected a non-negative integer, got " + TypeName(object));
+  }
+  py::int_ value = py::reinterpret_steal<py::int_>(PyNumber_Index(object.ptr()));
+  if (!value) throw py::error_already_set();
+  if (PyObject_RichCompareBool(value.ptr(), py::int_(0).ptr(), Py_LT) == 1) {
+    throw py::value_error(what + ": " + std::string(py::str(value)) + " is negative");
+  }
+  const unsigned long long result = PyLong_AsUnsignedLongLong(value.ptr());
+  if (result == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw py::value_error(what + ": " + std::string(py::str(value)) + " does not fit 64 bits");
+  }
+  return result;
+}
+
+// A sequence or NumPy array of non-negative integers as uint64, checked element by element: a
+// float, bool, str or object that is not an integer is a TypeError naming `what` and the index; a
+// negative or too wide value a ValueError. Integer arrays are converted without Python objects.
+std::vector<uint64_t> UInt64VectorFromObject(py::handle object, const std::string& what) {
+  if (PyUnicode_Check(object.ptr()) || PyBytes_Check(object.ptr())) {
+    throw py::type_error(what + ": expected a sequence of integers, got " + TypeName(object));
+  }
+  if (py::isinstance<py::array>(object)) {
+    py::array array = py::reinterpret_borrow<py::array>(object);
+    const char kind = array.dtype().kind();
+    if (array.ndim() > 1) throw py::value_error(what + ": expected a one-dimensional array");
+    if (kind == 'u' || kind == 'i') {
+      if (kind == 'i') {
+        auto signed_values =
+            py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(array);
+        if (!signed_values) throw py::error_already_set();
+        for (py::ssize_t i = 0; i < signed_values.size(); ++i) {
+          if (signed_values.data()[i] < 0) {
+            throw py::value_error(what + "[" + std::to_string(i) +
+                                  "]: " + std::to_string(signed_values.data()[i]) + " is negative");
+          }
+        }
+      }
+      auto values = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(array);
+      if (!values) throw py::error_already_set();
+      return std::vector<uint64_t>(values.data(), values.data() + values.size());
+    }
+    if (kind != 'O') {
+      throw py::type_error(what + ": expected an array of integers, got an array of dtype " +
+                           std::string(py::str(array.dtype())));
+    }
+  }
+  if (!py::isinstance<py::iterable>(object)) {
+    throw py::type_error(what + ": expected a sequence of integers, got " + TypeName(object));
+  }
+  std::vector<uint64_t> out;
+  for (py::handle item : py::iter(object)) {
+    out.push_back(UInt64FromObject(item, what + "[" + std::to_string(out.size()) + "]"));
+  }
+  return out;
+}
 
 py::int_ FingerprintToInt(const Fingerprint& fp) {
   if (fp.bits == 64) return py::int_(fp.lo);
@@ -175,7 +268,7 @@ Fingerprint FingerprintFromObject(py::handle object, int bits, std::string_view 
   }
   if (py::isinstance<py::array>(object) || py::isinstance<py::tuple>(object) ||
       py::isinstance<py::list>(object)) {
-    auto row = py::cast<std::vector<uint64_t>>(object);
+    std::vector<uint64_t> row = UInt64VectorFromObject(object, std::string(what));
     if (row.size() == 2) return Fingerprint::From128(row[0], row[1]);
     if (row.size() == 1) return Fingerprint::From64(row[0]);
   }
@@ -185,7 +278,31 @@ Fingerprint FingerprintFromObject(py::handle object, int bits, std::string_view 
 
 // A NumPy uint64 array of n fingerprints: shape (n,) for 64 bits, (n, 2) [hi, lo] for 128.
 std::vector<Fingerprint> FingerprintsFromArray(py::handle object, int bits) {
-  auto array = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(object);
+  // Only integers (no floats, strings or negative values wrapped round): a 1-D sequence is
+  // checked element by element, a 2-D array by its dtype and sign.
+  py::array_t<uint64_t, py::array::c_style> array;
+  if (py::isinstance<py::array>(object) && py::reinterpret_borrow<py::array>(object).ndim() == 2) {
+    py::array given = py::reinterpret_borrow<py::array>(object);
+    const char kind = given.dtype().kind();
+    if (kind != 'u' && kind != 'i') {
+      throw py::type_error("fingerprints: expected an array of integers, got dtype " +
+                           std::string(py::str(given.dtype())));
+    }
+    if (kind == 'i') {
+      auto signed_values =
+          py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(given);
+      for (py::ssize_t i = 0; i < signed_values.size(); ++i) {
+        if (signed_values.data()[i] < 0) throw py::value_error("fingerprints: negative value");
+      }
+    }
+    array = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(given);
+  } else {
+    std::vector<uint64_t> values = UInt64VectorFromObject(object, "fingerprints");
+    array = py::array_t<uint64_t, py::array::c_style>(static_cast<py::ssize_t>(values.size()));
+    if (!values.empty()) {
+      std::memcpy(array.mutable_data(), values.data(), values.size() * sizeof(uint64_t));
+    }
+  }
   if (!array) throw py::type_error("fingerprints: expected an array of uint64");
   std::vector<Fingerprint> out;
   if (array.ndim() == 1) {
@@ -232,8 +349,7 @@ std::vector<uint64_t> IdsFromObject(py::handle object, size_t n) {
     for (size_t i = 0; i < n; ++i) ids[i] = i;
     return ids;
   }
-  auto ids = py::cast<std::vector<uint64_t>>(
-      py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(object));
+  std::vector<uint64_t> ids = UInt64VectorFromObject(object, "ids");
   if (ids.size() != n) {
     throw py::value_error("ids: " + std::to_string(ids.size()) + " ids for " + std::to_string(n) +
                           " fingerprints");
@@ -247,6 +363,19 @@ py::array_t<T> ToArray(const std::vector<T>& values) {
   if (!values.empty()) std::memcpy(out.mutable_data(), values.data(), values.size() * sizeof(T));
   return out;
 }
+
+// A thread count: 0 (all cores) or more. TypeError for a non-integer, ValueError below 0.
+int Threads(py::handle value) {
+  if (PyBool_Check(value.ptr()) || !PyIndex_Check(value.ptr())) {
+    throw py::type_error("threads: expected an int, got " + TypeName(value));
+  }
+  const long long threads = py::cast<long long>(value);
+  if (threads < 0 || threads > 1 << 16) {
+    throw py::value_error("threads: must be 0 (all cores) or more, got " + std::to_string(threads));
+  }
+  return static_cast<int>(threads);
+}
+int Threads(int threads) { return Threads(py::int_(threads)); }
 
 // ---- options (the CLI flags, '-' -> '_') -------------------------------------------------------
 
@@ -326,7 +455,7 @@ ParsedFingerprintOptions ParseFingerprintOptions(const py::dict& kwargs) {
   for (auto [key, value] : kwargs) {
     std::string name = py::cast<std::string>(key);
     if (name == "threads") {
-      parsed.threads = value.is_none() ? 0 : py::cast<int>(value);
+      parsed.threads = value.is_none() ? 0 : Threads(value);
     } else if (!ApplyFingerprintOption(name, value, &parsed.flags)) {
       UnknownOption(name);
     }
@@ -362,7 +491,7 @@ DedupOptions ParseDedupOptions(const py::dict& kwargs) {
     } else if (name == "verify") {
       flags.verify = value.is_none() ? -1 : py::cast<double>(value);
     } else if (name == "threads") {
-      flags.input.threads = value.is_none() ? 0 : py::cast<int>(value);
+      flags.input.threads = value.is_none() ? 0 : Threads(value);
     } else if (name == "strict") {
       flags.input.strict = TakeBool(value);
     } else if (name == "id_field") {
@@ -429,6 +558,10 @@ class PyFingerprinter {
         batch.size(), threads_,
         [&](size_t begin, size_t end) {
           for (size_t i = begin; i < end; ++i) {
+            if (batch.is_invalid(i)) {
+              (*errors)[i] = Status::InvalidArgument("not a str or bytes");
+              continue;
+            }
             auto fp = engine_->Compute(batch.views[i]);
             if (fp.ok()) {
               (*fps)[i] = *fp;
@@ -444,7 +577,7 @@ class PyFingerprinter {
     if (errors_mode != "raise" && errors_mode != "mask") {
       throw py::value_error("errors: expected \"raise\" or \"mask\"");
     }
-    TextBatch batch(texts);
+    TextBatch batch(texts, /*mask=*/errors_mode == "mask");
     std::vector<Fingerprint> fps;
     std::vector<Status> errors;
     ComputeBatch(batch, &fps, &errors);
@@ -630,6 +763,7 @@ class PyShingler {
 
   // The sorted distinct 32-bit shingle hashes dedup verifies with, one uint32 array per text.
   py::list Batch(py::handle texts, int threads) const {
+    threads = Threads(threads);
     TextBatch batch(texts);
     std::vector<std::vector<uint32_t>> sets(batch.size());
     {
@@ -677,6 +811,7 @@ double Jaccard(py::handle a, py::handle b) { return ShingleSimilarity::Jaccard32
 // Jaccard of pairs of shingle sets given as two lists of uint32 arrays (or their bytes), on all
 // cores.
 py::array_t<double> JaccardPairs(const py::list& left, const py::list& right, int threads) {
+  threads = Threads(threads);
   if (left.size() != right.size()) throw py::value_error("left and right differ in length");
   const size_t n = left.size();
   std::vector<std::vector<uint32_t>> a(n), b(n);
@@ -933,8 +1068,38 @@ py::dict ReportToDict(const DedupReport& report, const DedupOptions& options) {
 // `memory`: inputs held in memory, name -> bytes (DocumentReaderOptions::memory_inputs); an input
 // naming one of them is read from its bytes, with the rules of a file of that name.
 py::dict DedupFiles(const std::vector<std::string>& inputs, const std::string& output_dir,
-                    const py::dict& kwargs, const py::dict& memory) {
+                    const py::dict& kwargs, const py::dict& memory, bool force,
+                    const std::string& write_kept) {
+  // The files this call reads are never written over (neardup/output_file.h), as in the CLI.
+  InputScope input_scope;
   DedupOptions options = ParseDedupOptions(kwargs);
+  if (!write_kept.empty()) {
+    for (const std::string& input : inputs) {
+      if (IsStreamInput(input) || memory.contains(input)) {
+        throw py::value_error("write_kept: cannot re-read " + input +
+                              " (standard input, a pipe or documents in memory)");
+      }
+    }
+  }
+  if (!output_dir.empty() || !write_kept.empty()) {
+    // Refuse unwritable outputs before the run, not after it.
+    OutputFileOptions check;
+    check.force = force;
+    std::vector<std::string> paths;
+    if (!output_dir.empty()) {
+      for (const char* name : {"clusters.jsonl", "keep.txt", "remove.txt", "summary.json"}) {
+        paths.push_back(output_dir + "/" + name);
+      }
+    }
+    if (!write_kept.empty()) paths.push_back(write_kept);
+    Result<std::unique_ptr<DocumentReader>> expanded = Status::Internal("unset");
+    if (memory.empty()) {
+      expanded = DocumentReader::Open(inputs, DocumentReaderOptions{});
+      if (!expanded.ok()) Throw(expanded.status());
+      check.inputs = (*expanded)->files();
+    }
+    Check(CheckOutputPaths(paths, check));
+  }
   for (auto item : memory) {
     char* data = nullptr;
     Py_ssize_t size = 0;
@@ -952,9 +1117,12 @@ py::dict DedupFiles(const std::vector<std::string>& inputs, const std::string& o
   {
     py::gil_scoped_release release;
     report = RunDedup(inputs, options);
-    if (report.ok() && !output_dir.empty()) {
+    if (report.ok() && (!output_dir.empty() || !write_kept.empty())) {
       DedupOutputOptions output;
       output.directory = output_dir;
+      output.write_kept_path = write_kept;
+      output.clusters_to_stdout = false;
+      output.force = force;
       output.options = &options;
       output.inputs = &inputs;
       written = WriteDedupOutputs(*report, output);
@@ -1016,6 +1184,7 @@ class PyMinHashLsh {
   // Band keys of each text, shape (n, bands) uint32, and whether the text has any (a text without
   // shingles has none and is in no bucket), on all cores.
   py::tuple BandKeys(py::handle texts, int threads) const {
+    threads = Threads(threads);
     TextBatch batch(texts);
     const size_t n = batch.size();
     const size_t b = static_cast<size_t>(bands());
@@ -1053,6 +1222,7 @@ class PyMinHashLsh {
   py::tuple CandidatePairs(py::array_t<uint32_t, py::array::c_style | py::array::forcecast> keys,
                            py::array_t<bool, py::array::c_style | py::array::forcecast> has,
                            int threads) const {
+    threads = Threads(threads);
     if (keys.ndim() != 2 || keys.shape(1) != bands() || has.ndim() != 1 ||
         has.shape(0) != keys.shape(0)) {
       throw py::value_error("keys: expected shape (n, bands) and has: shape (n,)");
@@ -1127,6 +1297,7 @@ py::tuple LshBucketPairs(py::array_t<uint64_t> bucket_array, py::array_t<uint64_
 class PyIndex {
  public:
   PyIndex(int bits, int max_k, double expected_size, int threads) {
+    threads = Threads(threads);
     PermutedIndexOptions options;
     options.bits = bits;
     options.indexed_k = max_k;
@@ -1141,7 +1312,7 @@ class PyIndex {
                         !py::isinstance<py::tuple>(fps_object);
     if (scalar) {
       Fingerprint fp = FingerprintFromObject(fps_object, index_->bits(), "fingerprint");
-      uint64_t id = py::cast<uint64_t>(ids_object);
+      uint64_t id = UInt64FromObject(ids_object, "ids");
       Check(index_->Add(id, fp));
       return;
     }
@@ -1249,7 +1420,15 @@ py::dict StoredToDict(const StoredDocument& doc, bool with_distance) {
   py::dict out;
   out["id"] = doc.id;
   out["fingerprint"] = FingerprintToInt(doc.fingerprint);
-  out["metadata"] = py::bytes(doc.metadata);
+  // Metadata is JSON text (as `neardup index add` stores it) or what the caller gave: str when it
+  // is UTF-8, bytes otherwise, None when there is none.
+  if (doc.metadata.empty()) {
+    out["metadata"] = py::none();
+  } else if (utf8::FindInvalid(doc.metadata) == std::string_view::npos) {
+    out["metadata"] = py::str(doc.metadata);
+  } else {
+    out["metadata"] = py::bytes(doc.metadata);
+  }
   if (with_distance) out["distance"] = doc.distance;
   return out;
 }
@@ -1467,6 +1646,126 @@ class PyStore {
   FingerprintOptions fingerprint_options_;  // the store's, as OpenStoreWithFingerprintOptions chose
 };
 
+// ---- docstrings (what help() shows; the .pyi stubs carry the types)
+// ------------------------------
+
+namespace doc {
+
+constexpr const char* kFingerprinter = R"(Text in, SimHash fingerprint out.
+
+Fingerprinter(**options): the options are the flags of `neardup fingerprint` with '-' turned
+into '_' and the same defaults: profile ("neardup" | "yanyiwu"), tokenizer ("auto" | "jieba" |
+"icu" | "char"), shingle (2), ngram (4), weighting ("tf" | "tfidf" | "uniform"), top_k (0 = all),
+bits (64 | 128), hash ("xxh3" | "jenkins"), no_nfkc, no_casefold, no_t2s, no_whitespace_folding,
+keep_markup (= no_strip_markup), replace_invalid_utf8, idf, jieba_dir; threads (0 = all cores)
+for the batch form. A wrong type is a TypeError, a bad value a ValueError, naming the keyword.
+
+Immutable and safe to share between threads; picklable (rebuilt from its options).
+
+    >>> fp = neardup.Fingerprinter(bits=64)
+    >>> fp.distance("the quick brown fox", "the quick brown fox!")
+    0)";
+constexpr const char* kFingerprint =
+    "fingerprint(text) -> int\n\nThe fingerprint of one text (str or UTF-8 bytes) as an int of 64 "
+    "or 128 bits. ValueError for invalid UTF-8 bytes or a text with nothing to fingerprint.";
+constexpr const char* kFingerprintBatch = R"(fingerprint_batch(texts, errors="raise")
+
+Fingerprints of many texts on all cores with the GIL released: a uint64 array of shape (n,) for
+64 bits, (n, 2) [hi, lo] for 128.
+errors="raise": ValueError / TypeError naming the first text that cannot be fingerprinted.
+errors="mask": returns (fingerprints, ok), ok a bool array; an item that cannot be fingerprinted
+(None, NaN, a number, an empty text) gets ok False and fingerprint 0.)";
+constexpr const char* kFeatures =
+    "features(text) -> list[(str, float)]\n\nThe weighted features the fingerprint is made of, "
+    "heaviest first.";
+constexpr const char* kKeywords =
+    "keywords(text, top_k=20) -> list[(str, float)]\n\nThe top_k heaviest features (what "
+    "`neardup keywords` prints).";
+constexpr const char* kTextDistance =
+    "distance(a, b) -> int\n\nHamming distance of the fingerprints of two texts.";
+constexpr const char* kExtractTags =
+    "extract_tags(text, top_k=20, idf='', jieba_dir='') -> list[(str, float)]\n\n"
+    "jieba.analyse.extract_tags(text, topK=top_k, withWeight=True), exactly.";
+constexpr const char* kCut =
+    "cut(text, hmm=True) -> list[str]\n\njieba.lcut(text, HMM=hmm), exactly.";
+constexpr const char* kDistance =
+    "distance(a, b) -> int\n\nHamming distance of two fingerprints (ints, or hex / binary / "
+    "\"d:decimal\" strings).";
+constexpr const char* kToHex =
+    "to_hex(fingerprint, bits=64) -> str\n\n16 or 32 lowercase hex digits, as the CLI prints "
+    "fingerprints.";
+constexpr const char* kParseFingerprint =
+    "parse_fingerprint(text) -> int\n\nParses any form the CLI prints (hex, binary, "
+    "\"d:decimal\").";
+constexpr const char* kJaccard =
+    "jaccard(a, b) -> float\n\nJaccard similarity of two sorted distinct uint32 shingle sets (see "
+    "neardup.shingles).";
+constexpr const char* kLshProbability =
+    "lsh_probability(jaccard, bands, rows) -> float\n\nProbability that a pair of Jaccard "
+    "similarity `jaccard` becomes a candidate: 1 - (1 - J^rows)^bands.";
+constexpr const char* kChooseLsh =
+    "choose_lsh_parameters(threshold, recall_at_threshold=..., max_signature=...) -> (bands, "
+    "rows)\n\nThe (bands, rows) `neardup dedup --threshold` uses.";
+constexpr const char* kMinHashLsh = R"(The MinHash LSH candidate stage of `neardup dedup`.
+
+MinHashLsh(threshold=0.5, bands=0, rows=0, bucket_window=64, seed=..., t2s=True): bands and rows
+0 are chosen from the threshold (see choose_lsh_parameters). Picklable.)";
+constexpr const char* kBandKeys =
+    "band_keys(texts, threads=0) -> (keys, has_keys)\n\nBand keys of shape (n, bands) and a bool "
+    "array of which texts have any, on all cores.";
+constexpr const char* kCandidatePairs =
+    "candidate_pairs(keys, has, threads=0) -> (a, b)\n\nCandidate pairs (a < b) of documents "
+    "0..n-1, as `neardup dedup` forms them.";
+constexpr const char* kHammingIndex =
+    R"(Exact in-memory search of fingerprints within a Hamming distance.
+
+HammingIndex(bits=64, max_k=3, expected_size=1e6, threads=0): permuted sorted tables answer
+every query with k <= max_k exactly; threads (0 = all cores) for the batch calls.
+Ids are non-negative integers below 2**64; fingerprints ints, hex strings or uint64 arrays.)";
+constexpr const char* kIndexAdd = R"(add(ids, fingerprints)
+
+Adds fingerprints: either one id (int) and one fingerprint, or a sequence / array of ids (None =
+0..n-1) and a uint64 array (or sequence of ints) of fingerprints, shape (n,) for 64 bits and
+(n, 2) [hi, lo] for 128. TypeError for ids or fingerprints that are not integers (str, float,
+bool), ValueError for negative values or values wider than 64 bits.)";
+constexpr const char* kIndexRemove =
+    "remove(id, fingerprint) -> int\n\nRemoves the entry (id, fingerprint); returns how many were "
+    "removed.";
+constexpr const char* kIndexSearch =
+    "search(fingerprint, k) -> (ids, distances)\n\nEvery stored fingerprint within k, sorted by "
+    "(distance, id).";
+constexpr const char* kIndexSearchBatch =
+    "search_batch(fingerprints, k) -> (query, ids, distances)\n\nEvery hit of every query row, on "
+    "all cores.";
+constexpr const char* kIndexSelfJoin =
+    "self_join(k) -> (a, b, distances)\n\nEvery stored pair within k, a < b.";
+constexpr const char* kStore =
+    R"(A persistent, crash-safe store of documents (id, fingerprint, metadata).
+
+Store(path, create_if_missing=True, error_if_exists=False, bits=None, max_k=3, sync="every",
+memtable_limit=65536, verify_checksums=True, **fingerprint_options): opens or creates the store
+directory `path` (the one `neardup serve` and `neardup index` use). Documents come back as dicts
+{"id": str, "fingerprint": int, "metadata": str | None (+ "distance")}; metadata is the JSON
+text `neardup index add` stored (bytes only if it was given as non-UTF-8 bytes).)";
+constexpr const char* kStoreAdd =
+    "add(id, fingerprint, metadata=None) -> bool\n\nAdds or replaces one document; True if it "
+    "replaced one with the same id.";
+constexpr const char* kStoreAddBatch =
+    "add_batch(ids, fingerprints, metadata=None)\n\nAdds many documents as one atomic write.";
+constexpr const char* kStoreSearch =
+    "search(fingerprint, k, limit=0) -> list[dict]\n\nStored documents within k, by (distance, "
+    "id); at most `limit` (0 = all).";
+constexpr const char* kStoreCheckAndAdd =
+    "check_and_add(id, fingerprint, k, always_add=False, metadata=None) -> dict\n\nAtomically: "
+    "the stored near-duplicates within k, then the add (always, or only when there is none): "
+    "{\"duplicates\": [...], \"added\": bool, \"replaced\": bool}.";
+constexpr const char* kStoreGet =
+    "get(id) -> dict\n\nThe stored document with this id; KeyError if there is none.";
+constexpr const char* kStoreRemove =
+    "remove(id)\n\nRemoves the document; KeyError if there is none.";
+
+}  // namespace doc
+
 }  // namespace
 
 DedupOptions DedupOptionsFromKeywords(const py::dict& kwargs) { return ParseDedupOptions(kwargs); }
@@ -1480,22 +1779,23 @@ PYBIND11_MODULE(_neardup, m) {
   m.doc() = "The compiled core of neardup (use the neardup package, not this module).";
   RegisterDaskBindings(m);
 
-  py::class_<PyFingerprinter>(m, "Fingerprinter")
+  py::class_<PyFingerprinter>(m, "Fingerprinter", doc::kFingerprinter)
       .def(py::init([](py::kwargs kwargs) { return new PyFingerprinter(kwargs); }))
-      .def("fingerprint", &PyFingerprinter::Compute, py::arg("text"))
+      .def("fingerprint", &PyFingerprinter::Compute, py::arg("text"), doc::kFingerprint)
       .def("fingerprint_batch", &PyFingerprinter::ComputeBatchPy, py::arg("texts"),
-           py::arg("errors") = "raise")
+           py::arg("errors") = "raise", doc::kFingerprintBatch)
       .def(
           "features",
           [](const PyFingerprinter& self, py::handle text) { return self.Features(text, 0); },
-          py::arg("text"))
+          py::arg("text"), doc::kFeatures)
       .def(
           "keywords",
           [](const PyFingerprinter& self, py::handle text, size_t top_k) {
             return self.Features(text, top_k);
           },
-          py::arg("text"), py::arg("top_k") = 20)
-      .def("distance", &PyFingerprinter::TextDistance, py::arg("a"), py::arg("b"))
+          py::arg("text"), py::arg("top_k") = 20, doc::kKeywords)
+      .def("distance", &PyFingerprinter::TextDistance, py::arg("a"), py::arg("b"),
+           doc::kTextDistance)
       .def("_records", &PyFingerprinter::Records, py::arg("texts"), py::arg("normalized") = false)
       .def_property_readonly("bits", &PyFingerprinter::bits)
       .def_property_readonly("threads", &PyFingerprinter::threads)
@@ -1505,9 +1805,9 @@ PYBIND11_MODULE(_neardup, m) {
                       [](py::dict state) { return new PyFingerprinter(state); }));
 
   m.def("extract_tags", &ExtractTags, py::arg("text"), py::arg("top_k") = 20, py::arg("idf") = "",
-        py::arg("jieba_dir") = "");
-  m.def("cut", &Cut, py::arg("text"), py::arg("hmm") = true);
-  m.def("distance", &Distance, py::arg("a"), py::arg("b"));
+        py::arg("jieba_dir") = "", doc::kExtractTags);
+  m.def("cut", &Cut, py::arg("text"), py::arg("hmm") = true, doc::kCut);
+  m.def("distance", &Distance, py::arg("a"), py::arg("b"), doc::kDistance);
   m.def(
       "to_hex",
       [](py::handle value, int bits) {
@@ -1515,25 +1815,25 @@ PYBIND11_MODULE(_neardup, m) {
         if (bits == 128 && fp.bits == 64) fp = Fingerprint::From128(0, fp.lo);
         return ToHex(fp);
       },
-      py::arg("fingerprint"), py::arg("bits") = 64);
+      py::arg("fingerprint"), py::arg("bits") = 64, doc::kToHex);
   m.def(
       "parse_fingerprint",
       [](const std::string& text) {
         return FingerprintToInt(Unwrap(ParseFingerprint(text), "fingerprint"));
       },
-      py::arg("text"));
+      py::arg("text"), doc::kParseFingerprint);
   m.def("default_thread_count", &DefaultThreadCount);
 
   py::class_<PyShingler>(m, "_Shingler")
       .def(py::init<bool>(), py::arg("traditional_to_simplified") = true)
       .def("batch", &PyShingler::Batch, py::arg("texts"), py::arg("threads") = 0);
-  m.def("jaccard", &Jaccard, py::arg("a"), py::arg("b"));
+  m.def("jaccard", &Jaccard, py::arg("a"), py::arg("b"), doc::kJaccard);
   m.def("_jaccard_pairs", &JaccardPairs, py::arg("left"), py::arg("right"), py::arg("threads") = 0);
   m.def("_hamming_keys", &HammingKeys);
   m.def("_hamming_bucket_pairs", &HammingBucketPairs);
   m.def("_clusters", &Clusters);
   m.def("_dedup_files", &DedupFiles, py::arg("inputs"), py::arg("output_dir"), py::arg("options"),
-        py::arg("memory") = py::dict());
+        py::arg("memory") = py::dict(), py::arg("force") = false, py::arg("write_kept") = "");
   m.def("_resolve_dedup_options", &ResolveDedupOptions, py::arg("options"));
   m.def("_lsh_bucket_pairs", &LshBucketPairs);
   m.def(
@@ -1541,7 +1841,7 @@ PYBIND11_MODULE(_neardup, m) {
       [](double jaccard, int bands, int rows) {
         return LshCandidateProbability(jaccard, LshParameters{bands, rows});
       },
-      py::arg("jaccard"), py::arg("bands"), py::arg("rows"));
+      py::arg("jaccard"), py::arg("bands"), py::arg("rows"), doc::kLshProbability);
   m.def(
       "choose_lsh_parameters",
       [](double threshold, double recall_at_threshold, int max_signature) {
@@ -1552,17 +1852,18 @@ PYBIND11_MODULE(_neardup, m) {
         return py::make_tuple(p.bands, p.rows);
       },
       py::arg("threshold"), py::arg("recall_at_threshold") = LshPlanOptions().recall_at_threshold,
-      py::arg("max_signature") = LshPlanOptions().max_signature);
+      py::arg("max_signature") = LshPlanOptions().max_signature, doc::kChooseLsh);
 
-  py::class_<PyMinHashLsh>(m, "MinHashLsh")
+  py::class_<PyMinHashLsh>(m, "MinHashLsh", doc::kMinHashLsh)
       .def(py::init<double, int, int, uint32_t, uint64_t, bool>(),
            py::arg("threshold") = MinHashLshOptions().threshold, py::arg("bands") = 0,
            py::arg("rows") = 0, py::arg("bucket_window") = MinHashLshOptions().bucket_window,
            py::arg("seed") = MinHashLshOptions().seed, py::arg("t2s") = true)
-      .def("band_keys", &PyMinHashLsh::BandKeys, py::arg("texts"), py::arg("threads") = 0)
+      .def("band_keys", &PyMinHashLsh::BandKeys, py::arg("texts"), py::arg("threads") = 0,
+           doc::kBandKeys)
       .def("signature", &PyMinHashLsh::Signature, py::arg("text"))
       .def("candidate_pairs", &PyMinHashLsh::CandidatePairs, py::arg("keys"), py::arg("has"),
-           py::arg("threads") = 0)
+           py::arg("threads") = 0, doc::kCandidatePairs)
       .def_property_readonly("bands", &PyMinHashLsh::bands)
       .def_property_readonly("rows", &PyMinHashLsh::rows)
       .def_property_readonly("threshold",
@@ -1581,14 +1882,15 @@ PYBIND11_MODULE(_neardup, m) {
                                     t[5].cast<bool>());
           }));
 
-  py::class_<PyIndex>(m, "HammingIndex")
+  py::class_<PyIndex>(m, "HammingIndex", doc::kHammingIndex)
       .def(py::init<int, int, double, int>(), py::arg("bits") = 64, py::arg("max_k") = 3,
            py::arg("expected_size") = 1e6, py::arg("threads") = 0)
-      .def("add", &PyIndex::Add, py::arg("ids"), py::arg("fingerprints"))
-      .def("remove", &PyIndex::Remove, py::arg("id"), py::arg("fingerprint"))
-      .def("search", &PyIndex::Search, py::arg("fingerprint"), py::arg("k"))
-      .def("search_batch", &PyIndex::SearchBatch, py::arg("fingerprints"), py::arg("k"))
-      .def("self_join", &PyIndex::SelfJoin, py::arg("k"))
+      .def("add", &PyIndex::Add, py::arg("ids"), py::arg("fingerprints"), doc::kIndexAdd)
+      .def("remove", &PyIndex::Remove, py::arg("id"), py::arg("fingerprint"), doc::kIndexRemove)
+      .def("search", &PyIndex::Search, py::arg("fingerprint"), py::arg("k"), doc::kIndexSearch)
+      .def("search_batch", &PyIndex::SearchBatch, py::arg("fingerprints"), py::arg("k"),
+           doc::kIndexSearchBatch)
+      .def("self_join", &PyIndex::SelfJoin, py::arg("k"), doc::kIndexSelfJoin)
       .def("compact", &PyIndex::Compact)
       .def("stats", &PyIndex::Stats)
       .def("__len__", [](const PyIndex& self) { return self.index().size(); })
@@ -1596,7 +1898,7 @@ PYBIND11_MODULE(_neardup, m) {
       .def_property_readonly("max_k",
                              [](const PyIndex& self) { return self.index().max_search_k(); });
 
-  py::class_<PyStore>(m, "Store")
+  py::class_<PyStore>(m, "Store", doc::kStore)
       .def(py::init<const std::string&, bool, bool, py::object, int, const std::string&, size_t,
                     bool, const py::kwargs&>(),
            py::arg("path"), py::arg("create_if_missing") = true, py::arg("error_if_exists") = false,
@@ -1604,14 +1906,16 @@ PYBIND11_MODULE(_neardup, m) {
            py::arg("memtable_limit") = StoreOptions().memtable_limit,
            py::arg("verify_checksums") = true)
       .def("add", &PyStore::Add, py::arg("id"), py::arg("fingerprint"),
-           py::arg("metadata") = py::none())
+           py::arg("metadata") = py::none(), doc::kStoreAdd)
       .def("add_batch", &PyStore::AddBatch, py::arg("ids"), py::arg("fingerprints"),
-           py::arg("metadata") = py::none())
-      .def("search", &PyStore::Search, py::arg("fingerprint"), py::arg("k"), py::arg("limit") = 0)
+           py::arg("metadata") = py::none(), doc::kStoreAddBatch)
+      .def("search", &PyStore::Search, py::arg("fingerprint"), py::arg("k"), py::arg("limit") = 0,
+           doc::kStoreSearch)
       .def("check_and_add", &PyStore::CheckAndAdd, py::arg("id"), py::arg("fingerprint"),
-           py::arg("k"), py::arg("always_add") = false, py::arg("metadata") = py::none())
-      .def("get", &PyStore::Get, py::arg("id"))
-      .def("remove", &PyStore::Remove, py::arg("id"))
+           py::arg("k"), py::arg("always_add") = false, py::arg("metadata") = py::none(),
+           doc::kStoreCheckAndAdd)
+      .def("get", &PyStore::Get, py::arg("id"), doc::kStoreGet)
+      .def("remove", &PyStore::Remove, py::arg("id"), doc::kStoreRemove)
       .def("stats", &PyStore::Stats)
       .def("flush", &PyStore::Flush)
       .def("compact", &PyStore::Compact)

@@ -194,3 +194,19 @@ def test_max_distance_is_a_deprecated_alias_of_k():
     with pytest.warns(DeprecationWarning, match="use k"):
         old = neardup.dedup(docs, max_distance=2, candidates="simhash")
     assert old.k == neardup.dedup(docs, k=2, candidates="simhash").k == 2 and old.remove == ["b"]
+
+
+def test_texts_without_features_are_counted_the_same_by_cli_and_python(binary, tmp_path):
+    # Markup or whitespace only: nothing to fingerprint. Not duplicates of each other (they used to
+    # share the all-zero fingerprint), but counted as "no_features" by the CLI and Python alike.
+    docs = [("a", "some real words in here"), ("b", "<b></b>"), ("c", "<script>x</script>"),
+            ("d", "some real words in here"), ("e", "<i> </i>")]
+    result = neardup.dedup(docs)
+    assert result.summary["fingerprint_failures_by_code"] == {"no_features": 3}
+    assert result.remove == ["d"] and result.keep == ["a"]
+    path = tmp_path / "docs.jsonl"
+    write_jsonl(path, [{"id": i, "text": t} for i, t in docs])
+    _, remove, keep = cli_dedup(binary, path, tmp_path / "cli")
+    assert (remove, keep) == (result.remove, result.keep)
+    with open(tmp_path / "cli" / "summary.json", encoding="utf-8") as f:
+        assert json.load(f)["fingerprint_failures_by_code"] == {"no_features": 3}

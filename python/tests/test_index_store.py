@@ -88,7 +88,8 @@ def test_store_roundtrip_and_errors(tmp_path):
         with pytest.raises(ValueError):
             store.add("", a)
     with neardup.Store(path) as store:  # reopened: everything is still there
-        assert store.get("doc-a")["metadata"] == b'{"n":1}'
+        assert store.get("doc-a")["metadata"] == '{"n":1}'  # str (JSON text), issue 22
+        assert store.get("doc-b")["metadata"] is None
         assert store.get("doc-b")["fingerprint"] == b
         store.remove("x")
         assert store.stats()["documents"] == 3

@@ -213,7 +213,13 @@ std::string Man(const CLI::App* root) {
       ".SH EXIT STATUS\n0 success, 1 failure (bad data, I/O error, nothing read), 2 bad command "
       "line.\n"
       ".SH ENVIRONMENT\n.TP\n.B NEARDUP_SHARED\nthe shared data folder read by "
-      "\\fBneardup eval\\fR.\n";
+      "\\fBneardup eval\\fR (its corpus/ and devpairs/).\n"
+      ".TP\n.B NEARDUP_TOKEN\nthe bearer token \\fBneardup serve\\fR requires for writes when "
+      "neither \\fB--token-file\\fR nor \\fB--token\\fR is given (without any, writes are "
+      "unauthenticated, with a warning on a non-loopback address).\n"
+      ".TP\n.B TMPDIR\nwhere \\fBneardup dedup\\fR, \\fBexplain\\fR and \\fBeval\\fR put their "
+      "unlinked temporary files (band keys, candidate pairs, shingles) unless \\fB--temp-dir\\fR "
+      "is given; /tmp when unset.\n";
   return out;
 }
 

@@ -73,10 +73,13 @@ int RunDedupCommand(const DedupCommandArgs& args) {
     PrintError(status);
     return kExitUsage;
   }
-  if (!args.write_kept.empty() &&
-      std::find(args.inputs.begin(), args.inputs.end(), "-") != args.inputs.end()) {
-    PrintError("--write-kept cannot re-read standard input");
-    return kExitUsage;
+  for (const std::string& input : args.inputs) {
+    if (!args.write_kept.empty() && IsStreamInput(input)) {
+      PrintError("--write-kept cannot re-read " +
+                 (input == "-" ? std::string("standard input") : input + " (a pipe or stream)") +
+                 ": give the input as a file");
+      return kExitUsage;
+    }
   }
   if (args.write_kept == "-" && args.output_dir.empty()) {
     PrintError("--write-kept - needs -o DIR: without it standard output holds the clusters");
@@ -99,12 +102,10 @@ int RunDedupCommand(const DedupCommandArgs& args) {
       }
     }
     if (!args.write_kept.empty()) paths.push_back(args.write_kept);
-    for (const std::string& path : paths) {
-      status = CheckOutputPath(path, check);
-      if (!status.ok()) {
-        PrintError(status);
-        return kExitFailure;
-      }
+    status = CheckOutputPaths(paths, check);
+    if (!status.ok()) {
+      PrintError(status);
+      return kExitFailure;
     }
   }
   options.measure_stage_memory = true;  // a process of its own: per-stage peak memory

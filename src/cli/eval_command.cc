@@ -1,18 +1,22 @@
-// `neardup eval`: runs the real dedup over the dev corpus plus the devpairs documents and scores
-// every labelled pair, side by side with two classic baselines (longest-sentences signature and
-// exact shingle Jaccard at a threshold). Prints a Markdown report (docs/quality.md is one).
+// `neardup eval`: runs the real dedup over labelled pairs' documents (and, optionally, a corpus
+// mixed in) and scores every labelled pair, side by side with two classic baselines
+// (longest-sentences signature and exact shingle Jaccard at a threshold). Prints a Markdown report
+// (docs/quality.md is one) or, with --json, the same figures as one JSON object.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
 #include "cli/command.h"
 #include "cli/dedup_flags.h"
 #include "cli/report.h"
+#include "common/json_writer.h"
 #include "common/parallel.h"
 #include "eval/eval.h"
 #include "neardup/dedup.h"
@@ -31,14 +35,25 @@ std::string DefaultSharedDir() {
 }
 
 struct EvalArgs {
-  std::string corpus_dir = DefaultSharedDir() + "/corpus";
-  std::string devpairs_dir = DefaultSharedDir() + "/devpairs";
+  // Unset options mean: the shared devpairs (and, when neither --pairs nor --devpairs is given,
+  // the shared corpus mixed in).
+  std::optional<std::string> corpus_dir;
+  std::optional<std::string> devpairs_dir;
+  std::string pairs_path;         // --pairs: a labelled pairs file
+  std::vector<std::string> docs;  // --docs: the documents the pairs name
   std::string markdown_path;
   std::vector<std::string> extra_inputs;
   double jaccard_threshold = 0.5;
   bool force = false;
+  bool json = false;
   bool per_set = true;
   DedupFlags flags;
+};
+
+// What an eval run reads, resolved from the options.
+struct EvalSources {
+  std::string pairs;                // the labelled pairs file
+  std::vector<std::string> inputs;  // dedup's inputs: corpus files, documents, --add
 };
 
 std::string Percent(double value) {
@@ -59,24 +74,54 @@ struct Method {
   EvalScores scores;
 };
 
-// The dedup inputs: the corpus folder's .jsonl files (sorted), the devpairs documents and any
-// extra inputs.
-Result<std::vector<std::string>> EvalInputs(const EvalArgs& args) {
+// The pairs file and the dedup inputs: the corpus folder's .jsonl files (sorted), the labelled
+// documents and any extra inputs.
+Result<EvalSources> ResolveSources(const EvalArgs& args) {
   namespace fs = std::filesystem;
-  std::vector<std::string> inputs;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator(args.corpus_dir, error)) {
-    if (entry.path().extension() == ".jsonl") inputs.push_back(entry.path().string());
+  EvalSources sources;
+  const bool explicit_pairs = !args.pairs_path.empty() || args.devpairs_dir.has_value();
+  if (!args.pairs_path.empty() && args.docs.empty() && !args.devpairs_dir) {
+    return Status::InvalidArgument(
+        "--pairs needs the documents the pairs name: give them with --docs (files, "
+        "directories or -)");
   }
-  if (error) {
-    return Status::IoError(args.corpus_dir + ": cannot list: " + error.message() +
-                           " (set --corpus, or NEARDUP_SHARED to the shared data folder)");
+  const std::string devpairs = args.devpairs_dir.value_or(DefaultSharedDir() + "/devpairs");
+  sources.pairs =
+      !args.pairs_path.empty() ? args.pairs_path : (fs::path(devpairs) / "pairs.tsv").string();
+  // The corpus is mixed in when asked for, or by default in the default setting only.
+  const std::string corpus =
+      args.corpus_dir ? *args.corpus_dir : (explicit_pairs ? "" : DefaultSharedDir() + "/corpus");
+  if (!corpus.empty()) {
+    std::error_code error;
+    for (const auto& entry : fs::directory_iterator(corpus, error)) {
+      if (entry.path().extension() == ".jsonl") sources.inputs.push_back(entry.path().string());
+    }
+    if (error) {
+      return Status::IoError(corpus + ": cannot list: " + error.message() +
+                             (args.corpus_dir ? std::string(" (--corpus)")
+                                              : " (set --corpus, or NEARDUP_SHARED to the shared "
+                                                "data folder)"));
+    }
+    if (sources.inputs.empty()) {
+      return Status::NotFound(corpus +
+                              ": no .jsonl files in this folder (--corpus \"\" mixes "
+                              "no corpus in)");
+    }
+    std::sort(sources.inputs.begin(), sources.inputs.end());
   }
-  if (inputs.empty()) return Status::NotFound(args.corpus_dir + ": no .jsonl files in this folder");
-  std::sort(inputs.begin(), inputs.end());
-  inputs.push_back((fs::path(args.devpairs_dir) / "docs.jsonl").string());
-  inputs.insert(inputs.end(), args.extra_inputs.begin(), args.extra_inputs.end());
-  return inputs;
+  for (const std::string& input : args.docs) {
+    if (IsStreamInput(input)) {
+      return Status::InvalidArgument("--docs " + input +
+                                     ": eval reads its documents twice; give a file or directory, "
+                                     "not standard input or a pipe");
+    }
+  }
+  if (args.devpairs_dir || args.pairs_path.empty()) {
+    sources.inputs.push_back((fs::path(devpairs) / "docs.jsonl").string());
+  }
+  sources.inputs.insert(sources.inputs.end(), args.docs.begin(), args.docs.end());
+  sources.inputs.insert(sources.inputs.end(), args.extra_inputs.begin(), args.extra_inputs.end());
+  return sources;
 }
 
 // Everything the report is made from.
@@ -195,9 +240,10 @@ void WarnUnknownLabels(const std::vector<LabelledPair>& pairs) {
 
 // Runs dedup over the inputs and scores every labelled pair with dedup and the baselines.
 Result<EvalRun> RunAndScore(const EvalArgs& args, DedupOptions options) {
-  auto inputs = EvalInputs(args);
-  if (!inputs.ok()) return inputs.status();
-  auto pairs = ReadLabelledPairs((std::filesystem::path(args.devpairs_dir) / "pairs.tsv").string());
+  auto sources = ResolveSources(args);
+  if (!sources.ok()) return sources.status();
+  const std::vector<std::string>* inputs = &sources->inputs;
+  auto pairs = ReadLabelledPairs(sources->pairs);
   if (!pairs.ok()) return pairs.status();
   EvalRun run;
   run.pairs = std::move(*pairs);
@@ -284,8 +330,10 @@ class EvalMarkdown {
            (o.positives > 0 ? Fixed(o.recall()) : "n/a") + " | " +
            (any_flagged && o.positives > 0 ? Fixed(o.f1()) : "n/a") + " | " +
            (o.negatives > 0 ? Percent(o.false_positive_rate()) : "n/a") + " | " +
-           Fixed(method.scores.after_normalisation.recall()) + " (" +
-           std::to_string(method.scores.after_normalisation.flagged_positives) + "/" +
+           (method.scores.after_normalisation.positives > 0
+                ? Fixed(method.scores.after_normalisation.recall())
+                : std::string("n/a")) +
+           " (" + std::to_string(method.scores.after_normalisation.flagged_positives) + "/" +
            std::to_string(method.scores.after_normalisation.positives) + ") |");
     }
   }
@@ -376,6 +424,90 @@ class EvalMarkdown {
   std::string md_;
 };
 
+// The report as one JSON object: the same figures as the Markdown, n/a as null.
+std::string EvalJson(const EvalRun& run) {
+  std::string out;
+  JsonWriter json(&out);
+  auto ratio = [&json](bool defined, double value) -> JsonWriter& {
+    return defined ? json.Double(value) : json.Null();
+  };
+  auto counts = [&](const PairCounts& c) {
+    json.BeginObject();
+    json.Key("positives").Uint(c.positives).Key("flagged_positives").Uint(c.flagged_positives);
+    json.Key("negatives").Uint(c.negatives).Key("flagged_negatives").Uint(c.flagged_negatives);
+    json.Key("graded").Uint(c.graded).Key("flagged_graded").Uint(c.flagged_graded);
+    json.Key("missing").Uint(c.missing);
+    const bool any_flagged = c.flagged_positives + c.flagged_negatives > 0;
+    json.Key("precision");
+    ratio(any_flagged, c.precision());
+    json.Key("recall");
+    ratio(c.positives > 0, c.recall());
+    json.Key("f1");
+    ratio(any_flagged && c.positives > 0, c.f1());
+    json.Key("false_positive_rate");
+    ratio(c.negatives > 0, c.false_positive_rate());
+    json.Key("graded_flag_rate");
+    ratio(c.graded > 0, c.graded_flag_rate());
+    json.EndObject();
+  };
+  const DedupOptions& options = run.options;
+  const DedupReport& report = run.report;
+  json.BeginObject();
+  json.Key("settings").BeginObject();
+  json.Key("bits").Int(options.fingerprint.bits).Key("threshold").Double(options.lsh.threshold);
+  json.Key("bands").Int(report.lsh ? report.lsh->bands : 0);
+  json.Key("rows").Int(report.lsh ? report.lsh->rows : 0);
+  json.Key("k");
+  if (report.k) {
+    json.Int(*report.k);
+  } else {
+    json.Null();
+  }
+  json.Key("verify").Double(report.verify_threshold);
+  json.Key("shingle").Int(options.fingerprint.features.shingle_size);
+  json.Key("t2s").Bool(options.fingerprint.normalize.traditional_to_simplified);
+  json.EndObject();
+  json.Key("documents").Uint(report.documents.size());
+  json.Key("text_bytes").Uint(report.text_bytes);
+  json.Key("candidate_pairs").Uint(report.candidate_pairs);
+  json.Key("accepted_pairs").Uint(report.pairs.size());
+  json.Key("clusters").Uint(report.clusters.size());
+  json.Key("removed").Uint(report.removed_count());
+  json.Key("labelled_pairs").Uint(run.pairs.size());
+  json.Key("missing_pairs").Uint(run.methods[0].scores.overall.missing);
+  json.Key("methods").BeginArray();
+  for (const Method& method : run.methods) {
+    json.BeginObject().Key("method").String(method.name);
+    json.Key("overall");
+    counts(method.scores.overall);
+    json.Key("after_normalisation");
+    counts(method.scores.after_normalisation);
+    json.Key("by_label").BeginObject();
+    for (const auto& [label, c] : method.scores.by_label) {
+      json.Key(label);
+      counts(c);
+    }
+    json.EndObject();
+    json.Key("by_set").BeginObject();
+    for (const auto& [set, c] : method.scores.by_set) {
+      json.Key(set);
+      counts(c);
+    }
+    json.EndObject();
+    json.EndObject();
+  }
+  json.EndArray();
+  json.Key("label_classes").BeginObject();
+  for (const auto& [label, c] : run.methods[0].scores.by_label) {
+    json.Key(label).String(LabelClassName(ClassifyLabel(label)));
+  }
+  json.EndObject();
+  json.Key("dedup_seconds").Double(report.total_seconds);
+  json.EndObject();
+  out.push_back('\n');
+  return out;
+}
+
 int RunEval(const EvalArgs& args) {
   DedupOptions options;
   Status status = args.flags.ToOptions(&options);
@@ -383,13 +515,31 @@ int RunEval(const EvalArgs& args) {
     PrintError(status);
     return kExitUsage;
   }
+  if (!args.markdown_path.empty()) {
+    // Refuse an unwritable report file before the run: never one of the files eval reads.
+    auto sources = ResolveSources(args);
+    if (!sources.ok()) {
+      PrintError(sources.status());
+      return kExitUsage;
+    }
+    NoteInput(sources->pairs);
+    auto expanded = DocumentReader::Open(sources->inputs, DocumentReaderOptions{});
+    OutputFileOptions check;
+    check.force = args.force;
+    if (expanded.ok()) check.inputs = (*expanded)->files();
+    status = CheckOutputPath(args.markdown_path, check);
+    if (!status.ok()) {
+      PrintError(status);
+      return kExitFailure;
+    }
+  }
   auto run = RunAndScore(args, std::move(options));
   if (!run.ok()) {
     PrintError(run.status());
     return kExitFailure;
   }
   const std::string md = EvalMarkdown(args, *run).Build();
-  std::fputs(md.c_str(), stdout);
+  std::fputs(args.json ? EvalJson(*run).c_str() : md.c_str(), stdout);
   if (!args.markdown_path.empty()) {
     OutputFileOptions output_options;
     output_options.force = args.force;
@@ -404,14 +554,24 @@ int RunEval(const EvalArgs& args) {
 }
 
 CommandRegistrar registrar(
-    "eval", "score dedup on the labelled devpairs (precision / recall per label and set)",
+    "eval", "score dedup on labelled pairs (precision / recall per label and set)",
     [](CLI::App* app) -> RunFunction {
       auto args = std::make_shared<EvalArgs>();
-      app->add_option("--corpus", args->corpus_dir, "directory of the dev corpus *.jsonl files")
-          ->capture_default_str();
+      app->add_option("--pairs", args->pairs_path,
+                      "labelled pairs file (tab-separated: set, id_a, id_b, label, ...); its "
+                      "documents come from --docs");
+      app->add_option("--docs", args->docs,
+                      "the documents the pairs name: files or directories, read like dedup's "
+                      "inputs (JSONL, CSV/TSV, text; compressed or not)");
       app->add_option("--devpairs", args->devpairs_dir,
-                      "directory holding docs.jsonl and pairs.tsv")
-          ->capture_default_str();
+                      "directory holding pairs.tsv and docs.jsonl (default: $NEARDUP_SHARED/"
+                      "devpairs, else the shared folder beside the source tree)");
+      app->add_option("--corpus", args->corpus_dir,
+                      "directory of *.jsonl files mixed into the dedup run (default: "
+                      "$NEARDUP_SHARED/corpus when neither --pairs nor --devpairs is given, "
+                      "else none; \"\" for none)");
+      app->add_flag("--json", args->json,
+                    "print the report as one JSON object instead of Markdown");
       app->add_option("--markdown", args->markdown_path, "also write the report to this file");
       app->add_flag("-f,--force", args->force,
                     "replace an existing --markdown file (never an input file)");
@@ -423,9 +583,10 @@ CommandRegistrar registrar(
           ->capture_default_str();
       args->flags.Declare(app, /*with_keep=*/false);
       app->footer(
-          "Inputs: every *.jsonl of --corpus plus DEVPAIRS/docs.jsonl, deduplicated with the "
-          "given options; DEVPAIRS/pairs.tsv lists the labelled pairs, one a line, tab-separated "
-          "(a first line starting with \"set\" is a header):\n"
+          "Inputs: the documents of --docs (or DEVPAIRS/docs.jsonl) plus every *.jsonl of "
+          "--corpus, deduplicated with the given options; the pairs file (--pairs, or "
+          "DEVPAIRS/pairs.tsv) lists the labelled pairs, one a line, tab-separated (a first line "
+          "starting with \"set\" is a header):\n"
           "  set  id_a  id_b  label  [reference similarity]  [note]\n"
           "Labels: exact, exact_ws, near_dup_real, near_dup_template, syn_* (positive: must be "
           "flagged); negative_*, paraphrase (must not be flagged); syn_script_*, cross_script, "
@@ -433,7 +594,8 @@ CommandRegistrar registrar(
           "Examples:\n"
           "  neardup eval                                  # ../shared beside the source tree\n"
           "  NEARDUP_SHARED=/data/shared neardup eval --verify 0.6\n"
-          "  neardup eval --corpus my/corpus --devpairs my/pairs --markdown report.md");
+          "  neardup eval --corpus my/corpus --devpairs my/pairs --markdown report.md\n"
+          "  neardup eval --pairs labels.tsv --docs docs.jsonl --json | jq .methods[0].overall");
       return [args] { return RunEval(*args); };
     });
 

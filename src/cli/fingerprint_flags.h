@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -192,6 +193,19 @@ struct FingerprintFlags {
   std::vector<const CLI::App*> declared_;  // the apps (subcommands) Add() declared the flags on
 };
 
+// The check of every thread-count flag: 0 (all cores) up to 65536, a negative count refused.
+inline CLI::Validator ThreadCount() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        char* end = nullptr;
+        const long long n = std::strtoll(value.c_str(), &end, 10);
+        if (end == value.c_str() || *end != '\0') return "";  // the conversion names non-numbers
+        if (n < 0 || n > 65536) return "must be 0 (all cores) to 65536, got " + value;
+        return "";
+      },
+      "");
+}
+
 // Flags that choose the inputs and how they are read, the same in every command that reads
 // documents (dedup, explain, eval, fingerprint, keywords, idf, index add).
 struct InputFlags {
@@ -215,7 +229,8 @@ struct InputFlags {
       if (required) option->required();
     }
     AddReadingFlags(app);
-    app->add_option("-j,--threads", threads, "worker threads (0 = all cores)");
+    app->add_option("-j,--threads", threads, "worker threads (0 = all cores)")
+        ->check(ThreadCount());
   }
   void AddReadingFlags(CLI::App* app) {
     app->add_option("--id-field", id_field,
@@ -350,7 +365,8 @@ class InputBatchReader {
 
   // Reports a record that failed later (e.g. while fingerprinting) the same way.
   void ReportSkipped(const std::string& location, const Status& status) {
-    ++failed_[std::string(StatusCodeName(status.code()))];
+    ++failed_[Fingerprinter::IsNoFeatures(status) ? std::string("no_features")
+                                                  : std::string(StatusCodeName(status.code()))];
     warnings_.Callback()(location + ": " + status.message() + " (skipped)");
   }
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "cli/command.h"
 #include "cli/fingerprint_flags.h"
@@ -31,6 +32,7 @@ struct IndexArgs {
   std::string sync = "every";
   size_t batch = 10000;
   size_t memtable_limit = size_t{1} << 20;
+  uint64_t wal_flush_bytes = StoreOptions().wal_flush_bytes;
   bool compact = true;
   std::string fingerprint;
   std::string text;
@@ -45,12 +47,16 @@ int Fail(const Status& status) {
   return kExitFailure;
 }
 
-Result<std::unique_ptr<DocumentStore>> OpenExisting(const IndexArgs& args, SyncMode sync) {
+Result<std::unique_ptr<DocumentStore>> OpenExisting(const IndexArgs& args, SyncMode sync,
+                                                    bool read_only = false) {
   StoreOptions options;
   options.create_if_missing = false;
+  options.read_only = read_only;
   options.sync_mode = sync;
   options.verify_checksums_on_open = !args.no_verify;
-  return DocumentStore::Open(args.dir, options);
+  auto store = DocumentStore::Open(args.dir, options);
+  if (store.ok()) WarnIfLogTailDropped(**store);
+  return store;
 }
 
 // Opens an existing store for adding or querying text: *fingerprint gets the fingerprint options
@@ -109,6 +115,7 @@ int RunAdd(const IndexArgs& args) {
   options.create_if_missing = false;
   options.sync_mode = args.sync == "none" ? SyncMode::kNone : SyncMode::kEveryWrite;
   options.memtable_limit = args.memtable_limit;
+  options.wal_flush_bytes = args.wal_flush_bytes;
   options.compaction_trigger = 0;
   std::vector<std::string> inputs = args.input.inputs;
   if (inputs.empty()) inputs.push_back("-");
@@ -130,6 +137,7 @@ int RunAdd(const IndexArgs& args) {
   std::vector<Document> batch;
   std::map<std::string, uint64_t> failed;  // records read but not added, by reason
   size_t added = 0;
+  size_t replaced = 0;  // of `added`: documents that replaced a stored one with the same id
   auto skip = [&](const Document& doc, const std::string& reason,
                   const std::string& why) -> Status {
     if (args.input.strict) return Status::InvalidArgument(doc.location + ": " + why);
@@ -171,6 +179,13 @@ int RunAdd(const IndexArgs& args) {
             errors[i].message()));
         continue;
       }
+      if (batch[i].id.size() > options.max_id_bytes) {
+        NEARDUP_RETURN_IF_ERROR(skip(batch[i], "id_too_large",
+                                     "id of " + std::to_string(batch[i].id.size()) +
+                                         " bytes, more than " +
+                                         std::to_string(options.max_id_bytes)));
+        continue;
+      }
       if (batch[i].metadata.size() > options.max_metadata_bytes) {
         NEARDUP_RETURN_IF_ERROR(skip(batch[i], "metadata_too_large",
                                      "metadata of " + std::to_string(batch[i].metadata.size()) +
@@ -179,6 +194,11 @@ int RunAdd(const IndexArgs& args) {
         continue;
       }
       documents.push_back({batch[i].id, fps[i], batch[i].metadata});
+    }
+    // A document whose id is stored already (or comes earlier in this batch) replaces that one.
+    std::set<std::string_view> in_batch;
+    for (const DocumentInput& document : documents) {
+      if (!in_batch.insert(document.id).second || store.Get(document.id).ok()) ++replaced;
     }
     NEARDUP_RETURN_IF_ERROR(store.AddBatch(documents));
     added += documents.size();
@@ -205,14 +225,17 @@ int RunAdd(const IndexArgs& args) {
   for (const auto& [reason, count] : failed) skipped[reason] += count;
   WarningPrinter::PrintTotals(skipped, (*reader)->fallbacks());
   if (added == 0) return Fail(NothingRead(skipped));
-  std::fprintf(stderr, "neardup: index add: added %s to %s\n", Count(added, "document").c_str(),
-               args.dir.c_str());
+  std::fprintf(stderr, "neardup: index add: added %s to %s (%s new, %s replaced)\n",
+               Count(added, "document").c_str(), args.dir.c_str(),
+               std::to_string(added - replaced).c_str(), Count(replaced, "document").c_str());
   return kExitOk;
 }
 
 int RunQuery(const IndexArgs& args) {
   FingerprintOptions fingerprint_options;
-  auto opened = OpenExistingForText(args, StoreOptions(), &fingerprint_options);
+  StoreOptions read_only;  // a query never writes: it works while `neardup serve` has the store
+  read_only.read_only = true;
+  auto opened = OpenExistingForText(args, read_only, &fingerprint_options);
   if (!opened.ok()) return Fail(opened.status());
   DocumentStore& store = **opened;
   Fingerprint fp;
@@ -234,7 +257,7 @@ int RunQuery(const IndexArgs& args) {
 }
 
 int RunGet(const IndexArgs& args) {
-  auto opened = OpenExisting(args, SyncMode::kEveryWrite);
+  auto opened = OpenExisting(args, SyncMode::kEveryWrite, /*read_only=*/true);
   if (!opened.ok()) return Fail(opened.status());
   int code = kExitOk;
   for (const std::string& id : args.ids) {
@@ -279,6 +302,7 @@ int RunStats(const IndexArgs& args) {
   options.verify_checksums_on_open = !args.no_verify;
   auto opened = DocumentStore::Open(args.dir, options);
   if (!opened.ok()) return Fail(opened.status());
+  WarnIfLogTailDropped(**opened);
   const StoreStats s = (*opened)->Stats();
   std::string out;
   JsonWriter w(&out);
@@ -361,6 +385,10 @@ RunFunction Setup(CLI::App* app) {
   add->add_option("--batch", args->batch, "Documents per atomic batch")
       ->check(CLI::Range(1, 1000000));
   add->add_option("--memtable-limit", args->memtable_limit, "Entries per segment while loading");
+  add->add_option("--wal-flush-bytes", args->wal_flush_bytes,
+                  "flush to a segment when the log reaches this many bytes (bounds the replay at "
+                  "the next open; 0 = no bound)")
+      ->capture_default_str();
   add->add_flag("!--no-compact", args->compact, "Leave the segments unmerged after loading");
   add->footer(
       "Examples:\n"
@@ -401,7 +429,7 @@ RunFunction Setup(CLI::App* app) {
     if (add->parsed()) return RunAdd(*args);
     if (query->parsed()) {
       if (args->fingerprint.empty() && args->text.empty()) {
-        std::fputs("neardup index query: give --fingerprint or --text\n", stderr);
+        PrintError("index query: give --fingerprint or --text");
         return kExitUsage;
       }
       return RunQuery(*args);

@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/report.h"
+#include "neardup/output_file.h"
 
 namespace neardup::cli {
 
@@ -38,6 +39,9 @@ size_t EditDistance(const std::string& a, const std::string& b) {
 
 int main(int argc, char** argv) {
   using namespace neardup::cli;
+  // Every file any command reads is recorded while it runs, and no output may be written over one
+  // (neardup/output_file.h): one rule for every command.
+  neardup::InputScope input_scope;
   CLI::App app{"neardup: find near-duplicate text with SimHash"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "neardup 0.1.0");

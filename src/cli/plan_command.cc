@@ -44,7 +44,7 @@ int PrintLshPlan(const PlanArgs& args) {
   if (args.bands != 0 || args.rows != 0) options.parameters = LshParameters{args.bands, args.rows};
   auto parameters = ResolveLshParameters(options);
   if (!parameters.ok()) {
-    std::fprintf(stderr, "neardup plan: %s\n", parameters.status().ToString().c_str());
+    PrintError(parameters.status());
     return kExitUsage;
   }
   const LshParameters& p = *parameters;
@@ -54,8 +54,9 @@ int PrintLshPlan(const PlanArgs& args) {
       args.threshold, p.bands, p.rows, p.signature_size(),
       args.bands > 0 ? " (as given)" : " (chosen from the threshold)", args.threshold);
   std::printf(
-      "memory: %d bytes of band keys per document, plus 16 bytes per document for the "
-      "band being sorted on each thread\n\n",
+      "memory: %d bytes of band keys per document, in temporary files; in memory, about 7 bytes "
+      "per document on each thread during the LSH stage (the band's keys, 4; its records and "
+      "their sort buffer, and its run of pairs, about 1 each; docs/dedup.md)\n\n",
       4 * p.bands);
   std::printf("probability that a pair is a candidate, 1 - (1 - J^%d)^%d:\n", p.rows, p.bands);
   std::printf("  Jaccard   ");

@@ -13,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/fingerprint_flags.h"
+#include "cli/report.h"
 #include "cli/store_flags.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/server.h"
@@ -21,6 +22,11 @@
 
 namespace neardup::cli {
 namespace {
+
+// Whether `host` is a loopback address (only this machine can connect).
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
 
 struct ServeArgs {
   std::string dir;
@@ -33,6 +39,7 @@ struct ServeArgs {
   std::string memory_budget = "128/fp";
   double expected_documents = 1e7;
   size_t memtable_limit = 65536;
+  uint64_t wal_flush_bytes = StoreOptions().wal_flush_bytes;
   bool no_text = false;
   bool no_verify = false;
 };
@@ -50,30 +57,31 @@ int Run(ServeArgs& args) {
     std::ifstream in(args.token_file, std::ios::binary);
     std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (!in && !in.eof()) {
-      std::fprintf(stderr, "neardup serve: %s: cannot read the token file\n",
-                   args.token_file.c_str());
+      PrintError(args.token_file + ": cannot read the token file");
       return kExitUsage;
     }
     bool stripped_cr = false;
     Result<std::string> token = service::TokenFromFileContents(contents, &stripped_cr);
     if (!token.ok()) {
-      std::fprintf(stderr, "neardup serve: %s: %s\n", args.token_file.c_str(),
-                   token.status().message().c_str());
+      PrintError(args.token_file + ": " + token.status().message());
       return kExitUsage;
     }
     if (stripped_cr) {
-      std::fprintf(stderr,
-                   "neardup serve: warning: %s: removed a trailing carriage return (CRLF line "
-                   "end) from the token\n",
-                   args.token_file.c_str());
+      PrintWarning(args.token_file +
+                   ": removed a trailing carriage return (CRLF line end) from the token");
     }
     args.server.token = std::move(*token);
   } else if (args.server.token.empty()) {
     if (const char* env = std::getenv("NEARDUP_TOKEN")) args.server.token = env;
   } else {
-    std::fprintf(stderr,
-                 "neardup serve: warning: --token is visible to every user in the process list; "
-                 "prefer --token-file or $NEARDUP_TOKEN\n");
+    PrintWarning(
+        "--token is visible to every user in the process list; prefer --token-file or "
+        "$NEARDUP_TOKEN");
+  }
+  if (args.server.token.empty() && !IsLoopbackHost(args.server.host)) {
+    PrintWarning("no token: anyone who can reach " + args.server.host +
+                 " may add and remove documents unauthenticated; set --token-file or "
+                 "$NEARDUP_TOKEN, or bind to 127.0.0.1");
   }
   const long open_files = service::RaiseOpenFileLimit();
 
@@ -82,11 +90,12 @@ int Run(ServeArgs& args) {
   options.expected_size = args.expected_documents;
   Result<MemoryBudget> budget = ParseMemoryBudget(args.memory_budget);
   if (!budget.ok()) {
-    std::fprintf(stderr, "neardup serve: --memory-budget: %s\n", budget.status().message().c_str());
+    PrintError("--memory-budget: " + budget.status().message());
     return kExitUsage;
   }
   options.memory_budget = *budget;
   options.memtable_limit = args.memtable_limit;
+  options.wal_flush_bytes = args.wal_flush_bytes;
   options.sync_mode = args.sync == "every"  ? SyncMode::kEveryWrite
                       : args.sync == "none" ? SyncMode::kNone
                                             : SyncMode::kGroupCommit;
@@ -96,7 +105,7 @@ int Run(ServeArgs& args) {
   auto store =
       OpenStoreWithFingerprintOptions(args.dir, options, args.fingerprint, &fingerprint_options);
   if (!store.ok()) {
-    std::fprintf(stderr, "neardup serve: %s\n", store.status().ToString().c_str());
+    PrintError(store.status());
     return kExitFailure;
   }
   const StoreStats stats = (*store)->Stats();
@@ -110,8 +119,7 @@ int Run(ServeArgs& args) {
   if (!args.no_text) {
     auto created = Fingerprinter::Create(fingerprint_options);
     if (!created.ok()) {
-      std::fprintf(stderr, "neardup serve: text fingerprinting disabled: %s\n",
-                   created.status().ToString().c_str());
+      PrintWarning("text fingerprinting disabled: " + created.status().message());
     } else {
       fingerprinter = std::move(*created);
     }
@@ -120,13 +128,13 @@ int Run(ServeArgs& args) {
   args.server.limits.max_query_k = stats.bits;
   auto created = service::Server::Create(store->get(), fingerprinter.get(), args.server);
   if (!created.ok()) {
-    std::fprintf(stderr, "neardup serve: %s\n", created.status().ToString().c_str());
+    PrintError(created.status());
     return kExitFailure;
   }
   service::Server& server = **created;
   Status status = server.Bind();
   if (!status.ok()) {
-    std::fprintf(stderr, "neardup serve: %s\n", status.ToString().c_str());
+    PrintError(status);
     return kExitFailure;
   }
   std::printf(
@@ -145,8 +153,7 @@ int Run(ServeArgs& args) {
   status = server.Run();
   Status closed = (*store)->Close();
   if (!status.ok() || !closed.ok()) {
-    std::fprintf(stderr, "neardup serve: %s\n",
-                 (!status.ok() ? status : closed).ToString().c_str());
+    PrintError(!status.ok() ? status : closed);
     return kExitFailure;
   }
   std::fprintf(stderr, "neardup serve: shut down cleanly\n");
@@ -160,10 +167,12 @@ RunFunction Setup(CLI::App* app) {
   app->add_option("--port", args->server.port, "port (0 = any free port)")->capture_default_str();
   app->add_option("--poll-threads", args->server.threads,
                   "polling threads (0 = nproc): read requests, answer /healthz and /metrics; "
-                  "connections are multiplexed, so this does not bound the number of clients");
+                  "connections are multiplexed, so this does not bound the number of clients")
+      ->check(ThreadCount());
   app->add_option("--workers", args->server.workers,
                   "threads running text, write and scan handlers (0 = max(32, 8 x nproc)); a write "
-                  "holds one through its fsync, and concurrent writes share one fsync");
+                  "holds one through its fsync, and concurrent writes share one fsync")
+      ->check(ThreadCount());
   app->add_option("--token-file", args->token_file,
                   "read the bearer token required for writes from the first line of a file "
                   "(preferred; a CRLF line end is stripped with a warning)");
@@ -190,9 +199,29 @@ RunFunction Setup(CLI::App* app) {
                   "documents a new store is planned for")
       ->capture_default_str();
   app->add_option("--memtable-limit", args->memtable_limit, "entries before a flush to a segment");
-  app->add_option("--max-body-bytes", args->server.max_body_bytes,
-                  "request body limit, counted after chunked framing and gzip/deflate decoding")
+  app->add_option("--wal-flush-bytes", args->wal_flush_bytes,
+                  "flush the memtable to a segment when the log reaches this many bytes (bounds "
+                  "the log, so the replay at the next start; 0 = no bound)")
       ->capture_default_str();
+  app->add_option("--max-body-bytes", args->server.max_body_bytes,
+                  "request body limit of writes, counted after chunked framing and gzip/deflate "
+                  "decoding")
+      ->capture_default_str();
+  app->add_option("--max-query-body-bytes", args->server.max_query_body_bytes,
+                  "request body limit of reads (query, get, stats), counted while inflating")
+      ->capture_default_str();
+  app->add_option("--max-response-bytes", args->server.max_response_bytes,
+                  "bytes of one reply: longer result lists are cut (\"truncated\": true)")
+      ->capture_default_str();
+  app->add_option("--max-buffered-bytes", args->server.max_buffered_bytes,
+                  "bytes held across all connections for request bodies and unsent replies; past "
+                  "it requests get 503")
+      ->capture_default_str();
+  app->add_option("--malloc-arenas", args->server.malloc_arenas,
+                  "glibc malloc arenas (M_ARENA_MAX; 0 = glibc's default of 8 per core): fewer "
+                  "return the memory of a burst to the system")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1024));
   app->add_option("--max-batch", args->server.limits.max_batch, "documents per add request");
   app->add_option("--request-timeout,--timeout", args->server.request_timeout_seconds,
                   "whole-request deadline in seconds: request line, headers, body and reply")

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "cli/fingerprint_flags.h"
+#include "cli/report.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/status.h"
 #include "neardup/store.h"
@@ -98,6 +99,13 @@ inline Result<std::unique_ptr<DocumentStore>> CreateStoreWithFingerprintOptions(
   return DocumentStore::Open(dir, options);
 }
 
+// A damaged or torn last log record dropped at open is never silent: "neardup: warning:
+// DIR/wal-N.ndwal: B bytes dropped at offset O: why; kept in FILE".
+inline void WarnIfLogTailDropped(const DocumentStore& store) {
+  const StoreStats stats = store.Stats();
+  if (stats.wal_dropped_bytes > 0) PrintWarning(stats.wal_dropped);
+}
+
 // Opens the store at `dir`: an existing one with the fingerprint options it recorded (a given
 // flag must agree), a missing one (only if options.create_if_missing) created with the options
 // `flags` choose. *fingerprint gets the options to fingerprint texts for this store with.
@@ -108,6 +116,7 @@ inline Result<std::unique_ptr<DocumentStore>> OpenStoreWithFingerprintOptions(
   options.create_if_missing = false;
   options.fingerprint_options.clear();
   auto opened = DocumentStore::Open(dir, options);
+  if (opened.ok()) WarnIfLogTailDropped(**opened);
   if (!opened.ok()) {
     if (create && opened.status().code() == StatusCode::kNotFound) {
       return CreateStoreWithFingerprintOptions(dir, options, flags, fingerprint);

@@ -257,6 +257,10 @@ bool UsesSimHash(const DedupOptions& options) {
 
 // InvalidArgument naming the option, or OK.
 Status CheckOptions(const DedupOptions& options) {
+  if (options.threads < 0) {
+    return Status::InvalidArgument("threads must be 0 (all cores) or more, got " +
+                                   std::to_string(options.threads));
+  }
   const int largest_k = options.fingerprint.bits / 8;
   if (options.k < 0 || options.k > largest_k) {
     return Status::InvalidArgument("k (the SimHash join radius) must be in [0, " +
@@ -779,7 +783,8 @@ Status DedupRun::RecordBatch(Batch* batch) {
     if (!batch->status[i].ok()) {
       const Status& error = batch->status[i];
       if (reader_options_.strict) return error.WithContext(doc.location);
-      ++report_.failed[StatusCodeName(error.code())];
+      ++report_.failed[Fingerprinter::IsNoFeatures(error) ? "no_features"
+                                                          : StatusCodeName(error.code())];
       if (reader_options_.on_warning) {
         reader_options_.on_warning(doc.location + ": cannot fingerprint: " + error.ToString());
       }

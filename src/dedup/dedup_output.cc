@@ -100,8 +100,7 @@ Status WriteIds(const std::string& path, const DedupReport& report, bool removed
   return WriteInPieces(path, options, [&](std::string* out, const auto& flush) {
     for (size_t i = 0; i < report.documents.size(); ++i) {
       if (static_cast<bool>(report.removed[i]) != removed) continue;
-      *out += report.documents[i].id;
-      out->push_back('\n');
+      AppendIdLine(report.documents[i].id, out);
       flush();
     }
   });
@@ -113,6 +112,17 @@ std::string DedupClusterLines(const DedupReport& report) {
   std::string out;
   for (const DedupCluster& cluster : report.clusters) AppendClusterLine(report, cluster, &out);
   return out;
+}
+
+void AppendIdLine(std::string_view id, std::string* out) {
+  bool quote = !id.empty() && id.front() == '"';
+  for (char c : id) quote = quote || static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  if (quote) {
+    AppendJsonString(id, out);
+  } else {
+    out->append(id);
+  }
+  out->push_back('\n');
 }
 
 std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* options) {
@@ -218,12 +228,22 @@ Status WriteDedupOutputs(const DedupReport& report, const DedupOutputOptions& ou
     }
   }
   if (!output.write_kept_path.empty()) paths.push_back(output.write_kept_path);
-  for (const std::string& path : paths) {
-    NEARDUP_RETURN_IF_ERROR(CheckOutputPath(path, file_options));
+  NEARDUP_RETURN_IF_ERROR(CheckOutputPaths(paths, file_options));
+  if (!output.write_kept_path.empty() && output.inputs) {
+    for (const std::string& input : *output.inputs) {
+      if (IsStreamInput(input)) {
+        return Status::Unsupported(
+            "write_kept_path: the kept records cannot be copied from " +
+            (input == "-" ? std::string("standard input") : input + " (a pipe or other stream)") +
+            ": it cannot be read twice");
+      }
+    }
   }
   if (output.directory.empty()) {
     // Standard output: the clusters only (one JSON object a line).
-    NEARDUP_RETURN_IF_ERROR(WriteClusters("-", report, file_options));
+    if (output.clusters_to_stdout) {
+      NEARDUP_RETURN_IF_ERROR(WriteClusters("-", report, file_options));
+    }
   } else {
     std::error_code error;
     std::filesystem::create_directories(output.directory, error);
@@ -245,12 +265,6 @@ Status WriteDedupOutputs(const DedupReport& report, const DedupOutputOptions& ou
   reader_options.keep_raw_line = true;
   reader_options.strict = false;
   reader_options.on_warning = nullptr;
-  for (const std::string& input : *output.inputs) {
-    if (input == "-")
-      return Status::Unsupported(
-          "write_kept_path: the kept records cannot be copied from standard input (it cannot be "
-          "read twice)");
-  }
   auto reader = DocumentReader::Open(*output.inputs, reader_options);
   if (!reader.ok()) return reader.status();
   auto file = OutputFile::Create(output.write_kept_path, file_options);

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <set>
 
+#include "neardup/output_file.h"
+
 namespace neardup {
 
 LabelClass ClassifyLabel(std::string_view label) {
@@ -70,6 +72,7 @@ double PairCounts::graded_flag_rate() const {
 }
 
 Result<std::vector<LabelledPair>> ReadLabelledPairs(const std::string& path) {
+  NoteInput(path);  // never an output of this command
   std::ifstream in(path);
   if (!in) return Status::NotFound(path + ": cannot open");
   std::vector<LabelledPair> pairs;

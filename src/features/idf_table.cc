@@ -15,6 +15,7 @@
 #include "common/utf8.h"
 #include "neardup/features.h"
 #include "neardup/jieba.h"
+#include "neardup/output_file.h"
 
 namespace neardup {
 
@@ -85,6 +86,7 @@ Status ParseIdfTable(std::string_view text, const std::string& path,
 }
 
 Result<std::shared_ptr<const IdfTable>> IdfTable::Load(const std::string& path) {
+  NoteInput(path);  // never an output of this command
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound("cannot open IDF table " + path);
   std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -359,6 +359,15 @@ Result<std::unique_ptr<Fingerprinter>> Fingerprinter::Create(const FingerprintOp
   return fingerprinter;
 }
 
+// A text that normalises to nothing (whitespace, markup or control characters only) has no
+// feature: every such text would get the same all-zero fingerprint and be a duplicate of every
+// other. It is refused instead, the same way everywhere (service 400, a counted failure in dedup).
+static Status NoFeatures() {
+  return Status::InvalidArgument(
+      "no features: nothing is left to fingerprint once the text is normalised (only "
+      "whitespace, markup or control characters)");
+}
+
 Result<FingerprintDetails> Fingerprinter::ComputeDetails(std::string_view text, bool keep_features,
                                                          bool keep_normalized_text) const {
   FingerprintDetails details;
@@ -436,6 +445,7 @@ Status Fingerprinter::ComputeInto(std::string_view text, bool keep_features,
       details.whole_text_fallback = true;
       details.fingerprint = accumulator.Finish();
     }
+    if (details.feature_count == 0) return NoFeatures();
     return Status::Ok();
   } else {
     NEARDUP_RETURN_IF_ERROR(impl_->normalizer->Normalize(text, &normalized));
@@ -446,6 +456,7 @@ Status Fingerprinter::ComputeInto(std::string_view text, bool keep_features,
       details.whole_text_fallback = true;
     }
   }
+  if (features.empty()) return NoFeatures();
   SimHashAccumulator accumulator(impl_->options.bits);
   for (const WeightedFeature& feature : features) {
     accumulator.Add(HashFeature(feature.text, impl_->options.hash, impl_->options.bits),
@@ -472,6 +483,7 @@ Result<Fingerprint> Fingerprinter::Compute(std::string_view text,
 
 Result<std::vector<WeightedFeature>> Fingerprinter::Features(std::string_view text) const {
   auto details = ComputeDetails(text, /*keep_features=*/true);
+  if (!details.ok() && IsNoFeatures(details.status())) return std::vector<WeightedFeature>();
   if (!details.ok()) return details.status();
   return std::move(details->features);
 }

@@ -187,6 +187,10 @@ Result<std::unique_ptr<PermutedIndex>> PermutedIndex::Create(const PermutedIndex
   if (options.bits != 64 && options.bits != 128)
     return Status::InvalidArgument("PermutedIndex: bits must be 64 or 128, got " +
                                    std::to_string(options.bits));
+  if (options.threads < 0) {
+    return Status::InvalidArgument("PermutedIndex: threads must be 0 (all cores) or more, got " +
+                                   std::to_string(options.threads));
+  }
   if (options.delta_capacity == 0)
     return Status::InvalidArgument("PermutedIndex: delta_capacity must be positive");
   if (!(options.expected_size >= 1))

@@ -340,10 +340,12 @@ Result<CheckRequest> ParseCheckRequest(std::string_view body, const RequestLimit
   if (!root.ok()) return root.status();
   CheckRequest request;
   request.k = std::min(limits.default_k, limits.max_query_k);
+  request.limit = std::min(limits.default_limit, limits.max_limit);
   NEARDUP_RETURN_IF_ERROR(ParseDocument(
-      *root, "", limits, {"k", "add"}, &request.document,
+      *root, "", limits, {"k", "add", "limit"}, &request.document,
       [&](std::string_view key, element value, const std::string& field) -> Status {
         if (key == "k") return ParseK(value, field, limits, &request.k);
+        if (key == "limit") return ParseLimit(value, field, limits, &request.limit);
         std::string_view mode;
         if (value.get_string().get(mode) != simdjson::SUCCESS) {
           return Status::InvalidArgument(field + ": must be a string");
@@ -369,6 +371,7 @@ Result<QueryRequest> ParseQueryRequest(std::string_view body, const RequestLimit
   if (!root.ok()) return root.status();
   QueryRequest request;
   request.k = std::min(limits.default_k, limits.max_query_k);
+  request.limit = std::min(limits.default_limit, limits.max_limit);
   for (auto [key, value] : *root) {
     const std::string field(key);
     if (key == "text") {
@@ -402,6 +405,7 @@ Result<QueryRequest> ParseQueryParams(const std::optional<std::string>& fingerpr
                                       const RequestLimits& limits) {
   QueryRequest request;
   request.k = std::min(limits.default_k, limits.max_query_k);
+  request.limit = std::min(limits.default_limit, limits.max_limit);
   auto parse_int = [](const std::string& s, int64_t* v) {
     auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
     return ec == std::errc() && ptr == s.data() + s.size();

@@ -39,6 +39,7 @@ struct CheckRequest {
   DocumentRequest document;
   int k = 3;
   AddMode add = AddMode::kIfUnique;
+  size_t limit = 100;  // duplicates listed at most (the reply says "truncated" past it)
 };
 
 struct QueryRequest {
@@ -50,7 +51,8 @@ struct QueryRequest {
 
 // POST /v1/documents: {"documents": [doc, ...]} or a single doc object.
 Result<AddRequest> ParseAddRequest(std::string_view body, const RequestLimits& limits);
-// POST /v1/check: doc fields plus optional "k" and "add" ("if_unique" | "always" | "never").
+// POST /v1/check: doc fields plus optional "k", "add" ("if_unique" | "always" | "never") and
+// "limit" (1..limits.max_limit, default limits.default_limit).
 Result<CheckRequest> ParseCheckRequest(std::string_view body, const RequestLimits& limits);
 // POST /v1/query: {"text" | "fingerprint", "k", "limit"}.
 Result<QueryRequest> ParseQueryRequest(std::string_view body, const RequestLimits& limits);

@@ -1,10 +1,9 @@
-// HTTP transport (libmicrohttpd: epoll polling threads, per-connection state, whole-request
-// deadlines, body limits, auth from headers), handlers, error mapping and Prometheus metrics of
-// the neardup service; see server.h and docs/api.md.
+// The neardup service's API over the HTTP transport (http_transport.h): routing, auth and body
+// limits decided from the head, the worker pool for store-touching handlers, the handlers, the
+// response byte cap, error mapping and Prometheus metrics; see server.h and docs/api.md.
 #include "neardup/server.h"
 
-#include <fcntl.h>
-#include <microhttpd.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <simdjson.h>
 #include <sys/resource.h>
@@ -21,11 +20,11 @@
 #include <functional>
 #include <mutex>
 #include <thread>
-#include <unordered_set>
 
 #include "common/json_writer.h"
 #include "common/parallel.h"
 #include "service/http_input.h"
+#include "service/http_transport.h"
 #include "service/request_parser.h"
 #include "store/stats_json.h"
 
@@ -33,11 +32,6 @@ namespace neardup::service {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int64_t NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-      .count();
-}
 
 // kUnrouted: unknown path or method (404/405) and requests refused before routing.
 enum Endpoint {
@@ -62,52 +56,6 @@ struct EndpointMetrics {
   std::atomic<uint64_t> buckets[kLatencyBuckets.size()] = {};
   std::atomic<uint64_t> count{0};
   std::atomic<uint64_t> micros_sum{0};
-};
-
-int HttpStatusFor(StatusCode code) {
-  switch (code) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kInvalidUtf8:
-      return 400;
-    case StatusCode::kNotFound:
-      return 404;
-    case StatusCode::kAlreadyExists:
-      return 409;
-    case StatusCode::kResourceExhausted:
-      return 413;
-    case StatusCode::kUnsupported:
-      return 501;
-    default:
-      return 500;
-  }
-}
-
-std::string ErrorJson(std::string_view code, std::string_view message) {
-  std::string out;
-  JsonWriter w(&out);
-  w.BeginObject().Key("error").BeginObject().Key("code").String(code).Key("message").String(
-      message);
-  w.EndObject().EndObject();
-  return out;
-}
-
-// A response being built by a handler.
-struct Reply {
-  int status = 200;
-  std::string body;
-  const char* content_type = "application/json";
-  bool www_authenticate = false;
-
-  void Json(int code, std::string json) {
-    status = code;
-    body = std::move(json);
-  }
-  void Error(int code, std::string_view name, std::string_view message) {
-    Json(code, ErrorJson(name, message));
-  }
-  void Error(const Status& s) {
-    Error(HttpStatusFor(s.code()), StatusCodeName(s.code()), s.message());
-  }
 };
 
 // Writes stored metadata: raw if it is valid JSON (as the server stores it), else as a string.
@@ -156,36 +104,6 @@ HealthView HealthOf(const Store& store) {
   }
   return view;
 }
-
-struct Request;
-
-// Per-connection state (MHD's socket context). The watchdog reads the atomics from its own thread.
-struct Connection {
-  int fd = -1;
-  std::atomic<int64_t> phase_start_ns{0};  // connection start, request line, or last response
-  std::atomic<bool> in_request{false};
-  std::atomic<bool> timed_out{false};
-  Request* current = nullptr;  // the request being read (connection thread only)
-};
-
-// Per-request state (MHD's con_cls), created when the request line arrives.
-struct Request {
-  Connection* connection = nullptr;
-  Clock::time_point start = Clock::now();
-  Endpoint endpoint = kUnrouted;
-  bool handler_called = false;
-  bool responded = false;
-  int status = 0;
-  std::string path_id;  // the decoded id of /v1/documents/<id>
-  BodyDecoder body;
-  Status body_error;
-  uint64_t discarded = 0;   // body bytes received after body_error
-  bool dispatched = false;  // handed to a handler (possibly on a worker)
-};
-
-// Body bytes read and thrown away after a request failed its limit, so that it can still get its
-// 413; past this the connection is dropped instead.
-constexpr uint64_t kDiscardBudget = 4u << 20;
 
 // Threads that run the store-touching handlers, so that a slow request (an fsync on a busy disk, a
 // scan with a large k) holds a worker, never a polling thread that other connections share. The
@@ -240,16 +158,43 @@ class WorkerPool {
   std::vector<std::thread> threads_;
 };
 
+// The JSON of a list of documents, built up to a byte budget: a document that would take the
+// answer past `max_bytes` is left out, and the answer says `"truncated": true`.
+class ResponseBudget {
+ public:
+  explicit ResponseBudget(size_t max_bytes) : max_bytes_(max_bytes) {}
+  // Appends `doc` to `out` (an open JSON array) unless it would pass the budget; false if not.
+  bool Append(std::string* out, const StoredDocument& doc, bool with_distance) {
+    if (truncated_) return false;
+    const size_t before = out->size();
+    JsonWriter w(out);
+    if (any_) out->push_back(',');
+    WriteDocument(w, doc, with_distance);
+    if (out->size() > max_bytes_) {
+      out->resize(before);
+      truncated_ = true;
+      return false;
+    }
+    any_ = true;
+    return true;
+  }
+  bool truncated() const { return truncated_; }
+
+ private:
+  size_t max_bytes_;
+  bool truncated_ = false;
+  bool any_ = false;
+};
+
 }  // namespace
 
-struct Server::Impl {
+struct Server::Impl : HttpApplication {
   DocumentStore* store;
   const Fingerprinter* fingerprinter;
   ServerOptions options;
   std::unique_ptr<TokenChecker> token;
   int listen_fd = -1;
   int bound_port = -1;
-  MHD_Daemon* daemon = nullptr;
   Clock::time_point started = Clock::now();
 
   std::mutex stop_mutex;
@@ -257,161 +202,54 @@ struct Server::Impl {
   bool stop_requested = false;
   std::atomic<bool> stopping{false};
 
-  std::mutex connections_mutex;
-  std::unordered_set<Connection*> connections;  // guarded by connections_mutex
-  std::thread watchdog;
-  std::atomic<int64_t> in_flight{0};
+  std::unique_ptr<HttpTransport> transport;
   std::unique_ptr<WorkerPool> workers;
   int store_indexed_k = 0;  // queries up to this k use the permuted tables (answered inline)
   std::atomic<uint64_t> overloaded_total{0};
 
   std::array<EndpointMetrics, kEndpointCount> metrics;
-  std::atomic<uint64_t> connections_total{0};
-  std::atomic<uint64_t> timeouts_total{0};
-  std::atomic<uint64_t> incomplete_total{0};  // request line seen, never reached a handler
-  std::atomic<uint64_t> aborted_total{0};     // reached a handler, connection lost before a reply
-  std::atomic<uint64_t> body_bytes_total{0};
+  std::atomic<uint64_t> incomplete_total{0};  // request started, never reached a handler
+  std::atomic<uint64_t> aborted_total{0};     // admitted, connection lost before a reply
+  std::atomic<uint64_t> truncated_total{0};   // replies cut at limit or max_response_bytes
 
-  // ---- transport ------------------------------------------------------------------------------
+  // ---- HttpApplication ------------------------------------------------------------------------
 
-  static MHD_Result Access(void* cls, MHD_Connection* c, const char* url, const char* method,
-                           const char*, const char* upload_data, size_t* upload_data_size,
-                           void** con_cls) {
-    return static_cast<Impl*>(cls)->OnAccess(c, url, method, upload_data, upload_data_size,
-                                             con_cls);
-  }
-
-  static void* UriLog(void* cls, const char*, MHD_Connection* c) {
-    Impl* impl = static_cast<Impl*>(cls);
-    auto* request = new Request();
-    const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    Connection* conn = info != nullptr ? static_cast<Connection*>(info->socket_context) : nullptr;
-    if (conn != nullptr) {
-      if (conn->current != nullptr) {
-        // Not expected (one request at a time per connection): a request that reached the
-        // handler is freed by Completed, one that did not is freed here.
-        if (conn->current->handler_called) {
-          conn->current->connection = nullptr;
-        } else {
-          impl->FinishRequest(conn->current);
-        }
-      }
-      conn->current = request;
-      request->connection = conn;
-      conn->phase_start_ns.store(NowNanos());
-      conn->in_request.store(true);
-    }
-    return request;
-  }
-
-  static void Completed(void* cls, MHD_Connection*, void** con_cls, MHD_RequestTerminationCode) {
-    auto* request = static_cast<Request*>(*con_cls);
-    *con_cls = nullptr;
-    if (request != nullptr) static_cast<Impl*>(cls)->FinishRequest(request);
-  }
-
-  static void ConnectionEvent(void* cls, MHD_Connection* c, void** socket_context,
-                              MHD_ConnectionNotificationCode code) {
-    Impl* impl = static_cast<Impl*>(cls);
-    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-      auto* conn = new Connection();
-      const MHD_ConnectionInfo* info =
-          MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-      conn->fd = info != nullptr ? info->connect_fd : -1;
-      conn->phase_start_ns.store(NowNanos());
-      *socket_context = conn;
-      impl->connections_total.fetch_add(1, std::memory_order_relaxed);
-      std::lock_guard<std::mutex> lock(impl->connections_mutex);
-      impl->connections.insert(conn);
-    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-      auto* conn = static_cast<Connection*>(*socket_context);
-      if (conn == nullptr) return;
-      *socket_context = nullptr;
-      // Called before MHD closes the descriptor, so the watchdog (which holds the mutex while it
-      // shuts sockets down) never touches a reused descriptor.
-      {
-        std::lock_guard<std::mutex> lock(impl->connections_mutex);
-        impl->connections.erase(conn);
-      }
-      if (conn->current != nullptr) impl->FinishRequest(conn->current);
-      delete conn;
-    }
-  }
-
-  // Records a finished request in the metrics and frees it: one that never reached the handler
-  // counts as incomplete, one that reached it without a reply as aborted.
-  void FinishRequest(Request* request) {
-    Connection* conn = request->connection;
-    if (conn != nullptr && conn->current == request) {
-      conn->current = nullptr;
-      conn->in_request.store(false);
-      conn->phase_start_ns.store(NowNanos());
-    }
-    if (request->handler_called) in_flight.fetch_sub(1);
-    if (!request->handler_called) {
+  void Finished(const HttpRequest* request, int status, RequestOutcome outcome) override {
+    if (outcome == RequestOutcome::kIncomplete) {
       incomplete_total.fetch_add(1, std::memory_order_relaxed);
-    } else if (!request->responded) {
+      return;
+    }
+    if (outcome == RequestOutcome::kAborted) {
       aborted_total.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      const double seconds = std::chrono::duration<double>(Clock::now() - request->start).count();
-      EndpointMetrics& m = metrics[request->endpoint];
-      m.by_class[std::min(5, std::max(0, request->status / 100))].fetch_add(
-          1, std::memory_order_relaxed);
-      for (size_t b = 0; b < kLatencyBuckets.size(); ++b) {
-        if (seconds <= kLatencyBuckets[b]) {
-          m.buckets[b].fetch_add(1, std::memory_order_relaxed);
-          break;
-        }
+      return;
+    }
+    const int endpoint =
+        request != nullptr && request->endpoint >= 0 ? request->endpoint : kUnrouted;
+    const double seconds =
+        request != nullptr ? std::chrono::duration<double>(Clock::now() - request->start).count()
+                           : 0;
+    EndpointMetrics& m = metrics[endpoint];
+    m.by_class[std::min(5, std::max(0, status / 100))].fetch_add(1, std::memory_order_relaxed);
+    for (size_t b = 0; b < kLatencyBuckets.size(); ++b) {
+      if (seconds <= kLatencyBuckets[b]) {
+        m.buckets[b].fetch_add(1, std::memory_order_relaxed);
+        break;
       }
-      m.count.fetch_add(1, std::memory_order_relaxed);
-      m.micros_sum.fetch_add(static_cast<uint64_t>(seconds * 1e6), std::memory_order_relaxed);
     }
-    delete request;
+    m.count.fetch_add(1, std::memory_order_relaxed);
+    m.micros_sum.fetch_add(static_cast<uint64_t>(seconds * 1e6), std::memory_order_relaxed);
   }
 
-  // Queues `reply`; false if MHD refused it (the connection is then closed).
-  // `close`: the request was refused before its whole body was read, so the connection cannot
-  // carry another request.
-  bool Respond(MHD_Connection* c, Request* request, const Reply& reply, bool close = false) {
-    MHD_Response* response = MHD_create_response_from_buffer(
-        reply.body.size(), const_cast<char*>(reply.body.data()), MHD_RESPMEM_MUST_COPY);
-    if (response == nullptr) return false;
-    MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, reply.content_type);
-    if (reply.www_authenticate) {
-      MHD_add_response_header(response, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-    }
-    if (close || stopping.load()) {
-      MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
-    }
-    const MHD_Result queued =
-        MHD_queue_response(c, static_cast<unsigned int>(reply.status), response);
-    MHD_destroy_response(response);
-    request->responded = queued == MHD_YES;
-    request->status = reply.status;
-    return queued == MHD_YES;
-  }
-
-  static std::optional<std::string> Header(MHD_Connection* c, const char* name) {
-    const char* value = MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
-    if (value == nullptr) return std::nullopt;
-    return std::string(value);
-  }
-
-  static std::optional<std::string> Arg(MHD_Connection* c, const char* name) {
-    const char* value = nullptr;
-    size_t size = 0;
-    if (MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, name, std::strlen(name), &value,
-                                      &size) != MHD_YES) {
-      return std::nullopt;
-    }
-    return value == nullptr ? std::string() : std::string(value, size);
+  static std::optional<std::string> Arg(const HttpRequest& c, const char* name) {
+    return c.Param(name);
   }
 
   // Routes the request; sets `write` (needs the token) and the endpoint. False: 404/405 reply set.
-  bool Route(std::string_view method, std::string_view url, Request* request, bool* write,
+  bool Route(std::string_view method, std::string_view url, HttpRequest* request, bool* write,
              Reply* reply) {
     constexpr std::string_view kDocs = "/v1/documents";
     const bool get = method == "GET", post = method == "POST", del = method == "DELETE";
+    request->endpoint = kUnrouted;
     auto allow = [&](bool ok, Endpoint e, bool w) {
       if (!ok) {
         reply->Error(405, "HttpError",
@@ -442,45 +280,38 @@ struct Server::Impl {
     return false;
   }
 
-  static MHD_Result CountAuthorization(void* cls, MHD_ValueKind, const char* key, const char*) {
-    if (strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION) == 0) ++*static_cast<int*>(cls);
-    return MHD_YES;
-  }
-
-  // The first call for a request: headers only. Decides routing, auth and body limits before
-  // any body byte is read. Returns false if a reply was set (the request is refused).
-  bool Admit(MHD_Connection* c, const char* url, const char* method, Request* request,
-             Reply* reply) {
+  // The head only: routing, auth and body limits, before any body byte is read. Writes get
+  // max_body_bytes; reads (which need small bodies) max_query_body_bytes, applied while inflating.
+  bool Admit(HttpRequest* request, Reply* reply) override {
     bool write = false;
-    if (!Route(method, url, request, &write, reply)) return false;
-    int authorization_headers = 0;
-    MHD_get_connection_values(c, MHD_HEADER_KIND, &CountAuthorization, &authorization_headers);
-    if (authorization_headers > 1) {
+    if (!Route(request->method, request->target.path, request, &write, reply)) return false;
+    if (request->HeaderCount("authorization") > 1) {
       reply->Error(400, "InvalidArgument", "Authorization: given more than once");
       return false;
     }
     if (token != nullptr && (write || options.auth_reads)) {
-      const std::optional<std::string> value = Header(c, MHD_HTTP_HEADER_AUTHORIZATION);
+      const std::optional<std::string> value = request->Header("authorization");
       if (!value.has_value() || !token->Matches(*value)) {
         reply->Error(401, "Unauthenticated", "missing or wrong bearer token");
         reply->www_authenticate = true;
         return false;
       }
     }
-    if (const auto length = Header(c, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+    const size_t limit = write ? options.max_body_bytes : options.max_query_body_bytes;
+    const char* limit_name = write ? "max_body_bytes" : "max_query_body_bytes";
+    if (const auto length = request->Header("content-length")) {
       char* end = nullptr;
       errno = 0;
       const unsigned long long n = std::strtoull(length->c_str(), &end, 10);
-      if (errno == ERANGE || n > options.max_body_bytes) {
+      if (errno == ERANGE || n > limit) {
         reply->Error(413, "ResourceExhausted",
                      "body: Content-Length " + *length + " exceeds the limit of " +
-                         std::to_string(options.max_body_bytes) +
-                         " bytes (the server's max_body_bytes)");
+                         std::to_string(limit) + " bytes (the server's " + limit_name + ")");
         return false;
       }
     }
-    const Status init = request->body.Init(Header(c, MHD_HTTP_HEADER_CONTENT_ENCODING).value_or(""),
-                                           options.max_body_bytes);
+    const Status init =
+        request->body.Init(request->Header("content-encoding").value_or(""), limit, limit_name);
     if (!init.ok()) {
       reply->Error(415, "Unsupported", init.message());
       return false;
@@ -488,75 +319,55 @@ struct Server::Impl {
     return true;
   }
 
-  MHD_Result OnAccess(MHD_Connection* c, const char* url, const char* method,
-                      const char* upload_data, size_t* upload_data_size, void** con_cls) {
-    auto* request = static_cast<Request*>(*con_cls);
-    if (request == nullptr) {  // no URI log callback call (should not happen)
-      request = new Request();
-      *con_cls = request;
-    }
-    if (!request->handler_called) {
-      request->handler_called = true;
-      in_flight.fetch_add(1);
+  void Handle(std::shared_ptr<HttpRequest> request, std::function<void(Reply)> done) override {
+    if (workers == nullptr || RunsInline(*request)) {
       Reply reply;
-      if (!Admit(c, url, method, request, &reply)) {
-        return Respond(c, request, reply, /*close=*/true) ? MHD_YES : MHD_NO;
-      }
-      return MHD_YES;
+      Dispatch(*request, &reply);
+      return done(std::move(reply));
     }
-    if (*upload_data_size > 0) {
-      // A request refused from its headers never has its body read: close the connection.
-      if (request->responded) return MHD_NO;
-      body_bytes_total.fetch_add(*upload_data_size, std::memory_order_relaxed);
-      if (request->body_error.ok()) {
-        request->body_error = request->body.Append(upload_data, *upload_data_size);
-      } else {
-        // Past the limit (or a damaged stream): MHD cannot reply before the body ends, so the
-        // rest is discarded unread-into-memory, up to kDiscardBudget; a body that goes on longer
-        // gets its connection dropped.
-        request->discarded += *upload_data_size;
-        if (request->discarded > kDiscardBudget) return MHD_NO;
-      }
-      *upload_data_size = 0;
-      return MHD_YES;
-    }
-    if (request->responded || request->dispatched) return MHD_YES;
-    request->dispatched = true;
-    Reply reply;
-    Status finished = request->body_error.ok() ? request->body.Finish() : request->body_error;
-    if (!finished.ok()) {
-      reply.Error(finished);
-      if (finished.code() == StatusCode::kUnsupported) reply.status = 415;
-      return Respond(c, request, reply, /*close=*/!request->body_error.ok()) ? MHD_YES : MHD_NO;
-    }
-    if (workers == nullptr || RunsInline(c, request)) {
-      Dispatch(c, request, &reply);
-      return Respond(c, request, reply) ? MHD_YES : MHD_NO;
-    }
-    // Store work runs on a worker; the connection is suspended meanwhile (MHD accepts a reply for
-    // a suspended connection from any thread) and resumed once the reply is queued.
-    MHD_suspend_connection(c);
-    const bool submitted = workers->TrySubmit([this, c, request] {
-      Reply worker_reply;
-      Dispatch(c, request, &worker_reply);
-      Respond(c, request, worker_reply);
-      MHD_resume_connection(c);
+    // Store work runs on a worker; the connection waits (no polling thread is held).
+    auto shared_done = std::make_shared<std::function<void(Reply)>>(std::move(done));
+    const bool submitted = workers->TrySubmit([this, request, shared_done] {
+      jobs_running.fetch_add(1);
+      Reply reply;
+      Dispatch(*request, &reply);
+      // Searches (check, query) may have gone through many documents' ids and metadata.
+      const bool large = reply.body.size() > kTrimAfterBytes || request->endpoint == kCheck ||
+                         request->endpoint == kQuery;
+      (*shared_done)(std::move(reply));
+      if (large) large_since_trim.store(true);
+      jobs_running.fetch_sub(1);
     });
     if (!submitted) {
-      MHD_resume_connection(c);
       overloaded_total.fetch_add(1, std::memory_order_relaxed);
+      Reply reply;
       reply.Error(503, "Unavailable", "server overloaded: too many requests waiting, retry later");
-      return Respond(c, request, reply) ? MHD_YES : MHD_NO;
+      (*shared_done)(std::move(reply));
     }
-    return MHD_YES;
   }
+
+  // A large answer leaves many small freed blocks (its documents' ids and metadata) in malloc's
+  // arenas, which glibc keeps; malloc_trim hands their whole pages back to the system.
+  static constexpr size_t kTrimAfterBytes = 1u << 20;
+  std::atomic<int> jobs_running{0};
+  std::atomic<bool> large_since_trim{false};
+  // Once a second, if searches or large answers ran since the last trim and the workers are idle
+  // now, malloc_trim (a few milliseconds, on this thread, never on a request's path).
+  void TrimLoop() {
+    std::unique_lock<std::mutex> lock(stop_mutex);
+    while (!stop_cv.wait_for(lock, std::chrono::seconds(1), [this] { return trim_done; })) {
+      if (jobs_running.load() == 0 && large_since_trim.exchange(false)) ::malloc_trim(0);
+    }
+  }
+  bool trim_done = false;  // guarded by stop_mutex
+  std::thread trimmer;
 
   // Whether a request is cheap and bounded enough to answer on the polling thread, skipping the
   // hand-off to a worker: health, metrics, stats, gets, and fingerprint queries that the permuted
   // tables answer (k <= the store's indexed_k). Text (fingerprinting), writes (fsync) and scans go
   // to the workers.
-  bool RunsInline(MHD_Connection* c, const Request* request) const {
-    switch (request->endpoint) {
+  bool RunsInline(const HttpRequest& c) const {
+    switch (c.endpoint) {
       case kHealth:
       case kMetrics:
       case kStats:
@@ -564,7 +375,7 @@ struct Server::Impl {
       case kUnrouted:
         return true;
       case kQuery: {
-        const std::string& body = request->body.body();
+        const std::string& body = c.body.body();
         if (Arg(c, "fingerprint") || Arg(c, "text") || body.empty()) {
           if (Arg(c, "text") || !Arg(c, "fingerprint")) return false;
           const std::optional<std::string> k = Arg(c, "k");
@@ -578,39 +389,11 @@ struct Server::Impl {
     }
   }
 
-  // Closes connections past their deadline: in a request, `request_timeout` from its request
-  // line; between requests, the idle timeout plus `request_timeout` (a request line trickled in
-  // byte by byte keeps a connection "idle" for MHD's inactivity timer, not for this one).
-  void WatchdogLoop() {
-    const int64_t request_ns = int64_t(options.request_timeout_seconds) * 1000000000;
-    const int64_t idle_ns = int64_t(options.idle_timeout_seconds) * 1000000000 + request_ns;
-    std::unique_lock<std::mutex> stop_lock(stop_mutex);
-    while (!stop_cv.wait_for(stop_lock, std::chrono::milliseconds(200),
-                             [&] { return watchdog_done; })) {
-      stop_lock.unlock();
-      const int64_t now = NowNanos();
-      {
-        std::lock_guard<std::mutex> lock(connections_mutex);
-        for (Connection* conn : connections) {
-          if (conn->timed_out.load() || conn->fd < 0) continue;
-          const int64_t limit = conn->in_request.load() ? request_ns : idle_ns;
-          if (now - conn->phase_start_ns.load() > limit) {
-            conn->timed_out.store(true);
-            timeouts_total.fetch_add(1, std::memory_order_relaxed);
-            ::shutdown(conn->fd, SHUT_RDWR);  // MHD sees the hang-up and closes the connection
-          }
-        }
-      }
-      stop_lock.lock();
-    }
-  }
-  bool watchdog_done = false;  // guarded by stop_mutex
-
   // ---- handlers -------------------------------------------------------------------------------
 
-  void Dispatch(MHD_Connection* c, Request* request, Reply* reply) {
-    const std::string& body = request->body.body();
-    switch (request->endpoint) {
+  void Dispatch(const HttpRequest& c, Reply* reply) {
+    const std::string& body = c.body.body();
+    switch (c.endpoint) {
       case kAdd:
         return HandleAdd(body, reply);
       case kCheck:
@@ -621,9 +404,9 @@ struct Server::Impl {
         }
         return HandleQueryPost(body, reply);
       case kGet:
-        return HandleGet(c, request, reply);
+        return HandleGet(c, reply);
       case kDelete:
-        return HandleDelete(c, request, reply);
+        return HandleDelete(c, reply);
       case kStats:
         return HandleStats(reply);
       case kHealth:
@@ -675,6 +458,35 @@ struct Server::Impl {
     reply->Json(200, std::move(out));
   }
 
+  // Working memory of a search answering up to `results` documents, reserved from the buffer
+  // budget for as long as the handler runs (worst case: every document at the id and metadata
+  // limits), so that concurrent large searches cannot take more than max_buffered_bytes between
+  // them. nullopt (and a 503 reply) if the budget is spent.
+  class SearchReservation {
+   public:
+    SearchReservation(HttpTransport* transport, size_t bytes)
+        : transport_(transport),
+          bytes_(transport != nullptr && transport->Reserve(bytes) ? bytes : 0),
+          ok_(transport == nullptr || bytes_ > 0) {}
+    ~SearchReservation() {
+      if (bytes_ > 0) transport_->Release(bytes_);
+    }
+    bool ok() const { return ok_; }
+
+   private:
+    HttpTransport* transport_;
+    size_t bytes_;
+    bool ok_;
+  };
+  size_t SearchBytes(size_t results) const {
+    return (results + 2) * (options.limits.max_id_bytes + options.limits.max_metadata_bytes + 128);
+  }
+  static void Busy(Reply* reply) {
+    reply->Error(503, "Unavailable",
+                 "server busy: large searches in progress hold the buffer budget "
+                 "(max_buffered_bytes), retry later");
+  }
+
   void HandleCheck(const std::string& body, Reply* reply) {
     Result<CheckRequest> request = ParseCheckRequest(body, options.limits);
     if (!request.ok()) return reply->Error(request.status());
@@ -682,8 +494,12 @@ struct Server::Impl {
     Result<Fingerprint> fp = Resolve(doc.text, doc.fingerprint, "");
     if (!fp.ok()) return reply->Error(fp.status());
     CheckResult result;
+    SearchReservation reservation(transport.get(), SearchBytes(request->limit));
+    if (!reservation.ok()) return Busy(reply);
     if (request->add == AddMode::kNever) {
-      Result<std::vector<StoredDocument>> found = store->Search(*fp, request->k);
+      // One more than asked for (and one for the document itself): enough to know if truncated.
+      Result<std::vector<StoredDocument>> found =
+          store->Search(*fp, request->k, request->limit + 2);
       if (!found.ok()) return reply->Error(found.status());
       for (StoredDocument& d : *found) {
         if (d.id != doc.id) result.duplicates.push_back(std::move(d));
@@ -700,39 +516,46 @@ struct Server::Impl {
     w.Key("duplicate").Bool(!result.duplicates.empty());
     w.Key("added").Bool(result.added).Key("replaced").Bool(result.replaced);
     w.Key("duplicates").BeginArray();
-    for (const StoredDocument& d : result.duplicates) WriteDocument(w, d, true);
-    w.EndArray().EndObject();
+    const bool truncated = WriteResults(result.duplicates, request->limit, &out);
+    w.EndArray().Key("truncated").Bool(truncated).EndObject();
     reply->Json(200, std::move(out));
+  }
+
+  // Writes `docs` (with distances) into the open JSON array at the end of `out`: at most `limit`
+  // of them, and no more than fit in max_response_bytes. True if some were left out.
+  bool WriteResults(const std::vector<StoredDocument>& docs, size_t limit, std::string* out) {
+    ResponseBudget budget(options.max_response_bytes);
+    size_t written = 0;
+    for (const StoredDocument& d : docs) {
+      if (written == limit || !budget.Append(out, d, true)) break;
+      ++written;
+    }
+    const bool truncated = written < docs.size();
+    if (truncated) truncated_total.fetch_add(1, std::memory_order_relaxed);
+    return truncated;
   }
 
   void Query(const QueryRequest& request, Reply* reply) {
     Result<Fingerprint> fp = Resolve(request.text, request.fingerprint, "");
     if (!fp.ok()) return reply->Error(fp.status());
-    Result<std::vector<StoredDocument>> found = store->Search(*fp, request.k, request.limit);
+    SearchReservation reservation(transport.get(), SearchBytes(request.limit));
+    if (!reservation.ok()) return Busy(reply);
+    Result<std::vector<StoredDocument>> found = store->Search(*fp, request.k, request.limit + 1);
     if (!found.ok()) return reply->Error(found.status());
     std::string out;
     JsonWriter w(&out);
     w.BeginObject().Key("fingerprint").String(ToHex(*fp)).Key("k").Int(request.k);
     w.Key("results").BeginArray();
-    for (const StoredDocument& d : *found) WriteDocument(w, d, true);
-    w.EndArray().EndObject();
+    const bool truncated = WriteResults(*found, request.limit, &out);
+    w.EndArray().Key("truncated").Bool(truncated).EndObject();
     reply->Json(200, std::move(out));
   }
 
-  static MHD_Result FindUnknownParam(void* cls, MHD_ValueKind, const char* key, const char*) {
-    const std::string_view name(key);
-    if (name != "fingerprint" && name != "text" && name != "k" && name != "limit") {
-      *static_cast<std::string*>(cls) = name;
-      return MHD_NO;
-    }
-    return MHD_YES;
-  }
-
-  void HandleQueryGet(MHD_Connection* c, Reply* reply) {
-    std::string unknown;
-    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, &FindUnknownParam, &unknown);
-    if (!unknown.empty()) {
-      return reply->Error(Status::InvalidArgument(unknown + ": unknown parameter"));
+  void HandleQueryGet(const HttpRequest& c, Reply* reply) {
+    for (const auto& [name, value] : c.target.params) {
+      if (name != "fingerprint" && name != "text" && name != "k" && name != "limit") {
+        return reply->Error(Status::InvalidArgument(name + ": unknown parameter"));
+      }
     }
     Result<QueryRequest> request = ParseQueryParams(Arg(c, "fingerprint"), Arg(c, "text"),
                                                     Arg(c, "k"), Arg(c, "limit"), options.limits);
@@ -747,14 +570,14 @@ struct Server::Impl {
   }
 
   // The id from /v1/documents/<id> (URL-decoded) or ?id=.
-  static Result<std::string> IdOf(MHD_Connection* c, const Request* request) {
-    if (!request->path_id.empty()) return request->path_id;
+  static Result<std::string> IdOf(const HttpRequest& c) {
+    if (!c.path_id.empty()) return c.path_id;
     if (auto id = Arg(c, "id"); id.has_value() && !id->empty()) return *id;
     return Status::InvalidArgument("id: missing (use /v1/documents/<id> or ?id=)");
   }
 
-  void HandleGet(MHD_Connection* c, const Request* request, Reply* reply) {
-    Result<std::string> id = IdOf(c, request);
+  void HandleGet(const HttpRequest& c, Reply* reply) {
+    Result<std::string> id = IdOf(c);
     if (!id.ok()) return reply->Error(id.status());
     Result<StoredDocument> doc = store->Get(*id);
     if (!doc.ok()) return reply->Error(doc.status());
@@ -764,8 +587,8 @@ struct Server::Impl {
     reply->Json(200, std::move(out));
   }
 
-  void HandleDelete(MHD_Connection* c, const Request* request, Reply* reply) {
-    Result<std::string> id = IdOf(c, request);
+  void HandleDelete(const HttpRequest& c, Reply* reply) {
+    Result<std::string> id = IdOf(c);
     if (!id.ok()) return reply->Error(id.status());
     Status status = store->Remove(*id);
     if (!status.ok()) return reply->Error(status);
@@ -821,6 +644,10 @@ struct Server::Impl {
     gauge("neardup_writes_total", "Adds and removes acknowledged.", "counter", double(s.writes));
     gauge("neardup_flushes_total", "Memtable flushes.", "counter", double(s.flushes));
     gauge("neardup_compactions_total", "Compactions finished.", "counter", double(s.compactions));
+    gauge("neardup_store_wal_dropped_bytes",
+          "Bytes of a damaged or torn last log record dropped when the store was opened (kept "
+          "aside as *.corrupt; see /v1/stats wal_dropped).",
+          "gauge", double(s.wal_dropped_bytes));
     const HealthView health = HealthOf(*store);
     gauge("neardup_store_healthy", "1 if the store takes writes, 0 if degraded or closed.", "gauge",
           health.state == "ok" ? 1 : 0);
@@ -828,27 +655,37 @@ struct Server::Impl {
           "counter", double(health.write_errors));
     gauge("neardup_store_recoveries_total", "Times store writes worked again after a failure.",
           "counter", double(health.recoveries));
-    size_t open_connections;
-    {
-      std::lock_guard<std::mutex> lock(connections_mutex);
-      open_connections = connections.size();
-    }
+    const TransportCounters& t = transport->counters();
     gauge("neardup_http_open_connections", "Open client connections.", "gauge",
-          double(open_connections));
+          double(t.open_connections.load()));
     gauge("neardup_http_connections_total", "Client connections accepted.", "counter",
-          double(connections_total.load()));
+          double(t.connections_total.load()));
     gauge("neardup_http_timeouts_total",
-          "Connections closed for exceeding the request or idle deadline.", "counter",
-          double(timeouts_total.load()));
+          "Connections closed for exceeding the request deadline (from a request's first byte "
+          "to its reply's last).",
+          "counter", double(t.timeouts_total.load()));
     gauge("neardup_http_incomplete_requests_total",
-          "Requests whose headers never completed (malformed or oversized headers, answered by "
-          "the HTTP layer, or the client left or timed out).",
+          "Requests whose head never completed or was refused as malformed (the client left, "
+          "timed out, or sent an ambiguous or oversized head).",
           "counter", double(incomplete_total.load()));
+    gauge("neardup_http_malformed_requests_total",
+          "Request heads refused before routing (400 ambiguous framing, 414, 431, 501 transfer "
+          "coding); the connection is closed.",
+          "counter", double(t.malformed_total.load()));
     gauge("neardup_http_aborted_requests_total",
           "Requests dropped before a reply (the client left, or its body was cut off).", "counter",
           double(aborted_total.load()));
     gauge("neardup_http_body_bytes_total", "Request body bytes received.", "counter",
-          double(body_bytes_total.load()));
+          double(t.body_bytes_total.load()));
+    gauge("neardup_http_buffered_bytes",
+          "Bytes held for request bodies being read and replies not yet written.", "gauge",
+          double(t.buffered_bytes.load()));
+    gauge("neardup_http_buffer_full_total",
+          "Requests refused with 503 because max_buffered_bytes was reached.", "counter",
+          double(t.buffer_full_total.load()));
+    gauge("neardup_http_truncated_replies_total",
+          "Replies whose result list was cut at its limit or at max_response_bytes.", "counter",
+          double(truncated_total.load()));
     gauge("neardup_http_overloaded_total",
           "Requests refused with 503 because the worker queue was full.", "counter",
           double(overloaded_total.load()));
@@ -929,7 +766,7 @@ Result<std::unique_ptr<Server>> Server::Create(DocumentStore* store,
 }
 
 Server::~Server() {
-  if (impl_->daemon != nullptr) MHD_stop_daemon(impl_->daemon);
+  if (impl_->transport != nullptr) impl_->transport->Stop();
   if (impl_->listen_fd >= 0) ::close(impl_->listen_fd);
 }
 
@@ -991,52 +828,48 @@ Status Server::Run() {
     const rlim_t reserve = 64;  // store files, log, pipes
     max_connections = limit.rlim_cur > reserve * 2 ? unsigned(limit.rlim_cur - reserve) : 64;
   }
-  std::vector<MHD_OptionItem> items = {
-      {MHD_OPTION_LISTEN_SOCKET, impl->listen_fd, nullptr},
-      {MHD_OPTION_CONNECTION_LIMIT, static_cast<intptr_t>(max_connections), nullptr},
-      {MHD_OPTION_CONNECTION_TIMEOUT, o.idle_timeout_seconds, nullptr},
-      {MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<intptr_t>(o.connection_memory_bytes),
-       nullptr},
-      {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Impl::Completed), impl},
-      {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&Impl::ConnectionEvent), impl},
-      {MHD_OPTION_URI_LOG_CALLBACK, reinterpret_cast<intptr_t>(&Impl::UriLog), impl},
-  };
-  if (threads > 1) items.push_back({MHD_OPTION_THREAD_POOL_SIZE, threads, nullptr});
-  items.push_back({MHD_OPTION_END, 0, nullptr});
+  // Idle memory after a burst: glibc gives each thread that allocates its own arena, so memory
+  // freed by many workers stays spread over many arenas. Two arenas measured as fast under load
+  // and return to a small RSS (docs/api.md "Memory"); replies above 1 MiB are mmapped, so a large
+  // reply's memory goes back to the system when it is freed.
+  if (o.malloc_arenas > 0) {
+    ::mallopt(M_ARENA_MAX, o.malloc_arenas);
+    ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  }
   const int workers = o.workers > 0 ? o.workers : std::max(32, 8 * DefaultThreadCount());
   impl->workers = std::make_unique<WorkerPool>(workers, o.max_queued_requests);
-  impl->daemon = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME, 0,
-                                  nullptr, nullptr, &Impl::Access, impl, MHD_OPTION_ARRAY,
-                                  items.data(), MHD_OPTION_END);
-  if (impl->daemon == nullptr) {
-    return Status::IoError("port " + std::to_string(impl->bound_port) +
-                           ": cannot start the HTTP service");
-  }
-  impl->watchdog = std::thread([impl] { impl->WatchdogLoop(); });
+  TransportOptions transport;
+  transport.threads = static_cast<int>(threads);
+  transport.max_connections = max_connections;
+  transport.request_timeout_seconds = o.request_timeout_seconds;
+  transport.idle_timeout_seconds = o.idle_timeout_seconds;
+  transport.max_head_bytes = o.connection_memory_bytes;
+  transport.max_buffered_bytes = o.max_buffered_bytes;
+  impl->transport = std::make_unique<HttpTransport>(impl, transport);
+  NEARDUP_RETURN_IF_ERROR(impl->transport->Start(impl->listen_fd));
+  impl->listen_fd = -1;  // the transport owns it now
+  impl->trimmer = std::thread([impl] { impl->TrimLoop(); });
   {
     std::unique_lock<std::mutex> lock(impl->stop_mutex);
     impl->stop_cv.wait(lock, [impl] { return impl->stop_requested; });
   }
-  // Drain: stop accepting (the listening socket is closed, so new connections are refused), let
-  // in-flight requests finish for at most the shutdown timeout, then close every connection.
-  const MHD_socket listen = MHD_quiesce_daemon(impl->daemon);
-  if (listen != MHD_INVALID_SOCKET) ::close(listen);
-  impl->listen_fd = -1;
+  // Drain: stop accepting (the listening socket is closed, so new connections are refused), close
+  // idle connections, let in-flight requests finish for at most the shutdown timeout, then close
+  // every connection.
+  impl->transport->Quiesce();
   const auto deadline = Clock::now() + std::chrono::seconds(o.shutdown_timeout_seconds);
-  while (impl->in_flight.load() > 0 && Clock::now() < deadline) {
+  while (impl->transport->in_flight() > 0 && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  // Jobs already on a worker finish (each is one store call) and resume their connections, so
-  // no connection is left suspended when the daemon stops.
+  // Jobs already on a worker finish (each is one store call) and hand their replies back.
   impl->workers->Stop();
-  MHD_stop_daemon(impl->daemon);
-  impl->daemon = nullptr;
+  impl->transport->Stop();
   {
     std::lock_guard<std::mutex> lock(impl->stop_mutex);
-    impl->watchdog_done = true;
+    impl->trim_done = true;
   }
   impl->stop_cv.notify_all();
-  impl->watchdog.join();
+  impl->trimmer.join();
   return Status::Ok();
 }
 

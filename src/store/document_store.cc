@@ -222,7 +222,10 @@ class DocumentStoreImpl : public DocumentStore {
   // state_mu_ held (shared or exclusive).
   std::optional<StoredDocument> LookupLocked(std::string_view id) const;
   bool ShadowedLocked(std::string_view id, size_t segment_index) const;
-  Status SearchLocked(const Fingerprint& query, int k, std::vector<StoredDocument>* out) const;
+  // Every live document within k, sorted by (distance, id); only the `limit` best (0 = all) are
+  // returned, and only their metadata is copied.
+  Status SearchLocked(const Fingerprint& query, int k, std::vector<StoredDocument>* out,
+                      size_t limit = 0) const;
 
   const std::string dir_;
   StoreOptions options_;
@@ -234,6 +237,12 @@ class DocumentStoreImpl : public DocumentStore {
   double planned_bytes_per_fingerprint_ = 0;
   IndexDesign memtable_design_;  // the planner's figure, for a store created now
   int lock_fd_ = -1;
+  bool reading_beside_writer_ = false;  // read-only, opened while another process writes
+
+ public:
+  bool reading_beside_writer() const { return reading_beside_writer_; }
+
+ private:
   bool closed_ = true;
 
   mutable std::shared_mutex state_mu_;  // guards segments_, segment_numbers_, mem_, live_
@@ -266,6 +275,11 @@ class DocumentStoreImpl : public DocumentStore {
   std::atomic<uint64_t> wal_bytes_{0};  // size of the current log
   std::atomic<uint64_t> wal_syncs_{0}, writes_{0}, flushes_{0}, compactions_{0};
   double open_seconds_ = 0;
+  // The log tail dropped at open (see StoreStats::wal_dropped*); written once, in Open.
+  uint64_t wal_dropped_bytes_ = 0;
+  std::string wal_dropped_;
+  std::string wal_dropped_file_;
+  Status KeepDroppedTail(const std::string& wal_path, const store::WalReadResult& replay);
 };
 
 Status DocumentStoreImpl::Init() {
@@ -301,9 +315,17 @@ Status DocumentStoreImpl::Init() {
   if (lock_fd_ >= 0 && ::flock(lock_fd_, (options_.read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
     const int err = errno;
     if (err != EWOULDBLOCK) return store::ErrnoStatus("lock", lock_path, err);
-    return Status::IoError(dir_ + ": store is already open " +
-                           (options_.read_only ? "for writing " : "") + "by another process (" +
-                           lock_path + " is locked)");
+    if (!options_.read_only) {
+      return Status::IoError(dir_ + ": store is already open by another process (" + lock_path +
+                             " is locked)");
+    }
+    // A writer (`neardup serve`) has the store: read a snapshot without the lock. Every file is
+    // written whole and renamed into place (MANIFEST, segments) or only appended to (the log), so
+    // what the MANIFEST names is complete; a log record being written is a torn tail, not read. A
+    // file removed meanwhile (a compaction or log rotation finished) makes Open try again.
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    reading_beside_writer_ = true;
   }
 
   Result<Manifest> manifest = store::ReadManifest(dir_);
@@ -383,12 +405,20 @@ Status DocumentStoreImpl::Init() {
     }
     return replay.status();
   }
+  if (replay->dropped_bytes > 0) {
+    wal_dropped_bytes_ = replay->dropped_bytes;
+    wal_dropped_ = wal_path + ": " + std::to_string(replay->dropped_bytes) +
+                   " bytes dropped at offset " + std::to_string(replay->valid_bytes) + ": " +
+                   replay->dropped_reason;
+    if (options_.read_only) wal_dropped_ += " (read-only open: the log is left as it is)";
+  }
   if (options_.read_only) {
     wal_bytes_.store(replay->valid_bytes);
     closed_ = false;
     open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return Status::Ok();
   }
+  if (replay->dropped_bytes > 0) NEARDUP_RETURN_IF_ERROR(KeepDroppedTail(wal_path, *replay));
   Result<std::unique_ptr<WalWriter>> wal =
       WalWriter::OpenForAppend(fs_, wal_path, replay->valid_bytes);
   if (!wal.ok()) return wal.status();
@@ -412,6 +442,25 @@ Status DocumentStoreImpl::Init() {
     compaction_thread_ = std::thread([this] { CompactionLoop(); });
   }
   open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return Status::Ok();
+}
+
+// A dropped log tail is kept beside the log as <log>.tail-<offset>.corrupt (never deleted, like
+// the *.corrupt files of `index recover`) before the log is truncated, unless it is zeros only.
+Status DocumentStoreImpl::KeepDroppedTail(const std::string& wal_path,
+                                          const store::WalReadResult& replay) {
+  if (replay.dropped_all_zero) return Status::Ok();
+  Result<std::string> contents = store::ReadFile(wal_path);
+  if (!contents.ok()) return contents.status();
+  const std::string aside = wal_path + ".tail-" + std::to_string(replay.valid_bytes) + ".corrupt";
+  Result<std::unique_ptr<store::WritableFile>> file = fs_->NewWritableFile(aside);
+  if (!file.ok()) return file.status().WithContext("keeping the dropped log tail");
+  Status status = (*file)->Append(std::string_view(*contents).substr(replay.valid_bytes));
+  if (status.ok()) status = (*file)->Sync();
+  if (status.ok()) status = fs_->SyncDir(dir_);
+  if (!status.ok()) return status.WithContext("keeping the dropped log tail in " + aside);
+  wal_dropped_file_ = aside;
+  wal_dropped_ += "; kept in " + aside;
   return Status::Ok();
 }
 
@@ -689,7 +738,8 @@ Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_fl
     writes_.fetch_add(ops.size(), std::memory_order_relaxed);
     wal_bytes_.store(wal_->size());
   }
-  if (force_flush || mem_->size() >= options_.memtable_limit) {
+  if (force_flush || mem_->size() >= options_.memtable_limit ||
+      (options_.wal_flush_bytes > 0 && wal_->size() >= options_.wal_flush_bytes)) {
     if (force_flush) NEARDUP_RETURN_IF_ERROR(RepairLog());
     Status status = FlushMemTableLocked();
     if (!status.ok()) {
@@ -952,23 +1002,48 @@ bool DocumentStoreImpl::ShadowedLocked(std::string_view id, size_t segment_index
 }
 
 Status DocumentStoreImpl::SearchLocked(const Fingerprint& query, int k,
-                                       std::vector<StoredDocument>* out) const {
+                                       std::vector<StoredDocument>* out, size_t limit) const {
+  // The hits first without their metadata (a wide search may match the whole store, and a
+  // document's metadata can be 4 KB): where each one's metadata is, to copy only the kept ones'.
+  struct Source {
+    const std::string* memtable_metadata;  // or null: segment `segment`, entry `entry`
+    size_t segment;
+    uint64_t entry;
+  };
+  std::vector<StoredDocument> hits;
+  std::vector<Source> sources;
   NEARDUP_RETURN_IF_ERROR(mem_->Search(
       query, k, [&](const std::string& id, const MemTable::Entry& entry, int distance) {
-        out->push_back({id, entry.fingerprint, entry.metadata, distance});
+        hits.push_back({id, entry.fingerprint, std::string(), distance});
+        sources.push_back({&entry.metadata, 0, 0});
       }));
-  std::vector<SegmentHit> hits;
+  std::vector<SegmentHit> segment_hits;
   for (size_t s = segments_.size(); s-- > 0;) {
-    hits.clear();
-    segments_[s]->Search(query, k, &hits);
-    for (const SegmentHit& hit : hits) {
+    segment_hits.clear();
+    segments_[s]->Search(query, k, &segment_hits);
+    for (const SegmentHit& hit : segment_hits) {
       std::string_view id = segments_[s]->id(hit.entry);
       if (ShadowedLocked(id, s)) continue;
-      out->push_back({std::string(id), segments_[s]->fingerprint(hit.entry),
-                      std::string(segments_[s]->metadata(hit.entry)), hit.distance});
+      hits.push_back(
+          {std::string(id), segments_[s]->fingerprint(hit.entry), std::string(), hit.distance});
+      sources.push_back({nullptr, s, hit.entry});
     }
   }
-  std::sort(out->begin(), out->end(), ByDistanceThenId);
+  std::vector<size_t> order(hits.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const size_t keep = limit > 0 ? std::min(limit, hits.size()) : hits.size();
+  auto better = [&](size_t a, size_t b) { return ByDistanceThenId(hits[a], hits[b]); };
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(),
+                    better);
+  out->reserve(out->size() + keep);
+  for (size_t i = 0; i < keep; ++i) {
+    StoredDocument& doc = hits[order[i]];
+    const Source& source = sources[order[i]];
+    doc.metadata = source.memtable_metadata != nullptr
+                       ? *source.memtable_metadata
+                       : std::string(segments_[source.segment]->metadata(source.entry));
+    out->push_back(std::move(doc));
+  }
   return Status::Ok();
 }
 
@@ -980,9 +1055,8 @@ Result<std::vector<StoredDocument>> DocumentStoreImpl::Search(const Fingerprint&
   {
     std::shared_lock<std::shared_mutex> state(state_mu_);
     if (!mem_) return Status::InvalidArgument(dir_ + ": store is closed");
-    NEARDUP_RETURN_IF_ERROR(SearchLocked(query, k, &out));
+    NEARDUP_RETURN_IF_ERROR(SearchLocked(query, k, &out, limit));
   }
-  if (limit > 0 && out.size() > limit) out.resize(limit);
   return out;
 }
 
@@ -1012,6 +1086,9 @@ StoreStats DocumentStoreImpl::Stats() const {
     stats.memtable_entries = mem_ ? mem_->size() : 0;
   }
   stats.wal_bytes = wal_bytes_.load();
+  stats.wal_dropped_bytes = wal_dropped_bytes_;
+  stats.wal_dropped = wal_dropped_;
+  stats.wal_dropped_file = wal_dropped_file_;
   stats.disk_bytes += stats.wal_bytes;
   stats.compactions = compactions_.load();
   stats.flushes = flushes_.load();
@@ -1086,6 +1163,16 @@ Result<std::unique_ptr<DocumentStore>> DocumentStore::Open(const std::string& di
                                                            const StoreOptions& options) {
   auto store = std::make_unique<DocumentStoreImpl>(dir, options);
   Status status = store->Init();
+  // A read-only snapshot beside a writer may find a file the writer has just replaced: again.
+  for (int attempt = 0; !status.ok() && store->reading_beside_writer() && attempt < 20; ++attempt) {
+    if (status.code() != StatusCode::kNotFound && status.code() != StatusCode::kCorruption &&
+        status.code() != StatusCode::kIoError) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 * (attempt + 1)));
+    store = std::make_unique<DocumentStoreImpl>(dir, options);
+    status = store->Init();
+  }
   if (!status.ok()) return status;
   return std::unique_ptr<DocumentStore>(std::move(store));
 }

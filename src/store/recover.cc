@@ -142,12 +142,14 @@ class Recovery {
       report_.messages.push_back(seg.status().message());
       if (seg.status().code() == StatusCode::kNotFound) continue;
       bool intact = false;
+      store::SalvageChecks checks;  // the store's default limits, the recovered index design
+      checks.design = compiled_;
       Result<uint64_t> lost = store::SalvageSegment(
           path, bits_,
           [&](const store::SegmentEntry& e) {
             docs_[std::string(e.id)] = {e.fingerprint, std::string(e.metadata), e.tombstone};
           },
-          &intact);
+          &intact, &checks);
       if (lost.ok() && *lost == 0 && intact && seg.status().code() == StatusCode::kUnsupported) {
         // An intact segment of an older format: every entry read, rewritten like a kept one.
         ++report_.segments_kept;
@@ -158,8 +160,17 @@ class Recovery {
       if (lost.ok()) {
         ++report_.segments_salvaged;
         report_.entries_lost += *lost;
-        report_.messages.push_back(path + ": salvaged entries whose records are in bounds (" +
-                                   std::to_string(*lost) + " unreadable)");
+        report_.messages.push_back(
+            path + ": salvaged the entries that pass their checks; " + std::to_string(*lost) +
+            " lost (" + std::to_string(checks.out_of_bounds) + " out of bounds, " +
+            std::to_string(checks.over_limits) + " over the id/metadata limits, " +
+            std::to_string(checks.id_hash_mismatch) + " whose id fails its hash, " +
+            std::to_string(checks.fingerprint_mismatch) +
+            " whose fingerprint differs from the index section's copy)" +
+            (checks.fingerprints_unchecked > 0
+                 ? "; " + std::to_string(checks.fingerprints_unchecked) +
+                       " fingerprints kept unchecked (the index section is unreadable)"
+                 : ""));
       } else {
         report_.messages.push_back(lost.status().message());
       }

@@ -324,7 +324,7 @@ void Segment::Search(const Fingerprint& query, int k, std::vector<SegmentHit>* h
 
 Result<uint64_t> SalvageSegment(const std::string& path, int bits,
                                 const std::function<void(const SegmentEntry&)>& on_entry,
-                                bool* file_intact) {
+                                bool* file_intact, SalvageChecks* checks) {
   Result<std::string> contents = ReadFile(path);
   if (!contents.ok()) return contents.status();
   const std::string& file = *contents;
@@ -335,37 +335,74 @@ Result<uint64_t> SalvageSegment(const std::string& path, int bits,
       static_cast<int>(LoadU32(base + kOffBits)) != bits) {
     return Status::Corruption(path + ": segment header is unreadable; nothing salvaged");
   }
-  if (file_intact != nullptr) {
-    const size_t size = file.size();
-    *file_intact = size >= kHeaderSize + kFooterSize &&
-                   std::memcmp(base + size - 8, kFooterMagic, 8) == 0 &&
-                   LoadU64(base + size - kFooterSize) == Checksum(base, size - kFooterSize);
-  }
+  const size_t size = file.size();
+  const bool intact = size >= kHeaderSize + kFooterSize &&
+                      std::memcmp(base + size - 8, kFooterMagic, 8) == 0 &&
+                      LoadU64(base + size - kFooterSize) == Checksum(base, size - kFooterSize);
+  if (file_intact != nullptr) *file_intact = intact;
+  SalvageChecks defaults;
+  SalvageChecks& c = checks != nullptr ? *checks : defaults;
   const uint64_t words = static_cast<uint64_t>(bits / 64);
   const uint64_t n = LoadU64(base + kOffEntries);
   const uint64_t fps = LoadU64(base + kOffFingerprints);
   const uint64_t offsets = LoadU64(base + kOffRecordOffsets);
   const uint64_t blob = LoadU64(base + kOffBlob);
   const uint64_t blob_size = LoadU64(base + kOffBlobSize);
+  const uint64_t hashes = LoadU64(base + kOffIdHashes);
+  // In a damaged file every entry is checked against what the segment keeps per entry: its id's
+  // hash (id_hashes) and, for live entries, the index section's copy of its fingerprint.
+  const bool check = !intact;
+  std::vector<std::pair<uint64_t, uint64_t>> index_copy;  // entry -> (hi, lo)
+  std::vector<bool> in_index;
+  bool index_readable = false;
+  if (check && c.design != nullptr && LoadU32(base + kOffVersion) == kSegmentVersion) {
+    const uint64_t index_offset = LoadU64(base + kOffIndex);
+    const uint64_t index_size = LoadU64(base + kOffIndexSize);
+    if (index_offset % 8 == 0 && index_offset <= size && index_size <= size - index_offset) {
+      Result<std::shared_ptr<const index::TableSegment>> image = index::TableSegment::View(
+          std::string_view(base + index_offset, index_size), c.design, nullptr, path);
+      if (image.ok() && n < (uint64_t{1} << 32)) {
+        index_readable = true;
+        index_copy.assign(n, {0, 0});
+        in_index.assign(n, false);
+        const index::TableSegment& t = **image;
+        for (size_t row = 0; row < t.size(); ++row) {
+          const uint64_t entry = t.id(row);
+          if (entry < n) {
+            index_copy[entry] = {t.hi(row), t.lo(row)};
+            in_index[entry] = true;
+          }
+        }
+      }
+    }
+  }
   uint64_t lost = 0;
   for (uint64_t i = 0; i < n; ++i) {
     const uint64_t fp_pos = fps + i * words * 8;
     const uint64_t off_pos = offsets + i * 8;
-    if (fp_pos + words * 8 > file.size() || off_pos + 8 > file.size()) {
+    if (fp_pos + words * 8 > size || off_pos + 8 > size) {
       ++lost;
+      ++c.out_of_bounds;
       continue;
     }
     const uint64_t raw = LoadU64(base + off_pos);
     const uint64_t offset = raw & ~kTombstoneBit;
-    if (offset + 8 > blob_size || blob + offset + 8 > file.size()) {
+    if (offset + 8 > blob_size || blob + offset + 8 > size) {
       ++lost;
+      ++c.out_of_bounds;
       continue;
     }
     const uint32_t id_len = LoadU32(base + blob + offset);
     const uint32_t meta_len = LoadU32(base + blob + offset + 4);
     const uint64_t record_end = blob + offset + 8 + id_len + meta_len;
-    if (id_len == 0 || offset + 8 + id_len + meta_len > blob_size || record_end > file.size()) {
+    if (offset + 8 + id_len + meta_len > blob_size || record_end > size) {
       ++lost;
+      ++c.out_of_bounds;
+      continue;
+    }
+    if (id_len == 0 || (check && (id_len > c.max_id_bytes || meta_len > c.max_metadata_bytes))) {
+      ++lost;
+      ++c.over_limits;
       continue;
     }
     SegmentEntry entry;
@@ -375,6 +412,24 @@ Result<uint64_t> SalvageSegment(const std::string& path, int bits,
     entry.fingerprint =
         words == 1 ? Fingerprint::From64(LoadU64(base + fp_pos))
                    : Fingerprint::From128(LoadU64(base + fp_pos + 8), LoadU64(base + fp_pos));
+    if (check) {
+      const uint64_t hash_pos = hashes + i * 8;
+      if (hash_pos + 8 > size || LoadU64(base + hash_pos) != IdHash(entry.id)) {
+        ++lost;
+        ++c.id_hash_mismatch;
+        continue;
+      }
+      if (!entry.tombstone) {
+        if (!index_readable) {
+          ++c.fingerprints_unchecked;
+        } else if (!in_index[i] || index_copy[i].first != entry.fingerprint.hi ||
+                   index_copy[i].second != entry.fingerprint.lo) {
+          ++lost;
+          ++c.fingerprint_mismatch;
+          continue;
+        }
+      }
+    }
     on_entry(entry);
   }
   return lost;

@@ -100,14 +100,33 @@ class Segment {
 // Hash of an external id used by the segment's id lookup.
 uint64_t IdHash(std::string_view id);
 
+// What SalvageSegment checks each entry of a damaged segment against, and what it found.
+struct SalvageChecks {
+  size_t max_id_bytes = 2048;  // the store's limits (StoreOptions)
+  size_t max_metadata_bytes = 4096;
+  // The store's index design: the index section's own copy of each live entry's fingerprint is
+  // compared with the fingerprints array. Null: fingerprints are not cross-checked.
+  std::shared_ptr<const index::CompiledDesign> design;
+
+  // Filled in: entries refused, by reason (each also counts in the returned number lost).
+  uint64_t out_of_bounds = 0;         // record outside the file or the blob
+  uint64_t over_limits = 0;           // empty id, id or metadata longer than the limits
+  uint64_t id_hash_mismatch = 0;      // the id's bytes do not hash to id_hashes[i]
+  uint64_t fingerprint_mismatch = 0;  // the two copies of the fingerprint differ
+  // Live entries kept without a fingerprint check (the index section is unreadable).
+  uint64_t fingerprints_unchecked = 0;
+};
+
 // Best-effort reading of a damaged or older-format segment for recovery: if the header is intact,
-// calls `on_entry` for every entry whose record is in bounds; returns how many could not be read.
-// Corruption if the header itself is unreadable. Reads only the sections every format version
-// shares (fingerprints, record offsets, records), so a version-1 segment is read whole. Sets
-// `*file_intact` (if given) to whether the whole-file checksum in the footer matches.
+// calls `on_entry` for every entry that passes `checks` (when the file is damaged: record in
+// bounds, id and metadata within the limits, id matching its hash in id_hashes, fingerprint
+// matching the index section's copy); returns how many entries were refused (lost). Corruption if
+// the header itself is unreadable. A segment whose whole-file checksum matches (an intact file of
+// an older format) is read whole from the sections every version shares (fingerprints, record
+// offsets, records). Sets `*file_intact` (if given) to whether the whole-file checksum matches.
 Result<uint64_t> SalvageSegment(const std::string& path, int bits,
                                 const std::function<void(const SegmentEntry&)>& on_entry,
-                                bool* file_intact = nullptr);
+                                bool* file_intact = nullptr, SalvageChecks* checks = nullptr);
 
 }  // namespace neardup::store
 

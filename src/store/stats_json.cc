@@ -25,6 +25,9 @@ void WriteStoreStatsFields(const StoreStats& stats, JsonWriter* writer) {
   writer->Key("state_reason").String(stats.health.reason);
   writer->Key("write_errors").Uint(stats.health.write_errors);
   writer->Key("write_recoveries").Uint(stats.health.recoveries);
+  writer->Key("wal_dropped_bytes").Uint(stats.wal_dropped_bytes);
+  writer->Key("wal_dropped").String(stats.wal_dropped);
+  writer->Key("wal_dropped_file").String(stats.wal_dropped_file);
 }
 
 }  // namespace neardup

@@ -157,31 +157,52 @@ Result<WalReadResult> ReadWal(const std::string& path, int bits,
     bool bad = false;
     bool torn = false;
     size_t record_size = 0;
+    std::string why;
+    uint32_t length = 0;
     if (remaining < kWalRecordHeaderSize) {
       torn = true;
+      why = "a record header cut short (" + std::to_string(remaining) + " of " +
+            std::to_string(kWalRecordHeaderSize) + " bytes)";
     } else {
-      const uint32_t length = LoadU32(bytes.data() + pos + 8);
+      length = LoadU32(bytes.data() + pos + 8);
       if (length < 4 || length > kMaxWalRecordBytes) {
         bad = true;  // record_size stays 0: the extent is unknown
+        why = "a record length of " + std::to_string(length) + " bytes, outside [4, " +
+              std::to_string(kMaxWalRecordBytes) + "] (the length field is damaged)";
       } else if ((record_size = kWalRecordHeaderSize + static_cast<size_t>(length)) > remaining) {
         torn = true;
-      } else if (LoadU64(bytes.data() + pos) != Checksum(bytes.data() + pos + 8, record_size - 8) ||
-                 LoadU32(bytes.data() + pos + 12) != kWalRecordBatch ||
+        why = "a record of " + std::to_string(record_size) +
+              " bytes runs past the end of the file (" + std::to_string(remaining) +
+              " bytes left: cut short by a crash mid-append, or its length field is damaged)";
+      } else if (LoadU64(bytes.data() + pos) != Checksum(bytes.data() + pos + 8, record_size - 8)) {
+        bad = true;
+        why = "the record fails its checksum";
+      } else if (LoadU32(bytes.data() + pos + 12) != kWalRecordBatch ||
                  !DecodeBatch(bytes.substr(pos + kWalRecordHeaderSize, length), bits, &ops)) {
         bad = true;
+        why = "the record passes its checksum but does not decode (unknown type or layout)";
       }
     }
-    if (bad &&
-        ((record_size != 0 && pos + record_size == bytes.size()) || AllZero(bytes.substr(pos)))) {
+    const bool zeros = AllZero(bytes.substr(pos));
+    if (bad && ((record_size != 0 && pos + record_size == bytes.size()) || zeros)) {
       torn = true;  // the last record, or zero-filled space after a power loss
     }
     if (torn || (bad && salvage)) {
       result.dropped_bytes = remaining;
+      result.dropped_all_zero = zeros;
+      result.dropped_reason =
+          zeros ? std::to_string(remaining) + " zero bytes (space left by a power loss)" : why;
       break;
     }
     if (bad) {
-      return Status::Corruption(path + ": log record at offset " + std::to_string(pos) +
-                                " fails its checksum and is followed by more data");
+      if (record_size == 0) {
+        return Status::Corruption(path + ": log record at offset " + std::to_string(pos) + " has " +
+                                  why + "; " + std::to_string(remaining) +
+                                  " bytes of the log from there cannot be read");
+      }
+      return Status::Corruption(path + ": log record at offset " + std::to_string(pos) + ": " +
+                                why + ", and " + std::to_string(remaining - record_size) +
+                                " more bytes of the log follow it");
     }
     NEARDUP_RETURN_IF_ERROR(on_batch(ops));
     pos += record_size;

@@ -69,13 +69,17 @@ class WalWriter {
 struct WalReadResult {
   uint64_t valid_bytes = 0;    // offset just past the last good record
   uint64_t records = 0;        // good records
-  uint64_t dropped_bytes = 0;  // bytes of a torn tail after valid_bytes
+  uint64_t dropped_bytes = 0;  // bytes of a torn or damaged tail after valid_bytes
+  // Why the tail was dropped, e.g. "the last record fails its checksum"; empty if none was.
+  std::string dropped_reason;
+  bool dropped_all_zero = false;  // the tail is zero bytes only (space left by a power loss)
 };
 
 // Reads the log at `path`, calling `on_batch` for every intact record in order. A torn final
 // record (truncated, or a bad checksum with nothing valid after it) ends the log: it is reported
-// in dropped_bytes. If `salvage` is false, damage followed by more data is Corruption; if true,
-// reading simply stops at the first bad record.
+// in dropped_bytes and dropped_reason (the caller warns and keeps the bytes aside). If `salvage` is
+// false, damage followed by more data is Corruption; if true, reading simply stops at the first bad
+// record.
 Result<WalReadResult> ReadWal(const std::string& path, int bits,
                               const std::function<Status(std::vector<WalOp>&)>& on_batch,
                               bool salvage = false);

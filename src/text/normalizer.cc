@@ -624,11 +624,16 @@ Status TextNormalizer::Impl::SegmentNormalize(std::string_view text, std::string
     std::memcpy(out->data() + used, in + run, end - run);
     used += end - run;
   };
-  // Ends the ICU state at p (a boundary): the pieces so far go to ICU.
+  // Ends the ICU state at p (a boundary): the pieces so far go to ICU, through `icu_out` and
+  // then copied, so *out keeps its size (shrinking it to `used` here made the next ensure() zero
+  // the whole tail again: quadratic in the text on pieces that alternate with kept runs).
+  std::string icu_out;
   auto flush_icu = [&](size_t end) -> Status {
-    out->resize(used);
-    NEARDUP_RETURN_IF_ERROR(IcuNormalize(text.substr(icu, end - icu), fold, out));
-    used = out->size();
+    icu_out.clear();
+    NEARDUP_RETURN_IF_ERROR(IcuNormalize(text.substr(icu, end - icu), fold, &icu_out));
+    ensure(icu_out.size());
+    std::memcpy(out->data() + used, icu_out.data(), icu_out.size());
+    used += icu_out.size();
     icu = kNone;
     run = end;
     return Status::Ok();
