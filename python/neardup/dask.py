@@ -551,6 +551,18 @@ def _merge_pairs(a: np.ndarray, b: np.ndarray, flags: np.ndarray) -> tuple:
     return a[starts], b[starts], np.bitwise_or.reduceat(flags, starts).astype(np.uint8)
 
 
+def _id_of_line(line: str) -> str:
+    """The id of a keep.txt / remove.txt line: as it is, or the JSON string it was written as."""
+    if line.startswith('"'):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            return line
+        if isinstance(value, str):
+            return value
+    return line
+
+
 def _ids_of(run: _Run, gids: np.ndarray) -> list:
     """The ids (as read, before shared ids are renamed) of documents `gids` (sorted or not)."""
     out = [None] * len(gids)
@@ -1531,7 +1543,10 @@ class DaskDedupResult:
     def _ids(self, name: str) -> List[str]:
         with open(self._path(name), encoding="utf-8", errors="surrogateescape",
                   newline="\n") as f:
-            return f.read().split("\n")[:-1]
+            lines = f.read().split("\n")[:-1]
+        # An id with a control character or a leading '"' is written as a JSON string
+        # (AppendIdLine, as the command writes it).
+        return [_id_of_line(line) for line in lines]
 
     @property
     def remove(self) -> set:

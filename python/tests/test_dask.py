@@ -160,15 +160,22 @@ def test_shared_ids_are_named_apart(client, binary, tmp_path):
     text = "the same words in the same order make an exact copy " * 5
     rows = [{"id": "u1", "text": text}, {"id": "u2", "text": "another text entirely " * 8},
             {"id": "u1", "text": text}, {"id": "u3", "text": "a third unrelated document " * 8}]
+    # Ids with a control character or a leading '"' are written as JSON strings, as the command
+    # writes them, and read back as they were.
+    odd = "another exact copy, of a different text, in several words " * 4
+    rows += [{"id": "tab\there", "text": odd}, {"id": '"q\nl', "text": odd}]
     path = tmp_path / "docs.jsonl"
     write_jsonl(path, rows)
     result = nd.dedup_files([str(path)], str(tmp_path / "dask"), progress=False)
     _, remove, keep = cli_dedup(binary, path, tmp_path / "cli")
     same_files(tmp_path / "dask", tmp_path / "cli")
-    assert result.remove == {f"u1@{path}:3"} and result.keep[0] == f"u1@{path}:1"
+    with open(tmp_path / "dask" / "remove.txt", encoding="utf-8") as f:
+        assert '"\\"q\\nl"\n' in f.read()
+    assert result.remove == {f"u1@{path}:3", '"q\nl'} and result.keep[0] == f"u1@{path}:1"
+    assert "tab\there" in result.keep
     assert result.summary["duplicate_ids"] == 2
     # A DataFrame's shared ids are named apart by partition:row.
-    ddf = dd.from_pandas(pd.DataFrame(rows), npartitions=2, sort=False)
+    ddf = dd.from_pandas(pd.DataFrame(rows[:4]), npartitions=2, sort=False)
     result = nd.dedup(ddf, progress=False)
     assert result.remove == {"u1@1:0"} and result.keep == ["u1@0:0", "u2", "u3"]
 
