@@ -199,13 +199,20 @@ TEST_F(DedupCommandTest, SameResultWhateverThreadsAndInputOrder) {
 
 TEST_F(DedupCommandTest, VerificationThresholdDropsPairsBelowIt) {
   // base-edit differs from base in 2 of 160 words: its Jaccard is high but below 0.99, while the
-  // exact and whitespace-only copies always pass.
+  // exact and whitespace-only copies always pass. Its containment is high too, so the contained
+  // reason is turned off (or made as strict) for the pair to be dropped.
   fs::path out = dir_ / "out";
-  ASSERT_EQ(Run("dedup " + Inputs() + " -o " + out.string() + " -q --verify 0.99"), 0);
+  ASSERT_EQ(Run("dedup " + Inputs() + " -o " + out.string() + " -q --verify 0.99 --containment 0"),
+            0);
   std::string remove = ReadFile(out / "remove.txt");
   EXPECT_NE(remove.find("base-copy\n"), std::string::npos) << remove;
   EXPECT_NE(remove.find("base-zst\n"), std::string::npos) << remove;
   EXPECT_EQ(remove.find("base-edit\n"), std::string::npos) << remove;
+  // With the default containment, base-edit lies 97 % inside base: a duplicate, "contained".
+  ASSERT_EQ(Run("dedup " + Inputs() + " -o " + out.string() + " -q --force --verify 0.99"), 0);
+  remove = ReadFile(out / "remove.txt");
+  EXPECT_NE(remove.find("base-edit\n"), std::string::npos) << remove;
+  EXPECT_NE(ReadFile(out / "clusters.jsonl").find("\"reason\":\"contained\""), std::string::npos);
 }
 
 TEST_F(DedupCommandTest, StrictStopsAtTheCorruptLine) {
@@ -248,7 +255,7 @@ TEST_F(DedupCommandTest, SummaryRecordsTheRuleUsed) {
   EXPECT_NE(summary.find("\"k\":-1"), std::string::npos) << summary;  // SimHash join off
   EXPECT_NE(summary.find("\"verify\":0.5"), std::string::npos) << summary;
   ASSERT_EQ(Run("dedup " + Inputs() + " -o " + out.string() +
-                " -q --force --threshold 0.8 --candidates lsh+simhash"),
+                " -q --force --threshold 0.8 --containment 0 --candidates lsh+simhash"),
             0);
   summary = ReadFile(out / "summary.json");
   EXPECT_NE(summary.find("\"bands\":17"), std::string::npos) << summary;
@@ -280,6 +287,11 @@ TEST_F(DedupCommandTest, ExplainTwoDocuments) {
   ASSERT_EQ(
       Run("explain --file " + (dir_ / "a.jsonl").string() + " base base-edit --verify 0.99", &out),
       0);
+  EXPECT_NE(out.find("near-duplicate: yes (contained)"), std::string::npos) << out;
+  ASSERT_EQ(Run("explain --file " + (dir_ / "a.jsonl").string() +
+                    " base base-edit --verify 0.99 --containment 0",
+                &out),
+            0);
   EXPECT_NE(out.find("near-duplicate: no"), std::string::npos) << out;
   ASSERT_EQ(Run("explain --file " + (dir_ / "a.jsonl").string() + " base other2", &out), 0);
   EXPECT_NE(out.find("near-duplicate: no"), std::string::npos) << out;

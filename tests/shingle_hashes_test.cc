@@ -51,11 +51,12 @@ uint64_t ReferenceMix(uint64_t h, uint64_t unit) {
 
 std::vector<uint64_t> ReferenceShingles(std::string_view normal) {
   std::vector<uint64_t> units, shingles;
-  size_t character_units = 0;
+  std::vector<bool> is_character;
   size_t word_start = std::string::npos;
   auto end_word = [&](size_t end) {
     if (word_start != std::string::npos) {
       units.push_back(XXH3_64bits(normal.data() + word_start, end - word_start));
+      is_character.push_back(false);
       word_start = std::string::npos;
     }
   };
@@ -72,7 +73,7 @@ std::vector<uint64_t> ReferenceShingles(std::string_view normal) {
       end_word(i);
       if (ReferenceIsWordCharacter(cp)) {
         units.push_back(XXH3_64bits(normal.data() + i, len));
-        ++character_units;
+        is_character.push_back(true);
       }
     } else if (ReferenceIsWordCharacter(cp)) {
       if (word_start == std::string::npos) word_start = i;
@@ -83,16 +84,17 @@ std::vector<uint64_t> ReferenceShingles(std::string_view normal) {
   }
   end_word(normal.size());
   if (units.empty()) return shingles;
-  const size_t n = character_units * 2 >= units.size() ? 5 : 3;
-  if (units.size() <= n) {
-    uint64_t h = 0;
-    for (uint64_t unit : units) h = ReferenceMix(h, unit);
-    shingles.push_back(h);
-    return shingles;
-  }
-  for (size_t start = 0; start + n <= units.size(); ++start) {
+  // A shingle starting at a character unit spans 5 units, one starting at a word 3.
+  for (size_t start = 0; start < units.size(); ++start) {
+    const size_t n = is_character[start] ? 5 : 3;
+    if (start + n > units.size()) continue;
     uint64_t h = 0;
     for (size_t j = 0; j < n; ++j) h = ReferenceMix(h, units[start + j]);
+    shingles.push_back(h);
+  }
+  if (shingles.empty()) {
+    uint64_t h = 0;
+    for (uint64_t unit : units) h = ReferenceMix(h, unit);
     shingles.push_back(h);
   }
   std::sort(shingles.begin(), shingles.end());

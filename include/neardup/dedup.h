@@ -46,6 +46,7 @@
 #include "neardup/fingerprinter.h"
 #include "neardup/hamming_index.h"
 #include "neardup/minhash_lsh.h"
+#include "neardup/pair_rule.h"
 #include "neardup/status.h"
 
 namespace neardup {
@@ -82,6 +83,22 @@ struct DedupOptions {
   // Candidate pairs whose shingle Jaccard is below this are dropped; unset (the default) uses
   // lsh.threshold; 0 disables verification (every candidate is accepted).
   std::optional<double> verify_threshold;
+  // The pair rule's `contained` reason (neardup/pair_rule.h): a pair whose smaller shingle set
+  // lies at least containment_threshold inside the larger one is a duplicate when the smaller
+  // holds at least containment_min_shingles shingles and containment_min_ratio of the larger's;
+  // containment_threshold 0 turns the reason off.
+  double containment_threshold = PairRuleOptions().containment_threshold;
+  double containment_min_shingles = PairRuleOptions().containment_min_shingles;
+  double containment_min_ratio = PairRuleOptions().containment_min_ratio;
+  // Boilerplate weights (neardup/pair_rule.h): the per-document pass counts every shingle's
+  // document frequency in a count-min sketch of at most boilerplate_sketch_bytes (the input's
+  // size rounded up to a power of two when smaller), and verification weighs a shingle found in
+  // F or more documents F / df (F: BoilerplateOptions; PairRule::boilerplate_documents()), so a
+  // copy wrapped in boilerplate is judged by its content and pages that share only a template
+  // score low. Needs the LSH stage and verification (the sets are cut there).
+  bool boilerplate = true;
+  BoilerplateOptions boilerplate_options;
+  size_t boilerplate_sketch_bytes = size_t{64} << 20;
   // Threads for fingerprinting, joining and verifying; <= 0 means DefaultThreadCount(). With more
   // than one, the calling thread reads the next batch of documents while that many fingerprint
   // the current one.
@@ -115,6 +132,16 @@ struct DedupOptions {
 // unset (0 = no verification).
 NEARDUP_EXPORT double ResolveVerifyThreshold(const DedupOptions& options);
 
+// The pair rule a run applies: the verification threshold (ResolveVerifyThreshold) and the
+// containment options.
+NEARDUP_EXPORT PairRuleOptions ResolvePairRule(const DedupOptions& options);
+
+// The MinHash LSH options a run uses: options.lsh, with bands and rows (when not given) chosen
+// for the lowest plain Jaccard the pair rule accepts (LowestAcceptedJaccard: below the threshold
+// when `contained` is on), so the LSH stage finds contained pairs too. Errors as
+// ResolveLshParameters.
+NEARDUP_EXPORT Result<MinHashLshOptions> ResolveDedupLsh(const DedupOptions& options);
+
 // The checks RunDedup and JudgePair make before any work: InvalidArgument naming the option (k,
 // verify_threshold, keep_field, the LSH threshold, bands and rows, the fingerprint width).
 NEARDUP_EXPORT Status ValidateDedupOptions(const DedupOptions& options);
@@ -139,8 +166,11 @@ struct DedupDocument {
 struct DuplicatePair {
   uint32_t a = 0;
   uint32_t b = 0;
-  int distance = 0;        // Hamming distance of the fingerprints
-  double similarity = -1;  // shingle Jaccard when verified (or 1 for exact duplicates), else -1
+  int distance = 0;  // Hamming distance of the fingerprints
+  // The pair rule's similarity for `reason` (Jaccard, or containment for kContained; 1 for exact
+  // and whitespace duplicates), or -1 when verification was off.
+  double similarity = -1;
+  DuplicateReason reason = DuplicateReason::kNearDuplicate;
 };
 
 struct ClusterMember {
@@ -149,7 +179,12 @@ struct ClusterMember {
   uint32_t via = 0;          // the member that linked this one (the kept one when direct)
   int distance_to_via = 0;
   double similarity_to_via = -1;
-  std::string reason;  // "exact_duplicate", "near_duplicate" or "chained" (not within k of kept)
+  // "exact_duplicate" (byte-identical to the kept one), "near_duplicate" or "contained" (paired
+  // directly with the kept one, for that reason of the pair rule), or "chained" (linked through
+  // another member).
+  std::string reason;
+  // The pair rule's reason for the pair (via, this member): DuplicateReasonName().
+  DuplicateReason via_reason = DuplicateReason::kNearDuplicate;
 };
 
 struct DedupCluster {
@@ -179,12 +214,20 @@ struct NEARDUP_EXPORT DedupReport {
   // found, before and after verification (what combining the two adds).
   uint64_t simhash_only_candidate_pairs = 0;
   uint64_t simhash_only_accepted_pairs = 0;
-  LshJoinStats lsh_stats;                   // buckets of the LSH stage
-  bool spilled = false;                     // DedupOptions::spill
-  uint64_t spill_peak_bytes = 0;            // most bytes held in temporary files at once
-  std::optional<LshParameters> lsh;         // bands and rows used (unset when the stage was off)
-  std::optional<int> k;                     // the k of the SimHash join (unset when it was off)
-  double verify_threshold = 0;              // the threshold used (0 = off)
+  LshJoinStats lsh_stats;            // buckets of the LSH stage
+  bool spilled = false;              // DedupOptions::spill
+  uint64_t spill_peak_bytes = 0;     // most bytes held in temporary files at once
+  std::optional<LshParameters> lsh;  // bands and rows used (unset when the stage was off)
+  std::optional<int> k;              // the k of the SimHash join (unset when it was off)
+  double verify_threshold = 0;       // the threshold used (0 = off)
+  PairRuleOptions rule;              // the pair rule applied (ResolvePairRule)
+  // Accepted pairs by the pair rule's reason (DuplicateReasonName), for every reason.
+  std::map<std::string, uint64_t> pairs_by_reason;
+  // Boilerplate weights: whether they were on, F (the document count from which a shingle is
+  // boilerplate; 0 when off) and the frequency sketch's size.
+  bool boilerplate = false;
+  uint32_t boilerplate_documents = 0;
+  uint64_t boilerplate_sketch_bytes = 0;
   std::vector<DedupCluster> clusters;       // clusters of 2+ documents, by cluster_id
   std::vector<bool> removed;                // per document
   std::map<std::string, uint64_t> skipped;  // reader skip counts by reason
@@ -254,8 +297,16 @@ struct PairJudgement {
   bool within_k = false;         // SimHash join candidate (false when that join is off)
   int shared_bands = 0;          // LSH band keys in common (of lsh.bands)
   bool lsh_candidate = false;    // shared_bands > 0 and the LSH stage is on
-  double jaccard = 0;            // verification shingle Jaccard (as dedup computes it)
-  bool verified = false;         // jaccard >= verify threshold, or verification off
+  // The pair rule's similarities (neardup/pair_rule.h): Jaccard and containment of the shingle
+  // sets, with boilerplate weights when frequencies were given, and the plain (unweighted)
+  // Jaccard the LSH stage sees.
+  double jaccard = 0;
+  double containment = 0;
+  double plain_jaccard = 0;
+  bool size_guard = false;  // the smaller document passes the containment size guard
+  // The pair rule's reason (kNone: not duplicates by the rule), whatever the candidate stages.
+  DuplicateReason reason = DuplicateReason::kNone;
+  bool verified = false;  // the rule accepts the pair by its sets (or verification is off)
   // exact || whitespace_only || ((lsh_candidate || within_k) && verified). In a corpus, a pair
   // only in oversized LSH buckets may not be paired directly (the bucket window) but is still
   // usually linked through its bucket's chain.
@@ -263,12 +314,24 @@ struct PairJudgement {
   LshParameters lsh;
   std::optional<int> k;  // the SimHash join's k (unset when that join is off)
   double verify_threshold = 0;
+  PairRuleOptions rule;
+  uint32_t boilerplate_documents = 0;  // F of the boilerplate weights (0: no weights)
 };
 
-// Judges two texts with the rule of a dedup run under `options`. Errors: bad options, or a text
-// that cannot be fingerprinted or shingled.
+// Judges two texts with the rule of a dedup run under `options`. `frequencies` (optional): the
+// shingle frequencies of the corpus the pair comes from (as a dedup run over it counts them),
+// for the boilerplate weights; without them every shingle weighs 1. Errors: bad options, or a
+// text that cannot be fingerprinted or shingled.
 NEARDUP_EXPORT Result<PairJudgement> JudgePair(std::string_view a, std::string_view b,
-                                               const DedupOptions& options);
+                                               const DedupOptions& options,
+                                               const ShingleFrequencies* frequencies = nullptr);
+
+// The shingle frequencies a dedup run over `inputs` with `options` counts in its first pass (for
+// the boilerplate weights; see DedupOptions::boilerplate): the same sketch size, sampling and
+// documents, so JudgePair(a, b, options, frequencies) decides as that run does. Reads the inputs
+// once. Errors: unreadable inputs, bad options.
+NEARDUP_EXPORT Result<ShingleFrequencies> CountShingleFrequencies(
+    const std::vector<std::string>& inputs, const DedupOptions& options);
 
 // Parses "first", "longest" or "field:NAME".
 NEARDUP_EXPORT Status ParseKeepPolicy(const std::string& text, KeepPolicy* policy,

@@ -47,8 +47,8 @@ namespace neardup {
 // The per-document pass of a dedup run with given options.
 class NEARDUP_EXPORT DocumentPass {
  public:
-  // Builds the engines (fingerprinter, shingler, MinHash) of `options` (ValidateDedupOptions
-  // first). Errors name the option or file.
+  // Builds the engines (fingerprinter, shingler, MinHash with ResolveDedupLsh's bands and rows)
+  // of `options` (ValidateDedupOptions first). Errors name the option or file.
   static Result<std::unique_ptr<DocumentPass>> Create(const DedupOptions& options);
   ~DocumentPass();
   DocumentPass(const DocumentPass&) = delete;
@@ -59,6 +59,7 @@ class NEARDUP_EXPORT DocumentPass {
     std::string normalized;  // the normalised text of the last Fingerprint (when needed)
     std::vector<uint64_t> units, shingles;
     std::vector<uint32_t> set;  // the narrowed shingle set of the last Sketch(want_set)
+    bool shingled = false;      // the last Sketch could cut the text into shingles
   };
 
   // Step 1: sets facts->fingerprint, text_bytes, content_hash (XXH3-64 of the text),

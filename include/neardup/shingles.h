@@ -5,8 +5,10 @@
 // The text is normalised first (markup stripped, NFKC, case folded, whitespace
 // folded, optionally Traditional -> Simplified Chinese), then cut into units: each Han / kana /
 // Thai / Lao / Khmer / Myanmar character is one unit, every other run of letters, digits and marks
-// is one word unit. A document mostly made of character units uses 5-unit shingles, otherwise
-// 3-unit shingles (word 3-grams), following the devpairs reference similarity.
+// is one word unit. A shingle starting at a character unit spans 5 units (character 5-grams in
+// Chinese or Japanese text), one starting at a word unit 3 (word 3-grams), following the devpairs
+// reference similarity; the size is chosen where each shingle starts, not per document, so a
+// passage has the same shingles whatever text surrounds it (a Chinese article in an English page).
 //
 // Thread safety: a ShingleSimilarity is immutable after Create(); Shingles() may run on any number
 // of threads at once.
@@ -32,8 +34,8 @@ class NEARDUP_EXPORT ShingleSimilarity {
   ShingleSimilarity(const ShingleSimilarity&) = delete;
   ShingleSimilarity& operator=(const ShingleSimilarity&) = delete;
 
-  // Sorted, distinct 64-bit shingle hashes of `text` (valid UTF-8). A text with fewer units than
-  // the shingle size yields one shingle of all its units; a text without units yields none.
+  // Sorted, distinct 64-bit shingle hashes of `text` (valid UTF-8). A text too short for any
+  // shingle yields one shingle of all its units; a text without units yields none.
   Status Shingles(std::string_view text, std::vector<uint64_t>* shingles) const;
   // The same from a text already normalised with normalize_options() (e.g. the Fingerprinter's
   // normalised text when its options are the same): Shingles(t) == ShinglesOfNormalized(N(t)).

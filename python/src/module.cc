@@ -490,6 +490,16 @@ DedupOptions ParseDedupOptions(const py::dict& kwargs) {
       flags.keep = py::cast<std::string>(value);
     } else if (name == "verify") {
       flags.verify = value.is_none() ? -1 : py::cast<double>(value);
+    } else if (name == "containment") {
+      flags.containment = py::cast<double>(value);
+    } else if (name == "containment_min_shingles") {
+      flags.containment_min_shingles = py::cast<double>(value);
+    } else if (name == "containment_min_ratio") {
+      flags.containment_min_ratio = py::cast<double>(value);
+    } else if (name == "boilerplate") {
+      flags.no_boilerplate = !TakeBool(value);
+    } else if (name == "boilerplate_min_documents") {
+      flags.boilerplate_min_documents = py::cast<uint32_t>(value);
     } else if (name == "threads") {
       flags.input.threads = value.is_none() ? 0 : Threads(value);
     } else if (name == "strict") {
@@ -807,6 +817,143 @@ std::vector<uint32_t> U32(py::handle object) {
 }
 
 double Jaccard(py::handle a, py::handle b) { return ShingleSimilarity::Jaccard32(U32(a), U32(b)); }
+
+// ---- the pair rule (neardup/pair_rule.h) for the Dask pipeline and Python users
+// --------------------
+
+// Shingle document frequencies (the boilerplate weights' statistics), picklable and mergeable, so
+// partitions can count apart and be summed.
+class PyShingleFrequencies {
+ public:
+  explicit PyShingleFrequencies(size_t bytes) : sketch_(bytes) {}
+  explicit PyShingleFrequencies(ShingleFrequencies sketch) : sketch_(std::move(sketch)) {}
+
+  // Counts each set of `sets` (uint32 arrays or their bytes) as one document.
+  void Add(const py::list& sets) {
+    std::vector<std::vector<uint32_t>> copies;
+    copies.reserve(sets.size());
+    for (py::handle set : sets) copies.push_back(U32(set));
+    py::gil_scoped_release release;
+    for (const auto& set : copies) sketch_.AddDocument(set);
+  }
+  void Merge(const PyShingleFrequencies& other) { Check(sketch_.Merge(other.sketch_)); }
+  py::array_t<uint32_t> Estimate(py::handle shingles) const {
+    std::vector<uint32_t> values = U32(shingles);
+    for (uint32_t& v : values) v = sketch_.Estimate(v);
+    return ToArray(values);
+  }
+  py::bytes Serialize() const { return py::bytes(sketch_.Serialize()); }
+  static PyShingleFrequencies Deserialize(const py::bytes& bytes) {
+    return PyShingleFrequencies(Unwrap(ShingleFrequencies::Deserialize(std::string(bytes))));
+  }
+  const ShingleFrequencies& sketch() const { return sketch_; }
+
+ private:
+  ShingleFrequencies sketch_;
+};
+
+// One side's facts as arrays: hashes (n x 3 uint64: content hash, text bytes, whitespace-free
+// hash) and a list of n narrowed sets.
+struct FactArrays {
+  std::vector<uint64_t> hashes;
+  std::vector<std::vector<uint32_t>> sets;
+};
+
+FactArrays TakeFacts(py::handle hashes, const py::list& sets, const char* side) {
+  auto array = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(hashes);
+  if (!array || array.ndim() != 2 || array.shape(1) != 3) {
+    throw py::type_error(std::string(side) +
+                         "_hashes: expected an (n, 3) array of uint64 (content hash, text bytes, "
+                         "whitespace-free hash)");
+  }
+  const size_t n = static_cast<size_t>(array.shape(0));
+  if (sets.size() != n) {
+    throw py::value_error(std::string(side) + "_sets: " + std::to_string(sets.size()) +
+                          " sets for " + std::to_string(n) + " rows of hashes");
+  }
+  FactArrays facts;
+  facts.hashes.assign(array.data(), array.data() + 3 * n);
+  facts.sets.reserve(n);
+  for (py::handle set : sets) facts.sets.push_back(U32(set));
+  return facts;
+}
+
+// The pair rule of `options` (dedup's keywords) applied to pairs i = (left i, right i): a dict
+// of arrays reason (uint8, DuplicateReason: 0 none, 1 exact_duplicate, 2 whitespace_duplicate,
+// 3 near_duplicate, 4 contained), similarity, jaccard and containment (float64).
+py::dict DecidePairs(py::handle left_hashes, const py::list& left_sets, py::handle right_hashes,
+                     const py::list& right_sets, const py::dict& options,
+                     const PyShingleFrequencies* frequencies, int threads) {
+  FactArrays left = TakeFacts(left_hashes, left_sets, "left");
+  FactArrays right = TakeFacts(right_hashes, right_sets, "right");
+  if (left.sets.size() != right.sets.size()) {
+    throw py::value_error("left and right differ in length");
+  }
+  const DedupOptions dedup = ParseDedupOptions(options);
+  const PairRule rule = Unwrap(PairRule::Create(
+      ResolvePairRule(dedup), dedup.boilerplate && frequencies ? &frequencies->sketch() : nullptr,
+      dedup.boilerplate_options));
+  const size_t n = left.sets.size();
+  std::vector<uint8_t> reason(n);
+  std::vector<double> similarity(n), jaccard(n), containment(n);
+  {
+    py::gil_scoped_release release;
+    ParallelFor(
+        n, threads,
+        [&](size_t begin, size_t end) {
+          for (size_t i = begin; i < end; ++i) {
+            const uint64_t* l = &left.hashes[3 * i];
+            const uint64_t* r = &right.hashes[3 * i];
+            const PairDecision d = rule.Decide({l[0], l[1], l[2], left.sets[i], -1},
+                                               {r[0], r[1], r[2], right.sets[i], -1});
+            reason[i] = static_cast<uint8_t>(d.reason);
+            similarity[i] = d.similarity;
+            jaccard[i] = d.jaccard;
+            containment[i] = d.containment;
+          }
+        },
+        64);
+  }
+  py::dict out;
+  out["reason"] = ToArray(reason);
+  out["similarity"] = ToArray(similarity);
+  out["jaccard"] = ToArray(jaccard);
+  out["containment"] = ToArray(containment);
+  return out;
+}
+
+// The facts of each text as dedup computes them: {"hashes": (n, 3) uint64, "sets": [uint32]}.
+py::dict DocumentFactsOf(py::handle texts, bool traditional_to_simplified, int threads) {
+  TextBatch batch(texts);
+  auto shingler = Unwrap(ShingleSimilarity::Create(traditional_to_simplified));
+  std::vector<DocumentFacts> facts(batch.size());
+  std::vector<Status> errors(batch.size());
+  {
+    py::gil_scoped_release release;
+    ParallelFor(
+        batch.size(), threads,
+        [&](size_t begin, size_t end) {
+          for (size_t i = begin; i < end; ++i) {
+            errors[i] = ComputeDocumentFacts(batch.views[i], *shingler, &facts[i]);
+          }
+        },
+        8);
+  }
+  for (const Status& error : errors) Check(error);
+  py::array_t<uint64_t> hashes({static_cast<py::ssize_t>(batch.size()), py::ssize_t{3}});
+  uint64_t* h = hashes.mutable_data();
+  py::list sets;
+  for (size_t i = 0; i < facts.size(); ++i) {
+    h[3 * i] = facts[i].content_hash;
+    h[3 * i + 1] = facts[i].text_bytes;
+    h[3 * i + 2] = facts[i].squeezed_hash;
+    sets.append(ToArray(facts[i].shingles));
+  }
+  py::dict out;
+  out["hashes"] = hashes;
+  out["sets"] = sets;
+  return out;
+}
 
 // Jaccard of pairs of shingle sets given as two lists of uint32 arrays (or their bytes), on all
 // cores.
@@ -1139,15 +1286,15 @@ py::dict DedupFiles(const std::vector<std::string>& inputs, const std::string& o
 // parameters, the verification threshold, which candidate stages run, keep policy, t2s, fields.
 py::dict ResolveDedupOptions(const py::dict& kwargs) {
   DedupOptions options = ParseDedupOptions(kwargs);
-  LshParameters lsh = Unwrap(ResolveLshParameters(options.lsh));
+  const MinHashLshOptions lsh = Unwrap(ResolveDedupLsh(options));
   py::dict out;
   out["bits"] = options.fingerprint.bits;
   out["k"] = options.k;
   out["use_lsh"] = options.candidates != DedupOptions::Candidates::kSimHash;
   out["use_simhash"] = options.candidates != DedupOptions::Candidates::kLsh;
   out["threshold"] = options.lsh.threshold;
-  out["bands"] = lsh.bands;
-  out["rows"] = lsh.rows;
+  out["bands"] = lsh.parameters->bands;
+  out["rows"] = lsh.parameters->rows;
   out["bucket_window"] = options.lsh.bucket_window;
   out["seed"] = options.lsh.seed;
   out["verify"] = ResolveVerifyThreshold(options);
@@ -1828,6 +1975,25 @@ PYBIND11_MODULE(_neardup, m) {
       .def(py::init<bool>(), py::arg("traditional_to_simplified") = true)
       .def("batch", &PyShingler::Batch, py::arg("texts"), py::arg("threads") = 0);
   m.def("jaccard", &Jaccard, py::arg("a"), py::arg("b"), doc::kJaccard);
+  py::class_<PyShingleFrequencies>(m, "_ShingleFrequencies")
+      .def(py::init<size_t>(), py::arg("bytes") = DedupOptions().boilerplate_sketch_bytes)
+      .def("add", &PyShingleFrequencies::Add, py::arg("sets"))
+      .def("merge", &PyShingleFrequencies::Merge, py::arg("other"))
+      .def("estimate", &PyShingleFrequencies::Estimate, py::arg("shingles"))
+      .def_property_readonly("documents",
+                             [](const PyShingleFrequencies& f) { return f.sketch().documents(); })
+      .def_property_readonly("total",
+                             [](const PyShingleFrequencies& f) { return f.sketch().total(); })
+      .def(py::pickle(
+          [](const PyShingleFrequencies& f) { return f.Serialize(); },
+          [](const py::bytes& bytes) { return PyShingleFrequencies::Deserialize(bytes); }));
+  m.def("_decide_pairs", &DecidePairs, py::arg("left_hashes"), py::arg("left_sets"),
+        py::arg("right_hashes"), py::arg("right_sets"), py::arg("options") = py::dict(),
+        py::arg("frequencies") = nullptr, py::arg("threads") = 0);
+  m.def("_document_facts", &DocumentFactsOf, py::arg("texts"), py::arg("t2s") = true,
+        py::arg("threads") = 0);
+  m.attr("_REASONS") = py::make_tuple("none", "exact_duplicate", "whitespace_duplicate",
+                                      "near_duplicate", "contained");
   m.def("_jaccard_pairs", &JaccardPairs, py::arg("left"), py::arg("right"), py::arg("threads") = 0);
   m.def("_hamming_keys", &HammingKeys);
   m.def("_hamming_bucket_pairs", &HammingBucketPairs);

@@ -28,6 +28,11 @@ struct DedupFlags {
   std::string candidates = "lsh";
   std::string temp_dir;
   bool in_memory = false;
+  double containment = DedupOptions().containment_threshold;
+  double containment_min_shingles = DedupOptions().containment_min_shingles;
+  double containment_min_ratio = DedupOptions().containment_min_ratio;
+  bool no_boilerplate = !DedupOptions().boilerplate;
+  uint32_t boilerplate_min_documents = DedupOptions().boilerplate_options.min_documents;
 
   // Declares the flags on `app` (not the INPUT... arguments). `with_keep` adds --keep (dedup
   // only).
@@ -66,6 +71,25 @@ struct DedupFlags {
     app->add_option("--verify", verify,
                     "drop candidate pairs whose shingle Jaccard is below this (default: "
                     "--threshold; 0 = no verification)");
+    app->add_option("--containment", containment,
+                    "a pair whose smaller document lies at least this much inside the larger is "
+                    "a duplicate (reason \"contained\"), given the size guard below; 0 = off")
+        ->capture_default_str();
+    app->add_option("--containment-min-shingles", containment_min_shingles,
+                    "size guard of --containment: the smaller document has at least this many "
+                    "shingles ...")
+        ->capture_default_str();
+    app->add_option("--containment-min-ratio", containment_min_ratio,
+                    "... and at least this fraction of the larger one's (a quote does not "
+                    "swallow an article)")
+        ->capture_default_str();
+    app->add_flag("--no-boilerplate", no_boilerplate,
+                  "weigh every shingle 1 (by default a shingle found in many documents of the "
+                  "inputs, counted in the first pass, weighs less: templates and footers)");
+    app->add_option("--boilerplate-min-documents", boilerplate_min_documents,
+                    "a shingle in at least this many documents (or more, when the frequency "
+                    "sketch cannot resolve so few: summary.json) is boilerplate")
+        ->capture_default_str();
   }
 
   // Builds the options; InvalidArgument names the bad option (the library's name).
@@ -84,6 +108,11 @@ struct DedupFlags {
     } else if (verify != -1) {
       return Status::InvalidArgument("verify_threshold must be in [0, 1]");
     }
+    options->containment_threshold = containment;
+    options->containment_min_shingles = containment_min_shingles;
+    options->containment_min_ratio = containment_min_ratio;
+    options->boilerplate = !no_boilerplate;
+    options->boilerplate_options.min_documents = boilerplate_min_documents;
     options->threads = input.threads;
     options->spill = !in_memory;
     options->temp_directory = temp_dir;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -41,6 +42,8 @@ struct Resolved {
 struct ResolvedPair {
   std::vector<Resolved> documents;
   size_t corpus_documents = 0;  // documents read from the --file inputs (0 without --file)
+  // The shingle frequencies a dedup run over the --file inputs counts (boilerplate weights).
+  std::optional<ShingleFrequencies> frequencies;
 };
 
 // Finds A and B: ids in the --file inputs (plain, or id@file:line for a shared id), files, or
@@ -75,6 +78,14 @@ Result<ResolvedPair> Resolve(const ExplainArgs& args, const DedupOptions& option
           }
         }
       }
+    }
+    if (options.boilerplate) {
+      // The boilerplate weights of a dedup run over the same inputs.
+      DedupOptions quiet = options;
+      quiet.reader.on_warning = nullptr;  // warned once above
+      auto frequencies = CountShingleFrequencies(args.files, quiet);
+      if (!frequencies.ok()) return frequencies.status();
+      result.frequencies.emplace(std::move(*frequencies));
     }
     for (int i = 0; i < 2; ++i) {
       if (matches[i].empty()) {
@@ -125,7 +136,6 @@ struct Explanation {
   std::vector<FingerprintDetails> details;  // A, B (with features)
   std::vector<std::vector<uint64_t>> shingles;
   PairJudgement verdict;  // the rule of a dedup run with the same options
-  double containment = 0;
   FeatureComparison features;
 };
 
@@ -167,10 +177,10 @@ Result<Explanation> Explain(const ResolvedPair& resolved, const DedupOptions& op
     result.details.push_back(std::move(*computed));
     NEARDUP_RETURN_IF_ERROR((*shingler)->Shingles(text, &result.shingles[i]));
   }
-  auto judged = JudgePair(resolved.documents[0].text, resolved.documents[1].text, options);
+  auto judged = JudgePair(resolved.documents[0].text, resolved.documents[1].text, options,
+                          resolved.frequencies ? &*resolved.frequencies : nullptr);
   if (!judged.ok()) return judged.status();
   result.verdict = std::move(*judged);
-  result.containment = ShingleSimilarity::Containment(result.shingles[0], result.shingles[1]);
   result.features = CompareFeatures(result.details[0], result.details[1], show);
   return result;
 }
@@ -195,9 +205,14 @@ void PrintJson(const Explanation& e) {
   json.Key("bands").Int(verdict.lsh.bands).Key("rows").Int(verdict.lsh.rows);
   json.Key("shared_bands").Int(verdict.shared_bands);
   json.Key("lsh_candidate").Bool(verdict.lsh_candidate);
-  json.Key("lsh_probability").Double(LshCandidateProbability(verdict.jaccard, verdict.lsh));
-  json.Key("jaccard").Double(verdict.jaccard).Key("containment").Double(e.containment);
+  json.Key("lsh_probability").Double(LshCandidateProbability(verdict.plain_jaccard, verdict.lsh));
+  json.Key("jaccard").Double(verdict.jaccard).Key("containment").Double(verdict.containment);
+  json.Key("plain_jaccard").Double(verdict.plain_jaccard);
+  json.Key("size_guard").Bool(verdict.size_guard);
+  json.Key("boilerplate_min_documents").Uint(verdict.boilerplate_documents);
   json.Key("verify_threshold").Double(verdict.verify_threshold);
+  json.Key("containment_threshold").Double(verdict.rule.containment_threshold);
+  json.Key("reason").String(DuplicateReasonName(verdict.reason));
   json.Key("exact").Bool(verdict.exact).Key("whitespace_only").Bool(verdict.whitespace_only);
   json.Key("near_duplicate").Bool(verdict.duplicate);
   json.Key("shared_features_total").Uint(e.features.shared_total);
@@ -239,15 +254,27 @@ void PrintText(const Explanation& e, const DedupOptions& options) {
         "candidate with probability %.3f\n",
         verdict.shared_bands, verdict.lsh.bands, verdict.lsh.rows,
         verdict.lsh_candidate ? "candidate" : "not a candidate",
-        LshCandidateProbability(verdict.jaccard, verdict.lsh));
+        LshCandidateProbability(verdict.plain_jaccard, verdict.lsh));
   }
-  std::printf("shingle similarity: Jaccard %.3f, containment %.3f (verify threshold %.2f: %s)\n",
-              verdict.jaccard, e.containment, verdict.verify_threshold,
-              verdict.verify_threshold <= 0 ? "off" : (verdict.verified ? "passes" : "fails"));
+  if (verdict.boilerplate_documents > 0) {
+    std::printf(
+        "boilerplate weights: a shingle in F >= %u documents of the --file inputs weighs F / df "
+        "(plain Jaccard %.3f)\n",
+        verdict.boilerplate_documents, verdict.plain_jaccard);
+  }
+  std::printf(
+      "shingle similarity: Jaccard %.3f (near_duplicate at >= %.2f), containment %.3f "
+      "(contained at >= %.2f, size guard %s)\n",
+      verdict.jaccard, verdict.verify_threshold, verdict.containment,
+      verdict.rule.containment_threshold, verdict.size_guard ? "met" : "not met");
+  std::printf("pair rule: %s\n", verdict.verify_threshold <= 0
+                                     ? "verification off"
+                                     : DuplicateReasonName(verdict.reason));
   std::printf("near-duplicate: %s%s\n", verdict.duplicate ? "yes" : "no",
               verdict.exact             ? " (identical texts)"
               : verdict.whitespace_only ? " (identical but for whitespace)"
-                                        : "");
+              : verdict.duplicate && verdict.reason == DuplicateReason::kContained ? " (contained)"
+                                                                                   : "");
   auto print_list = [](const char* title, const std::vector<const WeightedFeature*>& features) {
     std::printf("%s:", title);
     if (features.empty()) std::printf(" (none)");

@@ -2,11 +2,13 @@
 // optional memory budget, with its modelled costs, and (--list) every alternative it priced; with
 // --threshold, the MinHash LSH plan of dedup instead: bands and rows, the detection probability
 // by Jaccard similarity and the expected candidate pairs for n documents.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
 #include "cli/command.h"
 #include "cli/report.h"
+#include "neardup/dedup.h"
 #include "neardup/index_planner.h"
 #include "neardup/minhash_lsh.h"
 
@@ -36,37 +38,98 @@ struct PlanArgs {
   double threshold = 0;  // > 0: the LSH plan
   int bands = 0;
   int rows = 0;
+  double verify = -1;  // < 0: --threshold
+  double containment = DedupOptions().containment_threshold;
+  double containment_min_shingles = DedupOptions().containment_min_shingles;
+  double containment_min_ratio = DedupOptions().containment_min_ratio;
 };
 
+// Dedup's plan for a threshold: the pair rule verification applies, the LSH stage that finds its
+// pairs, and the probability that a pair of each similarity is found.
 int PrintLshPlan(const PlanArgs& args) {
-  MinHashLshOptions options;
-  options.threshold = args.threshold;
-  if (args.bands != 0 || args.rows != 0) options.parameters = LshParameters{args.bands, args.rows};
-  auto parameters = ResolveLshParameters(options);
-  if (!parameters.ok()) {
-    PrintError(parameters.status());
+  DedupOptions options;
+  options.lsh.threshold = args.threshold;
+  if (args.bands != 0 || args.rows != 0)
+    options.lsh.parameters = LshParameters{args.bands, args.rows};
+  if (args.verify >= 0) options.verify_threshold = args.verify;
+  options.containment_threshold = args.containment;
+  options.containment_min_shingles = args.containment_min_shingles;
+  options.containment_min_ratio = args.containment_min_ratio;
+  Status valid = ValidateDedupOptions(options);
+  auto lsh = ResolveDedupLsh(options);
+  if (!valid.ok() || !lsh.ok()) {
+    PrintError(valid.ok() ? lsh.status() : valid);
     return kExitUsage;
   }
-  const LshParameters& p = *parameters;
+  const PairRuleOptions rule = ResolvePairRule(options);
+  const LshParameters p = *lsh->parameters;
+  const double lowest = LowestAcceptedJaccard(rule);
+  std::printf("What verification accepts (the pair rule, neardup/pair_rule.h):\n");
   std::printf(
-      "MinHash LSH plan: threshold (shingle Jaccard) %.2f -> %d bands x %d rows = %d "
-      "signature values%s; verification at Jaccard >= %.2f\n",
-      args.threshold, p.bands, p.rows, p.signature_size(),
-      args.bands > 0 ? " (as given)" : " (chosen from the threshold)", args.threshold);
+      "  exact_duplicate / whitespace_duplicate: identical texts, or identical but for "
+      "whitespace (from hashes, whatever the candidate stage)\n");
+  if (rule.jaccard_threshold > 0) {
+    std::printf("  near_duplicate: shingle Jaccard >= %.2f\n", rule.jaccard_threshold);
+  } else {
+    std::printf("  near_duplicate: every candidate pair (verification off)\n");
+  }
+  if (rule.containment_threshold > 0) {
+    std::printf(
+        "  contained: at least %.0f%% of the smaller document's shingles in the larger one, the "
+        "smaller holding >= %.0f shingles and >= %.0f%% of the larger's (a contained pair can "
+        "have a Jaccard as low as %.3f)\n",
+        100 * rule.containment_threshold, rule.containment_min_shingles,
+        100 * rule.containment_min_ratio, lowest);
+  } else {
+    std::printf("  contained: off\n");
+  }
+  std::printf(
+      "  boilerplate: in a corpus, a shingle found in F or more documents weighs F / df "
+      "(F >= %u, counted in dedup's first pass; --no-boilerplate: every shingle weighs 1); "
+      "the similarities above are weighted\n\n",
+      BoilerplateOptions().min_documents);
+  std::printf(
+      "MinHash LSH plan: %d bands x %d rows = %d signature values%s; pairs down to Jaccard %.3f "
+      "are candidates with probability %.3f\n",
+      p.bands, p.rows, p.signature_size(),
+      args.bands > 0 ? " (as given)" : " (chosen for the lowest Jaccard the rule accepts)", lowest,
+      LshCandidateProbability(lowest, p));
   std::printf(
       "memory: %d bytes of band keys per document, in temporary files; in memory, about 7 bytes "
       "per document on each thread during the LSH stage (the band's keys, 4; its records and "
       "their sort buffer, and its run of pairs, about 1 each; docs/dedup.md)\n\n",
       4 * p.bands);
-  std::printf("probability that a pair is a candidate, 1 - (1 - J^%d)^%d:\n", p.rows, p.bands);
+  std::printf(
+      "detection probability (a pair is a candidate), 1 - (1 - J^%d)^%d, by plain Jaccard J:\n",
+      p.rows, p.bands);
   std::printf("  Jaccard   ");
   for (int j = 1; j <= 9; ++j) std::printf(" %6.1f", j / 10.0);
   std::printf("\n  P(found)  ");
   for (int j = 1; j <= 9; ++j) std::printf(" %6.3f", LshCandidateProbability(j / 10.0, p));
   std::printf("\n  P(missed) ");
   for (int j = 1; j <= 9; ++j) std::printf(" %6.0e", 1 - LshCandidateProbability(j / 10.0, p));
+  std::printf("\n  accepted  ");
+  for (int j = 1; j <= 9; ++j) {
+    std::printf(" %6s", rule.jaccard_threshold <= 0 || j / 10.0 >= rule.jaccard_threshold - 1e-9
+                            ? "yes"
+                            : "no");
+  }
+  std::printf("\n");
+  if (rule.containment_threshold > 0) {
+    std::printf(
+        "\ncontained pairs (the smaller set a fraction r of the larger's size, containment c): "
+        "Jaccard and detection probability\n");
+    for (double c : {rule.containment_threshold, 1.0}) {
+      std::printf("  c = %.2f: ", c);
+      for (double r = std::max(0.1, rule.containment_min_ratio); r <= 1.0 + 1e-9; r += 0.1) {
+        const double j = c * r / (1 + r - c * r);
+        std::printf(" r %.1f: J %.2f P %.3f;", r, j, LshCandidateProbability(j, p));
+      }
+      std::printf("\n");
+    }
+  }
   std::printf(
-      "\n\nexpected candidate pairs among n = %.4g documents if every pair had Jaccard J "
+      "\nexpected candidate pairs among n = %.4g documents if every pair had Jaccard J "
       "(add the duplicates' own pairs; unrelated texts are usually below 0.05):\n",
       args.n);
   for (double j : {0.0, 0.01, 0.02, 0.05, 0.1, 0.2}) {
@@ -89,6 +152,17 @@ RunFunction SetupPlan(CLI::App* app) {
                   "instead: the MinHash LSH plan of dedup for this Jaccard threshold (with -n)");
   app->add_option("--bands", args->bands, "with --threshold: LSH bands (with --rows)");
   app->add_option("--rows", args->rows, "with --threshold: LSH rows per band");
+  app->add_option("--verify", args->verify,
+                  "with --threshold: the verification threshold (default: --threshold)");
+  app->add_option("--containment", args->containment,
+                  "with --threshold: dedup's --containment (0 = off)")
+      ->capture_default_str();
+  app->add_option("--containment-min-shingles", args->containment_min_shingles,
+                  "with --threshold: dedup's --containment-min-shingles")
+      ->capture_default_str();
+  app->add_option("--containment-min-ratio", args->containment_min_ratio,
+                  "with --threshold: dedup's --containment-min-ratio")
+      ->capture_default_str();
   app->footer(
       "Examples:\n"
       "  neardup plan -k 3 -n 1e9\n"

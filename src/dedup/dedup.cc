@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -101,10 +102,12 @@ std::unordered_map<uint32_t, ClusterMember> LinkFromKept(
       member.similarity_to_via = edge->similarity;
       member.distance_to_kept =
           HammingDistance(documents[other].fingerprint, documents[kept].fingerprint);
+      member.via_reason = edge->reason;
       if (IsExactDuplicate(documents[other], documents[kept])) {
         member.reason = "exact_duplicate";
       } else if (current == kept) {
-        member.reason = "near_duplicate";
+        member.reason =
+            edge->reason == DuplicateReason::kContained ? "contained" : "near_duplicate";
       } else {
         member.reason = "chained";
       }
@@ -246,6 +249,33 @@ double ResolveVerifyThreshold(const DedupOptions& options) {
   return options.verify_threshold.value_or(options.lsh.threshold);
 }
 
+Result<MinHashLshOptions> ResolveDedupLsh(const DedupOptions& options) {
+  MinHashLshOptions lsh = options.lsh;
+  if (!lsh.parameters) {
+    auto threshold = ResolveLshParameters(lsh);  // checks the threshold
+    if (!threshold.ok()) return threshold.status();
+    const double lowest = LowestAcceptedJaccard(ResolvePairRule(options));
+    if (lowest > 0 && lowest < lsh.threshold) {
+      auto chosen = ChooseLshParameters(lowest);
+      if (!chosen.ok()) return chosen.status();
+      lsh.parameters = *chosen;
+    }
+  }
+  auto checked = ResolveLshParameters(lsh);
+  if (!checked.ok()) return checked.status();
+  lsh.parameters = *checked;
+  return lsh;
+}
+
+PairRuleOptions ResolvePairRule(const DedupOptions& options) {
+  PairRuleOptions rule;
+  rule.jaccard_threshold = ResolveVerifyThreshold(options);
+  rule.containment_threshold = options.containment_threshold;
+  rule.containment_min_shingles = options.containment_min_shingles;
+  rule.containment_min_ratio = options.containment_min_ratio;
+  return rule;
+}
+
 namespace {
 
 bool UsesLsh(const DedupOptions& options) {
@@ -272,6 +302,14 @@ Status CheckOptions(const DedupOptions& options) {
   const double verify = ResolveVerifyThreshold(options);
   if (verify < 0 || verify > 1)
     return Status::InvalidArgument("verify_threshold must be in [0, 1]");
+  NEARDUP_RETURN_IF_ERROR(ValidatePairRuleOptions(ResolvePairRule(options)));
+  auto dedup_lsh = ResolveDedupLsh(options);
+  if (!dedup_lsh.ok()) return dedup_lsh.status();
+  if (options.boilerplate) {
+    ShingleFrequencies probe(64);
+    auto rule = PairRule::Create(ResolvePairRule(options), &probe, options.boilerplate_options);
+    if (!rule.ok()) return rule.status();
+  }
   if (options.keep == KeepPolicy::kField && options.keep_field.empty()) {
     return Status::InvalidArgument("keep_field: the field keep policy needs a field name");
   }
@@ -280,14 +318,13 @@ Status CheckOptions(const DedupOptions& options) {
 
 }  // namespace
 
-Result<PairJudgement> JudgePair(std::string_view a, std::string_view b,
-                                const DedupOptions& options) {
+Result<PairJudgement> JudgePair(std::string_view a, std::string_view b, const DedupOptions& options,
+                                const ShingleFrequencies* frequencies) {
   NEARDUP_RETURN_IF_ERROR(CheckOptions(options));
   PairJudgement judgement;
   judgement.verify_threshold = ResolveVerifyThreshold(options);
+  judgement.rule = ResolvePairRule(options);
   if (UsesSimHash(options)) judgement.k = options.k;
-  judgement.exact = a == b;
-  judgement.whitespace_only = SqueezedHash(a) == SqueezedHash(b);
   auto fingerprinter = Fingerprinter::Create(options.fingerprint);
   if (!fingerprinter.ok()) return fingerprinter.status().WithContext("fingerprint options");
   auto fa = (*fingerprinter)->Compute(a);
@@ -302,7 +339,9 @@ Result<PairJudgement> JudgePair(std::string_view a, std::string_view b,
   std::vector<uint64_t> sa, sb;
   NEARDUP_RETURN_IF_ERROR((*similarity)->Shingles(a, &sa));
   NEARDUP_RETURN_IF_ERROR((*similarity)->Shingles(b, &sb));
-  auto lsh = MinHashLsh::Create(options.lsh);
+  auto lsh_options = ResolveDedupLsh(options);
+  if (!lsh_options.ok()) return lsh_options.status();
+  auto lsh = MinHashLsh::Create(*lsh_options);
   if (!lsh.ok()) return lsh.status();
   judgement.lsh = lsh->parameters();
   std::vector<uint32_t> ka(judgement.lsh.bands), kb(judgement.lsh.bands);
@@ -310,18 +349,52 @@ Result<PairJudgement> JudgePair(std::string_view a, std::string_view b,
     judgement.shared_bands = MinHashLsh::SharedBands(ka, kb);
   }
   judgement.lsh_candidate = UsesLsh(options) && judgement.shared_bands > 0;
-  std::vector<uint32_t> na, nb;
-  ShingleSimilarity::Narrow(sa, &na);
-  ShingleSimilarity::Narrow(sb, &nb);
-  judgement.jaccard = judgement.exact ? 1.0 : ShingleSimilarity::Jaccard32(na, nb);
-  judgement.verified =
-      judgement.verify_threshold <= 0 || judgement.jaccard >= judgement.verify_threshold;
-  judgement.duplicate = judgement.exact || judgement.whitespace_only ||
+  // The pair rule, on the facts dedup computes for each document.
+  DocumentFacts facts_a, facts_b;
+  NEARDUP_RETURN_IF_ERROR(ComputeDocumentFacts(a, **similarity, &facts_a));
+  NEARDUP_RETURN_IF_ERROR(ComputeDocumentFacts(b, **similarity, &facts_b));
+  auto rule = PairRule::Create(judgement.rule, options.boilerplate ? frequencies : nullptr,
+                               options.boilerplate_options);
+  if (!rule.ok()) return rule.status();
+  judgement.boilerplate_documents = rule->boilerplate_documents();
+  const PairDecision decision = rule->Decide(facts_a.view(), facts_b.view());
+  // What the LSH stage sees: the unweighted sets (whatever the hashes say).
+  judgement.plain_jaccard = facts_a.shingles.empty() || facts_b.shingles.empty()
+                                ? 0.0
+                                : ShingleSimilarity::Jaccard32(facts_a.shingles, facts_b.shingles);
+  judgement.exact = decision.reason == DuplicateReason::kExact;
+  judgement.whitespace_only = judgement.exact || decision.reason == DuplicateReason::kWhitespace;
+  judgement.reason = decision.reason;
+  judgement.jaccard = decision.jaccard;
+  judgement.containment = decision.containment;
+  judgement.size_guard = decision.size_guard;
+  judgement.verified = judgement.verify_threshold <= 0 || decision.duplicate();
+  judgement.duplicate = judgement.whitespace_only ||
                         ((judgement.lsh_candidate || judgement.within_k) && judgement.verified);
   return judgement;
 }
 
 namespace {
+
+// The frequency sketch of a run over `input_bytes` of input (0: unknown): a quarter of the
+// input's size rounded up to a power of two, at most boilerplate_sketch_bytes (a shingle takes
+// about 4 to 8 bytes of text, so its counters stay lightly loaded); above 64 MB of input one
+// document in s is counted (s a power of two up to 64, from the input's size), so the counting
+// time and the sketch's load stay bounded, while the boilerplate bar F (in documents) is far
+// above s there anyway.
+ShingleFrequencies FrequencySketchFor(uint64_t input_bytes, const DedupOptions& options) {
+  size_t bytes = options.boilerplate_sketch_bytes;
+  uint32_t sample_every = 1;
+  if (input_bytes > 0) {
+    bytes = std::min<uint64_t>(bytes, std::bit_ceil(std::max<uint64_t>(input_bytes / 4, 1 << 16)));
+    constexpr uint64_t kCountedBytes = uint64_t{64} << 20;
+    if (input_bytes > kCountedBytes) {
+      sample_every = static_cast<uint32_t>(
+          std::min<uint64_t>(64, std::bit_ceil((input_bytes + kCountedBytes - 1) / kCountedBytes)));
+    }
+  }
+  return ShingleFrequencies(bytes, sample_every);
+}
 
 // Sources of a candidate pair (PairRun::source bits).
 constexpr uint8_t kFromLsh = kLshCandidate, kFromSimHash = kSimHashCandidate,
@@ -433,8 +506,13 @@ class DedupRun {
                        std::vector<std::vector<uint32_t>>* computed);
   // Merges the candidates again and verifies them in blocks.
   Status VerifyCandidates();
-  // Computes the block's missing similarities (-2) and accepts its pairs.
-  Status VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* similarity_of);
+  // Judges the block's pairs still to judge by their sets (similarity -2) with the pair rule and
+  // accepts its duplicates.
+  Status VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* similarity_of,
+                     std::vector<DuplicateReason>* reason_of);
+  // A document's facts for the pair rule without its set (the hashes decide exact and
+  // whitespace-only pairs).
+  PairDocument HashFacts(uint32_t document) const;
   // Reads the shingle set of `document` from the spill file.
   Status LoadShingleSet(uint32_t document, std::vector<uint32_t>* set) const;
   // The shingle set of `document`: kept from stage 1, or loaded by LoadShingles (read into
@@ -455,12 +533,22 @@ class DedupRun {
   DocumentReaderOptions reader_options_;
   double verify_threshold_ = 0;
   bool verify_ = false;
+  // The pair rule, made when stage 1 ends (its boilerplate weights read the frequencies counted
+  // in stage 1).
+  std::optional<PairRule> rule_;
+  // With boilerplate weights: each document's weighted set size, computed the first time a pair
+  // needs it (< 0: not yet); 8 bytes per document.
+  std::unique_ptr<std::atomic<double>[]> weight_of_;
   std::unique_ptr<DocumentReader> reader_;
   DedupReport report_;
   bool spill_ = false;
   uint64_t spill_bytes_ = 0, spill_peak_bytes_ = 0;
 
   // Stage 1.
+  // Shingle document frequencies for the boilerplate weights, counted by the workers (one chunk
+  // of documents at a time under the mutex; the counts do not depend on the order).
+  std::optional<ShingleFrequencies> frequencies_;
+  std::mutex frequencies_mutex_;
   std::thread jieba_loader_;
   bool jieba_wanted_ = false;  // the default jieba dictionary may be needed and is not loading
   std::vector<SpillFile> band_files_;
@@ -486,6 +574,7 @@ class DedupRun {
     std::vector<Document> documents;  // [0, count) hold this batch's documents
     size_t count = 0;
     uint64_t bytes_read = 0;           // the reader's input_bytes_consumed() after the batch
+    uint64_t first_number = 0;         // the number (in reading order) of documents[0]
     std::vector<Status> status;        // DocumentPass::Fingerprint's
     std::vector<DedupDocument> facts;  // what the pass computed (id and place come at record)
     std::vector<uint32_t> keys;        // count * bands_, when use_lsh_
@@ -501,6 +590,7 @@ class DedupRun {
   std::optional<SpillFile> first_file_;
   bool reserved_ = false;
   size_t n_ = 0;
+  uint64_t documents_read_ = 0;
 
   // Stage 2.
   std::vector<PairRun> runs_;
@@ -538,11 +628,16 @@ Status DedupRun::Open(const std::vector<std::string>& inputs) {
   auto opened = DocumentReader::Open(inputs, reader_options_);
   if (!opened.ok()) return opened.status();
   reader_ = std::move(*opened);
+  // The boilerplate weights need every document's shingles in stage 1 (the LSH stage cuts them).
+  if (options_.boilerplate && use_lsh_ && verify_) {
+    frequencies_.emplace(FrequencySketchFor(reader_->total_input_bytes(), options_));
+  }
 
   report_.input_files = reader_->files();
   if (use_lsh_) report_.lsh = pass_->lsh().parameters();
   if (use_simhash_) report_.k = options_.k;
   report_.verify_threshold = verify_ ? verify_threshold_ : 0;
+  report_.rule = ResolvePairRule(options_);
   if (options_.measure_stage_memory) ResetPeakMemory();
 
   spill_ = options_.spill;
@@ -628,6 +723,7 @@ Status DedupRun::ReadAndFingerprint() {
 
 Status DedupRun::ReadBatch(Batch* batch, bool* done) {
   batch->count = 0;
+  batch->first_number = documents_read_;
   while (batch->count < batch->documents.size()) {
     auto got = reader_->Next(&batch->documents[batch->count]);
     if (!got.ok()) return got.status();
@@ -638,6 +734,7 @@ Status DedupRun::ReadBatch(Batch* batch, bool* done) {
     ++batch->count;
   }
   batch->bytes_read = reader_->input_bytes_consumed();
+  documents_read_ += batch->count;
   return Status::Ok();
 }
 
@@ -682,6 +779,7 @@ DedupRun::PassTimes DedupRun::FingerprintBatch(Batch* batch,
     DocumentPass::Scratch scratch;  // its buffers' capacity is reused from document to document
     std::vector<uint32_t> arena;
     std::vector<size_t> arena_documents;
+    std::vector<uint32_t> counted_sets, counted_sizes;  // the chunk's sets, for frequencies_
     double fingerprint_here = 0, minhash_here = 0;
     auto last = Clock::now();
     for (size_t i = begin; i < end; ++i) {
@@ -692,17 +790,33 @@ DedupRun::PassTimes DedupRun::FingerprintBatch(Batch* batch,
       fingerprint_here += std::chrono::duration<double>(now - last).count();
       last = now;
       if (!use_lsh_ || !status.ok()) continue;
+      const bool counted =
+          frequencies_ && (batch->first_number + i) % frequencies_->sample_every() == 0;
       batch->has_keys[i] = pass_->Sketch(
           text, &scratch, std::span<uint32_t>(batch->keys.data() + i * bands_, bands_),
-          batch->with_sets);
+          batch->with_sets || counted);
       if (batch->with_sets) {
         batch->set_of[i] = {0, static_cast<uint32_t>(scratch.set.size()), arena.size()};
         arena.insert(arena.end(), scratch.set.begin(), scratch.set.end());
         arena_documents.push_back(i);
       }
+      if (counted && scratch.shingled) {
+        counted_sets.insert(counted_sets.end(), scratch.set.begin(), scratch.set.end());
+        counted_sizes.push_back(static_cast<uint32_t>(scratch.set.size()));
+      }
       now = Clock::now();
       minhash_here += std::chrono::duration<double>(now - last).count();
       last = now;
+    }
+    if (!counted_sizes.empty()) {
+      std::lock_guard<std::mutex> lock(frequencies_mutex_);
+      size_t at = 0;
+      for (uint32_t size : counted_sizes) {
+        frequencies_->AddDocument(std::span<const uint32_t>(counted_sets.data() + at, size));
+        at += size;
+      }
+      minhash_here += std::chrono::duration<double>(Clock::now() - last).count();
+      last = Clock::now();
     }
     std::lock_guard<std::mutex> lock(timing_mutex);
     times.fingerprint_thread_seconds += fingerprint_here;
@@ -858,6 +972,17 @@ Status DedupRun::FinishFingerprinting(Clock::time_point stage_start) {
   report_.duplicate_ids = *qualified;
   report_.fallbacks = reader_->fallbacks();
   n_ = report_.documents.size();
+  auto rule = PairRule::Create(report_.rule, frequencies_ ? &*frequencies_ : nullptr,
+                               options_.boilerplate_options);
+  if (!rule.ok()) return rule.status();
+  rule_.emplace(std::move(*rule));
+  if (rule_->weighted() && n_ > 0) {
+    weight_of_ = std::make_unique<std::atomic<double>[]>(n_);
+    for (size_t d = 0; d < n_; ++d) weight_of_[d].store(-1, std::memory_order_relaxed);
+  }
+  report_.boilerplate = rule_->weighted();
+  report_.boilerplate_documents = rule_->boilerplate_documents();
+  report_.boilerplate_sketch_bytes = frequencies_ ? frequencies_->memory_bytes() : 0;
   return Status::Ok();
 }
 
@@ -989,8 +1114,8 @@ void DedupRun::WhitespaceCandidates() {
 
 bool DedupRun::NeedsJaccard(uint64_t packed, uint8_t sources) const {
   if (sources & kWhitespace) return false;
-  return !IsExactDuplicate(report_.documents[packed >> 32],
-                           report_.documents[static_cast<uint32_t>(packed)]);
+  return !rule_->Decide(HashFacts(packed >> 32), HashFacts(static_cast<uint32_t>(packed)))
+              .duplicate();
 }
 
 Status DedupRun::MergeCandidates() {
@@ -1103,22 +1228,35 @@ Status DedupRun::FlushShingles(std::vector<std::pair<uint32_t, std::string>>* pe
 }
 
 Status DedupRun::VerifyCandidates() {
-  // Candidates in blocks: similarity -2 = to compute.
+  // Candidates in blocks: similarity -2 = to judge by the sets.
   constexpr size_t kBlock = 1 << 18;
   std::vector<uint64_t> block;
   std::vector<double> similarity_of;
-  NEARDUP_RETURN_IF_ERROR(PairRunMerger(runs_).ForEach([&](uint64_t packed, uint8_t sources) {
+  std::vector<DuplicateReason> reason_of;
+  NEARDUP_RETURN_IF_ERROR(PairRunMerger(runs_).ForEach([&](uint64_t packed, uint8_t) {
     block.push_back(packed);
+    // Exact and whitespace-only pairs are decided by the rule from the hashes alone.
+    const PairDecision by_hashes =
+        rule_->Decide(HashFacts(packed >> 32), HashFacts(static_cast<uint32_t>(packed)));
     double value = -1;  // unverified (verification off)
-    if (sources & kWhitespace) {
-      value = 1.0;
+    DuplicateReason reason =
+        by_hashes.duplicate() ? by_hashes.reason : DuplicateReason::kNearDuplicate;
+    if (by_hashes.duplicate()) {
+      value = by_hashes.similarity;
     } else if (verify_) {
-      value = NeedsJaccard(packed, sources) ? -2 : 1.0;
+      value = -2;
+      reason = DuplicateReason::kNone;
     }
     similarity_of.push_back(value);
-    return block.size() >= kBlock ? VerifyBlock(&block, &similarity_of) : Status::Ok();
+    reason_of.push_back(reason);
+    return block.size() >= kBlock ? VerifyBlock(&block, &similarity_of, &reason_of) : Status::Ok();
   }));
-  return VerifyBlock(&block, &similarity_of);
+  return VerifyBlock(&block, &similarity_of, &reason_of);
+}
+
+PairDocument DedupRun::HashFacts(uint32_t document) const {
+  const DedupDocument& d = report_.documents[document];
+  return PairDocument{d.content_hash, d.text_bytes, d.squeezed_hash, {}, 0};
 }
 
 Status DedupRun::LoadShingleSet(uint32_t document, std::vector<uint32_t>* set) const {
@@ -1152,9 +1290,8 @@ Status DedupRun::SetOf(uint32_t document, std::vector<uint32_t>* buffer,
   return Status::Ok();
 }
 
-Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* similarity_of) {
-  // A pair below the threshold gets kRejected (its exact similarity is never needed).
-  constexpr double kRejected = -3;
+Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* similarity_of,
+                             std::vector<DuplicateReason>* reason_of) {
   Status read_status;
   std::mutex read_mutex;
   ParallelFor(
@@ -1163,6 +1300,17 @@ Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* 
         std::vector<uint32_t> buffer_a, buffer_b;
         std::span<const uint32_t> set_a, set_b;
         uint32_t loaded_a = UINT32_MAX;
+        double weight_a = -1;
+        // The weighted size of a document's set, computed once per run (-1 without weights).
+        auto weight_of = [&](uint32_t document, std::span<const uint32_t> set) {
+          if (!weight_of_) return -1.0;
+          double w = weight_of_[document].load(std::memory_order_relaxed);
+          if (w < 0) {
+            w = rule_->Weight(set);
+            weight_of_[document].store(w, std::memory_order_relaxed);
+          }
+          return w;
+        };
         for (size_t i = begin; i < end; ++i) {
           if ((*similarity_of)[i] != -2) continue;
           const uint32_t a = static_cast<uint32_t>((*block)[i] >> 32);
@@ -1171,6 +1319,7 @@ Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* 
           if (a != loaded_a) {  // pairs come sorted by a: one read per document a
             status = SetOf(a, &buffer_a, &set_a);
             loaded_a = a;
+            weight_a = -1;  // looked up when a pair of a passes the floor
           }
           if (status.ok()) status = SetOf(b, &buffer_b, &set_b);
           if (!status.ok()) {
@@ -1179,23 +1328,37 @@ Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* 
             loaded_a = UINT32_MAX;
             continue;
           }
-          double similarity = 0;
-          (*similarity_of)[i] =
-              ReachesJaccard(set_a, set_b, verify_threshold_, &similarity) ? similarity : kRejected;
+          PairDocument doc_a = HashFacts(a), doc_b = HashFacts(b);
+          doc_a.shingles = set_a;
+          doc_b.shingles = set_b;
+          if (!rule_->PassesPlainFloor(doc_a, doc_b)) {  // settled without a weight
+            (*similarity_of)[i] = 0;
+            (*reason_of)[i] = DuplicateReason::kNone;
+            continue;
+          }
+          if (weight_a < 0) weight_a = weight_of(a, set_a);
+          doc_a.weight = weight_a;
+          doc_b.weight = weight_of(b, set_b);
+          const PairDecision decision = rule_->DecideFast(doc_a, doc_b);
+          (*similarity_of)[i] = decision.similarity;
+          (*reason_of)[i] = decision.reason;
         }
       },
       256);
   NEARDUP_RETURN_IF_ERROR(read_status);
   for (size_t i = 0; i < block->size(); ++i) {
-    if (verify_ && (*similarity_of)[i] < verify_threshold_) continue;
+    const DuplicateReason reason = (*reason_of)[i];
+    if (reason == DuplicateReason::kNone) continue;
     const uint32_t a = static_cast<uint32_t>((*block)[i] >> 32);
     const uint32_t b = static_cast<uint32_t>((*block)[i]);
+    ++report_.pairs_by_reason[DuplicateReasonName(reason)];
     report_.pairs.push_back(
         {a, b, HammingDistance(report_.documents[a].fingerprint, report_.documents[b].fingerprint),
-         (*similarity_of)[i]});
+         (*similarity_of)[i], reason});
   }
   block->clear();
   similarity_of->clear();
+  reason_of->clear();
   return Status::Ok();
 }
 
@@ -1207,6 +1370,7 @@ void DedupRun::FinishVerify(Clock::time_point stage_start) {
   std::vector<std::vector<uint32_t>>().swap(shingles_);
   std::vector<uint64_t>().swap(shingle_offsets_);
   std::vector<uint32_t>().swap(slot_);
+  weight_of_.reset();
   runs_.clear();
   run_files_.clear();
   std::vector<std::vector<uint64_t>>().swap(memory_runs_);
@@ -1255,5 +1419,58 @@ Result<DedupReport> RunDedup(const std::vector<std::string>& inputs, const Dedup
 }
 
 Status ValidateDedupOptions(const DedupOptions& options) { return CheckOptions(options); }
+
+Result<ShingleFrequencies> CountShingleFrequencies(const std::vector<std::string>& inputs,
+                                                   const DedupOptions& options) {
+  NEARDUP_RETURN_IF_ERROR(CheckOptions(options));
+  DocumentReaderOptions reader_options = options.reader;
+  if (options.keep == KeepPolicy::kField) reader_options.score_field = options.keep_field;
+  auto reader = DocumentReader::Open(inputs, reader_options);
+  if (!reader.ok()) return reader.status();
+  auto fingerprinter = Fingerprinter::Create(options.fingerprint);
+  if (!fingerprinter.ok()) return fingerprinter.status();
+  auto shingler =
+      ShingleSimilarity::Create(options.fingerprint.normalize.traditional_to_simplified);
+  if (!shingler.ok()) return shingler.status();
+  ShingleFrequencies frequencies = FrequencySketchFor((*reader)->total_input_bytes(), options);
+  const uint32_t every = frequencies.sample_every();
+  // As dedup's first pass: document i (in reading order) counts when i % every == 0 and it can
+  // be fingerprinted.
+  std::vector<Document> batch(std::max<size_t>(1, options.batch_size));
+  std::vector<std::vector<uint32_t>> sets(batch.size());
+  std::vector<uint8_t> counted(batch.size());
+  uint64_t number = 0;
+  for (bool done = false; !done;) {
+    size_t count = 0;
+    while (count < batch.size()) {
+      auto got = (*reader)->Next(&batch[count]);
+      if (!got.ok()) return got.status();
+      if (!*got) {
+        done = true;
+        break;
+      }
+      ++count;
+    }
+    ParallelFor(
+        count, options.threads > 0 ? options.threads : DefaultThreadCount(),
+        [&](size_t begin, size_t end) {
+          std::vector<uint64_t> wide;
+          for (size_t i = begin; i < end; ++i) {
+            counted[i] = 0;
+            if ((number + i) % every != 0) continue;
+            if (!(*fingerprinter)->Compute(batch[i].text).ok()) continue;
+            if (!(*shingler)->Shingles(batch[i].text, &wide).ok()) continue;
+            ShingleSimilarity::Narrow(wide, &sets[i]);
+            counted[i] = 1;
+          }
+        },
+        16);
+    for (size_t i = 0; i < count; ++i) {
+      if (counted[i]) frequencies.AddDocument(sets[i]);
+    }
+    number += count;
+  }
+  return frequencies;
+}
 
 }  // namespace neardup

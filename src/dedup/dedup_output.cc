@@ -54,6 +54,7 @@ void AppendClusterLine(const DedupReport& report, const DedupCluster& cluster, s
     json.Key("distance").Int(member.distance_to_kept);
     json.Key("reason").String(member.reason);
     json.Key("via").String(report.documents[member.via].id);
+    json.Key("via_reason").String(DuplicateReasonName(member.via_reason));
     json.Key("distance_to_via").Int(member.distance_to_via);
     if (member.similarity_to_via >= 0) {
       json.Key("similarity_to_via").Double(member.similarity_to_via);
@@ -160,6 +161,28 @@ std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* opti
   json.Key("pairs_before_dedup").Uint(report.lsh_stats.bucket_pairs);
   json.EndObject();
   json.Key("accepted_pairs").Uint(report.pairs.size());
+  // The pair rule (neardup/pair_rule.h): accepted pairs by reason, and what the rule was.
+  json.Key("accepted_pairs_by_reason").BeginObject();
+  for (DuplicateReason reason : {DuplicateReason::kExact, DuplicateReason::kWhitespace,
+                                 DuplicateReason::kNearDuplicate, DuplicateReason::kContained}) {
+    const char* name = DuplicateReasonName(reason);
+    auto it = report.pairs_by_reason.find(name);
+    json.Key(name).Uint(it == report.pairs_by_reason.end() ? 0 : it->second);
+  }
+  json.EndObject();
+  json.Key("pair_rule").BeginObject();
+  json.Key("jaccard_threshold").Double(report.rule.jaccard_threshold);
+  json.Key("containment_threshold").Double(report.rule.containment_threshold);
+  json.Key("containment_min_shingles").Double(report.rule.containment_min_shingles);
+  json.Key("containment_min_ratio").Double(report.rule.containment_min_ratio);
+  json.Key("lowest_accepted_jaccard").Double(LowestAcceptedJaccard(report.rule));
+  json.Key("boilerplate").Bool(report.boilerplate);
+  if (report.boilerplate) {
+    json.Key("boilerplate_min_documents").Uint(report.boilerplate_documents);
+    json.Key("frequency_sketch_mb")
+        .Double(static_cast<double>(report.boilerplate_sketch_bytes) / 1e6);
+  }
+  json.EndObject();
   // Intermediate data in temporary files (DedupOptions::spill); verification reads the inputs a
   // second time (standard input from its spooled copy).
   json.Key("spill").BeginObject();
@@ -209,6 +232,11 @@ std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* opti
     json.Key("keep").String(KeepName(options->keep));
     if (options->keep == KeepPolicy::kField) json.Key("keep_field").String(options->keep_field);
     json.Key("verify").Double(report.verify_threshold);
+    json.Key("containment").Double(options->containment_threshold);
+    json.Key("containment_min_shingles").Double(options->containment_min_shingles);
+    json.Key("containment_min_ratio").Double(options->containment_min_ratio);
+    json.Key("boilerplate").Bool(options->boilerplate);
+    json.Key("boilerplate_min_documents").Uint(options->boilerplate_options.min_documents);
     json.EndObject();
   }
   json.EndObject();

@@ -55,7 +55,9 @@ Result<std::unique_ptr<DocumentPass>> DocumentPass::Create(const DedupOptions& o
       ShingleSimilarity::Create(options.fingerprint.normalize.traditional_to_simplified);
   if (!shingler.ok()) return shingler.status();
   impl->shingler = std::move(*shingler);
-  auto lsh = MinHashLsh::Create(options.lsh);
+  auto lsh_options = ResolveDedupLsh(options);  // bands and rows for the pair rule's lowest Jaccard
+  if (!lsh_options.ok()) return lsh_options.status();
+  auto lsh = MinHashLsh::Create(*lsh_options);
   if (!lsh.ok()) return lsh.status();
   impl->lsh.emplace(std::move(*lsh));
   impl->use_lsh = options.candidates != DedupOptions::Candidates::kSimHash;
@@ -84,6 +86,7 @@ Status DocumentPass::Fingerprint(std::string_view text, Scratch* scratch,
 bool DocumentPass::Sketch(std::string_view text, Scratch* scratch, std::span<uint32_t> keys,
                           bool want_set) const {
   scratch->set.clear();
+  scratch->shingled = false;
   if (impl_->share_normalization) {
     // The shingle hashes in text order: the signature and the narrowed set ignore order and
     // repeats, so the 64-bit set is never sorted.
@@ -91,6 +94,7 @@ bool DocumentPass::Sketch(std::string_view text, Scratch* scratch, std::span<uin
   } else if (!impl_->shingler->Shingles(text, &scratch->shingles).ok()) {
     return false;  // a text that cannot be shingled has no shingles
   }
+  scratch->shingled = true;
   const bool has_keys = impl_->lsh->BandKeysOf(scratch->shingles, keys);
   if (want_set) NarrowedSet(scratch->shingles, &scratch->set);
   return has_keys;

@@ -145,14 +145,17 @@ void ShingleHashesInOrder(std::string_view normal, std::vector<uint64_t>* units,
                           std::vector<uint64_t>* shingles) {
   shingles->clear();
   units->clear();
+  // Whether each unit is a character unit (a shingle starting at one spans 5 units, else 3).
+  thread_local std::vector<uint8_t> kinds;
+  kinds.clear();
   BmpClasses& classes = Classes();
   const char* text = normal.data();
   const size_t size = normal.size();
-  size_t character_units = 0;
   size_t word_start = std::string_view::npos;
   auto end_word = [&](size_t end) {
     if (word_start != std::string_view::npos) {
       units->push_back(XXH3_64bits(text + word_start, end - word_start));
+      kinds.push_back(0);
       word_start = std::string_view::npos;
     }
   };
@@ -181,7 +184,7 @@ void ShingleHashesInOrder(std::string_view normal, std::vector<uint64_t>* units,
     if (type == kCharacterUnit) {
       end_word(i);
       units->push_back(XXH3_64bits(text + i, len));
-      ++character_units;
+      kinds.push_back(1);
     } else if (type == kWordCharacter) {
       if (word_start == std::string_view::npos) word_start = i;
     } else {
@@ -192,26 +195,28 @@ void ShingleHashesInOrder(std::string_view normal, std::vector<uint64_t>* units,
   end_word(size);
   if (units->empty()) return;
   const uint64_t* u = units->data();
+  const uint8_t* kind = kinds.data();
   const size_t count = units->size();
-  const size_t n = character_units * 2 >= count ? 5 : 3;
-  if (count <= n) {
+  // The shingle size is chosen where each shingle starts, so a passage keeps its shingles
+  // whatever surrounds it (a Chinese article inside an English page, a Russian one in a
+  // Japanese template).
+  shingles->resize(count);
+  uint64_t* out = shingles->data();
+  size_t made = 0;
+  for (size_t start = 0; start + 3 <= count; ++start) {
+    uint64_t h = Mix(Mix(Mix(0, u[start]), u[start + 1]), u[start + 2]);
+    if (kind[start]) {
+      if (start + 5 > count) continue;
+      h = Mix(Mix(h, u[start + 3]), u[start + 4]);
+    }
+    out[made++] = h;
+  }
+  if (made == 0) {  // too short for any shingle: one of all its units
     uint64_t h = 0;
     for (size_t j = 0; j < count; ++j) h = Mix(h, u[j]);
-    shingles->push_back(h);
-    return;
+    out[made++] = h;
   }
-  shingles->resize(count - n + 1);
-  uint64_t* out = shingles->data();
-  if (n == 3) {
-    for (size_t start = 0; start + 3 <= count; ++start) {
-      out[start] = Mix(Mix(Mix(0, u[start]), u[start + 1]), u[start + 2]);
-    }
-  } else {
-    for (size_t start = 0; start + 5 <= count; ++start) {
-      out[start] = Mix(Mix(Mix(Mix(Mix(0, u[start]), u[start + 1]), u[start + 2]), u[start + 3]),
-                       u[start + 4]);
-    }
-  }
+  shingles->resize(made);
 }
 
 void NarrowedSet(std::span<const uint64_t> shingles, std::vector<uint32_t>* narrow) {

@@ -30,6 +30,10 @@ LabelClass ClassifyLabel(std::string_view label) {
   if (kAfterNormalisation.count(label)) return LabelClass::kPositiveAfterNormalisation;
   if (kGraded.count(label)) return LabelClass::kGraded;
   if (kNegative.count(label)) return LabelClass::kNegative;
+  // Other labelled sets (bench/make_stress_set.py) name the class first.
+  if (label.starts_with("positive_")) return LabelClass::kPositive;
+  if (label.starts_with("negative_")) return LabelClass::kNegative;
+  if (label.starts_with("graded_")) return LabelClass::kGraded;
   return LabelClass::kUnknown;
 }
 

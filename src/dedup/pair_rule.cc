@@ -1,0 +1,462 @@
+// The pair rule and the shingle frequency sketch; see neardup/pair_rule.h.
+#include "neardup/pair_rule.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "dedup/document_hashes.h"
+#include "neardup/shingles.h"
+
+namespace neardup {
+
+namespace {
+
+constexpr uint32_t kCounterMax = std::numeric_limits<uint16_t>::max();
+constexpr size_t kBlockCounters = 32;  // 64 bytes of 16-bit counters
+constexpr size_t kLanesPerRow = kBlockCounters / ShingleFrequencies::kDepth;  // 8
+
+uint64_t Mix(uint64_t x) {  // splitmix64's finaliser
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+// A bound below which a similarity computed in doubles cannot reach `threshold`: the early exits
+// use it with a margin of one shingle so they never reject a pair the full computation accepts.
+constexpr double kSlack = 1e-9;
+
+}  // namespace
+
+const char* DuplicateReasonName(DuplicateReason reason) {
+  switch (reason) {
+    case DuplicateReason::kNone:
+      return "none";
+    case DuplicateReason::kExact:
+      return "exact_duplicate";
+    case DuplicateReason::kWhitespace:
+      return "whitespace_duplicate";
+    case DuplicateReason::kNearDuplicate:
+      return "near_duplicate";
+    case DuplicateReason::kContained:
+      return "contained";
+  }
+  return "none";
+}
+
+Status ValidatePairRuleOptions(const PairRuleOptions& options) {
+  auto in_unit = [](double v) { return std::isfinite(v) && v >= 0 && v <= 1; };
+  if (!in_unit(options.jaccard_threshold)) {
+    return Status::InvalidArgument("jaccard_threshold (verify) must be in [0, 1]");
+  }
+  if (!in_unit(options.containment_threshold)) {
+    return Status::InvalidArgument("containment_threshold must be in [0, 1] (0 = off)");
+  }
+  if (!std::isfinite(options.containment_min_shingles) || options.containment_min_shingles < 0) {
+    return Status::InvalidArgument("containment_min_shingles must be >= 0");
+  }
+  if (!in_unit(options.containment_min_ratio)) {
+    return Status::InvalidArgument("containment_min_ratio must be in [0, 1]");
+  }
+  return Status::Ok();
+}
+
+double LowestAcceptedJaccard(const PairRuleOptions& options) {
+  double lowest = options.jaccard_threshold;
+  if (options.containment_threshold > 0) {
+    const double c = options.containment_threshold, r = options.containment_min_ratio;
+    const double contained = c * r / (1 + r - c * r);
+    lowest = std::min(lowest, contained);
+  }
+  return lowest;
+}
+
+// ---- ShingleFrequencies -------------------------------------------------------------------------
+
+ShingleFrequencies::ShingleFrequencies(size_t bytes, uint32_t sample_every, uint64_t seed)
+    : seed_(seed), sample_every_(std::max<uint32_t>(1, sample_every)) {
+  const size_t blocks = std::bit_floor(std::max<size_t>(1, bytes / (kBlockCounters * 2)));
+  block_mask_ = blocks - 1;
+  counters_.assign(blocks * kBlockCounters, 0);
+}
+
+// The block of `shingle` and its lane in each of the kDepth rows of the block (row r owns lanes
+// r * 8 .. r * 8 + 7): 3 bits of the hash per row, the block from the bits above them.
+uint64_t ShingleFrequencies::Locate(uint32_t shingle, uint32_t* lane_bits) const {
+  uint32_t lanes[kDepth];
+  const uint16_t* block = Block(shingle, lanes);
+  *lane_bits = 0;
+  for (int r = 0; r < kDepth; ++r) *lane_bits |= uint32_t{1} << lanes[r];
+  return static_cast<uint64_t>(block - counters_.data()) / kBlockCounters;
+}
+
+uint32_t ShingleFrequencies::LanesReaching(uint64_t block, uint32_t count) const {
+  const uint16_t* c = counters_.data() + block * kBlockCounters;
+  uint32_t bits = 0;
+  for (size_t l = 0; l < kBlockCounters; ++l) bits |= uint32_t{c[l] >= count} << l;
+  return bits;
+}
+
+const uint16_t* ShingleFrequencies::Block(uint32_t shingle, uint32_t* lanes) const {
+  const uint64_t h = Mix(shingle ^ seed_);
+  for (int r = 0; r < kDepth; ++r) {
+    lanes[r] = static_cast<uint32_t>(r * kLanesPerRow + ((h >> (3 * r)) & (kLanesPerRow - 1)));
+  }
+  return counters_.data() + ((h >> 12) & block_mask_) * kBlockCounters;
+}
+
+void ShingleFrequencies::AddDocument(std::span<const uint32_t> set) {
+  // Each shingle's block is a cache miss in a large sketch: the blocks of the next kAhead
+  // shingles are fetched while this one is counted.
+  constexpr size_t kAhead = 16;
+  struct Pending {
+    uint16_t* block;
+    uint32_t lanes[kDepth];
+  };
+  Pending ring[kAhead];
+  const size_t n = set.size();
+  for (size_t i = 0; i < n + kAhead; ++i) {
+    if (i >= kAhead) {
+      Pending& due = ring[i % kAhead];
+      for (int r = 0; r < kDepth; ++r) {
+        uint16_t& counter = due.block[due.lanes[r]];
+        counter = static_cast<uint16_t>(counter + (counter < kCounterMax));
+      }
+    }
+    if (i < n) {
+      Pending& next = ring[i % kAhead];
+      next.block = const_cast<uint16_t*>(Block(set[i], next.lanes));
+      __builtin_prefetch(next.block, 1);
+    }
+  }
+  ++documents_;
+  total_ += n;
+}
+
+Status ShingleFrequencies::Merge(const ShingleFrequencies& other) {
+  if (other.counters_.size() != counters_.size() || other.seed_ != seed_ ||
+      other.sample_every_ != sample_every_) {
+    return Status::InvalidArgument(
+        "ShingleFrequencies::Merge: sketches differ in size, sampling or seed");
+  }
+  for (size_t i = 0; i < counters_.size(); ++i) {
+    counters_[i] = static_cast<uint16_t>(
+        std::min<uint32_t>(kCounterMax, uint32_t{counters_[i]} + other.counters_[i]));
+  }
+  documents_ += other.documents_;
+  total_ += other.total_;
+  return Status::Ok();
+}
+
+namespace {
+constexpr char kSketchMagic[8] = {'N', 'D', 'S', 'F', 'R', 'Q', '0', '1'};
+}  // namespace
+
+std::string ShingleFrequencies::Serialize() const {
+  std::string out(kSketchMagic, sizeof(kSketchMagic));
+  const uint64_t header[5] = {seed_, counters_.size() / kBlockCounters, documents_, total_,
+                              sample_every_};
+  out.append(reinterpret_cast<const char*>(header), sizeof(header));
+  out.append(reinterpret_cast<const char*>(counters_.data()), counters_.size() * sizeof(uint16_t));
+  return out;
+}
+
+Result<ShingleFrequencies> ShingleFrequencies::Deserialize(std::string_view bytes) {
+  uint64_t header[5];
+  if (bytes.size() < sizeof(kSketchMagic) + sizeof(header) ||
+      bytes.substr(0, sizeof(kSketchMagic)) !=
+          std::string_view(kSketchMagic, sizeof(kSketchMagic))) {
+    return Status::Corruption("not a shingle frequency sketch");
+  }
+  std::memcpy(header, bytes.data() + sizeof(kSketchMagic), sizeof(header));
+  const uint64_t blocks = header[1];
+  const std::string_view body = bytes.substr(sizeof(kSketchMagic) + sizeof(header));
+  if (blocks == 0 || !std::has_single_bit(blocks) || header[4] == 0 || header[4] > UINT32_MAX ||
+      body.size() != blocks * kBlockCounters * sizeof(uint16_t)) {
+    return Status::Corruption("shingle frequency sketch: bad size");
+  }
+  ShingleFrequencies sketch(static_cast<size_t>(blocks * kBlockCounters * sizeof(uint16_t)),
+                            static_cast<uint32_t>(header[4]), header[0]);
+  std::memcpy(sketch.counters_.data(), body.data(), body.size());
+  sketch.documents_ = header[2];
+  sketch.total_ = header[3];
+  return sketch;
+}
+
+uint64_t ShingleFrequencies::Estimate(uint32_t shingle) const {
+  uint32_t lanes[kDepth];
+  const uint16_t* block = Block(shingle, lanes);
+  uint32_t estimate = kCounterMax;
+  for (int r = 0; r < kDepth; ++r) estimate = std::min<uint32_t>(estimate, block[lanes[r]]);
+  return uint64_t{estimate} * sample_every_;
+}
+
+// ---- document facts ----------------------------------------------------------------------------
+
+uint64_t WhitespaceFreeHash(std::string_view text) { return SqueezedHash(text); }
+
+Status ComputeDocumentFacts(std::string_view text, const ShingleSimilarity& shingler,
+                            DocumentFacts* facts) {
+  facts->content_hash = XXH3_64bits(text.data(), text.size());
+  facts->text_bytes = text.size();
+  facts->squeezed_hash = SqueezedHash(text);
+  std::vector<uint64_t> wide;
+  NEARDUP_RETURN_IF_ERROR(shingler.Shingles(text, &wide));
+  ShingleSimilarity::Narrow(wide, &facts->shingles);
+  return Status::Ok();
+}
+
+// ---- PairRule
+// ------------------------------------------------------------------------------------
+
+Result<PairRule> PairRule::Create(const PairRuleOptions& options,
+                                  const ShingleFrequencies* frequencies,
+                                  const BoilerplateOptions& boilerplate) {
+  NEARDUP_RETURN_IF_ERROR(ValidatePairRuleOptions(options));
+  uint32_t documents = 0;
+  if (frequencies != nullptr) {
+    if (boilerplate.min_documents < 2) {
+      return Status::InvalidArgument("boilerplate min_documents must be >= 2");
+    }
+    const double resolution =
+        std::ceil(2.0 * ShingleFrequencies::kDepth * static_cast<double>(frequencies->total()) /
+                  static_cast<double>(frequencies->cells()) * frequencies->sample_every());
+    documents = static_cast<uint32_t>(
+        std::min<double>(double{kCounterMax} * frequencies->sample_every(),
+                         std::max<double>(boilerplate.min_documents, resolution)));
+  }
+  PairRule rule(options, frequencies, documents);
+  if (frequencies != nullptr) {
+    // The counters holding at least F (in counted documents).
+    const uint64_t blocks = frequencies->cells() / kBlockCounters;
+    const uint32_t count = static_cast<uint32_t>((documents + frequencies->sample_every() - 1) /
+                                                 frequencies->sample_every());
+    auto heavy = std::make_shared<std::vector<uint32_t>>(blocks);
+    for (uint64_t b = 0; b < blocks; ++b) (*heavy)[b] = frequencies->LanesReaching(b, count);
+    rule.heavy_lanes_ = std::move(heavy);
+  }
+  return rule;
+}
+
+double PairRule::Weight(uint32_t shingle) const {
+  if (frequencies_ == nullptr) return 1.0;
+  // A shingle's estimate reaches F only if each of its counters does: a word per block (a
+  // sixteenth of the sketch) marks the counters that do, so most shingles are settled there
+  // instead of in the sketch.
+  uint32_t lanes = 0;
+  const uint64_t block = frequencies_->Locate(shingle, &lanes);
+  if (((*heavy_lanes_)[block] & lanes) != lanes) return 1.0;
+  const uint64_t df = frequencies_->Estimate(shingle);
+  return df < boilerplate_documents_ ? 1.0 : static_cast<double>(boilerplate_documents_) / df;
+}
+
+double PairRule::Weight(std::span<const uint32_t> set) const {
+  if (frequencies_ == nullptr) return static_cast<double>(set.size());
+  double sum = 0;
+  for (uint32_t shingle : set) sum += Weight(shingle);
+  return sum;
+}
+
+PairDecision PairRule::Decide(const PairDocument& a, const PairDocument& b) const {
+  return Measure(a, b, /*fast=*/false);
+}
+
+PairDecision PairRule::DecideFast(const PairDocument& a, const PairDocument& b) const {
+  return Measure(a, b, /*fast=*/true);
+}
+
+namespace {
+
+// The smallest count c in [0, limit] with value(c) >= threshold (value grows with c), or
+// limit + 1 when none: found from an estimate by stepping with the same expression the final
+// comparison uses, so rounding cannot make the early exit disagree with it.
+template <typename Value>
+uint64_t SmallestReaching(double estimate, uint64_t limit, double threshold, Value value) {
+  uint64_t c = static_cast<uint64_t>(std::clamp(estimate, 0.0, static_cast<double>(limit)));
+  while (c > 0 && value(c - 1) >= threshold) --c;
+  while (c <= limit && value(c) < threshold) ++c;
+  return c;
+}
+
+}  // namespace
+
+namespace {
+
+// |x ∩ y| of two sorted distinct sets, or (with can_stop) less than `need` when it cannot reach it.
+uint64_t CommonCount(std::span<const uint32_t> x, std::span<const uint32_t> y, uint64_t need,
+                     bool can_stop) {
+  const size_t nx = x.size(), ny = y.size();
+  size_t i = 0, j = 0;
+  uint64_t common = 0;
+  while (i < nx && j < ny) {
+    if (x[i] < y[j]) {
+      ++i;
+      if (can_stop && common + std::min(nx - i, ny - j) < need) return common;
+    } else if (y[j] < x[i]) {
+      ++j;
+      if (can_stop && common + std::min(nx - i, ny - j) < need) return common;
+    } else {
+      ++common;
+      ++i;
+      ++j;
+    }
+  }
+  return common;
+}
+
+// The smallest intersection for which the plain Jaccard of sets of sizes nx, ny reaches `t`.
+uint64_t PlainNeed(size_t nx, size_t ny, double t) {
+  auto jaccard_of = [&](uint64_t c) {
+    return static_cast<double>(c) / static_cast<double>(nx + ny - c);
+  };
+  return SmallestReaching(t * static_cast<double>(nx + ny) / (1 + t), std::min(nx, ny), t,
+                          jaccard_of);
+}
+
+}  // namespace
+
+bool PairRule::PassesPlainFloor(const PairDocument& a, const PairDocument& b) const {
+  if (frequencies_ == nullptr || a.shingles.empty() || b.shingles.empty()) return true;
+  const uint64_t need = PlainNeed(a.shingles.size(), b.shingles.size(), kPlainJaccardFloor);
+  return CommonCount(a.shingles, b.shingles, need, true) >= need;
+}
+
+PairDecision PairRule::Measure(const PairDocument& a, const PairDocument& b, bool fast) const {
+  PairDecision decision;
+  if (a.content_hash == b.content_hash && a.text_bytes == b.text_bytes) {
+    decision.reason = DuplicateReason::kExact;
+  } else if (a.squeezed_hash == b.squeezed_hash) {
+    decision.reason = DuplicateReason::kWhitespace;
+  }
+  if (decision.duplicate()) {
+    decision.similarity = decision.jaccard = decision.containment = 1;
+    decision.size_guard = true;
+    return decision;
+  }
+  const PairRuleOptions& o = options_;
+  const std::span<const uint32_t> x = a.shingles, y = b.shingles;
+  // With boilerplate weights, a pair must share a plain Jaccard of kPlainJaccardFloor first
+  // (settled by counts, before any weight is looked up).
+  bool below_floor = false;
+  if (frequencies_ != nullptr && !x.empty() && !y.empty() && o.jaccard_threshold > 0) {
+    const uint64_t need = PlainNeed(x.size(), y.size(), kPlainJaccardFloor);
+    below_floor = CommonCount(x, y, need, fast) < need;
+    if (below_floor && fast) {
+      decision.measured = false;
+      return decision;
+    }
+  }
+  const double wx = a.weight >= 0 ? a.weight : Weight(x);
+  const double wy = b.weight >= 0 ? b.weight : Weight(y);
+  const double small = std::min(wx, wy), large = std::max(wx, wy);
+  decision.size_guard = o.containment_threshold > 0 && small > 0 &&
+                        small >= o.containment_min_shingles &&
+                        small >= o.containment_min_ratio * large;
+  if (x.empty() || y.empty()) {
+    // A document without shingles resembles nothing but its own copies.
+    if (o.jaccard_threshold == 0) decision.reason = DuplicateReason::kNearDuplicate;
+    return decision;
+  }
+  const bool can_stop = fast && o.jaccard_threshold > 0;
+  const size_t nx = x.size(), ny = y.size();
+  double shared = 0;
+  // Without boilerplate in either set every weight is 1: the count path decides exactly the same.
+  if (frequencies_ == nullptr || (wx == static_cast<double>(nx) && wy == static_cast<double>(ny))) {
+    // Counts: the pair is a duplicate iff the intersection reaches `need` (exactly, with the
+    // final comparisons' own arithmetic), so stopping below it never changes the decision.
+    const uint64_t smaller = std::min(nx, ny);
+    uint64_t need = smaller + 1;
+    if (can_stop) {
+      auto jaccard_of = [&](uint64_t c) {
+        return static_cast<double>(c) / static_cast<double>(nx + ny - c);
+      };
+      need = SmallestReaching(
+          o.jaccard_threshold * static_cast<double>(nx + ny) / (1 + o.jaccard_threshold), smaller,
+          o.jaccard_threshold, jaccard_of);
+      if (decision.size_guard) {
+        auto containment_of = [&](uint64_t c) { return static_cast<double>(c) / small; };
+        need = std::min(need, SmallestReaching(o.containment_threshold * small, smaller,
+                                               o.containment_threshold, containment_of));
+      }
+      if (need > smaller) {
+        decision.measured = false;
+        return decision;
+      }
+    }
+    size_t i = 0, j = 0;
+    uint64_t common = 0;
+    while (i < nx && j < ny) {
+      if (x[i] < y[j]) {
+        ++i;
+        if (can_stop && common + std::min(nx - i, ny - j) < need) break;
+      } else if (y[j] < x[i]) {
+        ++j;
+        if (can_stop && common + std::min(nx - i, ny - j) < need) break;
+      } else {
+        ++common;
+        ++i;
+        ++j;
+      }
+    }
+    if (can_stop && common < need) {
+      decision.measured = false;
+      return decision;
+    }
+    shared = static_cast<double>(common);
+  } else {
+    // Weights: each shingle weighs at most 1, so the weight still to come is at most the count
+    // of either side's remaining shingles; one shingle of margin keeps rounding from stopping a
+    // pair the full computation would accept.
+    const double need_jaccard = o.jaccard_threshold * (wx + wy) / (1 + o.jaccard_threshold);
+    const double need_containment =
+        decision.size_guard ? o.containment_threshold * small : std::numeric_limits<double>::max();
+    const double need = std::min(need_jaccard, need_containment) - 1 - kSlack;
+    if (can_stop && need > static_cast<double>(std::min(nx, ny))) {
+      decision.measured = false;
+      return decision;
+    }
+    size_t i = 0, j = 0;
+    uint32_t steps = 0;
+    while (i < nx && j < ny) {
+      if (x[i] < y[j]) {
+        ++i;
+      } else if (y[j] < x[i]) {
+        ++j;
+      } else {
+        shared += Weight(x[i]);
+        ++i;
+        ++j;
+      }
+      if (can_stop && (++steps & 15) == 0 &&
+          shared + static_cast<double>(std::min(nx - i, ny - j)) < need) {
+        decision.measured = false;
+        return decision;
+      }
+    }
+  }
+  const double united = wx + wy - shared;
+  decision.jaccard = united > 0 ? shared / united : 0;
+  decision.containment = std::min(1.0, shared / small);
+  if (below_floor) {
+    decision.similarity = decision.jaccard;
+  } else if (decision.jaccard >= o.jaccard_threshold) {
+    decision.reason = DuplicateReason::kNearDuplicate;
+    decision.similarity = decision.jaccard;
+  } else if (decision.size_guard && decision.containment >= o.containment_threshold) {
+    decision.reason = DuplicateReason::kContained;
+    decision.similarity = decision.containment;
+  } else {
+    decision.similarity = decision.jaccard;
+  }
+  return decision;
+}
+
+}  // namespace neardup
