@@ -65,7 +65,7 @@ from . import _neardup
 __all__ = ["dedup", "dedup_files", "read_jsonl", "DaskDedupResult"]
 
 # Work directory format version (a rerun resumes only the same version's work).
-_WORK_VERSION = 1
+_WORK_VERSION = 2
 # Output files a run writes into its output directory.
 _OUTPUTS = ("clusters.jsonl", "keep.txt", "remove.txt", "summary.json", "decisions")
 _WORK = ".neardup-work"
@@ -621,24 +621,24 @@ def _verify_task(run: _Run, p: int) -> dict:
         counts["simhash_only_candidate_pairs"] = int(np.count_nonzero(flags == _FROM_SIMHASH))
     # The documents of the pairs: this partition's and the others' (read from their files).
     docs = np.unique(np.concatenate([a, b]))
-    table = _facts_of(run, docs, ("content_hash", "text_bytes", "set_sizes"), shuffled, p)
+    table = _facts_of(run, docs, ("content_hash", "text_bytes", "squeezed_hash", "set_sizes"),
+                      shuffled, p)
     ia = np.searchsorted(docs, a).astype(np.uint32)
     ib = np.searchsorted(docs, b).astype(np.uint32)
-    whitespace = ((flags & _WHITESPACE) != 0).astype(np.uint8)
-    verify = run.verify
+    hashes = (table["content_hash"], table["text_bytes"], table["squeezed_hash"],
+              table["set_sizes"])
     set_offsets = np.zeros(len(docs) + 1, np.uint64)
     set_values = np.zeros(0, np.uint32)
-    if verify > 0 and len(a):
-        need = _neardup._dask_needs_jaccard(ia, ib, whitespace, table["content_hash"],
-                                            table["text_bytes"], table["set_sizes"], verify)
+    if run.verify > 0 and len(a):
+        need = _neardup._dask_needs_shingles(ia, ib, *hashes, run.options, run.key)
         needed = np.zeros(len(docs), bool)
         needed[ia[need]] = True
         needed[ib[need]] = True
         set_offsets, set_values = _sets_of(run, docs, needed, shuffled, p)
-    similarity = _neardup._dask_verify(
-        ia, ib, whitespace, table["content_hash"], table["text_bytes"], table["set_sizes"],
-        set_offsets, set_values, verify, run.threads)
-    accepted = similarity >= verify if verify > 0 else np.ones(len(a), bool)
+    # THE pair rule (neardup/pair_rule.h), as dedup's verification applies it.
+    similarity, reason = _neardup._dask_verify(ia, ib, *hashes, set_offsets, set_values,
+                                               run.options, run.key, run.threads)
+    accepted = reason != 0
     # The fingerprints of the accepted pairs' documents only, for their distances.
     near = np.unique(np.concatenate([a[accepted], b[accepted]]))
     fp = _facts_of(run, near, ("hi", "lo"), shuffled, p)
@@ -650,8 +650,12 @@ def _verify_task(run: _Run, p: int) -> dict:
             accepted & (flags == _FROM_SIMHASH)))
     _save(run.path("verify", f"p{p:06d}.accepted"), {
         "a": a[accepted], "b": b[accepted], "distance": distance.astype(np.int32),
-        "similarity": similarity[accepted].astype(np.float64)})
+        "similarity": similarity[accepted].astype(np.float64),
+        "reason": reason[accepted].astype(np.uint8)})
     counts["accepted_pairs"] = int(np.count_nonzero(accepted))
+    by_reason = np.bincount(reason[accepted], minlength=len(_neardup._REASONS))
+    counts["pairs_by_reason"] = {name: int(by_reason[i])
+                                 for i, name in enumerate(_neardup._REASONS) if by_reason[i]}
     counts["shuffled"] = shuffled
     _write_json(run.path("verify", f"p{p:06d}.json"), counts)
     return counts
@@ -706,7 +710,7 @@ def _sets_of(run: _Run, gids: np.ndarray, needed: np.ndarray, shuffled: dict, ho
 
 def _accepted(run: _Run, p: int) -> dict:
     got = _Arrays(run.path("verify", f"p{p:06d}.accepted"))
-    return {c: got[c] for c in ("a", "b", "distance", "similarity")}
+    return {c: got[c] for c in ("a", "b", "distance", "similarity", "reason")}
 
 
 def _edges_task(run: _Run, p: int, nodes_parts: int) -> dict:
@@ -731,8 +735,8 @@ def _edges_task(run: _Run, p: int, nodes_parts: int) -> dict:
         "b_offsets": _offsets(bdest, nodes_parts), "b_a": ea[border], "b_b": eb[border],
         "p_offsets": _offsets(pdest, nodes_parts), "p_a": acc["a"][porder],
         "p_b": acc["b"][porder], "p_distance": acc["distance"][porder],
-        "p_similarity": acc["similarity"][porder]})
-    counts = {"star_edges": int(len(ea)), "shuffled": int(len(ea)) * 32 + len(acc["a"]) * 28}
+        "p_similarity": acc["similarity"][porder], "p_reason": acc["reason"][porder]})
+    counts = {"star_edges": int(len(ea)), "shuffled": int(len(ea)) * 32 + len(acc["a"]) * 29}
     _write_json(run.path("components", f"e{p:06d}.json"), counts)
     return counts
 
@@ -813,9 +817,9 @@ def _group_task(run: _Run, c: int, rounds: int, nodes_parts: int) -> dict:
     state = _Arrays(run.path("components", f"r{rounds - 1:04d}-c{c:06d}.state"))
     node, label = np.array(state["node"]), np.array(state["label"])
     edges = [run.path("components", f"e{p:06d}.edges") for p in range(run.nparts)]
-    (pa, pb, pd, ps), nbytes = _gather_blocks(
-        edges, "p_offsets", ("p_a", "p_b", "p_distance", "p_similarity"), c,
-        (np.uint64, np.uint64, np.int32, np.float64))
+    (pa, pb, pd, ps, pr), nbytes = _gather_blocks(
+        edges, "p_offsets", ("p_a", "p_b", "p_distance", "p_similarity", "p_reason"), c,
+        (np.uint64, np.uint64, np.int32, np.float64, np.uint8))
     plabel = label[np.searchsorted(node, pa)] if len(pa) else np.zeros(0, np.uint64)
     ndest = _route(label, nodes_parts)
     norder = np.argsort(ndest, kind="stable")
@@ -824,7 +828,7 @@ def _group_task(run: _Run, c: int, rounds: int, nodes_parts: int) -> dict:
     _save(run.path("components", f"g{c:06d}.groups"), {
         "n_offsets": _offsets(ndest, nodes_parts), "node": node[norder],
         "p_offsets": _offsets(pdest, nodes_parts), "a": pa[porder], "b": pb[porder],
-        "distance": pd[porder], "similarity": ps[porder]})
+        "distance": pd[porder], "similarity": ps[porder], "reason": pr[porder]})
     counts = {"shuffled": int(nbytes)}
     _write_json(run.path("components", f"g{c:06d}.json"), counts)
     return counts
@@ -845,14 +849,15 @@ def _keep_task(run: _Run, k: int, nodes_parts: int, keep: str) -> dict:
         b = _concat([x["b"] for x in acc], u64)
         distance = _concat([x["distance"] for x in acc], np.int32)
         similarity = _concat([x["similarity"] for x in acc], np.float64)
+        pair_reason = _concat([x["reason"] for x in acc], np.uint8)
         nodes = np.unique(np.concatenate([a, b]))
-        shuffled += len(a) * 28
+        shuffled += len(a) * 29
     else:
         groups = [run.path("components", f"g{c:06d}.groups") for c in range(nodes_parts)]
         (nodes,), n1 = _gather_blocks(groups, "n_offsets", ("node",), k, (u64,))
-        (a, b, distance, similarity), n2 = _gather_blocks(
-            groups, "p_offsets", ("a", "b", "distance", "similarity"), k,
-            (u64, u64, np.int32, np.float64))
+        (a, b, distance, similarity, pair_reason), n2 = _gather_blocks(
+            groups, "p_offsets", ("a", "b", "distance", "similarity", "reason"), k,
+            (u64, u64, np.int32, np.float64, np.uint8))
         nodes = np.sort(nodes)
         shuffled += n1 + n2
     columns = ("hi", "lo", "text_bytes", "normalized_bytes", "content_hash", "score")
@@ -860,9 +865,9 @@ def _keep_task(run: _Run, k: int, nodes_parts: int, keep: str) -> dict:
     shuffled += len(nodes) * 48
     ia = np.searchsorted(nodes, a).astype(np.uint32)
     ib = np.searchsorted(nodes, b).astype(np.uint32)
-    kept, via, to_kept, to_via, sim_via, reason, reasons = _neardup._dask_clusters(
+    kept, via, to_kept, to_via, sim_via, reason, reasons, via_reason = _neardup._dask_clusters(
         facts["hi"], facts["lo"], run.bits, facts["text_bytes"], facts["normalized_bytes"],
-        facts["content_hash"], facts["score"], ia, ib, distance, similarity, keep)
+        facts["content_hash"], facts["score"], ia, ib, distance, similarity, pair_reason, keep)
     inside = kept >= 0
     member = nodes[inside]
     kept_gid = nodes[kept[inside]]
@@ -880,6 +885,7 @@ def _keep_task(run: _Run, k: int, nodes_parts: int, keep: str) -> dict:
         "distance_to_via": to_via[inside][order].astype(np.int32),
         "similarity_to_via": sim_via[inside][order].astype(np.float64),
         "reason": reason[inside][order].astype(np.uint8),
+        "via_reason": via_reason[inside][order].astype(np.uint8),
         "removed_offsets": _offsets(rdest, run.nparts), "removed": removed})
     clusters_by_part = np.bincount((kept_gid[is_kept] >> np.uint64(32)).astype(np.int64),
                                    minlength=run.nparts)
@@ -933,9 +939,10 @@ def _outputs_task(run: _Run, p: int, parts_info: list, keep_parts: int, first_cl
     keeps = [run.path("keep", f"k{k:06d}.members") for k in range(keep_parts)]
     u64 = np.uint64
     (removed,), shuffled = _gather_blocks(keeps, "removed_offsets", ("removed",), p, (u64,))
-    (member, kept, via, distance, to_via, sim_via), nbytes = _gather_blocks(
+    (member, kept, via, distance, to_via, sim_via, via_reason), nbytes = _gather_blocks(
         keeps, "offsets", ("member", "kept", "via", "distance", "distance_to_via",
-                           "similarity_to_via"), p, (u64, u64, u64, np.int32, np.int32, np.float64))
+                           "similarity_to_via", "via_reason"), p,
+        (u64, u64, u64, np.int32, np.int32, np.float64, np.uint8))
     shuffled += nbytes
     # Each keep task numbered the reasons it met: in the run's numbering.
     codes = []
@@ -963,7 +970,7 @@ def _outputs_task(run: _Run, p: int, parts_info: list, keep_parts: int, first_cl
     order = np.lexsort((member, member != kept, kept))  # each cluster: kept, then the removed
     member, kept, via = member[order], kept[order], via[order]
     distance, to_via = distance[order], to_via[order]
-    sim_via, reason = sim_via[order], reason[order]
+    sim_via, reason, via_reason = sim_via[order], reason[order], via_reason[order]
     docs = np.unique(np.concatenate([member, via[via != _NONE]]))
     ids, locations = _final_ids(run, parts_info, docs)
     facts = _facts_of(run, docs, ("text_bytes", "hi", "lo"), None, -1)
@@ -982,7 +989,7 @@ def _outputs_task(run: _Run, p: int, parts_info: list, keep_parts: int, first_cl
         run.bits, np.arange(first_cluster, first_cluster + len(starts), dtype=np.uint64),
         index(member[starts]), member_offsets, index(member[removed_mask]), distance[removed_mask],
         index(via[removed_mask]), to_via[removed_mask], sim_via[removed_mask],
-        reason[removed_mask], reasons)
+        reason[removed_mask], reasons, via_reason[removed_mask])
     tmp = prefix + f".clusters.tmp-{os.getpid()}"
     with open(tmp, "wb") as f:
         f.write(lines)
@@ -1172,6 +1179,8 @@ def _summary(docs: list, buckets: list, verify: list, outputs: list, library: di
         "simhash_candidate_pairs": total_of("simhash_candidate_pairs"),
         "simhash_only_candidate_pairs": total_of("simhash_only_candidate_pairs"),
         "simhash_only_accepted_pairs": total_of("simhash_only_accepted_pairs"),
+        "pairs_by_reason": {name: sum(c.get("pairs_by_reason", {}).get(name, 0) for c in verify)
+                            for name in _neardup._REASONS[1:]},
         "lsh_buckets": lsh, "spill_bytes": work_bytes,
         "stages": [(s["stage"], s["seconds"], s["items"]) for s in stages],
         "total_seconds": total, "input_files": input_files,
@@ -1266,6 +1275,10 @@ def dedup(data: Any, output: Optional[str] = None, *, text_field: Optional[str] 
         raise ValueError("threads: expected 0 (all cores) or more")
     resolved = _neardup._resolve_dedup_options(
         {**options, "text_field": text_field, "id_field": id_field})  # validates before any work
+    if _neardup._dask_uses_boilerplate(options):
+        raise ValueError("boilerplate=True: neardup.dask does not apply boilerplate weights (they "
+                         "need shingle frequencies counted over the whole input); use "
+                         "neardup.dedup or `neardup dedup --boilerplate`")
     if format not in ("auto", "jsonl", "parquet"):
         raise ValueError('format: expected "auto", "jsonl" or "parquet"')
     if format == "parquet" and not _parquet_available():

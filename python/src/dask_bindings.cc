@@ -47,6 +47,7 @@
 #include "neardup/document_reader.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/minhash_lsh.h"
+#include "neardup/pair_rule.h"
 #include "neardup/shingles.h"
 
 namespace py = pybind11;
@@ -108,6 +109,24 @@ std::shared_ptr<const DocumentPass> PassFor(const py::dict& kwargs, const std::s
   std::shared_ptr<const DocumentPass> pass = std::move(*created);
   std::lock_guard<std::mutex> lock(mutex);
   return cache.emplace(key, std::move(pass)).first->second;
+}
+
+// THE pair rule (neardup/pair_rule.h) of one option set (ResolvePairRule), built once per process
+// and shared by its tasks. Boilerplate weights are not applied (no frequencies).
+std::shared_ptr<const PairRule> RuleFor(const py::dict& kwargs, const std::string& key) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const PairRule>> cache;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  const DedupOptions options = DedupOptionsFromKeywords(kwargs);
+  Result<PairRule> created = PairRule::Create(ResolvePairRule(options));
+  if (!created.ok()) ThrowStatus(created.status());
+  auto rule = std::make_shared<const PairRule>(std::move(*created));
+  std::lock_guard<std::mutex> lock(mutex);
+  return cache.emplace(key, std::move(rule)).first->second;
 }
 
 // Rewrites the places the reader names ("opened:LINE..." or "opened") to the partition's own
@@ -536,81 +555,130 @@ py::tuple SharedOf(py::handle hash_array, py::handle doc_array) {
   return py::make_tuple(Take(std::move(shared)), Take(std::move(group_first)));
 }
 
-// Whether a pair whose sets hold size_a and size_b values may reach Jaccard `threshold`: the
-// Jaccard is at most min / max (with a margin, so a rounding never rejects a pair the exact
-// computation would accept). Two empty sets have Jaccard 1.
-bool MayReachJaccard(uint64_t size_a, uint64_t size_b, double threshold) {
+// Whether a pair whose sets hold size_a and size_b values may be accepted by a rule whose lowest
+// accepted plain Jaccard is `lowest` (LowestAcceptedJaccard): the Jaccard is at most min / max
+// (with a margin, so a rounding never rules out a pair the rule would accept). Two empty sets
+// have Jaccard 1.
+bool MayReachJaccard(uint64_t size_a, uint64_t size_b, double lowest) {
   const uint64_t small = std::min(size_a, size_b), large = std::max(size_a, size_b);
   return large == 0 ||
-         static_cast<double>(small) >= threshold * static_cast<double>(large) * (1 - 1e-9);
+         static_cast<double>(small) >= lowest * static_cast<double>(large) * (1 - 1e-9);
 }
 
-// The pair rule over candidate pairs of documents [0, n) of one task's table:
-//   a, b: document indices; whitespace: 1 for a pair of equal whitespace-free hash (pre-verified);
-//   content_hash, text_bytes, set sizes: per document; set_offsets (n + 1) / set_values: the
-//   narrowed shingle sets (those of pairs NeedsJaccard rules out may be left empty);
-//   threshold: the verification threshold (0: accept every candidate).
-// Returns the similarity of each pair: 1 for exact and whitespace-only duplicates, the shingle
-// Jaccard of an accepted pair, -3 for a rejected one, -1 without verification.
-py::array_t<double> VerifyPairs(py::handle a_array, py::handle b_array, py::handle whitespace_array,
-                                py::handle content_array, py::handle bytes_array,
-                                py::handle sizes_array, py::handle set_offsets_array,
-                                py::handle set_values_array, double threshold, int threads) {
-  View<uint32_t> a(a_array), b(b_array), sizes(sizes_array);
-  View<uint8_t> whitespace(whitespace_array);
-  View<uint64_t> content(content_array), bytes(bytes_array), set_offsets(set_offsets_array);
+// The facts of document x the pair rule reads from hashes (no shingles).
+PairDocument HashFacts(const View<uint64_t>& content, const View<uint64_t>& bytes,
+                       const View<uint64_t>& squeezed, uint32_t x) {
+  return PairDocument{content[x], bytes[x], squeezed[x], {}, 0};
+}
+
+// The candidate pairs (a, b: document indices into the per-document columns) and the columns
+// the pair rule reads from hashes, checked.
+struct PairColumns {
+  View<uint32_t> a, b, sizes;
+  View<uint64_t> content, bytes, squeezed;
+  PairColumns(py::handle a_array, py::handle b_array, py::handle content_array,
+              py::handle bytes_array, py::handle squeezed_array, py::handle sizes_array)
+      : a(a_array),
+        b(b_array),
+        sizes(sizes_array),
+        content(content_array),
+        bytes(bytes_array),
+        squeezed(squeezed_array) {
+    const size_t n = content.size();
+    if (b.size() != a.size()) throw py::value_error("a and b sizes differ");
+    if (bytes.size() != n || squeezed.size() != n || sizes.size() != n) {
+      throw py::value_error("document columns of different sizes");
+    }
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i] >= n || b[i] >= n) throw py::value_error("pair names a document out of range");
+    }
+  }
+};
+
+// Whether each candidate pair needs its shingle sets, as dedup's verification decides: not when
+// the pair rule settles it from the hashes (exact or whitespace duplicates), nor when
+// verification is off, nor when its set sizes rule out every reason of the rule.
+py::array_t<bool> NeedsShingles(py::handle a_array, py::handle b_array, py::handle content_array,
+                                py::handle bytes_array, py::handle squeezed_array,
+                                py::handle sizes_array, const py::dict& kwargs,
+                                const std::string& key) {
+  PairColumns c(a_array, b_array, content_array, bytes_array, squeezed_array, sizes_array);
+  const std::shared_ptr<const PairRule> rule = RuleFor(kwargs, key);
+  const bool verify = rule->options().jaccard_threshold > 0;
+  const double lowest = LowestAcceptedJaccard(rule->options());
+  py::array_t<bool> out(static_cast<py::ssize_t>(c.a.size()));
+  bool* need = out.mutable_data();
+  for (size_t i = 0; i < c.a.size(); ++i) {
+    const uint32_t x = c.a[i], y = c.b[i];
+    need[i] = verify &&
+              !rule->Decide(HashFacts(c.content, c.bytes, c.squeezed, x),
+                            HashFacts(c.content, c.bytes, c.squeezed, y))
+                   .duplicate() &&
+              MayReachJaccard(c.sizes[x], c.sizes[y], lowest);
+  }
+  return out;
+}
+
+// THE pair rule over candidate pairs, as dedup's verification applies it: exact and whitespace
+// duplicates from the hashes; with verification on, the others by their narrowed shingle sets
+// (set_offsets (n + 1) / set_values; a pair NeedsShingles rules out may have empty sets: its
+// sizes decide it); with verification off, every other pair is a near_duplicate of similarity -1.
+// Returns (similarity f64, reason u8 = DuplicateReason; 0: not duplicates).
+py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle content_array,
+                      py::handle bytes_array, py::handle squeezed_array, py::handle sizes_array,
+                      py::handle set_offsets_array, py::handle set_values_array,
+                      const py::dict& kwargs, const std::string& key, int threads) {
+  PairColumns c(a_array, b_array, content_array, bytes_array, squeezed_array, sizes_array);
+  View<uint64_t> set_offsets(set_offsets_array);
   View<uint32_t> set_values(set_values_array);
-  const size_t n = content.size();
-  if (b.size() != a.size() || whitespace.size() != a.size()) {
-    throw py::value_error("a, b and whitespace sizes differ");
-  }
-  if (bytes.size() != n || sizes.size() != n || (threshold > 0 && set_offsets.size() != n + 1)) {
-    throw py::value_error("document columns of different sizes");
-  }
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] >= n || b[i] >= n) throw py::value_error("pair names a document out of range");
-  }
-  if (threshold > 0) {
+  const size_t n = c.content.size();
+  const std::shared_ptr<const PairRule> rule = RuleFor(kwargs, key);
+  const bool verify = rule->options().jaccard_threshold > 0;
+  const double lowest = LowestAcceptedJaccard(rule->options());
+  if (verify) {
+    if (set_offsets.size() != n + 1) throw py::value_error("set offsets of a different size");
     for (size_t i = 0; i < n; ++i) {
       if (set_offsets[i + 1] < set_offsets[i] || set_offsets[i + 1] > set_values.size()) {
         throw py::value_error("set offsets out of range");
       }
     }
   }
-  std::vector<double> similarity(a.size(), -1);
+  std::vector<double> similarity(c.a.size(), -1);
+  std::vector<uint8_t> reason(c.a.size(), 0);
   {
     py::gil_scoped_release release;
     ParallelFor(
-        a.size(), threads,
+        c.a.size(), threads,
         [&](size_t begin, size_t end) {
           for (size_t i = begin; i < end; ++i) {
-            const uint32_t x = a[i], y = b[i];
-            // A whitespace-only pair is pre-verified (similarity 1) even without verification.
-            if (whitespace[i]) {
-              similarity[i] = 1.0;
+            const uint32_t x = c.a[i], y = c.b[i];
+            PairDocument doc_x = HashFacts(c.content, c.bytes, c.squeezed, x);
+            PairDocument doc_y = HashFacts(c.content, c.bytes, c.squeezed, y);
+            const PairDecision by_hashes = rule->Decide(doc_x, doc_y);
+            if (by_hashes.duplicate()) {
+              similarity[i] = by_hashes.similarity;
+              reason[i] = static_cast<uint8_t>(by_hashes.reason);
               continue;
             }
-            if (threshold <= 0) continue;
-            if (!PairNeedsShingles(0, content[x], bytes[x], content[y], bytes[y])) {
-              similarity[i] = 1.0;  // exact duplicates
+            if (!verify) {
+              reason[i] = static_cast<uint8_t>(DuplicateReason::kNearDuplicate);
               continue;
             }
-            // TEMPORARY (until the pair rule of issue 25 lands): RunDedup's Jaccard test.
-            if (!MayReachJaccard(sizes[x], sizes[y], threshold)) {
-              similarity[i] = -3.0;  // its sets were not loaded: the sizes rule it out
-              continue;
-            }
-            std::span<const uint32_t> sx(set_values.data() + set_offsets[x],
-                                         set_offsets[x + 1] - set_offsets[x]);
-            std::span<const uint32_t> sy(set_values.data() + set_offsets[y],
-                                         set_offsets[y + 1] - set_offsets[y]);
-            double value = 0;
-            similarity[i] = ReachesJaccard(sx, sy, threshold, &value) ? value : -3.0;
+            similarity[i] = 0;
+            if (!MayReachJaccard(c.sizes[x], c.sizes[y], lowest)) continue;  // sets not read
+            doc_x.shingles = std::span<const uint32_t>(set_values.data() + set_offsets[x],
+                                                       set_offsets[x + 1] - set_offsets[x]);
+            doc_y.shingles = std::span<const uint32_t>(set_values.data() + set_offsets[y],
+                                                       set_offsets[y + 1] - set_offsets[y]);
+            doc_x.weight = doc_y.weight = -1;  // unweighted: the set sizes
+            const PairDecision decision = rule->DecideFast(doc_x, doc_y);
+            similarity[i] = decision.similarity;
+            reason[i] = static_cast<uint8_t>(decision.reason);
           }
         },
         256);
   }
-  return Take(std::move(similarity));
+  return py::make_tuple(Take(std::move(similarity)), Take(std::move(reason)));
 }
 
 // Hamming distances of fingerprints (hi, lo) a[i] and b[i].
@@ -647,13 +715,15 @@ py::list GatherStrings(py::handle offsets_array, py::handle blob_array, py::hand
 }
 
 // BuildClusters over documents [0, n) (their facts) and accepted pairs (a, b indices, distance,
-// similarity). Returns per document: kept (its cluster's kept document, or -1 outside any
-// cluster), via (-1 for kept ones), distance_to_kept, distance_to_via, similarity_to_via, reason
-// (index into the returned list of reason names; 0 = "kept").
+// similarity, pair_reason: DuplicateReason). Returns per document: kept (its cluster's kept
+// document, or -1 outside any cluster), via (-1 for kept ones), distance_to_kept,
+// distance_to_via, similarity_to_via, reason (index into the returned list of reason names;
+// 0 = "kept"), via_reason (the pair rule's reason for (via, document): DuplicateReason).
 py::tuple Clusters(py::handle hi_array, py::handle lo_array, int bits, py::handle bytes_array,
                    py::handle normalized_array, py::handle content_array, py::handle score_array,
                    py::handle a_array, py::handle b_array, py::handle distance_array,
-                   py::handle similarity_array, const std::string& keep) {
+                   py::handle similarity_array, py::handle pair_reason_array,
+                   const std::string& keep) {
   KeepPolicy policy;
   std::string field;
   Status parsed = ParseKeepPolicy(keep, &policy, &field);
@@ -663,12 +733,14 @@ py::tuple Clusters(py::handle hi_array, py::handle lo_array, int bits, py::handl
   View<double> score(score_array), similarity(similarity_array);
   View<uint32_t> a(a_array), b(b_array);
   View<int32_t> distance(distance_array);
+  View<uint8_t> pair_reason(pair_reason_array);
   const size_t n = lo.size();
   if (hi.size() != n || bytes.size() != n || normalized.size() != n || content.size() != n ||
       score.size() != n) {
     throw py::value_error("document columns of different sizes");
   }
-  if (b.size() != a.size() || distance.size() != a.size() || similarity.size() != a.size()) {
+  if (b.size() != a.size() || distance.size() != a.size() || similarity.size() != a.size() ||
+      pair_reason.size() != a.size()) {
     throw py::value_error("pair columns of different sizes");
   }
   std::vector<DedupDocument> documents(n);
@@ -682,12 +754,16 @@ py::tuple Clusters(py::handle hi_array, py::handle lo_array, int bits, py::handl
   std::vector<DuplicatePair> pairs(a.size());
   for (size_t i = 0; i < pairs.size(); ++i) {
     if (a[i] >= n || b[i] >= n) throw py::value_error("pair names a document out of range");
-    pairs[i] = {a[i], b[i], distance[i], similarity[i]};
+    if (pair_reason[i] == 0 || pair_reason[i] > static_cast<uint8_t>(DuplicateReason::kContained)) {
+      throw py::value_error("pair reason out of range");
+    }
+    pairs[i] = {a[i], b[i], distance[i], similarity[i],
+                static_cast<DuplicateReason>(pair_reason[i])};
   }
   std::vector<int64_t> kept(n, -1), via(n, -1);
   std::vector<int32_t> to_kept(n, 0), to_via(n, 0);
   std::vector<double> sim_via(n, -1);
-  std::vector<uint8_t> reason(n, 0);
+  std::vector<uint8_t> reason(n, 0), via_reason(n, 0);
   std::vector<std::string> reasons{"kept"};
   {
     py::gil_scoped_release release;
@@ -705,19 +781,20 @@ py::tuple Clusters(py::handle hi_array, py::handle lo_array, int bits, py::handl
         auto it = std::find(reasons.begin(), reasons.end(), m.reason);
         if (it == reasons.end()) it = reasons.insert(reasons.end(), m.reason);
         reason[m.document] = static_cast<uint8_t>(it - reasons.begin());
+        via_reason[m.document] = static_cast<uint8_t>(m.via_reason);
       }
     }
   }
   return py::make_tuple(Take(std::move(kept)), Take(std::move(via)), Take(std::move(to_kept)),
                         Take(std::move(to_via)), Take(std::move(sim_via)), Take(std::move(reason)),
-                        reasons);
+                        reasons, Take(std::move(via_reason)));
 }
 
 // clusters.jsonl lines of clusters given as arrays, written by the library's serializer:
 //   per document (members of the clusters): id (UTF-8 blob + offsets), location, text_bytes,
 //   hi, lo; per cluster (in order): cluster number, kept document, and its removed members
 //   [member_offsets[c], member_offsets[c + 1]) of member, distance, via, distance_to_via,
-//   similarity_to_via, reason (index into `reasons`).
+//   similarity_to_via, reason (index into `reasons`), via_reason (DuplicateReason).
 py::bytes ClusterLines(py::handle id_offsets_array, py::handle id_blob_array,
                        py::handle location_offsets_array, py::handle location_blob_array,
                        py::handle bytes_array, py::handle hi_array, py::handle lo_array, int bits,
@@ -725,11 +802,13 @@ py::bytes ClusterLines(py::handle id_offsets_array, py::handle id_blob_array,
                        py::handle member_offsets_array, py::handle member_array,
                        py::handle distance_array, py::handle via_array,
                        py::handle distance_to_via_array, py::handle similarity_array,
-                       py::handle reason_array, const std::vector<std::string>& reasons) {
+                       py::handle reason_array, const std::vector<std::string>& reasons,
+                       py::handle via_reason_array) {
   View<uint64_t> id_offsets(id_offsets_array), location_offsets(location_offsets_array),
       bytes(bytes_array), hi(hi_array), lo(lo_array), cluster(cluster_array),
       member_offsets(member_offsets_array);
-  View<uint8_t> id_blob(id_blob_array), location_blob(location_blob_array), reason(reason_array);
+  View<uint8_t> id_blob(id_blob_array), location_blob(location_blob_array), reason(reason_array),
+      via_reason(via_reason_array);
   View<uint32_t> kept(kept_array), member(member_array), via(via_array);
   View<int32_t> distance(distance_array), distance_to_via(distance_to_via_array);
   View<double> similarity(similarity_array);
@@ -739,7 +818,7 @@ py::bytes ClusterLines(py::handle id_offsets_array, py::handle id_blob_array,
     throw py::value_error("document columns of different sizes");
   }
   if (kept.size() != cluster.size() || member_offsets.size() != cluster.size() + 1 ||
-      member_offsets[cluster.size()] != member.size()) {
+      member_offsets[cluster.size()] != member.size() || via_reason.size() != member.size()) {
     throw py::value_error("cluster columns of different sizes");
   }
   auto text = [](const View<uint8_t>& blob, const View<uint64_t>& offsets, size_t i) {
@@ -765,7 +844,8 @@ py::bytes ClusterLines(py::handle id_offsets_array, py::handle id_blob_array,
     entry.cluster_id = cluster[c];
     entry.kept = kept[c];
     for (uint64_t m = member_offsets[c]; m < member_offsets[c + 1]; ++m) {
-      if (member[m] >= n || via[m] >= n || reason[m] >= reasons.size() || kept[c] >= n) {
+      if (member[m] >= n || via[m] >= n || reason[m] >= reasons.size() || kept[c] >= n ||
+          via_reason[m] > static_cast<uint8_t>(DuplicateReason::kContained)) {
         throw py::value_error("cluster member out of range");
       }
       ClusterMember cm;
@@ -775,6 +855,7 @@ py::bytes ClusterLines(py::handle id_offsets_array, py::handle id_blob_array,
       cm.distance_to_via = distance_to_via[m];
       cm.similarity_to_via = similarity[m];
       cm.reason = reasons[reason[m]];
+      cm.via_reason = static_cast<DuplicateReason>(via_reason[m]);
       entry.removed.push_back(std::move(cm));
     }
     report.clusters.push_back(std::move(entry));
@@ -842,32 +923,6 @@ std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs) {
   return (*reader)->files();
 }
 
-// Whether the pair needs its shingle sets: PairNeedsShingles (not pre-verified as
-// whitespace-only, not exact), and its set sizes allow the threshold.
-py::array_t<bool> NeedsJaccard(py::handle a_array, py::handle b_array, py::handle whitespace_array,
-                               py::handle content_array, py::handle bytes_array,
-                               py::handle sizes_array, double threshold) {
-  View<uint32_t> a(a_array), b(b_array), sizes(sizes_array);
-  View<uint8_t> whitespace(whitespace_array);
-  View<uint64_t> content(content_array), bytes(bytes_array);
-  if (b.size() != a.size() || whitespace.size() != a.size() || bytes.size() != content.size() ||
-      sizes.size() != content.size()) {
-    throw py::value_error("sizes differ");
-  }
-  py::array_t<bool> out(static_cast<py::ssize_t>(a.size()));
-  bool* need = out.mutable_data();
-  for (size_t i = 0; i < a.size(); ++i) {
-    const uint32_t x = a[i], y = b[i];
-    if (x >= content.size() || y >= content.size()) {
-      throw py::value_error("pair names a document out of range");
-    }
-    need[i] = PairNeedsShingles(whitespace[i] ? kWhitespaceCandidate : 0, content[x], bytes[x],
-                                content[y], bytes[y]) &&
-              MayReachJaccard(sizes[x], sizes[y], threshold);
-  }
-  return out;
-}
-
 // Connected components of pairs (the library's union-find): the distinct documents (sorted) and
 // the smallest document of each one's component.
 py::tuple Components(py::handle a_array, py::handle b_array) {
@@ -895,12 +950,16 @@ std::string SummaryJson(const py::dict& kwargs, const py::dict& counts) {
   const bool use_lsh = options.candidates != DedupOptions::Candidates::kSimHash;
   const bool use_simhash = options.candidates != DedupOptions::Candidates::kLsh;
   if (use_lsh) {
-    Result<LshParameters> lsh = ResolveLshParameters(options.lsh);
+    Result<MinHashLshOptions> lsh = ResolveDedupLsh(options);
     if (!lsh.ok()) ThrowStatus(lsh.status());
-    report.lsh = *lsh;
+    report.lsh = *lsh->parameters;
   }
   if (use_simhash) report.k = options.k;
   report.verify_threshold = std::max(0.0, ResolveVerifyThreshold(options));
+  report.rule = ResolvePairRule(options);
+  for (auto [key, value] : py::cast<py::dict>(counts["pairs_by_reason"])) {
+    report.pairs_by_reason[py::cast<std::string>(key)] = py::cast<uint64_t>(value);
+  }
   for (auto [key, value] : py::cast<py::dict>(counts["skipped"])) {
     report.skipped[py::cast<std::string>(key)] = py::cast<uint64_t>(value);
   }
@@ -1322,9 +1381,9 @@ void RegisterDaskBindings(py::module_& m) {
         py::arg("window"));
   m.def("_dask_first_pairs", &FirstPairs, py::arg("hashes"), py::arg("docs"));
   m.def("_dask_shared", &SharedOf, py::arg("hashes"), py::arg("docs"));
-  m.def("_dask_verify", &VerifyPairs, py::arg("a"), py::arg("b"), py::arg("whitespace"),
-        py::arg("content_hash"), py::arg("text_bytes"), py::arg("set_sizes"),
-        py::arg("set_offsets"), py::arg("set_values"), py::arg("threshold"),
+  m.def("_dask_verify", &VerifyPairs, py::arg("a"), py::arg("b"), py::arg("content_hash"),
+        py::arg("text_bytes"), py::arg("squeezed_hash"), py::arg("set_sizes"),
+        py::arg("set_offsets"), py::arg("set_values"), py::arg("options"), py::arg("key"),
         py::arg("threads") = 0);
   m.def("_dask_distances", &Distances);
   m.def("_dask_gather_strings", &GatherStrings, py::arg("offsets"), py::arg("blob"),
@@ -1334,7 +1393,9 @@ void RegisterDaskBindings(py::module_& m) {
   m.def("_dask_documents", &ReadDocuments, py::arg("source"), py::arg("options"));
   m.def("_dask_expand", &ExpandInputs, py::arg("inputs"));
   m.def("_dask_is_jsonl", [](const std::string& path) { return IsJsonlPath(path); });
-  m.def("_dask_needs_jaccard", &NeedsJaccard);
+  m.def("_dask_needs_shingles", &NeedsShingles, py::arg("a"), py::arg("b"),
+        py::arg("content_hash"), py::arg("text_bytes"), py::arg("squeezed_hash"),
+        py::arg("set_sizes"), py::arg("options"), py::arg("key"));
   m.def("_dask_components", &Components);
   m.def("_dask_write_id_parts", &WriteIdParts);
   m.def("_dask_band_records", &BandRecords);
@@ -1343,6 +1404,16 @@ void RegisterDaskBindings(py::module_& m) {
   m.def("_dask_hamming_pairs", &HammingPairs);
   m.def("_dask_rows_jsonl", &RowsJsonl, py::arg("ids"), py::arg("texts"), py::arg("scores"),
         py::arg("score_field"));
+  // Whether a dedup run with these options applies boilerplate weights (counted over the whole
+  // input in the first pass: not done by neardup.dask).
+  m.def(
+      "_dask_uses_boilerplate",
+      [](const py::dict& kwargs) {
+        const DedupOptions options = DedupOptionsFromKeywords(kwargs);
+        return options.boilerplate && options.candidates != DedupOptions::Candidates::kSimHash &&
+               ResolveVerifyThreshold(options) > 0;
+      },
+      py::arg("options"));
   m.def("_dask_summary_json", &SummaryJson, py::arg("options"), py::arg("counts"));
 }
 

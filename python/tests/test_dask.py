@@ -227,6 +227,8 @@ def test_options_checked_before_any_work(tmp_path):
         nd.dedup(frame, str(out), format="csv")
     with pytest.raises(ValueError, match="threads"):
         nd.dedup(frame, str(out), threads=-1)
+    with pytest.raises(ValueError, match="boilerplate"):  # not applied by Dask: refused
+        nd.dedup(frame, str(out), boilerplate=True)
     if not nd._parquet_available():
         with pytest.raises(ImportError, match="pyarrow"):
             nd.dedup(frame, str(out), format="parquet")
