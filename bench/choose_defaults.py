@@ -19,10 +19,12 @@ then confirms the chosen defaults (docs/quality.md).
 
 Objective on the training sets: every positive label's recall >= 0.97 and every negative label's
 false-positive rate <= 0.5 % (the aims of issue 25), then the highest F1, then the widest margin
-(the largest 5th percentile of |similarity - threshold| over the labelled pairs the rule decides
-by similarity), so that among equally scoring rules the one farthest from every pair is chosen.
+(the largest 5th percentile, over the labelled positive and negative pairs the rule decides by
+their sets, of how far inside the rule a positive pair is and how far outside a negative one), so that among equally scoring rules the one farthest from every pair is chosen.
 
     PYTHONPATH=build/python /usr/bin/python3 bench/choose_defaults.py --stress /tmp/stress
+    PYTHONPATH=build/python /usr/bin/python3 bench/choose_defaults.py --stress /tmp/stress \
+        --boilerplate on
 """
 import argparse
 import collections
@@ -40,6 +42,7 @@ import numpy as np
 import neardup
 from neardup import _neardup
 
+PLAIN_JACCARD_FLOOR = 0.2  # PairRule::kPlainJaccardFloor (neardup/pair_rule.h)
 WHITESPACE = re.compile(r"[ \t\n\r\f\v\u00a0\u3000]")
 
 
@@ -116,6 +119,8 @@ class Run:
         self.classes = np.array([classify(p[1]) for p in self.pairs])
         self.weighted = {}
         for f in frequencies:
+            if f == 0:  # no boilerplate weights: run.plain
+                continue
             self.weighted[f] = self.weigh(lambda df: np.where(df < f, 1.0, f / df))
 
     def weigh(self, weight):
@@ -146,20 +151,41 @@ def judge(run, config):
     guard = (containment > 0) & (small > 0) & (small >= min_shingles) & (small >= min_ratio * large)
     contained = guard & (contain >= containment) & ~empty
     rule = near | contained
-    # The LSH stage finds a pair with probability 1 - (1 - J^r)^b at its plain Jaccard.
-    lowest = threshold
-    if containment > 0:
-        lowest = min(lowest, containment * min_ratio / (1 + min_ratio - containment * min_ratio))
-    bands, rows = lsh_parameters(lowest)
     pa, pb, pi = run.plain.T
     plain_j = np.where(pa + pb - pi > 0, pi / np.maximum(pa + pb - pi, 1), 0)
+    if frequency:  # with weights, the plain Jaccard must reach PairRule::kPlainJaccardFloor
+        rule = rule & (plain_j >= PLAIN_JACCARD_FLOOR)
+    # The LSH stage finds a pair with probability 1 - (1 - J^r)^b at its plain Jaccard.
+    bands, rows = lsh_parameters(lowest_accepted(config))
     found = 1 - (1 - plain_j ** rows) ** bands
     hashes = run.exact | run.whitespace
     flagged = np.where(hashes, 1.0, rule * found)
-    margin = np.abs(np.where(guard & (contain >= containment), contain - containment,
-                             jaccard - threshold))
+    # How far inside the rule a pair is (> 0: accepted; < 0: how far it is from being accepted):
+    # the larger of its Jaccard's and (with the guard met) its containment's distance to their
+    # thresholds. A positive pair's margin is that, a negative pair's its opposite.
+    inside = np.where(guard, np.maximum(jaccard - threshold, contain - containment),
+                      jaccard - threshold)
+    margin = np.where(run.classes == "negative", -inside, inside)
     margin = np.where(hashes, np.inf, margin)
+    _ACCEPTED[(id(run), config)] = (rule & ~hashes, contained & ~near & ~hashes, found)
     return flagged, margin
+
+
+# Per (run, rule): the pairs the rule accepts by their sets, those accepted only as contained,
+# and each pair's probability of being an LSH candidate (for the candidate recall).
+_ACCEPTED = {}
+
+
+def candidate_recall(run, config, mask):
+    """Expected LSH candidate recall over the labelled pairs in `mask` that the rule accepts by
+    their sets (all of them, and those accepted only as `contained`), with their counts."""
+    judged(run, config)
+    accepted, contained, found = _ACCEPTED[(id(run), config)]
+    out = []
+    for m in (accepted & mask, contained & mask):
+        out.append((float(found[m].mean()) if m.any() else float("nan"), int(m.sum()),
+                    float(found[m].min()) if m.any() else float("nan")))
+    return out
 
 
 def score(run, flagged, mask):
@@ -207,13 +233,29 @@ def objective(run, config, mask):
     return (-round(violations, 6), round(s["f1"], 6), spread), s
 
 
-def grid(frequencies):
-    for threshold in (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6):
-        for frequency in [0] + list(frequencies):
-            yield (threshold, 0.0, 0.0, 0.0, frequency)
-            for containment, ratio, shingles in itertools.product(
-                    (0.8, 0.85, 0.9, 0.95), (0.3, 0.4, 0.5, 0.6), (10, 30)):
-                yield (threshold, containment, ratio, shingles, frequency)
+def grid(frequencies, max_bands):
+    """The rules tried: the threshold, F (0 = no boilerplate weights; --boilerplate), and
+    containment off or on with its size guard. Only rules whose LSH plan keeps 3 rows a band
+    are tried (the lowest Jaccard they accept is >= 0.446): 2 rows made 18 times the candidate
+    pairs at a million documents and 7 times the CPU time (docs/quality.md); and, with
+    --max-bands, at most that many bands (30 = the plan at 0.5, whose cost at 1M documents is
+    the one measured)."""
+    for threshold in (0.4, 0.45, 0.5, 0.55, 0.6):
+        for frequency in frequencies:
+            options = [(0.0, 0.0, 0.0)] + list(itertools.product(
+                (0.85, 0.9, 0.95), (0.5, 0.6, 0.7), (20, 30, 50)))
+            for containment, ratio, shingles in options:
+                config = (threshold, containment, ratio, shingles, frequency)
+                bands, rows = lsh_parameters(lowest_accepted(config))
+                if rows >= 3 and (max_bands <= 0 or bands <= max_bands):
+                    yield config
+
+
+def lowest_accepted(config):
+    threshold, containment, ratio, _, _ = config
+    if containment > 0:
+        return min(threshold, containment * ratio / (1 + ratio - containment * ratio))
+    return threshold
 
 
 def describe(config):
@@ -224,13 +266,22 @@ def describe(config):
     return rule
 
 
+# dedup's defaults before this choice (T, containment, ratio, shingles): preferred among ties.
+CURRENT = (0.5, 0.9, 0.6, 30)
+
+
 def best(run, mask, configs):
-    return max(((objective(run, c, mask)[0], c) for c in configs), key=lambda x: x[0])[1]
+    """The best rule by objective(); among rules that tie (the data cannot tell them apart), the
+    current defaults, then one with containment on (issue 25 asks for the reason), then the
+    first in grid order."""
+    return max(((objective(run, c, mask)[0] + (c[:4] == CURRENT, c[1] > 0), c) for c in configs),
+               key=lambda x: x[0])[1]
 
 
 def curve(run, config, mask, title):
-    """Per label: the fraction flagged at thresholds 0.3 .. 0.8 (the rest of `config` kept)."""
-    thresholds = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
+    """Per label: the fraction flagged at thresholds 0.3 .. 0.8 and the chosen one (the rest of
+    `config` kept)."""
+    thresholds = sorted({0.3, 0.4, 0.5, 0.6, 0.7, 0.8, config[0]})
     rows = collections.defaultdict(list)
     overall = []
     for t in thresholds:
@@ -241,7 +292,7 @@ def curve(run, config, mask, title):
         for label, (cls, n, rate) in s["labels"].items():
             rows[(cls, label, n)].append(rate)
     print(f"\n{title}\n")
-    print("| label | class | pairs | " + " | ".join(f"T={t:.1f}" for t in thresholds) + " |")
+    print("| label | class | pairs | " + " | ".join(f"T={t:g}" for t in thresholds) + " |")
     print("|---|---|---|" + "---|" * len(thresholds))
     for (cls, label, n), rates in sorted(rows.items(), key=lambda x: (x[0][0] != "positive", x[0][1])):
         print(f"| {label} | {cls} | {n} | " + " | ".join(f"{100 * r:.1f}%" for r in rates) + " |")
@@ -254,13 +305,20 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--shared", default=os.path.join(here, "..", "..", "shared"))
     parser.add_argument("--stress", help="the stress set's directory (bench/make_stress_set.py)")
-    parser.add_argument("--frequencies", default="10,20,50,100",
-                        help="boilerplate F values to try (besides no weights)")
+    parser.add_argument("--boilerplate", choices=("off", "on"), default="off",
+                        help="off: rules without boilerplate weights (dedup's default); on: "
+                        "rules with weights, F from --frequencies")
+    parser.add_argument("--frequencies", default="10,20,30,50,100,200,500",
+                        help="boilerplate F values to try with --boilerplate on")
+    parser.add_argument("--max-bands", type=int, default=30,
+                        help="only rules whose LSH plan has at most this many bands (0: any)")
     args = parser.parse_args()
-    frequencies = [int(f) for f in args.frequencies.split(",") if f]
+    frequencies = [0]
+    if args.boilerplate == "on":
+        frequencies = [int(f) for f in args.frequencies.split(",") if f and int(f) > 0]
     corpus = sorted(glob.glob(os.path.join(args.shared, "corpus", "*.jsonl")))
     dev = Run(corpus, os.path.join(args.shared, "devpairs"), frequencies)
-    configs = list(grid(frequencies))
+    configs = list(grid(frequencies, args.max_bands))
     print(f"{len(dev.pairs)} devpairs pairs over {dev.documents} documents; {len(configs)} rules")
 
     print("\n## Held out by set (chosen on the other sets)\n")
@@ -286,11 +344,15 @@ def main():
     everything = np.ones(len(dev.pairs), bool)
     chosen = best(dev, everything, configs)
     print(f"\n## Chosen on all of devpairs: {describe(chosen)}\n")
-    ranked = sorted(((objective(dev, c, everything)[0], c) for c in configs), reverse=True)[:8]
+    ranked = sorted(((objective(dev, c, everything)[0], c) for c in configs), reverse=True)[:12]
     print("| rule | constraint violations | F1 | margin (5th percentile) |")
     print("|---|---|---|---|")
     for (violations, f1, spread), c in ranked:
         print(f"| {describe(c)} | {-violations:.4f} | {f1:.4f} | {spread:.3f} |")
+    (r_all, n_all, lo_all), (r_in, n_in, lo_in) = candidate_recall(dev, chosen, everything)
+    print(f"\nExpected LSH candidate recall over the devpairs pairs the rule accepts by their sets: "
+          f"{r_all:.4f} ({n_all} pairs, lowest {lo_all:.3f}); accepted only as contained: "
+          f"{r_in:.4f} ({n_in} pairs, lowest {lo_in:.3f})")
     curve(dev, chosen, everything, "### devpairs: fraction flagged per label by threshold (the other "
           "parameters as chosen)")
 
@@ -302,6 +364,10 @@ def main():
         print(f"\n## Stress set with the chosen rule ({len(stress.pairs)} pairs over "
               f"{stress.documents} documents): precision {s['precision']:.3f}, recall "
               f"{s['recall']:.3f}, F1 {s['f1']:.3f}\n")
+        (r_all, n_all, lo_all), (r_in, n_in, lo_in) = candidate_recall(stress, chosen, all_stress)
+        print(f"Expected LSH candidate recall over the stress pairs the rule accepts by their "
+              f"sets: {r_all:.4f} ({n_all} pairs, lowest {lo_all:.3f}); accepted only as "
+              f"contained: {r_in:.4f} ({n_in} pairs, lowest {lo_in:.3f})")
         curve(stress, chosen, all_stress, "### stress set: fraction flagged per label by threshold")
         # What the stress set would have chosen (reported only: never used).
         own = best(stress, all_stress, configs)

@@ -254,6 +254,12 @@ TEST_F(DedupCommandTest, SummaryRecordsTheRuleUsed) {
   EXPECT_NE(summary.find("\"rows\":3"), std::string::npos) << summary;
   EXPECT_NE(summary.find("\"k\":-1"), std::string::npos) << summary;  // SimHash join off
   EXPECT_NE(summary.find("\"verify\":0.5"), std::string::npos) << summary;
+  // Boilerplate weights are opt-in: by default the rule depends on the two documents only.
+  EXPECT_NE(summary.find("\"boilerplate\":false"), std::string::npos) << summary;
+  ASSERT_EQ(Run("dedup " + Inputs() + " -o " + out.string() + " -q --force --boilerplate"), 0);
+  summary = ReadFile(out / "summary.json");
+  EXPECT_NE(summary.find("\"boilerplate\":true"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"boilerplate_min_documents\""), std::string::npos) << summary;
   ASSERT_EQ(Run("dedup " + Inputs() + " -o " + out.string() +
                 " -q --force --threshold 0.8 --containment 0 --candidates lsh+simhash"),
             0);

@@ -95,8 +95,11 @@ struct DedupOptions {
   // size rounded up to a power of two when smaller), and verification weighs a shingle found in
   // F or more documents F / df (F: BoilerplateOptions; PairRule::boilerplate_documents()), so a
   // copy wrapped in boilerplate is judged by its content and pages that share only a template
-  // score low. Needs the LSH stage and verification (the sets are cut there).
-  bool boilerplate = true;
+  // score low. Needs the LSH stage and verification (the sets are cut there). Off by default:
+  // with it, whether two documents are duplicates depends on the rest of the corpus (and on its
+  // size, through the sketch's resolution), which the online store cannot reproduce
+  // (docs/quality.md, "Defaults and why").
+  bool boilerplate = false;
   BoilerplateOptions boilerplate_options;
   size_t boilerplate_sketch_bytes = size_t{64} << 20;
   // Threads for fingerprinting, joining and verifying; <= 0 means DefaultThreadCount(). With more

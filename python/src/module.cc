@@ -497,7 +497,7 @@ DedupOptions ParseDedupOptions(const py::dict& kwargs) {
     } else if (name == "containment_min_ratio") {
       flags.containment_min_ratio = py::cast<double>(value);
     } else if (name == "boilerplate") {
-      flags.no_boilerplate = !TakeBool(value);
+      flags.boilerplate = TakeBool(value);
     } else if (name == "boilerplate_min_documents") {
       flags.boilerplate_min_documents = py::cast<uint32_t>(value);
     } else if (name == "threads") {

@@ -31,7 +31,7 @@ struct DedupFlags {
   double containment = DedupOptions().containment_threshold;
   double containment_min_shingles = DedupOptions().containment_min_shingles;
   double containment_min_ratio = DedupOptions().containment_min_ratio;
-  bool no_boilerplate = !DedupOptions().boilerplate;
+  bool boilerplate = DedupOptions().boilerplate;
   uint32_t boilerplate_min_documents = DedupOptions().boilerplate_options.min_documents;
 
   // Declares the flags on `app` (not the INPUT... arguments). `with_keep` adds --keep (dedup
@@ -83,9 +83,10 @@ struct DedupFlags {
                     "... and at least this fraction of the larger one's (a quote does not "
                     "swallow an article)")
         ->capture_default_str();
-    app->add_flag("--no-boilerplate", no_boilerplate,
-                  "weigh every shingle 1 (by default a shingle found in many documents of the "
-                  "inputs, counted in the first pass, weighs less: templates and footers)");
+    app->add_flag("--boilerplate,!--no-boilerplate", boilerplate,
+                  "weigh down shingles found in many documents of the inputs (counted in the "
+                  "first pass: templates, footers); off by default because the answer then "
+                  "depends on the corpus (docs/quality.md)");
     app->add_option("--boilerplate-min-documents", boilerplate_min_documents,
                     "a shingle in at least this many documents (or more, when the frequency "
                     "sketch cannot resolve so few: summary.json) is boilerplate")
@@ -111,7 +112,7 @@ struct DedupFlags {
     options->containment_threshold = containment;
     options->containment_min_shingles = containment_min_shingles;
     options->containment_min_ratio = containment_min_ratio;
-    options->boilerplate = !no_boilerplate;
+    options->boilerplate = boilerplate;
     options->boilerplate_options.min_documents = boilerplate_min_documents;
     options->threads = input.threads;
     options->spill = !in_memory;

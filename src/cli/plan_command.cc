@@ -84,9 +84,9 @@ int PrintLshPlan(const PlanArgs& args) {
     std::printf("  contained: off\n");
   }
   std::printf(
-      "  boilerplate: in a corpus, a shingle found in F or more documents weighs F / df "
-      "(F >= %u, counted in dedup's first pass; --no-boilerplate: every shingle weighs 1); "
-      "the similarities above are weighted\n\n",
+      "  boilerplate: off by default (every shingle weighs 1); with --boilerplate, a shingle "
+      "found in F or more documents of the corpus weighs F / df (F >= %u, counted in dedup's "
+      "first pass) and the similarities above are weighted\n\n",
       BoilerplateOptions().min_documents);
   std::printf(
       "MinHash LSH plan: %d bands x %d rows = %d signature values%s; pairs down to Jaccard %.3f "
