@@ -180,6 +180,30 @@ def test_shared_ids_are_named_apart(client, binary, tmp_path):
     assert result.remove == {"u1@1:0"} and result.keep == ["u1@0:0", "u2", "u3"]
 
 
+def test_contained_pairs_same_as_cli(client, binary, tmp_path):
+    """THE pair rule's reasons: a text inside a longer one (containment 1, Jaccard 2/3 below the
+    0.8 threshold) is `contained`, as in the command, and clusters.jsonl says so (via_reason)."""
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(5000)]
+    rows = []
+    for i in range(6):
+        base = " ".join(rng.choice(words, 80))
+        rows.append({"id": f"short-{i}", "text": base})
+        rows.append({"id": f"long-{i}", "text": base + " " + " ".join(rng.choice(words, 40))})
+        rows.append({"id": f"other-{i}", "text": " ".join(rng.choice(words, 90))})
+    path = tmp_path / "docs.jsonl"
+    write_jsonl(path, rows)
+    result = nd.dedup_files([str(path)], str(tmp_path / "dask"), threshold=0.8, progress=False)
+    _, remove, keep = cli_dedup(binary, path, tmp_path / "cli", "--threshold", "0.8")
+    same_files(tmp_path / "dask", tmp_path / "cli")
+    assert result.summary["accepted_pairs_by_reason"]["contained"] == 6
+    assert {m["via_reason"] for c in result.clusters for m in c["removed"]} == {"contained"}
+    with open(tmp_path / "cli" / "summary.json", encoding="utf-8") as f:
+        cli = json.load(f)
+    assert result.summary["accepted_pairs_by_reason"] == cli["accepted_pairs_by_reason"]
+    assert result.summary["pair_rule"] == cli["pair_rule"]
+
+
 def test_bag_input(client, binary, generated, tmp_path):
     import dask.bag as db
 
@@ -367,14 +391,26 @@ def test_array_calls_reject_inconsistent_arrays():
         m._dask_gather_coded_sets(u64(0, 99), np.zeros(3, np.uint8), u64(0))
     with pytest.raises(OSError, match="does not decode"):
         m._dask_gather_coded_sets(u64(0, 3), np.array([200, 200, 200], np.uint8), u64(0))
-    with pytest.raises(ValueError):
-        m._dask_verify(np.array([0], np.uint32), np.array([5], np.uint32), np.zeros(1, np.uint8),
-                       u64(1, 2), u64(3, 3), np.array([1, 1], np.uint32), u64(0, 0, 0),
-                       np.zeros(0, np.uint32), 0.5)
-    with pytest.raises(ValueError):
-        m._dask_verify(np.array([0], np.uint32), np.array([1], np.uint32), np.zeros(1, np.uint8),
-                       u64(1, 2), u64(3, 3), np.array([1, 1], np.uint32), u64(0, 9, 9),
-                       np.zeros(2, np.uint32), 0.5)
+    opts = {"threshold": 0.5}
+    with pytest.raises(ValueError):  # a pair names document 5 of 2
+        m._dask_verify(np.array([0], np.uint32), np.array([5], np.uint32), u64(1, 2), u64(3, 3),
+                       u64(7, 8), np.array([1, 1], np.uint32), u64(0, 0, 0),
+                       np.zeros(0, np.uint32), opts, "t")
+    with pytest.raises(ValueError):  # set offsets beyond the values
+        m._dask_verify(np.array([0], np.uint32), np.array([1], np.uint32), u64(1, 2), u64(3, 3),
+                       u64(7, 8), np.array([1, 1], np.uint32), u64(0, 9, 9),
+                       np.zeros(2, np.uint32), opts, "t")
+    with pytest.raises(ValueError):  # a pair reason that is none
+        m._dask_clusters(u64(1, 2), u64(1, 2), 64, u64(3, 3), u64(3, 3), u64(1, 2),
+                         np.zeros(2), np.array([0], np.uint32), np.array([1], np.uint32),
+                         np.zeros(1, np.int32), np.ones(1), np.zeros(1, np.uint8), "first")
+    # The rule's answer: identical sets are near duplicates (Jaccard 1), equal hashes exact ones.
+    similarity, reason = m._dask_verify(
+        np.array([0, 0], np.uint32), np.array([1, 2], np.uint32), u64(1, 2, 1), u64(3, 3, 3),
+        u64(7, 8, 7), np.array([2, 2, 2], np.uint32), u64(0, 2, 4, 6),
+        np.array([1, 5, 1, 5, 1, 5], np.uint32), opts, "t")
+    assert [m._REASONS[r] for r in reason] == ["near_duplicate", "exact_duplicate"]
+    assert similarity.tolist() == [1.0, 1.0]
     with pytest.raises(ValueError):
         m._dask_write_id_parts(u64(0, 50), np.zeros(2, np.uint8), np.zeros(1, np.uint8),
                                u64(), [], "/nonexistent/k", "/nonexistent/r", "")
