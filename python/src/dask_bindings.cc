@@ -1393,9 +1393,9 @@ void RegisterDaskBindings(py::module_& m) {
   m.def("_dask_documents", &ReadDocuments, py::arg("source"), py::arg("options"));
   m.def("_dask_expand", &ExpandInputs, py::arg("inputs"));
   m.def("_dask_is_jsonl", [](const std::string& path) { return IsJsonlPath(path); });
-  m.def("_dask_needs_shingles", &NeedsShingles, py::arg("a"), py::arg("b"),
-        py::arg("content_hash"), py::arg("text_bytes"), py::arg("squeezed_hash"),
-        py::arg("set_sizes"), py::arg("options"), py::arg("key"));
+  m.def("_dask_needs_shingles", &NeedsShingles, py::arg("a"), py::arg("b"), py::arg("content_hash"),
+        py::arg("text_bytes"), py::arg("squeezed_hash"), py::arg("set_sizes"), py::arg("options"),
+        py::arg("key"));
   m.def("_dask_components", &Components);
   m.def("_dask_write_id_parts", &WriteIdParts);
   m.def("_dask_band_records", &BandRecords);
