@@ -24,6 +24,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -39,7 +40,7 @@
 #include "bindings.h"
 #include "common/json_writer.h"
 #include "common/parallel.h"
-#include "common/rice_codec.h"
+#include "common/set_codec.h"
 #include "dedup/shingle_hashes.h"
 #include "neardup/clusters.h"
 #include "neardup/dedup.h"
@@ -87,6 +88,91 @@ uint32_t Route(uint64_t key, uint32_t n) {
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
   x ^= x >> 31;
   return static_cast<uint32_t>(((x >> 32) * n) >> 32);
+}
+
+// The number of bits needed for values up to `max_value` (0 for 0).
+int BitsFor(uint64_t max_value) { return max_value == 0 ? 0 : std::bit_width(max_value); }
+
+void PutVarint(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+bool GetVarint(std::string_view bytes, size_t* pos, uint64_t* v) {
+  uint64_t result = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (*pos >= bytes.size()) return false;
+    const auto byte = static_cast<uint8_t>(bytes[(*pos)++]);
+    result |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if (byte < 0x80) {
+      *v = result;
+      return true;
+    }
+  }
+  return false;
+}
+
+// A band-key block of neardup.dask's shuffle: the (key, row) records of one (partition, band),
+// sorted by key then row, as the record count n (varint), the distinct keys in the one set codec
+// (common/set_codec.h), a bitmap of n bits (bit i set: record i's key differs from record
+// i - 1's) and each record's row in `row_bits` bits, bits filled from the least significant end
+// of each byte.
+void EncodeBandBlock(std::span<const uint64_t> records, int row_bits, std::string* out) {
+  const size_t n = records.size();
+  PutVarint(n, out);
+  std::vector<uint32_t> keys;
+  std::string bits((n + 7) / 8 + (n * row_bits + 7) / 8, '\0');
+  auto set_bit = [&](size_t at) {
+    bits[at / 8] = static_cast<char>(bits[at / 8] | (1 << (at % 8)));
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const auto key = static_cast<uint32_t>(records[i] >> 32);
+    if (i == 0 || key != keys.back()) {
+      keys.push_back(key);
+      set_bit(i);
+    }
+    const auto row = static_cast<uint32_t>(records[i]);
+    const size_t base = ((n + 7) / 8) * 8 + i * row_bits;
+    for (int b = 0; b < row_bits; ++b) {
+      if ((row >> b) & 1) set_bit(base + b);
+    }
+  }
+  EncodeShingleSet(keys, out);
+  out->append(bits);
+}
+
+// Decodes a whole block (EncodeBandBlock) into keys and rows (appended). False when the bytes are
+// not such a block: damage, never an out-of-bounds read.
+bool DecodeBandBlock(std::string_view bytes, int row_bits, std::vector<uint32_t>* keys,
+                     std::vector<uint32_t>* rows, std::vector<uint32_t>* distinct) {
+  size_t pos = 0;
+  uint64_t n = 0;
+  if (!GetVarint(bytes, &pos, &n) || n > bytes.size() * 8) return false;
+  size_t used = 0;
+  if (!DecodeShingleSet(bytes.substr(pos), distinct, &used)) return false;
+  pos += used;
+  const size_t map_bytes = (n + 7) / 8, row_bytes = (n * row_bits + 7) / 8;
+  if (bytes.size() - pos != map_bytes + row_bytes) return false;
+  const auto* bits = reinterpret_cast<const uint8_t*>(bytes.data()) + pos;
+  auto bit = [&](size_t at) { return (bits[at / 8] >> (at % 8)) & 1; };
+  size_t next = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (bit(i)) {
+      if (next == distinct->size()) return false;
+      ++next;
+    } else if (i == 0) {
+      return false;
+    }
+    keys->push_back((*distinct)[next - 1]);
+    uint32_t row = 0;
+    const size_t base = map_bytes * 8 + i * row_bits;
+    for (int b = 0; b < row_bits; ++b) row |= static_cast<uint32_t>(bit(base + b)) << b;
+    rows->push_back(row);
+  }
+  return next == distinct->size();
 }
 
 // The dedup stages' per-document pass (neardup/dedup_stages.h) of one option set, built once per
@@ -341,7 +427,7 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
                     ? std::span<const uint32_t>(facts.set_values.data() + facts.set_offsets[i],
                                                 facts.set_offsets[i + 1] - facts.set_offsets[i])
                     : std::span<const uint32_t>(second_sets[i]);
-            RiceEncode(set, &set_codes);
+            EncodeShingleSet(set, &set_codes);
             set_offsets.push_back(set_codes.size());
             set_sizes.push_back(static_cast<uint32_t>(set.size()));
           }
@@ -362,7 +448,7 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
 
   // Records grouped by shuffle partition. Band keys: a key goes to the partition of its range
   // ((key * dests) >> 32, whatever the band), and each (partition, band) block is the
-  // Rice-coded ascending keys with their rows (rice_codec.h): about 4.3 bytes a record.
+  // EncodeBandBlock: the distinct keys in the one set codec, a bit per record and its row.
   std::vector<uint64_t> band_offsets(static_cast<size_t>(dests) * bands + 1, 0);
   std::string band_codes;
   std::vector<uint64_t> ws_offsets(dests + 1, 0), ws_hashes, id_offsets_by_dest(dests + 1, 0),
@@ -397,18 +483,12 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
           }
         }
       }
-      std::vector<uint32_t> block_keys, block_rows;
       for (size_t j = 0; j < blocks; ++j) {
         auto first = records.begin() + static_cast<ptrdiff_t>(starts[j]);
         auto last = records.begin() + static_cast<ptrdiff_t>(starts[j + 1]);
         std::sort(first, last);
-        block_keys.clear();
-        block_rows.clear();
-        for (auto it = first; it != last; ++it) {
-          block_keys.push_back(static_cast<uint32_t>(*it >> 32));
-          block_rows.push_back(static_cast<uint32_t>(*it));
-        }
-        RiceEncode(block_keys, &band_codes, block_rows, row_bits);
+        EncodeBandBlock(std::span<const uint64_t>(&*first, static_cast<size_t>(last - first)),
+                        row_bits, &band_codes);
         band_offsets[j + 1] = band_codes.size();
       }
     }
@@ -1075,6 +1155,7 @@ py::tuple BandRecords(const py::list& codes, const py::list& offsets, const py::
     code_views.emplace_back(codes[p]);
     offset_views.emplace_back(offsets[p]);
     widths.push_back(py::cast<int>(row_bits[p]));
+    if (widths.back() < 0 || widths.back() > 32) throw py::value_error("row_bits out of range");
     if (offset_views.back().size() < static_cast<size_t>(dest + 1) * bands + 1) {
       throw py::value_error("band offsets too short");
     }
@@ -1083,7 +1164,7 @@ py::tuple BandRecords(const py::list& codes, const py::list& offsets, const py::
   bool ok = true;
   {
     py::gil_scoped_release release;
-    std::vector<uint32_t> keys, rows;
+    std::vector<uint32_t> keys, rows, distinct;
     for (size_t p = 0; p < sources && ok; ++p) {
       const View<uint64_t>& off = offset_views[p];
       for (int b = 0; b < bands && ok; ++b) {
@@ -1096,7 +1177,7 @@ py::tuple BandRecords(const py::list& codes, const py::list& offsets, const py::
         rows.clear();
         std::string_view block(reinterpret_cast<const char*>(code_views[p].data()) + off[j],
                                off[j + 1] - off[j]);
-        ok = RiceDecode(block, &keys, nullptr, &rows, widths[p]) && rows.size() == keys.size();
+        ok = DecodeBandBlock(block, widths[p], &keys, &rows, &distinct);
         for (size_t i = 0; ok && i < keys.size(); ++i) {
           buckets.push_back(static_cast<uint64_t>(b) << 32 | keys[i]);
           docs.push_back(partitions[p] << 32 | rows[i]);
@@ -1121,15 +1202,19 @@ py::tuple GatherCodedSets(py::handle offsets_array, py::handle codes_array, py::
     }
   }
   std::vector<uint64_t> out_offsets{0};
-  std::vector<uint32_t> values;
+  std::vector<uint32_t> values, set;
   uint64_t bytes = 0;
   bool ok = true;
   {
     py::gil_scoped_release release;
     for (size_t i = 0; i < rows.size() && ok; ++i) {
       const uint64_t from = offsets[rows[i]], to = offsets[rows[i] + 1];
-      ok = RiceDecode(
-          std::string_view(reinterpret_cast<const char*>(codes.data()) + from, to - from), &values);
+      size_t used = 0;
+      ok = DecodeShingleSet(
+               std::string_view(reinterpret_cast<const char*>(codes.data()) + from, to - from),
+               &set, &used) &&
+           used == to - from;
+      values.insert(values.end(), set.begin(), set.end());
       bytes += to - from;
       out_offsets.push_back(values.size());
     }

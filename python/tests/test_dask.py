@@ -391,6 +391,11 @@ def test_array_calls_reject_inconsistent_arrays():
         m._dask_gather_coded_sets(u64(0, 99), np.zeros(3, np.uint8), u64(0))
     with pytest.raises(OSError, match="does not decode"):
         m._dask_gather_coded_sets(u64(0, 3), np.array([200, 200, 200], np.uint8), u64(0))
+    # A band-key block (one partition, one band) that does not decode: an error, not a read.
+    with pytest.raises(OSError, match="does not decode"):
+        m._dask_band_records([np.array([5, 1, 0], np.uint8)], [u64(0, 3)], [4], [0], 0, 1)
+    with pytest.raises(ValueError):
+        m._dask_band_records([np.zeros(3, np.uint8)], [u64(0, 3)], [40], [0], 0, 1)
     opts = {"threshold": 0.5}
     with pytest.raises(ValueError):  # a pair names document 5 of 2
         m._dask_verify(np.array([0], np.uint32), np.array([5], np.uint32), u64(1, 2), u64(3, 3),
