@@ -17,17 +17,19 @@ error unless ``progress=False``):
 1. ``documents``, per input partition: the library's reader over a byte range of a file (or the
    JSONL of a DataFrame partition), then dedup's per-document pass: fingerprint, lengths, content
    and whitespace-free hashes, MinHash band keys and the narrowed shingle set, from one
-   normalisation (the dedup stages' DocumentPass). The band keys (grouped by key range, sorted
-   and Rice-coded with their rows: about 4.3 bytes per band and document), whitespace-free hashes
-   and id hashes are written grouped by the shuffle partition that owns them; the per-document
-   facts and the Rice-coded shingle sets stay in the partition's own file.
+   normalisation (the dedup stages' DocumentPass). The band keys (grouped by key range, sorted,
+   the distinct keys in the one set codec, src/common/set_codec.h, with a bit and the row of each
+   record: about 4.5 bytes per band and document), whitespace-free hashes and id hashes are
+   written grouped by the shuffle partition that owns them; the per-document facts and the
+   shingle sets (the same codec) stay in the partition's own file.
 2. ``buckets``, per shuffle partition: the LSH bucket rule over its band keys, the
    whitespace-only pairs, the SimHash join's buckets (when it runs), shared ids; the candidate
    pairs go to the partition of their first document.
-3. ``verify``, per input partition: its distinct candidate pairs, judged by the pair rule (exact,
-   whitespace-only, shingle Jaccard at the threshold). Of the other partitions' documents in
-   these pairs only the facts the rule needs are read, and a set only when the pair's set sizes
-   allow the threshold.
+3. ``verify``, per input partition: its distinct candidate pairs, judged by THE pair rule
+   (neardup/pair_rule.h: exact and whitespace duplicates from hashes, near_duplicate and
+   contained from the shingle sets). Of the other partitions' documents in these pairs only the
+   facts the rule needs are read, and a set only when the pair's set sizes allow the rule's
+   lowest accepted Jaccard.
 4. ``components``: connected components of the accepted pairs (one union-find when they fit in
    one task, else min-label propagation over ``ceil(pairs / component_pairs)`` partitions, with
    the rounds reported) and the keep decision per cluster (BuildClusters).
