@@ -175,6 +175,43 @@ bool DecodeBandBlock(std::string_view bytes, int row_bits, std::vector<uint32_t>
   return next == distinct->size();
 }
 
+// The band keys of one shuffle partition d (the keys k with (k * dests) >> 32 == d, a range of at
+// most `width` keys from base(d)) in as few blocks as fit 32-bit values: `per_chunk` bands share
+// a block, band b's key k stored as the value (b % per_chunk) * width + (k - base(d)). The values
+// then spread over nearly all of [0, 2^32), where the set codec's coding is tight.
+struct BandChunks {
+  uint32_t dests;
+  int bands;
+  uint64_t width;  // ceil(2^32 / dests)
+  int per_chunk;
+
+  BandChunks(uint32_t dests_in, int bands_in)
+      : dests(std::max<uint32_t>(dests_in, 1)),
+        bands(bands_in),
+        width(((uint64_t{1} << 32) + dests - 1) / dests),
+        per_chunk(static_cast<int>(
+            std::clamp<uint64_t>((uint64_t{1} << 32) / width, 1, std::max(bands_in, 1)))) {}
+
+  uint64_t base(uint32_t d) const {
+    return (static_cast<uint64_t>(d) << 32) / dests +
+           (((static_cast<uint64_t>(d) << 32) % dests) != 0);
+  }
+  int first_band(int b) const { return b - b % per_chunk; }
+  uint32_t Value(uint32_t d, int b, uint32_t key) const {
+    return static_cast<uint32_t>(static_cast<uint64_t>(b % per_chunk) * width + (key - base(d)));
+  }
+  // The band and key of `value` in the block of partition d whose first band is `first`; false
+  // when it names no band or key of that partition (damage).
+  bool Decode(uint32_t d, int first, uint32_t value, int* band, uint32_t* key) const {
+    const uint64_t in_chunk = value / width;
+    *band = first + static_cast<int>(in_chunk);
+    const uint64_t k = base(d) + value % width;
+    *key = static_cast<uint32_t>(k);
+    return in_chunk < static_cast<uint64_t>(per_chunk) && *band < bands &&
+           k < (uint64_t{1} << 32) && ((k * dests) >> 32) == d;
+  }
+};
+
 // The dedup stages' per-document pass (neardup/dedup_stages.h) of one option set, built once per
 // process and shared by its tasks.
 std::shared_ptr<const DocumentPass> PassFor(const py::dict& kwargs, const std::string& key) {
@@ -447,8 +484,9 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
   }
 
   // Records grouped by shuffle partition. Band keys: a key goes to the partition of its range
-  // ((key * dests) >> 32, whatever the band), and each (partition, band) block is the
-  // EncodeBandBlock: the distinct keys in the one set codec, a bit per record and its row.
+  // ((key * dests) >> 32, whatever the band); BandChunks packs the bands of a partition into as
+  // few blocks as fit 32 bits, each block an EncodeBandBlock (the distinct values in the one set
+  // codec, a bit per record and its row).
   std::vector<uint64_t> band_offsets(static_cast<size_t>(dests) * bands + 1, 0);
   std::string band_codes;
   std::vector<uint64_t> ws_offsets(dests + 1, 0), ws_hashes, id_offsets_by_dest(dests + 1, 0),
@@ -459,6 +497,7 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
     if (bands > 0) {
       const int row_bits = BitsFor(n == 0 ? 0 : n - 1);
       const size_t blocks = static_cast<size_t>(dests) * bands;
+      const BandChunks chunks(dests, bands);
       // Counting sort into blocks, then each block sorted in place and coded.
       std::vector<uint64_t> starts(blocks + 1, 0);
       std::vector<uint32_t> block_of(n * bands);
@@ -467,19 +506,21 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
         for (int b = 0; b < bands; ++b) {
           const uint32_t k = keys[i * bands + b];
           const uint32_t d = static_cast<uint32_t>((static_cast<uint64_t>(k) * dests) >> 32);
-          block_of[i * bands + b] = d * bands + b;
-          ++starts[static_cast<size_t>(d) * bands + b + 1];
+          block_of[i * bands + b] = d * bands + chunks.first_band(b);
+          ++starts[block_of[i * bands + b] + 1];
         }
       }
       for (size_t j = 1; j <= blocks; ++j) starts[j] += starts[j - 1];
-      std::vector<uint64_t> records(starts[blocks]);  // key << 32 | row
+      std::vector<uint64_t> records(starts[blocks]);  // BandChunks value << 32 | row
       {
         std::vector<uint64_t> fill(starts.begin(), starts.end() - 1);
         for (size_t i = 0; i < n; ++i) {
           if (!has_keys[i]) continue;
           for (int b = 0; b < bands; ++b) {
+            const uint32_t k = keys[i * bands + b];
+            const uint32_t d = static_cast<uint32_t>((static_cast<uint64_t>(k) * dests) >> 32);
             records[fill[block_of[i * bands + b]]++] =
-                static_cast<uint64_t>(keys[i * bands + b]) << 32 | i;
+                static_cast<uint64_t>(chunks.Value(d, b, k)) << 32 | i;
           }
         }
       }
@@ -487,6 +528,10 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
         auto first = records.begin() + static_cast<ptrdiff_t>(starts[j]);
         auto last = records.begin() + static_cast<ptrdiff_t>(starts[j + 1]);
         std::sort(first, last);
+        if (first == last) {  // no block (a band folded into its chunk's first, or no keys)
+          band_offsets[j + 1] = band_codes.size();
+          continue;
+        }
         EncodeBandBlock(std::span<const uint64_t>(&*first, static_cast<size_t>(last - first)),
                         row_bits, &band_codes);
         band_offsets[j + 1] = band_codes.size();
@@ -1165,6 +1210,7 @@ py::tuple BandRecords(const py::list& codes, const py::list& offsets, const py::
   {
     py::gil_scoped_release release;
     std::vector<uint32_t> keys, rows, distinct;
+    const size_t dests = (offset_views.empty() ? 0 : offset_views[0].size() - 1) / bands;
     for (size_t p = 0; p < sources && ok; ++p) {
       const View<uint64_t>& off = offset_views[p];
       for (int b = 0; b < bands && ok; ++b) {
@@ -1173,13 +1219,22 @@ py::tuple BandRecords(const py::list& codes, const py::list& offsets, const py::
           ok = false;
           break;
         }
+        if (off[j + 1] == off[j]) continue;  // no block
+        if (dest >= dests || offset_views[p].size() != dests * bands + 1) {
+          ok = false;
+          break;
+        }
+        const BandChunks chunks(static_cast<uint32_t>(dests), bands);
         keys.clear();
         rows.clear();
         std::string_view block(reinterpret_cast<const char*>(code_views[p].data()) + off[j],
                                off[j + 1] - off[j]);
         ok = DecodeBandBlock(block, widths[p], &keys, &rows, &distinct);
         for (size_t i = 0; ok && i < keys.size(); ++i) {
-          buckets.push_back(static_cast<uint64_t>(b) << 32 | keys[i]);
+          int band = 0;
+          uint32_t key = 0;
+          ok = chunks.Decode(dest, b, keys[i], &band, &key);
+          buckets.push_back(static_cast<uint64_t>(band) << 32 | key);
           docs.push_back(partitions[p] << 32 | rows[i]);
         }
       }
