@@ -134,12 +134,21 @@ void EncodeBandBlock(std::span<const uint64_t> records, int row_bits, std::strin
       keys.push_back(key);
       set_bit(i);
     }
-    const auto row = static_cast<uint32_t>(records[i]);
-    const size_t base = ((n + 7) / 8) * 8 + i * row_bits;
-    for (int b = 0; b < row_bits; ++b) {
-      if ((row >> b) & 1) set_bit(base + b);
+  }
+  // The rows, row_bits each, through a 64-bit accumulator.
+  size_t at = (n + 7) / 8;
+  uint64_t word = 0;
+  int filled = 0;
+  for (size_t i = 0; i < n; ++i) {
+    word |= static_cast<uint64_t>(static_cast<uint32_t>(records[i])) << filled;
+    filled += row_bits;
+    while (filled >= 8) {
+      bits[at++] = static_cast<char>(word);
+      word >>= 8;
+      filled -= 8;
     }
   }
+  if (filled > 0) bits[at] = static_cast<char>(word);
   EncodeShingleSet(keys, out);
   out->append(bits);
 }
@@ -167,10 +176,20 @@ bool DecodeBandBlock(std::string_view bytes, int row_bits, std::vector<uint32_t>
       return false;
     }
     keys->push_back((*distinct)[next - 1]);
-    uint32_t row = 0;
-    const size_t base = map_bytes * 8 + i * row_bits;
-    for (int b = 0; b < row_bits; ++b) row |= static_cast<uint32_t>(bit(base + b)) << b;
-    rows->push_back(row);
+  }
+  // The rows, row_bits each, through a 64-bit accumulator.
+  const uint8_t* in = bits + map_bytes;
+  const uint64_t mask = row_bits == 32 ? 0xFFFFFFFFu : (uint64_t{1} << row_bits) - 1;
+  uint64_t word = 0;
+  int filled = 0;
+  for (size_t i = 0; i < n; ++i) {
+    while (filled < row_bits) {
+      word |= static_cast<uint64_t>(*in++) << filled;
+      filled += 8;
+    }
+    rows->push_back(static_cast<uint32_t>(word & mask));
+    word >>= row_bits;
+    filled -= row_bits;
   }
   return next == distinct->size();
 }
