@@ -596,7 +596,43 @@ def _shared_ids(run: _Run, hashes: np.ndarray, docs: np.ndarray) -> np.ndarray:
 
 # Stage 3: verify -------------------------------------------------------------------------------
 
-def _verify_task(run: _Run, p: int) -> dict:
+_HISTOGRAM_BINS = 100
+_MEASURE_ALL = 1 << 16  # SimilarityHistogram::kMeasureAll
+
+
+def _sample_level(candidate_pairs: int) -> int:
+    """log2 of the histogram's rejected_sample_every for a run of `candidate_pairs` (as dedup
+    chooses it): 1 in 2^level rejected pairs is measured."""
+    level = 0
+    while candidate_pairs // (1 << level) > _MEASURE_ALL:
+        level += 1
+    return level
+
+
+def _bins(similarity: np.ndarray) -> np.ndarray:
+    return np.clip((similarity * _HISTOGRAM_BINS + 1e-9).astype(np.int64), 0, _HISTOGRAM_BINS - 1)
+
+
+def _histogram(verify: List[dict]) -> dict:
+    """summary.json's similarity_histogram from the verify tasks' counts: the run's sample level
+    (from its candidate count, as dedup picks it) selects the measured rejected pairs."""
+    level = _sample_level(sum(c["candidate_pairs"] for c in verify))
+    accepted = np.zeros(_HISTOGRAM_BINS, np.int64)
+    rejected = np.zeros(_HISTOGRAM_BINS, np.int64)
+    for c in verify:
+        h = c["histogram"]
+        if h["level"] > level:  # cannot happen: a task's count is at most the run's
+            raise RuntimeError("a verify task sampled fewer pairs than the run needs")
+        accepted += np.asarray(h["accepted"], np.int64)
+        for tz, b, k in h["measured"]:
+            if tz >= level:
+                rejected[b] += k
+    return {"accepted": accepted.tolist(), "rejected": rejected.tolist(),
+            "rejected_pairs": sum(c["histogram"]["rejected_pairs"] for c in verify),
+            "rejected_measured": int(rejected.sum()), "rejected_sample_every": 1 << level}
+
+
+def _verify_task(run: _Run, p: int, doc_starts: List[int]) -> dict:
     done = _done(run.path("verify", f"p{p:06d}.json"))
     if done is not None:
         return done
@@ -631,16 +667,38 @@ def _verify_task(run: _Run, p: int) -> dict:
               table["set_sizes"])
     set_offsets = np.zeros(len(docs) + 1, np.uint64)
     set_values = np.zeros(0, np.uint32)
+    # The run's document numbers (for the histogram's sample), and this task's sample level: the
+    # run's is at least as high (its candidate count is at least this task's).
+    canonical = (np.asarray(doc_starts, np.uint64)[(docs >> np.uint64(32)).astype(np.int64)] +
+                 (docs & _LOW)).astype(np.uint64)
+    level = _sample_level(len(a))
     if run.verify > 0 and len(a):
-        need = _neardup._dask_needs_shingles(ia, ib, *hashes, run.options, run.key)
+        need = _neardup._dask_needs_shingles(ia, ib, *hashes, canonical, level, run.options,
+                                             run.key)
         needed = np.zeros(len(docs), bool)
         needed[ia[need]] = True
         needed[ib[need]] = True
         set_offsets, set_values = _sets_of(run, docs, needed, shuffled, p)
     # THE pair rule (neardup/pair_rule.h), as dedup's verification applies it.
-    similarity, reason = _neardup._dask_verify(ia, ib, *hashes, set_offsets, set_values,
-                                               run.options, run.key, run.threads)
+    similarity, reason, measured, sampled = _neardup._dask_verify(
+        ia, ib, *hashes, set_offsets, set_values, canonical, level, run.options, run.key,
+        run.threads)
     accepted = reason != 0
+    # The similarity histogram of summary.json: accepted pairs by similarity; rejected ones
+    # counted, and the measured ones by (sample level, bin) for the client to pick the run's level.
+    histogram = {"accepted": [0] * _HISTOGRAM_BINS, "rejected_pairs": 0, "measured": [],
+                 "level": level}
+    if run.verify > 0:
+        verified = accepted & (similarity >= 0)
+        histogram["accepted"] = np.bincount(_bins(similarity[verified]),
+                                            minlength=_HISTOGRAM_BINS).tolist()
+        histogram["rejected_pairs"] = int(np.count_nonzero(~accepted))
+        got = measured >= 0
+        if got.any():
+            cells, many = np.unique(np.minimum(sampled[got], 63).astype(np.int64) *
+                                    _HISTOGRAM_BINS + _bins(measured[got]), return_counts=True)
+            histogram["measured"] = [[int(c) // _HISTOGRAM_BINS, int(c) % _HISTOGRAM_BINS, int(k)]
+                                     for c, k in zip(cells, many)]
     # The fingerprints of the accepted pairs' documents only, for their distances.
     near = np.unique(np.concatenate([a[accepted], b[accepted]]))
     fp = _facts_of(run, near, ("hi", "lo"), shuffled, p)
@@ -655,6 +713,7 @@ def _verify_task(run: _Run, p: int) -> dict:
         "similarity": similarity[accepted].astype(np.float64),
         "reason": reason[accepted].astype(np.uint8)})
     counts["accepted_pairs"] = int(np.count_nonzero(accepted))
+    counts["histogram"] = histogram
     by_reason = np.bincount(reason[accepted], minlength=len(_neardup._REASONS))
     counts["pairs_by_reason"] = {name: int(by_reason[i])
                                  for i, name in enumerate(_neardup._REASONS) if by_reason[i]}
@@ -1156,7 +1215,7 @@ def _join_parts(paths: List[str], target: str) -> None:
 
 def _summary(docs: list, buckets: list, verify: list, outputs: list, library: dict,
              stages: list, total: float, duplicate_ids: int, work_bytes: int,
-             dask_info: dict, input_files: List[str]) -> dict:
+             dask_info: dict, input_files: List[str], verifying: bool) -> dict:
     """summary.json: the library's serializer over the run's counts (the schema of
     `neardup dedup`), plus "dask"."""
     def merged(name):
@@ -1183,6 +1242,7 @@ def _summary(docs: list, buckets: list, verify: list, outputs: list, library: di
         "simhash_only_accepted_pairs": total_of("simhash_only_accepted_pairs"),
         "pairs_by_reason": {name: sum(c.get("pairs_by_reason", {}).get(name, 0) for c in verify)
                             for name in _neardup._REASONS[1:]},
+        "histogram": _histogram(verify) if verifying else None,
         "lsh_buckets": lsh, "spill_bytes": work_bytes,
         "stages": [(s["stage"], s["seconds"], s["items"]) for s in stages],
         "total_seconds": total, "input_files": input_files,
@@ -1419,7 +1479,8 @@ def _run(data, ddf, source, output, temporary, work, key, library, resolved, fie
     # 2-3. Candidates and verification.
     buckets = stage("buckets", [(_buckets_task, run, d) for d in range(dests)],
                     lambda r: sum(c["pairs"] for c in r))
-    verify = stage("verify", [(_verify_task, run, p) for p in range(nparts)],
+    doc_starts = np.concatenate([[0], np.cumsum([c["documents"] for c in docs])]).tolist()
+    verify = stage("verify", [(_verify_task, run, p, doc_starts) for p in range(nparts)],
                    lambda r: sum(c["candidate_pairs"] for c in r))
     accepted = sum(c["accepted_pairs"] for c in verify)
     # 4. Components and keep.
@@ -1477,7 +1538,8 @@ def _run(data, ddf, source, output, temporary, work, key, library, resolved, fie
                  "shuffle_bytes_per_document": sum(shuffled.values()) / n}
     total = time.time() - started
     summary = _summary(docs, buckets, verify, outs, library, stages, total, duplicate_ids,
-                       _dir_bytes(work), dask_info, source.files if source is not None else [])
+                       _dir_bytes(work), dask_info, source.files if source is not None else [],
+                       run.verify > 0)
     with open(os.path.join(staging, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=1)
         f.write("\n")

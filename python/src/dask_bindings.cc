@@ -739,14 +739,36 @@ struct PairColumns {
   }
 };
 
+// The summary's similarity histogram measures the exact Jaccard of a sample of the rejected
+// pairs, chosen as dedup chooses it: by a hash of the pair (a << 32 | b, in the run's document
+// numbers); the pair is measured at sample rate 2^-level when the hash's lowest `level` bits are
+// zero. Returns that count of trailing zero bits (64 for a zero hash).
+int SampleLevel(const View<uint64_t>& canonical, uint32_t x, uint32_t y) {
+  const uint64_t a = std::min(canonical[x], canonical[y]), b = std::max(canonical[x], canonical[y]);
+  const uint64_t packed = a << 32 | b;
+  return std::countr_zero(static_cast<uint64_t>(XXH3_64bits(&packed, sizeof(packed))));
+}
+
+// Whether a pair's hashes settle it (exact or whitespace duplicates): only those reasons are taken
+// from a decision without shingles (with verification off, threshold 0, it would call every pair
+// a near_duplicate of similarity 0).
+bool ByHashes(const PairDecision& decision) {
+  return decision.reason == DuplicateReason::kExact ||
+         decision.reason == DuplicateReason::kWhitespace;
+}
+
 // Whether each candidate pair needs its shingle sets, as dedup's verification decides: not when
 // the pair rule settles it from the hashes (exact or whitespace duplicates), nor when
-// verification is off, nor when its set sizes rule out every reason of the rule.
+// verification is off, nor when its set sizes rule out every reason of the rule -- unless the
+// pair is in the histogram's sample at `level` (SampleLevel; canonical: the run's document
+// number of each document).
 py::array_t<bool> NeedsShingles(py::handle a_array, py::handle b_array, py::handle content_array,
                                 py::handle bytes_array, py::handle squeezed_array,
-                                py::handle sizes_array, const py::dict& kwargs,
-                                const std::string& key) {
+                                py::handle sizes_array, py::handle canonical_array, int level,
+                                const py::dict& kwargs, const std::string& key) {
   PairColumns c(a_array, b_array, content_array, bytes_array, squeezed_array, sizes_array);
+  View<uint64_t> canonical(canonical_array);
+  if (canonical.size() != c.content.size()) throw py::value_error("canonical of a different size");
   const std::shared_ptr<const PairRule> rule = RuleFor(kwargs, key);
   const bool verify = rule->options().jaccard_threshold > 0;
   const double lowest = LowestAcceptedJaccard(rule->options());
@@ -754,11 +776,11 @@ py::array_t<bool> NeedsShingles(py::handle a_array, py::handle b_array, py::hand
   bool* need = out.mutable_data();
   for (size_t i = 0; i < c.a.size(); ++i) {
     const uint32_t x = c.a[i], y = c.b[i];
-    need[i] = verify &&
-              !rule->Decide(HashFacts(c.content, c.bytes, c.squeezed, x),
-                            HashFacts(c.content, c.bytes, c.squeezed, y))
-                   .duplicate() &&
-              MayReachJaccard(c.sizes[x], c.sizes[y], lowest);
+    need[i] =
+        verify &&
+        !ByHashes(rule->Decide(HashFacts(c.content, c.bytes, c.squeezed, x),
+                               HashFacts(c.content, c.bytes, c.squeezed, y))) &&
+        (MayReachJaccard(c.sizes[x], c.sizes[y], lowest) || SampleLevel(canonical, x, y) >= level);
   }
   return out;
 }
@@ -767,12 +789,17 @@ py::array_t<bool> NeedsShingles(py::handle a_array, py::handle b_array, py::hand
 // duplicates from the hashes; with verification on, the others by their narrowed shingle sets
 // (set_offsets (n + 1) / set_values; a pair NeedsShingles rules out may have empty sets: its
 // sizes decide it); with verification off, every other pair is a near_duplicate of similarity -1.
-// Returns (similarity f64, reason u8 = DuplicateReason; 0: not duplicates).
+// Returns (similarity f64, reason u8 = DuplicateReason; 0: not duplicates, measured f64: the
+// exact Jaccard of a rejected pair in the histogram's sample at `level` (see NeedsShingles), else
+// -1, sample_level u8: its SampleLevel).
 py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle content_array,
                       py::handle bytes_array, py::handle squeezed_array, py::handle sizes_array,
                       py::handle set_offsets_array, py::handle set_values_array,
-                      const py::dict& kwargs, const std::string& key, int threads) {
+                      py::handle canonical_array, int level, const py::dict& kwargs,
+                      const std::string& key, int threads) {
   PairColumns c(a_array, b_array, content_array, bytes_array, squeezed_array, sizes_array);
+  View<uint64_t> canonical(canonical_array);
+  if (canonical.size() != c.content.size()) throw py::value_error("canonical of a different size");
   View<uint64_t> set_offsets(set_offsets_array);
   View<uint32_t> set_values(set_values_array);
   const size_t n = c.content.size();
@@ -787,8 +814,8 @@ py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle content
       }
     }
   }
-  std::vector<double> similarity(c.a.size(), -1);
-  std::vector<uint8_t> reason(c.a.size(), 0);
+  std::vector<double> similarity(c.a.size(), -1), measured(c.a.size(), -1);
+  std::vector<uint8_t> reason(c.a.size(), 0), sample_level(c.a.size(), 0);
   {
     py::gil_scoped_release release;
     ParallelFor(
@@ -799,7 +826,7 @@ py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle content
             PairDocument doc_x = HashFacts(c.content, c.bytes, c.squeezed, x);
             PairDocument doc_y = HashFacts(c.content, c.bytes, c.squeezed, y);
             const PairDecision by_hashes = rule->Decide(doc_x, doc_y);
-            if (by_hashes.duplicate()) {
+            if (ByHashes(by_hashes)) {
               similarity[i] = by_hashes.similarity;
               reason[i] = static_cast<uint8_t>(by_hashes.reason);
               continue;
@@ -809,20 +836,28 @@ py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle content
               continue;
             }
             similarity[i] = 0;
-            if (!MayReachJaccard(c.sizes[x], c.sizes[y], lowest)) continue;  // sets not read
+            const int sampled = SampleLevel(canonical, x, y);
+            sample_level[i] = static_cast<uint8_t>(sampled);
+            const bool reachable = MayReachJaccard(c.sizes[x], c.sizes[y], lowest);
+            if (!reachable && sampled < level) continue;  // sets not read: rejected, unmeasured
             doc_x.shingles = std::span<const uint32_t>(set_values.data() + set_offsets[x],
                                                        set_offsets[x + 1] - set_offsets[x]);
             doc_y.shingles = std::span<const uint32_t>(set_values.data() + set_offsets[y],
                                                        set_offsets[y + 1] - set_offsets[y]);
             doc_x.weight = doc_y.weight = -1;  // unweighted: the set sizes
-            const PairDecision decision = rule->DecideFast(doc_x, doc_y);
+            const PairDecision decision =
+                reachable ? rule->DecideFast(doc_x, doc_y) : PairDecision{};
             similarity[i] = decision.similarity;
             reason[i] = static_cast<uint8_t>(decision.reason);
+            if (!decision.duplicate() && sampled >= level) {
+              measured[i] = Jaccard32(doc_x.shingles, doc_y.shingles);
+            }
           }
         },
         256);
   }
-  return py::make_tuple(Take(std::move(similarity)), Take(std::move(reason)));
+  return py::make_tuple(Take(std::move(similarity)), Take(std::move(reason)),
+                        Take(std::move(measured)), Take(std::move(sample_level)));
 }
 
 // Hamming distances of fingerprints (hi, lo) a[i] and b[i].
@@ -1542,8 +1577,8 @@ void RegisterDaskBindings(py::module_& m) {
   m.def("_dask_shared", &SharedOf, py::arg("hashes"), py::arg("docs"));
   m.def("_dask_verify", &VerifyPairs, py::arg("a"), py::arg("b"), py::arg("content_hash"),
         py::arg("text_bytes"), py::arg("squeezed_hash"), py::arg("set_sizes"),
-        py::arg("set_offsets"), py::arg("set_values"), py::arg("options"), py::arg("key"),
-        py::arg("threads") = 0);
+        py::arg("set_offsets"), py::arg("set_values"), py::arg("canonical"), py::arg("level"),
+        py::arg("options"), py::arg("key"), py::arg("threads") = 0);
   m.def("_dask_distances", &Distances);
   m.def("_dask_gather_strings", &GatherStrings, py::arg("offsets"), py::arg("blob"),
         py::arg("rows"));
@@ -1553,8 +1588,8 @@ void RegisterDaskBindings(py::module_& m) {
   m.def("_dask_expand", &ExpandInputs, py::arg("inputs"));
   m.def("_dask_is_jsonl", [](const std::string& path) { return IsJsonlPath(path); });
   m.def("_dask_needs_shingles", &NeedsShingles, py::arg("a"), py::arg("b"), py::arg("content_hash"),
-        py::arg("text_bytes"), py::arg("squeezed_hash"), py::arg("set_sizes"), py::arg("options"),
-        py::arg("key"));
+        py::arg("text_bytes"), py::arg("squeezed_hash"), py::arg("set_sizes"), py::arg("canonical"),
+        py::arg("level"), py::arg("options"), py::arg("key"));
   m.def("_dask_components", &Components);
   m.def("_dask_write_id_parts", &WriteIdParts);
   m.def("_dask_band_records", &BandRecords);

@@ -400,11 +400,11 @@ def test_array_calls_reject_inconsistent_arrays():
     with pytest.raises(ValueError):  # a pair names document 5 of 2
         m._dask_verify(np.array([0], np.uint32), np.array([5], np.uint32), u64(1, 2), u64(3, 3),
                        u64(7, 8), np.array([1, 1], np.uint32), u64(0, 0, 0),
-                       np.zeros(0, np.uint32), opts, "t")
+                       np.zeros(0, np.uint32), u64(0, 1), 0, opts, "t")
     with pytest.raises(ValueError):  # set offsets beyond the values
         m._dask_verify(np.array([0], np.uint32), np.array([1], np.uint32), u64(1, 2), u64(3, 3),
                        u64(7, 8), np.array([1, 1], np.uint32), u64(0, 9, 9),
-                       np.zeros(2, np.uint32), opts, "t")
+                       np.zeros(2, np.uint32), u64(0, 1), 0, opts, "t")
     with pytest.raises(ValueError):  # a pair reason that is none
         m._dask_clusters(u64(1, 2), u64(1, 2), 64, u64(3, 3), u64(3, 3), u64(1, 2),
                          np.zeros(2), np.array([0], np.uint32), np.array([1], np.uint32),
@@ -413,9 +413,16 @@ def test_array_calls_reject_inconsistent_arrays():
     similarity, reason = m._dask_verify(
         np.array([0, 0], np.uint32), np.array([1, 2], np.uint32), u64(1, 2, 1), u64(3, 3, 3),
         u64(7, 8, 7), np.array([2, 2, 2], np.uint32), u64(0, 2, 4, 6),
-        np.array([1, 5, 1, 5, 1, 5], np.uint32), opts, "t")
+        np.array([1, 5, 1, 5, 1, 5], np.uint32), u64(0, 1, 2), 0, opts, "t")[:2]
     assert [m._REASONS[r] for r in reason] == ["near_duplicate", "exact_duplicate"]
     assert similarity.tolist() == [1.0, 1.0]
+    # A rejected pair is measured (its exact Jaccard, for summary.json's histogram) when in the
+    # sample: at level 0, every one.
+    similarity, reason, measured, _ = m._dask_verify(
+        np.array([0], np.uint32), np.array([1], np.uint32), u64(1, 2), u64(3, 3), u64(7, 8),
+        np.array([2, 2], np.uint32), u64(0, 2, 4), np.array([1, 5, 1, 6], np.uint32), u64(0, 1),
+        0, opts, "t")
+    assert reason.tolist() == [0] and measured.tolist() == [1 / 3]
     with pytest.raises(ValueError):
         m._dask_write_id_parts(u64(0, 50), np.zeros(2, np.uint8), np.zeros(1, np.uint8),
                                u64(), [], "/nonexistent/k", "/nonexistent/r", "")
