@@ -25,7 +25,9 @@ error unless ``progress=False``):
 2. ``buckets``, per shuffle partition: the LSH bucket rule over its band keys, the
    whitespace-only pairs, the SimHash join's buckets (when it runs), shared ids; the candidate
    pairs go to the partition of their first document.
-3. ``verify``, per input partition: its distinct candidate pairs, judged by THE pair rule
+3. ``pairs``, then ``verify``, per input partition: its distinct candidate pairs (counted
+   first: the run's count sets the sample of rejected pairs summary.json's similarity histogram
+   measures, as in the command), judged by THE pair rule
    (neardup/pair_rule.h: exact and whitespace duplicates from hashes, near_duplicate and
    contained from the shingle sets). Of the other partitions' documents in these pairs only the
    facts the rule needs are read, and a set only when the pair's set sizes allow the rule's
@@ -614,26 +616,23 @@ def _bins(similarity: np.ndarray) -> np.ndarray:
 
 
 def _histogram(verify: List[dict]) -> dict:
-    """summary.json's similarity_histogram from the verify tasks' counts: the run's sample level
-    (from its candidate count, as dedup picks it) selects the measured rejected pairs."""
+    """summary.json's similarity_histogram from the verify tasks' counts."""
     level = _sample_level(sum(c["candidate_pairs"] for c in verify))
     accepted = np.zeros(_HISTOGRAM_BINS, np.int64)
     rejected = np.zeros(_HISTOGRAM_BINS, np.int64)
     for c in verify:
-        h = c["histogram"]
-        if h["level"] > level:  # cannot happen: a task's count is at most the run's
-            raise RuntimeError("a verify task sampled fewer pairs than the run needs")
-        accepted += np.asarray(h["accepted"], np.int64)
-        for tz, b, k in h["measured"]:
-            if tz >= level:
-                rejected[b] += k
+        accepted += np.asarray(c["histogram"]["accepted"], np.int64)
+        rejected += np.asarray(c["histogram"]["rejected"], np.int64)
     return {"accepted": accepted.tolist(), "rejected": rejected.tolist(),
             "rejected_pairs": sum(c["histogram"]["rejected_pairs"] for c in verify),
             "rejected_measured": int(rejected.sum()), "rejected_sample_every": 1 << level}
 
 
-def _verify_task(run: _Run, p: int, doc_starts: List[int]) -> dict:
-    done = _done(run.path("verify", f"p{p:06d}.json"))
+def _pairs_task(run: _Run, p: int) -> dict:
+    """The distinct candidate pairs of input partition p (those routed to it by every buckets
+    task), merged with their sources, and their counts: the run's count sets the histogram's
+    sample before verification."""
+    done = _done(run.path("verify", f"p{p:06d}.pairs.json"))
     if done is not None:
         return done
     rows, bs, flags, shared = [], [], [], []
@@ -651,6 +650,21 @@ def _verify_task(run: _Run, p: int, doc_starts: List[int]) -> dict:
     a, b, flags = _merge_pairs(_gid(p, _concat(rows, np.uint32)), _concat(bs, np.uint64),
                                _concat(flags, np.uint8))
     _save(run.path("verify", f"p{p:06d}.shared"), {"shared": np.sort(_concat(shared, np.uint64))})
+    _save(run.path("verify", f"p{p:06d}.candidates"), {"a": a, "b": b, "flags": flags})
+    counts = {"candidate_pairs": int(len(a)), "shuffled": shuffled}
+    _write_json(run.path("verify", f"p{p:06d}.pairs.json"), counts)
+    return counts
+
+
+def _verify_task(run: _Run, p: int, doc_starts: List[int], level: int) -> dict:
+    """THE pair rule over partition p's candidate pairs; the histogram's rejected pairs measured
+    at sample `level` (the run's)."""
+    done = _done(run.path("verify", f"p{p:06d}.json"))
+    if done is not None:
+        return done
+    got = _Arrays(run.path("verify", f"p{p:06d}.candidates"))
+    a, b, flags = np.array(got["a"]), np.array(got["b"]), np.array(got["flags"])
+    shuffled = {"verify_documents": 0}
     counts = {"candidate_pairs": int(len(a)),
               "lsh_candidate_pairs": int(np.count_nonzero(flags & _FROM_LSH)),
               "simhash_candidate_pairs": int(np.count_nonzero(flags & _FROM_SIMHASH)),
@@ -667,11 +681,9 @@ def _verify_task(run: _Run, p: int, doc_starts: List[int]) -> dict:
               table["set_sizes"])
     set_offsets = np.zeros(len(docs) + 1, np.uint64)
     set_values = np.zeros(0, np.uint32)
-    # The run's document numbers (for the histogram's sample), and this task's sample level: the
-    # run's is at least as high (its candidate count is at least this task's).
+    # The run's document numbers (for the histogram's sample).
     canonical = (np.asarray(doc_starts, np.uint64)[(docs >> np.uint64(32)).astype(np.int64)] +
                  (docs & _LOW)).astype(np.uint64)
-    level = _sample_level(len(a))
     if run.verify > 0 and len(a):
         need = _neardup._dask_needs_shingles(ia, ib, *hashes, canonical, level, run.options,
                                              run.key)
@@ -680,25 +692,21 @@ def _verify_task(run: _Run, p: int, doc_starts: List[int]) -> dict:
         needed[ib[need]] = True
         set_offsets, set_values = _sets_of(run, docs, needed, shuffled, p)
     # THE pair rule (neardup/pair_rule.h), as dedup's verification applies it.
-    similarity, reason, measured, sampled = _neardup._dask_verify(
+    similarity, reason, measured, _ = _neardup._dask_verify(
         ia, ib, *hashes, set_offsets, set_values, canonical, level, run.options, run.key,
         run.threads)
     accepted = reason != 0
-    # The similarity histogram of summary.json: accepted pairs by similarity; rejected ones
-    # counted, and the measured ones by (sample level, bin) for the client to pick the run's level.
-    histogram = {"accepted": [0] * _HISTOGRAM_BINS, "rejected_pairs": 0, "measured": [],
-                 "level": level}
+    # The similarity histogram of summary.json: accepted pairs by similarity, rejected ones
+    # counted and the sample of them measured, by bin.
+    histogram = {"accepted": [0] * _HISTOGRAM_BINS, "rejected_pairs": 0,
+                 "rejected": [0] * _HISTOGRAM_BINS}
     if run.verify > 0:
         verified = accepted & (similarity >= 0)
         histogram["accepted"] = np.bincount(_bins(similarity[verified]),
                                             minlength=_HISTOGRAM_BINS).tolist()
         histogram["rejected_pairs"] = int(np.count_nonzero(~accepted))
-        got = measured >= 0
-        if got.any():
-            cells, many = np.unique(np.minimum(sampled[got], 63).astype(np.int64) *
-                                    _HISTOGRAM_BINS + _bins(measured[got]), return_counts=True)
-            histogram["measured"] = [[int(c) // _HISTOGRAM_BINS, int(c) % _HISTOGRAM_BINS, int(k)]
-                                     for c, k in zip(cells, many)]
+        histogram["rejected"] = np.bincount(_bins(measured[measured >= 0]),
+                                            minlength=_HISTOGRAM_BINS).tolist()
     # The fingerprints of the accepted pairs' documents only, for their distances.
     near = np.unique(np.concatenate([a[accepted], b[accepted]]))
     fp = _facts_of(run, near, ("hi", "lo"), shuffled, p)
@@ -1480,7 +1488,10 @@ def _run(data, ddf, source, output, temporary, work, key, library, resolved, fie
     buckets = stage("buckets", [(_buckets_task, run, d) for d in range(dests)],
                     lambda r: sum(c["pairs"] for c in r))
     doc_starts = np.concatenate([[0], np.cumsum([c["documents"] for c in docs])]).tolist()
-    verify = stage("verify", [(_verify_task, run, p, doc_starts) for p in range(nparts)],
+    pairs = stage("pairs", [(_pairs_task, run, p) for p in range(nparts)],
+                  lambda r: sum(c["candidate_pairs"] for c in r))
+    level = _sample_level(sum(c["candidate_pairs"] for c in pairs))
+    verify = stage("verify", [(_verify_task, run, p, doc_starts, level) for p in range(nparts)],
                    lambda r: sum(c["candidate_pairs"] for c in r))
     accepted = sum(c["accepted_pairs"] for c in verify)
     # 4. Components and keep.
@@ -1526,7 +1537,7 @@ def _run(data, ddf, source, output, temporary, work, key, library, resolved, fie
     for p in range(nparts):
         duplicate_ids += len(_Arrays(os.path.join(work, "verify", f"p{p:06d}.shared"))["shared"])
     shuffled: Dict[str, int] = {}
-    for group in (buckets, verify):
+    for group in (buckets, pairs, verify):
         for counts in group:
             for name, value in counts["shuffled"].items():
                 shuffled[name] = shuffled.get(name, 0) + value
