@@ -203,7 +203,7 @@ def compare(path, args, scratch):
     same = same_files(out_cli, out_dask) if not args.dataframe else None
     counts_same = all(summary[k] == cli["summary"][k] for k in (
         "documents_fingerprinted", "candidate_pairs", "accepted_pairs", "clusters",
-        "documents_removed"))
+        "documents_removed", "accepted_pairs_by_reason", "similarity_histogram"))
     print(f"neardup.dask ({args.workers} workers x 1 thread, {info['partitions']} partitions of "
           f"{args.blocksize >> 20} MB): {dask['seconds']:.1f} s, {summary['clusters']} clusters, "
           f"{summary['documents_removed']} removed, {info['component_rounds']} component "

@@ -2,7 +2,8 @@
 # The first thing to run: installs and builds the neardup tool (scripts/setup.sh: the library and
 # the tool only), then deduplicates the repository's own sample corpus (sample/: 400 SpamAssassin
 # spam mails and 1,500 Song ci poems, which hold natural exact and near duplicates) into out/demo/
-# and shows a few clusters. Needs nothing but the clone (and Debian packages).
+# and shows a few clusters, then writes the run's HTML report (out/demo/report.html) and prints
+# its path. Needs nothing but the clone (and Debian packages).
 #
 #   bash scripts/demo.sh
 set -euo pipefail
@@ -67,3 +68,10 @@ for input in "${INPUTS[@]}"; do files+=(--file "$input"); done
 echo "Why are two of them near-duplicates? $NEARDUP explain ${files[*]} $pair"
 # shellcheck disable=SC2086  # two ids
 "$NEARDUP" explain "${files[@]}" $pair | head -n 7
+
+# The run as one HTML page: clusters with word-level diffs, the similarity histogram, a sample to
+# review. Self-contained: open it from disk in any browser.
+echo
+echo "The report: $NEARDUP report $OUT -o $OUT/report.html --force"
+"$NEARDUP" report "$OUT" -o "$OUT/report.html" --force -q >/dev/null
+echo "Open $(cd "$OUT" && pwd)/report.html in a browser."

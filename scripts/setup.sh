@@ -18,6 +18,7 @@ BUILD_PACKAGES=(
 TEST_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libfaiss-dev clang-format clang-14 libclang-rt-14-dev
   xz-utils python3-pytest python3-psutil
+  chromium chromium-driver python3-selenium  # tests/report_browser_test.py (neardup report)
   valgrind  # tests/cli_edges_test.cc counts instructions (fingerprinting cost per document size)
   wrk  # bench/serve_load.sh
 )

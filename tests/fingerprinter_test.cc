@@ -288,7 +288,9 @@ TEST(FingerprinterTest, ConcurrentComputeMatchesSerial) {
   std::vector<Fingerprint> serial;
   for (const auto& text : texts) {
     auto fp = fingerprinter->Compute(text);
-    if (!fp.ok()) EXPECT_TRUE(Fingerprinter::IsNoFeatures(fp.status())) << fp.status().ToString();
+    if (!fp.ok()) {
+      EXPECT_TRUE(Fingerprinter::IsNoFeatures(fp.status())) << fp.status().ToString();
+    }
     serial.push_back(fp.ok() ? *fp : Fingerprint());
   }
   std::vector<Fingerprint> parallel(texts.size());

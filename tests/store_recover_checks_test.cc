@@ -119,7 +119,9 @@ TEST_F(StoreRecoverChecksTest, FlippedFingerprintIsLostNotKeptWrong) {
   // Every fingerprint kept is the one that was written.
   for (int i = 0; i < kDocs; ++i) {
     auto it = docs.find(IdOf(i));
-    if (it != docs.end()) EXPECT_EQ(it->second, FpOf(i)) << IdOf(i);
+    if (it != docs.end()) {
+      EXPECT_EQ(it->second, FpOf(i)) << IdOf(i);
+    }
   }
 }
 

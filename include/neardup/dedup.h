@@ -206,6 +206,23 @@ struct StageTiming {
   uint64_t peak_memory_bytes = 0;
 };
 
+// How close verification's decisions were: candidate pairs by similarity in kBins bins of width
+// 1 / kBins (bin i holds [i / kBins, (i + 1) / kBins); 1.0 falls in the last bin).
+struct SimilarityHistogram {
+  static constexpr int kBins = 100;
+  // Accepted pairs by their verified similarity (exact and whitespace-only copies count as 1).
+  std::vector<uint64_t> accepted;
+  // Rejected candidates by their exact shingle Jaccard. Verification stops comparing a pair once
+  // it cannot reach the threshold, so the exact value is computed again for these: for every
+  // rejected pair when the run has at most kMeasureAll candidate pairs, else for a deterministic
+  // sample of 1 in rejected_sample_every (chosen by a hash of the pair).
+  std::vector<uint64_t> rejected;
+  static constexpr uint64_t kMeasureAll = uint64_t{1} << 16;
+  uint64_t rejected_pairs = 0;         // candidate pairs verification rejected
+  uint64_t rejected_measured = 0;      // of which counted in `rejected`
+  uint64_t rejected_sample_every = 1;  // 1: all of them
+};
+
 struct NEARDUP_EXPORT DedupReport {
   std::vector<DedupDocument> documents;  // canonical order
   std::vector<std::string> input_files;  // DocumentReader::files()
@@ -244,6 +261,8 @@ struct NEARDUP_EXPORT DedupReport {
   uint64_t text_bytes = 0;
   std::vector<StageTiming> stages;
   double total_seconds = 0;
+  // Candidate pairs by similarity (empty, no bins, when verification is off).
+  SimilarityHistogram similarity_histogram;
   uint64_t removed_count() const;
 };
 

@@ -22,7 +22,7 @@ import json as _json  # dedup_files has a keyword named json
 import math
 import os
 import re
-from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _neardup
 from ._neardup import (Fingerprinter, MinHashLsh, choose_lsh_parameters, cut, distance,
@@ -136,12 +136,20 @@ class DedupResult:
       ``reason``, ``via``, ``distance_to_via``, ``similarity_to_via``);
     - ``keep`` / ``remove``: ids in input order; ``removed``: a bool per fingerprinted document;
     - ``summary``: the ``summary.json`` of ``neardup dedup``; ``k``: the distance used.
-    - ``clusters_frame()`` / ``decisions_frame()``: the same as pandas DataFrames.
+    - ``clusters_frame()`` / ``decisions_frame()``: the same as pandas DataFrames;
+    - ``report(path)``: the self-contained HTML page of ``neardup report``.
     """
 
     def __init__(self, ids: List[str], index: List[int], fingerprints: List[str],
                  sizes: List[int], removed: List[bool], clusters_raw: list, k: int,
-                 summary: dict, warnings: Optional[List[str]] = None) -> None:
+                 summary: dict, warnings: Optional[List[str]] = None,
+                 locations: Optional[List[str]] = None, output: Optional[str] = None,
+                 texts: Optional[Callable[[List[Tuple[str, str]]], list]] = None) -> None:
+        # Where the report finds each document: its "file:line" (or row number) and, for
+        # in-memory rows, a callable that returns the texts of (id, location) pairs.
+        self._locations = locations if locations is not None else [str(i) for i in index]
+        self._output = output
+        self._texts = texts
         self.ids = ids
         self.index = index
         self.k = k
@@ -183,6 +191,35 @@ class DedupResult:
         return pd.DataFrame({"id": self.ids, "index": self.index,
                              "keep": [not r for r in self.removed]})
 
+    def report(self, path: Union[str, "os.PathLike[str]"], *, force: bool = False,
+               **options: Any) -> dict:
+        """Writes the self-contained HTML page of ``neardup report`` (the library's, in process)
+        to ``path`` and returns its counts. Options as the command's flags: ``max_clusters``
+        (1000), ``max_members`` (10), ``max_text_bytes`` (4000), ``max_total_text_bytes``,
+        ``sample`` (50), ``seed`` (1), ``title``. Texts come from the run's input files, or for
+        :func:`dedup` over rows from those rows (kept by reference); the page says which are
+        unavailable. ``force`` replaces an existing file.
+        """
+        if self._output and os.path.isfile(os.path.join(self._output, "clusters.jsonl")):
+            return _neardup._write_report(os.fspath(path), self._output, "", "", None, options,
+                                          force)
+        lines = []
+        for cluster in self.clusters:
+            entry = dict(cluster)
+            entry["kept"] = dict(cluster["kept"],
+                                 location=self._locations[self._position(cluster["kept"])])
+            entry["removed"] = [dict(m, location=self._locations[self._position(m)])
+                                for m in cluster["removed"]]
+            lines.append(json.dumps(entry, ensure_ascii=False))
+        clusters = "\n".join(lines) + ("\n" if lines else "")
+        return _neardup._write_report(os.fspath(path), "", json.dumps(self.summary), clusters,
+                                      self._texts, options, force)
+
+    def _position(self, member: dict) -> int:
+        if not hasattr(self, "_position_of"):
+            self._position_of = {doc_id: i for i, doc_id in enumerate(self.ids)}
+        return self._position_of[member["id"]]
+
 
 def _clusters_frame(clusters: list, place: str):
     """One row per member of clusters.jsonl's entries (``place``: the member key giving its
@@ -204,15 +241,19 @@ def _clusters_frame(clusters: list, place: str):
                                        "distance_to_via", "similarity_to_via"])
 
 
-def _result_from_report(report: dict, index: List[int]) -> DedupResult:
+def _result_from_report(report: dict, index: List[int], output: Optional[str] = None,
+                        texts: Optional[Callable] = None) -> DedupResult:
     bits = report["bits"]
     hi, lo = report["hi"], report["lo"]
     fingerprints = [to_hex((int(h) << 64) | int(l) if bits == 128 else int(l), bits)
                     for h, l in zip(hi, lo)]
+    files = report["input_files"]
+    locations = [files[f] + (f":{line}" if line > 0 else "") if f < len(files) else "?"
+                 for f, line in zip(report["file_index"].tolist(), report["line"].tolist())]
     return DedupResult(list(report["ids"]), index, fingerprints,
                        [int(b) for b in report["bytes"]], [bool(r) for r in report["removed"]],
                        report["clusters"], report["k"], json.loads(report["summary"]),
-                       report.get("warnings"))
+                       report.get("warnings"), locations, output, texts)
 
 
 def dedup_files(inputs: Sequence[str], output: Optional[str] = None, *, force: bool = False,
@@ -238,7 +279,7 @@ def dedup_files(inputs: Sequence[str], output: Optional[str] = None, *, force: b
     if json:
         print(_json.dumps(_json.loads(report["summary"]), separators=(",", ":")), flush=True)
     index = [int(line) - 1 if line > 0 else 0 for line in report["line"]]
-    return _result_from_report(report, index)
+    return _result_from_report(report, index, os.fspath(output) if output else None)
 
 
 def _rows(documents: Any, id_field: str, text_field: str,
@@ -337,7 +378,50 @@ def dedup(documents: Any, **options: Any) -> DedupResult:
     place = re.compile(re.escape(prefix) + r"(\d+)")
     report["warnings"] = [place.sub(lambda m: f"row:{int(m.group(1)) - 1}", w)
                           for w in report.get("warnings") or []]
-    return _result_from_report(report, index)
+    # The report reads the texts from the rows themselves (by position), when they can be
+    # indexed again: a DataFrame or a sequence, not a one-shot iterator.
+    texts = None
+    if _indexable(documents):
+        text_field = resolved["text_field"]
+
+        def texts(wanted: list) -> list:
+            return [_text_at(documents, int(location.rsplit(":", 1)[-1]) - 1, text_field)
+                    for _, location in wanted]
+    return _result_from_report(report, index, None, texts)
+
+
+def _indexable(documents: Any) -> bool:
+    try:
+        import pandas as pd
+        if isinstance(documents, pd.DataFrame):
+            return True
+    except ImportError:  # pragma: no cover
+        pass
+    return isinstance(documents, (list, tuple))
+
+
+def _text_at(documents: Any, position: int, text_field: str) -> Optional[str]:
+    """The text of row ``position`` as dedup() read it (None if it is not a string any more)."""
+    try:
+        import pandas as pd
+        if isinstance(documents, pd.DataFrame):
+            value = documents[text_field].iloc[position]
+        else:
+            item = documents[position]
+            if isinstance(item, (str, bytes)):
+                value = item
+            elif isinstance(item, dict):
+                value = item.get(text_field)
+            else:
+                value = item[1]
+    except (IndexError, KeyError, TypeError):
+        return None
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return value if isinstance(value, str) else None
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,5 @@
 """Type stubs of neardup._neardup, the compiled core of the neardup package (pybind11)."""
-from typing import Any, Dict, Iterable, List, Literal, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Callable, Dict, Iterable, List, Literal, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -184,3 +184,6 @@ def _clusters(*args: Any) -> list: ...
 def _dedup_files(inputs: List[str], output_dir: str, options: dict,
                  memory: Dict[str, bytes] = ...) -> dict: ...
 def _resolve_dedup_options(options: dict) -> dict: ...
+def _write_report(path: str, directory: str, summary_json: str, clusters_jsonl: str,
+                  texts: Optional[Callable[[List[Tuple[str, str]]], list]], options: dict,
+                  force: bool) -> dict: ...

@@ -1148,6 +1148,19 @@ std::string SummaryJson(const py::dict& kwargs, const py::dict& counts) {
   for (auto [key, value] : py::cast<py::dict>(counts["failed"])) {
     report.failed[py::cast<std::string>(key)] = py::cast<uint64_t>(value);
   }
+  if (!counts["histogram"].is_none()) {  // with verification on
+    py::dict h = counts["histogram"];
+    SimilarityHistogram& histogram = report.similarity_histogram;
+    histogram.accepted = py::cast<std::vector<uint64_t>>(h["accepted"]);
+    histogram.rejected = py::cast<std::vector<uint64_t>>(h["rejected"]);
+    if (histogram.accepted.size() != SimilarityHistogram::kBins ||
+        histogram.rejected.size() != SimilarityHistogram::kBins) {
+      throw py::value_error("histogram bins");
+    }
+    histogram.rejected_pairs = py::cast<uint64_t>(h["rejected_pairs"]);
+    histogram.rejected_measured = py::cast<uint64_t>(h["rejected_measured"]);
+    histogram.rejected_sample_every = py::cast<uint64_t>(h["rejected_sample_every"]);
+  }
   report.duplicate_ids = py::cast<uint64_t>(counts["duplicate_ids"]);
   report.text_bytes = py::cast<uint64_t>(counts["text_bytes"]);
   report.candidate_pairs = py::cast<uint64_t>(counts["candidate_pairs"]);

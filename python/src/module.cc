@@ -41,6 +41,7 @@
 #include "neardup/minhash_lsh.h"
 #include "neardup/output_file.h"
 #include "neardup/permuted_index.h"
+#include "neardup/report.h"
 #include "neardup/shingles.h"
 #include "neardup/store.h"
 
@@ -1124,7 +1125,7 @@ py::list Clusters(py::array_t<uint64_t> hi_array, py::array_t<uint64_t> lo_array
                   py::array_t<uint64_t> content_array, py::array_t<double> score_array,
                   py::array_t<uint32_t> a_array, py::array_t<uint32_t> b_array,
                   py::array_t<int32_t> distance_array, py::array_t<double> similarity_array,
-                  const std::string& keep) {
+                  const std::string& keep, py::object reason_array) {
   KeepPolicy policy;
   std::string field;
   Check(ParseKeepPolicy(keep, &policy, &field));
@@ -1152,6 +1153,20 @@ py::list Clusters(py::array_t<uint64_t> hi_array, py::array_t<uint64_t> lo_array
       throw py::value_error("pair " + std::to_string(i) + " names a document out of range");
     }
     pairs[i] = {a(i), b(i), distance(i), similarity(i)};
+  }
+  if (!reason_array.is_none()) {  // the pair rule's reasons (DuplicateReason), one per pair
+    auto reasons =
+        py::cast<py::array_t<uint8_t, py::array::c_style | py::array::forcecast>>(reason_array);
+    if (reasons.ndim() != 1 || static_cast<size_t>(reasons.shape(0)) != pairs.size()) {
+      throw py::value_error("reasons: expected one per pair");
+    }
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      const uint8_t r = reasons.data()[i];
+      if (r == 0 || r > static_cast<uint8_t>(DuplicateReason::kContained)) {
+        throw py::value_error("reasons: pair " + std::to_string(i) + " has no duplicate reason");
+      }
+      pairs[i].reason = static_cast<DuplicateReason>(r);
+    }
   }
   std::vector<DedupCluster> clusters;
   std::vector<bool> removed;
@@ -1279,6 +1294,116 @@ py::dict DedupFiles(const std::vector<std::string>& inputs, const std::string& o
   Check(written);
   py::dict out = ReportToDict(*report, options);
   out["warnings"] = *warnings;
+  return out;
+}
+
+// ---- the HTML report (neardup/report.h) ---------------------------------------------------------
+
+// A non-negative int keyword of report().
+size_t ReportSize(const py::handle& value, const char* name) {
+  if (!PyLong_Check(value.ptr()) || PyBool_Check(value.ptr())) {
+    throw py::type_error(std::string(name) + ": expected an int, got " +
+                         std::string(py::str(py::type::of(value).attr("__name__"))));
+  }
+  const long long number = PyLong_AsLongLong(value.ptr());
+  if (number == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (number < 0) throw py::value_error(std::string(name) + " must not be negative");
+  return static_cast<size_t>(number);
+}
+
+// Writes the report to `path`: of the folder `directory` when given, else of the in-memory
+// summary.json and clusters.jsonl texts. `texts` (None, or a callable taking a list of
+// (id, location) tuples and returning a list of str or None) supplies the texts instead of the
+// run's recorded inputs. Returns the report's counts.
+py::dict WriteReportFile(const std::string& path, const std::string& directory,
+                         const std::string& summary_json, const std::string& clusters_jsonl,
+                         const py::object& texts, const py::dict& keywords, bool force) {
+  ReportOptions options;
+  for (auto item : keywords) {
+    const std::string key = py::cast<std::string>(item.first);
+    if (key == "max_clusters") {
+      options.max_clusters = ReportSize(item.second, "max_clusters");
+    } else if (key == "max_members") {
+      options.max_members_with_text = ReportSize(item.second, "max_members");
+    } else if (key == "max_text_bytes") {
+      options.max_text_bytes = ReportSize(item.second, "max_text_bytes");
+    } else if (key == "max_total_text_bytes") {
+      options.max_total_text_bytes = ReportSize(item.second, "max_total_text_bytes");
+    } else if (key == "sample") {
+      options.sample_size = ReportSize(item.second, "sample");
+    } else if (key == "seed") {
+      options.seed = ReportSize(item.second, "seed");
+    } else if (key == "title") {
+      if (!py::isinstance<py::str>(item.second)) throw py::type_error("title: expected a str");
+      options.title = py::cast<std::string>(item.second);
+    } else {
+      throw py::type_error("report() got an unexpected keyword argument '" + key + "'");
+    }
+  }
+  if (!texts.is_none()) {
+    if (!PyCallable_Check(texts.ptr())) throw py::type_error("texts: expected a callable");
+    options.texts = [texts](const std::vector<ReportDocumentRef>& wanted,
+                            std::vector<std::optional<std::string>>* out) -> Status {
+      py::gil_scoped_acquire acquire;
+      try {
+        py::list refs;
+        for (const ReportDocumentRef& ref : wanted)
+          refs.append(py::make_tuple(ref.id, ref.location));
+        py::object got = texts(refs);
+        py::sequence values = got.cast<py::sequence>();
+        if (values.size() != wanted.size()) {
+          return Status::InvalidArgument("texts: returned " + std::to_string(values.size()) +
+                                         " values for " + std::to_string(wanted.size()) +
+                                         " documents");
+        }
+        for (size_t i = 0; i < wanted.size(); ++i) {
+          py::object value = values[i];
+          if (value.is_none()) continue;
+          if (!py::isinstance<py::str>(value)) {
+            return Status::InvalidArgument("texts: expected str or None for " + wanted[i].id);
+          }
+          (*out)[i] = py::cast<std::string>(value);
+        }
+        return Status::Ok();
+      } catch (py::error_already_set& error) {
+        return Status::InvalidArgument(std::string("texts: ") + error.what());
+      } catch (const py::cast_error& error) {
+        return Status::InvalidArgument(std::string("texts: ") + error.what());
+      }
+    };
+  }
+  Result<ReportStats> stats = Status::Internal("unset");
+  {
+    py::gil_scoped_release release;
+    if (!directory.empty()) {
+      stats = WriteReport(directory, path, options, force);
+    } else {
+      ReportSources sources;
+      sources.summary_json = summary_json;
+      sources.clusters_jsonl = clusters_jsonl;
+      ReportStats counts;
+      auto page = RenderReport(sources, options, &counts);
+      if (!page.ok()) {
+        stats = page.status();
+      } else {
+        OutputFileOptions file_options;
+        file_options.force = force;
+        Status written = WriteOutputFile(path, *page, file_options);
+        stats = written.ok() ? Result<ReportStats>(counts) : Result<ReportStats>(written);
+      }
+    }
+  }
+  ReportStats counts = Unwrap(std::move(stats));
+  py::dict out;
+  out["path"] = path;
+  out["clusters"] = counts.clusters;
+  out["clusters_shown"] = counts.clusters_embedded;
+  out["removed"] = counts.removed;
+  out["sample"] = counts.sample;
+  out["texts_wanted"] = counts.texts_wanted;
+  out["texts_found"] = counts.texts_found;
+  out["texts_note"] = counts.texts_note;
+  out["bytes"] = counts.bytes;
   return out;
 }
 
@@ -1997,10 +2122,16 @@ PYBIND11_MODULE(_neardup, m) {
   m.def("_jaccard_pairs", &JaccardPairs, py::arg("left"), py::arg("right"), py::arg("threads") = 0);
   m.def("_hamming_keys", &HammingKeys);
   m.def("_hamming_bucket_pairs", &HammingBucketPairs);
-  m.def("_clusters", &Clusters);
+  m.def("_clusters", &Clusters, py::arg("hi"), py::arg("lo"), py::arg("bits"), py::arg("bytes"),
+        py::arg("normalized_bytes"), py::arg("content_hash"), py::arg("score"), py::arg("a"),
+        py::arg("b"), py::arg("distance"), py::arg("similarity"), py::arg("keep"),
+        py::arg("reasons") = py::none());
   m.def("_dedup_files", &DedupFiles, py::arg("inputs"), py::arg("output_dir"), py::arg("options"),
         py::arg("memory") = py::dict(), py::arg("force") = false, py::arg("write_kept") = "");
   m.def("_resolve_dedup_options", &ResolveDedupOptions, py::arg("options"));
+  m.def("_write_report", &WriteReportFile, py::arg("path"), py::arg("directory"),
+        py::arg("summary_json"), py::arg("clusters_jsonl"), py::arg("texts"), py::arg("options"),
+        py::arg("force"));
   m.def("_lsh_bucket_pairs", &LshBucketPairs);
   m.def(
       "lsh_probability",

@@ -42,6 +42,7 @@ struct EvalArgs {
   std::string pairs_path;         // --pairs: a labelled pairs file
   std::vector<std::string> docs;  // --docs: the documents the pairs name
   std::string markdown_path;
+  std::string output_dir;  // -o: the dedup outputs plus eval.json (for `neardup report`)
   std::vector<std::string> extra_inputs;
   double jaccard_threshold = 0.5;
   bool force = false;
@@ -131,6 +132,7 @@ struct EvalRun {
   std::vector<LabelledPair> pairs;
   std::unordered_map<std::string, uint32_t> index_of;  // document id -> report->documents index
   std::vector<bool> found;                             // both documents of pair i were read
+  std::vector<double> jaccard;                         // exact shingle Jaccard of pair i
   std::vector<Method> methods;  // dedup cluster, dedup pair, longest sentences, shingle Jaccard
 };
 
@@ -192,6 +194,7 @@ Status FlagAndScore(const Baselines& baselines, double jaccard_threshold, EvalRu
 
   const size_t n = run->pairs.size();
   run->found.assign(n, false);
+  run->jaccard.assign(n, -1);
   run->methods = {
       {"dedup: same cluster", std::vector<bool>(n), {}},
       {"dedup: candidate pair (+verified)", std::vector<bool>(n), {}},
@@ -209,9 +212,8 @@ Status FlagAndScore(const Baselines& baselines, double jaccard_threshold, EvalRu
     uint32_t sa = baselines.slot.at(pair.id_a), sb = baselines.slot.at(pair.id_b);
     run->methods[2].flagged[i] =
         baselines.signatures[sa] != 0 && baselines.signatures[sa] == baselines.signatures[sb];
-    run->methods[3].flagged[i] =
-        ShingleSimilarity::Jaccard(baselines.shingles[sa], baselines.shingles[sb]) >=
-        jaccard_threshold;
+    run->jaccard[i] = ShingleSimilarity::Jaccard(baselines.shingles[sa], baselines.shingles[sb]);
+    run->methods[3].flagged[i] = run->jaccard[i] >= jaccard_threshold;
   }
   for (Method& method : run->methods) {
     auto scores = ScorePairs(run->pairs, method.flagged, run->found);
@@ -424,6 +426,77 @@ class EvalMarkdown {
   std::string md_;
 };
 
+// eval.json (with -o): the per-label table of every method and the pairs the dedup run got
+// wrong (positives not in one cluster, negatives in one), with their documents' locations, for
+// `neardup report`.
+std::string EvalOutputJson(const EvalRun& run) {
+  std::string out;
+  JsonWriter json(&out);
+  json.BeginObject().Key("methods").BeginArray();
+  for (const Method& method : run.methods) json.String(method.name);
+  json.EndArray();
+  json.Key("labels").BeginArray();
+  for (const auto& [label, counts] : run.methods[0].scores.by_label) {
+    const LabelClass label_class = ClassifyLabel(label);
+    json.BeginObject().Key("label").String(label).Key("class").String(LabelClassName(label_class));
+    json.Key("pairs").Uint(counts.positives + counts.negatives + counts.graded);
+    json.Key("rates").BeginArray();
+    for (const Method& method : run.methods) {
+      auto it = method.scores.by_label.find(label);
+      const PairCounts c = it == method.scores.by_label.end() ? PairCounts() : it->second;
+      json.Double(label_class == LabelClass::kPositive   ? c.recall()
+                  : label_class == LabelClass::kNegative ? c.false_positive_rate()
+                                                         : c.graded_flag_rate());
+    }
+    json.EndArray().EndObject();
+  }
+  json.EndArray();
+  const PairCounts& overall = run.methods[0].scores.overall;
+  json.Key("overall").BeginObject();
+  json.Key("method").String(run.methods[0].name);
+  json.Key("precision").Double(overall.precision()).Key("recall").Double(overall.recall());
+  json.Key("f1").Double(overall.f1());
+  json.Key("false_positive_rate").Double(overall.false_positive_rate());
+  json.Key("positives").Uint(overall.positives).Key("negatives").Uint(overall.negatives);
+  json.Key("missing").Uint(overall.missing);
+  json.EndObject();
+  const std::vector<DedupDocument>& documents = run.report.documents;
+  auto location = [&](uint32_t index) {
+    const DedupDocument& doc = documents[index];
+    std::string where = doc.file_index < run.report.input_files.size()
+                            ? run.report.input_files[doc.file_index]
+                            : std::string("?");
+    if (doc.line > 0) where += ":" + std::to_string(doc.line);
+    return where;
+  };
+  json.Key("missed").BeginArray();
+  for (size_t i = 0; i < run.pairs.size(); ++i) {
+    if (!run.found[i]) continue;
+    const LabelClass label_class = ClassifyLabel(run.pairs[i].label);
+    const bool flagged = run.methods[0].flagged[i];
+    const char* kind = label_class == LabelClass::kPositive && !flagged  ? "missed"
+                       : label_class == LabelClass::kNegative && flagged ? "false_positive"
+                                                                         : nullptr;
+    if (!kind) continue;
+    const LabelledPair& pair = run.pairs[i];
+    const uint32_t a = run.index_of.at(pair.id_a), b = run.index_of.at(pair.id_b);
+    json.BeginObject().Key("kind").String(kind).Key("set").String(pair.set);
+    json.Key("label").String(pair.label);
+    json.Key("reference_similarity").Double(pair.reference_similarity);
+    json.Key("jaccard").Double(run.jaccard[i]);
+    json.Key("distance").Int(HammingDistance(documents[a].fingerprint, documents[b].fingerprint));
+    json.Key("a").BeginObject().Key("id").String(documents[a].id);
+    json.Key("location").String(location(a)).Key("bytes").Uint(documents[a].text_bytes);
+    json.EndObject();
+    json.Key("b").BeginObject().Key("id").String(documents[b].id);
+    json.Key("location").String(location(b)).Key("bytes").Uint(documents[b].text_bytes);
+    json.EndObject().EndObject();
+  }
+  json.EndArray().EndObject();
+  out.push_back('\n');
+  return out;
+}
+
 // The report as one JSON object: the same figures as the Markdown, n/a as null.
 std::string EvalJson(const EvalRun& run) {
   std::string out;
@@ -515,8 +588,9 @@ int RunEval(const EvalArgs& args) {
     PrintError(status);
     return kExitUsage;
   }
-  if (!args.markdown_path.empty()) {
-    // Refuse an unwritable report file before the run: never one of the files eval reads.
+  if (!args.markdown_path.empty() || !args.output_dir.empty()) {
+    // Refuse an unwritable report file or existing outputs before the (long) run, not after
+    // it: never one of the files eval reads.
     auto sources = ResolveSources(args);
     if (!sources.ok()) {
       PrintError(sources.status());
@@ -527,7 +601,15 @@ int RunEval(const EvalArgs& args) {
     OutputFileOptions check;
     check.force = args.force;
     if (expanded.ok()) check.inputs = (*expanded)->files();
-    status = CheckOutputPath(args.markdown_path, check);
+    std::vector<std::string> paths;
+    if (!args.markdown_path.empty()) paths.push_back(args.markdown_path);
+    if (!args.output_dir.empty()) {
+      for (const char* name :
+           {"clusters.jsonl", "keep.txt", "remove.txt", "summary.json", "eval.json"}) {
+        paths.push_back((std::filesystem::path(args.output_dir) / name).string());
+      }
+    }
+    status = CheckOutputPaths(paths, check);
     if (!status.ok()) {
       PrintError(status);
       return kExitFailure;
@@ -540,6 +622,23 @@ int RunEval(const EvalArgs& args) {
   }
   const std::string md = EvalMarkdown(args, *run).Build();
   std::fputs(args.json ? EvalJson(*run).c_str() : md.c_str(), stdout);
+  if (!args.output_dir.empty()) {
+    DedupOutputOptions output;
+    output.directory = args.output_dir;
+    output.force = args.force;
+    output.options = &run->options;
+    OutputFileOptions output_options;
+    output_options.force = args.force;
+    output_options.inputs = run->report.input_files;
+    const std::string eval_path = (std::filesystem::path(args.output_dir) / "eval.json").string();
+    status = CheckOutputPath(eval_path, output_options);
+    if (status.ok()) status = WriteDedupOutputs(run->report, output);
+    if (status.ok()) status = WriteOutputFile(eval_path, EvalOutputJson(*run), output_options);
+    if (!status.ok()) {
+      PrintError(status);
+      return kExitFailure;
+    }
+  }
   if (!args.markdown_path.empty()) {
     OutputFileOptions output_options;
     output_options.force = args.force;
@@ -573,8 +672,11 @@ CommandRegistrar registrar(
       app->add_flag("--json", args->json,
                     "print the report as one JSON object instead of Markdown");
       app->add_option("--markdown", args->markdown_path, "also write the report to this file");
+      app->add_option("-o,--output", args->output_dir,
+                      "also write the dedup outputs and eval.json (per-label table, missed "
+                      "pairs) to this folder, for `neardup report`");
       app->add_flag("-f,--force", args->force,
-                    "replace an existing --markdown file (never an input file)");
+                    "replace existing output files (never an input file)");
       app->add_option("--add", args->extra_inputs,
                       "more inputs mixed into the dedup run, e.g. distractors from "
                       "bench/generate_distractors.py (their ids must not clash with devpairs)");
@@ -595,7 +697,8 @@ CommandRegistrar registrar(
           "  neardup eval                                  # ../shared beside the source tree\n"
           "  NEARDUP_SHARED=/data/shared neardup eval --verify 0.6\n"
           "  neardup eval --corpus my/corpus --devpairs my/pairs --markdown report.md\n"
-          "  neardup eval --pairs labels.tsv --docs docs.jsonl --json | jq .methods[0].overall");
+          "  neardup eval --pairs labels.tsv --docs docs.jsonl --json | jq .methods[0].overall\n"
+          "  neardup eval -o out/eval && neardup report out/eval   # missed pairs with diffs");
       return [args] { return RunEval(*args); };
     });
 

@@ -1238,10 +1238,13 @@ Status DedupRun::VerifyCandidates() {
     // Exact and whitespace-only pairs are decided by the rule from the hashes alone.
     const PairDecision by_hashes =
         rule_->Decide(HashFacts(packed >> 32), HashFacts(static_cast<uint32_t>(packed)));
+    // (Without shingles, a rule that verifies nothing, threshold 0, would call every pair a
+    // near_duplicate of similarity 0: only the hash reasons are taken from this decision.)
+    const bool by_hash = by_hashes.reason == DuplicateReason::kExact ||
+                         by_hashes.reason == DuplicateReason::kWhitespace;
     double value = -1;  // unverified (verification off)
-    DuplicateReason reason =
-        by_hashes.duplicate() ? by_hashes.reason : DuplicateReason::kNearDuplicate;
-    if (by_hashes.duplicate()) {
+    DuplicateReason reason = by_hash ? by_hashes.reason : DuplicateReason::kNearDuplicate;
+    if (by_hash) {
       value = by_hashes.similarity;
     } else if (verify_) {
       value = -2;
@@ -1292,6 +1295,22 @@ Status DedupRun::SetOf(uint32_t document, std::vector<uint32_t>* buffer,
 
 Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* similarity_of,
                              std::vector<DuplicateReason>* reason_of) {
+  // The report's histogram measures the exact Jaccard of all rejected candidates, or of a hashed
+  // sample of them (`measured`, -1 = not measured).
+  SimilarityHistogram& histogram = report_.similarity_histogram;
+  if (verify_ && histogram.accepted.empty()) {
+    histogram.accepted.assign(SimilarityHistogram::kBins, 0);
+    histogram.rejected.assign(SimilarityHistogram::kBins, 0);
+    while (report_.candidate_pairs / histogram.rejected_sample_every >
+           SimilarityHistogram::kMeasureAll) {
+      histogram.rejected_sample_every *= 2;
+    }
+  }
+  const uint64_t sample_mask = histogram.rejected_sample_every - 1;
+  std::vector<double> measured(verify_ ? block->size() : 0, -1);
+  auto sampled = [&](size_t i) {
+    return (XXH3_64bits(&(*block)[i], sizeof(uint64_t)) & sample_mask) == 0;
+  };
   Status read_status;
   std::mutex read_mutex;
   ParallelFor(
@@ -1334,6 +1353,7 @@ Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* 
           if (!rule_->PassesPlainFloor(doc_a, doc_b)) {  // settled without a weight
             (*similarity_of)[i] = 0;
             (*reason_of)[i] = DuplicateReason::kNone;
+            if (verify_ && sampled(i)) measured[i] = Jaccard32(set_a, set_b);
             continue;
           }
           if (weight_a < 0) weight_a = weight_of(a, set_a);
@@ -1342,13 +1362,30 @@ Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* 
           const PairDecision decision = rule_->DecideFast(doc_a, doc_b);
           (*similarity_of)[i] = decision.similarity;
           (*reason_of)[i] = decision.reason;
+          if (verify_ && decision.reason == DuplicateReason::kNone && sampled(i)) {
+            measured[i] = Jaccard32(set_a, set_b);
+          }
         }
       },
       256);
   NEARDUP_RETURN_IF_ERROR(read_status);
+  auto bin = [](double similarity) {
+    return std::clamp(static_cast<int>(similarity * SimilarityHistogram::kBins + 1e-9), 0,
+                      SimilarityHistogram::kBins - 1);
+  };
   for (size_t i = 0; i < block->size(); ++i) {
     const DuplicateReason reason = (*reason_of)[i];
-    if (reason == DuplicateReason::kNone) continue;
+    if (reason == DuplicateReason::kNone) {
+      if (verify_) {
+        ++histogram.rejected_pairs;
+        if (measured[i] >= 0) {
+          ++histogram.rejected_measured;
+          ++histogram.rejected[bin(measured[i])];
+        }
+      }
+      continue;
+    }
+    if (verify_ && (*similarity_of)[i] >= 0) ++histogram.accepted[bin((*similarity_of)[i])];
     const uint32_t a = static_cast<uint32_t>((*block)[i] >> 32);
     const uint32_t b = static_cast<uint32_t>((*block)[i]);
     ++report_.pairs_by_reason[DuplicateReasonName(reason)];

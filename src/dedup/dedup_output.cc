@@ -1,4 +1,6 @@
 // Writes dedup results: clusters.jsonl, keep.txt, remove.txt, summary.json and the kept input.
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -107,6 +109,52 @@ Status WriteIds(const std::string& path, const DedupReport& report, bool removed
   });
 }
 
+// The inputs as the locations name them, with what the report needs to read them again and to
+// tell whether they changed since: absolute path, size and modification time.
+void AppendInputs(const DedupReport& report, const DedupOptions* options, JsonWriter* json) {
+  json->Key("inputs").BeginArray();
+  for (const std::string& path : report.input_files) {
+    json->BeginObject().Key("path").String(path);
+    struct stat info;
+    if (options && options->reader.memory_inputs.count(path) > 0) {
+      json->Key("in_memory").Bool(true);
+    } else if (!IsStreamInput(path) && ::stat(path.c_str(), &info) == 0) {  // not a pipe
+      std::error_code error;
+      std::filesystem::path absolute = std::filesystem::absolute(path, error);
+      json->Key("absolute").String(error ? path : absolute.lexically_normal().string());
+      json->Key("bytes").Uint(static_cast<uint64_t>(info.st_size));
+      json->Key("mtime_ns")
+          .Int(static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec);
+    }
+    json->EndObject();
+  }
+  json->EndArray();
+  if (!options) return;
+  const DocumentReaderOptions& reader = options->reader;
+  json->Key("reader").BeginObject();
+  json->Key("id_field").String(reader.id_field).Key("text_field").String(reader.text_field);
+  json->Key("lines").Bool(reader.text_lines).Key("stdin_is_text").Bool(reader.stdin_is_text);
+  json->Key("allow_invalid_utf8_text").Bool(reader.allow_invalid_utf8_text);
+  json->Key("max_document_bytes").Uint(reader.max_document_bytes);
+  json->EndObject();
+}
+
+void AppendHistogram(const SimilarityHistogram& histogram, JsonWriter* json) {
+  if (histogram.accepted.empty()) return;
+  json->Key("similarity_histogram").BeginObject();
+  json->Key("bins").Int(SimilarityHistogram::kBins);
+  json->Key("accepted").BeginArray();
+  for (uint64_t count : histogram.accepted) json->Uint(count);
+  json->EndArray();
+  json->Key("rejected").BeginArray();
+  for (uint64_t count : histogram.rejected) json->Uint(count);
+  json->EndArray();
+  json->Key("rejected_pairs").Uint(histogram.rejected_pairs);
+  json->Key("rejected_measured").Uint(histogram.rejected_measured);
+  json->Key("rejected_sample_every").Uint(histogram.rejected_sample_every);
+  json->EndObject();
+}
+
 }  // namespace
 
 std::string DedupClusterLines(const DedupReport& report) {
@@ -161,6 +209,7 @@ std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* opti
   json.Key("pairs_before_dedup").Uint(report.lsh_stats.bucket_pairs);
   json.EndObject();
   json.Key("accepted_pairs").Uint(report.pairs.size());
+  AppendHistogram(report.similarity_histogram, &json);
   // The pair rule (neardup/pair_rule.h): accepted pairs by reason, and what the rule was.
   json.Key("accepted_pairs_by_reason").BeginObject();
   for (DuplicateReason reason : {DuplicateReason::kExact, DuplicateReason::kWhitespace,
@@ -239,6 +288,7 @@ std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* opti
     json.Key("boilerplate_min_documents").Uint(options->boilerplate_options.min_documents);
     json.EndObject();
   }
+  AppendInputs(report, options, &json);
   json.EndObject();
   out.push_back('\n');
   return out;
