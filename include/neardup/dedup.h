@@ -306,6 +306,11 @@ NEARDUP_EXPORT void AppendIdLine(std::string_view id, std::string* out);
 // The summary.json text of a report.
 NEARDUP_EXPORT std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* options);
 
+// The clusters.jsonl lines of report.clusters (what WriteDedupOutputs writes), for a caller that
+// writes that file in pieces (neardup.dask: one piece per partition). A document's location is
+// input_files[file_index], followed by ":line" when line > 0.
+NEARDUP_EXPORT std::string DedupClusterLines(const DedupReport& report);
+
 // How a dedup run with `options` judges one pair of texts (what `neardup explain` prints).
 struct PairJudgement {
   bool exact = false;            // byte-identical texts

@@ -202,21 +202,7 @@ class DedupResult:
 
     def clusters_frame(self):
         """One row per cluster member: cluster, id, index, kept, distance, reason, via, ..."""
-        import pandas as pd
-
-        rows = []
-        for c in self.clusters:
-            kept = c["kept"]
-            rows.append({"cluster": c["cluster"], "id": kept["id"], "index": kept["index"],
-                         "kept": True, "distance": 0, "reason": "kept", "via": None,
-                         "distance_to_via": None, "similarity_to_via": None})
-            for m in c["removed"]:
-                rows.append({"cluster": c["cluster"], "id": m["id"], "index": m["index"],
-                             "kept": False, "distance": m["distance"], "reason": m["reason"],
-                             "via": m["via"], "distance_to_via": m["distance_to_via"],
-                             "similarity_to_via": m.get("similarity_to_via")})
-        return pd.DataFrame(rows, columns=["cluster", "id", "index", "kept", "distance", "reason",
-                                           "via", "distance_to_via", "similarity_to_via"])
+        return _clusters_frame(self.clusters, "index")
 
     def decisions_frame(self):
         """One row per fingerprinted document: id, index, keep (bool)."""
@@ -253,6 +239,26 @@ class DedupResult:
         if not hasattr(self, "_position_of"):
             self._position_of = {doc_id: i for i, doc_id in enumerate(self.ids)}
         return self._position_of[member["id"]]
+
+
+def _clusters_frame(clusters: list, place: str):
+    """One row per member of clusters.jsonl's entries (``place``: the member key giving its
+    position, "index" in process, "location" from neardup.dask)."""
+    import pandas as pd
+
+    rows = []
+    for c in clusters:
+        kept = c["kept"]
+        rows.append({"cluster": c["cluster"], "id": kept["id"], place: kept.get(place),
+                     "kept": True, "distance": 0, "reason": "kept", "via": None,
+                     "distance_to_via": None, "similarity_to_via": None})
+        for m in c["removed"]:
+            rows.append({"cluster": c["cluster"], "id": m["id"], place: m.get(place),
+                         "kept": False, "distance": m["distance"], "reason": m["reason"],
+                         "via": m["via"], "distance_to_via": m["distance_to_via"],
+                         "similarity_to_via": m.get("similarity_to_via")})
+    return pd.DataFrame(rows, columns=["cluster", "id", place, "kept", "distance", "reason", "via",
+                                       "distance_to_via", "similarity_to_via"])
 
 
 def _result_from_report(report: dict, index: List[int], output: Optional[str] = None,

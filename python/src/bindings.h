@@ -19,6 +19,9 @@ DedupOptions DedupOptionsFromKeywords(const pybind11::dict& kwargs);
 // The dedup stages (neardup/dedup_stages.h) as neardup._neardup.stages (stages_bindings.cc).
 void RegisterStageBindings(pybind11::module_& m);
 
+// neardup.dask's array-level calls (dask_bindings.cc).
+void RegisterDaskBindings(pybind11::module_& m);
+
 }  // namespace neardup::python
 
 #endif  // NEARDUP_PYTHON_BINDINGS_H_

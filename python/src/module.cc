@@ -2164,6 +2164,7 @@ PYBIND11_MODULE(_neardup, m) {
   using namespace neardup;          // NOLINT: the binding table below names many of them
   using namespace neardup::python;  // NOLINT
   m.doc() = "The compiled core of neardup (use the neardup package, not this module).";
+  RegisterDaskBindings(m);
 
   py::class_<PyFingerprinter>(m, "Fingerprinter", doc::kFingerprinter)
       .def(py::init([](py::kwargs kwargs) { return new PyFingerprinter(kwargs); }))

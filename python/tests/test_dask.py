@@ -1,5 +1,7 @@
-"""neardup.dask.dedup on a LocalCluster of 2 worker processes: the same clusters and kept
-documents as `neardup dedup`, on devpairs and on generated data, also when a worker is killed."""
+"""neardup.dask on a LocalCluster of 2 worker processes: the same clusters and kept documents as
+`neardup dedup` (byte for byte from files), on devpairs and on generated data, also when a worker
+or the client is killed; outputs refused or replaced as the command does."""
+import gzip
 import json
 import os
 import signal
@@ -7,18 +9,21 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
-import neardup
 import neardup.dask as nd
 from conftest import ROOT, write_jsonl
 from test_dedup import cli_dedup, comparable
 
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
+
+# summary.json keys whose values depend on how the run went, not on the answer.
+_RUN_KEYS = {"stages", "total_seconds", "documents_per_second", "spill", "dask"}
 
 
 @pytest.fixture(scope="module")
@@ -41,21 +46,27 @@ def generated(shared, tmp_path_factory):
     return path, pd.DataFrame({"id": [r["id"] for r in rows], "text": [r["text"] for r in rows]})
 
 
-def comparable_dask(clusters):
-    # The command's "location" is file:line, the distributed one partition:row; all else is equal.
-    return comparable(clusters)
-
-
 def check_same(result, binary, path, out, *flags):
     clusters, remove, keep = cli_dedup(binary, path, out, *flags)
     with open(os.path.join(out, "summary.json"), encoding="utf-8") as f:
-        assert result.summary["candidate_pairs"] == json.load(f)["candidate_pairs"]
-    assert comparable_dask(result.clusters) == comparable(clusters)
+        summary = json.load(f)
+    for key in summary:
+        if key not in _RUN_KEYS and key != "inputs":  # a DataFrame input has no files
+            assert result.summary[key] == summary[key], key
+    assert comparable(result.clusters) == comparable(clusters)
     assert result.remove == set(remove)
+    assert result.keep == keep
     decisions = result.decisions.compute()
     assert decisions.loc[decisions["keep"], "id"].tolist() == keep
     assert decisions.loc[~decisions["keep"], "id"].tolist() == remove
     return clusters
+
+
+def same_files(dask_dir, cli_dir):
+    for name in ("clusters.jsonl", "keep.txt", "remove.txt"):
+        with open(os.path.join(dask_dir, name), "rb") as a, open(os.path.join(cli_dir, name),
+                                                                 "rb") as b:
+            assert a.read() == b.read(), name
 
 
 def test_devpairs_same_as_cli(client, binary, devpairs_docs, tmp_path):
@@ -63,13 +74,14 @@ def test_devpairs_same_as_cli(client, binary, devpairs_docs, tmp_path):
     path = tmp_path / "docs.jsonl"
     write_jsonl(path, rows)
     ddf = dd.from_pandas(pd.DataFrame(rows), npartitions=5, sort=False)
-    result = nd.dedup(ddf, output=str(tmp_path / "dask"))
+    result = nd.dedup(ddf, output=str(tmp_path / "dask"), progress=False)
     clusters = check_same(result, binary, path, tmp_path / "cli")
     assert len(clusters) > 1000 and result.summary["clusters"] == len(clusters)
     with open(tmp_path / "dask" / "clusters.jsonl", encoding="utf-8") as f:
         assert len(f.readlines()) == len(clusters)
-    parts = os.listdir(tmp_path / "dask" / "decisions")
-    assert len(parts) == 5
+    assert sorted(os.listdir(tmp_path / "dask")) == sorted(
+        ["clusters.jsonl", "keep.txt", "remove.txt", "summary.json", "decisions"])
+    assert len(os.listdir(tmp_path / "dask" / "decisions")) == 5
 
 
 @pytest.mark.parametrize("options,flags", [
@@ -78,14 +90,118 @@ def test_devpairs_same_as_cli(client, binary, devpairs_docs, tmp_path):
      ["-k", "6", "--keep", "longest", "--verify", "0.5", "--candidates", "simhash"]),
     ({"threshold": 0.8, "bucket_window": 2, "candidates": "lsh"},
      ["--threshold", "0.8", "--bucket-window", "2", "--candidates", "lsh"]),
-    ({"k": 3, "verify": 0}, ["-k", "3", "--verify", "0"]),
+    ({"k": 3, "verify": 0, "candidates": "lsh+simhash"},
+     ["-k", "3", "--verify", "0", "--candidates", "lsh+simhash"]),
 ])
 def test_generated_same_as_cli(client, binary, generated, tmp_path, options, flags):
     path, frame = generated
     ddf = dd.from_pandas(frame, npartitions=4, sort=False)
-    result = nd.dedup(ddf, **options)
+    result = nd.dedup(ddf, progress=False, **options)
     clusters = check_same(result, binary, path, tmp_path / "cli", *flags)
     assert len(clusters) > 100
+
+
+def _corpus_files(directory, frame):
+    """The generated rows over three files (one gzip-compressed) plus records the reader skips,
+    falls back on or renames: the same inputs for the command and for Dask."""
+    rows = [{"id": i, "text": t} for i, t in zip(frame["id"], frame["text"])]
+    os.makedirs(directory / "more", exist_ok=True)
+    first = directory / "a.jsonl"
+    with open(first, "w", encoding="utf-8") as f:
+        f.write("\ufeff")  # a byte-order mark, ignored at a file's start
+        for row in rows[:2500]:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        f.write("{not json\n\n")
+        f.write(json.dumps({"text": rows[0]["text"]}) + "\n")  # no id: its location
+        f.write(json.dumps({"id": rows[1]["id"], "text": "shared id, other text " * 20}) + "\n")
+        f.write(json.dumps({"id": "blank", "text": "   "}) + "\n")
+    with gzip.open(directory / "more" / "b.jsonl.gz", "wt", encoding="utf-8") as f:
+        for row in rows[2500:4000]:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    with open(directory / "more" / "c.jsonl", "w", encoding="utf-8") as f:
+        for row in rows[4000:]:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        f.write(json.dumps({"id": 17, "text": rows[5]["text"]}) + "\n")  # a numeric id
+    return [str(first), str(directory / "more")]
+
+
+def test_files_same_as_cli_byte_for_byte(client, binary, generated, tmp_path):
+    """dedup_files reads the files with the library's reader (byte ranges of the plain files, the
+    compressed one whole): the command's files, byte for byte, and its summary's counts."""
+    _, frame = generated
+    inputs = _corpus_files(tmp_path / "in", frame)
+    result = nd.dedup_files(inputs, str(tmp_path / "dask"), blocksize=1 << 20, progress=False)
+    assert result.summary["dask"]["partitions"] >= 6  # files cut into byte ranges
+    done = subprocess.run([binary, "dedup", "-q", *inputs, "-o", str(tmp_path / "cli")],
+                          capture_output=True, check=True)
+    same_files(tmp_path / "dask", tmp_path / "cli")
+    with open(tmp_path / "cli" / "summary.json", encoding="utf-8") as f:
+        summary = json.load(f)
+    assert list(result.summary)[:len(summary)] == list(summary)  # the same schema, in order
+    for key in summary:
+        if key not in _RUN_KEYS:
+            assert result.summary[key] == summary[key], key
+    assert summary["records_skipped"] >= 2 and summary["duplicate_ids"] >= 2
+    assert summary["fallbacks_by_reason"] == {"missing_id": 1}
+    assert b"invalid JSON" in done.stderr
+    # read_jsonl gives the same documents as a DataFrame, and dedup of that DataFrame (no longer
+    # the files: its rows) gives the same clusters.
+    ddf = nd.read_jsonl(inputs, blocksize=1 << 20)
+    rows = ddf.compute()
+    assert len(rows) == summary["documents_read"]
+    assert rows["location"].iloc[0] == inputs[0] + ":1"
+    again = nd.dedup(ddf[["id", "text"]], progress=False)
+    assert again.summary["clusters"] == summary["clusters"]
+
+
+def test_shared_ids_are_named_apart(client, binary, tmp_path):
+    """Ids used twice become id@location, as in the command, and are counted: removing the
+    removed ids never drops the kept document of the same id."""
+    text = "the same words in the same order make an exact copy " * 5
+    rows = [{"id": "u1", "text": text}, {"id": "u2", "text": "another text entirely " * 8},
+            {"id": "u1", "text": text}, {"id": "u3", "text": "a third unrelated document " * 8}]
+    # Ids with a control character or a leading '"' are written as JSON strings, as the command
+    # writes them, and read back as they were.
+    odd = "another exact copy, of a different text, in several words " * 4
+    rows += [{"id": "tab\there", "text": odd}, {"id": '"q\nl', "text": odd}]
+    path = tmp_path / "docs.jsonl"
+    write_jsonl(path, rows)
+    result = nd.dedup_files([str(path)], str(tmp_path / "dask"), progress=False)
+    _, remove, keep = cli_dedup(binary, path, tmp_path / "cli")
+    same_files(tmp_path / "dask", tmp_path / "cli")
+    with open(tmp_path / "dask" / "remove.txt", encoding="utf-8") as f:
+        assert '"\\"q\\nl"\n' in f.read()
+    assert result.remove == {f"u1@{path}:3", '"q\nl'} and result.keep[0] == f"u1@{path}:1"
+    assert "tab\there" in result.keep
+    assert result.summary["duplicate_ids"] == 2
+    # A DataFrame's shared ids are named apart by partition:row.
+    ddf = dd.from_pandas(pd.DataFrame(rows[:4]), npartitions=2, sort=False)
+    result = nd.dedup(ddf, progress=False)
+    assert result.remove == {"u1@1:0"} and result.keep == ["u1@0:0", "u2", "u3"]
+
+
+def test_contained_pairs_same_as_cli(client, binary, tmp_path):
+    """THE pair rule's reasons: a text inside a longer one (containment 1, Jaccard 2/3 below the
+    0.8 threshold) is `contained`, as in the command, and clusters.jsonl says so (via_reason)."""
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(5000)]
+    rows = []
+    for i in range(6):
+        base = " ".join(rng.choice(words, 80))
+        rows.append({"id": f"short-{i}", "text": base})
+        rows.append({"id": f"long-{i}", "text": base + " " + " ".join(rng.choice(words, 40))})
+        rows.append({"id": f"other-{i}", "text": " ".join(rng.choice(words, 90))})
+    path = tmp_path / "docs.jsonl"
+    write_jsonl(path, rows)
+    result = nd.dedup_files([str(path)], str(tmp_path / "dask"), threshold=0.8, progress=False)
+    _, remove, keep = cli_dedup(binary, path, tmp_path / "cli", "--threshold", "0.8")
+    same_files(tmp_path / "dask", tmp_path / "cli")
+    assert result.summary["accepted_pairs_by_reason"]["contained"] == 6
+    assert {m["via_reason"] for c in result.clusters for m in c["removed"]} == {"contained"}
+    with open(tmp_path / "cli" / "summary.json", encoding="utf-8") as f:
+        cli = json.load(f)
+    assert result.summary["accepted_pairs_by_reason"] == cli["accepted_pairs_by_reason"]
+    assert result.summary["pair_rule"] == cli["pair_rule"]
 
 
 def test_bag_input(client, binary, generated, tmp_path):
@@ -96,17 +212,113 @@ def test_bag_input(client, binary, generated, tmp_path):
     bag = db.from_sequence(list(zip(head["id"], head["text"])), npartitions=3)
     small = tmp_path / "small.jsonl"
     write_jsonl(small, [{"id": i, "text": t} for i, t in zip(head["id"], head["text"])])
-    check_same(nd.dedup(bag), binary, small, tmp_path / "cli")
+    check_same(nd.dedup(bag, progress=False), binary, small, tmp_path / "cli")
+
+
+def test_output_refused_unless_force_and_then_replaced(client, generated, tmp_path):
+    _, frame = generated
+    ddf = dd.from_pandas(frame.iloc[:2000], npartitions=3, sort=False)
+    out = tmp_path / "out"
+    first = nd.dedup(ddf, str(out), progress=False)
+    with pytest.raises(FileExistsError, match="force=True"):
+        nd.dedup(ddf, str(out), progress=False)
+    stale = out / "decisions" / "part-000999.jsonl"
+    stale.write_text('{"id": "stale", "keep": true}\n')
+    again = nd.dedup(dd.from_pandas(frame.iloc[:2000], npartitions=2, sort=False), str(out),
+                     force=True, progress=False)
+    assert sorted(os.listdir(out / "decisions")) == ["part-000000.jsonl", "part-000001.jsonl"]
+    assert again.remove == first.remove and not os.path.exists(out / ".neardup-work")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError):
+        nd.dedup(ddf, str(tmp_path / "other"), progress=False)
+    # Outputs inside what the run reads are refused, as the command refuses them.
+    (tmp_path / "in").mkdir()
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"id": "a", "text": "some text here " * 5}])
+    with pytest.raises(ValueError, match="input"):
+        nd.dedup_files([str(tmp_path / "in")], str(tmp_path / "in" / "out"), progress=False)
+    assert not (tmp_path / "in" / "out").exists()
+
+
+def test_options_checked_before_any_work(tmp_path):
+    frame = dd.from_pandas(pd.DataFrame({"id": ["a"], "text": ["x"]}), npartitions=1)
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match="keep: expected"):
+        nd.dedup(frame, str(out), keep="best")
+    with pytest.raises(ValueError, match="no column"):
+        nd.dedup(frame, str(out), text_field="body")
+    with pytest.raises(ValueError, match="format"):
+        nd.dedup(frame, str(out), format="csv")
+    with pytest.raises(ValueError, match="threads"):
+        nd.dedup(frame, str(out), threads=-1)
+    with pytest.raises(ValueError, match="boilerplate"):  # not applied by Dask: refused
+        nd.dedup(frame, str(out), boilerplate=True)
+    if not nd._parquet_available():
+        with pytest.raises(ImportError, match="pyarrow"):
+            nd.dedup(frame, str(out), format="parquet")
+    assert not out.exists()
+    with pytest.raises(FileNotFoundError, match="no file matches"):
+        nd.read_jsonl(str(tmp_path / "nothing-*.jsonl"))
+    with pytest.raises(TypeError):
+        nd.dedup(42)
+
+
+def test_text_and_id_are_deprecated_aliases(client, tmp_path):
+    frame = pd.DataFrame({"key": ["a", "b"], "body": ["one text " * 9, "one text " * 9]})
+    with pytest.warns(DeprecationWarning, match="text_field"):
+        result = nd.dedup(dd.from_pandas(frame, npartitions=1), text="body", id="key",
+                          progress=False)
+    assert result.remove == {"b"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert nd.dedup(dd.from_pandas(frame, npartitions=1), text_field="body",
+                        id_field="key", progress=False).remove == {"b"}
+
+
+_CLOSED = """
+import json
+import dask
+import dask.dataframe as dd
+import distributed
+import pandas as pd
+import neardup.dask as nd
+frame = pd.DataFrame({"id": ["a", "b", "c"],
+                      "text": ["one text " * 9, "other " * 9, "one text " * 9]})
+cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                   dashboard_address=None)
+client = distributed.Client(cluster)
+result = nd.dedup(dd.from_pandas(frame, npartitions=2), progress=False)
+client.close()
+cluster.close()
+with dask.config.set(scheduler="sync"):
+    decisions = result.decisions.compute()["keep"].tolist()
+print(json.dumps([sorted(result.remove), result.keep, result.clusters[0]["kept"]["id"],
+                  decisions]))
+"""
+
+
+def test_result_usable_after_its_client_closed():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-c", _CLOSED], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [["c"], ["a", "b"], "a", [True, True, False]]
 
 
 def test_a_killed_worker_does_not_change_the_result(client, binary, generated, tmp_path):
     path, frame = generated
-    ddf = dd.from_pandas(frame, npartitions=8, sort=False)
+    # Four copies of the corpus (ids made distinct): the first stage lasts long enough to be
+    # caught running.
+    rows = pd.concat([frame.assign(id=frame["id"] + f"-{i}") for i in range(4)],
+                     ignore_index=True)
+    path = tmp_path / "four.jsonl"
+    write_jsonl(path, rows.to_dict("records"))
+    ddf = dd.from_pandas(rows, npartitions=16, sort=False)
     outcome = {}
 
     def run():
         try:
-            outcome["result"] = nd.dedup(ddf)
+            outcome["result"] = nd.dedup(ddf, progress=False)
         except BaseException as error:  # reported below
             outcome["error"] = error
 
@@ -114,11 +326,13 @@ def test_a_killed_worker_does_not_change_the_result(client, binary, generated, t
     runner = threading.Thread(target=run)
     runner.start()
     deadline = time.time() + 60
-    while time.time() < deadline and not any(client.processing().values()):
-        time.sleep(0.05)
-    time.sleep(0.5)
-    assert runner.is_alive(), "the run ended before a worker could be killed"
-    victim = sorted(worker_pids.values())[0]
+    busy = []
+    while time.time() < deadline and not busy:
+        busy = [w for w, tasks in client.processing().items()
+                if any("neardup-documents" in str(t) for t in tasks)]
+        time.sleep(0.01)
+    assert busy, "the run ended before a worker could be killed"
+    victim = worker_pids[busy[0]]  # killed while it runs a task of the first stage
     os.kill(victim, signal.SIGKILL)
     runner.join(timeout=600)
     assert "error" not in outcome, outcome.get("error")
@@ -127,95 +341,114 @@ def test_a_killed_worker_does_not_change_the_result(client, binary, generated, t
     assert victim not in client.run(os.getpid).values()  # it really died (and was replaced)
 
 
-def _popcount(x):
-    return np.unpackbits(x.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1)
+_CLIENT = """
+import sys
+import distributed
+import neardup.dask as nd
+client = distributed.Client(sys.argv[1])
+nd.dedup_files([sys.argv[2]], sys.argv[3], blocksize=1 << 20)
+"""
 
 
-@pytest.mark.parametrize("bits,k,blocks,t", [(64, 3, 4, 1), (64, 6, 8, 2), (64, 6, 10, 4),
-                                             (64, 4, 7, 3), (128, 8, 10, 2)])
-def test_candidate_keys_are_exact(bits, k, blocks, t):
-    """Every pair within k comes out of exactly one bucket, whatever (blocks, t)."""
-    rng = np.random.default_rng(bits + k + blocks)
-    n = 600
-    lo = rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True)
-    hi = rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True) if bits == 128 else np.zeros(n, np.uint64)
-    for i in range(100, n):  # near copies of earlier rows
-        j = rng.integers(0, 100)
-        lo[i] = lo[j]
-        hi[i] = hi[j]
-        for bit in rng.choice(bits, size=rng.integers(0, k + 3), replace=False):
-            if bit < 64:
-                lo[i] ^= np.uint64(1) << np.uint64(bit)
-            else:
-                hi[i] ^= np.uint64(1) << np.uint64(bit - 64)
-    rec = pd.DataFrame({"gid": np.arange(n, dtype=np.uint64), "hi": hi, "lo": lo})
-    keys = nd._hamming_keys(rec, bits, blocks, t)
-    # Any split of the records into shuffle partitions, as long as equal keys meet.
-    parts = [keys[keys["key"] % np.uint64(3) == np.uint64(r)] for r in range(3)]
-    pairs = pd.concat([nd._bucket_pairs(p, bits, blocks, t, k) for p in parts])
-    got = list(zip(pairs["a"].tolist(), pairs["b"].tolist(), pairs["distance"].tolist()))
-    expected = []
-    for i in range(n):
-        d = _popcount(lo[i + 1:] ^ lo[i]) + _popcount(hi[i + 1:] ^ hi[i])
-        expected += [(i, i + 1 + int(j), int(d[j])) for j in np.nonzero(d <= k)[0]]
-    assert sorted(got) == sorted(expected) and len(got) == len(set(got)) and len(expected) > 50
+def test_a_killed_client_resumes_from_the_finished_stages(client, binary, generated, tmp_path):
+    """A client killed after the first stage: the rerun with the same output reads the finished
+    tasks' files instead of running them again, and gives the command's answer."""
+    path, _ = generated
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    child = subprocess.Popen([sys.executable, "-c", _CLIENT, client.scheduler.address,
+                              str(path), str(out)], stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        seen = []
+        for line in child.stderr:
+            seen.append(line)
+            if line.startswith("neardup.dask: documents:"):
+                break
+        assert any(s.startswith("neardup.dask: documents:") for s in seen), "".join(seen)
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
+    assert os.path.isdir(out / ".neardup-work") and not os.path.exists(out / "summary.json")
+    lines = []
+    result = nd.dedup_files([str(path)], str(out), blocksize=1 << 20, progress=lines.append)
+    assert any(s.startswith("resuming") for s in lines), lines
+    first = next(s for s in result.summary["stages"] if s["stage"] == "documents")
+    assert first["resumed_tasks"] == first["tasks"] > 1
+    _, remove, keep = cli_dedup(binary, path, tmp_path / "cli")
+    same_files(out, tmp_path / "cli")
 
 
-def test_bad_options_fail_before_any_work():
-    frame = dd.from_pandas(pd.DataFrame({"id": ["a"], "text": ["x"]}), npartitions=1)
-    with pytest.raises(ValueError, match="keep: expected"):
-        nd.dedup(frame, keep="best")
-    with pytest.raises(TypeError, match="text_field"):
-        nd.dedup(frame, text_field="body")
-    with pytest.raises(ValueError, match="no column"):
-        nd.dedup(frame, text="body")
+def test_array_calls_reject_inconsistent_arrays():
+    """The array-level calls check every index against its array (a damaged work file gives an
+    error, never a read out of bounds)."""
+    from neardup import _neardup as m
+
+    u64 = lambda *xs: np.array(xs, np.uint64)  # noqa: E731
+    with pytest.raises(ValueError):
+        m._dask_gather_strings(u64(0, 99), np.zeros(3, np.uint8), u64(0))
+    with pytest.raises(ValueError):
+        m._dask_gather_coded_sets(u64(0, 99), np.zeros(3, np.uint8), u64(0))
+    with pytest.raises(OSError, match="does not decode"):
+        m._dask_gather_coded_sets(u64(0, 3), np.array([200, 200, 200], np.uint8), u64(0))
+    # A band-key block (one partition, one band) that does not decode: an error, not a read.
+    with pytest.raises(OSError, match="does not decode"):
+        m._dask_band_records([np.array([5, 1, 0], np.uint8)], [u64(0, 3)], [4], [0], 0, 1)
+    with pytest.raises(ValueError):
+        m._dask_band_records([np.zeros(3, np.uint8)], [u64(0, 3)], [40], [0], 0, 1)
+    opts = {"threshold": 0.5}
+    with pytest.raises(ValueError):  # a pair names document 5 of 2
+        m._dask_verify(np.array([0], np.uint32), np.array([5], np.uint32), u64(1, 2), u64(3, 3),
+                       u64(7, 8), np.array([1, 1], np.uint32), u64(0, 0, 0),
+                       np.zeros(0, np.uint32), u64(0, 1), 0, opts, "t")
+    with pytest.raises(ValueError):  # set offsets beyond the values
+        m._dask_verify(np.array([0], np.uint32), np.array([1], np.uint32), u64(1, 2), u64(3, 3),
+                       u64(7, 8), np.array([1, 1], np.uint32), u64(0, 9, 9),
+                       np.zeros(2, np.uint32), u64(0, 1), 0, opts, "t")
+    with pytest.raises(ValueError):  # a pair reason that is none
+        m._dask_clusters(u64(1, 2), u64(1, 2), 64, u64(3, 3), u64(3, 3), u64(1, 2),
+                         np.zeros(2), np.array([0], np.uint32), np.array([1], np.uint32),
+                         np.zeros(1, np.int32), np.ones(1), np.zeros(1, np.uint8), "first")
+    # The rule's answer: identical sets are near duplicates (Jaccard 1), equal hashes exact ones.
+    similarity, reason = m._dask_verify(
+        np.array([0, 0], np.uint32), np.array([1, 2], np.uint32), u64(1, 2, 1), u64(3, 3, 3),
+        u64(7, 8, 7), np.array([2, 2, 2], np.uint32), u64(0, 2, 4, 6),
+        np.array([1, 5, 1, 5, 1, 5], np.uint32), u64(0, 1, 2), 0, opts, "t")[:2]
+    assert [m._REASONS[r] for r in reason] == ["near_duplicate", "exact_duplicate"]
+    assert similarity.tolist() == [1.0, 1.0]
+    # A rejected pair is measured (its exact Jaccard, for summary.json's histogram) when in the
+    # sample: at level 0, every one.
+    similarity, reason, measured, _ = m._dask_verify(
+        np.array([0], np.uint32), np.array([1], np.uint32), u64(1, 2), u64(3, 3), u64(7, 8),
+        np.array([2, 2], np.uint32), u64(0, 2, 4), np.array([1, 5, 1, 6], np.uint32), u64(0, 1),
+        0, opts, "t")
+    assert reason.tolist() == [0] and measured.tolist() == [1 / 3]
+    with pytest.raises(ValueError):
+        m._dask_write_id_parts(u64(0, 50), np.zeros(2, np.uint8), np.zeros(1, np.uint8),
+                               u64(), [], "/nonexistent/k", "/nonexistent/r", "")
+    with pytest.raises(TypeError):
+        m._dask_gather_strings(["a"], np.zeros(3, np.uint8), u64(0))
 
 
-def _union_find_components(nodes, edges):
-    parent = {n: n for n in nodes}
+def test_dataframe_rows_become_the_jsonl_the_reader_reads():
+    """A DataFrame partition's cells as JSON values: what json.dumps writes for the same Python
+    values (NaN, NA and None as null), and text that is not UTF-8 kept invalid so the reader
+    skips it as it would in a file."""
+    from neardup import _neardup as m
 
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in edges:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    return {n: find(n) for n in nodes}
-
-
-def test_components_across_partitions_match_union_find(client):
-    """The distributed components equal a plain union-find: random small clusters plus a long
-    chain whose consecutive links are in different partitions and whose nodes are numbered in
-    random order (the worst case for label propagation)."""
-    rng = np.random.default_rng(7)
-    gids = np.unique(((rng.integers(0, 40, 4000).astype(np.uint64) << np.uint64(32))
-                      | rng.integers(0, 100000, 4000).astype(np.uint64)))
-    order = rng.permutation(len(gids))
-    chain = gids[order[:300]]
-    edges = [(int(x), int(y)) for x, y in zip(chain[:-1], chain[1:])]
-    rest = gids[order[300:]]
-    for _ in range(1500):
-        x, y = rng.choice(rest, 2, replace=False)
-        edges.append((int(x), int(y)))
-    edges = [(min(x, y), max(x, y)) for x, y in edges]
-    frame = pd.DataFrame({"a": np.array([e[0] for e in edges], np.uint64),
-                          "b": np.array([e[1] for e in edges], np.uint64),
-                          "distance": np.zeros(len(edges), np.int32),
-                          "similarity": np.ones(len(edges)),
-                          "reason": np.full(len(edges), 3, np.uint8)})
-    ddf = dd.from_pandas(frame, npartitions=13, sort=False)
-    labels, _, rounds = nd._components(ddf, 11)
-    got = labels.compute()
-    got = dict(zip(got["node"].tolist(), got["label"].tolist()))
-    nodes = {n for e in edges for n in e}
-    expected = _union_find_components(nodes, edges)
-    assert got == expected
-    print(f"{rounds} rounds")
-    assert len({got[int(n)] for n in chain}) == 1 and got[int(chain[0])] == int(chain.min())
+    ids = [None, 3, np.int64(7), 2.5, np.float32(1.0), float("nan"), True, pd.NA, "a\"b\n"]
+    texts = ["x"] * len(ids)
+    lines = m._dask_rows_jsonl(ids, texts, None, "").decode("utf-8").splitlines()
+    assert [json.loads(line)["id"] for line in lines] == [
+        None, 3, 7, 2.5, 1.0, None, True, None, "a\"b\n"]
+    got = m._dask_rows_jsonl(["k"], ["caf\u00e9 \x01 \u4e2d"], [np.float64(0.5)], "score")
+    assert json.loads(got) == {"id": "k", "text": "caf\u00e9 \x01 \u4e2d", "score": 0.5}
+    for bad in ("lone \udc80 surrogate", b"bytes \xff"):
+        line = m._dask_rows_jsonl(["k"], [bad], None, "")
+        with pytest.raises(UnicodeDecodeError):
+            line.decode("utf-8")
+    ok = m._dask_rows_jsonl(["k"], [b"ok bytes"], None, "")
+    assert ok == b'{"id":"k","text":"ok bytes"}\n'
 
 
 def _chain_texts(rng, links):
@@ -225,9 +458,12 @@ def _chain_texts(rng, links):
     return [" ".join(words[40 * i:40 * i + 160]) for i in range(links + 1)]
 
 
-def test_chain_across_many_partitions_same_as_cli(client, binary, generated, tmp_path):
+@pytest.mark.parametrize("component_pairs", [1_000_000, 40])
+def test_chain_across_many_partitions_same_as_cli(client, binary, generated, tmp_path,
+                                                  component_pairs):
     """A chain of pairs whose links fall in different partitions among 16: one cluster, as the
-    command finds it, with every link's "via"."""
+    command finds it, with every link's "via"; with component_pairs=40 the components are found
+    by min-label propagation over many tasks (rounds reported)."""
     path, frame = generated
     rng = np.random.default_rng(3)
     chain = _chain_texts(rng, 40)
@@ -239,20 +475,33 @@ def test_chain_across_many_partitions_same_as_cli(client, binary, generated, tmp
     small = tmp_path / "chain.jsonl"
     write_jsonl(small, rows)
     ddf = dd.from_pandas(pd.DataFrame(rows), npartitions=16, sort=False)
-    result = nd.dedup(ddf, shuffle_partitions=7)
+    result = nd.dedup(ddf, shuffle_partitions=7, component_pairs=component_pairs,
+                      progress=False)
     clusters = check_same(result, binary, small, tmp_path / "cli")
     chained = [c for c in clusters if c["kept"]["id"].startswith("chain-")]
     assert len(chained) == 1 and chained[0]["size"] == len(chain)
     assert any(m["reason"] == "chained" for m in chained[0]["removed"])
-    partitions = {int(m["location"].split(":")[0]) for m in
-                  next(c for c in result.clusters if c["kept"]["id"].startswith("chain-"))["removed"]}
+    cluster = next(c for c in result.clusters if c["kept"]["id"].startswith("chain-"))
+    partitions = {int(m["location"].split(":")[0]) for m in cluster["removed"]}
     assert len(partitions) >= 10
+    info = result.summary["dask"]
+    if component_pairs == 40:
+        assert info["component_partitions"] > 5 and info["component_rounds"] > 2
+    else:
+        assert info["component_partitions"] == 1
 
 
-def test_boilerplate_weights_are_refused_not_ignored(client):
-    # The weights need the whole corpus's shingle frequencies, which neardup.dask does not count
-    # yet: it refuses them rather than answer differently from the command.
-    ddf = dd.from_pandas(pd.DataFrame({"id": ["a", "b"], "text": ["one two three four"] * 2}),
-                         npartitions=1)
-    with pytest.raises(ValueError, match="boilerplate"):
-        nd.dedup(ddf, boilerplate=True)
+@pytest.mark.skipif(not os.environ.get("NEARDUP_LARGE_TESTS"),
+                    reason="large (minutes): set NEARDUP_LARGE_TESTS=1; NEARDUP_DASK_CORPUS may "
+                           "name a JSONL corpus of 1M+ documents, else one is generated")
+def test_worker_memory_does_not_grow_with_the_corpus(shared):
+    """A worker's peak at 100,000 and at 1,000,000 documents, same partition size: within 25 %
+    (bench/dask_bench.py --scaling, which exits non-zero otherwise)."""
+    args = [sys.executable, os.path.join(ROOT, "bench", "dask_bench.py"), "--scaling", "100000",
+            "1000000", "--quiet", "--idle-seconds", "0"]
+    if os.environ.get("NEARDUP_DASK_CORPUS"):
+        args += ["--input", os.environ["NEARDUP_DASK_CORPUS"]]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), NEARDUP_SHARED_DIR=shared)
+    done = subprocess.run(args, env=env, capture_output=True, text=True)
+    print(done.stdout)
+    assert done.returncode == 0, done.stdout + done.stderr

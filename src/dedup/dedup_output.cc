@@ -157,6 +157,12 @@ void AppendHistogram(const SimilarityHistogram& histogram, JsonWriter* json) {
 
 }  // namespace
 
+std::string DedupClusterLines(const DedupReport& report) {
+  std::string out;
+  for (const DedupCluster& cluster : report.clusters) AppendClusterLine(report, cluster, &out);
+  return out;
+}
+
 void AppendIdLine(std::string_view id, std::string* out) {
   bool quote = !id.empty() && id.front() == '"';
   for (char c : id) quote = quote || static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
