@@ -1888,19 +1888,10 @@ constexpr const char* kStoreRemove =
 
 }  // namespace doc
 
-}  // namespace
+// ---- the module's table, by part ------------------------------------------------------------
 
-DedupOptions DedupOptionsFromKeywords(const py::dict& kwargs) { return ParseDedupOptions(kwargs); }
-void ThrowStatus(const Status& status) { Throw(status); }
-
-}  // namespace neardup::python
-
-PYBIND11_MODULE(_neardup, m) {
-  using namespace neardup;          // NOLINT: the binding table below names many of them
-  using namespace neardup::python;  // NOLINT
-  m.doc() = "The compiled core of neardup (use the neardup package, not this module).";
-  RegisterDaskBindings(m);
-
+// The bindings of Fingerprinter, keywords and jieba, fingerprint values.
+void RegisterFingerprintBindings(py::module_& m) {
   py::class_<PyFingerprinter>(m, "Fingerprinter", doc::kFingerprinter)
       .def(py::init([](py::kwargs kwargs) { return new PyFingerprinter(kwargs); }))
       .def("fingerprint", &PyFingerprinter::Compute, py::arg("text"), doc::kFingerprint)
@@ -1946,7 +1937,10 @@ PYBIND11_MODULE(_neardup, m) {
       },
       py::arg("text"), doc::kParseFingerprint);
   m.def("default_thread_count", &DefaultThreadCount);
+}
 
+// The bindings of shingles, the pair rule, dedup over files and the HTML report.
+void RegisterDedupBindings(py::module_& m) {
   py::class_<PyShingler>(m, "_Shingler")
       .def(py::init<bool>(), py::arg("traditional_to_simplified") = true)
       .def("batch", &PyShingler::Batch, py::arg("texts"), py::arg("threads") = 0);
@@ -1976,6 +1970,10 @@ PYBIND11_MODULE(_neardup, m) {
   m.def("_write_report", &WriteReportFile, py::arg("path"), py::arg("directory"),
         py::arg("summary_json"), py::arg("clusters_jsonl"), py::arg("texts"), py::arg("options"),
         py::arg("force"));
+}
+
+// The bindings of MinHash LSH: plans and band keys.
+void RegisterLshBindings(py::module_& m) {
   m.def(
       "lsh_probability",
       [](double jaccard, int bands, int rows) {
@@ -2021,7 +2019,10 @@ PYBIND11_MODULE(_neardup, m) {
                                     t[3].cast<uint32_t>(), t[4].cast<uint64_t>(),
                                     t[5].cast<bool>());
           }));
+}
 
+// The bindings of the in-memory Hamming index.
+void RegisterIndexBindings(py::module_& m) {
   py::class_<PyIndex>(m, "HammingIndex", doc::kHammingIndex)
       .def(py::init<int, int, double, int>(), py::arg("bits") = 64, py::arg("max_k") = 3,
            py::arg("expected_size") = 1e6, py::arg("threads") = 0)
@@ -2037,7 +2038,10 @@ PYBIND11_MODULE(_neardup, m) {
       .def_property_readonly("bits", [](const PyIndex& self) { return self.index().bits(); })
       .def_property_readonly("max_k",
                              [](const PyIndex& self) { return self.index().max_search_k(); });
+}
 
+// The bindings of the persistent store.
+void RegisterStoreBindings(py::module_& m) {
   py::class_<PyStore>(m, "Store", doc::kStore)
       .def(py::init<const std::string&, bool, bool, const std::string&, bool, const py::kwargs&>(),
            py::arg("path"), py::arg("create_if_missing") = true, py::arg("error_if_exists") = false,
@@ -2066,6 +2070,24 @@ PYBIND11_MODULE(_neardup, m) {
       .def("close", &PyStore::Close)
       .def_property_readonly("closed", &PyStore::closed)
       .def_property_readonly("fingerprint_options", &PyStore::fingerprint_options);
+}
 
+}  // namespace
+
+DedupOptions DedupOptionsFromKeywords(const py::dict& kwargs) { return ParseDedupOptions(kwargs); }
+void ThrowStatus(const Status& status) { Throw(status); }
+
+}  // namespace neardup::python
+
+PYBIND11_MODULE(_neardup, m) {
+  using namespace neardup::python;  // NOLINT: the Register functions below
+  m.doc() = "The compiled core of neardup (use the neardup package, not this module).";
+  RegisterDaskBindings(m);
+
+  RegisterFingerprintBindings(m);
+  RegisterDedupBindings(m);
+  RegisterLshBindings(m);
+  RegisterIndexBindings(m);
+  RegisterStoreBindings(m);
   RegisterStageBindings(m);
 }
