@@ -24,6 +24,7 @@ flag_sets=(
   "--candidates lsh+simhash --bucket-window 8 --in-memory"
   "--threshold 0.4"
   "--no-boilerplate --containment 0"
+  "--boilerplate --tokenizer char --ngram 3"
 )
 failed=0
 for i in "${!flag_sets[@]}"; do
