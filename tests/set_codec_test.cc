@@ -62,7 +62,7 @@ TEST(SetCodecTest, DamagedBytesAreRefusedNotOverread) {
   std::string bytes;
   EncodeShingleSet(set, &bytes);
   std::vector<uint32_t> back;
-  for (size_t cut = 0; cut < bytes.size(); ++cut) {  // every truncation
+  for (size_t cut = 0; cut < bytes.size(); ++cut) {   // every truncation
     const std::string prefix = bytes.substr(0, cut);  // its own allocation: ASan sees overreads
     EXPECT_FALSE(DecodeShingleSet(prefix, &back)) << cut;
     EXPECT_TRUE(back.empty());
