@@ -66,7 +66,7 @@ if texts:  # without the corpus the check-and-add run is skipped
 PY
 export NEARDUP_BENCH_QUERIES=$WORK/queries.txt NEARDUP_BENCH_TEXTS=$WORK/texts.txt
 
-"$BIN" index create "$STORE"
+"$BIN" index create "$STORE" --rule simhash  # bare fingerprints
 t0=$(date +%s.%N)
 "$BIN" index add "$STORE" "$WORK/docs.jsonl" --sync none
 t1=$(date +%s.%N)

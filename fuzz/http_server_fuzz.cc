@@ -22,13 +22,19 @@
 
 #include "neardup/fingerprinter.h"
 #include "neardup/server.h"
+#include "neardup/sketch.h"
 #include "neardup/store.h"
 
-// The fuzzed server has no text fingerprinter (text requests get 501), so the text stages are not
-// linked into this target; the server code still references this one member.
+// The fuzzed server has no text fingerprinter or sketcher (text requests get 501), so the text
+// stages are not linked into this target; the server code still references these members.
 neardup::Result<neardup::Fingerprint> neardup::Fingerprinter::Compute(std::string_view) const {
   return Status::Unsupported("no text fingerprinter in the fuzz target");
 }
+neardup::Status neardup::DocumentSketcher::Sketch(std::string_view, Fingerprint*,
+                                                  DocumentSketch*) const {
+  return Status::Unsupported("no text sketcher in the fuzz target");
+}
+const neardup::Fingerprinter& neardup::DocumentSketcher::fingerprinter() const { std::abort(); }
 
 namespace {
 
@@ -54,6 +60,7 @@ Instance* Start() {
   const char* dir = made.c_str();
   if (dir == nullptr) std::abort();
   neardup::StoreOptions store_options;
+  store_options.rule = neardup::StoreRule::kSimHash;  // bare fingerprints
   store_options.sync_mode = neardup::SyncMode::kNone;
   store_options.memtable_limit = 1000;
   auto store = neardup::DocumentStore::Open(std::string(dir) + "/store", store_options);

@@ -1,8 +1,11 @@
-// libFuzzer target for the store's file readers (segments, write-ahead log, MANIFEST): a small
-// valid store is built once; each input damages one of its files (overwrites it, or XORs bytes
-// in at chosen offsets), then the store is opened with and without checksum verification,
-// queried and closed, and RecoverStore runs over the damage. Every outcome must be a Status:
-// never a crash, an out-of-bounds read or another sanitizer report.
+// libFuzzer target for the store's file readers (segments with their index and sketch sections,
+// write-ahead log, MANIFEST): two small valid stores are built once, a simhash-rule one and a
+// dedup-rule one (its documents' sketches are made up here: the text stages are not linked); each
+// input damages one file of one of them (overwrites it, or XORs bytes in at chosen offsets), then
+// the store is opened with and without checksum verification, queried (fingerprint searches and,
+// for the dedup store, rule checks, which read the band and whitespace tables and the encoded
+// shingle sets) and closed, and RecoverStore runs over the damage. Every outcome must be a
+// Status: never a crash, an out-of-bounds read or another sanitizer report.
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "neardup/minhash_lsh.h"
+#include "neardup/sketch.h"
 #include "neardup/store.h"
 
 namespace {
@@ -26,24 +31,48 @@ struct Template {
   std::vector<std::string> files;  // names of the store's files (not LOCK)
 };
 
-Template* Build() {
+// A made-up sketch from a seed: hashes, 30 band keys from a small alphabet (so buckets are
+// shared) and a sorted set, tagged with the default LSH parameters.
+neardup::DocumentSketch MadeUpSketch(uint64_t seed) {
+  neardup::DocumentSketch sketch;
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  auto next = [&] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  sketch.content_hash = next();
+  sketch.text_bytes = next() % 5000;
+  sketch.squeezed_hash = seed % 7 == 0 ? 42 : next();  // some share one
+  for (int b = 0; b < 30; ++b) sketch.band_keys.push_back(static_cast<uint32_t>(next() % 16));
+  uint32_t value = 0;
+  for (int i = 0; i < 40; ++i) sketch.shingles.push_back(value += 1 + next() % 1000);
+  sketch.lsh_tag =
+      neardup::LshTag(neardup::LshParameters{30, 3}, neardup::MinHashLshOptions{}.seed);
+  return sketch;
+}
+
+Template* Build(neardup::StoreRule rule) {
   auto* t = new Template();
   // tmpfs when there is one: the store fsyncs, and fsync on a busy disk costs milliseconds.
   static std::string made;
   for (const char* parent : {"/dev/shm", "/tmp"}) {
+    if (!made.empty()) break;  // one directory for both templates
     std::string path = std::string(parent) + "/neardup_store_fuzz_XXXXXX";
     if (::mkdtemp(path.data()) != nullptr) {
       made = path;
-      break;
+      std::atexit([] { std::filesystem::remove_all(made); });
     }
   }
   if (made.empty()) std::abort();
-  std::atexit([] { std::filesystem::remove_all(made); });
   const char* root = made.c_str();
   if (root == nullptr) std::abort();
-  t->dir = fs::path(root) / "template";
-  t->work = fs::path(root) / "work";
+  const std::string name = neardup::StoreRuleName(rule);
+  t->dir = fs::path(root) / ("template_" + name);
+  t->work = fs::path(root) / ("work_" + name);
   neardup::StoreOptions options;
+  options.rule = rule;
   options.sync_mode = neardup::SyncMode::kNone;
   auto store = neardup::DocumentStore::Open(t->dir.string(), options);
   if (!store.ok()) std::abort();
@@ -53,7 +82,10 @@ Template* Build() {
     x ^= x >> 7;
     x ^= x << 17;
     const std::string id = "doc-" + std::to_string(i);
-    (void)(*store)->Add({id, neardup::Fingerprint::From64(x), R"({"i":1})"});
+    const neardup::DocumentSketch sketch = MadeUpSketch(static_cast<uint64_t>(i));
+    neardup::DocumentInput doc{id, neardup::Fingerprint::From64(x), R"({"i":1})"};
+    if (rule == neardup::StoreRule::kDedup) doc.sketch = &sketch;
+    if (!(*store)->Add(doc).ok()) std::abort();
   };
   for (int i = 0; i < 300; ++i) add(i);
   (void)(*store)->Flush();  // a segment
@@ -76,8 +108,11 @@ Template* Build() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static Template* t = Build();
+  static Template* simhash = Build(neardup::StoreRule::kSimHash);
+  static Template* dedup = Build(neardup::StoreRule::kDedup);
   if (size < 2) return 0;
+  const bool rule_check = (data[1] & 16) != 0;
+  Template* t = rule_check ? dedup : simhash;
   fs::remove_all(t->work);
   fs::copy(t->dir, t->work, fs::copy_options::recursive);
   const fs::path target = t->work / t->files[data[0] % t->files.size()];
@@ -116,6 +151,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       uint64_t q = 0;
       for (size_t i = 0; i < rest_size && i < 8; ++i) q = q << 8 | rest[i];
       for (int k : {0, 3, 5, 64}) (void)(*store)->Search(neardup::Fingerprint::From64(q), k, 50);
+      if (rule_check) {
+        // Rule checks: a stored document's sketch (its buckets, its hash) and one from the input.
+        std::vector<neardup::DocumentSketch> sketches = {MadeUpSketch(q % 340), MadeUpSketch(q)};
+        std::vector<neardup::DocumentInput> docs;
+        for (const auto& sketch : sketches) {
+          docs.push_back({"", neardup::Fingerprint::From64(q), ""});
+          docs.back().sketch = &sketch;
+        }
+        neardup::CheckOptions check;
+        check.add = neardup::AddMode::kNever;
+        (void)(*store)->CheckBatch(docs, check);
+      }
       (void)(*store)->Get("doc-1");
       (void)(*store)->Get("doc-320");
       (void)(*store)->Stats();

@@ -239,7 +239,8 @@ TEST_F(CliSafetyTest, NestedFieldPaths) {
 }
 
 TEST_F(CliSafetyTest, IndexAddReadsLikeEveryOtherCommandAndKeepsMetadataAsJson) {
-  ASSERT_EQ(Run("index create st"), 0);
+  // Texts and a bare fingerprint: a simhash-rule store takes both.
+  ASSERT_EQ(Run("index create st --rule simhash"), 0);
   Write("one.jsonl", Line("\"u1\"", kBase, ",\"metadata\":\"m\",\"extra\":1") + "not json\n" +
                          Line("7", kOther, ",\"metadata\":{\"k\":[1,2]}"));
   WriteGzip("more/two.jsonl.gz", "{\"id\":\"u3\",\"fingerprint\":\"f773be40a3f0a3e5\"}\n");
@@ -259,6 +260,12 @@ TEST_F(CliSafetyTest, IndexAddReadsLikeEveryOtherCommandAndKeepsMetadataAsJson) 
   fs::create_directories(dir_ / "emptydir");
   EXPECT_EQ(Run("index add st emptydir", &out, &err), 1);
   EXPECT_NE(err.find("no document read"), std::string::npos) << err;
+  // A dedup-rule store (the default) needs texts: the bare fingerprint is skipped and counted.
+  ASSERT_EQ(Run("index create dd"), 0);
+  ASSERT_EQ(Run("index add dd one.jsonl more", &out, &err), 0) << err;
+  EXPECT_NE(err.find("more/two.jsonl.gz:1: a bare fingerprint"), std::string::npos) << err;
+  EXPECT_NE(err.find("fingerprint_without_text: 1"), std::string::npos) << err;
+  EXPECT_NE(err.find("added 2 documents"), std::string::npos) << err;
 }
 
 TEST_F(CliSafetyTest, IndexRemoveReportsEveryId) {

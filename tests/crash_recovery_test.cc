@@ -3,7 +3,10 @@
 // it and reporting it again once acknowledged; the parent kills it with SIGKILL at a random
 // moment, many times over, and proves after reopening that every acknowledged write is there
 // (no tolerance), and that the one announced but unacknowledged operation is all there or not at
-// all. NEARDUP_CRASH_ROUNDS sets the number of rounds (default 20; bench/crash_rounds.sh runs 200).
+// all. Run for a simhash-rule store (bare fingerprints) and a dedup-rule store (documents with
+// their sketches, some written by check-and-add; after each kill the rule must still find every
+// acknowledged document as an exact duplicate of its text). NEARDUP_CRASH_ROUNDS sets the number
+// of rounds (default 20 per rule; bench/crash_rounds.sh runs 200).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -20,6 +23,7 @@
 #include <random>
 #include <thread>
 
+#include "neardup/sketch.h"
 #include "neardup/store.h"
 
 namespace neardup {
@@ -27,14 +31,41 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Every document id maps to a fingerprint and metadata derived from it, so a reader can tell a
-// complete document from a damaged one.
-Fingerprint FingerprintOf(uint64_t n) { return Fingerprint::From64(n * 0x9E3779B97F4A7C15ull + 1); }
+// Every document id maps to a text (a dedup-rule store), a fingerprint and metadata derived from
+// it, so a reader can tell a complete document from a damaged one.
+std::string TextOf(uint64_t n) {
+  std::mt19937_64 words(n);
+  std::string text = "document " + std::to_string(n);
+  for (int i = 0; i < 40; ++i) text += " w" + std::to_string(words() % 5000);
+  return text;
+}
 std::string IdOf(uint64_t n) { return "https://crash.example/doc/" + std::to_string(n); }
 std::string MetadataOf(uint64_t n) { return R"({"n":)" + std::to_string(n) + "}"; }
 
-StoreOptions CrashOptions() {
+// The document n of a store of `rule`: a dedup-rule store's fingerprint is its text's.
+struct CrashDoc {
+  Fingerprint fingerprint;
+  DocumentSketch sketch;
+};
+const DocumentSketcher& Sketcher() {
+  static const DocumentSketcher* sketcher =
+      DocumentSketcher::Create(FingerprintOptions{}, MinHashLshOptions{})->release();
+  return *sketcher;
+}
+CrashDoc DocOf(uint64_t n, StoreRule rule) {
+  CrashDoc doc;
+  if (rule == StoreRule::kSimHash) {
+    doc.fingerprint = Fingerprint::From64(n * 0x9E3779B97F4A7C15ull + 1);
+  } else if (!Sketcher().Sketch(TextOf(n), &doc.fingerprint, &doc.sketch).ok()) {
+    ADD_FAILURE() << "cannot sketch document " << n;
+  }
+  return doc;
+}
+Fingerprint FingerprintOf(uint64_t n, StoreRule rule) { return DocOf(n, rule).fingerprint; }
+
+StoreOptions CrashOptions(StoreRule rule) {
   StoreOptions options;
+  options.rule = rule;
   options.sync_mode = SyncMode::kEveryWrite;
   options.memtable_limit = 40;     // flushes happen often, so kills land inside them too
   options.compaction_trigger = 3;  // and inside compactions
@@ -43,8 +74,9 @@ StoreOptions CrashOptions() {
 
 // The child: runs until killed. Messages: the op code before issuing it ('A' n add n, 'B' n batch
 // n..n+4, 'R' n remove n) and the same code in lower case once it is acknowledged.
-[[noreturn]] void WriterChild(const std::string& dir, int ack_fd, uint64_t first, unsigned seed) {
-  auto opened = DocumentStore::Open(dir, CrashOptions());
+[[noreturn]] void WriterChild(const std::string& dir, StoreRule rule, int ack_fd, uint64_t first,
+                              unsigned seed) {
+  auto opened = DocumentStore::Open(dir, CrashOptions(rule));
   if (!opened.ok()) ::_exit(3);
   DocumentStore& store = **opened;
   std::mt19937 rng(seed);
@@ -59,19 +91,34 @@ StoreOptions CrashOptions() {
     const unsigned choice = rng() % 10;
     if (choice < 6) {
       uint64_t n = next++;
+      const std::string id = IdOf(n), metadata = MetadataOf(n);
+      const CrashDoc doc = DocOf(n, rule);
+      DocumentInput input{id, doc.fingerprint, metadata};
+      if (rule == StoreRule::kDedup) input.sketch = &doc.sketch;
       send('A', n);
-      if (!store.Add({IdOf(n), FingerprintOf(n), MetadataOf(n)}).ok()) ::_exit(5);
+      if (rule == StoreRule::kDedup && choice % 2 == 0) {
+        // Check-and-add: the text duplicates nothing stored, so it is added.
+        auto checked = store.CheckAndAdd(input, 3, false);
+        if (!checked.ok() || !checked->added) ::_exit(5);
+      } else if (!store.Add(input).ok()) {
+        ::_exit(5);
+      }
       send('a', n);
     } else if (choice < 9) {
       uint64_t n = next;
       next += 5;
       std::vector<std::string> ids, metas;
+      std::vector<CrashDoc> made;
       std::vector<DocumentInput> docs;
       for (uint64_t i = n; i < n + 5; ++i) {
         ids.push_back(IdOf(i));
         metas.push_back(MetadataOf(i));
+        made.push_back(DocOf(i, rule));
       }
-      for (int i = 0; i < 5; ++i) docs.push_back({ids[i], FingerprintOf(n + i), metas[i]});
+      for (int i = 0; i < 5; ++i) {
+        docs.push_back({ids[i], made[i].fingerprint, metas[i]});
+        if (rule == StoreRule::kDedup) docs.back().sketch = &made[i].sketch;
+      }
       send('B', n);
       if (!store.AddBatch(docs).ok()) ::_exit(6);
       send('b', n);
@@ -90,9 +137,14 @@ StoreOptions CrashOptions() {
   }
 }
 
-TEST(CrashRecoveryTest, AcknowledgedWritesSurviveKill9) {
+class CrashRecoveryTest : public ::testing::TestWithParam<StoreRule> {};
+
+TEST_P(CrashRecoveryTest, AcknowledgedWritesSurviveKill9) {
+  const StoreRule rule = GetParam();
   const std::string dir =
-      (fs::temp_directory_path() / ("neardup_crash_test_" + std::to_string(::getpid()))).string();
+      (fs::temp_directory_path() /
+       ("neardup_crash_test_" + std::to_string(::getpid()) + "_" + StoreRuleName(rule)))
+          .string();
   fs::remove_all(dir);
   int rounds = 20;
   if (const char* env = std::getenv("NEARDUP_CRASH_ROUNDS")) rounds = std::max(1, std::atoi(env));
@@ -110,7 +162,7 @@ TEST(CrashRecoveryTest, AcknowledgedWritesSurviveKill9) {
     ASSERT_GE(child, 0);
     if (child == 0) {
       ::close(pipe_fds[0]);
-      WriterChild(dir, pipe_fds[1], first, static_cast<unsigned>(round));
+      WriterChild(dir, rule, pipe_fds[1], first, static_cast<unsigned>(round));
     }
     ::close(pipe_fds[1]);
     // Let it run for a random number of acknowledged writes (or a time bound), then kill it.
@@ -168,7 +220,7 @@ TEST(CrashRecoveryTest, AcknowledgedWritesSurviveKill9) {
       }
     }
 
-    auto opened = DocumentStore::Open(dir, CrashOptions());
+    auto opened = DocumentStore::Open(dir, CrashOptions(rule));
     ASSERT_TRUE(opened.ok()) << "round " << round << ": " << opened.status().ToString();
     DocumentStore& store = **opened;
     // The operation in flight at the kill was not acknowledged: it landed whole or not at all.
@@ -186,7 +238,7 @@ TEST(CrashRecoveryTest, AcknowledgedWritesSurviveKill9) {
         auto doc = store.Get(IdOf(i));
         if (doc.ok()) {
           ++present;
-          EXPECT_EQ(doc->fingerprint, FingerprintOf(i));
+          EXPECT_EQ(doc->fingerprint, FingerprintOf(i, rule));
           EXPECT_EQ(doc->metadata, MetadataOf(i));
         }
         expected[i] = doc.ok();
@@ -201,7 +253,7 @@ TEST(CrashRecoveryTest, AcknowledgedWritesSurviveKill9) {
       auto doc = store.Get(IdOf(n));
       if (should_exist) {
         ASSERT_TRUE(doc.ok()) << "round " << round << ": acknowledged " << IdOf(n) << " lost";
-        EXPECT_EQ(doc->fingerprint, FingerprintOf(n));
+        EXPECT_EQ(doc->fingerprint, FingerprintOf(n, rule));
         EXPECT_EQ(doc->metadata, MetadataOf(n));
       } else {
         EXPECT_FALSE(doc.ok()) << "round " << round << ": removed " << IdOf(n) << " is back";
@@ -211,20 +263,42 @@ TEST(CrashRecoveryTest, AcknowledgedWritesSurviveKill9) {
     int checked = 0;
     for (const auto& [n, should_exist] : expected) {
       if (!should_exist || (n % 7) != 0 || ++checked > 20) continue;
-      auto hits = store.Search(FingerprintOf(n), 0);
+      auto hits = store.Search(FingerprintOf(n, rule), 0);
       ASSERT_TRUE(hits.ok());
       bool found = false;
       for (const auto& hit : *hits) found |= hit.id == IdOf(n);
       EXPECT_TRUE(found) << IdOf(n);
+      if (rule == StoreRule::kDedup) {
+        // The rule finds it: an exact duplicate of its text.
+        const CrashDoc doc = DocOf(n, rule);
+        DocumentInput probe{"probe", doc.fingerprint, ""};
+        probe.sketch = &doc.sketch;
+        CheckOptions lookup;
+        lookup.add = AddMode::kNever;
+        auto checked = store.CheckBatch(std::span<const DocumentInput>(&probe, 1), lookup);
+        ASSERT_TRUE(checked.ok());
+        bool exact = false;
+        for (const auto& d : (*checked)[0].duplicates) {
+          exact |= d.id == IdOf(n) && d.reason == DuplicateReason::kExact;
+        }
+        EXPECT_TRUE(exact) << "round " << round << ": the rule does not find " << IdOf(n);
+      }
     }
     ASSERT_TRUE(store.Close().ok());
   }
   std::printf(
-      "crash rounds: %d, acknowledged operations checked: %llu, rounds where the unacknowledged "
-      "operation in flight had landed: %d\n",
-      rounds, static_cast<unsigned long long>(acknowledged_total), killed_with_inflight);
+      "crash rounds (%s rule): %d, acknowledged operations checked: %llu, rounds where the "
+      "unacknowledged operation in flight had landed: %d\n",
+      StoreRuleName(rule), rounds, static_cast<unsigned long long>(acknowledged_total),
+      killed_with_inflight);
   fs::remove_all(dir);
 }
+
+INSTANTIATE_TEST_SUITE_P(Rules, CrashRecoveryTest,
+                         ::testing::Values(StoreRule::kSimHash, StoreRule::kDedup),
+                         [](const ::testing::TestParamInfo<StoreRule>& info) {
+                           return std::string(StoreRuleName(info.param));
+                         });
 
 }  // namespace
 }  // namespace neardup

@@ -18,6 +18,7 @@
 #include "neardup/server.h"
 #include "neardup/simhash.h"
 #include "neardup/store.h"
+#include "simhash_store.h"
 
 namespace neardup {
 namespace {
@@ -71,7 +72,7 @@ TEST(PublicApiTest, ServerCreateRefusesMisuse) {
   const fs::path dir =
       fs::temp_directory_path() / ("neardup_public_api_store_" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  auto store = DocumentStore::Open(dir.string(), StoreOptions());
+  auto store = DocumentStore::Open(dir.string(), testing_store::SimHashStoreOptions());
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   options.port = 70000;
   EXPECT_EQ(service::Server::Create(store->get(), nullptr, options).status().code(),
@@ -159,6 +160,7 @@ TEST(PublicApiTest, StoreRefusesBadWidthsAndRadii) {
       fs::temp_directory_path() / ("neardup_public_api_widths_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   StoreOptions options;
+  options.rule = StoreRule::kSimHash;  // bare fingerprints
   options.bits = 96;
   Result<std::unique_ptr<DocumentStore>> refused = DocumentStore::Open(dir.string(), options);
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <chrono>
 #include <fstream>
@@ -37,6 +38,12 @@ class ServerProcess {
       std::vector<std::string> args = {NEARDUP_BINARY,   "serve", dir, "--port", "0",
                                        "--poll-threads", "4"};
       args.insert(args.end(), extra.begin(), extra.end());
+      // The HTTP tests store bare fingerprints: a simhash-rule store unless a test asks for
+      // another rule (the dedup rule's tests pass --rule dedup).
+      if (std::find(extra.begin(), extra.end(), "--rule") == extra.end()) {
+        args.push_back("--rule");
+        args.push_back("simhash");
+      }
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);

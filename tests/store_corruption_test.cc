@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "neardup/store.h"
+#include "simhash_store.h"
 
 namespace neardup {
 namespace {
@@ -81,7 +82,7 @@ class StoreCorruptionTest : public ::testing::Test {
     return present;
   }
   std::string dir_;
-  StoreOptions options_;
+  StoreOptions options_ = testing_store::SimHashStoreOptions();  // bare fingerprints
 };
 
 TEST_F(StoreCorruptionTest, IntactStoreOpensWithEverything) {

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "neardup/store.h"
+#include "simhash_store.h"
 
 namespace neardup {
 namespace {
@@ -34,7 +35,8 @@ std::string TestDir(const char* name) {
 int DiskFullChild(const std::string& dir) {
   ::signal(SIGXFSZ, SIG_IGN);
   StoreOptions options;
-  options.memtable_limit = 1000000;  // keep everything in the log
+  options.rule = StoreRule::kSimHash;  // bare fingerprints
+  options.memtable_limit = 1000000;    // keep everything in the log
   options.compaction_trigger = 0;
   auto opened = DocumentStore::Open(dir, options);
   if (!opened.ok()) return 10;
@@ -94,7 +96,7 @@ TEST(StoreHealthTest, FullDiskDegradesThenRecoversWhenSpaceIsFreed) {
 
 TEST(StoreHealthTest, SecondWriterIsRefusedNamingTheDirectoryAReaderIsNot) {
   const std::string dir = TestDir("lock");
-  auto first = DocumentStore::Open(dir, StoreOptions{});
+  auto first = DocumentStore::Open(dir, testing_store::SimHashStoreOptions());
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   ASSERT_TRUE((*first)->Add({"durable", Fingerprint::From64(42), {}}).ok());
   // Another process (flock locks belong to the open file description, so a child really is a
@@ -102,11 +104,12 @@ TEST(StoreHealthTest, SecondWriterIsRefusedNamingTheDirectoryAReaderIsNot) {
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    auto second = DocumentStore::Open(dir, StoreOptions{});
+    auto second = DocumentStore::Open(dir, testing_store::SimHashStoreOptions());
     if (second.ok()) ::_exit(1);
     if (second.status().message().find(dir) == std::string::npos) ::_exit(2);
     // A read-only open is not refused: it reads a snapshot beside the writer (issue 22).
     StoreOptions read_only;
+    read_only.rule = StoreRule::kSimHash;  // bare fingerprints
     read_only.read_only = true;
     auto reader = DocumentStore::Open(dir, read_only);
     if (!reader.ok()) ::_exit(3);
@@ -118,7 +121,7 @@ TEST(StoreHealthTest, SecondWriterIsRefusedNamingTheDirectoryAReaderIsNot) {
   ASSERT_EQ(::waitpid(child, &wstatus, 0), child);
   EXPECT_EQ(WEXITSTATUS(wstatus), 0);
   // In the same process, too.
-  auto again = DocumentStore::Open(dir, StoreOptions{});
+  auto again = DocumentStore::Open(dir, testing_store::SimHashStoreOptions());
   ASSERT_FALSE(again.ok());
   EXPECT_NE(again.status().message().find(dir), std::string::npos) << again.status().ToString();
   ASSERT_TRUE((*first)->Close().ok());
@@ -137,6 +140,7 @@ std::map<std::string, std::pair<uintmax_t, fs::file_time_type>> Snapshot(const s
 TEST(StoreHealthTest, ReadOnlyOpenWritesNothing) {
   const std::string dir = TestDir("ro");
   StoreOptions options;
+  options.rule = StoreRule::kSimHash;  // bare fingerprints
   options.memtable_limit = 50;
   options.compaction_trigger = 0;
   // A writer that dies without closing: two segments plus 20 documents in the log.
@@ -155,6 +159,7 @@ TEST(StoreHealthTest, ReadOnlyOpenWritesNothing) {
   const auto before = Snapshot(dir);
   {
     StoreOptions read_only;
+    read_only.rule = StoreRule::kSimHash;  // bare fingerprints
     read_only.read_only = true;
     auto store = DocumentStore::Open(dir, read_only);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
@@ -174,6 +179,7 @@ TEST(StoreHealthTest, ReadOnlyOpenWritesNothing) {
   // A read-only open of a directory without a store creates nothing.
   const std::string empty = TestDir("ro_empty");
   StoreOptions read_only;
+  read_only.rule = StoreRule::kSimHash;  // bare fingerprints
   read_only.read_only = true;
   EXPECT_FALSE(DocumentStore::Open(empty, read_only).ok());
   EXPECT_FALSE(fs::exists(empty));

@@ -14,6 +14,7 @@
 
 #include "neardup/brute_force_index.h"
 #include "neardup/store.h"
+#include "simhash_store.h"
 
 namespace neardup {
 namespace {
@@ -102,6 +103,7 @@ TEST_P(StoreOracleTest, SkewedSegmentsAndMemtableMatchBruteForce) {
   const std::string dir = TestDir("oracle" + std::to_string(bits));
   std::mt19937_64 rng(bits);
   StoreOptions options;
+  options.rule = StoreRule::kSimHash;  // bare fingerprints
   options.bits = bits;
   options.memtable_limit = 700;  // several segments plus a memtable
   options.sync_mode = SyncMode::kNone;
@@ -149,7 +151,7 @@ TEST_P(StoreOracleTest, SkewedSegmentsAndMemtableMatchBruteForce) {
   ASSERT_TRUE(store.Compact().ok());
   check_all("after compaction");
   ASSERT_TRUE(store.Close().ok());
-  auto reopened = DocumentStore::Open(dir, StoreOptions{});
+  auto reopened = DocumentStore::Open(dir, testing_store::SimHashStoreOptions());
   ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
   std::mt19937_64 qrng(9);
   for (int i = 0; i < 100; ++i) {
@@ -182,6 +184,7 @@ void WriteAll(const std::string& path, const std::string& bytes) {
 TEST(StoreDamageTest, DamagedSegmentWithoutVerifyNeverCrashesAQuery) {
   const std::string dir = TestDir("damage");
   StoreOptions options;
+  options.rule = StoreRule::kSimHash;  // bare fingerprints
   options.compaction_trigger = 0;
   options.expected_size = 3000;
   options.sync_mode = SyncMode::kNone;
@@ -204,6 +207,7 @@ TEST(StoreDamageTest, DamagedSegmentWithoutVerifyNeverCrashesAQuery) {
   ASSERT_GT(index_size, 1000u);
   ASSERT_LE(index_begin + index_size, original.size());
   StoreOptions no_verify;
+  no_verify.rule = StoreRule::kSimHash;  // bare fingerprints
   no_verify.verify_checksums_on_open = false;
   int opened_runs = 0, queries = 0;
   for (int run = 0; run < 60; ++run) {
@@ -239,6 +243,7 @@ TEST(StoreDamageTest, DamagedSegmentWithoutVerifyNeverCrashesAQuery) {
               opened_runs, queries);
   // With verification on, the damage is caught at open.
   StoreOptions verify;
+  verify.rule = StoreRule::kSimHash;  // bare fingerprints
   EXPECT_EQ(DocumentStore::Open(dir, verify).status().code(), StatusCode::kCorruption);
   WriteAll(segment, original);
   fs::remove_all(dir);
@@ -247,6 +252,7 @@ TEST(StoreDamageTest, DamagedSegmentWithoutVerifyNeverCrashesAQuery) {
 TEST(StoreRecoverTest, MissingSegmentCountsItsDocumentsAsLost) {
   const std::string dir = TestDir("missing");
   StoreOptions options;
+  options.rule = StoreRule::kSimHash;  // bare fingerprints
   options.memtable_limit = 100;
   options.compaction_trigger = 0;
   {
@@ -276,6 +282,7 @@ TEST(StoreRecoverTest, MissingSegmentCountsItsDocumentsAsLost) {
 TEST(StoreOptionsTest, IncompatibleOptionsAreRefusedWithBothValues) {
   const std::string dir = TestDir("compat");
   StoreOptions create;
+  create.rule = StoreRule::kSimHash;  // bare fingerprints
   create.fingerprint_options = "profile=neardup bits=64 shingles=1";
   create.memory_budget = MemoryBudget{0, 64};
   {
@@ -294,15 +301,19 @@ TEST(StoreOptionsTest, IncompatibleOptionsAreRefusedWithBothValues) {
     EXPECT_NE(store.status().message().find(dir), std::string::npos);
   };
   StoreOptions wrong_bits;
+  wrong_bits.rule = StoreRule::kSimHash;  // bare fingerprints
   wrong_bits.bits = 128;
   refused(wrong_bits, "64-bit fingerprints, not 128");
   StoreOptions wrong_k;
+  wrong_k.rule = StoreRule::kSimHash;  // bare fingerprints
   wrong_k.indexed_k = 5;
   refused(wrong_k, "indexed_k 3, not 5");
   StoreOptions wrong_fp;
+  wrong_fp.rule = StoreRule::kSimHash;  // bare fingerprints
   wrong_fp.fingerprint_options = "profile=yanyiwu";
   refused(wrong_fp, "profile=yanyiwu");
   StoreOptions wrong_design;
+  wrong_design.rule = StoreRule::kSimHash;  // bare fingerprints
   PlanRequest request;
   request.expected_size = 1e7;
   request.memory_budget = {};
@@ -310,6 +321,7 @@ TEST(StoreOptionsTest, IncompatibleOptionsAreRefusedWithBothValues) {
   refused(wrong_design, "index design");
   // Unspecified options take the store's; a budget only matters at creation.
   StoreOptions same;
+  same.rule = StoreRule::kSimHash;  // bare fingerprints
   same.fingerprint_options = create.fingerprint_options;
   same.memory_budget = MemoryBudget{0, 0};
   auto store = DocumentStore::Open(dir, same);

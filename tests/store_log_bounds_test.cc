@@ -13,6 +13,7 @@
 
 #include "neardup/store.h"
 #include "server_process.h"
+#include "simhash_store.h"
 
 namespace neardup {
 namespace {
@@ -75,7 +76,7 @@ class StoreLogBoundsTest : public ::testing::Test {
   }
 
   std::string dir_;
-  StoreOptions options_;
+  StoreOptions options_ = testing_store::SimHashStoreOptions();  // bare fingerprints
 };
 
 TEST_F(StoreLogBoundsTest, RewritesAndRemoveReaddPairsFlushByLogSize) {

@@ -15,9 +15,11 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 
 #include "neardup/brute_force_index.h"
 #include "neardup/store.h"
+#include "simhash_store.h"
 #include "store/file_system.h"
 #include "store/wal.h"
 
@@ -40,6 +42,16 @@ void Put64(std::string* out, uint64_t v) { out->append(reinterpret_cast<const ch
 void Set32(std::string* out, size_t at, uint32_t v) { std::memcpy(out->data() + at, &v, 4); }
 void Set64(std::string* out, size_t at, uint64_t v) { std::memcpy(out->data() + at, &v, 8); }
 void Pad8(std::string* out) { out->resize((out->size() + 7) & ~size_t{7}, '\0'); }
+uint32_t LoadU32Bytes(const std::string& bytes, size_t at) {
+  uint32_t v = 0;
+  if (at + 4 <= bytes.size()) std::memcpy(&v, bytes.data() + at, 4);
+  return v;
+}
+uint64_t LoadU64Bytes(const std::string& bytes, size_t at) {
+  uint64_t v = 0;
+  if (at + 8 <= bytes.size()) std::memcpy(&v, bytes.data() + at, 8);
+  return v;
+}
 
 void WriteBytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -180,9 +192,16 @@ TEST(StoreOldFormatTest, VersionOneIsRefusedWithAHintThenRecoveredWhole) {
     auto wal = store::WalWriter::Create(store::FileSystem::Default(), dir, 3, 64);
     ASSERT_TRUE(wal.ok()) << wal.status().ToString();
     std::string ops;
-    store::AppendWalOp(
-        {store::WalOpType::kAdd, IdOf(100), Fingerprint::From64(logged), "{\"logged\":1}"}, &ops);
-    store::AppendWalOp({store::WalOpType::kRemove, IdOf(5), {}, ""}, &ops);
+    store::WalOp add;
+    add.type = store::WalOpType::kAdd;
+    add.id = IdOf(100);
+    add.fingerprint = Fingerprint::From64(logged);
+    add.metadata = "{\"logged\":1}";
+    store::AppendWalOp(add, &ops);
+    store::WalOp remove;
+    remove.type = store::WalOpType::kRemove;
+    remove.id = IdOf(5);
+    store::AppendWalOp(remove, &ops);
     ASSERT_TRUE((*wal)->Append(store::EncodeWalRecord(2, ops)).ok());
     ASSERT_TRUE((*wal)->Sync().ok());
   }
@@ -195,6 +214,7 @@ TEST(StoreOldFormatTest, VersionOneIsRefusedWithAHintThenRecoveredWhole) {
     before[entry.path().filename().string()] = ReadBytes(entry.path().string());
   for (bool read_only : {false, true}) {
     StoreOptions options;
+    options.rule = StoreRule::kSimHash;  // bare fingerprints
     options.read_only = read_only;
     auto refused = DocumentStore::Open(dir, options);
     ASSERT_FALSE(refused.ok());
@@ -221,7 +241,7 @@ TEST(StoreOldFormatTest, VersionOneIsRefusedWithAHintThenRecoveredWhole) {
   for (const auto& entry : fs::directory_iterator(dir))
     EXPECT_NE(entry.path().extension(), ".corrupt") << entry.path();
 
-  auto store = DocumentStore::Open(dir, StoreOptions{});
+  auto store = DocumentStore::Open(dir, testing_store::SimHashStoreOptions());
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_EQ((*store)->Stats().documents, expected.size());
   EXPECT_EQ((*store)->Stats().indexed_k, 3);
@@ -259,6 +279,105 @@ TEST(StoreOldFormatTest, VersionOneIsRefusedWithAHintThenRecoveredWhole) {
     }
   }
   ASSERT_TRUE((*store)->Close().ok());
+  fs::remove_all(dir);
+}
+
+// A store of format version 2 (MANIFEST v2, segments v2: the simhash rule, before the duplicate
+// rule was recorded) opens as a simhash-rule store and answers as before; its next flush writes
+// version-3 files beside the version-2 segment, and everything still reads. Version 2 differs from
+// a version-3 simhash store only in the version fields and the MANIFEST's rule record, so the v2
+// files are made here from a fresh v3 store by rewriting exactly those bytes.
+TEST(StoreOldFormatTest, AVersion2StoreKeepsWorking) {
+  const std::string dir = TestDir("v2");
+  std::mt19937_64 rng(11);
+  std::map<std::string, uint64_t> expected;
+  {
+    StoreOptions create = testing_store::SimHashStoreOptions();
+    create.sync_mode = SyncMode::kNone;
+    auto store = DocumentStore::Open(dir, create);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    for (int i = 0; i < 300; ++i) {
+      // Every tenth a near copy of the first, so searches find several.
+      const uint64_t fp =
+          i > 0 && i % 10 == 0 ? expected.begin()->second ^ (uint64_t{1} << (i % 64)) : rng();
+      const std::string id = "v2/" + std::to_string(i);
+      ASSERT_TRUE((*store)->Add({id, Fingerprint::From64(fp), ""}).ok());
+      expected[id] = fp;
+    }
+    ASSERT_TRUE((*store)->Close().ok());
+  }
+  // Downgrade: every segment's version to 2 (header and footer checksums recomputed), the
+  // MANIFEST's version to 2 without its rule record.
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    std::string bytes = ReadBytes(entry.path().string());
+    if (name.rfind("seg-", 0) == 0) {
+      ASSERT_EQ(LoadU32Bytes(bytes, 8), 3u);
+      Set32(&bytes, 8, 2);
+      // Version 2 has no entry_checks array (between the id hashes and the index section).
+      const uint64_t checks = LoadU64Bytes(bytes, 104), index_offset = LoadU64Bytes(bytes, 80);
+      ASSERT_GT(checks, 0u);
+      ASSERT_EQ(LoadU64Bytes(bytes, 112), 0u);  // a simhash store has no sketch section
+      const uint64_t removed = index_offset - checks;
+      bytes.erase(checks, removed);
+      Set64(&bytes, 80, index_offset - removed);
+      Set64(&bytes, 96, bytes.size());
+      Set64(&bytes, 104, 0);
+      Set64(&bytes, 120, XXH3_64bits(bytes.data(), 120));
+      Set64(&bytes, bytes.size() - 16, XXH3_64bits(bytes.data(), bytes.size() - 16));
+      WriteBytes(entry.path().string(), bytes);
+    } else if (name == "MANIFEST") {
+      ASSERT_EQ(LoadU32Bytes(bytes, 8), 3u);
+      Set32(&bytes, 8, 2);
+      bytes.resize(bytes.size() - 8 - 36);  // the checksum and the rule record (kind 0)
+      Put64(&bytes, XXH3_64bits(bytes.data(), bytes.size()));
+      WriteBytes(entry.path().string(), bytes);
+    }
+  }
+  auto answers = [&](DocumentStore& store) {
+    std::vector<std::string> out;
+    for (const auto& [id, fp] : expected) {
+      auto got = store.Search(Fingerprint::From64(fp), 3);
+      EXPECT_TRUE(got.ok());
+      std::string line;
+      for (const StoredDocument& d : *got) line += d.id + "/" + std::to_string(d.distance) + " ";
+      out.push_back(line);
+    }
+    return out;
+  };
+  std::vector<std::string> before;
+  {
+    StoreOptions options;
+    options.compaction_trigger = 0;
+    auto store = DocumentStore::Open(dir, options);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    EXPECT_EQ((*store)->Stats().rule, StoreRule::kSimHash);
+    EXPECT_EQ((*store)->Stats().documents, 300u);
+    before = answers(**store);
+    EXPECT_EQ(before.size(), 300u);
+    // The brute-force answer for one of them.
+    EXPECT_NE(before[0].find(expected.begin()->first + "/0"), std::string::npos) << before[0];
+    ASSERT_TRUE((*store)->Add({"v3/new", Fingerprint::From64(rng()), ""}).ok());
+    ASSERT_TRUE((*store)->Flush().ok());  // a version-3 segment beside the version-2 one
+    ASSERT_TRUE((*store)->Close().ok());
+  }
+  EXPECT_EQ(LoadU32Bytes(ReadBytes(dir + "/MANIFEST"), 8), 3u);
+  std::set<uint32_t> versions;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind("seg-", 0) == 0) {
+      versions.insert(LoadU32Bytes(ReadBytes(entry.path().string()), 8));
+    }
+  }
+  EXPECT_EQ(versions, (std::set<uint32_t>{2, 3}));
+  {
+    auto store = DocumentStore::Open(dir, StoreOptions{});
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    EXPECT_EQ(answers(**store), before);
+    ASSERT_TRUE((*store)->Compact().ok());
+    EXPECT_EQ(answers(**store), before);
+    EXPECT_EQ((*store)->Stats().documents, 301u);
+    ASSERT_TRUE((*store)->Close().ok());
+  }
   fs::remove_all(dir);
 }
 

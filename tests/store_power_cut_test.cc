@@ -4,7 +4,9 @@
 // reopened. For each SyncMode the documented promise (docs/storage_format.md) is checked:
 //   kEveryWrite, kGroupCommit: every acknowledged write survives;
 //   kNone: every write acknowledged before the last successful Flush() survives;
-// and in every mode the store opens cleanly and each batch is there whole or not at all.
+// and in every mode the store opens cleanly and each batch is there whole or not at all. Run for a
+// simhash-rule store (bare fingerprints) and a dedup-rule store (documents with their sketches:
+// the rule must find every surviving document as an exact duplicate of its text).
 // NEARDUP_POWER_CUT_ROUNDS sets the rounds per mode (default 6; bench/crash_rounds.sh runs more).
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -17,6 +19,7 @@
 #include <thread>
 
 #include "fault_injection_fs.h"
+#include "neardup/sketch.h"
 #include "neardup/store.h"
 
 namespace neardup {
@@ -24,7 +27,32 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Fingerprint FpOf(uint64_t n) { return Fingerprint::From64(n * 0x9E3779B97F4A7C15ull + 11); }
+std::string TextOf(uint64_t n) {
+  std::mt19937_64 words(n);
+  std::string text = "power " + std::to_string(n);
+  for (int i = 0; i < 30; ++i) text += " v" + std::to_string(words() % 4000);
+  return text;
+}
+const DocumentSketcher& Sketcher() {
+  static const DocumentSketcher* sketcher =
+      DocumentSketcher::Create(FingerprintOptions{}, MinHashLshOptions{})->release();
+  return *sketcher;
+}
+// Document n of a store of `rule`: a dedup-rule store's carries the sketch of its text.
+struct Made {
+  Fingerprint fingerprint;
+  DocumentSketch sketch;
+};
+Made Make(uint64_t n, StoreRule rule) {
+  Made made;
+  if (rule == StoreRule::kSimHash) {
+    made.fingerprint = Fingerprint::From64(n * 0x9E3779B97F4A7C15ull + 11);
+  } else {
+    EXPECT_TRUE(Sketcher().Sketch(TextOf(n), &made.fingerprint, &made.sketch).ok());
+  }
+  return made;
+}
+Fingerprint FpOf(uint64_t n, StoreRule rule) { return Make(n, rule).fingerprint; }
 std::string IdOf(uint64_t n) { return "id-" + std::to_string(n); }
 std::string MetaOf(uint64_t n) { return "{\"n\":" + std::to_string(n) + "}"; }
 
@@ -44,7 +72,7 @@ struct Round {
   std::atomic<uint64_t> seq{0};
 };
 
-void Writer(DocumentStore* store, Round* round, uint64_t first, unsigned seed,
+void Writer(DocumentStore* store, StoreRule rule, Round* round, uint64_t first, unsigned seed,
             const std::atomic<bool>* stop) {
   std::mt19937 rng(seed);
   uint64_t next = first;
@@ -53,7 +81,11 @@ void Writer(DocumentStore* store, Round* round, uint64_t first, unsigned seed,
     const unsigned choice = rng() % 10;
     if (choice < 5) {
       const uint64_t n = next++;
-      Status status = store->Add({IdOf(n), FpOf(n), MetaOf(n)});
+      const std::string id = IdOf(n), meta = MetaOf(n);
+      const Made made = Make(n, rule);
+      DocumentInput input{id, made.fingerprint, meta};
+      if (rule == StoreRule::kDedup) input.sketch = &made.sketch;
+      Status status = store->Add(input);
       std::lock_guard<std::mutex> lock(round->mu);
       IdHistory& h = round->ids[n];
       if (status.ok()) {
@@ -70,8 +102,13 @@ void Writer(DocumentStore* store, Round* round, uint64_t first, unsigned seed,
         metas.push_back(MetaOf(next));
         ++next;
       }
+      std::vector<Made> made;
       std::vector<DocumentInput> docs;
-      for (int i = 0; i < 4; ++i) docs.push_back({ids[i], FpOf(ns[i]), metas[i]});
+      for (int i = 0; i < 4; ++i) made.push_back(Make(ns[i], rule));
+      for (int i = 0; i < 4; ++i) {
+        docs.push_back({ids[i], made[i].fingerprint, metas[i]});
+        if (rule == StoreRule::kDedup) docs.back().sketch = &made[i].sketch;
+      }
       int batch;
       {
         std::lock_guard<std::mutex> lock(round->mu);
@@ -104,19 +141,21 @@ void Writer(DocumentStore* store, Round* round, uint64_t first, unsigned seed,
   }
 }
 
-void RunMode(SyncMode mode, const char* name) {
+void RunMode(SyncMode mode, const char* name, StoreRule rule = StoreRule::kSimHash) {
   int rounds = 6;
   if (const char* env = std::getenv("NEARDUP_POWER_CUT_ROUNDS"))
     rounds = std::max(1, std::atoi(env));
   std::mt19937_64 rng(std::hash<std::string>{}(name));
   uint64_t dropped_total = 0, checked_total = 0;
   for (int r = 0; r < rounds; ++r) {
-    const std::string dir = (fs::temp_directory_path() /
-                             ("neardup_power_cut_" + std::to_string(::getpid()) + "_" + name))
-                                .string();
+    const std::string dir =
+        (fs::temp_directory_path() / ("neardup_power_cut_" + std::to_string(::getpid()) + "_" +
+                                      name + "_" + StoreRuleName(rule)))
+            .string();
     fs::remove_all(dir);
     testing_fs::FaultInjectionFileSystem fault_fs;
     StoreOptions options;
+    options.rule = rule;
     options.sync_mode = mode;
     options.group_commit_interval_ms = 1;
     options.memtable_limit = 25 + rng() % 50;  // flushes (and compactions) happen mid-run
@@ -133,8 +172,8 @@ void RunMode(SyncMode mode, const char* name) {
       const int threads = mode == SyncMode::kGroupCommit ? 4 : 1;
       std::vector<std::thread> writers;
       for (int t = 0; t < threads; ++t)
-        writers.emplace_back(Writer, &store, &round, uint64_t(t) * 1000000, unsigned(r * 10 + t),
-                             &stop);
+        writers.emplace_back(Writer, &store, rule, &round, uint64_t(t) * 1000000,
+                             unsigned(r * 10 + t), &stop);
       const uint64_t cut_at = 20 + rng() % 150;
       const uint64_t flush_at = cut_at / 2;
       while (round.seq.load() < cut_at) {
@@ -151,6 +190,7 @@ void RunMode(SyncMode mode, const char* name) {
     }
     dropped_total += fault_fs.PowerCut(&rng, /*torn=*/r % 2 == 1);
     StoreOptions reopen;
+    reopen.rule = rule;
     auto opened = DocumentStore::Open(dir, reopen);
     ASSERT_TRUE(opened.ok()) << name << " round " << r << ": " << opened.status().ToString();
     DocumentStore& store = **opened;
@@ -158,8 +198,20 @@ void RunMode(SyncMode mode, const char* name) {
     for (const auto& [n, h] : round.ids) {
       auto doc = store.Get(IdOf(n));
       if (doc.ok()) {
-        EXPECT_EQ(doc->fingerprint, FpOf(n));
+        EXPECT_EQ(doc->fingerprint, FpOf(n, rule));
         EXPECT_EQ(doc->metadata, MetaOf(n));
+        if (rule == StoreRule::kDedup) {  // the rule finds it by its text
+          const Made made = Make(n, rule);
+          DocumentInput probe{"probe", made.fingerprint, ""};
+          probe.sketch = &made.sketch;
+          CheckOptions lookup;
+          lookup.add = AddMode::kNever;
+          auto checked = store.CheckBatch(std::span<const DocumentInput>(&probe, 1), lookup);
+          ASSERT_TRUE(checked.ok());
+          bool exact = false;
+          for (const auto& d : (*checked)[0].duplicates) exact |= d.id == IdOf(n);
+          EXPECT_TRUE(exact) << name << " round " << r << ": the rule does not find " << IdOf(n);
+        }
       }
       const bool promised = h.add_acked && !h.remove_issued &&
                             (every_ack_survives || (flushed_seq > 0 && h.add_seq <= flushed_seq));
@@ -186,9 +238,9 @@ void RunMode(SyncMode mode, const char* name) {
     fs::remove_all(dir);
   }
   std::printf(
-      "power cut %s: %d rounds, %llu promised documents checked, %llu unsynced bytes "
+      "power cut %s (%s rule): %d rounds, %llu promised documents checked, %llu unsynced bytes "
       "dropped\n",
-      name, rounds, static_cast<unsigned long long>(checked_total),
+      name, StoreRuleName(rule), rounds, static_cast<unsigned long long>(checked_total),
       static_cast<unsigned long long>(dropped_total));
 }
 
@@ -199,6 +251,13 @@ TEST(StorePowerCutTest, GroupCommitKeepsEveryAcknowledgedWrite) {
   RunMode(SyncMode::kGroupCommit, "group");
 }
 TEST(StorePowerCutTest, NoSyncKeepsWhatWasFlushed) { RunMode(SyncMode::kNone, "none"); }
+TEST(StorePowerCutTest, DedupRuleEveryWrite) {
+  RunMode(SyncMode::kEveryWrite, "every", StoreRule::kDedup);
+}
+TEST(StorePowerCutTest, DedupRuleGroupCommit) {
+  RunMode(SyncMode::kGroupCommit, "group", StoreRule::kDedup);
+}
+TEST(StorePowerCutTest, DedupRuleNoSync) { RunMode(SyncMode::kNone, "none", StoreRule::kDedup); }
 
 // The fault layer itself: without a sync nothing survives; synced bytes do.
 TEST(FaultInjectionFileSystemTest, DropsUnsyncedBytesAndNames) {

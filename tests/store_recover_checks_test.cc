@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "neardup/store.h"
+#include "simhash_store.h"
 
 namespace neardup {
 namespace {
@@ -74,7 +75,7 @@ class StoreRecoverChecksTest : public ::testing::Test {
   std::string dir_;
   std::string segment_;
   std::string bytes_;
-  StoreOptions options_;
+  StoreOptions options_ = testing_store::SimHashStoreOptions();  // bare fingerprints
 };
 
 TEST_F(StoreRecoverChecksTest, FlippedRecordLengthInTheBlobIsLostNotKept) {
@@ -123,6 +124,52 @@ TEST_F(StoreRecoverChecksTest, FlippedFingerprintIsLostNotKeptWrong) {
       EXPECT_EQ(it->second, FpOf(i)) << IdOf(i);
     }
   }
+}
+
+// Segment version 3: each entry has a checksum of its own, so damage in its metadata (which no
+// other copy covers) is caught too.
+TEST_F(StoreRecoverChecksTest, FlippedMetadataByteFailsItsEntryChecksum) {
+  const uint64_t offsets = U64(48), blob = U64(56);
+  const uint64_t record = blob + (U64(offsets + 5 * 8) & ~(uint64_t{1} << 63));
+  uint32_t id_len;
+  std::memcpy(&id_len, bytes_.data() + record, 4);
+  bytes_[record + 8 + id_len + 10] ^= 0x20;  // a byte inside entry 5's metadata
+  Save();
+  RecoveryReport report;
+  const auto docs = RecoverAndRead(&report);
+  EXPECT_EQ(report.entries_lost, 1u);
+  EXPECT_EQ(docs.size(), size_t(kDocs - 1));
+  bool named = false;
+  for (const std::string& message : report.messages) {
+    named |= message.find("1 failing their entry checksum") != std::string::npos;
+  }
+  EXPECT_TRUE(named);
+}
+
+// With the index section unreadable there is no second copy of the fingerprints: in version 3 the
+// entry checksum still catches a flipped one (version 2 kept it unchecked).
+TEST_F(StoreRecoverChecksTest, FlippedFingerprintBesideAnUnreadableIndexFailsItsEntryChecksum) {
+  const uint64_t fingerprints = U64(40), index_section = U64(80);
+  bytes_[index_section] ^= 0xFF;              // the index section's own header
+  bytes_[fingerprints + 11 * 8 + 3] ^= 0x10;  // one bit of entry 11's fingerprint
+  Save();
+  RecoveryReport report;
+  const auto docs = RecoverAndRead(&report);
+  EXPECT_EQ(report.entries_lost, 1u);
+  EXPECT_EQ(docs.size(), size_t(kDocs - 1));
+  for (int i = 0; i < kDocs; ++i) {
+    auto it = docs.find(IdOf(i));
+    if (it != docs.end()) {
+      EXPECT_EQ(it->second, FpOf(i)) << IdOf(i);
+    }
+  }
+  bool named = false, unchecked = false;
+  for (const std::string& message : report.messages) {
+    named |= message.find("1 failing their entry checksum") != std::string::npos;
+    unchecked |= message.find("kept unchecked") != std::string::npos;
+  }
+  EXPECT_TRUE(named);
+  EXPECT_FALSE(unchecked);
 }
 
 }  // namespace

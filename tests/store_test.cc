@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "neardup/store.h"
+#include "simhash_store.h"
 
 namespace neardup {
 namespace {
@@ -30,7 +31,8 @@ class StoreTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  std::unique_ptr<DocumentStore> OpenStore(StoreOptions options = {}) {
+  std::unique_ptr<DocumentStore> OpenStore(
+      StoreOptions options = testing_store::SimHashStoreOptions()) {
     auto store = DocumentStore::Open(dir_, options);
     EXPECT_TRUE(store.ok()) << store.status().ToString();
     return store.ok() ? std::move(*store) : nullptr;
@@ -89,7 +91,8 @@ TEST_F(StoreTest, RejectsBadInput) {
 
 TEST_F(StoreTest, PersistsAcrossReopenWithAndWithoutFlush) {
   StoreOptions options;
-  options.memtable_limit = 100;  // several segments
+  options.rule = StoreRule::kSimHash;  // bare fingerprints
+  options.memtable_limit = 100;        // several segments
   options.compaction_trigger = 0;
   {
     auto store = OpenStore(options);
@@ -208,6 +211,7 @@ TEST_F(StoreTest, ConcurrentCheckAndAddAdmitsOnePerCluster) {
 // the expected live set, for k within and beyond the tables' max_k, 64 and 128 bits.
 void CheckExactness(const std::string& dir, int bits) {
   StoreOptions options;
+  options.rule = StoreRule::kSimHash;  // bare fingerprints
   options.bits = bits;
   options.memtable_limit = 300;
   options.compaction_trigger = 3;
@@ -274,6 +278,7 @@ TEST_F(StoreTest, SearchIsExact128) { CheckExactness(dir_, 128); }
 
 TEST_F(StoreTest, ReadersRunDuringWritesAndCompaction) {
   StoreOptions options;
+  options.rule = StoreRule::kSimHash;  // bare fingerprints
   options.memtable_limit = 200;
   options.compaction_trigger = 2;
   options.sync_mode = SyncMode::kGroupCommit;
@@ -337,7 +342,8 @@ std::string RunCommand(const std::string& command, int* exit_code) {
 TEST_F(StoreTest, CommandLineRoundTrip) {
   const std::string bin = NEARDUP_BINARY;
   int code = -1;
-  RunCommand(bin + " index create " + dir_ + " 2>&1", &code);
+  // Bare fingerprints: a simhash-rule store (a dedup-rule store refuses them, see below).
+  RunCommand(bin + " index create " + dir_ + " --rule simhash 2>&1", &code);
   ASSERT_EQ(code, 0);
   RunCommand(bin + " index create " + dir_ + " 2>&1", &code);
   EXPECT_NE(code, 0);  // exists already

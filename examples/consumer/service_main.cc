@@ -17,7 +17,9 @@
 int main() {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() /
                                     ("neardup_service_consumer_" + std::to_string(getpid()));
-  auto store = neardup::DocumentStore::Open(dir.string(), neardup::StoreOptions{});
+  neardup::StoreOptions store_options;
+  store_options.rule = neardup::StoreRule::kSimHash;  // this server takes bare fingerprints
+  auto store = neardup::DocumentStore::Open(dir.string(), store_options);
   if (!store.ok()) {
     std::fprintf(stderr, "%s\n", store.status().ToString().c_str());
     return 1;

@@ -94,6 +94,9 @@ struct NEARDUP_EXPORT MinHashLshOptions {
 // The (bands, rows) `options` stand for; InvalidArgument naming the option when invalid.
 NEARDUP_EXPORT Result<LshParameters> ResolveLshParameters(const MinHashLshOptions& options);
 
+// A tag for (bands, rows, seed): band keys made under different tags are incomparable.
+NEARDUP_EXPORT uint64_t LshTag(const LshParameters& parameters, uint64_t seed);
+
 // Signatures and band keys of shingle sets. A copy shares the same immutable state.
 class NEARDUP_EXPORT MinHashLsh {
  public:

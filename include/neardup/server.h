@@ -20,6 +20,7 @@
 
 #include "neardup/export.h"
 #include "neardup/fingerprinter.h"
+#include "neardup/sketch.h"
 #include "neardup/status.h"
 #include "neardup/store.h"
 
@@ -88,8 +89,14 @@ class NEARDUP_EXPORT Server {
  public:
   // `store` and `fingerprinter` must outlive the server; `fingerprinter` may be null (text
   // requests then fail with 501). InvalidArgument for a null store or out-of-range options.
+  // For a kDedup store (DocumentStore::LshOptions()) use the overload below.
   static Result<std::unique_ptr<Server>> Create(DocumentStore* store,
                                                 const Fingerprinter* fingerprinter,
+                                                ServerOptions options);
+  // The same with a DocumentSketcher (made with the store's LshOptions()): texts are
+  // fingerprinted and sketched by it, so checks and text queries apply a kDedup store's rule.
+  static Result<std::unique_ptr<Server>> Create(DocumentStore* store,
+                                                const DocumentSketcher& sketcher,
                                                 ServerOptions options);
   ~Server();
   Server(const Server&) = delete;

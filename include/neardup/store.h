@@ -1,5 +1,8 @@
 // DocumentStore: a persistent, crash-safe directory of (external id, fingerprint, metadata)
-// documents answering "which stored documents are within Hamming distance k of this fingerprint".
+// documents answering "which stored documents are duplicates of this text" with the rule of
+// `neardup dedup` (StoreRule::kDedup, the default: exact copy, whitespace-only copy, or a MinHash
+// LSH candidate whose verified shingle Jaccard reaches the threshold; each document then carries a
+// DocumentSketch, neardup/sketch.h), and "which are within Hamming distance k of this fingerprint".
 //
 // A store lives in one directory: a write-ahead log (WAL) of recent adds and removes, immutable
 // memory-mapped segment files holding everything older, and a MANIFEST naming the live files (see
@@ -29,6 +32,9 @@
 #include "neardup/export.h"
 #include "neardup/fingerprint.h"
 #include "neardup/index_planner.h"
+#include "neardup/minhash_lsh.h"
+#include "neardup/pair_rule.h"
+#include "neardup/sketch.h"
 #include "neardup/status.h"
 
 namespace neardup {
@@ -45,6 +51,21 @@ enum class SyncMode {
   // power loss. For bulk loading.
   kNone,
 };
+
+// What makes a stored document a duplicate of a new one; chosen when a store is created.
+enum class StoreRule {
+  // neardup dedup's rule, applied by the same code: candidates are the stored documents with the
+  // same whitespace-free text hash and those sharing a MinHash LSH band key (at most
+  // bucket_window per band: the newest ones, dedup's bucket rule), and a candidate is a duplicate
+  // when it is an exact copy, a whitespace-only copy, or its verified shingle Jaccard reaches the
+  // threshold. Every added document carries a DocumentSketch. Stores of format version 3.
+  kDedup,
+  // SimHash only: duplicates are the stored fingerprints within Hamming distance k. The rule of
+  // stores of format version 2 (before the dedup rule), which keep working unchanged.
+  kSimHash,
+};
+// "dedup" or "simhash".
+NEARDUP_EXPORT const char* StoreRuleName(StoreRule rule);
 
 struct NEARDUP_EXPORT StoreOptions {
   // Create the directory/store if it does not exist. If false, Open fails with NotFound.
@@ -69,6 +90,12 @@ struct NEARDUP_EXPORT StoreOptions {
   // (neardup/fingerprinter.h), recorded at creation. A store created with it checks it at every
   // open: it must parse, and a different non-empty value is refused.
   std::string fingerprint_options;
+  // The duplicate rule; nullopt: the store's (kDedup for a new store).
+  std::optional<StoreRule> rule;
+  // kDedup: the Jaccard threshold (also the verification threshold), bands and rows (0: chosen
+  // from the threshold by ChooseLshParameters), bucket window and seed. nullopt: the store's
+  // (MinHashLshOptions{} for a new store: threshold 0.5, as `neardup dedup`).
+  std::optional<MinHashLshOptions> lsh;
 
   SyncMode sync_mode = SyncMode::kEveryWrite;
   int group_commit_interval_ms = 2;  // for SyncMode::kGroupCommit
@@ -105,19 +132,44 @@ struct NEARDUP_EXPORT StoreOptions {
   Env* env = nullptr;
 };
 
-// One stored document as returned by Get and Search.
+// One stored document as returned by Get, Search and the checks.
 struct StoredDocument {
   std::string id;  // the caller's external id (e.g. a URL)
   Fingerprint fingerprint;
   std::string metadata;  // opaque caller bytes (e.g. a JSON object), may be empty
-  int distance = 0;      // distance to the query (Search/CheckAndAdd only)
+  int distance = 0;      // Hamming distance to the query's fingerprint (Search and checks only)
+  // Checks only: the verified shingle Jaccard (1 for exact and whitespace-only copies); -1 when
+  // not computed (a kSimHash store).
+  double similarity = -1;
+  // Checks only: why it is a duplicate (neardup/pair_rule.h; DuplicateReasonName gives the API's
+  // string). kNearDuplicate in a kSimHash store (within distance k).
+  DuplicateReason reason = DuplicateReason::kNearDuplicate;
 };
 
-// What CheckAndAdd did.
+// What a check did for one document.
 struct CheckResult {
-  std::vector<StoredDocument> duplicates;  // stored documents within k, sorted by (distance, id)
-  bool added = false;                      // the document was written
-  bool replaced = false;                   // ... and it replaced a document with the same id
+  // The stored (or earlier in the same batch) documents it duplicates: kDedup stores sorted by
+  // (similarity descending, id), kSimHash stores by (distance, id).
+  std::vector<StoredDocument> duplicates;
+  bool added = false;     // the document was written
+  bool replaced = false;  // ... and it replaced a document with the same id
+  // More duplicates were found than CheckOptions::limit: `duplicates` holds the first `limit`.
+  bool truncated = false;
+};
+
+// Whether a check adds the document.
+enum class AddMode {
+  kIfNew,   // only when it duplicates nothing (the crawler's "have I seen this?")
+  kAlways,  // always (a duplicate is reported and stored too)
+  kNever,   // a pure lookup: nothing is written (e.g. benchmark decontamination)
+};
+
+struct CheckOptions {
+  AddMode add = AddMode::kIfNew;
+  int k = 3;  // kSimHash stores: the Hamming radius, 0..bits (ignored by kDedup stores)
+  // Duplicates reported per document, the best first (0 = all). Whether a document is added does
+  // not depend on it.
+  size_t limit = 0;
 };
 
 // Whether the store takes writes (what the server reports in /healthz and /metrics).
@@ -147,6 +199,8 @@ struct StoreStats {
   uint64_t disk_bytes = 0;        // total size of segment files and the log
   uint64_t compactions = 0;       // compactions finished since open
   uint64_t flushes = 0;           // memtable flushes since open
+  double flush_seconds = 0;       // time spent flushing since open (writers wait meanwhile)
+  double compaction_seconds = 0;  // time spent compacting since open (in the background)
   uint64_t searches = 0;          // searches since open
   uint64_t wal_syncs = 0;         // fdatasync calls on the log since open
   uint64_t writes = 0;            // adds and removes acknowledged since open
@@ -158,7 +212,12 @@ struct StoreStats {
   // planner's figure for a store just created (0 when unknown).
   double index_bytes_per_fingerprint = 0;
   std::string fingerprint_options;  // as recorded at creation
-  StoreHealth health;               // same as Health()
+  StoreRule rule = StoreRule::kSimHash;
+  // kDedup stores: the LSH options recorded at creation (bands and rows resolved), and the
+  // verification form of the shingle sets (e.g. "narrowed32-elias-fano").
+  MinHashLshOptions lsh;
+  std::string verification_form;
+  StoreHealth health;  // same as Health()
   // A damaged or torn last log record found at open: its bytes were dropped from the log (an
   // acknowledged write may be among them) and kept in `wal_dropped_file` (*.corrupt, never
   // deleted); `wal_dropped` says where and why. 0 / empty when the log ended cleanly.
@@ -167,11 +226,14 @@ struct StoreStats {
   std::string wal_dropped_file;
 };
 
-// One document to add.
+// One document to add or check.
 struct DocumentInput {
   std::string_view id;
   Fingerprint fingerprint;
   std::string_view metadata;
+  // Required by kDedup stores for every add and check (DocumentSketcher::Sketch, with the store's
+  // LshOptions(): the tag must match); ignored by kSimHash stores. Not owned.
+  const DocumentSketch* sketch = nullptr;
 };
 
 class NEARDUP_EXPORT DocumentStore {
@@ -192,9 +254,16 @@ class NEARDUP_EXPORT DocumentStore {
   // Adds many documents as one atomic log write (all or none are applied).
   virtual Status AddBatch(std::span<const DocumentInput> docs) = 0;
 
-  // Atomically: finds stored documents within k of doc.fingerprint (excluding one with the same
-  // id), then adds doc if `always_add` or none was found. No concurrent CheckAndAdd can slip a
-  // near-duplicate in between the check and the add.
+  // Checks each document, in order, against the store and against the earlier documents of the
+  // batch that are added, with the store's rule, and adds it per options.add. The whole batch is
+  // one atomic step (one log record): no concurrent check can slip a duplicate in between a check
+  // and its add, so two writers racing with near-identical pages cannot both be admitted. A stored
+  // document with the same id as the checked one is never its duplicate (re-adding replaces it).
+  // InvalidArgument (naming the document) for a bad document, a missing sketch or one made with
+  // other LSH parameters (kDedup), or k outside [0, bits] (kSimHash); nothing is written then.
+  virtual Result<std::vector<CheckResult>> CheckBatch(std::span<const DocumentInput> docs,
+                                                      const CheckOptions& options) = 0;
+  // One document: CheckBatch of {doc} with add = always_add ? kAlways : kIfNew, and k.
   virtual Result<CheckResult> CheckAndAdd(const DocumentInput& doc, int k, bool always_add) = 0;
 
   // Every live document within distance k of `query`, sorted by (distance, id), at most `limit`
@@ -207,6 +276,10 @@ class NEARDUP_EXPORT DocumentStore {
 
   // Removes the document with this id. NotFound if there is none (nothing is logged then).
   virtual Status Remove(std::string_view id) = 0;
+
+  // kDedup stores: the LSH options sketches must be made with (DocumentSketcher::Create); a
+  // kSimHash store: nullopt.
+  virtual std::optional<MinHashLshOptions> LshOptions() const = 0;
 
   virtual StoreStats Stats() const = 0;
   // Cheap (one mutex); safe to call from a health check at any rate.
@@ -228,7 +301,10 @@ struct RecoveryReport {
   uint64_t segments_salvaged = 0;  // damaged segment files from which entries were salvaged
   uint64_t entries_lost = 0;       // entries that could not be read back
   uint64_t wal_records_kept = 0;
-  uint64_t wal_bytes_dropped = 0;     // log bytes after the first bad record
+  uint64_t wal_bytes_dropped = 0;  // log bytes after the first bad record
+  // Documents of a dedup-rule store kept without their sketch (a damaged sketch section): found
+  // by fingerprint queries, not by the rule, until their texts are added again.
+  uint64_t sketches_lost = 0;
   std::vector<std::string> messages;  // one line per problem found, naming the file
 };
 

@@ -96,12 +96,28 @@ class Store(_neardup.Store):
     fingerprints made with other options are not comparable. ``bits=None`` means the store's (64
     for a new store).
 
-    - ``add(id, fingerprint, metadata=None) -> replaced``; ``add_batch(ids, fingerprints)``
+    The store's duplicate rule is chosen at creation: ``rule="dedup"`` (the default) is the rule of
+    ``neardup dedup`` (exact copy, whitespace-only copy, or a MinHash LSH candidate whose verified
+    shingle Jaccard reaches ``threshold``, 0.5 by default; ``bands``, ``rows`` and
+    ``bucket_window`` as in :func:`dedup`), applied by the same code; such a store takes texts.
+    ``rule="simhash"`` stores bare fingerprints and finds those within Hamming distance ``k``.
+
+    - ``check(text, id=None, add="if_new", metadata=None, k=3)
+      -> {"duplicate", "added", "replaced", "duplicates": [{"id", "fingerprint", "metadata",
+      "distance", "similarity", "reason"}]}``: the rule applied to one text, atomically with the
+      add; ``add`` is ``"if_new"`` (add only a text that duplicates nothing), ``"always"`` or
+      ``"never"`` (a pure lookup; ``id`` may be omitted). ``reason`` is ``"exact_duplicate"``,
+      ``"whitespace_duplicate"``, ``"near_duplicate"`` or ``"contained"``; ``similarity`` the verified Jaccard (``None`` in a
+      simhash store).
+    - ``check_batch(texts, ids=None, add="if_new", metadata=None, k=3) -> [dict, ...]``: the same
+      for many texts in order, each also against the earlier added texts of the batch, as one
+      atomic step.
+    - simhash stores: ``add(id, fingerprint, metadata=None) -> replaced``;
+      ``add_batch(ids, fingerprints)``; ``check_and_add(id, fingerprint, k, always_add=False,
+      metadata=None) -> {"duplicates", "added", "replaced"}``
     - ``search(fingerprint, k, limit=0) -> [{"id", "fingerprint", "metadata", "distance"}]``;
       ``metadata`` is ``None`` when the document has none, else ``str`` (the JSON text
       ``neardup index add`` stored; ``bytes`` only for metadata given as non-UTF-8 bytes)
-    - ``check_and_add(id, fingerprint, k, always_add=False, metadata=None)
-      -> {"duplicates", "added", "replaced"}``
     - ``get(id)`` (``KeyError`` if absent), ``remove(id)``, ``stats()``, ``flush()``,
       ``compact()``, ``close()``.
     """

@@ -43,6 +43,7 @@
 #include "neardup/permuted_index.h"
 #include "neardup/report.h"
 #include "neardup/shingles.h"
+#include "neardup/sketch.h"
 #include "neardup/store.h"
 
 namespace py = pybind11;
@@ -1719,6 +1720,17 @@ std::string FlagOfKeyword(const std::string& keyword) {
   return flag;
 }
 
+// A store error as Python raises it: the command line's `--rule simhash` hint as the keyword.
+void CheckStore(const Status& status) {
+  if (status.ok()) return;
+  std::string message = status.message();
+  const std::string flag = "`--rule simhash`";
+  if (size_t at = message.find(flag); at != std::string::npos) {
+    message.replace(at, flag.size(), "`rule=\"simhash\"`");
+  }
+  Check(Status(status.code(), message));
+}
+
 // A message of the command-line layer with its flags ("--top-k") written as keywords ("top_k").
 std::string FlagsAsKeywords(std::string message) {
   for (size_t at = message.find("--"); at != std::string::npos; at = message.find("--", at)) {
@@ -1741,8 +1753,24 @@ class PyStore {
           int max_k, const std::string& sync, size_t memtable_limit, bool verify_checksums,
           const py::kwargs& fingerprint_keywords) {
     cli::FingerprintFlags flags;
+    cli::RuleFlags rule;
     for (auto [key, value] : fingerprint_keywords) {
       const std::string name = py::cast<std::string>(key);
+      // The duplicate rule of a new store (as `neardup index create --rule/--threshold/...`).
+      if (name == "rule") {
+        rule.rule = py::cast<std::string>(value);
+        CheckChoice("rule", rule.rule, {"dedup", "simhash"});
+        rule.rule_given = true;
+        continue;
+      }
+      if (name == "threshold" || name == "bands" || name == "rows" || name == "bucket_window") {
+        if (name == "threshold") rule.threshold = py::cast<double>(value);
+        if (name == "bands") rule.bands = py::cast<int>(value);
+        if (name == "rows") rule.rows = py::cast<int>(value);
+        if (name == "bucket_window") rule.bucket_window = py::cast<uint32_t>(value);
+        rule.lsh_given = true;
+        continue;
+      }
       if (name == "replace_invalid_utf8" || !ApplyFingerprintOption(name, value, &flags)) {
         UnknownOption(name);
       }
@@ -1762,6 +1790,9 @@ class PyStore {
                                           : SyncMode::kNone;
     options.memtable_limit = memtable_limit;
     options.verify_checksums_on_open = verify_checksums;
+    if (Status applied = rule.Apply(&options); !applied.ok()) {
+      Throw(Status(applied.code(), FlagsAsKeywords(applied.message())));
+    }
     Result<std::unique_ptr<DocumentStore>> opened = Status::Internal("unset");
     {
       py::gil_scoped_release release;
@@ -1771,6 +1802,125 @@ class PyStore {
       Throw(Status(opened.status().code(), FlagsAsKeywords(opened.status().message())));
     }
     store_ = std::move(*opened);
+    auto sketcher = cli::SketcherForStore(*store_, fingerprint_options_);
+    if (!sketcher.ok()) {
+      (void)store_->Close();
+      store_.reset();
+      Throw(sketcher.status());
+    }
+    sketcher_ = std::move(*sketcher);
+  }
+
+  // The store's rule: "dedup" or "simhash".
+  std::string rule() { return StoreRuleName(store().Stats().rule); }
+
+  // check(text, id=None, add="if_new", metadata=None, k=3): the store's rule applied to one text;
+  // check_batch(texts, ids=None, ...): to many, in order, each also against the earlier added
+  // ones of the batch, atomically.
+  py::dict CheckText(py::handle text, py::handle id, const std::string& add, py::handle metadata,
+                     int k) {
+    py::list texts, ids, metadatas;
+    texts.append(text);
+    ids.append(id);
+    metadatas.append(metadata);
+    return CheckBatch(texts, id.is_none() ? py::object(py::none()) : py::object(ids), add,
+                      metadata.is_none() ? py::object(py::none()) : py::object(metadatas), k)[0];
+  }
+
+  py::list CheckBatch(py::handle texts_object, py::handle ids_object, const std::string& add,
+                      py::handle metadata_object, int k) {
+    CheckChoice("add", add, {"if_new", "always", "never"});
+    if (py::isinstance<py::str>(texts_object) || py::isinstance<py::bytes>(texts_object)) {
+      throw py::type_error("texts: must be a sequence of str, not a single string");
+    }
+    std::vector<std::string_view> texts;
+    for (py::handle item : py::iter(texts_object)) {
+      texts.push_back(TextView(item, "texts[" + std::to_string(texts.size()) + "]"));
+    }
+    std::vector<std::string> ids(texts.size()), metas(texts.size());
+    if (!ids_object.is_none()) {
+      if (py::isinstance<py::str>(ids_object))
+        throw py::type_error("ids: must be a sequence of str");
+      size_t i = 0;
+      for (py::handle item : py::iter(ids_object)) {
+        if (i >= ids.size()) throw py::value_error("ids and texts differ in length");
+        if (!py::isinstance<py::str>(item)) {
+          throw py::type_error("ids[" + std::to_string(i) + "]: must be str, not " +
+                               std::string(py::str(py::type::of(item).attr("__name__"))));
+        }
+        ids[i++] = py::cast<std::string>(item);
+      }
+      if (i != ids.size()) throw py::value_error("ids and texts differ in length");
+    } else if (add != "never") {
+      throw py::value_error("ids: needed to add documents (add=\"never\" checks without them)");
+    }
+    if (!metadata_object.is_none()) {
+      size_t i = 0;
+      for (py::handle item : py::iter(metadata_object)) {
+        if (i >= metas.size()) throw py::value_error("metadata and texts differ in length");
+        metas[i++] = MetadataBytes(item);
+      }
+      if (i != metas.size()) throw py::value_error("metadata and texts differ in length");
+    }
+    DocumentStore& s = store();
+    std::vector<DocumentInput> docs(texts.size());
+    std::vector<DocumentSketch> sketches(texts.size());
+    Result<std::vector<CheckResult>> results = Status::Internal("unset");
+    {
+      py::gil_scoped_release release;
+      Status status;
+      for (size_t i = 0; i < texts.size() && status.ok(); ++i) {
+        docs[i].id = ids[i];
+        docs[i].metadata = metas[i];
+        if (sketcher_) {
+          status = sketcher_->Sketch(texts[i], &docs[i].fingerprint, &sketches[i]);
+          docs[i].sketch = &sketches[i];
+        } else {
+          if (!fingerprinter_) {
+            auto created = Fingerprinter::Create(fingerprint_options_);
+            status = created.status();
+            if (created.ok()) fingerprinter_ = std::move(*created);
+          }
+          if (status.ok()) {
+            Result<Fingerprint> fp = fingerprinter_->Compute(texts[i]);
+            status = fp.status();
+            if (fp.ok()) docs[i].fingerprint = *fp;
+          }
+        }
+        if (!status.ok() && texts.size() > 1) {
+          status = status.WithContext("texts[" + std::to_string(i) + "]");
+        }
+      }
+      if (status.ok()) {
+        CheckOptions options;
+        options.k = k;
+        options.add = add == "never"    ? AddMode::kNever
+                      : add == "always" ? AddMode::kAlways
+                                        : AddMode::kIfNew;
+        results = s.CheckBatch(docs, options);
+      } else {
+        results = status;
+      }
+    }
+    if (!results.ok()) CheckStore(results.status());
+    py::list out;
+    for (CheckResult& result : *results) {
+      py::list duplicates;
+      for (const StoredDocument& dup : result.duplicates) {
+        py::dict d = StoredToDict(dup, true);
+        d["similarity"] =
+            dup.similarity >= 0 ? py::object(py::float_(dup.similarity)) : py::object(py::none());
+        d["reason"] = DuplicateReasonName(dup.reason);
+        duplicates.append(d);
+      }
+      py::dict entry;
+      entry["duplicate"] = !result.duplicates.empty();
+      entry["added"] = result.added;
+      entry["replaced"] = result.replaced;
+      entry["duplicates"] = duplicates;
+      out.append(entry);
+    }
+    return out;
   }
 
   // The recorded fingerprint options (FingerprintOptionsToString), "" for a store created
@@ -1793,7 +1943,7 @@ class PyStore {
       py::gil_scoped_release release;
       status = store().Add(doc, &replaced);
     }
-    Check(status);
+    CheckStore(status);
     return replaced;
   }
 
@@ -1816,7 +1966,7 @@ class PyStore {
       py::gil_scoped_release release;
       status = store().AddBatch(docs);
     }
-    Check(status);
+    CheckStore(status);
   }
 
   py::list Search(py::handle fp, int k, size_t limit) {
@@ -1841,7 +1991,8 @@ class PyStore {
       py::gil_scoped_release release;
       result = store().CheckAndAdd(doc, k, always_add);
     }
-    CheckResult checked = Unwrap(std::move(result));
+    if (!result.ok()) CheckStore(result.status());
+    CheckResult checked = std::move(*result);
     py::list duplicates;
     for (const StoredDocument& dup : checked.duplicates) duplicates.append(StoredToDict(dup, true));
     py::dict out;
@@ -1916,6 +2067,8 @@ class PyStore {
  private:
   std::unique_ptr<DocumentStore> store_;
   FingerprintOptions fingerprint_options_;  // the store's, as OpenStoreWithFingerprintOptions chose
+  std::unique_ptr<DocumentSketcher> sketcher_;    // a dedup-rule store's text pipeline
+  std::unique_ptr<Fingerprinter> fingerprinter_;  // a simhash store's (made when first needed)
 };
 
 // ---- docstrings (what help() shows; the .pyi stubs carry the types)
@@ -2015,10 +2168,14 @@ constexpr const char* kStore =
     R"(A persistent, crash-safe store of documents (id, fingerprint, metadata).
 
 Store(path, create_if_missing=True, error_if_exists=False, bits=None, max_k=3, sync="every",
-memtable_limit=65536, verify_checksums=True, **fingerprint_options): opens or creates the store
-directory `path` (the one `neardup serve` and `neardup index` use). Documents come back as dicts
-{"id": str, "fingerprint": int, "metadata": str | None (+ "distance")}; metadata is the JSON
-text `neardup index add` stored (bytes only if it was given as non-UTF-8 bytes).)";
+memtable_limit=65536, verify_checksums=True, rule="dedup", threshold=..., bands=..., rows=...,
+bucket_window=..., **fingerprint_options): opens or creates the store directory `path` (the one
+`neardup serve` and `neardup index` use). rule="dedup" (the default for a new store) answers with
+`neardup dedup`'s rule (exact copy, whitespace-only copy, MinHash LSH candidate whose verified
+shingle Jaccard reaches the threshold) and takes texts (check / check_batch); rule="simhash"
+stores bare fingerprints. Documents come back as dicts {"id": str, "fingerprint": int,
+"metadata": str | None (+ "distance", "similarity", "reason")}; metadata is the JSON text
+`neardup index add` stored (bytes only if it was given as non-UTF-8 bytes).)";
 constexpr const char* kStoreAdd =
     "add(id, fingerprint, metadata=None) -> bool\n\nAdds or replaces one document; True if it "
     "replaced one with the same id.";
@@ -2031,6 +2188,14 @@ constexpr const char* kStoreCheckAndAdd =
     "check_and_add(id, fingerprint, k, always_add=False, metadata=None) -> dict\n\nAtomically: "
     "the stored near-duplicates within k, then the add (always, or only when there is none): "
     "{\"duplicates\": [...], \"added\": bool, \"replaced\": bool}.";
+constexpr const char* kStoreCheck =
+    "check(text, id=None, add=\"if_new\", metadata=None, k=3) -> dict\n\nThe store's rule applied "
+    "to one text, atomically with the add (\"if_new\", \"always\" or \"never\"): {\"duplicate\", "
+    "\"added\", \"replaced\", \"duplicates\": [{..., \"similarity\", \"reason\"}]}.";
+constexpr const char* kStoreCheckBatch =
+    "check_batch(texts, ids=None, add=\"if_new\", metadata=None, k=3) -> list[dict]\n\ncheck() of "
+    "many texts in order as one atomic step, each also against the earlier added texts of the "
+    "batch.";
 constexpr const char* kStoreGet =
     "get(id) -> dict\n\nThe stored document with this id; KeyError if there is none.";
 constexpr const char* kStoreRemove =
@@ -2211,6 +2376,13 @@ PYBIND11_MODULE(_neardup, m) {
       .def("check_and_add", &PyStore::CheckAndAdd, py::arg("id"), py::arg("fingerprint"),
            py::arg("k"), py::arg("always_add") = false, py::arg("metadata") = py::none(),
            doc::kStoreCheckAndAdd)
+      .def("check", &PyStore::CheckText, py::arg("text"), py::arg("id") = py::none(),
+           py::arg("add") = "if_new", py::arg("metadata") = py::none(), py::arg("k") = 3,
+           doc::kStoreCheck)
+      .def("check_batch", &PyStore::CheckBatch, py::arg("texts"), py::arg("ids") = py::none(),
+           py::arg("add") = "if_new", py::arg("metadata") = py::none(), py::arg("k") = 3,
+           doc::kStoreCheckBatch)
+      .def_property_readonly("rule", &PyStore::rule)
       .def("get", &PyStore::Get, py::arg("id"), doc::kStoreGet)
       .def("remove", &PyStore::Remove, py::arg("id"), doc::kStoreRemove)
       .def("stats", &PyStore::Stats)

@@ -71,7 +71,7 @@ def test_store_roundtrip_and_errors(tmp_path):
     fp = neardup.Fingerprinter()
     a = fp.fingerprint("the quick brown fox jumps over the lazy dog again and again")
     b = fp.fingerprint("the quick brown fox jumps over the lazy dog again and again!")
-    with neardup.open_store(path, sync="none") as store:
+    with neardup.open_store(path, sync="none", rule="simhash") as store:  # bare fingerprints
         assert store.add("doc-a", a, metadata=b'{"n":1}') is False
         result = store.check_and_add("doc-b", b, k=3)
         assert [d["id"] for d in result["duplicates"]] == ["doc-a"] and result["added"] is False
@@ -105,7 +105,7 @@ def test_store_records_fingerprint_options(tmp_path):
     """Like `neardup index create`, a new store records the fingerprint options the keywords
     choose; reopening keeps them, and a conflicting keyword is refused by its keyword name."""
     path = str(tmp_path / "store")
-    with neardup.Store(path, shingle=3, tokenizer="icu") as store:
+    with neardup.Store(path, shingle=3, tokenizer="icu", rule="simhash") as store:
         recorded = store.fingerprint_options
         assert "shingle=3" in recorded and "tokenizer=icu" in recorded and "bits=64" in recorded
         assert store.stats()["fingerprint_options"] == recorded
@@ -127,3 +127,43 @@ def test_store_records_fingerprint_options(tmp_path):
         neardup.Store(str(tmp_path / "other"), no_such_option=1)
     with neardup.Store(str(tmp_path / "wide"), bits=128) as store:
         assert store.stats()["bits"] == 128 and "bits=128" in store.fingerprint_options
+
+
+def test_store_applies_the_dedup_rule(tmp_path):
+    """A store created with the defaults answers with `neardup dedup`'s rule: each duplicate
+    carries its reason, verified similarity and Hamming distance; check_batch checks in order,
+    against the earlier added documents of the batch too; add="never" is a pure lookup."""
+    path = str(tmp_path / "store")
+    text = ("The quick brown fox jumps over the lazy dog while the farmer watches from the porch "
+            "and the children play in the field behind the old red barn near the river bend")
+    with neardup.Store(path, sync="none") as store:
+        assert store.rule == "dedup" and store.stats()["documents"] == 0
+        first = store.check(text, id="a", metadata=b'{"n":1}')
+        assert first == {"duplicate": False, "added": True, "replaced": False, "duplicates": []}
+        exact = store.check(text, add="never")
+        assert exact["duplicate"] and not exact["added"]
+        (dup,) = exact["duplicates"]
+        assert dup["id"] == "a" and dup["reason"] == "exact_duplicate"
+        assert dup["similarity"] == 1.0 and dup["distance"] == 0 and dup["metadata"] == '{"n":1}'
+        results = store.check_batch([text + " today", "  ".join(text.split()),
+                                     "An unrelated note about storage engines and their logs"],
+                                    ids=["b", "c", "d"])
+        assert [r["added"] for r in results] == [False, False, True]
+        near = results[0]["duplicates"][0]
+        sets = neardup.shingles([text, text + " today"])
+        assert near["reason"] == "near_duplicate"
+        assert near["similarity"] == neardup.jaccard(sets[0], sets[1])
+        assert results[1]["duplicates"][0]["reason"] == "whitespace_duplicate"
+        assert store.stats()["documents"] == 2
+        with pytest.raises(ValueError, match='rule="simhash"'):
+            store.add("bare", 5)
+        with pytest.raises(TypeError):
+            store.check_batch("not a list of texts")
+        with pytest.raises(TypeError):
+            store.check_batch([text, 5], ids=["x", "y"])
+        with pytest.raises(ValueError, match="ids"):
+            store.check(text)  # adding needs an id
+    with neardup.Store(path) as store:  # reopened: the same answers
+        assert store.check(text + " today", add="never")["duplicates"][0]["id"] == "a"
+    with pytest.raises(ValueError, match="threshold"):
+        neardup.Store(path, threshold=0.8)

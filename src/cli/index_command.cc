@@ -1,6 +1,10 @@
 // `neardup index create|add|query|get|remove|stats|compact|recover DIR`: the persistent store from
 // the command line (the same directory `neardup serve` and the library open).
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -14,6 +18,8 @@
 #include "common/parallel.h"
 #include "neardup/document_reader.h"
 #include "neardup/fingerprinter.h"
+#include "neardup/output_file.h"
+#include "neardup/sketch.h"
 #include "neardup/store.h"
 #include "store/stats_json.h"
 
@@ -23,6 +29,7 @@ namespace {
 struct IndexArgs {
   std::string dir;
   FingerprintFlags fingerprint_flags;  // the same fingerprint flags as every other command
+  RuleFlags rule;                      // create: the duplicate rule
   int max_k = 3;
   std::string memory_budget = "128/fp";
   double expected_documents = 1e7;
@@ -31,9 +38,12 @@ struct IndexArgs {
   std::string fingerprint_field = "fingerprint";
   std::string sync = "every";
   size_t batch = 10000;
-  size_t memtable_limit = size_t{1} << 20;
+  size_t memtable_limit = size_t{1} << 18;
   uint64_t wal_flush_bytes = StoreOptions().wal_flush_bytes;
   bool compact = true;
+  std::string check;   // add: "" (bulk add), "if-new" or "always" (check each document)
+  std::string output;  // query INPUT...: the output directory (empty: clusters on stdout)
+  bool force = false;
   std::string fingerprint;
   std::string text;
   int k = 3;
@@ -78,6 +88,159 @@ void PrintDocument(const StoredDocument& doc, bool with_distance) {
   std::puts(out.c_str());
 }
 
+// A duplicate found by a check, as /v1/check writes it.
+void WriteDuplicate(JsonWriter& w, const StoredDocument& doc) {
+  w.BeginObject().Key("id").String(doc.id).Key("fingerprint").String(ToHex(doc.fingerprint));
+  w.Key("reason").String(DuplicateReasonName(doc.reason)).Key("similarity");
+  if (doc.similarity >= 0) {
+    w.Double(doc.similarity);
+  } else {
+    w.Null();
+  }
+  w.Key("distance").Int(doc.distance).Key("metadata").Metadata(doc.metadata).EndObject();
+}
+
+// Documents read in one batch and what the text pipeline made of them (in parallel).
+struct TextBatch {
+  std::vector<Document> docs;
+  std::vector<Fingerprint> fps;
+  std::vector<DocumentSketch> sketches;
+  std::vector<Status> errors;
+
+  void Clear() {
+    docs.clear();
+    fps.clear();
+    sketches.clear();
+    errors.clear();
+  }
+  // Fingerprints (and, with a sketcher, sketches) documents [begin, end).
+  void Process(size_t begin, size_t end, const Fingerprinter* fingerprinter,
+               const DocumentSketcher* sketcher, int store_bits) {
+    for (size_t i = begin; i < end; ++i) {
+      const Document& doc = docs[i];
+      if (!doc.fingerprint.empty()) {
+        if (sketcher != nullptr) {
+          errors[i] = Status::InvalidArgument(
+              "a bare fingerprint: this store applies the dedup rule, which needs the text "
+              "(create the store with --rule simhash to store fingerprints)");
+          continue;
+        }
+        Result<Fingerprint> fp = ParseFingerprint(doc.fingerprint);
+        if (fp.ok() && fp->bits != store_bits) {
+          fp = Status::InvalidArgument("a " + std::to_string(fp->bits) + "-bit fingerprint in a " +
+                                       std::to_string(store_bits) + "-bit store");
+        }
+        if (fp.ok()) {
+          fps[i] = *fp;
+        } else {
+          errors[i] = fp.status();
+        }
+        continue;
+      }
+      if (sketcher != nullptr) {
+        errors[i] = sketcher->Sketch(doc.text, &fps[i], &sketches[i]);
+        continue;
+      }
+      Result<Fingerprint> fp = fingerprinter->Compute(doc.text);
+      if (fp.ok()) {
+        fps[i] = *fp;
+      } else {
+        errors[i] = fp.status();
+      }
+    }
+  }
+  void Size() {
+    fps.assign(docs.size(), Fingerprint{});
+    sketches.resize(docs.size());
+    errors.assign(docs.size(), Status::Ok());
+  }
+};
+
+// Reads, fingerprints/sketches and hands on documents in batches as a pipeline: while the workers
+// process batch n, the calling thread hands batch n - 1 to `consume` (the one write path) and
+// reads batch n + 1.
+class TextPipeline {
+ public:
+  // Texts go to `sketcher` (a dedup-rule store) or to the Fingerprinter made by
+  // `fingerprint_options` when a batch first holds a text (records with a ready fingerprint need
+  // none, nor its dictionaries).
+  TextPipeline(DocumentReader* reader, size_t batch_size, int threads,
+               const FingerprintOptions& fingerprint_options, const DocumentSketcher* sketcher,
+               int bits)
+      : reader_(reader),
+        batch_size_(batch_size),
+        threads_(threads),
+        fingerprint_options_(fingerprint_options),
+        sketcher_(sketcher),
+        bits_(bits) {}
+
+  Status Run(const std::function<Status(TextBatch&)>& consume) {
+    TextBatch batches[3];
+    TextBatch* next = &batches[0];
+    TextBatch* current = &batches[1];
+    TextBatch* previous = &batches[2];
+    NEARDUP_RETURN_IF_ERROR(Read(current));
+    bool have_previous = false;
+    while (!current->docs.empty() || have_previous) {
+      Status consumed, read;
+      current->Size();
+      NEARDUP_RETURN_IF_ERROR(EnsureFingerprinter(*current));
+      auto process = [&](size_t begin, size_t end) {
+        current->Process(begin, end, fingerprinter_.get(), sketcher_, bits_);
+      };
+      auto alongside = [&] {
+        if (have_previous) consumed = consume(*previous);
+        next->Clear();
+        read = Read(next);
+      };
+      if (current->docs.empty()) {
+        alongside();
+      } else if (threads_ == 1) {
+        process(0, current->docs.size());
+        alongside();
+      } else {
+        ParallelForAlongside(current->docs.size(), threads_, process, 16, alongside);
+      }
+      NEARDUP_RETURN_IF_ERROR(consumed);
+      NEARDUP_RETURN_IF_ERROR(read);
+      have_previous = !current->docs.empty();
+      std::swap(previous, current);
+      std::swap(current, next);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Status EnsureFingerprinter(const TextBatch& batch) {
+    if (sketcher_ != nullptr || fingerprinter_) return Status::Ok();
+    bool text = false;
+    for (const Document& doc : batch.docs) text |= doc.fingerprint.empty();
+    if (!text) return Status::Ok();
+    auto created = Fingerprinter::Create(fingerprint_options_);
+    if (!created.ok()) return created.status();
+    fingerprinter_ = std::move(*created);
+    return Status::Ok();
+  }
+  Status Read(TextBatch* batch) {
+    Document doc;
+    while (batch->docs.size() < batch_size_) {
+      auto got = reader_->Next(&doc);
+      if (!got.ok()) return got.status();
+      if (!*got) break;
+      batch->docs.push_back(std::move(doc));
+    }
+    return Status::Ok();
+  }
+
+  DocumentReader* reader_;
+  size_t batch_size_;
+  int threads_;
+  FingerprintOptions fingerprint_options_;
+  std::unique_ptr<Fingerprinter> fingerprinter_;
+  const DocumentSketcher* sketcher_;
+  int bits_;
+};
+
 int RunCreate(const IndexArgs& args) {
   StoreOptions options;
   options.error_if_exists = true;
@@ -86,6 +249,7 @@ int RunCreate(const IndexArgs& args) {
   Result<MemoryBudget> budget = ParseMemoryBudget(args.memory_budget);
   if (!budget.ok()) return Fail(budget.status().WithContext("--memory-budget"));
   options.memory_budget = *budget;
+  if (Status rule = args.rule.Apply(&options); !rule.ok()) return Fail(rule);
   FingerprintOptions fingerprint;
   Status valid = args.fingerprint_flags.ToOptions(&fingerprint);
   if (valid.ok())
@@ -97,10 +261,18 @@ int RunCreate(const IndexArgs& args) {
   const StoreStats stats = (*store)->Stats();
   Status status = (*store)->Close();
   if (!status.ok()) return Fail(status);
+  std::string rule = "simhash";
+  if (stats.rule == StoreRule::kDedup) {
+    char buffer[160];
+    std::snprintf(buffer, sizeof(buffer), "dedup, threshold %g, %d bands of %d rows",
+                  stats.lsh.threshold, stats.lsh.parameters.value_or(LshParameters{}).bands,
+                  stats.lsh.parameters.value_or(LshParameters{}).rows);
+    rule = buffer;
+  }
   std::fprintf(stderr,
-               "neardup: index create: created %s (%d-bit, max_k %d); index design for %.4g "
-               "documents within %s: %s (%.1f B/fp); fingerprint options: %s\n",
-               args.dir.c_str(), stats.bits, args.max_k, args.expected_documents,
+               "neardup: index create: created %s (rule %s; %d-bit, max_k %d); index design for "
+               "%.4g documents within %s: %s (%.1f B/fp); fingerprint options: %s\n",
+               args.dir.c_str(), rule.c_str(), stats.bits, args.max_k, args.expected_documents,
                budget->ToString().c_str(), stats.index_design.c_str(),
                stats.index_bytes_per_fingerprint, stats.fingerprint_options.c_str());
   return kExitOk;
@@ -110,13 +282,15 @@ int RunCreate(const IndexArgs& args) {
 // behaviour as every other command) and adds them in batches. A record may carry a fingerprint
 // (hex) instead of text, and metadata: any JSON value, stored as its compact JSON text.
 int RunAdd(const IndexArgs& args) {
-  // Bulk loading: big memtable, no background compaction while adding, one compaction at the end.
+  // Bulk loading: a big memtable, flushed in the background while reading goes on; the
+  // size-tiered background compaction keeps the segments few while adding (each document is
+  // rewritten about log2(documents / memtable) times); then, unless --no-compact, one merge of
+  // all (it needs room for a second copy of the store for a moment).
   StoreOptions options;
   options.create_if_missing = false;
   options.sync_mode = args.sync == "none" ? SyncMode::kNone : SyncMode::kEveryWrite;
   options.memtable_limit = args.memtable_limit;
   options.wal_flush_bytes = args.wal_flush_bytes;
-  options.compaction_trigger = 0;
   std::vector<std::string> inputs = args.input.inputs;
   if (inputs.empty()) inputs.push_back("-");
   DocumentReaderOptions reader_options;
@@ -133,10 +307,10 @@ int RunAdd(const IndexArgs& args) {
   if (!opened.ok()) return Fail(opened.status());
   DocumentStore& store = **opened;
   const StoreStats initial = store.Stats();
-  std::unique_ptr<Fingerprinter> fingerprinter;
-  std::vector<Document> batch;
+  auto sketcher = SketcherForStore(store, fingerprint_options);
+  if (!sketcher.ok()) return Fail(sketcher.status());
   std::map<std::string, uint64_t> failed;  // records read but not added, by reason
-  size_t added = 0;
+  size_t added = 0, duplicates = 0;
   size_t replaced = 0;  // of `added`: documents that replaced a stored one with the same id
   auto skip = [&](const Document& doc, const std::string& reason,
                   const std::string& why) -> Status {
@@ -145,78 +319,74 @@ int RunAdd(const IndexArgs& args) {
     warnings.Callback()(doc.location + ": " + why + " (skipped)");
     return Status::Ok();
   };
-  auto flush = [&]() -> Status {
-    std::vector<Fingerprint> fps(batch.size());
-    std::vector<Status> errors(batch.size());
-    bool need_text = false;
-    for (const Document& doc : batch) need_text |= doc.fingerprint.empty();
-    if (need_text && !fingerprinter) {
-      auto created = Fingerprinter::Create(fingerprint_options);
-      if (!created.ok()) return created.status();
-      fingerprinter = std::move(*created);
-    }
-    ParallelFor(batch.size(), args.input.threads, [&](size_t begin, size_t end) {
-      for (size_t i = begin; i < end; ++i) {
-        Result<Fingerprint> fp = batch[i].fingerprint.empty()
-                                     ? fingerprinter->Compute(batch[i].text)
-                                     : ParseFingerprint(batch[i].fingerprint);
-        if (fp.ok() && fp->bits != initial.bits) {
-          fp = Status::InvalidArgument("a " + std::to_string(fp->bits) + "-bit fingerprint in a " +
-                                       std::to_string(initial.bits) + "-bit store");
-        }
-        if (fp.ok()) {
-          fps[i] = *fp;
-        } else {
-          errors[i] = fp.status();
-        }
-      }
-    });
+  // The one write path: each batch is one atomic store call (AddBatch, or with --if-new a batch
+  // check that adds what duplicates nothing, each document also checked against the earlier ones
+  // of the batch).
+  auto consume = [&](TextBatch& batch) -> Status {
     std::vector<DocumentInput> documents;
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (!errors[i].ok()) {
-        NEARDUP_RETURN_IF_ERROR(skip(
-            batch[i], batch[i].fingerprint.empty() ? "cannot_fingerprint" : "invalid_fingerprint",
-            errors[i].message()));
+    std::vector<const Document*> sources;
+    for (size_t i = 0; i < batch.docs.size(); ++i) {
+      const Document& doc = batch.docs[i];
+      if (!batch.errors[i].ok()) {
+        NEARDUP_RETURN_IF_ERROR(skip(doc,
+                                     doc.fingerprint.empty() ? "cannot_fingerprint"
+                                     : *sketcher != nullptr  ? "fingerprint_without_text"
+                                                             : "invalid_fingerprint",
+                                     batch.errors[i].message()));
         continue;
       }
-      if (batch[i].id.size() > options.max_id_bytes) {
-        NEARDUP_RETURN_IF_ERROR(skip(batch[i], "id_too_large",
-                                     "id of " + std::to_string(batch[i].id.size()) +
+      if (doc.id.size() > options.max_id_bytes) {
+        NEARDUP_RETURN_IF_ERROR(skip(doc, "id_too_large",
+                                     "id of " + std::to_string(doc.id.size()) +
                                          " bytes, more than " +
                                          std::to_string(options.max_id_bytes)));
         continue;
       }
-      if (batch[i].metadata.size() > options.max_metadata_bytes) {
-        NEARDUP_RETURN_IF_ERROR(skip(batch[i], "metadata_too_large",
-                                     "metadata of " + std::to_string(batch[i].metadata.size()) +
+      if (doc.metadata.size() > options.max_metadata_bytes) {
+        NEARDUP_RETURN_IF_ERROR(skip(doc, "metadata_too_large",
+                                     "metadata of " + std::to_string(doc.metadata.size()) +
                                          " bytes, more than " +
                                          std::to_string(options.max_metadata_bytes)));
         continue;
       }
-      documents.push_back({batch[i].id, fps[i], batch[i].metadata});
+      DocumentInput input{doc.id, batch.fps[i], doc.metadata};
+      if (*sketcher != nullptr) input.sketch = &batch.sketches[i];
+      documents.push_back(input);
+      sources.push_back(&doc);
     }
-    // A document whose id is stored already (or comes earlier in this batch) replaces that one.
-    std::set<std::string_view> in_batch;
-    for (const DocumentInput& document : documents) {
-      if (!in_batch.insert(document.id).second || store.Get(document.id).ok()) ++replaced;
+    if (args.check.empty()) {
+      // A document whose id is stored already (or comes earlier in this batch) replaces that one.
+      std::set<std::string_view> in_batch;
+      for (const DocumentInput& document : documents) {
+        if (!in_batch.insert(document.id).second || store.Get(document.id).ok()) ++replaced;
+      }
+      NEARDUP_RETURN_IF_ERROR(store.AddBatch(documents));
+      added += documents.size();
+      return Status::Ok();
     }
-    NEARDUP_RETURN_IF_ERROR(store.AddBatch(documents));
-    added += documents.size();
-    batch.clear();
+    CheckOptions check;
+    check.add = args.check == "always" ? AddMode::kAlways : AddMode::kIfNew;
+    auto results = store.CheckBatch(documents, check);
+    if (!results.ok()) return results.status();
+    for (size_t i = 0; i < results->size(); ++i) {
+      const CheckResult& result = (*results)[i];
+      added += result.added ? 1 : 0;
+      replaced += result.replaced ? 1 : 0;
+      if (result.duplicates.empty()) continue;
+      ++duplicates;
+      std::string out;
+      JsonWriter w(&out);
+      w.BeginObject().Key("id").String(sources[i]->id).Key("location").String(sources[i]->location);
+      w.Key("added").Bool(result.added).Key("duplicates").BeginArray();
+      for (const StoredDocument& d : result.duplicates) WriteDuplicate(w, d);
+      w.EndArray().EndObject();
+      std::puts(out.c_str());
+    }
     return Status::Ok();
   };
-  Document doc;
-  for (;;) {
-    auto got = (*reader)->Next(&doc);
-    if (!got.ok()) return Fail(got.status());
-    if (!*got) break;
-    batch.push_back(std::move(doc));
-    if (batch.size() >= args.batch) {
-      Status status = flush();
-      if (!status.ok()) return Fail(status);
-    }
-  }
-  Status status = flush();
+  TextPipeline pipeline(reader->get(), args.batch, args.input.threads, fingerprint_options,
+                        sketcher->get(), initial.bits);
+  Status status = pipeline.Run(consume);
   if (status.ok()) status = store.Flush();
   if (status.ok() && args.compact) status = store.Compact();
   if (status.ok()) status = store.Close();
@@ -224,14 +394,20 @@ int RunAdd(const IndexArgs& args) {
   std::map<std::string, uint64_t> skipped = (*reader)->skipped();
   for (const auto& [reason, count] : failed) skipped[reason] += count;
   WarningPrinter::PrintTotals(skipped, (*reader)->fallbacks());
-  if (added == 0) return Fail(NothingRead(skipped));
-  std::fprintf(stderr, "neardup: index add: added %s to %s (%s new, %s replaced)\n",
+  if (added == 0 && duplicates == 0) return Fail(NothingRead(skipped));
+  std::fprintf(stderr, "neardup: index add: added %s to %s (%s new, %s replaced)",
                Count(added, "document").c_str(), args.dir.c_str(),
                std::to_string(added - replaced).c_str(), Count(replaced, "document").c_str());
+  if (!args.check.empty()) {
+    std::fprintf(stderr, "; %s duplicated stored ones", Count(duplicates, "document").c_str());
+  }
+  std::fputc('\n', stderr);
   return kExitOk;
 }
 
-int RunQuery(const IndexArgs& args) {
+// A text or fingerprint query: the store's rule for a text in a dedup-rule store (a check that
+// adds nothing), else the fingerprints within -k.
+int RunQueryOne(const IndexArgs& args) {
   FingerprintOptions fingerprint_options;
   StoreOptions read_only;  // a query never writes: it works while `neardup serve` has the store
   read_only.read_only = true;
@@ -243,6 +419,27 @@ int RunQuery(const IndexArgs& args) {
     auto parsed = ParseFingerprint(args.fingerprint);
     if (!parsed.ok()) return Fail(parsed.status().WithContext("--fingerprint"));
     fp = *parsed;
+  } else if (store.LshOptions().has_value()) {
+    auto sketcher = SketcherForStore(store, fingerprint_options);
+    if (!sketcher.ok()) return Fail(sketcher.status());
+    DocumentSketch sketch;
+    DocumentInput input;
+    Status status = (*sketcher)->Sketch(args.text, &input.fingerprint, &sketch);
+    if (!status.ok()) return Fail(status.WithContext("--text"));
+    input.sketch = &sketch;
+    CheckOptions check;
+    check.add = AddMode::kNever;
+    auto results = store.CheckBatch(std::span<const DocumentInput>(&input, 1), check);
+    if (!results.ok()) return Fail(results.status());
+    std::vector<StoredDocument>& found = (*results)[0].duplicates;
+    if (args.limit > 0 && found.size() > args.limit) found.resize(args.limit);
+    for (const StoredDocument& doc : found) {
+      std::string out;
+      JsonWriter w(&out);
+      WriteDuplicate(w, doc);
+      std::puts(out.c_str());
+    }
+    return kExitOk;
   } else {
     auto fingerprinter = Fingerprinter::Create(fingerprint_options);
     if (!fingerprinter.ok()) return Fail(fingerprinter.status());
@@ -253,6 +450,151 @@ int RunQuery(const IndexArgs& args) {
   auto found = store.Search(fp, args.k, args.limit);
   if (!found.ok()) return Fail(found.status());
   for (const StoredDocument& doc : *found) PrintDocument(doc, true);
+  return kExitOk;
+}
+
+// `index query DIR INPUT...`: checks a corpus against the store without adding anything. Each
+// document duplicating stored ones joins the cluster of its best match (highest similarity, then
+// id) as a removed member; keep.txt lists the others. Outputs as `neardup dedup`'s.
+int RunQueryCorpus(const IndexArgs& args) {
+  DocumentReaderOptions reader_options;
+  args.input.ToReaderOptions(&reader_options);
+  reader_options.allow_invalid_utf8_text = args.fingerprint_flags.replace_invalid;
+  WarningPrinter warnings;
+  reader_options.on_warning = warnings.Callback();
+  auto reader = DocumentReader::Open(args.input.inputs, reader_options);
+  if (!reader.ok()) return Fail(reader.status());
+  OutputFileOptions output_options;
+  output_options.force = args.force;
+  output_options.inputs = (*reader)->files();
+  const char* kNames[] = {"clusters.jsonl", "keep.txt", "remove.txt", "summary.json"};
+  if (!args.output.empty()) {
+    if (::mkdir(args.output.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Fail(Status::IoError(args.output + ": cannot create the output directory"));
+    }
+    for (const char* name : kNames) {
+      Status status = CheckOutputPath(args.output + "/" + name, output_options);
+      if (!status.ok()) return Fail(status);
+    }
+  }
+  StoreOptions options;
+  options.read_only = true;
+  FingerprintOptions fingerprint_options;
+  auto opened = OpenExistingForText(args, options, &fingerprint_options);
+  if (!opened.ok()) return Fail(opened.status());
+  DocumentStore& store = **opened;
+  const StoreStats stats = store.Stats();
+  auto sketcher = SketcherForStore(store, fingerprint_options);
+  if (!sketcher.ok()) return Fail(sketcher.status());
+  // Per stored document matched: the input documents whose best match it is.
+  struct Member {
+    std::string id, location;
+    uint64_t bytes;
+    StoredDocument match;
+  };
+  std::map<std::string, std::pair<StoredDocument, std::vector<Member>>> clusters;
+  std::string keep, remove;
+  std::map<std::string, uint64_t> failed;
+  uint64_t checked = 0, removed = 0;
+  auto consume = [&](TextBatch& batch) -> Status {
+    std::vector<DocumentInput> documents;
+    std::vector<const Document*> sources;
+    for (size_t i = 0; i < batch.docs.size(); ++i) {
+      const Document& doc = batch.docs[i];
+      if (!batch.errors[i].ok()) {
+        if (args.input.strict) return batch.errors[i].WithContext(doc.location);
+        ++failed[doc.fingerprint.empty() ? "cannot_fingerprint" : "invalid_fingerprint"];
+        warnings.Callback()(doc.location + ": " + batch.errors[i].message() + " (skipped)");
+        continue;
+      }
+      DocumentInput input{doc.id, batch.fps[i], {}};
+      if (*sketcher != nullptr) input.sketch = &batch.sketches[i];
+      documents.push_back(input);
+      sources.push_back(&doc);
+    }
+    CheckOptions check;
+    check.add = AddMode::kNever;
+    check.k = args.k;
+    auto results = store.CheckBatch(documents, check);
+    if (!results.ok()) return results.status();
+    for (size_t i = 0; i < results->size(); ++i) {
+      ++checked;
+      const std::vector<StoredDocument>& found = (*results)[i].duplicates;
+      if (found.empty()) {
+        keep += sources[i]->id + "\n";
+        continue;
+      }
+      ++removed;
+      remove += sources[i]->id + "\n";
+      const StoredDocument& best = found[0];  // sorted best first
+      auto& cluster = clusters[best.id];
+      cluster.first = best;
+      cluster.second.push_back(
+          {sources[i]->id, sources[i]->location, sources[i]->text.size(), best});
+    }
+    return Status::Ok();
+  };
+  TextPipeline pipeline(reader->get(), args.batch, args.input.threads, fingerprint_options,
+                        sketcher->get(), stats.bits);
+  Status status = pipeline.Run(consume);
+  if (!status.ok()) return Fail(status);
+  std::map<std::string, uint64_t> skipped = (*reader)->skipped();
+  for (const auto& [reason, count] : failed) skipped[reason] += count;
+  WarningPrinter::PrintTotals(skipped, (*reader)->fallbacks());
+  if (checked == 0) return Fail(NothingRead(skipped));
+  std::string lines;
+  uint64_t cluster_id = 0;
+  for (const auto& [stored_id, cluster] : clusters) {
+    JsonWriter w(&lines);
+    w.BeginObject().Key("cluster").Uint(cluster_id++).Key("size").Uint(cluster.second.size() + 1);
+    w.Key("kept").BeginObject().Key("id").String(stored_id).Key("in_store").Bool(true);
+    w.Key("fingerprint")
+        .String(ToHex(cluster.first.fingerprint))
+        .Key("metadata")
+        .Metadata(cluster.first.metadata);
+    w.EndObject().Key("removed").BeginArray();
+    for (const Member& m : cluster.second) {
+      w.BeginObject().Key("id").String(m.id).Key("location").String(m.location);
+      w.Key("bytes").Uint(m.bytes).Key("distance").Int(m.match.distance);
+      w.Key("reason").String(DuplicateReasonName(m.match.reason)).Key("similarity");
+      if (m.match.similarity >= 0) {
+        w.Double(m.match.similarity);
+      } else {
+        w.Null();
+      }
+      w.EndObject();
+    }
+    w.EndArray().EndObject();
+    lines += "\n";
+  }
+  std::string summary;
+  {
+    JsonWriter w(&summary);
+    w.BeginObject().Key("store").String(args.dir).Key("rule").String(StoreRuleName(stats.rule));
+    w.Key("store_documents").Uint(stats.documents).Key("documents").Uint(checked);
+    w.Key("removed").Uint(removed).Key("clusters").Uint(clusters.size());
+    w.Key("skipped").BeginObject();
+    for (const auto& [reason, count] : skipped) w.Key(reason).Uint(count);
+    w.EndObject().EndObject();
+    summary += "\n";
+  }
+  if (args.output.empty()) {
+    std::fputs(lines.c_str(), stdout);
+    std::fprintf(stderr, "neardup: index query: %s checked against %s: %s duplicate stored ones\n",
+                 Count(checked, "document").c_str(), args.dir.c_str(),
+                 std::to_string(removed).c_str());
+    return kExitOk;
+  }
+  const std::string contents[] = {lines, keep, remove, summary};
+  for (size_t i = 0; i < 4; ++i) {
+    Status written = WriteOutputFile(args.output + "/" + kNames[i], contents[i], output_options);
+    if (!written.ok()) return Fail(written);
+  }
+  std::fprintf(stderr,
+               "neardup: index query: %s checked against %s: %s duplicate stored ones "
+               "(outputs in %s)\n",
+               Count(checked, "document").c_str(), args.dir.c_str(),
+               std::to_string(removed).c_str(), args.output.c_str());
   return kExitOk;
 }
 
@@ -344,6 +686,8 @@ int RunRecover(const IndexArgs& args) {
       .Uint(report->wal_records_kept)
       .Key("wal_bytes_dropped")
       .Uint(report->wal_bytes_dropped)
+      .Key("sketches_lost")
+      .Uint(report->sketches_lost)
       .EndObject();
   std::puts(out.c_str());
   return kExitOk;
@@ -358,6 +702,7 @@ RunFunction Setup(CLI::App* app) {
   CLI::App* create = app->add_subcommand("create", "Create an empty store");
   dir_option(create);
   args->fingerprint_flags.Add(create);  // recorded in the MANIFEST; add and query then use them
+  args->rule.Declare(create);
   create->add_option("--max-k", args->max_k, "Largest k served by the permuted tables")
       ->check(CLI::Range(0, 15));
   create
@@ -389,19 +734,36 @@ RunFunction Setup(CLI::App* app) {
                   "flush to a segment when the log reaches this many bytes (bounds the replay at "
                   "the next open; 0 = no bound)")
       ->capture_default_str();
-  add->add_flag("!--no-compact", args->compact, "Leave the segments unmerged after loading");
+  add->add_flag("!--no-compact", args->compact,
+                "skip the final merge of all segments (the background compaction still keeps "
+                "them few; the merge needs room for a second copy of the store)");
+  add->add_option("--check", args->check,
+                  "check each document with the store's rule (against the store and the earlier "
+                  "documents of its batch) and print those with duplicates as JSONL; if-new adds "
+                  "only the others, always adds every one (default: add without checking)")
+      ->check(CLI::IsMember({"if-new", "always"}));
   add->footer(
       "Examples:\n"
       "  neardup index add store/ corpus.jsonl.gz more/\n"
       "  neardup index add store/ --id-field meta.url --text-field body < docs.jsonl\n"
       "  echo '{\"id\":\"u1\",\"fingerprint\":\"f773be40a3f0a3e5\",\"metadata\":{\"a\":1}}' | "
       "neardup index add store/");
-  CLI::App* query = app->add_subcommand("query", "Find stored documents within k");
+  CLI::App* query = app->add_subcommand(
+      "query",
+      "Find the stored duplicates of a text (the store's rule), the fingerprints within k, or "
+      "check a corpus (INPUT...) against the store without adding it");
   dir_option(query);
   auto* fp_opt = query->add_option("--fingerprint", args->fingerprint, "Query fingerprint (hex)");
   auto* text_opt = query->add_option("--text", args->text, "Query text");
   fp_opt->excludes(text_opt);
   args->fingerprint_flags.Add(query);
+  args->input.Add(query);
+  query->add_option("-o,--output", args->output,
+                    "with INPUT...: write clusters.jsonl, keep.txt, remove.txt and summary.json "
+                    "here (default: clusters on standard output)");
+  query->add_flag("-f,--force", args->force, "replace existing output files (never an input file)");
+  query->add_option("--batch", args->batch, "Documents checked per store call")
+      ->check(CLI::Range(1, 1000000));
   query->add_option("-k,--max-distance", args->k, "largest Hamming distance of a result")
       ->check(CLI::Range(0, 128));
   query->add_option("--limit", args->limit, "Most results (0 = all)");
@@ -423,16 +785,18 @@ RunFunction Setup(CLI::App* app) {
       "Examples:\n"
       "  neardup index create store/ --max-k 3\n"
       "  neardup index add store/ corpus.jsonl\n"
-      "  neardup index query store/ --text \"some text\" -k 3");
+      "  neardup index query store/ --text \"some text\"\n"
+      "  neardup index query store/ this_week.jsonl -o out/");
   return [=]() -> int {
     if (create->parsed()) return RunCreate(*args);
     if (add->parsed()) return RunAdd(*args);
     if (query->parsed()) {
-      if (args->fingerprint.empty() && args->text.empty()) {
-        PrintError("index query: give --fingerprint or --text");
+      const bool one = !args->fingerprint.empty() || !args->text.empty();
+      if (one == !args->input.inputs.empty()) {
+        PrintError("index query: give --fingerprint, --text or INPUT... (one of them)");
         return kExitUsage;
       }
-      return RunQuery(*args);
+      return one ? RunQueryOne(*args) : RunQueryCorpus(*args);
     }
     if (get->parsed()) return RunGet(*args);
     if (remove->parsed()) return RunRemove(*args);

@@ -17,6 +17,7 @@
 #include "cli/store_flags.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/server.h"
+#include "neardup/sketch.h"
 #include "neardup/store.h"
 #include "service/http_input.h"
 
@@ -35,6 +36,7 @@ struct ServeArgs {
   std::string sync = "group";
   int group_commit_ms = 2;
   FingerprintFlags fingerprint;  // recorded by a new store; an existing store uses its own
+  RuleFlags rule;                // the same
   int max_k = -1;                // -1 (not given): the store's (3 for a new store)
   std::string memory_budget = "128/fp";
   double expected_documents = 1e7;
@@ -101,6 +103,10 @@ int Run(ServeArgs& args) {
                                             : SyncMode::kGroupCommit;
   options.group_commit_interval_ms = args.group_commit_ms;
   options.verify_checksums_on_open = !args.no_verify;
+  if (Status status = args.rule.Apply(&options); !status.ok()) {
+    std::fprintf(stderr, "neardup serve: %s\n", status.message().c_str());
+    return kExitUsage;
+  }
   FingerprintOptions fingerprint_options;
   auto store =
       OpenStoreWithFingerprintOptions(args.dir, options, args.fingerprint, &fingerprint_options);
@@ -109,14 +115,33 @@ int Run(ServeArgs& args) {
     return kExitFailure;
   }
   const StoreStats stats = (*store)->Stats();
+  std::string rule = "simhash (fingerprints within k)";
+  if (stats.rule == StoreRule::kDedup) {
+    char buffer[160];
+    std::snprintf(buffer, sizeof(buffer),
+                  "dedup (threshold %g, %d bands of %d rows, bucket window %u)",
+                  stats.lsh.threshold, stats.lsh.parameters.value_or(LshParameters{}).bands,
+                  stats.lsh.parameters.value_or(LshParameters{}).rows, stats.lsh.bucket_window);
+    rule = buffer;
+  }
   std::fprintf(stderr,
-               "neardup serve: %s: %d-bit, max_k %d, index design: %s (%.0f B/fp); fingerprint "
-               "options: %s\n",
-               args.dir.c_str(), stats.bits, stats.indexed_k, stats.index_design.c_str(),
-               stats.index_bytes_per_fingerprint,
+               "neardup serve: %s: rule %s; %d-bit, max_k %d, index design: %s (%.0f B/fp); "
+               "fingerprint options: %s\n",
+               args.dir.c_str(), rule.c_str(), stats.bits, stats.indexed_k,
+               stats.index_design.c_str(), stats.index_bytes_per_fingerprint,
                FingerprintOptionsToString(fingerprint_options).c_str());
   std::unique_ptr<Fingerprinter> fingerprinter;
-  if (!args.no_text) {
+  std::unique_ptr<DocumentSketcher> sketcher;
+  if (stats.rule == StoreRule::kDedup) {
+    // A dedup-rule store takes texts only: the sketcher is its text pipeline (--no-text would
+    // leave the server unable to add or check anything).
+    auto created = SketcherForStore(**store, fingerprint_options);
+    if (!created.ok()) {
+      std::fprintf(stderr, "neardup serve: %s\n", created.status().ToString().c_str());
+      return kExitFailure;
+    }
+    sketcher = std::move(*created);
+  } else if (!args.no_text) {
     auto created = Fingerprinter::Create(fingerprint_options);
     if (!created.ok()) {
       PrintWarning("text fingerprinting disabled: " + created.status().message());
@@ -126,7 +151,9 @@ int Run(ServeArgs& args) {
   }
   args.server.limits.bits = stats.bits;
   args.server.limits.max_query_k = stats.bits;
-  auto created = service::Server::Create(store->get(), fingerprinter.get(), args.server);
+  auto created = sketcher != nullptr
+                     ? service::Server::Create(store->get(), *sketcher, args.server)
+                     : service::Server::Create(store->get(), fingerprinter.get(), args.server);
   if (!created.ok()) {
     PrintError(created.status());
     return kExitFailure;
@@ -187,6 +214,7 @@ RunFunction Setup(CLI::App* app) {
   app->add_option("--group-commit-ms", args->group_commit_ms, "group commit window")
       ->check(CLI::Range(0, 1000));
   args->fingerprint.Add(app);  // a new store records them; an existing store refuses others
+  args->rule.Declare(app);     // the same
   app->add_option("--max-k", args->max_k,
                   "largest k the index tables of a new store serve (default 3); an existing "
                   "store refuses another")

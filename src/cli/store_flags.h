@@ -6,6 +6,7 @@
 #ifndef NEARDUP_CLI_STORE_FLAGS_H_
 #define NEARDUP_CLI_STORE_FLAGS_H_
 
+#include <CLI/CLI.hpp>
 #include <map>
 #include <memory>
 #include <string>
@@ -14,10 +15,82 @@
 #include "cli/fingerprint_flags.h"
 #include "cli/report.h"
 #include "neardup/fingerprinter.h"
+#include "neardup/sketch.h"
 #include "neardup/status.h"
 #include "neardup/store.h"
 
 namespace neardup::cli {
+
+// The duplicate rule of a store being created (`index create`, `serve` of a new directory):
+// --rule, and for the dedup rule the LSH flags `neardup dedup` takes (same names and defaults).
+struct RuleFlags {
+  std::string rule = "dedup";
+  double threshold = MinHashLshOptions().threshold;
+  int bands = 0;
+  int rows = 0;
+  uint32_t bucket_window = MinHashLshOptions().bucket_window;
+  bool rule_given = false, lsh_given = false;
+
+  void Declare(CLI::App* app) {
+    app->add_option("--rule", rule,
+                    "duplicate rule of a new store: dedup (the rule of `neardup dedup`: exact, "
+                    "whitespace-only, or MinHash LSH candidates with verified shingle Jaccard >= "
+                    "--threshold) | simhash (fingerprints within -k only; stores bare "
+                    "fingerprints)")
+        ->check(CLI::IsMember({"dedup", "simhash"}))
+        ->capture_default_str()
+        ->each([this](const std::string&) { rule_given = true; });
+    auto lsh = [this](const std::string&) { lsh_given = true; };
+    app->add_option("--threshold", threshold,
+                    "dedup rule of a new store: shingle Jaccard similarity of a duplicate (sets "
+                    "the LSH bands/rows, as `neardup dedup --threshold`)")
+        ->capture_default_str()
+        ->each(lsh);
+    app->add_option("--bands", bands,
+                    "dedup rule: LSH bands (with --rows; default: chosen from "
+                    "--threshold)")
+        ->each(lsh);
+    app->add_option("--rows", rows, "dedup rule: LSH rows per band (with --bands)")->each(lsh);
+    app->add_option("--bucket-window", bucket_window,
+                    "dedup rule: a check looks at the newest N documents of each LSH bucket")
+        ->capture_default_str()
+        ->each(lsh);
+  }
+
+  // Sets options->rule and options->lsh for creation (left unset when no flag was given, so an
+  // existing store is opened with its own; a given flag must agree with it).
+  Status Apply(StoreOptions* options) const {
+    if (rule_given || lsh_given) {
+      options->rule = rule == "simhash" ? StoreRule::kSimHash : StoreRule::kDedup;
+    }
+    if (rule == "simhash") {
+      if (lsh_given) {
+        return Status::InvalidArgument(
+            "--threshold, --bands, --rows and --bucket-window set the dedup rule, not --rule "
+            "simhash");
+      }
+      return Status::Ok();
+    }
+    if (lsh_given) {
+      MinHashLshOptions lsh;
+      lsh.threshold = threshold;
+      if (bands != 0 || rows != 0) lsh.parameters = LshParameters{bands, rows};
+      lsh.bucket_window = bucket_window;
+      NEARDUP_RETURN_IF_ERROR(ResolveLshParameters(lsh).status());
+      options->lsh = lsh;
+    }
+    return Status::Ok();
+  }
+};
+
+// The sketcher of texts for `store` (kDedup: its LSH options), with the fingerprint options the
+// store recorded; null for a kSimHash store.
+inline Result<std::unique_ptr<DocumentSketcher>> SketcherForStore(
+    const DocumentStore& store, const FingerprintOptions& fingerprint) {
+  const std::optional<MinHashLshOptions> lsh = store.LshOptions();
+  if (!lsh) return std::unique_ptr<DocumentSketcher>();
+  return DocumentSketcher::Create(fingerprint, *lsh);
+}
 
 // The options of canonical form `text` (FingerprintOptionsToString) by key.
 inline std::map<std::string, std::string> OptionsByKey(std::string_view text) {

@@ -11,7 +11,16 @@
 #include <string_view>
 #include <vector>
 
+#include "neardup/fingerprinter.h"
+#include "neardup/text.h"
+
 namespace neardup {
+
+// True when `fingerprint` normalises text exactly as `shingles` does (invalid UTF-8 aside: the
+// Fingerprinter rejects it, so such a document never reaches the shingles): the shingles can then
+// be cut from the Fingerprinter's normalised text instead of normalising the text twice (dedup's
+// per-document pass and DocumentSketcher).
+bool SameNormalization(const FingerprintOptions& fingerprint, const NormalizeOptions& shingles);
 
 // The 64-bit shingle hashes of a normalised text in text order, repeats kept: as a set, exactly
 // ShingleSimilarity::ShinglesOfNormalized(normalized). `units` is scratch (the unit hashes).

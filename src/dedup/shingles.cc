@@ -297,6 +297,17 @@ size_t IntersectionSize(std::span<const T> a, std::span<const T> b) {
 }
 }  // namespace
 
+bool SameNormalization(const FingerprintOptions& fingerprint, const NormalizeOptions& shingles) {
+  const NormalizeOptions& f = fingerprint.normalize;
+  return fingerprint.profile != HashProfile::kYanyiwuSimhash &&
+         f.strip_markup == shingles.strip_markup && f.nfkc == shingles.nfkc &&
+         f.case_fold == shingles.case_fold &&
+         f.traditional_to_simplified == shingles.traditional_to_simplified &&
+         f.fold_whitespace == shingles.fold_whitespace &&
+         f.opencc_config == shingles.opencc_config &&
+         (f.replace_invalid_utf8 == shingles.replace_invalid_utf8 || !f.replace_invalid_utf8);
+}
+
 double ShingleSimilarity::Jaccard(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
   if (a.empty() && b.empty()) return 1.0;
   size_t common = IntersectionSize<uint64_t>(a, b);

@@ -137,6 +137,12 @@ Result<LshParameters> ResolveLshParameters(const MinHashLshOptions& options) {
   return given;
 }
 
+uint64_t LshTag(const LshParameters& parameters, uint64_t seed) {
+  const uint64_t words[3] = {static_cast<uint64_t>(parameters.bands),
+                             static_cast<uint64_t>(parameters.rows), seed};
+  return XXH3_64bits(words, sizeof(words));
+}
+
 struct MinHashLsh::Impl {
   MinHashLshOptions options;
   LshParameters parameters;

@@ -335,34 +335,81 @@ Result<AddRequest> ParseAddRequest(std::string_view body, const RequestLimits& l
   return request;
 }
 
+namespace {
+
+// The "k", "add" and "limit" fields of a check request.
+Status ParseCheckOption(std::string_view key, element value, const std::string& field,
+                        const RequestLimits& limits, CheckRequest* request) {
+  if (key == "k") return ParseK(value, field, limits, &request->k);
+  if (key == "limit") return ParseLimit(value, field, limits, &request->limit);
+  std::string_view mode;
+  if (value.get_string().get(mode) != simdjson::SUCCESS) {
+    return Status::InvalidArgument(field + ": must be a string");
+  }
+  if (mode == "if_unique") {
+    request->add = AddMode::kIfUnique;
+  } else if (mode == "always") {
+    request->add = AddMode::kAlways;
+  } else if (mode == "never") {
+    request->add = AddMode::kNever;
+  } else {
+    return Status::InvalidArgument(field + ": must be \"if_unique\", \"always\" or \"never\"");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<CheckRequest> ParseCheckRequest(std::string_view body, const RequestLimits& limits) {
   Result<object> root = RootObject(ThreadParser(), body);
   if (!root.ok()) return root.status();
   CheckRequest request;
   request.k = std::min(limits.default_k, limits.max_query_k);
   request.limit = std::min(limits.default_limit, limits.max_limit);
-  NEARDUP_RETURN_IF_ERROR(ParseDocument(
-      *root, "", limits, {"k", "add", "limit"}, &request.document,
-      [&](std::string_view key, element value, const std::string& field) -> Status {
-        if (key == "k") return ParseK(value, field, limits, &request.k);
-        if (key == "limit") return ParseLimit(value, field, limits, &request.limit);
-        std::string_view mode;
-        if (value.get_string().get(mode) != simdjson::SUCCESS) {
-          return Status::InvalidArgument(field + ": must be a string");
-        }
-        if (mode == "if_unique") {
-          request.add = AddMode::kIfUnique;
-        } else if (mode == "always") {
-          request.add = AddMode::kAlways;
-        } else if (mode == "never") {
-          request.add = AddMode::kNever;
-        } else {
-          return Status::InvalidArgument(field +
-                                         ": must be \"if_unique\", \"always\" or \"never\"");
-        }
-        return Status::Ok();
-      }));
-  NEARDUP_RETURN_IF_ERROR(FinishDocuments(body, false, limits, {&request.document}));
+  simdjson::dom::element documents;
+  if (root->at_key("documents").get(documents) != simdjson::SUCCESS) {
+    NEARDUP_RETURN_IF_ERROR(
+        ParseDocument(*root, "", limits, {"k", "add", "limit"}, &request.document,
+                      [&](std::string_view key, element value, const std::string& field) -> Status {
+                        return ParseCheckOption(key, value, field, limits, &request);
+                      }));
+    NEARDUP_RETURN_IF_ERROR(FinishDocuments(body, false, limits, {&request.document}));
+    return request;
+  }
+  request.batch = true;
+  for (auto [key, value] : *root) {
+    const std::string field(key);
+    if (key == "documents") continue;
+    if (key != "k" && key != "add" && key != "limit") {
+      return Status::InvalidArgument(field + ": unknown field");
+    }
+    NEARDUP_RETURN_IF_ERROR(ParseCheckOption(key, value, field, limits, &request));
+  }
+  simdjson::dom::array array;
+  if (documents.get_array().get(array) != simdjson::SUCCESS) {
+    return Status::InvalidArgument("documents: must be an array");
+  }
+  if (array.size() > limits.max_batch) {
+    return Status::ResourceExhausted("documents: " + std::to_string(array.size()) +
+                                     " documents exceeds the batch limit of " +
+                                     std::to_string(limits.max_batch));
+  }
+  if (array.size() == 0) return Status::InvalidArgument("documents: must not be empty");
+  auto no_extra = [](std::string_view, element, const std::string&) { return Status::Ok(); };
+  size_t index = 0;
+  for (element item : array) {
+    const std::string prefix = "documents[" + std::to_string(index++) + "].";
+    object obj;
+    if (item.get_object().get(obj) != simdjson::SUCCESS) {
+      return Status::InvalidArgument(prefix.substr(0, prefix.size() - 1) + ": must be an object");
+    }
+    DocumentRequest doc;
+    NEARDUP_RETURN_IF_ERROR(ParseDocument(obj, prefix, limits, {}, &doc, no_extra));
+    request.documents.push_back(std::move(doc));
+  }
+  std::vector<DocumentRequest*> parsed;
+  for (DocumentRequest& doc : request.documents) parsed.push_back(&doc);
+  NEARDUP_RETURN_IF_ERROR(FinishDocuments(body, true, limits, std::move(parsed)));
   return request;
 }
 

@@ -36,7 +36,11 @@ struct AddRequest {
 enum class AddMode { kIfUnique, kAlways, kNever };
 
 struct CheckRequest {
-  DocumentRequest document;
+  DocumentRequest document;  // the single form
+  // The batch form ({"documents": [doc, ...], ...}): checked in order, each against the store and
+  // the earlier added documents of the batch.
+  bool batch = false;
+  std::vector<DocumentRequest> documents;
   int k = 3;
   AddMode add = AddMode::kIfUnique;
   size_t limit = 100;  // duplicates listed at most (the reply says "truncated" past it)
@@ -52,7 +56,8 @@ struct QueryRequest {
 // POST /v1/documents: {"documents": [doc, ...]} or a single doc object.
 Result<AddRequest> ParseAddRequest(std::string_view body, const RequestLimits& limits);
 // POST /v1/check: doc fields plus optional "k", "add" ("if_unique" | "always" | "never") and
-// "limit" (1..limits.max_limit, default limits.default_limit).
+// "limit" (1..limits.max_limit, default limits.default_limit), or the batch form
+// {"documents": [doc, ...], "k", "add", "limit"} (at most limits.max_batch documents).
 Result<CheckRequest> ParseCheckRequest(std::string_view body, const RequestLimits& limits);
 // POST /v1/query: {"text" | "fingerprint", "k", "limit"}.
 Result<QueryRequest> ParseQueryRequest(std::string_view body, const RequestLimits& limits);

@@ -81,6 +81,22 @@ void WriteDocument(JsonWriter& w, const StoredDocument& doc, bool with_distance)
   w.EndObject();
 }
 
+// A duplicate found by a check (or a text query of a kDedup store): why, how similar, how far.
+void WriteDuplicate(JsonWriter& w, const StoredDocument& doc) {
+  w.BeginObject().Key("id").String(doc.id).Key("fingerprint").String(ToHex(doc.fingerprint));
+  w.Key("reason").String(DuplicateReasonName(doc.reason));
+  w.Key("similarity");
+  if (doc.similarity >= 0) {
+    w.Double(doc.similarity);
+  } else {
+    w.Null();
+  }
+  w.Key("distance").Int(doc.distance);
+  w.Key("metadata");
+  WriteMetadata(w, doc.metadata);
+  w.EndObject();
+}
+
 // The store's health as the server reports it. DocumentStore::Health() (issue 10's store health
 // API) is used when the store has it; a store without that API always reports "ok".
 struct HealthView {
@@ -164,12 +180,18 @@ class ResponseBudget {
  public:
   explicit ResponseBudget(size_t max_bytes) : max_bytes_(max_bytes) {}
   // Appends `doc` to `out` (an open JSON array) unless it would pass the budget; false if not.
-  bool Append(std::string* out, const StoredDocument& doc, bool with_distance) {
+  // as_duplicate: the document as a check's duplicate (reason, similarity, distance).
+  bool Append(std::string* out, const StoredDocument& doc, bool with_distance,
+              bool as_duplicate = false) {
     if (truncated_) return false;
     const size_t before = out->size();
     JsonWriter w(out);
     if (any_) out->push_back(',');
-    WriteDocument(w, doc, with_distance);
+    if (as_duplicate) {
+      WriteDuplicate(w, doc);
+    } else {
+      WriteDocument(w, doc, with_distance);
+    }
     if (out->size() > max_bytes_) {
       out->resize(before);
       truncated_ = true;
@@ -179,6 +201,8 @@ class ResponseBudget {
     return true;
   }
   bool truncated() const { return truncated_; }
+  // The next Append starts a new JSON array (one budget across the arrays of a batch reply).
+  void NewArray() { any_ = false; }
 
  private:
   size_t max_bytes_;
@@ -191,6 +215,8 @@ class ResponseBudget {
 struct Server::Impl : HttpApplication {
   DocumentStore* store;
   const Fingerprinter* fingerprinter;
+  // Texts of a kDedup store are sketched with the store's LSH options (null: fingerprints only).
+  const DocumentSketcher* sketcher = nullptr;
   ServerOptions options;
   std::unique_ptr<TokenChecker> token;
   int listen_fd = -1;
@@ -431,23 +457,43 @@ struct Server::Impl : HttpApplication {
     return fp;
   }
 
+  // The store inputs of request documents: each text fingerprinted and, for a kDedup store,
+  // sketched. `sketches` must outlive the inputs. `batch`: name fields documents[i].
+  Status Inputs(const std::vector<const DocumentRequest*>& docs, bool batch,
+                std::vector<DocumentInput>* inputs, std::vector<DocumentSketch>* sketches) const {
+    inputs->resize(docs.size());
+    sketches->resize(docs.size());
+    for (size_t i = 0; i < docs.size(); ++i) {
+      const DocumentRequest& doc = *docs[i];
+      const std::string field = batch ? "documents[" + std::to_string(i) + "]." : "";
+      DocumentInput& input = (*inputs)[i];
+      input.id = doc.id;
+      input.metadata = doc.metadata_json;
+      if (doc.text.has_value() && sketcher != nullptr) {
+        Status status = sketcher->Sketch(*doc.text, &input.fingerprint, &(*sketches)[i]);
+        if (!status.ok()) return status.WithContext(field + "text");
+        input.sketch = &(*sketches)[i];
+        continue;
+      }
+      Result<Fingerprint> fp = Resolve(doc.text, doc.fingerprint, field);
+      if (!fp.ok()) return fp.status();
+      input.fingerprint = *fp;
+    }
+    return Status::Ok();
+  }
+
   void HandleAdd(const std::string& body, Reply* reply) {
     Result<AddRequest> request = ParseAddRequest(body, options.limits);
     if (!request.ok()) return reply->Error(request.status());
-    std::vector<Fingerprint> fps(request->documents.size());
-    for (size_t i = 0; i < fps.size(); ++i) {
-      const DocumentRequest& doc = request->documents[i];
-      Result<Fingerprint> fp =
-          Resolve(doc.text, doc.fingerprint, "documents[" + std::to_string(i) + "].");
-      if (!fp.ok()) return reply->Error(fp.status());
-      fps[i] = *fp;
-    }
+    std::vector<const DocumentRequest*> docs;
+    for (const DocumentRequest& doc : request->documents) docs.push_back(&doc);
     std::vector<DocumentInput> inputs;
-    inputs.reserve(fps.size());
-    for (size_t i = 0; i < fps.size(); ++i) {
-      const DocumentRequest& doc = request->documents[i];
-      inputs.push_back({doc.id, fps[i], doc.metadata_json});
+    std::vector<DocumentSketch> sketches;
+    if (Status status = Inputs(docs, true, &inputs, &sketches); !status.ok()) {
+      return reply->Error(status);
     }
+    std::vector<Fingerprint> fps;
+    for (const DocumentInput& input : inputs) fps.push_back(input.fingerprint);
     Status status = store->AddBatch(inputs);
     if (!status.ok()) return reply->Error(status);
     std::string out;
@@ -490,34 +536,59 @@ struct Server::Impl : HttpApplication {
   void HandleCheck(const std::string& body, Reply* reply) {
     Result<CheckRequest> request = ParseCheckRequest(body, options.limits);
     if (!request.ok()) return reply->Error(request.status());
-    const DocumentRequest& doc = request->document;
-    Result<Fingerprint> fp = Resolve(doc.text, doc.fingerprint, "");
-    if (!fp.ok()) return reply->Error(fp.status());
-    CheckResult result;
+    std::vector<const DocumentRequest*> docs;
+    if (request->batch) {
+      for (const DocumentRequest& doc : request->documents) docs.push_back(&doc);
+    } else {
+      docs.push_back(&request->document);
+    }
+    std::vector<DocumentInput> inputs;
+    std::vector<DocumentSketch> sketches;
+    if (Status status = Inputs(docs, request->batch, &inputs, &sketches); !status.ok()) {
+      return reply->Error(status);
+    }
+    CheckOptions check;
+    check.k = request->k;
+    check.limit = request->limit;
+    check.add = request->add == AddMode::kNever    ? neardup::AddMode::kNever
+                : request->add == AddMode::kAlways ? neardup::AddMode::kAlways
+                                                   : neardup::AddMode::kIfNew;
+    // A search's results are held in memory until written: the buffer budget bounds them.
     SearchReservation reservation(transport.get(), SearchBytes(request->limit));
     if (!reservation.ok()) return Busy(reply);
-    if (request->add == AddMode::kNever) {
-      // One more than asked for (and one for the document itself): enough to know if truncated.
-      Result<std::vector<StoredDocument>> found =
-          store->Search(*fp, request->k, request->limit + 2);
-      if (!found.ok()) return reply->Error(found.status());
-      for (StoredDocument& d : *found) {
-        if (d.id != doc.id) result.duplicates.push_back(std::move(d));
-      }
-    } else {
-      Result<CheckResult> checked = store->CheckAndAdd({doc.id, *fp, doc.metadata_json}, request->k,
-                                                       request->add == AddMode::kAlways);
-      if (!checked.ok()) return reply->Error(checked.status());
-      result = std::move(*checked);
-    }
+    Result<std::vector<CheckResult>> results = store->CheckBatch(inputs, check);
+    if (!results.ok()) return reply->Error(results.status());
     std::string out;
     JsonWriter w(&out);
-    w.BeginObject().Key("id").String(doc.id).Key("fingerprint").String(ToHex(*fp));
-    w.Key("duplicate").Bool(!result.duplicates.empty());
-    w.Key("added").Bool(result.added).Key("replaced").Bool(result.replaced);
-    w.Key("duplicates").BeginArray();
-    const bool truncated = WriteResults(result.duplicates, request->limit, &out);
-    w.EndArray().Key("truncated").Bool(truncated).EndObject();
+    // The duplicates of each document are cut at `limit` by the store (CheckOptions::limit), and
+    // the whole reply at max_response_bytes; either is reported as "truncated".
+    ResponseBudget budget(options.max_response_bytes);
+    auto write_result = [&](const DocumentInput& input, const CheckResult& result) {
+      w.BeginObject()
+          .Key("id")
+          .String(input.id)
+          .Key("fingerprint")
+          .String(ToHex(input.fingerprint));
+      w.Key("duplicate").Bool(!result.duplicates.empty());
+      w.Key("added").Bool(result.added).Key("replaced").Bool(result.replaced);
+      w.Key("duplicates").BeginArray();
+      budget.NewArray();
+      size_t written = 0;
+      for (const StoredDocument& d : result.duplicates) {
+        if (!budget.Append(&out, d, true, /*as_duplicate=*/true)) break;
+        ++written;
+      }
+      const bool truncated = result.truncated || written < result.duplicates.size();
+      if (truncated) truncated_total.fetch_add(1, std::memory_order_relaxed);
+      w.EndArray().Key("truncated").Bool(truncated).EndObject();
+    };
+    if (!request->batch) {
+      write_result(inputs[0], (*results)[0]);
+    } else {
+      w.BeginObject().Key("results").BeginArray();
+      for (size_t i = 0; i < inputs.size(); ++i) write_result(inputs[i], (*results)[i]);
+      w.EndArray().EndObject();
+    }
     reply->Json(200, std::move(out));
   }
 
@@ -536,6 +607,39 @@ struct Server::Impl : HttpApplication {
   }
 
   void Query(const QueryRequest& request, Reply* reply) {
+    if (request.text.has_value() && sketcher != nullptr) {
+      // A kDedup store answers a text with its rule: a check that adds nothing.
+      DocumentSketch sketch;
+      DocumentInput input;
+      if (Status status = sketcher->Sketch(*request.text, &input.fingerprint, &sketch);
+          !status.ok()) {
+        return reply->Error(status.WithContext("text"));
+      }
+      input.sketch = &sketch;
+      CheckOptions check;
+      check.add = neardup::AddMode::kNever;
+      check.limit = request.limit;
+      SearchReservation reservation(transport.get(), SearchBytes(request.limit));
+      if (!reservation.ok()) return Busy(reply);
+      Result<std::vector<CheckResult>> results =
+          store->CheckBatch(std::span<const DocumentInput>(&input, 1), check);
+      if (!results.ok()) return reply->Error(results.status());
+      const CheckResult& result = (*results)[0];
+      std::string out;
+      JsonWriter w(&out);
+      w.BeginObject().Key("fingerprint").String(ToHex(input.fingerprint));
+      w.Key("rule").String("dedup").Key("results").BeginArray();
+      ResponseBudget budget(options.max_response_bytes);
+      size_t written = 0;
+      for (const StoredDocument& d : result.duplicates) {
+        if (!budget.Append(&out, d, true, /*as_duplicate=*/true)) break;
+        ++written;
+      }
+      const bool truncated = result.truncated || written < result.duplicates.size();
+      if (truncated) truncated_total.fetch_add(1, std::memory_order_relaxed);
+      w.EndArray().Key("truncated").Bool(truncated).EndObject();
+      return reply->Json(200, std::move(out));
+    }
     Result<Fingerprint> fp = Resolve(request.text, request.fingerprint, "");
     if (!fp.ok()) return reply->Error(fp.status());
     SearchReservation reservation(transport.get(), SearchBytes(request.limit));
@@ -731,6 +835,14 @@ struct Server::Impl : HttpApplication {
 };
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Result<std::unique_ptr<Server>> Server::Create(DocumentStore* store,
+                                               const DocumentSketcher& sketcher,
+                                               ServerOptions options) {
+  auto server = Create(store, &sketcher.fingerprinter(), std::move(options));
+  if (server.ok()) (*server)->impl_->sketcher = &sketcher;
+  return server;
+}
 
 Result<std::unique_ptr<Server>> Server::Create(DocumentStore* store,
                                                const Fingerprinter* fingerprinter,

@@ -1,6 +1,7 @@
 // DocumentStore implementation: memtable + write-ahead log + memory-mapped segments, group
-// commit, flush and background compaction; see include/neardup/store.h and
-// docs/storage_format.md.
+// commit, flush and background compaction, and the duplicate rule applied to them (the pair rule
+// of neardup/pair_rule.h over candidates from the band and whitespace-hash tables, or the SimHash
+// radius); see include/neardup/store.h and docs/storage_format.md.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -22,12 +23,17 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/set_codec.h"
 #include "common/string_hash.h"
+#include "index/key_table.h"
 #include "index/table_segment.h"
-#include "neardup/permuted_index.h"
+#include "neardup/dedup.h"
+#include "neardup/pair_rule.h"
 #include "neardup/store.h"
 #include "store/manifest.h"
+#include "store/memtable.h"
 #include "store/segment.h"
+#include "store/sketch_record.h"
 #include "store/store_format.h"
 #include "store/wal.h"
 
@@ -35,132 +41,83 @@ namespace neardup {
 namespace {
 
 using store::Manifest;
+using store::MemTable;
 using store::Segment;
 using store::SegmentEntry;
 using store::SegmentHit;
+using store::SketchRecord;
 using store::WalOp;
 using store::WalOpType;
 using store::WalWriter;
 
-// Documents written since the last flush, newest version per id (tombstones included).
-// The memtable's own design: planned for its size under PermutedIndex's default budget, so
-// inserts stay cheap. Planning takes ~0.08 s of CPU (64 bits, indexed_k 3), so each distinct
-// (bits, indexed_k, size) is planned once per process and reused by every later Open.
-Result<IndexDesign> MemtableDesign(int bits, int indexed_k, size_t memtable_limit) {
-  static std::mutex mu;
-  static std::map<std::tuple<int, int, size_t>, IndexDesign> planned_designs;
-  const auto key = std::make_tuple(bits, indexed_k, memtable_limit);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = planned_designs.find(key); it != planned_designs.end()) return it->second;
-  }
-  PlanRequest request;
-  request.bits = bits;
-  request.indexed_k = indexed_k;
-  request.expected_size = static_cast<double>(std::max<size_t>(memtable_limit, 1024));
-  request.memory_budget = PermutedIndexOptions{}.memory_budget;
-  Result<IndexDesign> planned = PlanIndex(request);
-  if (!planned.ok()) {
-    request.memory_budget = {};
-    planned = PlanIndex(request);
-  }
-  if (!planned.ok()) return planned.status();
-  std::lock_guard<std::mutex> lock(mu);
-  planned_designs.emplace(key, *planned);
-  return planned;
+// A bucket (band key, whitespace-free hash) yields at most `bucket_window` live documents to a
+// check; walking it stops after this many times as many versions (replaced or removed ones
+// included), so a bucket full of overwritten documents costs a bounded walk too.
+constexpr size_t kMaxVisitsPerWindow = 8;
+
+constexpr const char* kVerificationForm = "narrowed32-elias-fano";
+
+// Keeps the first `limit` duplicates (0: all).
+void Truncate(size_t limit, CheckResult* result) {
+  if (limit == 0 || result->duplicates.size() <= limit) return;
+  result->duplicates.resize(limit);
+  result->truncated = true;
 }
-
-class MemTable {
- public:
-  struct Entry {
-    Fingerprint fingerprint;
-    std::string metadata;
-    bool tombstone = false;
-    uint64_t slot = 0;  // id in `index_` (live entries only)
-  };
-
-  // Searches with k <= indexed_k use a PermutedIndex (the same segments as the store's files,
-  // planned for the memtable's size so inserts stay cheap) over the live entries; larger k scans
-  // them. `design` (planned once per store by Init) is for `expected_size` entries.
-  static Result<std::unique_ptr<MemTable>> Create(int bits, const IndexDesign& design,
-                                                  size_t expected_size) {
-    PermutedIndexOptions options;
-    options.bits = bits;
-    options.indexed_k = design.indexed_k;
-    options.design = design;
-    options.expected_size = static_cast<double>(std::max<size_t>(expected_size, 1024));
-    options.threads = 1;
-    Result<std::unique_ptr<PermutedIndex>> permuted = PermutedIndex::Create(options);
-    if (!permuted.ok()) return permuted.status().WithContext("memtable index");
-    return std::unique_ptr<MemTable>(new MemTable(std::move(*permuted)));
-  }
-
-  const Entry* Find(std::string_view id) const {
-    auto it = entries_.find(id);
-    return it == entries_.end() ? nullptr : &it->second;
-  }
-
-  // Applies one logged operation. An error from the index (none is expected: the width was
-  // checked and the memtable is far below the index's row limit) leaves the entry stored but
-  // unsearchable by the tables, and is returned.
-  Status Put(const WalOp& op) {
-    auto it = entries_.find(std::string_view(op.id));
-    if (it == entries_.end()) {
-      it = entries_.emplace(op.id, Entry{}).first;
-    } else if (!it->second.tombstone) {
-      index_->Remove(it->second.slot, it->second.fingerprint);
-      slot_ids_[it->second.slot] = nullptr;
-    }
-    Entry& entry = it->second;
-    entry.tombstone = op.type == WalOpType::kRemove;
-    entry.fingerprint = op.fingerprint;
-    entry.metadata = op.metadata;
-    if (!entry.tombstone) {
-      entry.slot = slot_ids_.size();
-      slot_ids_.push_back(&it->first);
-      NEARDUP_RETURN_IF_ERROR(
-          index_->Add(entry.slot, entry.fingerprint).WithContext("memtable index"));
-    }
-    return Status::Ok();
-  }
-
-  // Calls fn(id, entry, distance) for the live entries within k.
-  template <typename Fn>
-  Status Search(const Fingerprint& query, int k, Fn&& fn) const {
-    if (entries_.empty()) return Status::Ok();
-    if (k > index_->max_search_k()) {
-      for (const auto& [id, entry] : entries_) {
-        if (entry.tombstone) continue;
-        const int distance = HammingDistance(entry.fingerprint, query);
-        if (distance <= k) fn(id, entry, distance);
-      }
-      return Status::Ok();
-    }
-    Result<std::vector<Neighbor>> hits = index_->Search(query, k);
-    if (!hits.ok()) return hits.status().WithContext("memtable index");
-    for (const Neighbor& hit : *hits) {
-      const std::string* id = slot_ids_[hit.id];
-      if (id != nullptr) fn(*id, entries_.find(std::string_view(*id))->second, hit.distance);
-    }
-    return Status::Ok();
-  }
-
-  size_t size() const { return entries_.size(); }
-  const std::unordered_map<std::string, Entry, StringHash, std::equal_to<>>& entries() const {
-    return entries_;
-  }
-
- private:
-  std::unordered_map<std::string, Entry, StringHash, std::equal_to<>> entries_;
-  explicit MemTable(std::unique_ptr<PermutedIndex> index) : index_(std::move(index)) {}
-
-  std::vector<const std::string*> slot_ids_;  // slot -> key in entries_ (null once replaced)
-  std::unique_ptr<PermutedIndex> index_;
-};
 
 bool ByDistanceThenId(const StoredDocument& a, const StoredDocument& b) {
   return a.distance != b.distance ? a.distance < b.distance : a.id < b.id;
 }
+bool BySimilarityThenId(const StoredDocument& a, const StoredDocument& b) {
+  return a.similarity != b.similarity ? a.similarity > b.similarity : a.id < b.id;
+}
+
+// The pair rule of a kDedup store of Jaccard threshold `threshold`: dedup's (ResolvePairRule)
+// with that threshold and dedup's containment options.
+PairRuleOptions StorePairRule(double threshold) {
+  DedupOptions dedup;
+  dedup.lsh.threshold = threshold;
+  return ResolvePairRule(dedup);
+}
+
+// The bands and rows dedup uses for `lsh` (ResolveDedupLsh with the store's pair rule).
+Result<LshParameters> DedupLshParameters(const MinHashLshOptions& lsh) {
+  DedupOptions dedup;
+  dedup.lsh = lsh;
+  Result<MinHashLshOptions> resolved = ResolveDedupLsh(dedup);
+  if (!resolved.ok()) return resolved.status();
+  return *resolved->parameters;
+}
+
+// The operations of a commit group decided so far but not yet applied to the memtable: what the
+// group's later checks see, with the group's adds indexed like a tiny memtable.
+struct Pending {
+  std::vector<WalOp> ops;
+  std::vector<const DocumentSketch*> sketches;  // per op: an add's sketch (kDedup), else null
+  std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> latest;  // id -> op
+  // The adds' buckets, indexed only when a check of the group needs them (a bulk AddBatch never
+  // does): ops [0, indexed) are in them.
+  mutable std::unordered_map<uint64_t, std::vector<uint32_t>> bands;     // band << 32 | key -> ops
+  mutable std::unordered_map<uint64_t, std::vector<uint32_t>> squeezed;  // hash -> ops
+  mutable size_t indexed = 0;
+
+  bool Shadows(std::string_view id) const { return latest.find(id) != latest.end(); }
+  // The op is the group's live version of its id.
+  bool Live(size_t op) const {
+    auto it = latest.find(std::string_view(ops[op].id));
+    return it != latest.end() && it->second == op && ops[op].type == WalOpType::kAdd;
+  }
+};
+
+// A stored (or pending) document a check looks at.
+struct Candidate {
+  std::string_view id;
+  Fingerprint fingerprint;
+  std::string_view metadata;
+  store::PairHashes hashes;
+  std::string_view set_bytes;                  // a stored document's encoded set
+  const std::vector<uint32_t>* set = nullptr;  // a pending document's set
+  bool lsh = false;                            // shares a band bucket (else only the hash)
+};
 
 class DocumentStoreImpl : public DocumentStore {
  public:
@@ -172,7 +129,10 @@ class DocumentStoreImpl : public DocumentStore {
 
   Status Add(const DocumentInput& doc, bool* replaced) override;
   Status AddBatch(std::span<const DocumentInput> docs) override;
+  Result<std::vector<CheckResult>> CheckBatch(std::span<const DocumentInput> docs,
+                                              const CheckOptions& options) override;
   Result<CheckResult> CheckAndAdd(const DocumentInput& doc, int k, bool always_add) override;
+  std::optional<MinHashLshOptions> LshOptions() const override;
   Result<std::vector<StoredDocument>> Search(const Fingerprint& query, int k,
                                              size_t limit) const override;
   Result<StoredDocument> Get(std::string_view id) const override;
@@ -186,14 +146,14 @@ class DocumentStoreImpl : public DocumentStore {
  private:
   // One caller waiting to commit.
   struct Writer {
-    enum Kind { kAdd, kRemove, kCheckAndAdd, kFlush } kind = kAdd;
+    enum Kind { kAdd, kRemove, kCheck, kFlush } kind = kAdd;
     std::span<const DocumentInput> docs;
+    std::vector<SketchRecord> sketches;  // per doc, kDedup stores (made before queueing)
     std::string_view remove_id;
-    int k = 0;
-    bool always_add = false;
+    CheckOptions check;                           // kCheck
+    std::vector<CheckResult>* results = nullptr;  // kCheck: one per doc
     Status status;
     bool replaced = false;
-    CheckResult* check = nullptr;
     bool done = false;
     std::condition_variable cv;
   };
@@ -202,13 +162,26 @@ class DocumentStoreImpl : public DocumentStore {
   Result<IndexDesign> PlanStoreDesign(int bits, int indexed_k) const;
   // Refuses explicit options that differ from what the store was created with; sets design_.
   Status CheckCompatible(const Manifest& manifest);
-  Status ValidateDoc(const DocumentInput& doc) const;
+  // The rule's options from options_ (a new store) or the MANIFEST; sets bands_ and friends.
+  Status ResolveRule(const Manifest* manifest, std::optional<store::ManifestRule>* rule);
+  // allow_empty_id: a lookup (AddMode::kNever) needs no id.
+  Status ValidateDoc(const DocumentInput& doc, bool allow_empty_id = false) const;
   Status ValidateK(const Fingerprint& fp, int k) const;
+  // ValidateDoc for every doc (naming its index), then the sketch records of a kDedup store.
+  Status PrepareDocs(std::span<const DocumentInput> docs,
+                     std::vector<SketchRecord>* sketches) const;
   Status Commit(Writer* writer);
   Status CommitGroup(std::vector<Writer*>& group, bool force_flush);
-  Status FlushMemTableLocked();                                      // caller is the commit leader
+  // Commit leader: seals mem_ as imm_ (after waiting for the previous one's flush) and hands it
+  // to the background thread, or with `wait` writes everything in memory to segments now.
+  Status FlushMemTableLocked(bool wait);
+  // Seals mem_ (non-empty, imm_ null) as imm_ behind a new log; commit leader only.
+  Status SealMemTableLocked();
+  // Writes imm_ (if any) to a segment and swaps the MANIFEST; times itself.
+  Status FlushImmutable();
+  Status FlushImmutableNow();
   Status WriteManifestLocked(const std::vector<uint64_t>& numbers);  // manifest_mu_ held
-  void CompactionLoop();
+  void BackgroundLoop();
   void MaybeScheduleCompaction();
   // Health bookkeeping: a failed write makes the store degraded; a later good one makes it ok.
   void NoteWriteError(const Status& status);
@@ -226,6 +199,23 @@ class DocumentStoreImpl : public DocumentStore {
   // returned, and only their metadata is copied.
   Status SearchLocked(const Fingerprint& query, int k, std::vector<StoredDocument>* out,
                       size_t limit = 0) const;
+  // The duplicates of `doc` under the store's rule among the stored documents and the live ops
+  // of `pending` (null: none), sorted (see CheckResult).
+  void FindDuplicatesLocked(const DocumentInput& doc, int k, const Pending* pending,
+                            std::vector<StoredDocument>* out) const;
+  // kDedup: the candidates of `doc` (whitespace-free hash, then each band's bucket).
+  void DedupCandidatesLocked(const DocumentInput& doc, const Pending* pending,
+                             std::vector<Candidate>* out) const;
+  // Adds the ops of `pending` not yet indexed to its band and whitespace indexes.
+  void IndexPending(const Pending& pending) const;
+  // The segments a background compaction merges: the newest ones, as long as the next older one
+  // is no larger than all of them together (size-tiered: each document is rewritten about
+  // log2(store / memtable) times). Returns the index of the first; segments_.size() for none.
+  size_t ChooseCompactionInputsLocked() const;
+  // Merges all segments, or (!all) the ones ChooseCompactionInputsLocked picks, into one; times
+  // CompactRangeNow.
+  Status CompactRange(bool all);
+  Status CompactRangeNow(bool all);
 
   const std::string dir_;
   StoreOptions options_;
@@ -235,7 +225,16 @@ class DocumentStoreImpl : public DocumentStore {
   std::shared_ptr<const index::CompiledDesign> design_;  // the store's index design
   std::string fingerprint_options_;
   double planned_bytes_per_fingerprint_ = 0;
-  IndexDesign memtable_design_;  // the planner's figure, for a store created now
+  // The rule: bands_ == 0 for a kSimHash store; else the resolved LSH options (bands, rows set).
+  int bands_ = 0;
+  MinHashLshOptions lsh_;
+  uint64_t lsh_tag_ = 0;
+  store::SegmentRule segment_rule_;  // the rule as segments record it (kDedup)
+  // kDedup: THE pair rule (neardup/pair_rule.h) with dedup's options for the store's threshold
+  // (ResolvePairRule), corpus-independent (no boilerplate frequencies): what dedup decides.
+  std::optional<PairRule> pair_rule_;
+  // The rule segments are opened and written with: null for a kSimHash store.
+  const store::SegmentRule* segment_rule() const { return bands_ > 0 ? &segment_rule_ : nullptr; }
   int lock_fd_ = -1;
   bool reading_beside_writer_ = false;  // read-only, opened while another process writes
 
@@ -249,11 +248,19 @@ class DocumentStoreImpl : public DocumentStore {
   std::vector<std::shared_ptr<Segment>> segments_;  // oldest first
   std::vector<uint64_t> segment_numbers_;
   std::unique_ptr<MemTable> mem_;
+  // A full memtable sealed and being written to a segment by the background thread (null when
+  // none): searched between mem_ and the segments meanwhile, so writers never wait for a flush
+  // unless mem_ fills up again before it ends.
+  std::unique_ptr<MemTable> imm_;
   uint64_t live_ = 0;
 
   std::mutex manifest_mu_;  // guards the fields below and MANIFEST writes
   uint64_t next_file_number_ = 1;
+  // The oldest log the MANIFEST replays from (imm_'s while it is being flushed) and the log
+  // writers append to; every log numbered from wal_number_ on is replayed at open.
   uint64_t wal_number_ = 0;
+  uint64_t active_wal_number_ = 0;
+  uint64_t imm_live_ = 0;  // live_ when imm_ was sealed (the segments' count once it is written)
   uint64_t segments_live_ = 0;  // live documents counting segments only (as of the last flush)
 
   std::mutex writer_mu_;
@@ -267,13 +274,16 @@ class DocumentStoreImpl : public DocumentStore {
   std::mutex compaction_mu_;
   std::condition_variable compaction_cv_;
   bool compaction_requested_ = false;
+  bool flush_requested_ = false;
   bool stopping_ = false;
-  std::thread compaction_thread_;
-  std::mutex compact_run_mu_;  // one compaction at a time
+  std::thread compaction_thread_;  // the background thread: flushes imm_, then compacts
+  std::mutex flush_run_mu_;        // one flush (segment write of imm_) at a time
+  std::mutex compact_run_mu_;      // one compaction at a time
 
   mutable std::atomic<uint64_t> searches_{0};
   std::atomic<uint64_t> wal_bytes_{0};  // size of the current log
   std::atomic<uint64_t> wal_syncs_{0}, writes_{0}, flushes_{0}, compactions_{0};
+  std::atomic<uint64_t> flush_nanos_{0}, compaction_nanos_{0};
   double open_seconds_ = 0;
   // The log tail dropped at open (see StoreStats::wal_dropped*); written once, in Open.
   uint64_t wal_dropped_bytes_ = 0;
@@ -346,6 +356,7 @@ Status DocumentStoreImpl::Init() {
     Manifest m;
     m.bits = options_.bits.value_or(64);
     m.indexed_k = options_.indexed_k.value_or(3);
+    NEARDUP_RETURN_IF_ERROR(ResolveRule(nullptr, &m.rule));
     Result<IndexDesign> design = PlanStoreDesign(m.bits, m.indexed_k);
     if (!design.ok()) return design.status();
     m.design = index::EncodeDesign(*design);
@@ -362,6 +373,10 @@ Status DocumentStoreImpl::Init() {
   }
   (void)fresh;
   NEARDUP_RETURN_IF_ERROR(CheckCompatible(*manifest));
+  {
+    std::optional<store::ManifestRule> rule;
+    NEARDUP_RETURN_IF_ERROR(ResolveRule(&*manifest, &rule));
+  }
   bits_ = manifest->bits;
   indexed_k_ = manifest->indexed_k;
   options_.bits = bits_;
@@ -371,39 +386,59 @@ Status DocumentStoreImpl::Init() {
   wal_number_ = manifest->wal_number;
   segments_live_ = manifest->segments_live;
   segment_numbers_ = manifest->segments;
+  uint64_t next_seq = 0;
   for (uint64_t number : segment_numbers_) {
     Result<std::shared_ptr<Segment>> seg =
         Segment::Open(store::JoinPath(dir_, store::SegmentFileName(number)), design_,
-                      options_.verify_checksums_on_open);
+                      segment_rule(), options_.verify_checksums_on_open);
     if (!seg.ok()) return seg.status();
+    next_seq = std::max(next_seq, (*seg)->next_seq());
     segments_.push_back(*seg);
   }
-  {
-    Result<IndexDesign> planned = MemtableDesign(bits_, indexed_k_, options_.memtable_limit);
-    if (!planned.ok()) return planned.status().WithContext("memtable index");
-    memtable_design_ = std::move(*planned);
-  }
-  Result<std::unique_ptr<MemTable>> mem =
-      MemTable::Create(bits_, memtable_design_, options_.memtable_limit);
-  if (!mem.ok()) return mem.status();
-  mem_ = std::move(*mem);
+  mem_ = std::make_unique<MemTable>(design_, bands_, next_seq);
   live_ = segments_live_;
-  const std::string wal_path = store::JoinPath(dir_, store::WalFileName(wal_number_));
-  Result<store::WalReadResult> replay =
-      store::ReadWal(wal_path, bits_, [&](std::vector<WalOp>& ops) {
-        for (const WalOp& op : ops) {
-          const bool exists = LookupLocked(op.id).has_value();
-          if (op.type == WalOpType::kAdd && !exists) ++live_;
-          if (op.type == WalOpType::kRemove && exists) --live_;
-          NEARDUP_RETURN_IF_ERROR(mem_->Put(op));
-        }
-        return Status::Ok();
-      });
-  if (!replay.ok()) {
-    if (replay.status().code() == StatusCode::kNotFound) {
-      return Status::Corruption(wal_path + ": log named by MANIFEST is missing");
+  // The logs to replay: the MANIFEST's and every later one (a memtable sealed by a flush that a
+  // crash interrupted is in the earlier log, the writes after it in the later one), in order.
+  std::vector<uint64_t> logs = {wal_number_};
+  if (Result<std::vector<std::string>> files = store::ListDataFiles(dir_); files.ok()) {
+    for (const std::string& name : *files) {
+      bool is_segment;
+      uint64_t number;
+      if (store::ParseFileName(name, &is_segment, &number) && !is_segment && number > wal_number_) {
+        logs.push_back(number);
+      }
     }
-    return replay.status();
+  }
+  std::sort(logs.begin(), logs.end());
+  std::string wal_path;
+  Result<store::WalReadResult> replay = Status::Internal("no log replayed");
+  for (uint64_t log : logs) {
+    const std::string path = store::JoinPath(dir_, store::WalFileName(log));
+    struct stat log_stat;
+    if (log != logs.front() && log == logs.back() && ::stat(path.c_str(), &log_stat) == 0 &&
+        static_cast<uint64_t>(log_stat.st_size) <= store::kWalHeaderSize) {
+      // A new log whose creation a crash cut short (no record can be in a log before its header
+      // is synced): the writes go on in the previous one.
+      if (!options_.read_only) (void)fs_->Remove(path);
+      break;
+    }
+    wal_path = path;
+    replay = store::ReadWal(wal_path, bits_, [&](std::vector<WalOp>& ops) {
+      for (WalOp& op : ops) {
+        const bool exists = LookupLocked(op.id).has_value();
+        if (op.type == WalOpType::kAdd && !exists) ++live_;
+        if (op.type == WalOpType::kRemove && exists) --live_;
+        mem_->Put(std::move(op));
+      }
+      return Status::Ok();
+    });
+    if (!replay.ok()) {
+      if (replay.status().code() == StatusCode::kNotFound) {
+        return Status::Corruption(wal_path + ": log named by MANIFEST is missing");
+      }
+      return replay.status();
+    }
+    active_wal_number_ = log;
   }
   if (replay->dropped_bytes > 0) {
     wal_dropped_bytes_ = replay->dropped_bytes;
@@ -433,14 +468,12 @@ Status DocumentStoreImpl::Init() {
       if (!store::ParseFileName(name, &is_segment, &number)) continue;
       bool referenced = is_segment ? std::find(segment_numbers_.begin(), segment_numbers_.end(),
                                                number) != segment_numbers_.end()
-                                   : number == wal_number_;
+                                   : number >= wal_number_;
       if (!referenced && number >= 1) (void)fs_->Remove(store::JoinPath(dir_, name));
     }
   }
   closed_ = false;
-  if (options_.compaction_trigger > 0) {
-    compaction_thread_ = std::thread([this] { CompactionLoop(); });
-  }
+  compaction_thread_ = std::thread([this] { BackgroundLoop(); });
   open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return Status::Ok();
 }
@@ -519,8 +552,98 @@ Status DocumentStoreImpl::CheckCompatible(const Manifest& manifest) {
   return Status::Ok();
 }
 
-Status DocumentStoreImpl::ValidateDoc(const DocumentInput& doc) const {
-  if (doc.id.empty()) return Status::InvalidArgument("id: must not be empty");
+Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
+                                      std::optional<store::ManifestRule>* rule_out) {
+  const std::string where = dir_ + ": store was created with ";
+  if (manifest == nullptr) {  // a new store
+    if (options_.rule.value_or(StoreRule::kDedup) == StoreRule::kSimHash) {
+      if (options_.lsh)
+        return Status::InvalidArgument("StoreOptions.lsh: a kSimHash store has no LSH options");
+      return Status::Ok();
+    }
+    const MinHashLshOptions lsh = options_.lsh.value_or(MinHashLshOptions{});
+    // Bands and rows as dedup chooses them for this threshold (ResolveDedupLsh: down to the
+    // lowest Jaccard the pair rule accepts), so the store finds the candidates dedup finds.
+    Result<LshParameters> parameters = DedupLshParameters(lsh);
+    if (!parameters.ok()) return parameters.status().WithContext("StoreOptions.lsh");
+    store::ManifestRule rule;
+    rule.threshold = lsh.threshold;
+    rule.bands = parameters->bands;
+    rule.rows = parameters->rows;
+    rule.bucket_window = lsh.bucket_window;
+    rule.seed = lsh.seed;
+    *rule_out = rule;
+    return Status::Ok();
+  }
+  const StoreRule rule = manifest->rule ? StoreRule::kDedup : StoreRule::kSimHash;
+  if (options_.rule && *options_.rule != rule) {
+    return Status::InvalidArgument(where + "the " + StoreRuleName(rule) + " rule, not " +
+                                   StoreRuleName(*options_.rule) +
+                                   " (docs/storage_format.md says how to rebuild a store)");
+  }
+  if (!manifest->rule) {
+    if (options_.lsh) {
+      return Status::InvalidArgument(
+          where +
+          "the simhash rule (format version 2): it has no LSH options to compare with "
+          "StoreOptions.lsh");
+    }
+    bands_ = 0;
+    return Status::Ok();
+  }
+  const store::ManifestRule& recorded = *manifest->rule;
+  lsh_.threshold = recorded.threshold;
+  lsh_.parameters = LshParameters{recorded.bands, recorded.rows};
+  lsh_.bucket_window = recorded.bucket_window;
+  lsh_.seed = recorded.seed;
+  if (options_.lsh) {
+    const MinHashLshOptions& wanted = *options_.lsh;
+    Result<LshParameters> parameters = DedupLshParameters(wanted);
+    if (!parameters.ok()) return parameters.status().WithContext("StoreOptions.lsh");
+    auto text = [](double threshold, int bands, int rows, uint32_t window) {
+      char buffer[160];
+      std::snprintf(buffer, sizeof(buffer), "threshold %g, %d bands of %d rows, bucket window %u",
+                    threshold, bands, rows, window);
+      return std::string(buffer);
+    };
+    if (wanted.threshold != recorded.threshold || parameters->bands != recorded.bands ||
+        parameters->rows != recorded.rows || wanted.bucket_window != recorded.bucket_window ||
+        wanted.seed != recorded.seed) {
+      return Status::InvalidArgument(
+          where + text(recorded.threshold, recorded.bands, recorded.rows, recorded.bucket_window) +
+          ", not " +
+          text(wanted.threshold, parameters->bands, parameters->rows, wanted.bucket_window) +
+          (wanted.seed != recorded.seed ? " (and another seed)" : ""));
+    }
+  }
+  bands_ = recorded.bands;
+  lsh_tag_ = LshTag(LshParameters{recorded.bands, recorded.rows}, recorded.seed);
+  auto pair_rule = PairRule::Create(StorePairRule(recorded.threshold));
+  if (!pair_rule.ok()) {
+    return Status::Corruption(store::JoinPath(dir_, store::kManifestName) + ": " +
+                              pair_rule.status().message());
+  }
+  pair_rule_.emplace(std::move(*pair_rule));
+  segment_rule_ = {recorded.bands, recorded.rows, recorded.bucket_window, recorded.threshold,
+                   recorded.seed};
+  return Status::Ok();
+}
+
+Status DocumentStoreImpl::PrepareDocs(std::span<const DocumentInput> docs,
+                                      std::vector<SketchRecord>* sketches) const {
+  for (size_t i = 0; i < docs.size(); ++i) {
+    const std::string where = docs.size() > 1 ? "document " + std::to_string(i) : "";
+    Status status = ValidateDoc(docs[i]);
+    if (!status.ok()) return where.empty() ? status : status.WithContext(where);
+  }
+  if (bands_ == 0) return Status::Ok();
+  sketches->resize(docs.size());
+  for (size_t i = 0; i < docs.size(); ++i) (*sketches)[i] = SketchRecord::From(*docs[i].sketch);
+  return Status::Ok();
+}
+
+Status DocumentStoreImpl::ValidateDoc(const DocumentInput& doc, bool allow_empty_id) const {
+  if (doc.id.empty() && !allow_empty_id) return Status::InvalidArgument("id: must not be empty");
   if (doc.id.size() > options_.max_id_bytes) {
     return Status::InvalidArgument("id: " + std::to_string(doc.id.size()) +
                                    " bytes exceeds the limit of " +
@@ -534,6 +657,25 @@ Status DocumentStoreImpl::ValidateDoc(const DocumentInput& doc) const {
   if (doc.fingerprint.bits != bits_) {
     return Status::InvalidArgument("fingerprint: " + std::to_string(doc.fingerprint.bits) +
                                    "-bit, the store holds " + std::to_string(bits_) + "-bit");
+  }
+  if (bands_ > 0) {
+    if (doc.sketch == nullptr) {
+      return Status::InvalidArgument(
+          "text: this store applies the dedup rule, which needs the text of every document it "
+          "adds or checks (a fingerprint alone is not enough); create the store with the simhash "
+          "rule (`--rule simhash`) to store bare fingerprints");
+    }
+    if (doc.sketch->lsh_tag != lsh_tag_) {
+      return Status::InvalidArgument(
+          "sketch: made with other LSH parameters than the store's (make sketches with a "
+          "DocumentSketcher created from the store's LshOptions())");
+    }
+    if (!doc.sketch->band_keys.empty() &&
+        doc.sketch->band_keys.size() != static_cast<size_t>(bands_)) {
+      return Status::InvalidArgument("sketch: " + std::to_string(doc.sketch->band_keys.size()) +
+                                     " band keys, the store has " + std::to_string(bands_) +
+                                     " bands");
+    }
   }
   return Status::Ok();
 }
@@ -551,41 +693,73 @@ Status DocumentStoreImpl::ValidateK(const Fingerprint& fp, int k) const {
 }
 
 Status DocumentStoreImpl::Add(const DocumentInput& doc, bool* replaced) {
-  NEARDUP_RETURN_IF_ERROR(ValidateDoc(doc));
   Writer w;
   w.kind = Writer::kAdd;
   w.docs = std::span<const DocumentInput>(&doc, 1);
+  NEARDUP_RETURN_IF_ERROR(PrepareDocs(w.docs, &w.sketches));
   Status status = Commit(&w);
   if (replaced != nullptr) *replaced = w.replaced;
   return status;
 }
 
 Status DocumentStoreImpl::AddBatch(std::span<const DocumentInput> docs) {
-  for (size_t i = 0; i < docs.size(); ++i) {
-    Status status = ValidateDoc(docs[i]);
-    if (!status.ok()) return status.WithContext("document " + std::to_string(i));
-  }
-  if (docs.empty()) return Status::Ok();
   Writer w;
   w.kind = Writer::kAdd;
   w.docs = docs;
+  NEARDUP_RETURN_IF_ERROR(PrepareDocs(docs, &w.sketches));
+  if (docs.empty()) return Status::Ok();
   return Commit(&w);
+}
+
+Result<std::vector<CheckResult>> DocumentStoreImpl::CheckBatch(std::span<const DocumentInput> docs,
+                                                               const CheckOptions& options) {
+  if (bands_ == 0) {
+    for (const DocumentInput& doc : docs)
+      NEARDUP_RETURN_IF_ERROR(ValidateK(doc.fingerprint, options.k));
+  }
+  std::vector<CheckResult> results(docs.size());
+  if (options.add == AddMode::kNever) {
+    // A pure lookup: nothing is written, so no place in the commit queue is needed.
+    for (size_t i = 0; i < docs.size(); ++i) {
+      Status status = ValidateDoc(docs[i], /*allow_empty_id=*/true);
+      if (!status.ok())
+        return docs.size() > 1 ? status.WithContext("document " + std::to_string(i)) : status;
+    }
+    searches_.fetch_add(docs.size(), std::memory_order_relaxed);
+    std::shared_lock<std::shared_mutex> state(state_mu_);
+    if (!mem_) return Status::InvalidArgument(dir_ + ": store is closed");
+    for (size_t i = 0; i < docs.size(); ++i) {
+      FindDuplicatesLocked(docs[i], options.k, nullptr, &results[i].duplicates);
+      Truncate(options.limit, &results[i]);
+    }
+    return results;
+  }
+  Writer w;
+  w.kind = Writer::kCheck;
+  w.docs = docs;
+  w.check = options;
+  w.results = &results;
+  NEARDUP_RETURN_IF_ERROR(PrepareDocs(docs, &w.sketches));
+  if (docs.empty()) return results;
+  searches_.fetch_add(docs.size(), std::memory_order_relaxed);
+  NEARDUP_RETURN_IF_ERROR(Commit(&w));
+  return results;
 }
 
 Result<CheckResult> DocumentStoreImpl::CheckAndAdd(const DocumentInput& doc, int k,
                                                    bool always_add) {
-  NEARDUP_RETURN_IF_ERROR(ValidateDoc(doc));
-  NEARDUP_RETURN_IF_ERROR(ValidateK(doc.fingerprint, k));
-  CheckResult result;
-  Writer w;
-  w.kind = Writer::kCheckAndAdd;
-  w.docs = std::span<const DocumentInput>(&doc, 1);
-  w.k = k;
-  w.always_add = always_add;
-  w.check = &result;
-  Status status = Commit(&w);
-  if (!status.ok()) return status;
-  return result;
+  CheckOptions options;
+  options.k = k;
+  options.add = always_add ? AddMode::kAlways : AddMode::kIfNew;
+  Result<std::vector<CheckResult>> results =
+      CheckBatch(std::span<const DocumentInput>(&doc, 1), options);
+  if (!results.ok()) return results.status();
+  return std::move((*results)[0]);
+}
+
+std::optional<MinHashLshOptions> DocumentStoreImpl::LshOptions() const {
+  if (bands_ == 0) return std::nullopt;
+  return lsh_;
 }
 
 Status DocumentStoreImpl::Remove(std::string_view id) {
@@ -637,18 +811,18 @@ Status DocumentStoreImpl::Commit(Writer* writer) {
 
 Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_flush) {
   // Decide every writer's operations in queue order. Earlier writers of the group are not yet
-  // applied, so their latest op per id is kept in `pending`.
-  std::vector<WalOp> ops;
-  std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> pending;  // id -> ops index
+  // applied, so their ops (the latest per id, and the adds' sketches) are kept in `pending`.
+  Pending pending;
+  std::vector<WalOp>& ops = pending.ops;
   int64_t live_delta = 0;
   {
     std::shared_lock<std::shared_mutex> state(state_mu_);
     auto exists = [&](std::string_view id) {
-      auto it = pending.find(id);
-      if (it != pending.end()) return ops[it->second].type == WalOpType::kAdd;
+      auto it = pending.latest.find(id);
+      if (it != pending.latest.end()) return ops[it->second].type == WalOpType::kAdd;
       return LookupLocked(id).has_value();
     };
-    auto add_op = [&](const DocumentInput& doc) {
+    auto add_op = [&](const DocumentInput& doc, SketchRecord* sketch) {
       bool existed = exists(doc.id);
       if (!existed) ++live_delta;
       WalOp op;
@@ -656,17 +830,24 @@ Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_fl
       op.id.assign(doc.id);
       op.fingerprint = doc.fingerprint;
       op.metadata.assign(doc.metadata);
-      pending[op.id] = ops.size();
+      if (sketch != nullptr) {
+        op.has_sketch = true;
+        op.sketch = std::move(*sketch);
+      }
+      pending.latest[op.id] = ops.size();
       ops.push_back(std::move(op));
+      pending.sketches.push_back(sketch != nullptr ? doc.sketch : nullptr);
       return existed;
     };
     for (Writer* w : group) {
       w->status = Status::Ok();
+      auto sketch_of = [&](size_t i) { return bands_ > 0 ? &w->sketches[i] : nullptr; };
       switch (w->kind) {
         case Writer::kFlush:
           break;
         case Writer::kAdd:
-          for (const DocumentInput& doc : w->docs) w->replaced = add_op(doc);
+          for (size_t i = 0; i < w->docs.size(); ++i)
+            w->replaced = add_op(w->docs[i], sketch_of(i));
           break;
         case Writer::kRemove: {
           if (!exists(w->remove_id)) {
@@ -677,33 +858,21 @@ Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_fl
           WalOp op;
           op.type = WalOpType::kRemove;
           op.id.assign(w->remove_id);
-          pending[op.id] = ops.size();
+          pending.latest[op.id] = ops.size();
           ops.push_back(std::move(op));
+          pending.sketches.push_back(nullptr);
           break;
         }
-        case Writer::kCheckAndAdd: {
-          const DocumentInput& doc = w->docs[0];
-          std::vector<StoredDocument> found;
-          if (Status searched = SearchLocked(doc.fingerprint, w->k, &found); !searched.ok()) {
-            w->status = searched;
-            break;
-          }
-          std::vector<StoredDocument>& dups = w->check->duplicates;
-          for (StoredDocument& d : found) {
-            if (d.id != doc.id && pending.find(std::string_view(d.id)) == pending.end()) {
-              dups.push_back(std::move(d));
+        case Writer::kCheck: {
+          for (size_t i = 0; i < w->docs.size(); ++i) {
+            const DocumentInput& doc = w->docs[i];
+            CheckResult& result = (*w->results)[i];
+            FindDuplicatesLocked(doc, w->check.k, &pending, &result.duplicates);
+            if (w->check.add == AddMode::kAlways || result.duplicates.empty()) {
+              result.added = true;
+              result.replaced = add_op(doc, sketch_of(i));
             }
-          }
-          for (const auto& [id, index] : pending) {
-            const WalOp& op = ops[index];
-            if (op.type != WalOpType::kAdd || id == doc.id) continue;
-            int d = HammingDistance(op.fingerprint, doc.fingerprint);
-            if (d <= w->k) dups.push_back({op.id, op.fingerprint, op.metadata, d});
-          }
-          std::sort(dups.begin(), dups.end(), ByDistanceThenId);
-          if (w->always_add || dups.empty()) {
-            w->check->added = true;
-            w->check->replaced = add_op(doc);
+            Truncate(w->check.limit, &result);
           }
           break;
         }
@@ -721,19 +890,10 @@ Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_fl
       for (Writer* w : group) w->status = status;
       return status;
     }
-    Status applied;
     {
       std::unique_lock<std::shared_mutex> state(state_mu_);
-      for (const WalOp& op : ops) {
-        if (Status put = mem_->Put(op); !put.ok() && applied.ok()) applied = put;
-      }
+      for (WalOp& op : ops) mem_->Put(std::move(op));
       live_ = static_cast<uint64_t>(static_cast<int64_t>(live_) + live_delta);
-    }
-    if (!applied.ok()) {
-      // Logged (it comes back at the next open) but not searchable in this process.
-      NoteWriteError(applied);
-      for (Writer* w : group) w->status = applied;
-      return applied;
     }
     writes_.fetch_add(ops.size(), std::memory_order_relaxed);
     wal_bytes_.store(wal_->size());
@@ -741,7 +901,7 @@ Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_fl
   if (force_flush || mem_->size() >= options_.memtable_limit ||
       (options_.wal_flush_bytes > 0 && wal_->size() >= options_.wal_flush_bytes)) {
     if (force_flush) NEARDUP_RETURN_IF_ERROR(RepairLog());
-    Status status = FlushMemTableLocked();
+    Status status = FlushMemTableLocked(/*wait=*/force_flush);
     if (!status.ok()) {
       // The group's operations are durable in the log; only an explicit Flush fails. The next
       // commit retries the flush.
@@ -815,71 +975,205 @@ Status DocumentStoreImpl::WriteManifestLocked(const std::vector<uint64_t>& numbe
   m.wal_number = wal_number_;
   m.segments_live = segments_live_;
   m.segments = numbers;
+  if (bands_ > 0) {
+    store::ManifestRule rule;
+    rule.threshold = lsh_.threshold;
+    rule.bands = lsh_.parameters->bands;
+    rule.rows = lsh_.parameters->rows;
+    rule.bucket_window = lsh_.bucket_window;
+    rule.seed = lsh_.seed;
+    m.rule = rule;
+  }
   return store::WriteManifest(fs_, dir_, m);
 }
 
-Status DocumentStoreImpl::FlushMemTableLocked() {
-  if (mem_->size() == 0) {
-    if (options_.sync_mode == SyncMode::kNone) return wal_->Sync();
-    return Status::Ok();
-  }
-  std::vector<SegmentEntry> entries;
-  entries.reserve(mem_->size());
-  for (const auto& [id, entry] : mem_->entries()) {
-    entries.push_back({id, entry.fingerprint, entry.metadata, entry.tombstone});
-  }
-  std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
-  const uint64_t segment_number = next_file_number_++;
-  const uint64_t new_wal_number = next_file_number_++;
-  const std::string segment_path = store::JoinPath(dir_, store::SegmentFileName(segment_number));
-  const std::string new_wal_path = store::JoinPath(dir_, store::WalFileName(new_wal_number));
-  // On failure (e.g. disk full) the half-written files go; the old log stays the live one.
-  auto fail = [&](const Status& status) {
-    (void)fs_->Remove(segment_path);
-    (void)fs_->Remove(new_wal_path);
-    return status;
-  };
-  Status written = store::WriteSegment(fs_, segment_path, design_, std::move(entries));
-  if (!written.ok()) return fail(written);
-  Result<std::shared_ptr<Segment>> segment = Segment::Open(segment_path, design_, false);
-  if (!segment.ok()) return fail(segment.status());
-  Result<std::unique_ptr<WalWriter>> new_wal = WalWriter::Create(fs_, dir_, new_wal_number, bits_);
-  if (!new_wal.ok()) return fail(new_wal.status());
-  std::vector<uint64_t> numbers;
-  uint64_t live_now;
+Status DocumentStoreImpl::FlushMemTableLocked(bool wait) {
+  // A memtable sealed earlier is written first: by the background thread if it is at it (this
+  // waits for it: writers are held back only when mem_ filled up before that flush ended), else
+  // here.
+  NEARDUP_RETURN_IF_ERROR(FlushImmutable());
+  bool empty;
   {
     std::shared_lock<std::shared_mutex> state(state_mu_);
-    numbers = segment_numbers_;
-    live_now = live_;
+    empty = mem_->size() == 0;
   }
-  numbers.push_back(segment_number);
-  const uint64_t old_wal_number = wal_number_;
-  const uint64_t old_segments_live = segments_live_;
-  wal_number_ = new_wal_number;
-  segments_live_ = live_now;
-  Result<std::unique_ptr<MemTable>> fresh_mem =
-      MemTable::Create(bits_, memtable_design_, options_.memtable_limit);
-  if (!fresh_mem.ok()) return fail(fresh_mem.status());
-  Status status = WriteManifestLocked(numbers);
-  if (!status.ok()) {
-    wal_number_ = old_wal_number;
-    segments_live_ = old_segments_live;
-    new_wal->reset();
-    return fail(status);
+  if (empty) {
+    if (wait && options_.sync_mode == SyncMode::kNone) return wal_->Sync();
+    return Status::Ok();
+  }
+  NEARDUP_RETURN_IF_ERROR(SealMemTableLocked());
+  if (wait) return FlushImmutable();
+  {
+    std::lock_guard<std::mutex> lock(compaction_mu_);
+    flush_requested_ = true;
+  }
+  compaction_cv_.notify_one();
+  return Status::Ok();
+}
+
+Status DocumentStoreImpl::SealMemTableLocked() {
+  // The sealed memtable's log is complete and synced before writers move on to a new one, so a
+  // power cut never keeps later writes without earlier ones.
+  NEARDUP_RETURN_IF_ERROR(wal_->Sync());
+  uint64_t new_wal_number;
+  {
+    std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
+    new_wal_number = next_file_number_++;
+  }
+  Result<std::unique_ptr<WalWriter>> new_wal = WalWriter::Create(fs_, dir_, new_wal_number, bits_);
+  if (!new_wal.ok()) {
+    (void)fs_->Remove(store::JoinPath(dir_, store::WalFileName(new_wal_number)));
+    return new_wal.status();
   }
   {
     std::unique_lock<std::shared_mutex> state(state_mu_);
-    segments_.push_back(*segment);
-    segment_numbers_ = numbers;
-    mem_ = std::move(*fresh_mem);
+    imm_ = std::move(mem_);
+    mem_ = std::make_unique<MemTable>(design_, bands_, imm_->next_seq());
+    imm_live_ = live_;
   }
-  const std::string old_wal_path = wal_->path();
+  {
+    std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
+    active_wal_number_ = new_wal_number;
+  }
   wal_ = std::move(*new_wal);
   wal_bytes_.store(wal_->size());
-  (void)fs_->Remove(old_wal_path);
+  return Status::Ok();
+}
+
+Status DocumentStoreImpl::FlushImmutable() {
+  const auto start = std::chrono::steady_clock::now();
+  Status status = FlushImmutableNow();
+  flush_nanos_.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                   std::chrono::steady_clock::now() - start)
+                                                   .count()),
+                         std::memory_order_relaxed);
+  return status;
+}
+
+Status DocumentStoreImpl::FlushImmutableNow() {
+  std::lock_guard<std::mutex> run_lock(flush_run_mu_);
+  const MemTable* imm;
+  {
+    std::shared_lock<std::shared_mutex> state(state_mu_);
+    imm = imm_.get();  // immutable until reset below, by this thread only
+  }
+  if (imm == nullptr) return Status::Ok();
+  std::vector<SegmentEntry> entries;
+  std::vector<const MemTable::Entry*> sources;
+  entries.reserve(imm->size());
+  sources.reserve(imm->size());
+  imm->ForEachNewest([&](const MemTable::Entry& entry) {
+    SegmentEntry e;
+    e.id = *entry.id;
+    e.fingerprint = entry.fingerprint;
+    e.metadata = entry.metadata;
+    e.tombstone = entry.tombstone;
+    if (entry.has_sketch) {
+      e.has_sketch = true;
+      e.has_band_keys = static_cast<int>(entry.sketch.band_keys.size()) == bands_;
+      e.hashes = entry.sketch.hashes;
+      e.set = entry.sketch.set;
+    }
+    e.seq = entry.seq;
+    entries.push_back(e);
+    sources.push_back(&entry);
+  });
+  // The band keys band-major, gathered in one pass over the entries (each band's rows are then
+  // read from one contiguous column).
+  std::vector<uint32_t> keyed;  // entries with band keys
+  std::vector<uint32_t> columns;
+  if (bands_ > 0) {
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (!entries[i].tombstone && entries[i].has_band_keys)
+        keyed.push_back(static_cast<uint32_t>(i));
+    }
+    columns.resize(keyed.size() * static_cast<size_t>(bands_));
+    for (size_t j = 0; j < keyed.size(); ++j) {
+      const std::vector<uint32_t>& keys = sources[keyed[j]]->sketch.band_keys;
+      for (int b = 0; b < bands_; ++b) columns[static_cast<size_t>(b) * keyed.size() + j] = keys[b];
+    }
+  }
+  auto band_rows = [&](int band, const std::vector<SegmentEntry>& entries,
+                       std::vector<index::KeyRow<uint32_t>>* rows) {
+    rows->reserve(keyed.size());
+    const uint32_t* column = columns.data() + static_cast<size_t>(band) * keyed.size();
+    for (size_t j = 0; j < keyed.size(); ++j) {
+      rows->push_back({column[j], keyed[j], entries[keyed[j]].seq});
+    }
+  };
+  uint64_t segment_number;
+  {
+    std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
+    segment_number = next_file_number_++;
+  }
+  const std::string segment_path = store::JoinPath(dir_, store::SegmentFileName(segment_number));
+  // On failure (e.g. disk full) the half-written segment goes; imm_ and its log stay, and the
+  // next flush retries.
+  Status written = store::WriteSegment(fs_, segment_path, design_, std::move(entries),
+                                       segment_rule(), band_rows);
+  Result<std::shared_ptr<Segment>> segment = Status::Internal("not opened");
+  if (written.ok()) segment = Segment::Open(segment_path, design_, segment_rule(), false);
+  if (!segment.ok()) {
+    (void)fs_->Remove(segment_path);
+    return written.ok() ? segment.status() : written;
+  }
+  uint64_t flushed_log;
+  {
+    std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
+    std::vector<uint64_t> numbers;
+    {
+      std::shared_lock<std::shared_mutex> state(state_mu_);
+      numbers = segment_numbers_;
+    }
+    numbers.push_back(segment_number);
+    flushed_log = wal_number_;
+    const uint64_t old_segments_live = segments_live_;
+    wal_number_ = active_wal_number_;  // imm_'s log is no longer needed once this is durable
+    segments_live_ = imm_live_;
+    Status status = WriteManifestLocked(numbers);
+    if (!status.ok()) {
+      wal_number_ = flushed_log;
+      segments_live_ = old_segments_live;
+      (void)fs_->Remove(segment_path);
+      return status;
+    }
+    std::unique_lock<std::shared_mutex> state(state_mu_);
+    segments_.push_back(*segment);
+    segment_numbers_ = numbers;
+    imm_.reset();
+  }
+  // The logs before the MANIFEST's are consumed.
+  if (Result<std::vector<std::string>> files = store::ListDataFiles(dir_); files.ok()) {
+    for (const std::string& name : *files) {
+      bool is_segment;
+      uint64_t number;
+      if (store::ParseFileName(name, &is_segment, &number) && !is_segment &&
+          number >= flushed_log && number < active_wal_number_) {
+        (void)fs_->Remove(store::JoinPath(dir_, name));
+      }
+    }
+  }
   flushes_.fetch_add(1, std::memory_order_relaxed);
   MaybeScheduleCompaction();
   return Status::Ok();
+}
+
+size_t DocumentStoreImpl::ChooseCompactionInputsLocked() const {
+  const size_t count = segments_.size();
+  if (options_.compaction_trigger == 0 || count <= options_.compaction_trigger) return count;
+  // The newest segments, extended to an older one while it is no larger than them together.
+  size_t first = count - 1;
+  uint64_t newer = segments_[first]->size();
+  while (first > 0 && segments_[first - 1]->size() <= newer) {
+    --first;
+    newer += segments_[first]->size();
+  }
+  if (count - first < 2) {
+    // Each segment is larger than all newer ones together (sizes fall steeply): merge the two
+    // newest so that the count stays bounded.
+    first = count - 2;
+  }
+  return first;
 }
 
 void DocumentStoreImpl::MaybeScheduleCompaction() {
@@ -896,67 +1190,137 @@ void DocumentStoreImpl::MaybeScheduleCompaction() {
   }
 }
 
-void DocumentStoreImpl::CompactionLoop() {
+void DocumentStoreImpl::BackgroundLoop() {
   std::unique_lock<std::mutex> lock(compaction_mu_);
   while (true) {
-    compaction_cv_.wait(lock, [&] { return compaction_requested_ || stopping_; });
+    compaction_cv_.wait(lock,
+                        [&] { return flush_requested_ || compaction_requested_ || stopping_; });
     if (stopping_) return;
-    compaction_requested_ = false;
+    const bool flush = flush_requested_, compact = compaction_requested_;
+    flush_requested_ = compaction_requested_ = false;
     lock.unlock();
-    // An error leaves the old segments in place; the next flush retries.
-    if (Status status = Compact(); !status.ok()) NoteWriteError(status.WithContext("compaction"));
+    // An error leaves imm_ (or the old segments) in place; the next flush or write retries.
+    if (flush) {
+      if (Status status = FlushImmutable(); !status.ok()) {
+        NoteWriteError(status.WithContext("flush"));
+      }
+    }
+    if (compact && options_.compaction_trigger > 0) {
+      if (Status status = CompactRange(/*all=*/false); !status.ok()) {
+        NoteWriteError(status.WithContext("compaction"));
+      }
+    }
     lock.lock();
   }
 }
 
-Status DocumentStoreImpl::Compact() {
+Status DocumentStoreImpl::Compact() { return CompactRange(/*all=*/true); }
+
+Status DocumentStoreImpl::CompactRange(bool all) {
+  const auto start = std::chrono::steady_clock::now();
+  Status status = CompactRangeNow(all);
+  compaction_nanos_.fetch_add(
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now() - start)
+                                .count()),
+      std::memory_order_relaxed);
+  return status;
+}
+
+Status DocumentStoreImpl::CompactRangeNow(bool all) {
   if (options_.read_only) return Status::InvalidArgument(dir_ + ": store is open read-only");
   std::lock_guard<std::mutex> run_lock(compact_run_mu_);
   std::vector<std::shared_ptr<Segment>> inputs;
   std::vector<uint64_t> input_numbers;
+  size_t first;
   uint64_t number;
   {
     // The output's file number is taken together with the snapshot, so file numbers keep the
     // order of content age (RecoverStore relies on it).
     std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
     std::shared_lock<std::shared_mutex> state(state_mu_);
-    inputs = segments_;
-    input_numbers = segment_numbers_;
-    if (inputs.empty()) return Status::Ok();
-    if (inputs.size() == 1 && inputs[0]->live() == inputs[0]->size()) return Status::Ok();
+    first = all ? 0 : ChooseCompactionInputsLocked();
+    if (first >= segments_.size()) return Status::Ok();
+    inputs.assign(segments_.begin() + first, segments_.end());
+    input_numbers.assign(segment_numbers_.begin() + first, segment_numbers_.end());
+    if (inputs.size() == 1 && (first > 0 || inputs[0]->live() == inputs[0]->size()))
+      return Status::Ok();
     number = next_file_number_++;
   }
-  // Newest version of every id wins; the inputs start at the oldest segment, so removed ids
-  // (tombstones) can be dropped.
+  // Newest version of every id wins. Removed ids (tombstones) are dropped only when the merge
+  // starts at the oldest segment; otherwise they still hide older segments' entries.
+  const bool drop_tombstones = first == 0;
   std::vector<SegmentEntry> entries;
+  // Per input, entry -> index into `entries` of its surviving version (UINT32_MAX if dropped).
+  std::vector<std::vector<uint32_t>> kept(inputs.size());
   std::unordered_set<std::string_view> seen;
   for (size_t s = inputs.size(); s-- > 0;) {
     const Segment& seg = *inputs[s];
+    kept[s].assign(seg.size(), UINT32_MAX);
+    std::vector<uint8_t> keyed(seg.size(), 0);
+    if (bands_ > 0) {
+      const index::KeyTable<uint32_t>& table = seg.band_table(0);
+      for (size_t i = 0; i < table.size(); ++i) {
+        if (table.row_at(i) < seg.size()) keyed[table.row_at(i)] = 1;
+      }
+    }
     for (uint32_t i = 0; i < seg.size(); ++i) {
       std::string_view id = seg.id(i);
       if (!seen.insert(id).second) continue;
-      if (seg.tombstone(i)) continue;
-      entries.push_back({id, seg.fingerprint(i), seg.metadata(i), false});
+      if (seg.tombstone(i) && drop_tombstones) continue;
+      SegmentEntry e;
+      e.id = id;
+      e.fingerprint = seg.fingerprint(i);
+      e.metadata = seg.metadata(i);
+      e.tombstone = seg.tombstone(i);
+      if (seg.has_sketch(i)) {
+        e.has_sketch = true;
+        e.has_band_keys = keyed[i] != 0;
+        e.hashes = seg.hashes(i);
+        e.set = seg.set_bytes(i);
+      }
+      e.seq = seg.seq(i);
+      kept[s][i] = static_cast<uint32_t>(entries.size());
+      entries.push_back(e);
     }
   }
+  auto band_rows = [&](int band, const std::vector<SegmentEntry>& entries,
+                       std::vector<index::KeyRow<uint32_t>>* rows) {
+    for (size_t s = 0; s < inputs.size(); ++s) {
+      const index::KeyTable<uint32_t>& table = inputs[s]->band_table(band);
+      for (size_t i = 0; i < table.size(); ++i) {
+        const uint32_t entry = table.row_at(i);
+        if (entry >= kept[s].size() || kept[s][entry] == UINT32_MAX) continue;
+        const uint32_t out = kept[s][entry];
+        if (!entries[out].has_band_keys) continue;
+        rows->push_back({table.key_at(i), out, entries[out].seq});
+      }
+    }
+  };
   const std::string path = store::JoinPath(dir_, store::SegmentFileName(number));
-  if (Status written = store::WriteSegment(fs_, path, design_, std::move(entries)); !written.ok()) {
+  if (Status written =
+          store::WriteSegment(fs_, path, design_, std::move(entries), segment_rule(), band_rows);
+      !written.ok()) {
     (void)fs_->Remove(path);
     return written;
   }
-  Result<std::shared_ptr<Segment>> merged = Segment::Open(path, design_, false);
+  Result<std::shared_ptr<Segment>> merged = Segment::Open(path, design_, segment_rule(), false);
   if (!merged.ok()) {
     (void)fs_->Remove(path);
     return merged.status();
   }
   {
     std::lock_guard<std::mutex> manifest_lock(manifest_mu_);
-    std::vector<std::shared_ptr<Segment>> segments{*merged};
-    std::vector<uint64_t> numbers{number};
+    std::vector<std::shared_ptr<Segment>> segments;
+    std::vector<uint64_t> numbers;
     {
       std::shared_lock<std::shared_mutex> state(state_mu_);
-      // Segments flushed while merging come after the inputs.
-      for (size_t s = inputs.size(); s < segments_.size(); ++s) {
+      // Older segments stay before the merged one; segments flushed while merging come after it.
+      segments.assign(segments_.begin(), segments_.begin() + first);
+      numbers.assign(segment_numbers_.begin(), segment_numbers_.begin() + first);
+      segments.push_back(*merged);
+      numbers.push_back(number);
+      for (size_t s = first + inputs.size(); s < segments_.size(); ++s) {
         segments.push_back(segments_[s]);
         numbers.push_back(segment_numbers_[s]);
       }
@@ -974,13 +1338,18 @@ Status DocumentStoreImpl::Compact() {
     (void)fs_->Remove(store::JoinPath(dir_, store::SegmentFileName(old)));
   }
   compactions_.fetch_add(1, std::memory_order_relaxed);
+  // A flush may have added segments meanwhile: look again.
+  MaybeScheduleCompaction();
   return Status::Ok();
 }
 
 std::optional<StoredDocument> DocumentStoreImpl::LookupLocked(std::string_view id) const {
-  if (const MemTable::Entry* entry = mem_->Find(id)) {
-    if (entry->tombstone) return std::nullopt;
-    return StoredDocument{std::string(id), entry->fingerprint, entry->metadata, 0};
+  for (const MemTable* mem : {mem_.get(), imm_.get()}) {
+    if (mem == nullptr) continue;
+    if (const MemTable::Entry* entry = mem->Find(id)) {
+      if (entry->tombstone) return std::nullopt;
+      return StoredDocument{std::string(id), entry->fingerprint, entry->metadata};
+    }
   }
   for (size_t s = segments_.size(); s-- > 0;) {
     int64_t i = segments_[s]->Find(id);
@@ -988,13 +1357,13 @@ std::optional<StoredDocument> DocumentStoreImpl::LookupLocked(std::string_view i
     const auto entry = static_cast<uint32_t>(i);
     if (segments_[s]->tombstone(entry)) return std::nullopt;
     return StoredDocument{std::string(id), segments_[s]->fingerprint(entry),
-                          std::string(segments_[s]->metadata(entry)), 0};
+                          std::string(segments_[s]->metadata(entry))};
   }
   return std::nullopt;
 }
 
 bool DocumentStoreImpl::ShadowedLocked(std::string_view id, size_t segment_index) const {
-  if (mem_->Find(id) != nullptr) return true;
+  if (mem_->Find(id) != nullptr || (imm_ && imm_->Find(id) != nullptr)) return true;
   for (size_t s = segment_index + 1; s < segments_.size(); ++s) {
     if (segments_[s]->Find(id) >= 0) return true;
   }
@@ -1012,11 +1381,17 @@ Status DocumentStoreImpl::SearchLocked(const Fingerprint& query, int k,
   };
   std::vector<StoredDocument> hits;
   std::vector<Source> sources;
-  NEARDUP_RETURN_IF_ERROR(mem_->Search(
-      query, k, [&](const std::string& id, const MemTable::Entry& entry, int distance) {
-        hits.push_back({id, entry.fingerprint, std::string(), distance});
-        sources.push_back({&entry.metadata, 0, 0});
-      }));
+  mem_->Search(query, k, [&](const MemTable::Entry& entry, int distance) {
+    hits.push_back({*entry.id, entry.fingerprint, std::string(), distance});
+    sources.push_back({&entry.metadata, 0, 0});
+  });
+  if (imm_) {
+    imm_->Search(query, k, [&](const MemTable::Entry& entry, int distance) {
+      if (mem_->Find(*entry.id) != nullptr) return;  // a newer version in the live memtable
+      hits.push_back({*entry.id, entry.fingerprint, std::string(), distance});
+      sources.push_back({&entry.metadata, 0, 0});
+    });
+  }
   std::vector<SegmentHit> segment_hits;
   for (size_t s = segments_.size(); s-- > 0;) {
     segment_hits.clear();
@@ -1045,6 +1420,215 @@ Status DocumentStoreImpl::SearchLocked(const Fingerprint& query, int k,
     out->push_back(std::move(doc));
   }
   return Status::Ok();
+}
+
+void DocumentStoreImpl::IndexPending(const Pending& pending) const {
+  for (; pending.indexed < pending.ops.size(); ++pending.indexed) {
+    const DocumentSketch* sketch = pending.sketches[pending.indexed];
+    if (sketch == nullptr) continue;
+    const uint32_t op = static_cast<uint32_t>(pending.indexed);
+    pending.squeezed[sketch->squeezed_hash].push_back(op);
+    if (static_cast<int>(sketch->band_keys.size()) != bands_) continue;
+    for (int b = 0; b < bands_; ++b) {
+      pending.bands[uint64_t(b) << 32 | sketch->band_keys[b]].push_back(op);
+    }
+  }
+}
+
+void DocumentStoreImpl::DedupCandidatesLocked(const DocumentInput& doc, const Pending* pending,
+                                              std::vector<Candidate>* out) const {
+  const DocumentSketch& sketch = *doc.sketch;
+  if (pending != nullptr) IndexPending(*pending);
+  const size_t window = lsh_.bucket_window;
+  const size_t max_visits = window * kMaxVisitsPerWindow;
+  std::unordered_map<std::string_view, size_t> by_id;  // candidate id -> index in *out
+  auto excluded = [&](std::string_view id) {
+    return id == doc.id || (pending != nullptr && pending->Shadows(id));
+  };
+  auto add = [&](Candidate candidate) {
+    auto [it, inserted] = by_id.try_emplace(candidate.id, out->size());
+    if (inserted) {
+      out->push_back(candidate);
+    } else {
+      (*out)[it->second].lsh |= candidate.lsh;
+    }
+  };
+  auto from_memtable = [&](const MemTable::Entry& entry, bool lsh) {
+    add({*entry.id, entry.fingerprint, entry.metadata, entry.sketch.hashes, entry.sketch.set,
+         nullptr, lsh});
+  };
+  auto from_segment = [&](size_t s, uint32_t entry, bool lsh) {
+    const Segment& seg = *segments_[s];
+    add({seg.id(entry), seg.fingerprint(entry), seg.metadata(entry), seg.hashes(entry),
+         seg.set_bytes(entry), nullptr, lsh});
+  };
+  auto from_pending = [&](uint32_t op, bool lsh) {
+    const WalOp& o = pending->ops[op];
+    add({o.id,
+         o.fingerprint,
+         o.metadata,
+         o.sketch.hashes,
+         {},
+         &pending->sketches[op]->shingles,
+         lsh});
+  };
+  // A stored entry of segment s is live when nothing newer holds its id.
+  auto segment_live = [&](size_t s, uint32_t entry, std::string_view* id) {
+    const Segment& seg = *segments_[s];
+    if (entry >= seg.size() || seg.tombstone(entry) || !seg.has_sketch(entry)) return false;
+    *id = seg.id(entry);
+    return !id->empty() && !excluded(*id) && !ShadowedLocked(*id, s);
+  };
+
+  // The whitespace-free hash: the oldest `window` live documents with it (dedup pairs every
+  // document with the first one of its hash), oldest layer first.
+  {
+    size_t taken = 0, visits = 0;
+    for (size_t s = 0; s < segments_.size() && taken < window && visits < max_visits; ++s) {
+      const index::KeyTable<uint64_t>& table = segments_[s]->squeezed_table();
+      auto [begin, end] = table.Equal(sketch.squeezed_hash);
+      for (size_t i = begin; i < end && taken < window && ++visits <= max_visits; ++i) {
+        std::string_view id;
+        if (!segment_live(s, table.row_at(i), &id)) continue;
+        from_segment(s, table.row_at(i), false);
+        ++taken;
+      }
+    }
+    if (taken < window && imm_) {
+      imm_->ForEachWithSqueezed(sketch.squeezed_hash, max_visits, [&](const MemTable::Entry& e) {
+        if (excluded(*e.id) || mem_->Find(*e.id) != nullptr) return true;
+        from_memtable(e, false);
+        return ++taken < window;
+      });
+    }
+    if (taken < window) {
+      mem_->ForEachWithSqueezed(sketch.squeezed_hash, max_visits, [&](const MemTable::Entry& e) {
+        if (excluded(*e.id)) return true;
+        from_memtable(e, false);
+        return ++taken < window;
+      });
+    }
+    if (pending != nullptr && taken < window) {
+      auto it = pending->squeezed.find(sketch.squeezed_hash);
+      if (it != pending->squeezed.end()) {
+        for (uint32_t op : it->second) {
+          if (taken >= window) break;
+          if (!pending->Live(op) || pending->ops[op].id == doc.id) continue;
+          from_pending(op, false);
+          ++taken;
+        }
+      }
+    }
+  }
+  if (static_cast<int>(sketch.band_keys.size()) != bands_) return;  // no shingles: no buckets
+  // Every segment's bucket of every band, looked up together (their cache misses overlap).
+  thread_local std::vector<const index::KeyTable<uint32_t>*> tables;
+  thread_local std::vector<std::pair<size_t, size_t>> ranges;
+  tables.resize(static_cast<size_t>(bands_));
+  ranges.resize(segments_.size() * static_cast<size_t>(bands_));
+  for (size_t s = 0; s < segments_.size(); ++s) {
+    for (int b = 0; b < bands_; ++b) tables[b] = &segments_[s]->band_table(b);
+    index::KeyTable<uint32_t>::EqualMany(tables, sketch.band_keys,
+                                         ranges.data() + s * static_cast<size_t>(bands_));
+  }
+  // Each band's bucket: its newest `window` live documents (dedup's bucket rule pairs a document
+  // with the `window` before it in its bucket), newest layer first.
+  for (int b = 0; b < bands_; ++b) {
+    const uint32_t key = sketch.band_keys[b];
+    size_t taken = 0;
+    if (pending != nullptr) {
+      auto it = pending->bands.find(uint64_t(b) << 32 | key);
+      if (it != pending->bands.end()) {
+        for (size_t i = it->second.size(); i-- > 0 && taken < window;) {
+          const uint32_t op = it->second[i];
+          if (!pending->Live(op) || pending->ops[op].id == doc.id) continue;
+          from_pending(op, true);
+          ++taken;
+        }
+      }
+    }
+    if (taken < window) {
+      mem_->ForEachInBucket(b, key, max_visits, [&](const MemTable::Entry& e) {
+        if (excluded(*e.id)) return true;
+        from_memtable(e, true);
+        return ++taken < window;
+      });
+    }
+    if (taken < window && imm_) {
+      imm_->ForEachInBucket(b, key, max_visits, [&](const MemTable::Entry& e) {
+        if (excluded(*e.id) || mem_->Find(*e.id) != nullptr) return true;
+        from_memtable(e, true);
+        return ++taken < window;
+      });
+    }
+    size_t visits = 0;
+    for (size_t s = segments_.size(); s-- > 0 && taken < window && visits < max_visits;) {
+      const index::KeyTable<uint32_t>& table = segments_[s]->band_table(b);
+      const auto [begin, end] = ranges[s * static_cast<size_t>(bands_) + b];
+      for (size_t i = end; i-- > begin && taken < window && ++visits <= max_visits;) {
+        std::string_view id;
+        if (!segment_live(s, table.row_at(i), &id)) continue;
+        from_segment(s, table.row_at(i), true);
+        ++taken;
+      }
+    }
+  }
+}
+
+void DocumentStoreImpl::FindDuplicatesLocked(const DocumentInput& doc, int k,
+                                             const Pending* pending,
+                                             std::vector<StoredDocument>* out) const {
+  if (bands_ == 0) {
+    // The SimHash rule: stored and pending documents within k.
+    std::vector<StoredDocument> found;
+    (void)SearchLocked(doc.fingerprint, k, &found);  // cannot fail
+    for (StoredDocument& d : found) {
+      if (d.id != doc.id && (pending == nullptr || !pending->Shadows(d.id))) {
+        out->push_back(std::move(d));
+      }
+    }
+    if (pending != nullptr) {
+      for (size_t i = 0; i < pending->ops.size(); ++i) {
+        const WalOp& op = pending->ops[i];
+        if (!pending->Live(i) || op.id == doc.id) continue;
+        const int d = HammingDistance(op.fingerprint, doc.fingerprint);
+        if (d <= k) out->push_back({op.id, op.fingerprint, op.metadata, d});
+      }
+    }
+    std::sort(out->begin(), out->end(), ByDistanceThenId);
+    return;
+  }
+  std::vector<Candidate> candidates;
+  DedupCandidatesLocked(doc, pending, &candidates);
+  const DocumentSketch& sketch = *doc.sketch;
+  PairDocument checked{sketch.content_hash, sketch.text_bytes, sketch.squeezed_hash, {}, -1};
+  std::vector<uint32_t> decoded;
+  for (const Candidate& c : candidates) {
+    // The pair rule, as dedup's verification applies it to a candidate pair: exact and
+    // whitespace-only copies by the hashes alone (a whitespace-table candidate that is neither is
+    // no candidate), then a band candidate by its shingle sets.
+    PairDocument stored{c.hashes.content_hash, c.hashes.text_bytes, c.hashes.squeezed_hash, {}, -1};
+    checked.shingles = {};
+    PairDecision decision = pair_rule_->Decide(checked, stored);
+    const bool by_hash = decision.reason == DuplicateReason::kExact ||
+                         decision.reason == DuplicateReason::kWhitespace;
+    if (!by_hash) {
+      if (!c.lsh) continue;
+      const std::vector<uint32_t>* set = c.set;
+      if (set == nullptr) {
+        (void)DecodeShingleSet(c.set_bytes, &decoded);  // damage decodes to no set
+        set = &decoded;
+      }
+      checked.shingles = sketch.shingles;
+      stored.shingles = *set;
+      decision = pair_rule_->DecideFast(checked, stored);
+      if (!decision.duplicate()) continue;
+    }
+    out->push_back({std::string(c.id), c.fingerprint, std::string(c.metadata),
+                    HammingDistance(c.fingerprint, doc.fingerprint), decision.similarity,
+                    decision.reason});
+  }
+  std::sort(out->begin(), out->end(), BySimilarityThenId);
 }
 
 Result<std::vector<StoredDocument>> DocumentStoreImpl::Search(const Fingerprint& query, int k,
@@ -1083,7 +1667,7 @@ StoreStats DocumentStoreImpl::Stats() const {
     }
     // Measured on the segments once there are any.
     if (index_rows > 0) stats.index_bytes_per_fingerprint = double(index_bytes) / index_rows;
-    stats.memtable_entries = mem_ ? mem_->size() : 0;
+    stats.memtable_entries = (mem_ ? mem_->size() : 0) + (imm_ ? imm_->size() : 0);
   }
   stats.wal_bytes = wal_bytes_.load();
   stats.wal_dropped_bytes = wal_dropped_bytes_;
@@ -1092,6 +1676,8 @@ StoreStats DocumentStoreImpl::Stats() const {
   stats.disk_bytes += stats.wal_bytes;
   stats.compactions = compactions_.load();
   stats.flushes = flushes_.load();
+  stats.flush_seconds = 1e-9 * static_cast<double>(flush_nanos_.load());
+  stats.compaction_seconds = 1e-9 * static_cast<double>(compaction_nanos_.load());
   stats.searches = searches_.load();
   stats.wal_syncs = wal_syncs_.load();
   stats.writes = writes_.load();
@@ -1102,6 +1688,11 @@ StoreStats DocumentStoreImpl::Stats() const {
   if (stats.index_bytes_per_fingerprint == 0)
     stats.index_bytes_per_fingerprint = planned_bytes_per_fingerprint_;
   stats.fingerprint_options = fingerprint_options_;
+  stats.rule = bands_ > 0 ? StoreRule::kDedup : StoreRule::kSimHash;
+  if (bands_ > 0) {
+    stats.lsh = lsh_;
+    stats.verification_form = kVerificationForm;
+  }
   stats.health = Health();
   return stats;
 }
@@ -1146,6 +1737,10 @@ Status DocumentStoreImpl::Close() {
 }
 
 }  // namespace
+
+const char* StoreRuleName(StoreRule rule) {
+  return rule == StoreRule::kDedup ? "dedup" : "simhash";
+}
 
 const char* StoreStateName(StoreState state) {
   switch (state) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "store/store_format.h"
 
@@ -12,7 +13,11 @@ namespace neardup::store {
 namespace {
 
 constexpr char kManifestMagic[8] = {'N', 'D', 'U', 'P', 'M', 'A', 'N', '\0'};
-constexpr uint32_t kManifestVersion = 2;  // 2: + index design, fingerprint options
+// 2: + index design, fingerprint options; 3: + the duplicate rule. Version 2 is still read (a
+// kSimHash store); every MANIFEST is written as version 3.
+constexpr uint32_t kManifestVersion = 3;
+constexpr uint32_t kOldManifestVersion = 2;
+constexpr uint32_t kRuleSimHash = 0, kRuleDedup = 1;
 
 }  // namespace
 
@@ -31,6 +36,16 @@ std::string EncodeManifest(const Manifest& m) {
   out += m.design;
   PutU32(&out, static_cast<uint32_t>(m.fingerprint_options.size()));
   out += m.fingerprint_options;
+  const ManifestRule rule = m.rule.value_or(ManifestRule{0, 0, 0, 0, 0, 0});
+  uint64_t threshold_bits;
+  std::memcpy(&threshold_bits, &rule.threshold, 8);
+  PutU32(&out, m.rule ? kRuleDedup : kRuleSimHash);
+  PutU64(&out, threshold_bits);
+  PutU32(&out, static_cast<uint32_t>(rule.bands));
+  PutU32(&out, static_cast<uint32_t>(rule.rows));
+  PutU32(&out, rule.bucket_window);
+  PutU32(&out, rule.verification_form);
+  PutU64(&out, rule.seed);
   PutU64(&out, Checksum(out));
   return out;
 }
@@ -60,12 +75,12 @@ Result<Manifest> ReadManifest(const std::string& dir, bool accept_version_1) {
     return Status::Corruption(path + ": MANIFEST is truncated");
   }
   const bool version_1 = version == 1 && accept_version_1;
-  if (version != kManifestVersion && !version_1) {
+  if (version != kManifestVersion && version != kOldManifestVersion && !version_1) {
     return Status::Unsupported(
         path + ": MANIFEST version " + std::to_string(version) + " is not supported" +
-        (version < kManifestVersion ? " (written by an older neardup: `neardup index recover` "
-                                      "rewrites the store)"
-                                    : ""));
+        (version < kOldManifestVersion ? " (written by an older neardup: `neardup index recover` "
+                                         "rewrites the store)"
+                                       : ""));
   }
   if ((bits != 64 && bits != 128) || indexed_k > 15 || count > (1u << 20)) {
     return Status::Corruption(path + ": MANIFEST fields out of range");
@@ -90,6 +105,30 @@ Result<Manifest> ReadManifest(const std::string& dir, bool accept_version_1) {
   if (!reader.U32(&length) || !reader.Bytes(length, &text))
     return Status::Corruption(path + ": MANIFEST is truncated");
   m.fingerprint_options.assign(text);
+  m.version = static_cast<int>(version);
+  if (version == kManifestVersion) {
+    ManifestRule rule;
+    uint64_t threshold_bits;
+    uint32_t kind, bands, rows;
+    if (!reader.U32(&kind) || !reader.U64(&threshold_bits) || !reader.U32(&bands) ||
+        !reader.U32(&rows) || !reader.U32(&rule.bucket_window) ||
+        !reader.U32(&rule.verification_form) || !reader.U64(&rule.seed)) {
+      return Status::Corruption(path + ": MANIFEST is truncated");
+    }
+    std::memcpy(&rule.threshold, &threshold_bits, 8);
+    if (kind == kRuleSimHash) {
+      if (!reader.done()) return Status::Corruption(path + ": MANIFEST has trailing bytes");
+      return m;
+    }
+    if (kind != kRuleDedup || !(rule.threshold > 0 && rule.threshold < 1) || bands < 1 ||
+        rows < 1 || bands > 1024 || rows > 64 || rule.bucket_window < 1 ||
+        rule.verification_form != 1) {
+      return Status::Corruption(path + ": MANIFEST rule fields out of range");
+    }
+    rule.bands = static_cast<int>(bands);
+    rule.rows = static_cast<int>(rows);
+    m.rule = rule;
+  }
   if (!reader.done()) return Status::Corruption(path + ": MANIFEST has trailing bytes");
   return m;
 }

@@ -6,6 +6,7 @@
 #define NEARDUP_STORE_MANIFEST_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,16 +16,29 @@
 
 namespace neardup::store {
 
+// The duplicate rule of a kDedup store (MANIFEST version 3).
+struct ManifestRule {
+  double threshold = 0.5;
+  int bands = 0;
+  int rows = 0;
+  uint32_t bucket_window = 64;
+  uint64_t seed = 0;
+  uint32_t verification_form = 1;  // 1: narrowed 32-bit set, Elias-Fano (common/set_codec.h)
+};
+
 struct Manifest {
-  int version = 2;  // 1: written before the design was recorded (read only for recovery)
+  // 1: written before the design was recorded (read only for recovery); 2: before the duplicate
+  // rule was recorded (a kSimHash store); 3: with the rule. EncodeManifest writes 3.
+  int version = 2;
   int bits = 64;
   int indexed_k = 3;
   uint64_t next_file_number = 1;
   uint64_t wal_number = 0;
-  uint64_t segments_live = 0;       // live documents in the segments alone
-  std::vector<uint64_t> segments;   // segment file numbers, oldest first
-  std::string design;               // index::EncodeDesign of the store's index design
-  std::string fingerprint_options;  // opaque description given at creation (may be empty)
+  uint64_t segments_live = 0;        // live documents in the segments alone
+  std::vector<uint64_t> segments;    // segment file numbers, oldest first
+  std::string design;                // index::EncodeDesign of the store's index design
+  std::string fingerprint_options;   // opaque description given at creation (may be empty)
+  std::optional<ManifestRule> rule;  // kDedup stores only
 };
 
 // NotFound if there is no MANIFEST; Corruption (naming the file) if it is damaged; Unsupported

@@ -15,6 +15,7 @@
 #include "store/file_system.h"
 #include "store/manifest.h"
 #include "store/segment.h"
+#include "store/sketch_record.h"
 #include "store/store_format.h"
 #include "store/wal.h"
 
@@ -25,7 +26,26 @@ struct RecoveredDoc {
   Fingerprint fingerprint;
   std::string metadata;
   bool tombstone = false;
+  bool has_sketch = false;  // kDedup stores
+  store::SketchRecord sketch;
+  uint64_t seq = 0;  // order of addition
 };
+
+// The document of a salvaged segment entry.
+RecoveredDoc DocOf(const store::SegmentEntry& e) {
+  RecoveredDoc doc;
+  doc.fingerprint = e.fingerprint;
+  doc.metadata.assign(e.metadata);
+  doc.tombstone = e.tombstone;
+  doc.seq = e.seq;
+  if (e.has_sketch) {
+    doc.has_sketch = true;
+    doc.sketch.hashes = e.hashes;
+    doc.sketch.set.assign(e.set);
+    doc.sketch.band_keys.assign(e.band_keys.begin(), e.band_keys.end());
+  }
+  return doc;
+}
 
 // Reads the bits field of a segment or log header without trusting the rest.
 int GuessBits(const std::string& dir, const std::vector<std::string>& files) {
@@ -79,8 +99,23 @@ class Recovery {
       segment_numbers_ = manifest->segments;
       expected_segment_docs_ = manifest->segments_live;
       fingerprint_options_ = manifest->fingerprint_options;
+      if (manifest->rule) {
+        const store::ManifestRule& r = *manifest->rule;
+        rule_ = store::SegmentRule{r.bands, r.rows, r.bucket_window, r.threshold, r.seed};
+      }
       if (Result<IndexDesign> d = index::DecodeDesign(manifest->design); d.ok()) design_ = *d;
+      // The MANIFEST's log and every later one (a flush in progress seals a memtable in the
+      // earlier log while writes go on in the next).
       wal_numbers_.push_back(manifest->wal_number);
+      for (const std::string& name : *listed) {
+        bool is_segment;
+        uint64_t number;
+        if (store::ParseFileName(name, &is_segment, &number) && !is_segment &&
+            number > manifest->wal_number) {
+          wal_numbers_.push_back(number);
+        }
+      }
+      std::sort(wal_numbers_.begin(), wal_numbers_.end());
       max_number_ = std::max(max_number_, manifest->next_file_number);
       return Status::Ok();
     }
@@ -124,17 +159,27 @@ class Recovery {
     return Status::Ok();
   }
 
-  // Keeps intact segments whole and salvages the readable entries of damaged ones.
+  // Keeps intact segments whole and salvages the readable entries of damaged ones. A kDedup
+  // store's rule is restored from the first intact sketch section when the MANIFEST is lost.
   void ReadSegments() {
     for (uint64_t number : segment_numbers_) {
       const std::string path = store::JoinPath(dir_, store::SegmentFileName(number));
-      Result<std::shared_ptr<store::Segment>> seg = store::Segment::Open(path, compiled_, true);
-      if (seg.ok()) {
-        const store::Segment& s = **seg;
-        for (uint32_t i = 0; i < s.size(); ++i) {
-          docs_[std::string(s.id(i))] = {s.fingerprint(i), std::string(s.metadata(i)),
-                                         s.tombstone(i)};
+      if (!manifest_ok_ && !rule_) {
+        std::optional<store::SegmentRule> found;
+        (void)store::SalvageSegment(
+            path, bits_, [](const store::SegmentEntry&) {}, nullptr, nullptr, &found);
+        if (found) {
+          rule_ = found;
+          report_.messages.push_back(path + ": the store's dedup rule read from this segment");
         }
+      }
+      Result<std::shared_ptr<store::Segment>> seg =
+          store::Segment::Open(path, compiled_, rule_ ? &*rule_ : nullptr, true);
+      auto keep = [&](const store::SegmentEntry& e) { docs_[std::string(e.id)] = DocOf(e); };
+      if (seg.ok()) {
+        // Intact: every entry, with its sketch, read back through the salvage reader (which
+        // also rebuilds each entry's band keys from the band tables).
+        (void)store::SalvageSegment(path, bits_, keep);
         ++report_.segments_kept;
         consumed_.push_back(path);
         continue;
@@ -144,12 +189,7 @@ class Recovery {
       bool intact = false;
       store::SalvageChecks checks;  // the store's default limits, the recovered index design
       checks.design = compiled_;
-      Result<uint64_t> lost = store::SalvageSegment(
-          path, bits_,
-          [&](const store::SegmentEntry& e) {
-            docs_[std::string(e.id)] = {e.fingerprint, std::string(e.metadata), e.tombstone};
-          },
-          &intact, &checks);
+      Result<uint64_t> lost = store::SalvageSegment(path, bits_, keep, &intact, &checks);
       if (lost.ok() && *lost == 0 && intact && seg.status().code() == StatusCode::kUnsupported) {
         // An intact segment of an older format: every entry read, rewritten like a kept one.
         ++report_.segments_kept;
@@ -166,7 +206,8 @@ class Recovery {
             std::to_string(checks.over_limits) + " over the id/metadata limits, " +
             std::to_string(checks.id_hash_mismatch) + " whose id fails its hash, " +
             std::to_string(checks.fingerprint_mismatch) +
-            " whose fingerprint differs from the index section's copy)" +
+            " whose fingerprint differs from the index section's copy, " +
+            std::to_string(checks.entry_checksum_mismatch) + " failing their entry checksum)" +
             (checks.fingerprints_unchecked > 0
                  ? "; " + std::to_string(checks.fingerprints_unchecked) +
                        " fingerprints kept unchecked (the index section is unreadable)"
@@ -193,14 +234,21 @@ class Recovery {
 
   // Replays the log up to its first bad record.
   void ReplayLogs() {
+    for (const auto& [id, doc] : docs_) next_seq_ = std::max(next_seq_, doc.seq + 1);
     for (uint64_t number : wal_numbers_) {
       const std::string path = store::JoinPath(dir_, store::WalFileName(number));
       Result<store::WalReadResult> read = store::ReadWal(
           path, bits_,
           [&](std::vector<store::WalOp>& ops) {
             for (store::WalOp& op : ops) {
-              docs_[op.id] = {op.fingerprint, std::move(op.metadata),
-                              op.type == store::WalOpType::kRemove};
+              RecoveredDoc doc;
+              doc.fingerprint = op.fingerprint;
+              doc.metadata = std::move(op.metadata);
+              doc.tombstone = op.type == store::WalOpType::kRemove;
+              doc.has_sketch = op.has_sketch;
+              doc.sketch = std::move(op.sketch);
+              doc.seq = next_seq_++;
+              docs_[op.id] = std::move(doc);
             }
             return Status::Ok();
           },
@@ -227,22 +275,74 @@ class Recovery {
   Status WriteRecoveredStore() {
     store::FileSystem* fs = store::FileSystem::Default();
     std::vector<store::SegmentEntry> entries;
+    std::vector<const RecoveredDoc*> sources;
+    if (!rule_) {
+      // A kDedup store whose MANIFEST and segments are all unreadable: the rule is unknown, so
+      // the sketches the log holds cannot be kept.
+      for (const auto& [id, doc] : docs_) {
+        if (doc.has_sketch && !doc.tombstone) {
+          report_.messages.push_back(
+              "the store's dedup rule could not be read (no MANIFEST, no intact segment): the "
+              "documents are kept with their fingerprints only, as a simhash-rule store");
+          break;
+        }
+      }
+    }
+    uint64_t without_sketch = 0;
     for (const auto& [id, doc] : docs_) {
       if (doc.tombstone || id.empty()) continue;
-      entries.push_back({id, doc.fingerprint, doc.metadata, false});
+      store::SegmentEntry e;
+      e.id = id;
+      e.fingerprint = doc.fingerprint;
+      e.metadata = doc.metadata;
+      e.seq = doc.seq;
+      if (rule_ && doc.has_sketch) {
+        e.has_sketch = true;
+        e.has_band_keys = static_cast<int>(doc.sketch.band_keys.size()) == rule_->bands;
+        e.hashes = doc.sketch.hashes;
+        e.set = doc.sketch.set;
+      } else if (rule_) {
+        ++without_sketch;
+      }
+      entries.push_back(e);
+      sources.push_back(&doc);
     }
+    if (without_sketch > 0) {
+      report_.sketches_lost = without_sketch;
+      report_.messages.push_back(
+          std::to_string(without_sketch) +
+          " documents are kept without their sketch (it could not be read): fingerprint queries "
+          "find them, the dedup rule does not; add their texts again to restore it");
+    }
+    auto band_rows = [&](int band, const std::vector<store::SegmentEntry>& entries,
+                         std::vector<index::KeyRow<uint32_t>>* rows) {
+      for (size_t i = 0; i < entries.size(); ++i) {
+        if (!entries[i].has_band_keys) continue;
+        rows->push_back(
+            {sources[i]->sketch.band_keys[band], static_cast<uint32_t>(i), entries[i].seq});
+      }
+    };
     report_.documents = entries.size();
     store::Manifest fresh;
     fresh.bits = bits_;
     fresh.indexed_k = indexed_k_;
     fresh.design = index::EncodeDesign(*design_);
     fresh.fingerprint_options = fingerprint_options_;
+    if (rule_) {
+      store::ManifestRule rule;
+      rule.threshold = rule_->threshold;
+      rule.bands = rule_->bands;
+      rule.rows = rule_->rows;
+      rule.bucket_window = rule_->bucket_window;
+      rule.seed = rule_->seed;
+      fresh.rule = rule;
+    }
     uint64_t next = max_number_ + 1;
     if (!entries.empty()) {
       const uint64_t number = next++;
       NEARDUP_RETURN_IF_ERROR(
           store::WriteSegment(fs, store::JoinPath(dir_, store::SegmentFileName(number)), compiled_,
-                              std::move(entries)));
+                              std::move(entries), rule_ ? &*rule_ : nullptr, band_rows));
       fresh.segments.push_back(number);
     }
     fresh.wal_number = next++;
@@ -273,6 +373,8 @@ class Recovery {
   std::string fingerprint_options_;
   std::vector<uint64_t> segment_numbers_, wal_numbers_;
   std::optional<IndexDesign> design_;
+  std::optional<store::SegmentRule> rule_;  // a kDedup store's rule
+  uint64_t next_seq_ = 0;                   // for the log's adds
   std::shared_ptr<const index::CompiledDesign> compiled_;
   std::unordered_map<std::string, RecoveredDoc> docs_;
   std::vector<std::string> damaged_;   // renamed to *.corrupt

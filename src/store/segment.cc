@@ -20,7 +20,11 @@ namespace {
 
 constexpr char kSegmentMagic[8] = {'N', 'D', 'U', 'P', 'S', 'E', 'G', '\0'};
 constexpr char kFooterMagic[8] = {'N', 'D', 'S', 'E', 'G', 'E', 'N', 'D'};
-constexpr uint32_t kSegmentVersion = 2;  // 2: one index section (src/index/table_segment.h)
+// 2: one index section (src/index/table_segment.h); 3: + the sketch section of a kDedup store
+// (header offset 112; 0 in a kSimHash store) and room for per-entry checksums (offset 104).
+// Every segment is written as version 3; a kSimHash store still reads its version-2 segments.
+constexpr uint32_t kOldSegmentVersion = 2;
+constexpr uint32_t kSegmentVersion = 3;
 constexpr size_t kHeaderSize = 128;
 constexpr size_t kFooterSize = 16;
 constexpr uint64_t kTombstoneBit = uint64_t{1} << 63;
@@ -43,16 +47,312 @@ enum : size_t {
   kOffIndex = 80,
   kOffIndexSize = 88,
   kOffFileSize = 96,
+  kOffEntryChecks = 104,  // version 3: per-entry checksums (0 when absent)
+  kOffSketch = 112,       // version 3: the sketch section (0 in a kSimHash store), up to the footer
   kOffHeaderChecksum = 120,
 };
+
+// The sketch section (version 3), see docs/storage_format.md: the body (per-entry rows, set
+// offsets, set blob, key tables) then a 64-byte trailer describing it, so the section is written
+// in one pass.
+constexpr char kSketchMagic[8] = {'N', 'D', 'S', 'K', 'E', 'T', 'C', 'H'};
+constexpr uint32_t kSketchVersion = 1;
+constexpr size_t kSketchTrailerSize = 96;
+constexpr uint64_t kHasSketchBit = uint64_t{1} << 63;
+enum : size_t {  // trailer field offsets
+  kSkVersion = 8,
+  kSkBands = 12,
+  kSkEntries = 16,
+  kSkBlobSize = 24,
+  kSkNextSeq = 32,
+  kSkBodyChecksum = 40,
+  kSkBodySize = 48,
+  // The store's rule, so that recovery can restore it without the MANIFEST.
+  kSkRows = 56,
+  kSkWindow = 60,
+  kSkThreshold = 64,
+  kSkSeed = 72,
+  kSkReserved = 80,
+  kSkTrailerChecksum = 88,
+};
+constexpr size_t kSketchRowWords = 4;  // content hash, text bytes | kHasSketchBit, squeezed, seq
+
+// Appends to a file through a buffer, keeping the XXH3-64 of everything written (the footer's
+// checksum) and of the part since MarkBody() (the sketch section's body checksum).
+class StreamingWriter {
+ public:
+  explicit StreamingWriter(WritableFile* file) : file_(file) {
+    file_state_ = XXH3_createState();
+    body_state_ = XXH3_createState();
+    XXH3_64bits_reset(file_state_);
+    XXH3_64bits_reset(body_state_);
+  }
+  ~StreamingWriter() {
+    XXH3_freeState(file_state_);
+    XXH3_freeState(body_state_);
+  }
+  void Append(std::string_view bytes) {
+    if (!status_.ok()) return;
+    XXH3_64bits_update(file_state_, bytes.data(), bytes.size());
+    if (in_body_) XXH3_64bits_update(body_state_, bytes.data(), bytes.size());
+    written_ += bytes.size();
+    if (bytes.size() >= kBuffer) {
+      FlushBuffer();
+      if (status_.ok()) status_ = file_->Append(bytes);
+      return;
+    }
+    buffer_.append(bytes);
+    if (buffer_.size() >= kBuffer) FlushBuffer();
+  }
+  void Pad8() {
+    static const char kZeros[8] = {};
+    if (written_ % 8 != 0) Append(std::string_view(kZeros, 8 - written_ % 8));
+  }
+  void StartBody() { in_body_ = true; }
+  uint64_t EndBody() {
+    in_body_ = false;
+    return XXH3_64bits_digest(body_state_);
+  }
+  uint64_t FileChecksum() const { return XXH3_64bits_digest(file_state_); }
+  uint64_t written() const { return written_; }
+  Status Finish() {
+    FlushBuffer();
+    return status_;
+  }
+
+ private:
+  static constexpr size_t kBuffer = size_t{1} << 20;
+  void FlushBuffer() {
+    if (status_.ok() && !buffer_.empty()) status_ = file_->Append(buffer_);
+    buffer_.clear();
+  }
+  WritableFile* file_;
+  std::string buffer_;
+  Status status_;
+  uint64_t written_ = 0;
+  bool in_body_ = false;
+  XXH3_state_t* file_state_;
+  XXH3_state_t* body_state_;
+};
+
+// The size of the sketch section WriteSketchSection writes for `entries`.
+size_t SketchSectionSize(const std::vector<SegmentEntry>& entries, int bands) {
+  const size_t n = entries.size();
+  size_t blob = 0, sketched = 0, keyed = 0;
+  for (const SegmentEntry& e : entries) {
+    if (!e.has_sketch || e.tombstone) continue;
+    blob += e.set.size();
+    ++sketched;
+    keyed += e.has_band_keys ? 1 : 0;
+  }
+  return Align8(n * kSketchRowWords * 8 + (n + 1) * 8 + blob) +
+         bands * index::KeyTableImageSize(keyed, 4) + index::KeyTableImageSize(sketched, 8) +
+         kSketchTrailerSize;
+}
+
+// Streams the sketch section of `entries` in file order (`order[i].second` indexes `entries`).
+void WriteSketchSection(const std::vector<SegmentEntry>& entries,
+                        const std::vector<std::pair<uint64_t, uint32_t>>& order,
+                        const SegmentRule& rule, const BandRows& band_rows, StreamingWriter* out) {
+  const int bands = rule.bands;
+  const uint64_t n = entries.size();
+  std::vector<uint32_t> file_entry(n);  // entries index -> entry number in the file
+  for (uint64_t i = 0; i < n; ++i) file_entry[order[i].second] = static_cast<uint32_t>(i);
+  out->StartBody();
+  const uint64_t body_start = out->written();
+  std::string chunk;
+  uint64_t next_seq = 0, blob_size = 0;
+  std::vector<index::KeyRow<uint64_t>> squeezed_rows;
+  auto flush_chunk = [&](bool force) {
+    if (force || chunk.size() >= (size_t{1} << 20)) {
+      out->Append(chunk);
+      chunk.clear();
+    }
+  };
+  for (uint64_t i = 0; i < n; ++i) {
+    const SegmentEntry& e = entries[order[i].second];
+    const bool sketched = e.has_sketch && !e.tombstone;
+    PutU64(&chunk, sketched ? e.hashes.content_hash : 0);
+    PutU64(&chunk, sketched ? (e.hashes.text_bytes & ~kHasSketchBit) | kHasSketchBit : 0);
+    PutU64(&chunk, sketched ? e.hashes.squeezed_hash : 0);
+    PutU64(&chunk, e.seq);
+    next_seq = std::max(next_seq, e.seq + 1);
+    if (sketched)
+      squeezed_rows.push_back({e.hashes.squeezed_hash, static_cast<uint32_t>(i), e.seq});
+    flush_chunk(false);
+  }
+  for (uint64_t i = 0; i <= n; ++i) {
+    PutU64(&chunk, blob_size);
+    if (i == n) break;
+    const SegmentEntry& e = entries[order[i].second];
+    if (e.has_sketch && !e.tombstone) blob_size += e.set.size();
+    flush_chunk(false);
+  }
+  flush_chunk(true);
+  for (uint64_t i = 0; i < n; ++i) {
+    const SegmentEntry& e = entries[order[i].second];
+    if (e.has_sketch && !e.tombstone) out->Append(e.set);
+  }
+  out->Pad8();
+  std::vector<index::KeyRow<uint32_t>> rows;
+  for (int b = 0; b < bands; ++b) {
+    rows.clear();
+    if (band_rows) band_rows(b, entries, &rows);
+    for (index::KeyRow<uint32_t>& row : rows) row.row = file_entry[row.row];
+    // One row per entry with has_band_keys (the planned size; WriteSegment checks what was
+    // written).
+    index::BuildKeyTable(std::move(rows), &chunk);
+    rows = {};
+    flush_chunk(true);
+  }
+  index::BuildKeyTable(std::move(squeezed_rows), &chunk);
+  flush_chunk(true);
+  const uint64_t body_size = out->written() - body_start;
+  const uint64_t body_checksum = out->EndBody();
+  std::string trailer(kSketchTrailerSize, '\0');
+  char* base = trailer.data();
+  std::memcpy(base, kSketchMagic, 8);
+  auto put32 = [&](size_t off, uint32_t v) { std::memcpy(base + off, &v, 4); };
+  auto put64 = [&](size_t off, uint64_t v) { std::memcpy(base + off, &v, 8); };
+  put32(kSkVersion, kSketchVersion);
+  put32(kSkBands, static_cast<uint32_t>(bands));
+  put64(kSkEntries, n);
+  put64(kSkBlobSize, blob_size);
+  put64(kSkNextSeq, next_seq);
+  put64(kSkBodyChecksum, body_checksum);
+  put64(kSkBodySize, body_size);
+  put32(kSkRows, static_cast<uint32_t>(rule.rows));
+  put32(kSkWindow, rule.bucket_window);
+  uint64_t threshold_bits;
+  std::memcpy(&threshold_bits, &rule.threshold, 8);
+  put64(kSkThreshold, threshold_bits);
+  put64(kSkSeed, rule.seed);
+  put64(kSkTrailerChecksum, Checksum(base, kSkTrailerChecksum));
+  out->Append(trailer);
+}
+
+// Every entry's band keys from the band tables (see Segment::BandKeysOfEntries).
+void BandKeysFromTables(const std::vector<index::KeyTable<uint32_t>>& tables, uint64_t n,
+                        std::vector<uint32_t>* keys, std::vector<uint8_t>* has_keys) {
+  const size_t bands = tables.size();
+  keys->assign(n * bands, 0);
+  std::vector<uint16_t> count(n, 0);
+  for (size_t b = 0; b < bands; ++b) {
+    const index::KeyTable<uint32_t>& table = tables[b];
+    for (size_t i = 0; i < table.size(); ++i) {
+      const uint32_t entry = table.row_at(i);
+      if (entry >= n) continue;  // damaged, unverified file
+      (*keys)[uint64_t{entry} * bands + b] = table.key_at(i);
+      ++count[entry];
+    }
+  }
+  // An entry has keys when every band table holds it once (a damaged table may miss some).
+  has_keys->assign(n, 0);
+  for (uint64_t i = 0; i < n; ++i) (*has_keys)[i] = bands > 0 && count[i] == bands;
+}
+
+// The parts of a sketch section, checked against the section's size (every array must fit).
+struct SketchLayout {
+  SegmentRule rule;
+  int bands = 0;
+  uint64_t n = 0;
+  uint64_t next_seq = 0;
+  const uint64_t* rows = nullptr;
+  const uint64_t* set_offsets = nullptr;
+  const char* blob = nullptr;
+  uint64_t blob_size = 0;
+  std::vector<index::KeyTable<uint32_t>> band_tables;
+  index::KeyTable<uint64_t> squeezed_table;
+};
+
+// Reads the sketch section `section` (8-byte aligned, trailer last); `what` names the file in
+// errors. verify_body: also check the body checksum (reads every byte).
+Status ReadSketchSection(std::string_view section, const std::string& what, bool verify_body,
+                         SketchLayout* layout) {
+  if (section.size() < kSketchTrailerSize)
+    return Status::Corruption(what + ": sketch section is truncated");
+  const char* trailer = section.data() + section.size() - kSketchTrailerSize;
+  if (std::memcmp(trailer, kSketchMagic, 8) != 0 ||
+      LoadU64(trailer + kSkTrailerChecksum) != Checksum(trailer, kSkTrailerChecksum)) {
+    return Status::Corruption(what + ": sketch section trailer is damaged");
+  }
+  if (LoadU32(trailer + kSkVersion) != kSketchVersion) {
+    return Status::Unsupported(what + ": sketch section version " +
+                               std::to_string(LoadU32(trailer + kSkVersion)) + " is not supported");
+  }
+  const std::string_view body = section.substr(0, section.size() - kSketchTrailerSize);
+  if (LoadU64(trailer + kSkBodySize) != body.size()) {
+    return Status::Corruption(what + ": sketch section size does not match its trailer");
+  }
+  if (verify_body && LoadU64(trailer + kSkBodyChecksum) != Checksum(body)) {
+    return Status::Corruption(what + ": sketch section checksum mismatch (file damaged)");
+  }
+  layout->bands = static_cast<int>(LoadU32(trailer + kSkBands));
+  layout->rule.bands = layout->bands;
+  layout->rule.rows = static_cast<int>(LoadU32(trailer + kSkRows));
+  layout->rule.bucket_window = LoadU32(trailer + kSkWindow);
+  std::memcpy(&layout->rule.threshold, trailer + kSkThreshold, 8);
+  layout->rule.seed = LoadU64(trailer + kSkSeed);
+  layout->n = LoadU64(trailer + kSkEntries);
+  layout->next_seq = LoadU64(trailer + kSkNextSeq);
+  layout->blob_size = LoadU64(trailer + kSkBlobSize);
+  const uint64_t size = body.size();
+  const uint64_t n = layout->n;
+  if (layout->bands < 0 || layout->bands > 1024 || n >= (uint64_t{1} << 32) ||
+      n > size / (kSketchRowWords * 8) || layout->blob_size > size) {
+    return Status::Corruption(what + ": sketch section fields out of range");
+  }
+  const uint64_t offsets_off = n * kSketchRowWords * 8;
+  const uint64_t blob_off = offsets_off + (n + 1) * 8;
+  const uint64_t tables_off = Align8(blob_off + layout->blob_size);
+  if (tables_off > size) return Status::Corruption(what + ": sketch section is truncated");
+  const char* base = body.data();
+  layout->rows = reinterpret_cast<const uint64_t*>(base);
+  layout->set_offsets = reinterpret_cast<const uint64_t*>(base + offsets_off);
+  layout->blob = base + blob_off;
+  uint64_t at = tables_off;
+  layout->band_tables.clear();
+  for (int b = 0; b < layout->bands; ++b) {
+    size_t used = 0;
+    Result<index::KeyTable<uint32_t>> table = index::KeyTable<uint32_t>::View(
+        body.substr(at), what + " band " + std::to_string(b), &used);
+    if (!table.ok()) return table.status();
+    layout->band_tables.push_back(*table);
+    at += used;
+  }
+  size_t used = 0;
+  Result<index::KeyTable<uint64_t>> squeezed =
+      index::KeyTable<uint64_t>::View(body.substr(at), what + " whitespace table", &used);
+  if (!squeezed.ok()) return squeezed.status();
+  layout->squeezed_table = *squeezed;
+  if (at + used != size) return Status::Corruption(what + ": sketch section has trailing bytes");
+  return Status::Ok();
+}
 
 }  // namespace
 
 uint64_t IdHash(std::string_view id) { return Checksum(id); }
 
+uint64_t EntryChecksum(const Fingerprint& fingerprint, std::string_view id,
+                       std::string_view metadata, bool tombstone) {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  const uint64_t words[3] = {
+      fingerprint.hi, fingerprint.lo,
+      (uint64_t{id.size()} << 33) | (uint64_t{metadata.size()} << 1) | (tombstone ? 1u : 0u)};
+  XXH3_64bits_update(state, words, sizeof(words));
+  XXH3_64bits_update(state, id.data(), id.size());
+  XXH3_64bits_update(state, metadata.data(), metadata.size());
+  const uint64_t checksum = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return checksum;
+}
+
 Status WriteSegment(Env* env, const std::string& path,
                     const std::shared_ptr<const index::CompiledDesign>& design,
-                    std::vector<SegmentEntry> entries) {
+                    std::vector<SegmentEntry> entries, const SegmentRule* rule,
+                    const BandRows& band_rows) {
+  const int bands = rule != nullptr ? rule->bands : 0;
   const int bits = design->design.bits;
   const int words = bits / 64;
   if (entries.size() >= (uint64_t{1} << 32) - 1) {
@@ -86,8 +386,11 @@ Status WriteSegment(Env* env, const std::string& path,
   const size_t offsets_offset = fps_offset + n * words * 8;
   const size_t blob_offset = offsets_offset + n * 8;
   const size_t hashes_offset = Align8(blob_offset + blob_size);
-  const size_t index_offset = hashes_offset + n * 8;
-  const size_t file_size = index_offset + image->image_size() + kFooterSize;
+  const size_t checks_offset = hashes_offset + n * 8;  // version 3: per-entry checksums
+  const size_t index_offset = checks_offset + n * 8;
+  const size_t sketch_offset = index_offset + image->image_size();  // images are 8-byte multiples
+  const size_t sketch_size = bands > 0 ? SketchSectionSize(entries, bands) : 0;
+  const size_t file_size = sketch_offset + sketch_size + kFooterSize;
 
   std::string file(index_offset, '\0');
   char* base = file.data();
@@ -108,6 +411,8 @@ Status WriteSegment(Env* env, const std::string& path,
   put64(kOffIndex, index_offset);
   put64(kOffIndexSize, image->image_size());
   put64(kOffFileSize, file_size);
+  put64(kOffEntryChecks, checks_offset);
+  if (bands > 0) put64(kOffSketch, sketch_offset);
   put64(kOffHeaderChecksum, Checksum(base, kOffHeaderChecksum));
 
   size_t blob_pos = 0;
@@ -125,23 +430,29 @@ Status WriteSegment(Env* env, const std::string& path,
     }
     blob_pos += 8 + e.id.size() + e.metadata.size();
     put64(hashes_offset + i * 8, order[i].first);
+    put64(checks_offset + i * 8, EntryChecksum(e.fingerprint, e.id, e.metadata, e.tombstone));
+  }
+  Result<std::unique_ptr<WritableFile>> out = env->NewWritableFile(path);
+  if (!out.ok()) return out.status();
+  StreamingWriter writer(out->get());
+  writer.Append(file);
+  std::string().swap(file);
+  writer.Append(std::string_view(image->image(), image->image_size()));
+  image.reset();
+  if (bands > 0) WriteSketchSection(entries, order, *rule, band_rows, &writer);
+  if (writer.written() != file_size - kFooterSize) {
+    (void)writer.Finish();
+    return Status::Internal(path + ": segment sections came out at " +
+                            std::to_string(writer.written()) + " bytes, not the " +
+                            std::to_string(file_size - kFooterSize) + " planned");
   }
   // Footer: XXH3-64 of everything before it, computed as the parts are written.
-  XXH3_state_t* state = XXH3_createState();
-  XXH3_64bits_reset(state);
-  XXH3_64bits_update(state, file.data(), file.size());
-  XXH3_64bits_update(state, image->image(), image->image_size());
-  const uint64_t checksum = XXH3_64bits_digest(state);
-  XXH3_freeState(state);
+  const uint64_t checksum = writer.FileChecksum();
   std::string footer(kFooterSize, '\0');
   std::memcpy(footer.data(), &checksum, 8);
   std::memcpy(footer.data() + 8, kFooterMagic, 8);
-
-  Result<std::unique_ptr<WritableFile>> out = env->NewWritableFile(path);
-  if (!out.ok()) return out.status();
-  Status status = (*out)->Append(file);
-  if (status.ok()) status = (*out)->Append(std::string_view(image->image(), image->image_size()));
-  if (status.ok()) status = (*out)->Append(footer);
+  writer.Append(footer);
+  Status status = writer.Finish();
   if (status.ok()) status = (*out)->Sync();
   return status;
 }
@@ -149,7 +460,8 @@ Status WriteSegment(Env* env, const std::string& path,
 namespace {
 
 // Validates the header of a mapped file; fills the layout fields of `seg`-like out params.
-Status CheckHeader(const std::string& path, const char* base, uint64_t size, int bits) {
+Status CheckHeader(const std::string& path, const char* base, uint64_t size, int bits,
+                   bool accept_version_2) {
   if (size < kHeaderSize + kFooterSize) {
     return Status::Corruption(path + ": segment file is truncated (" + std::to_string(size) +
                               " bytes)");
@@ -160,10 +472,12 @@ Status CheckHeader(const std::string& path, const char* base, uint64_t size, int
   if (LoadU64(base + kOffHeaderChecksum) != Checksum(base, kOffHeaderChecksum)) {
     return Status::Corruption(path + ": segment header checksum mismatch");
   }
-  if (LoadU32(base + kOffVersion) != kSegmentVersion) {
+  const uint32_t found = LoadU32(base + kOffVersion);
+  if (found != kSegmentVersion && !(found == kOldSegmentVersion && accept_version_2)) {
     return Status::Unsupported(
-        path + ": segment format version " + std::to_string(LoadU32(base + kOffVersion)) +
-        " is not supported (`neardup index recover` rewrites older segments)");
+        path + ": segment format version " + std::to_string(found) + " is not supported" +
+        (found < kSegmentVersion ? " (`neardup index recover` rewrites older segments)"
+                                 : " (written by a newer neardup)"));
   }
   if (static_cast<int>(LoadU32(base + kOffBits)) != bits) {
     return Status::Corruption(path + ": segment holds " + std::to_string(LoadU32(base + kOffBits)) +
@@ -181,7 +495,8 @@ Status CheckHeader(const std::string& path, const char* base, uint64_t size, int
 
 Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
                                                std::shared_ptr<const index::CompiledDesign> design,
-                                               bool verify_checksum) {
+                                               const SegmentRule* rule, bool verify_checksum) {
+  const int bands = rule != nullptr ? rule->bands : 0;
   const int bits = design->design.bits;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -209,7 +524,7 @@ Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
   seg->base_ = static_cast<const char*>(map);
   seg->file_size_ = size;
   const char* base = seg->base_;
-  NEARDUP_RETURN_IF_ERROR(CheckHeader(path, base, size, bits));
+  NEARDUP_RETURN_IF_ERROR(CheckHeader(path, base, size, bits, /*accept_version_2=*/bands == 0));
   if (verify_checksum) {
     if (std::memcmp(base + size - 8, kFooterMagic, 8) != 0 ||
         LoadU64(base + size - kFooterSize) != Checksum(base, size - kFooterSize)) {
@@ -230,15 +545,31 @@ Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
   const uint64_t index_offset = LoadU64(base + kOffIndex);
   const uint64_t index_size = LoadU64(base + kOffIndexSize);
   const uint64_t words = static_cast<uint64_t>(seg->words_);
+  const bool version_3 = LoadU32(base + kOffVersion) == kSegmentVersion;
+  const uint64_t sketch_offset = version_3 ? LoadU64(base + kOffSketch) : 0;
+  // A kSimHash store's segment has no sketch section; a kDedup store's must have one.
+  if ((bands > 0) != (sketch_offset != 0)) {
+    return Status::Corruption(path + (bands > 0 ? ": segment has no sketch section, the store "
+                                                  "applies the dedup rule"
+                                                : ": segment has a sketch section, the store "
+                                                  "applies the simhash rule"));
+  }
+  const uint64_t index_end = bands > 0 ? sketch_offset : size - kFooterSize;
+  const uint64_t sketch_size =
+      bands > 0 && sketch_offset + kFooterSize <= size ? size - kFooterSize - sketch_offset : 0;
   // Every section must follow the writer's layout exactly (no sum below can overflow: each term
   // is checked against the file size first).
-  const bool layout_ok = n < (uint64_t{1} << 32) && live <= n && fps == kHeaderSize &&
-                         offsets == fps + n * words * 8 && blob == offsets + n * 8 &&
-                         blob_size <= size && hashes == Align8(blob + blob_size) &&
-                         index_offset == hashes + n * 8 && index_size <= size &&
-                         index_offset <= size && index_offset + index_size + kFooterSize == size &&
-                         seg->indexed_k_ == design->design.indexed_k &&
-                         seg->num_tables_ == static_cast<int>(design->tables.size());
+  // Version 3 keeps a checksum per entry between the id hashes and the index section.
+  const uint64_t checks = version_3 ? LoadU64(base + kOffEntryChecks) : 0;
+  const uint64_t index_after = version_3 ? checks + n * 8 : hashes + n * 8;
+  const bool layout_ok =
+      n < (uint64_t{1} << 32) && live <= n && fps == kHeaderSize &&
+      offsets == fps + n * words * 8 && blob == offsets + n * 8 && blob_size <= size &&
+      hashes == Align8(blob + blob_size) && (!version_3 || checks == hashes + n * 8) &&
+      index_offset == index_after && index_size <= size && index_offset <= size &&
+      sketch_offset % 8 == 0 && (bands == 0 || sketch_offset + kFooterSize <= size) &&
+      index_offset + index_size == index_end && seg->indexed_k_ == design->design.indexed_k &&
+      seg->num_tables_ == static_cast<int>(design->tables.size());
   if (!layout_ok) return Status::Corruption(path + ": segment section table is inconsistent");
   seg->num_entries_ = static_cast<uint32_t>(n);
   seg->num_live_ = static_cast<uint32_t>(live);
@@ -255,8 +586,50 @@ Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
                               " rows, the segment " + std::to_string(live) + " live entries");
   }
   seg->index_ = std::move(*image);
+  if (bands > 0) {
+    SketchLayout layout;
+    NEARDUP_RETURN_IF_ERROR(ReadSketchSection(std::string_view(base + sketch_offset, sketch_size),
+                                              path, /*verify_body=*/false, &layout));
+    if (layout.bands != bands || layout.n != n || (rule != nullptr && !(layout.rule == *rule))) {
+      return Status::Corruption(
+          path + ": sketch section holds " + std::to_string(layout.bands) + " bands and " +
+          std::to_string(layout.n) + " entries of another rule or count than the store's " +
+          std::to_string(bands) + " bands and the segment's " + std::to_string(n) + " entries");
+    }
+    seg->bands_ = bands;
+    seg->next_seq_ = layout.next_seq;
+    seg->sketch_rows_ = layout.rows;
+    seg->set_offsets_ = layout.set_offsets;
+    seg->set_blob_ = layout.blob;
+    seg->set_blob_size_ = layout.blob_size;
+    seg->band_tables_ = std::move(layout.band_tables);
+    seg->squeezed_table_ = layout.squeezed_table;
+    // The band directories in RAM (about 16 bytes a document for 30 bands): a check's first
+    // access in each table never waits for the page cache.
+    for (index::KeyTable<uint32_t>& table : seg->band_tables_) table.KeepDirectoryInMemory();
+    seg->squeezed_table_.KeepDirectoryInMemory();
+  }
   ::madvise(map, size, MADV_RANDOM);
   return seg;
+}
+
+bool Segment::has_sketch(uint32_t entry) const {
+  return bands_ > 0 && (sketch_rows_[entry * kSketchRowWords + 1] & kHasSketchBit) != 0;
+}
+
+PairHashes Segment::hashes(uint32_t entry) const {
+  const uint64_t* row = sketch_rows_ + entry * kSketchRowWords;
+  return {row[0], row[1] & ~kHasSketchBit, row[2]};
+}
+
+uint64_t Segment::seq(uint32_t entry) const {
+  return bands_ > 0 ? sketch_rows_[entry * kSketchRowWords + 3] : 0;
+}
+
+std::string_view Segment::set_bytes(uint32_t entry) const {
+  const uint64_t from = set_offsets_[entry], to = set_offsets_[entry + 1];
+  if (from > to || to > set_blob_size_) return {};
+  return std::string_view(set_blob_ + from, to - from);
 }
 
 Segment::~Segment() {
@@ -324,7 +697,8 @@ void Segment::Search(const Fingerprint& query, int k, std::vector<SegmentHit>* h
 
 Result<uint64_t> SalvageSegment(const std::string& path, int bits,
                                 const std::function<void(const SegmentEntry&)>& on_entry,
-                                bool* file_intact, SalvageChecks* checks) {
+                                bool* file_intact, SalvageChecks* checks,
+                                std::optional<SegmentRule>* sketch_rule) {
   Result<std::string> contents = ReadFile(path);
   if (!contents.ok()) return contents.status();
   const std::string& file = *contents;
@@ -355,7 +729,9 @@ Result<uint64_t> SalvageSegment(const std::string& path, int bits,
   std::vector<std::pair<uint64_t, uint64_t>> index_copy;  // entry -> (hi, lo)
   std::vector<bool> in_index;
   bool index_readable = false;
-  if (check && c.design != nullptr && LoadU32(base + kOffVersion) == kSegmentVersion) {
+  const uint32_t version = LoadU32(base + kOffVersion);
+  if (check && c.design != nullptr &&
+      (version == kSegmentVersion || version == kOldSegmentVersion)) {
     const uint64_t index_offset = LoadU64(base + kOffIndex);
     const uint64_t index_size = LoadU64(base + kOffIndexSize);
     if (index_offset % 8 == 0 && index_offset <= size && index_size <= size - index_offset) {
@@ -375,6 +751,27 @@ Result<uint64_t> SalvageSegment(const std::string& path, int bits,
         }
       }
     }
+  }
+  // A version-3 segment's sketch section, when its own checksums hold.
+  SketchLayout sketch;
+  bool have_sketch = false;
+  std::vector<uint32_t> band_keys;
+  std::vector<uint8_t> has_keys;
+  if (version == kSegmentVersion && LoadU64(base + kOffSketch) != 0) {
+    const uint64_t offset = LoadU64(base + kOffSketch);
+    const uint64_t sketch_size = size - std::min<uint64_t>(size, offset + kFooterSize);
+    if (offset % 8 == 0 && offset + kFooterSize <= size &&
+        ReadSketchSection(std::string_view(base + offset, sketch_size), path,
+                          /*verify_body=*/true, &sketch)
+            .ok() &&
+        sketch.n == n) {
+      have_sketch = true;
+      BandKeysFromTables(sketch.band_tables, n, &band_keys, &has_keys);
+    }
+  }
+  if (sketch_rule != nullptr) {
+    *sketch_rule = std::nullopt;
+    if (have_sketch) *sketch_rule = sketch.rule;
   }
   uint64_t lost = 0;
   for (uint64_t i = 0; i < n; ++i) {
@@ -419,14 +816,44 @@ Result<uint64_t> SalvageSegment(const std::string& path, int bits,
         ++c.id_hash_mismatch;
         continue;
       }
-      if (!entry.tombstone) {
-        if (!index_readable) {
-          ++c.fingerprints_unchecked;
-        } else if (!in_index[i] || index_copy[i].first != entry.fingerprint.hi ||
-                   index_copy[i].second != entry.fingerprint.lo) {
-          ++lost;
-          ++c.fingerprint_mismatch;
-          continue;
+      // Version 3: the entry's own checksum covers its fingerprint, id, metadata and tombstone bit.
+      bool checksum_ok = true;
+      const bool has_checksum = version == kSegmentVersion;
+      if (has_checksum) {
+        const uint64_t checks = LoadU64(base + kOffEntryChecks);
+        const uint64_t check_pos = checks + i * 8;
+        checksum_ok = checks != 0 && check_pos >= checks && check_pos + 8 <= size &&
+                      LoadU64(base + check_pos) == EntryChecksum(entry.fingerprint, entry.id,
+                                                                 entry.metadata, entry.tombstone);
+      }
+      if (!entry.tombstone && index_readable &&
+          (!in_index[i] || index_copy[i].first != entry.fingerprint.hi ||
+           index_copy[i].second != entry.fingerprint.lo)) {
+        ++lost;
+        ++c.fingerprint_mismatch;
+        continue;
+      }
+      if (!checksum_ok) {
+        ++lost;
+        ++c.entry_checksum_mismatch;
+        continue;
+      }
+      // Without the index section's copy, only a version-3 entry checksum vouches for the
+      // fingerprint.
+      if (!entry.tombstone && !index_readable && !has_checksum) ++c.fingerprints_unchecked;
+    }
+    if (have_sketch) {
+      const uint64_t* row = sketch.rows + i * kSketchRowWords;
+      entry.seq = row[3];
+      const uint64_t from = sketch.set_offsets[i], to = sketch.set_offsets[i + 1];
+      if ((row[1] & kHasSketchBit) != 0 && from <= to && to <= sketch.blob_size) {
+        entry.has_sketch = true;
+        entry.hashes = {row[0], row[1] & ~kHasSketchBit, row[2]};
+        entry.set = std::string_view(sketch.blob + from, to - from);
+        entry.has_band_keys = has_keys[i] != 0;
+        if (entry.has_band_keys) {
+          entry.band_keys = std::span<const uint32_t>(band_keys.data() + i * sketch.bands,
+                                                      static_cast<size_t>(sketch.bands));
         }
       }
     }

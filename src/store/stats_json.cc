@@ -12,6 +12,8 @@ void WriteStoreStatsFields(const StoreStats& stats, JsonWriter* writer) {
   writer->Key("disk_bytes").Uint(stats.disk_bytes);
   writer->Key("flushes").Uint(stats.flushes);
   writer->Key("compactions").Uint(stats.compactions);
+  writer->Key("flush_seconds").Double(stats.flush_seconds);
+  writer->Key("compaction_seconds").Double(stats.compaction_seconds);
   writer->Key("searches").Uint(stats.searches);
   writer->Key("writes").Uint(stats.writes);
   writer->Key("wal_syncs").Uint(stats.wal_syncs);
@@ -21,6 +23,15 @@ void WriteStoreStatsFields(const StoreStats& stats, JsonWriter* writer) {
   writer->Key("index_design").String(stats.index_design);
   writer->Key("index_bytes_per_fingerprint").Double(stats.index_bytes_per_fingerprint);
   writer->Key("fingerprint_options").String(stats.fingerprint_options);
+  writer->Key("rule").String(StoreRuleName(stats.rule));
+  if (stats.rule == StoreRule::kDedup) {
+    writer->Key("threshold").Double(stats.lsh.threshold);
+    const LshParameters parameters = stats.lsh.parameters.value_or(LshParameters{});
+    writer->Key("bands").Int(parameters.bands);
+    writer->Key("rows").Int(parameters.rows);
+    writer->Key("bucket_window").Uint(stats.lsh.bucket_window);
+    writer->Key("verification_form").String(stats.verification_form);
+  }
   writer->Key("state").String(StoreStateName(stats.health.state));
   writer->Key("state_reason").String(stats.health.reason);
   writer->Key("write_errors").Uint(stats.health.write_errors);

@@ -37,7 +37,7 @@ bool DecodeBatch(std::string_view payload, int bits, std::vector<WalOp>* ops) {
     std::string_view id;
     if (!reader.U8(&type) || !reader.U32(&id_len) || !reader.Bytes(id_len, &id)) return false;
     op.id.assign(id);
-    if (type == static_cast<uint8_t>(WalOpType::kAdd)) {
+    if (type == static_cast<uint8_t>(WalOpType::kAdd) || type == kWalOpAddWithSketch) {
       uint8_t fp_bits;
       uint64_t hi, lo;
       uint32_t meta_len;
@@ -50,6 +50,23 @@ bool DecodeBatch(std::string_view payload, int bits, std::vector<WalOp>* ops) {
       op.type = WalOpType::kAdd;
       op.fingerprint = Fingerprint{hi, lo, fp_bits};
       op.metadata.assign(meta);
+      if (type == kWalOpAddWithSketch) {
+        SketchRecord& sketch = op.sketch;
+        uint32_t n_keys, set_len;
+        std::string_view set;
+        if (!reader.U64(&sketch.hashes.content_hash) || !reader.U64(&sketch.hashes.text_bytes) ||
+            !reader.U64(&sketch.hashes.squeezed_hash) || !reader.U32(&n_keys) ||
+            n_keys > payload.size() / 4) {
+          return false;
+        }
+        sketch.band_keys.resize(n_keys);
+        for (uint32_t& key : sketch.band_keys) {
+          if (!reader.U32(&key)) return false;
+        }
+        if (!reader.U32(&set_len) || !reader.Bytes(set_len, &set)) return false;
+        sketch.set.assign(set);
+        op.has_sketch = true;
+      }
     } else if (type == static_cast<uint8_t>(WalOpType::kRemove)) {
       op.type = WalOpType::kRemove;
     } else {
@@ -63,7 +80,9 @@ bool DecodeBatch(std::string_view payload, int bits, std::vector<WalOp>* ops) {
 }  // namespace
 
 void AppendWalOp(const WalOp& op, std::string* payload) {
-  payload->push_back(static_cast<char>(op.type));
+  const bool with_sketch = op.type == WalOpType::kAdd && op.has_sketch;
+  payload->push_back(
+      static_cast<char>(with_sketch ? kWalOpAddWithSketch : static_cast<uint8_t>(op.type)));
   PutU32(payload, static_cast<uint32_t>(op.id.size()));
   payload->append(op.id);
   if (op.type == WalOpType::kAdd) {
@@ -72,6 +91,16 @@ void AppendWalOp(const WalOp& op, std::string* payload) {
     PutU64(payload, op.fingerprint.lo);
     PutU32(payload, static_cast<uint32_t>(op.metadata.size()));
     payload->append(op.metadata);
+  }
+  if (with_sketch) {
+    const SketchRecord& sketch = op.sketch;
+    PutU64(payload, sketch.hashes.content_hash);
+    PutU64(payload, sketch.hashes.text_bytes);
+    PutU64(payload, sketch.hashes.squeezed_hash);
+    PutU32(payload, static_cast<uint32_t>(sketch.band_keys.size()));
+    for (uint32_t key : sketch.band_keys) PutU32(payload, key);
+    PutU32(payload, static_cast<uint32_t>(sketch.set.size()));
+    payload->append(sketch.set);
   }
 }
 

@@ -17,16 +17,23 @@
 #include "neardup/fingerprint.h"
 #include "neardup/status.h"
 #include "store/file_system.h"
+#include "store/sketch_record.h"
 
 namespace neardup::store {
 
 enum class WalOpType : uint8_t { kAdd = 1, kRemove = 2 };
+// On disk, an add that carries a sketch (kDedup stores) is op byte 3: the add's fields, then
+// content_hash u64 | text_bytes u64 | squeezed_hash u64 | n_keys u32 | keys u32 x n_keys |
+// set_len u32 | set (EncodeShingleSet).
+inline constexpr uint8_t kWalOpAddWithSketch = 3;
 
 struct WalOp {
   WalOpType type = WalOpType::kAdd;
   std::string id;
   Fingerprint fingerprint;  // kAdd only
   std::string metadata;     // kAdd only
+  bool has_sketch = false;  // kAdd only: `sketch` is set (op byte 3)
+  SketchRecord sketch;
 };
 
 inline constexpr size_t kWalHeaderSize = 32;

@@ -1,0 +1,481 @@
+// The dedup rule in the store (issue 19): a kDedup DocumentStore answers "is this a duplicate" the
+// way `neardup dedup` does. Checked here: each reason (exact, whitespace, near-duplicate) with the
+// verified Jaccard JudgePair computes; the store's decision equals JudgePair's on many pairs;
+// streaming a corpus through CheckBatch one document at a time gives exactly RunDedup's duplicate
+// components (hot buckets beyond the bucket window included); batch order and atomicity; the
+// answers survive flushes, compactions, reopening and log replay; the bucket window bounds a hot
+// bucket; bad input is refused. Uses the repository's sample corpus (no ../shared needed).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "neardup/dedup.h"
+#include "neardup/document_reader.h"
+#include "neardup/sketch.h"
+#include "neardup/store.h"
+#include "planted_corpus.h"
+#include "test_files.h"
+
+namespace neardup {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace testing_corpus;  // NOLINT: SampleTexts, PlantedCorpus, ...
+
+std::string TempDir(const std::string& name) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("neardup_dedup_rule_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(dir);
+  return dir.string();
+}
+
+class StoreDedupRuleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    auto sketcher = DocumentSketcher::Create(FingerprintOptions{}, MinHashLshOptions{});
+    ASSERT_TRUE(sketcher.ok()) << sketcher.status().ToString();
+    sketcher_ = std::move(*sketcher);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<DocumentStore> Open(StoreOptions options = {}) {
+    auto store = DocumentStore::Open(dir_, options);
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return store.ok() ? std::move(*store) : nullptr;
+  }
+
+  // One document of `text` (its sketch kept alive in sketches_).
+  DocumentInput Doc(const std::string& id, const std::string& text) {
+    sketches_.push_back(std::make_unique<DocumentSketch>());
+    ids_.push_back(std::make_unique<std::string>(id));
+    DocumentInput doc;
+    doc.id = *ids_.back();
+    Status status = sketcher_->Sketch(text, &doc.fingerprint, sketches_.back().get());
+    EXPECT_TRUE(status.ok()) << status.ToString();
+    doc.sketch = sketches_.back().get();
+    return doc;
+  }
+
+  CheckResult Check(DocumentStore& store, const std::string& id, const std::string& text,
+                    AddMode add) {
+    DocumentInput doc = Doc(id, text);
+    CheckOptions options;
+    options.add = add;
+    auto results = store.CheckBatch(std::span<const DocumentInput>(&doc, 1), options);
+    EXPECT_TRUE(results.ok()) << results.status().ToString();
+    return results.ok() ? (*results)[0] : CheckResult{};
+  }
+
+  std::string dir_;
+  std::unique_ptr<DocumentSketcher> sketcher_;
+  std::vector<std::unique_ptr<DocumentSketch>> sketches_;
+  std::vector<std::unique_ptr<std::string>> ids_;
+};
+
+const std::string kText =
+    "The quick brown fox jumps over the lazy dog while the farmer watches from the porch and "
+    "the children play in the field behind the old red barn near the river bend";
+
+TEST_F(StoreDedupRuleTest, EachReasonWithTheVerifiedJaccard) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->Stats().rule, StoreRule::kDedup);
+  EXPECT_EQ(store->Stats().lsh.parameters->bands, 30);
+  EXPECT_TRUE(Check(*store, "a", kText, AddMode::kIfNew).added);
+
+  CheckResult exact = Check(*store, "b", kText, AddMode::kNever);
+  ASSERT_EQ(exact.duplicates.size(), 1u);
+  EXPECT_EQ(exact.duplicates[0].id, "a");
+  EXPECT_EQ(exact.duplicates[0].reason, DuplicateReason::kExact);
+  EXPECT_EQ(exact.duplicates[0].similarity, 1.0);
+  EXPECT_EQ(exact.duplicates[0].distance, 0);
+  EXPECT_FALSE(exact.added);
+
+  CheckResult spaced = Check(*store, "c", Respace(kText), AddMode::kNever);
+  ASSERT_EQ(spaced.duplicates.size(), 1u);
+  EXPECT_EQ(spaced.duplicates[0].reason, DuplicateReason::kWhitespace);
+
+  const std::string edited = kText + " today";
+  CheckResult near = Check(*store, "d", edited, AddMode::kNever);
+  ASSERT_EQ(near.duplicates.size(), 1u);
+  EXPECT_EQ(near.duplicates[0].reason, DuplicateReason::kNearDuplicate);
+  DedupOptions dedup;
+  auto judged = JudgePair(kText, edited, dedup);
+  ASSERT_TRUE(judged.ok());
+  EXPECT_TRUE(judged->duplicate);
+  EXPECT_DOUBLE_EQ(near.duplicates[0].similarity, judged->jaccard);
+
+  CheckResult other = Check(*store, "e",
+                            "An entirely different sentence about databases, "
+                            "storage engines and write-ahead logs in C++",
+                            AddMode::kIfNew);
+  EXPECT_TRUE(other.duplicates.empty());
+  EXPECT_TRUE(other.added);
+  EXPECT_EQ(store->Stats().documents, 2u);  // kNever wrote nothing
+}
+
+// The store's decision on a pair equals JudgePair's (dedup's rule) on pairs of every similarity.
+TEST_F(StoreDedupRuleTest, DecisionsEqualJudgePair) {
+  std::mt19937_64 rng(7);
+  const std::vector<std::string> texts = SampleTexts(60);
+  ASSERT_GE(texts.size(), 100u);
+  DedupOptions dedup;
+  size_t duplicates = 0, pairs = 0;
+  auto store = Open();
+  ASSERT_TRUE(store);
+  std::vector<std::string> others;
+  for (size_t i = 0; i + 1 < texts.size(); ++i) {
+    const double rate = static_cast<double>(i % 10) / 12.0;  // 0 .. 0.75 of the words replaced
+    others.push_back(i % 4 == 3 ? texts[i + 1] : SubstituteWords(texts[i], rate, rng));
+    Check(*store, "a" + std::to_string(i), texts[i], AddMode::kAlways);
+  }
+  for (size_t i = 0; i + 1 < texts.size(); ++i) {
+    CheckResult result = Check(*store, "b", others[i], AddMode::kNever);
+    const std::string a = "a" + std::to_string(i);
+    auto found = std::find_if(result.duplicates.begin(), result.duplicates.end(),
+                              [&](const StoredDocument& d) { return d.id == a; });
+    auto judged = JudgePair(texts[i], others[i], dedup);
+    ASSERT_TRUE(judged.ok());
+    ++pairs;
+    EXPECT_EQ(found != result.duplicates.end(), judged->duplicate) << "pair " << i;
+    if (judged->duplicate && found != result.duplicates.end()) {
+      ++duplicates;
+      if (found->reason == DuplicateReason::kNearDuplicate) {
+        EXPECT_DOUBLE_EQ(found->similarity, judged->jaccard);
+      }
+    }
+  }
+  EXPECT_GT(duplicates, pairs / 5);
+  EXPECT_LT(duplicates, pairs);
+}
+
+// Streaming a corpus through the store, one document at a time with AddMode::kAlways, links the
+// same documents as RunDedup: the duplicate components are identical, hot buckets included.
+TEST_F(StoreDedupRuleTest, StreamingEqualsBatch) {
+  const Corpus corpus = PlantedCorpus(500, 150);
+  const std::string file = dir_ + ".jsonl";
+  {
+    std::ofstream out(file, std::ios::binary);
+    for (size_t i = 0; i < corpus.ids.size(); ++i) {
+      out << testing_files::JsonLine(corpus.ids[i], corpus.texts[i]);
+    }
+  }
+  StoreOptions options;
+  options.memtable_limit = 97;  // the stream crosses flushes and compactions
+  options.compaction_trigger = 3;
+  options.sync_mode = SyncMode::kNone;
+  auto store = Open(options);
+  ASSERT_TRUE(store);
+  std::vector<std::pair<std::string, std::string>> streamed;
+  for (size_t i = 0; i < corpus.ids.size(); ++i) {
+    CheckResult result = Check(*store, corpus.ids[i], corpus.texts[i], AddMode::kAlways);
+    for (const StoredDocument& d : result.duplicates) streamed.push_back({corpus.ids[i], d.id});
+  }
+  DedupOptions dedup;
+  dedup.threads = 2;
+  auto report = RunDedup({file}, dedup);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  std::vector<std::pair<std::string, std::string>> batch;
+  for (const DuplicatePair& pair : report->pairs) {
+    batch.push_back({report->documents[pair.a].id, report->documents[pair.b].id});
+  }
+  const auto s = Components(streamed), b = Components(batch);
+  EXPECT_GT(b.size(), 20u);
+  EXPECT_EQ(s, b) << "streamed " << s.size() << " components, batch " << b.size();
+  EXPECT_GT(report->lsh_stats.oversized_buckets, 0u);  // the hot bucket exceeded the window
+  fs::remove(file);
+}
+
+TEST_F(StoreDedupRuleTest, BatchIsCheckedInOrderAndAtomically) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  std::vector<DocumentInput> docs = {Doc("x1", kText), Doc("x2", kText + " again"),
+                                     Doc("x3", "Nothing like the others: a note about rivers")};
+  CheckOptions options;
+  auto results = store->CheckBatch(docs, options);
+  ASSERT_TRUE(results.ok());
+  EXPECT_TRUE((*results)[0].added);
+  EXPECT_TRUE((*results)[0].duplicates.empty());
+  ASSERT_EQ((*results)[1].duplicates.size(), 1u);  // the earlier document of the batch
+  EXPECT_EQ((*results)[1].duplicates[0].id, "x1");
+  EXPECT_FALSE((*results)[1].added);
+  EXPECT_TRUE((*results)[2].added);
+  EXPECT_EQ(store->Stats().documents, 2u);
+  // kNever: a lookup; the batch's documents do not see each other, nothing is written.
+  options.add = AddMode::kNever;
+  std::vector<DocumentInput> lookups = {Doc("y1", "A brand new text about mountains and snow"),
+                                        Doc("y2", "A brand new text about mountains and snow")};
+  results = store->CheckBatch(lookups, options);
+  ASSERT_TRUE(results.ok());
+  EXPECT_TRUE((*results)[1].duplicates.empty());
+  EXPECT_EQ(store->Stats().documents, 2u);
+}
+
+// Two writers racing with near-identical pages: exactly one is admitted.
+TEST_F(StoreDedupRuleTest, RacingNearDuplicatesAreAdmittedOnce) {
+  StoreOptions options;
+  options.sync_mode = SyncMode::kGroupCommit;
+  auto store = Open(options);
+  ASSERT_TRUE(store);
+  const std::vector<std::string> texts = SampleTexts(10);  // unrelated to each other
+  ASSERT_GE(texts.size(), 20u);
+  int rounds = 0;
+  for (int round = 0; round < 20; ++round) {
+    const std::string& text = texts[round];
+    if (!Check(*store, "probe", text, AddMode::kNever).duplicates.empty()) continue;
+    ++rounds;
+    std::vector<DocumentInput> docs;
+    for (int t = 0; t < 4; ++t) {
+      docs.push_back(Doc("r" + std::to_string(round) + "_" + std::to_string(t),
+                         t % 2 == 0 ? text : text + "!"));
+    }
+    std::atomic<int> added{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        auto result = store->CheckAndAdd(docs[t], 3, false);
+        EXPECT_TRUE(result.ok()) << result.status().ToString();
+        if (result.ok() && result->added) ++added;
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    EXPECT_EQ(added.load(), 1) << "round " << round;
+  }
+  EXPECT_GE(rounds, 15);
+}
+
+// The same answers from the memtable, from segments after flushes and compactions, after a reopen
+// and after replaying the log.
+TEST_F(StoreDedupRuleTest, AnswersSurviveFlushCompactionReopenAndReplay) {
+  const std::vector<std::string> texts = SampleTexts(40);
+  std::mt19937_64 rng(3);
+  auto answers = [&](DocumentStore& store) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < texts.size(); i += 3) {
+      CheckResult r = Check(store, "q", SubstituteWords(texts[i], 0.03, rng), AddMode::kNever);
+      std::string line;
+      for (const StoredDocument& d : r.duplicates) {
+        line +=
+            d.id + ":" + DuplicateReasonName(d.reason) + ":" + std::to_string(d.similarity) + " ";
+      }
+      out.push_back(line);
+    }
+    return out;
+  };
+  StoreOptions options;
+  options.compaction_trigger = 0;
+  std::vector<std::string> in_memory;
+  const std::string copy = dir_ + "_copy";
+  {
+    auto store = Open(options);
+    ASSERT_TRUE(store);
+    for (size_t i = 0; i < texts.size(); ++i) {
+      Check(*store, "d" + std::to_string(i), texts[i], AddMode::kAlways);
+    }
+    rng.seed(3);
+    in_memory = answers(*store);
+    // A copy of the directory as a crash would leave it: the log holds everything, no segment.
+    fs::remove_all(copy);
+    fs::copy(dir_, copy);
+    fs::remove(copy + "/LOCK");
+  }
+  {
+    auto replayed = DocumentStore::Open(copy, options);
+    ASSERT_TRUE(replayed.ok()) << replayed.status().ToString();
+    rng.seed(3);
+    EXPECT_EQ(answers(**replayed), in_memory);
+    ASSERT_TRUE((*replayed)->Flush().ok());
+    rng.seed(3);
+    EXPECT_EQ(answers(**replayed), in_memory);  // from a segment
+    for (size_t i = 0; i < 5; ++i) {            // more segments, then one
+      Check(**replayed, "z" + std::to_string(i), "filler text number " + std::to_string(i),
+            AddMode::kAlways);
+      ASSERT_TRUE((*replayed)->Flush().ok());
+    }
+    ASSERT_TRUE((*replayed)->Compact().ok());
+    EXPECT_EQ((*replayed)->Stats().segments, 1u);
+    rng.seed(3);
+    EXPECT_EQ(answers(**replayed), in_memory);
+    ASSERT_TRUE((*replayed)->Close().ok());
+  }
+  {
+    auto reopened = DocumentStore::Open(copy, options);
+    ASSERT_TRUE(reopened.ok());
+    rng.seed(3);
+    EXPECT_EQ(answers(**reopened), in_memory);
+  }
+  fs::remove_all(copy);
+}
+
+// A bucket holding many more documents than the window: a check looks at the newest `window` of
+// each band's bucket and the oldest `window` with the same whitespace-free hash, in whatever
+// layers (memtable, segments) they are.
+TEST_F(StoreDedupRuleTest, TheBucketWindowBoundsAHotBucket) {
+  StoreOptions options;
+  options.memtable_limit = 30;
+  options.compaction_trigger = 2;
+  options.sync_mode = SyncMode::kNone;
+  options.lsh = MinHashLshOptions{};
+  options.lsh->bucket_window = 16;
+  auto store = Open(options);
+  ASSERT_TRUE(store);
+  auto sketcher = DocumentSketcher::Create(FingerprintOptions{}, *store->LshOptions());
+  ASSERT_TRUE(sketcher.ok());
+  sketcher_ = std::move(*sketcher);
+  for (int i = 0; i < 200; ++i) {
+    char id[16];
+    std::snprintf(id, sizeof(id), "c%03d", i);
+    Check(*store, id, kText, AddMode::kAlways);
+  }
+  ASSERT_TRUE(store->Flush().ok());
+  CheckResult result = Check(*store, "probe", kText, AddMode::kNever);
+  std::set<std::string> found;
+  for (const StoredDocument& d : result.duplicates) found.insert(d.id);
+  std::set<std::string> expected;
+  for (int i = 0; i < 16; ++i) {
+    char id[16];
+    std::snprintf(id, sizeof(id), "c%03d", i);  // the oldest with the same text hash
+    expected.insert(id);
+    std::snprintf(id, sizeof(id), "c%03d", 199 - i);  // the newest of the buckets
+    expected.insert(id);
+  }
+  EXPECT_EQ(found, expected);
+}
+
+TEST_F(StoreDedupRuleTest, BadInputIsRefusedAndNothingIsWritten) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  DocumentInput bare{"bare", Fingerprint::From64(42), ""};
+  Status refused = store->Add(bare);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("--rule simhash"), std::string::npos) << refused.ToString();
+  // A sketch made with other LSH parameters.
+  MinHashLshOptions other;
+  other.threshold = 0.8;
+  auto foreign = DocumentSketcher::Create(FingerprintOptions{}, other);
+  ASSERT_TRUE(foreign.ok());
+  DocumentSketch sketch;
+  DocumentInput doc{"f", {}, ""};
+  ASSERT_TRUE((*foreign)->Sketch(kText, &doc.fingerprint, &sketch).ok());
+  doc.sketch = &sketch;
+  EXPECT_EQ(store->Add(doc).code(), StatusCode::kInvalidArgument);
+  // A batch with one bad document writes nothing.
+  std::vector<DocumentInput> batch = {Doc("ok", kText), doc};
+  EXPECT_EQ(store->CheckBatch(batch, CheckOptions{}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->Stats().documents, 0u);
+  ASSERT_TRUE(store->Close().ok());
+  // Reopening with another rule or threshold is refused, naming both.
+  StoreOptions simhash;
+  simhash.rule = StoreRule::kSimHash;
+  auto wrong = DocumentStore::Open(dir_, simhash);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("dedup rule, not simhash"), std::string::npos)
+      << wrong.status().ToString();
+  StoreOptions threshold;
+  threshold.lsh = other;
+  wrong = DocumentStore::Open(dir_, threshold);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("threshold 0.5"), std::string::npos)
+      << wrong.status().ToString();
+}
+
+// A text without shingles (nothing left but markup or punctuation once normalised) has no band
+// keys: it is a duplicate only of exact and whitespace-only copies. A one-word text is one shingle.
+TEST_F(StoreDedupRuleTest, TextsWithoutShinglesMatchOnlyByTheirHashes) {
+  auto store = Open();
+  ASSERT_TRUE(store);
+  DocumentSketch sketch;
+  Fingerprint fp;
+  const Status status = sketcher_->Sketch("<b>!!!</b> ...", &fp, &sketch);
+  if (status.ok()) {  // the fingerprinter may refuse a text without features instead
+    EXPECT_TRUE(sketch.band_keys.empty());
+    EXPECT_TRUE(sketch.shingles.empty());
+    EXPECT_TRUE(Check(*store, "p1", "<b>!!!</b> ...", AddMode::kAlways).added);
+    CheckResult copy = Check(*store, "p2", "<b>!!!</b> ...", AddMode::kNever);
+    ASSERT_EQ(copy.duplicates.size(), 1u);
+    EXPECT_EQ(copy.duplicates[0].reason, DuplicateReason::kExact);
+    EXPECT_TRUE(Check(*store, "p3", "<i>?!?</i>", AddMode::kNever).duplicates.empty());
+  }
+  EXPECT_TRUE(Check(*store, "one", "hello", AddMode::kAlways).added);
+  CheckResult cased = Check(*store, "two", "Hello", AddMode::kNever);
+  ASSERT_EQ(cased.duplicates.size(), 1u);
+  EXPECT_EQ(cased.duplicates[0].reason, DuplicateReason::kNearDuplicate);
+  EXPECT_EQ(cased.duplicates[0].similarity, 1.0);
+}
+
+// Writers and readers at once while memtables are sealed, flushed in the background and
+// compacted: a document acknowledged once is found by the rule at every moment after (from the
+// memtable, the sealed memtable being flushed, or a segment).
+TEST_F(StoreDedupRuleTest, ReadsSeeEveryAcknowledgedDocumentDuringFlushesAndCompactions) {
+  StoreOptions options;
+  options.memtable_limit = 40;
+  options.compaction_trigger = 3;
+  options.sync_mode = SyncMode::kNone;
+  auto store = Open(options);
+  ASSERT_TRUE(store);
+  auto text_of = [](int n) {
+    std::mt19937_64 words(static_cast<uint64_t>(n) + 1000);
+    std::string text = "concurrent " + std::to_string(n);
+    for (int i = 0; i < 25; ++i) text += " c" + std::to_string(words() % 3000);
+    return text;
+  };
+  std::atomic<int> acknowledged{0};
+  std::atomic<bool> stop{false};
+  std::atomic<int> misses{0}, checks{0};
+  std::thread writer([&] {
+    for (int n = 0; n < 600; ++n) {
+      DocumentSketch sketch;
+      DocumentInput doc;
+      const std::string id = "w" + std::to_string(n);
+      doc.id = id;
+      EXPECT_TRUE(sketcher_->Sketch(text_of(n), &doc.fingerprint, &sketch).ok());
+      doc.sketch = &sketch;
+      ASSERT_TRUE(store->Add(doc).ok());
+      acknowledged = n + 1;
+    }
+    stop = true;
+  });
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r) {
+    readers.emplace_back([&, r] {
+      std::mt19937 rng(r);
+      while (!stop) {
+        const int known = acknowledged.load();
+        if (known == 0) continue;
+        const int n = static_cast<int>(rng() % known);
+        DocumentSketch sketch;
+        DocumentInput probe;
+        EXPECT_TRUE(sketcher_->Sketch(text_of(n), &probe.fingerprint, &sketch).ok());
+        probe.sketch = &sketch;
+        CheckOptions lookup;
+        lookup.add = AddMode::kNever;
+        auto result = store->CheckBatch(std::span<const DocumentInput>(&probe, 1), lookup);
+        ASSERT_TRUE(result.ok());
+        bool found = false;
+        for (const StoredDocument& d : (*result)[0].duplicates) {
+          found |= d.id == "w" + std::to_string(n) && d.reason == DuplicateReason::kExact;
+        }
+        if (!found) ++misses;
+        ++checks;
+      }
+    });
+  }
+  writer.join();
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(misses.load(), 0) << "of " << checks.load() << " checks";
+  EXPECT_GT(store->Stats().flushes, 5u);
+  EXPECT_GT(store->Stats().compactions, 0u);
+}
+
+}  // namespace
+}  // namespace neardup
