@@ -10,22 +10,6 @@
 #include "neardup/dedup_stages.h"
 
 namespace neardup {
-namespace {
-
-// True when `fingerprint` normalises text exactly as `shingles` does (invalid UTF-8 aside: the
-// Fingerprinter rejects it, so such a document never reaches the shingles).
-bool SameNormalization(const FingerprintOptions& fingerprint, const NormalizeOptions& shingles) {
-  const NormalizeOptions& f = fingerprint.normalize;
-  return fingerprint.profile != HashProfile::kYanyiwuSimhash &&
-         f.strip_markup == shingles.strip_markup && f.nfkc == shingles.nfkc &&
-         f.case_fold == shingles.case_fold &&
-         f.traditional_to_simplified == shingles.traditional_to_simplified &&
-         f.fold_whitespace == shingles.fold_whitespace &&
-         f.opencc_config == shingles.opencc_config &&
-         (f.replace_invalid_utf8 == shingles.replace_invalid_utf8 || !f.replace_invalid_utf8);
-}
-
-}  // namespace
 
 struct DocumentPass::Impl {
   DedupOptions options;
