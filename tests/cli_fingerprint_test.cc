@@ -2,8 +2,10 @@
 // neardup binary on small fixture files.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -38,8 +40,10 @@ void WriteFile(const std::string& path, const std::string& text) {
 
 // Runs `neardup <args>` (a shell-quoted argument string) and captures its output.
 CommandRun Neardup(const std::string& args) {
-  std::string out_path = ::testing::TempDir() + "/cli_fp_out.txt";
-  std::string err_path = ::testing::TempDir() + "/cli_fp_err.txt";
+  // Per-process names: two builds' test runs may share /tmp.
+  const std::string prefix = ::testing::TempDir() + "/cli_fp_" + std::to_string(getpid());
+  std::string out_path = prefix + "_out.txt";
+  std::string err_path = prefix + "_err.txt";
   std::string command =
       std::string(NEARDUP_BINARY) + " " + args + " >" + out_path + " 2>" + err_path;
   int status = std::system(command.c_str());
@@ -66,6 +70,8 @@ class CliFingerprintTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = ::testing::TempDir();
+    dir_ += "/cli_fp_" + std::to_string(getpid());
+    std::filesystem::create_directories(dir_);
     // 2 x kPairs real documents (Chinese and English) with a malformed line 3 and a non-string
     // text.
     // The repository's own sample corpus: this test runs without ../shared.
@@ -81,6 +87,7 @@ class CliFingerprintTest : public ::testing::Test {
     corpus_ = dir_ + "/cli_fp_corpus.jsonl";
     WriteFile(corpus_, jsonl);
   }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string dir_;
   std::string corpus_;
 };
