@@ -10,6 +10,7 @@
 #include "neardup/dedup_stages.h"
 
 namespace neardup {
+
 struct DocumentPass::Impl {
   DedupOptions options;
   std::unique_ptr<Fingerprinter> fingerprinter;
