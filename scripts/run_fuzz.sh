@@ -17,9 +17,14 @@ clangxx=$(command -v clang++ || command -v clang++-14)
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD/..}
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$clangxx" \
   -DNEARDUP_BUILD_FUZZ=ON -DNEARDUP_BUILD_TESTS=OFF >/dev/null
-cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]}" >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# ninja prints compile and link errors on standard output: show them when the build fails.
+if ! cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]}" >"$work/build.log" 2>&1; then
+  grep -E -A12 "^FAILED|error:" "$work/build.log" | head -80
+  echo "fuzz: the fuzz targets did not build"
+  exit 1
+fi
 failed=0
 for target in "${targets[@]}"; do
   corpus="$work/${target%_fuzz}"

@@ -245,37 +245,6 @@ void BuildClusters(const std::vector<DedupDocument>& documents,
   }
 }
 
-double ResolveVerifyThreshold(const DedupOptions& options) {
-  return options.verify_threshold.value_or(options.lsh.threshold);
-}
-
-Result<MinHashLshOptions> ResolveDedupLsh(const DedupOptions& options) {
-  MinHashLshOptions lsh = options.lsh;
-  if (!lsh.parameters) {
-    auto threshold = ResolveLshParameters(lsh);  // checks the threshold
-    if (!threshold.ok()) return threshold.status();
-    const double lowest = LowestAcceptedJaccard(ResolvePairRule(options));
-    if (lowest > 0 && lowest < lsh.threshold) {
-      auto chosen = ChooseLshParameters(lowest);
-      if (!chosen.ok()) return chosen.status();
-      lsh.parameters = *chosen;
-    }
-  }
-  auto checked = ResolveLshParameters(lsh);
-  if (!checked.ok()) return checked.status();
-  lsh.parameters = *checked;
-  return lsh;
-}
-
-PairRuleOptions ResolvePairRule(const DedupOptions& options) {
-  PairRuleOptions rule;
-  rule.jaccard_threshold = ResolveVerifyThreshold(options);
-  rule.containment_threshold = options.containment_threshold;
-  rule.containment_min_shingles = options.containment_min_shingles;
-  rule.containment_min_ratio = options.containment_min_ratio;
-  return rule;
-}
-
 namespace {
 
 bool UsesLsh(const DedupOptions& options) {

@@ -11,6 +11,8 @@
 #include <string>
 
 #include "dedup/document_hashes.h"
+#include "neardup/dedup.h"
+#include "neardup/minhash_lsh.h"
 #include "neardup/shingles.h"
 
 namespace neardup {
@@ -202,17 +204,6 @@ uint64_t ShingleFrequencies::Estimate(uint32_t shingle) const {
 // ---- document facts ----------------------------------------------------------------------------
 
 uint64_t WhitespaceFreeHash(std::string_view text) { return SqueezedHash(text); }
-
-Status ComputeDocumentFacts(std::string_view text, const ShingleSimilarity& shingler,
-                            DocumentFacts* facts) {
-  facts->content_hash = XXH3_64bits(text.data(), text.size());
-  facts->text_bytes = text.size();
-  facts->squeezed_hash = SqueezedHash(text);
-  std::vector<uint64_t> wide;
-  NEARDUP_RETURN_IF_ERROR(shingler.Shingles(text, &wide));
-  ShingleSimilarity::Narrow(wide, &facts->shingles);
-  return Status::Ok();
-}
 
 // ---- PairRule
 // ------------------------------------------------------------------------------------
@@ -457,6 +448,39 @@ PairDecision PairRule::Measure(const PairDocument& a, const PairDocument& b, boo
     decision.similarity = decision.jaccard;
   }
   return decision;
+}
+
+// ---- the rule and LSH plan of a dedup run (dedup, the store and Dask resolve them here) ------
+
+double ResolveVerifyThreshold(const DedupOptions& options) {
+  return options.verify_threshold.value_or(options.lsh.threshold);
+}
+
+Result<MinHashLshOptions> ResolveDedupLsh(const DedupOptions& options) {
+  MinHashLshOptions lsh = options.lsh;
+  if (!lsh.parameters) {
+    auto threshold = ResolveLshParameters(lsh);  // checks the threshold
+    if (!threshold.ok()) return threshold.status();
+    const double lowest = LowestAcceptedJaccard(ResolvePairRule(options));
+    if (lowest > 0 && lowest < lsh.threshold) {
+      auto chosen = ChooseLshParameters(lowest);
+      if (!chosen.ok()) return chosen.status();
+      lsh.parameters = *chosen;
+    }
+  }
+  auto checked = ResolveLshParameters(lsh);
+  if (!checked.ok()) return checked.status();
+  lsh.parameters = *checked;
+  return lsh;
+}
+
+PairRuleOptions ResolvePairRule(const DedupOptions& options) {
+  PairRuleOptions rule;
+  rule.jaccard_threshold = ResolveVerifyThreshold(options);
+  rule.containment_threshold = options.containment_threshold;
+  rule.containment_min_shingles = options.containment_min_shingles;
+  rule.containment_min_ratio = options.containment_min_ratio;
+  return rule;
 }
 
 }  // namespace neardup

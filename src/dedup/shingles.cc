@@ -2,6 +2,8 @@
 // neardup/shingles.h.
 #include "neardup/shingles.h"
 
+#include "neardup/pair_rule.h"
+
 #include <unicode/uchar.h>
 #include <unicode/uscript.h>
 
@@ -15,6 +17,7 @@
 #include <bit>
 
 #include "common/utf8.h"
+#include "dedup/document_hashes.h"
 #include "dedup/shingle_hashes.h"
 
 namespace neardup {
@@ -379,6 +382,19 @@ double ShingleSimilarity::Containment(const std::vector<uint64_t>& a,
   if (a.empty() || b.empty()) return a.empty() && b.empty() ? 1.0 : 0.0;
   size_t common = IntersectionSize<uint64_t>(a, b);
   return static_cast<double>(common) / static_cast<double>(std::min(a.size(), b.size()));
+}
+
+// The facts of one document for the pair rule (neardup/pair_rule.h); here, beside the shingler,
+// so that pair_rule.cc needs no text processing (the fuzzed store links it alone).
+Status ComputeDocumentFacts(std::string_view text, const ShingleSimilarity& shingler,
+                            DocumentFacts* facts) {
+  facts->content_hash = XXH3_64bits(text.data(), text.size());
+  facts->text_bytes = text.size();
+  facts->squeezed_hash = SqueezedHash(text);
+  std::vector<uint64_t> wide;
+  NEARDUP_RETURN_IF_ERROR(shingler.Shingles(text, &wide));
+  ShingleSimilarity::Narrow(wide, &facts->shingles);
+  return Status::Ok();
 }
 
 }  // namespace neardup
