@@ -88,11 +88,10 @@ void Writer(DocumentStore* store, StoreRule rule, Round* round, uint64_t first, 
       Status status = store->Add(input);
       std::lock_guard<std::mutex> lock(round->mu);
       IdHistory& h = round->ids[n];
-      if (status.ok()) {
-        h.add_acked = true;
-        h.add_seq = ++round->seq;
-        mine.push_back(n);
-      }
+      if (!status.ok()) break;  // the power is off: a writer stops at its first failed write
+      h.add_acked = true;
+      h.add_seq = ++round->seq;
+      mine.push_back(n);
     } else if (choice < 8) {
       std::vector<uint64_t> ns;
       std::vector<std::string> ids, metas;
@@ -118,13 +117,12 @@ void Writer(DocumentStore* store, StoreRule rule, Round* round, uint64_t first, 
       }
       Status status = store->AddBatch(docs);
       std::lock_guard<std::mutex> lock(round->mu);
-      if (status.ok()) {
-        const uint64_t s = ++round->seq;
-        for (uint64_t n : ns) {
-          round->ids[n].add_acked = true;
-          round->ids[n].add_seq = s;
-          mine.push_back(n);
-        }
+      if (!status.ok()) break;
+      const uint64_t s = ++round->seq;
+      for (uint64_t n : ns) {
+        round->ids[n].add_acked = true;
+        round->ids[n].add_seq = s;
+        mine.push_back(n);
       }
     } else if (!mine.empty()) {
       const size_t pick = rng() % mine.size();
@@ -136,7 +134,8 @@ void Writer(DocumentStore* store, StoreRule rule, Round* round, uint64_t first, 
       }
       Status status = store->Remove(IdOf(n));
       std::lock_guard<std::mutex> lock(round->mu);
-      if (status.ok()) round->ids[n].remove_acked = true;
+      if (!status.ok()) break;
+      round->ids[n].remove_acked = true;
     }
   }
 }
