@@ -133,7 +133,7 @@ def test_keywords_are_the_registry_options_with_python_errors():
         stages.DocumentPass(threshold="0.5")
     with pytest.raises(ValueError, match="^shingle must be in"):
         neardup.Fingerprinter(shingle=0)
-    with pytest.raises(ValueError, match="^threads must be 0 \(all cores\) to 65536"):
+    with pytest.raises(ValueError, match=r"^threads must be 0 \(all cores\) to 65536"):
         neardup.Fingerprinter(threads=-1)
     with pytest.raises(TypeError, match="unexpected option 'colour'"):
         stages.DocumentPass(colour=1)
