@@ -1,4 +1,5 @@
-// The pair rule and the shingle frequency sketch; see neardup/pair_rule.h.
+// The pair rule, the shingle frequency sketch and the rule and LSH plan a dedup run resolves from
+// its options; see neardup/pair_rule.h. No text processing here (the fuzzed store links this file).
 #include "neardup/pair_rule.h"
 
 #include <xxhash.h>
