@@ -288,6 +288,37 @@ simdjson::dom::parser& ThreadParser() {
   return parser;
 }
 
+// The "documents" array of a batch request: an array of at most max_batch objects, each one
+// document (no per-document options), checked together by FinishDocuments.
+Status ParseDocumentBatch(element documents, std::string_view body, const RequestLimits& limits,
+                          std::vector<DocumentRequest>* out) {
+  simdjson::dom::array array;
+  if (documents.get_array().get(array) != simdjson::SUCCESS) {
+    return Status::InvalidArgument("documents: must be an array");
+  }
+  if (array.size() > limits.max_batch) {
+    return Status::ResourceExhausted("documents: " + std::to_string(array.size()) +
+                                     " documents exceeds the batch limit of " +
+                                     std::to_string(limits.max_batch));
+  }
+  if (array.size() == 0) return Status::InvalidArgument("documents: must not be empty");
+  auto no_extra = [](std::string_view, element, const std::string&) { return Status::Ok(); };
+  size_t index = 0;
+  for (element item : array) {
+    const std::string prefix = "documents[" + std::to_string(index++) + "].";
+    object obj;
+    if (item.get_object().get(obj) != simdjson::SUCCESS) {
+      return Status::InvalidArgument(prefix.substr(0, prefix.size() - 1) + ": must be an object");
+    }
+    DocumentRequest doc;
+    NEARDUP_RETURN_IF_ERROR(ParseDocument(obj, prefix, limits, {}, &doc, no_extra));
+    out->push_back(std::move(doc));
+  }
+  std::vector<DocumentRequest*> parsed;
+  for (DocumentRequest& doc : *out) parsed.push_back(&doc);
+  return FinishDocuments(body, true, limits, std::move(parsed));
+}
+
 }  // namespace
 
 Result<AddRequest> ParseAddRequest(std::string_view body, const RequestLimits& limits) {
@@ -308,30 +339,7 @@ Result<AddRequest> ParseAddRequest(std::string_view body, const RequestLimits& l
       return Status::InvalidArgument(std::string(key) + ": unknown field");
     }
   }
-  simdjson::dom::array array;
-  if (documents.get_array().get(array) != simdjson::SUCCESS) {
-    return Status::InvalidArgument("documents: must be an array");
-  }
-  if (array.size() > limits.max_batch) {
-    return Status::ResourceExhausted("documents: " + std::to_string(array.size()) +
-                                     " documents exceeds the batch limit of " +
-                                     std::to_string(limits.max_batch));
-  }
-  if (array.size() == 0) return Status::InvalidArgument("documents: must not be empty");
-  size_t index = 0;
-  for (element item : array) {
-    const std::string prefix = "documents[" + std::to_string(index++) + "].";
-    object obj;
-    if (item.get_object().get(obj) != simdjson::SUCCESS) {
-      return Status::InvalidArgument(prefix.substr(0, prefix.size() - 1) + ": must be an object");
-    }
-    DocumentRequest doc;
-    NEARDUP_RETURN_IF_ERROR(ParseDocument(obj, prefix, limits, {}, &doc, no_extra));
-    request.documents.push_back(std::move(doc));
-  }
-  std::vector<DocumentRequest*> parsed;
-  for (DocumentRequest& doc : request.documents) parsed.push_back(&doc);
-  NEARDUP_RETURN_IF_ERROR(FinishDocuments(body, true, limits, std::move(parsed)));
+  NEARDUP_RETURN_IF_ERROR(ParseDocumentBatch(documents, body, limits, &request.documents));
   return request;
 }
 
@@ -385,31 +393,7 @@ Result<CheckRequest> ParseCheckRequest(std::string_view body, const RequestLimit
     }
     NEARDUP_RETURN_IF_ERROR(ParseCheckOption(key, value, field, limits, &request));
   }
-  simdjson::dom::array array;
-  if (documents.get_array().get(array) != simdjson::SUCCESS) {
-    return Status::InvalidArgument("documents: must be an array");
-  }
-  if (array.size() > limits.max_batch) {
-    return Status::ResourceExhausted("documents: " + std::to_string(array.size()) +
-                                     " documents exceeds the batch limit of " +
-                                     std::to_string(limits.max_batch));
-  }
-  if (array.size() == 0) return Status::InvalidArgument("documents: must not be empty");
-  auto no_extra = [](std::string_view, element, const std::string&) { return Status::Ok(); };
-  size_t index = 0;
-  for (element item : array) {
-    const std::string prefix = "documents[" + std::to_string(index++) + "].";
-    object obj;
-    if (item.get_object().get(obj) != simdjson::SUCCESS) {
-      return Status::InvalidArgument(prefix.substr(0, prefix.size() - 1) + ": must be an object");
-    }
-    DocumentRequest doc;
-    NEARDUP_RETURN_IF_ERROR(ParseDocument(obj, prefix, limits, {}, &doc, no_extra));
-    request.documents.push_back(std::move(doc));
-  }
-  std::vector<DocumentRequest*> parsed;
-  for (DocumentRequest& doc : request.documents) parsed.push_back(&doc);
-  NEARDUP_RETURN_IF_ERROR(FinishDocuments(body, true, limits, std::move(parsed)));
+  NEARDUP_RETURN_IF_ERROR(ParseDocumentBatch(documents, body, limits, &request.documents));
   return request;
 }
 
