@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <fstream>
 #include <map>
 // GCC 12 with -fsanitize reports a false -Wmaybe-uninitialized inside <regex>'s std::function.
 #pragma GCC diagnostic push
@@ -153,6 +154,55 @@ TEST(CliHelpTest, SharedFlagsMeanTheSameEverywhere) {
   EXPECT_GE(seen["--id-field"], 7);
   EXPECT_GE(seen["--max-distance"], 5) << "dedup explain eval plan index query";
   EXPECT_GE(seen["--force"], 3) << "dedup idf eval";
+}
+
+// The long flags (every name, aliases too) of the option lines of a help text.
+std::set<std::string> LongFlags(const std::string& help) {
+  std::set<std::string> flags;
+  std::istringstream in(help);
+  std::string line;
+  const std::regex name("--[a-z0-9-]+");
+  while (std::getline(in, line)) {
+    if (line.rfind("  -", 0) != 0) continue;
+    const std::string names = line.substr(0, line.find_first_of(" =", 2));
+    for (std::sregex_iterator it(names.begin(), names.end(), name), end; it != end; ++it) {
+      flags.insert(it->str());
+    }
+  }
+  return flags;
+}
+
+// docs/api.md's table of `neardup serve` options says what the command takes: every flag it names
+// exists, and every flag of serve's own (all but the shared fingerprint flags) is in it.
+TEST(CliHelpTest, TheServeOptionTableOfTheDocsIsTheCommandsFlags) {
+  std::ifstream in(std::string(NEARDUP_SOURCE_DIR) + "/docs/api.md");
+  ASSERT_TRUE(in) << "docs/api.md";
+  std::set<std::string> documented;
+  std::string line;
+  bool in_table = false;
+  const std::regex name("`(--[a-z0-9-]+)`");
+  while (std::getline(in, line)) {
+    if (line.rfind("| Option | Default | Meaning |", 0) == 0) {
+      in_table = true;
+      continue;
+    }
+    if (!in_table) continue;
+    if (line.rfind("|", 0) != 0) break;
+    const std::string first = line.substr(0, line.find('|', 1));
+    for (std::sregex_iterator it(first.begin(), first.end(), name), end; it != end; ++it) {
+      documented.insert((*it)[1].str());
+    }
+  }
+  ASSERT_GE(documented.size(), 20u);
+  const std::set<std::string> serve = LongFlags(RunNeardup("serve --help").out);
+  const std::set<std::string> shared = LongFlags(RunNeardup("fingerprint --help").out);
+  for (const std::string& flag : documented) {
+    EXPECT_TRUE(serve.count(flag)) << flag << " is in docs/api.md but not a flag of serve";
+  }
+  for (const std::string& flag : serve) {
+    if (flag == "--help" || (shared.count(flag) && flag != "--bits")) continue;
+    EXPECT_TRUE(documented.count(flag)) << flag << " of serve is missing from docs/api.md";
+  }
 }
 
 TEST(CliHelpTest, CompletionsAndManPageComeFromTheSameDefinitions) {

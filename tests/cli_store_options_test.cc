@@ -149,6 +149,35 @@ TEST_F(CliStoreOptionsTest, InvalidFlagsCreateNoStore) {
   EXPECT_FALSE(fs::exists(dir_ / "s" / "MANIFEST")) << "nothing is created for unusable options";
 }
 
+// Contradictory or out-of-range store, server and plan flags are usage errors (exit 2) of every
+// command, before anything is created.
+TEST_F(CliStoreOptionsTest, ConflictingOrBadFlagsAreUsageErrors) {
+  std::string err;
+  EXPECT_EQ(Run("index create s --rule simhash --threshold 0.6", nullptr, &err), 2) << err;
+  EXPECT_NE(err.find("--rule simhash"), std::string::npos) << err;
+  EXPECT_EQ(Run("index create s --max-k 16", nullptr, &err), 2) << err;
+  EXPECT_EQ(Run("index create s --memory-budget lots", nullptr, &err), 2) << err;
+  EXPECT_NE(err.find("--memory-budget"), std::string::npos) << err;
+  EXPECT_EQ(Run("index create s --bands 5", nullptr, &err), 2) << err;
+  EXPECT_EQ(Run("index create s --profile yanyiwu --tokenizer char", nullptr, &err), 2) << err;
+  EXPECT_FALSE(fs::exists(dir_ / "s")) << "nothing is created for a usage error";
+  EXPECT_EQ(Run("serve s --rule simhash --bands 4 --rows 2", nullptr, &err), 2) << err;
+  EXPECT_EQ(Run("serve s --port 70000", nullptr, &err), 2) << err;
+  EXPECT_EQ(Run("serve s --timeout 0", nullptr, &err), 2) << err;
+  EXPECT_EQ(Run("serve s --max-body-bytes 0", nullptr, &err), 2) << err;
+  EXPECT_FALSE(fs::exists(dir_ / "s")) << "serve creates no store for a usage error";
+  EXPECT_EQ(Run("index add s docs.jsonl --memtable-limit 0", nullptr, &err), 2) << err;
+  EXPECT_EQ(Run("plan --containment 0.8", nullptr, &err), 2) << err;
+  EXPECT_NE(err.find("--containment"), std::string::npos) << err;
+  EXPECT_EQ(Run("plan --threshold 0.5 --list", nullptr, &err), 2) << err;
+  EXPECT_EQ(Run("plan --threshold 1.5", nullptr, &err), 2) << err;
+  // The old spellings of the registry's names still work.
+  ASSERT_EQ(Run("index create s --max-k 4 --expected-documents 1e5", nullptr, &err), 0) << err;
+  std::string stats;
+  ASSERT_EQ(Run("index stats s", &stats, &err), 0) << err;
+  EXPECT_NE(stats.find("\"max_k\":4"), std::string::npos) << stats;
+}
+
 TEST_F(CliStoreOptionsTest, ServeRecordsTheFlagsOfANewStoreAndRefusesOthersLater) {
   const std::string store = (dir_ / "served").string();
   const std::string expected = Fingerprint("--tokenizer char --ngram 3");

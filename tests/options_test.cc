@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "neardup/server.h"
+
 #include <filesystem>
 #include <set>
 
@@ -35,6 +37,7 @@ TEST(OptionRegistryTest, NamesAreUniqueAndDefaultsAreTheStructsDefaults) {
     SCOPED_TRACE(spec.key);
     OptionValues values;
     ASSERT_TRUE(values.SetText(spec.flag, shown).ok());
+    if (spec.scope & kServerScope) continue;  // ServerDefaultsAreTheRegistrysAndEachIsApplied
     if (spec.scope & kStoreScope) {
       StoreOptions set;
       ASSERT_TRUE(values.ApplyTo(&set).ok());
@@ -209,6 +212,64 @@ TEST(OptionRegistryTest, TheRuleOfANewStore) {
   EXPECT_FALSE(rule.lsh->parameters.has_value());  // chosen by the store from the threshold
   EXPECT_EQ(OptionValues().Set("rule", std::string("minhash")).code(),
             StatusCode::kInvalidArgument);
+}
+
+// `neardup serve`'s flags are the registry's server options: their defaults are
+// ServerOptions{}'s, and each one given sets its field (none is declared but not applied).
+TEST(OptionRegistryTest, ServerDefaultsAreTheRegistrysAndEachIsApplied) {
+  auto fields = [](const service::ServerOptions& o) {
+    return std::vector<std::string>{o.host,
+                                    std::to_string(o.port),
+                                    std::to_string(o.threads),
+                                    std::to_string(o.workers),
+                                    std::to_string(o.auth_reads),
+                                    std::to_string(o.max_body_bytes),
+                                    std::to_string(o.max_query_body_bytes),
+                                    std::to_string(o.max_response_bytes),
+                                    std::to_string(o.max_buffered_bytes),
+                                    std::to_string(o.malloc_arenas),
+                                    std::to_string(o.limits.max_batch),
+                                    std::to_string(o.request_timeout_seconds),
+                                    std::to_string(o.idle_timeout_seconds),
+                                    std::to_string(o.max_connections),
+                                    std::to_string(o.shutdown_timeout_seconds)};
+  };
+  const std::vector<std::string> defaults = fields(service::ServerOptions());
+  int server_options = 0;
+  for (const OptionSpec& spec : AllOptions()) {
+    if (!(spec.scope & kServerScope)) continue;
+    SCOPED_TRACE(spec.key);
+    ++server_options;
+    OptionValues values(OptionNaming::kFlag);
+    if (spec.type == OptionType::kBool) {
+      ASSERT_TRUE(values.Set(spec.flag, false).ok());
+    } else {
+      ASSERT_NE(spec.default_text, nullptr);
+      ASSERT_TRUE(values.SetText(spec.flag, spec.default_text).ok());
+    }
+    service::ServerOptions set;
+    ASSERT_TRUE(service::ApplyServerOptions(values, &set).ok());
+    EXPECT_EQ(fields(set), defaults);
+    // Another value (in range) changes exactly one field.
+    OptionValues other(OptionNaming::kFlag);
+    if (spec.type == OptionType::kBool) {
+      ASSERT_TRUE(other.Set(spec.flag, true).ok());
+    } else if (spec.type == OptionType::kString) {
+      ASSERT_TRUE(other.Set(spec.flag, std::string("0.0.0.0")).ok());
+    } else {
+      ASSERT_TRUE(other.Set(spec.flag, static_cast<int64_t>(spec.min) + 7).ok());
+    }
+    ASSERT_TRUE(service::ApplyServerOptions(other, &set).ok());
+    const std::vector<std::string> changed = fields(set);
+    int differing = 0;
+    for (size_t i = 0; i < changed.size(); ++i) differing += changed[i] != defaults[i];
+    EXPECT_EQ(differing, 1);
+  }
+  EXPECT_EQ(server_options, static_cast<int>(defaults.size()));
+  OptionValues bad(OptionNaming::kFlag);
+  EXPECT_EQ(bad.SetText("timeout", "0").message(), "--timeout must be in [1, 3600], got 0");
+  EXPECT_EQ(bad.SetText("workers", "-1").message(),
+            "--workers must be 0 (all cores) to 65536, got -1");
 }
 
 }  // namespace

@@ -51,6 +51,7 @@ enum OptionScope : uint32_t {
   kReaderScope = 2,       // DocumentReaderOptions and the thread count: every command that reads
   kDedupScope = 4,        // the rest of DedupOptions: dedup, explain, eval
   kStoreScope = 8,        // StoreOptions of a store: index, serve, Python Store
+  kServerScope = 16,      // service::ServerOptions: serve (neardup/server.h ApplyServerOptions)
 };
 
 struct OptionSpec {

@@ -21,6 +21,7 @@
 
 #include "neardup/export.h"
 #include "neardup/fingerprinter.h"
+#include "neardup/options.h"
 #include "neardup/sketch.h"
 #include "neardup/status.h"
 #include "neardup/store.h"
@@ -123,6 +124,12 @@ class NEARDUP_EXPORT Server {
   explicit Server(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Sets the fields of `options` named by the option registry's server options given in `values`
+// (kServerScope of neardup/options.h: port, max_body_bytes, request_timeout ...; values of other
+// scopes are ignored); the others keep their values. Values were checked when set, so this fails
+// only for an option the registry knows and this function does not (Internal).
+NEARDUP_EXPORT Status ApplyServerOptions(const OptionValues& values, ServerOptions* options);
 
 // Raises the soft RLIMIT_NOFILE to the hard limit; returns the new soft limit.
 NEARDUP_EXPORT long RaiseOpenFileLimit();

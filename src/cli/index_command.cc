@@ -29,17 +29,12 @@ namespace {
 struct IndexArgs {
   std::string dir;
   FingerprintFlags fingerprint_flags;  // the same fingerprint flags as every other command
-  RuleFlags rule;                      // create: the duplicate rule
-  int max_k = 3;
-  std::string memory_budget = "128/fp";
-  double expected_documents = 1e7;
+  StoreFlags store;  // create: the rule and index design; add: memtable and log bounds
   InputFlags input;  // the same reading flags as every other command
   std::string metadata_field = "metadata";
   std::string fingerprint_field = "fingerprint";
   std::string sync = "every";
   size_t batch = 10000;
-  size_t memtable_limit = size_t{1} << 18;
-  uint64_t wal_flush_bytes = StoreOptions().wal_flush_bytes;
   bool compact = true;
   std::string check;   // add: "" (bulk add), "if-new" or "always" (check each document)
   std::string output;  // query INPUT...: the output directory (empty: clusters on stdout)
@@ -241,20 +236,22 @@ class TextPipeline {
   int bits_;
 };
 
+// `index add`'s memtable while bulk loading (--memtable-limit's default here).
+constexpr size_t kBulkMemtableLimit = size_t{1} << 18;
+
 int RunCreate(const IndexArgs& args) {
   StoreOptions options;
   options.error_if_exists = true;
-  options.indexed_k = args.max_k;
-  options.expected_size = args.expected_documents;
-  Result<MemoryBudget> budget = ParseMemoryBudget(args.memory_budget);
-  if (!budget.ok()) return Fail(budget.status().WithContext("--memory-budget"));
-  options.memory_budget = *budget;
-  if (Status rule = args.rule.Apply(&options); !rule.ok()) return Fail(rule);
   FingerprintOptions fingerprint;
-  Status valid = args.fingerprint_flags.ToOptions(&fingerprint);
-  if (valid.ok())
-    valid = Fingerprinter::Create(fingerprint).status();  // fails early, naming the file
-  if (!valid.ok()) return Fail(valid);
+  // Contradictory flags (--rule simhash --threshold 0.6) are a usage error, as in every command.
+  Status given = args.store.Apply(&options);
+  if (given.ok()) given = args.fingerprint_flags.ToOptions(&fingerprint);
+  if (!given.ok()) {
+    PrintError(given);
+    return kExitUsage;
+  }
+  // Fails early, naming the file (an IDF table, a jieba directory).
+  if (Status valid = Fingerprinter::Create(fingerprint).status(); !valid.ok()) return Fail(valid);
   auto store =
       CreateStoreWithFingerprintOptions(args.dir, options, args.fingerprint_flags, &fingerprint);
   if (!store.ok()) return Fail(store.status());
@@ -272,8 +269,8 @@ int RunCreate(const IndexArgs& args) {
   std::fprintf(stderr,
                "neardup: index create: created %s (rule %s; %d-bit, max_k %d); index design for "
                "%.4g documents within %s: %s (%.1f B/fp); fingerprint options: %s\n",
-               args.dir.c_str(), rule.c_str(), stats.bits, args.max_k, args.expected_documents,
-               budget->ToString().c_str(), stats.index_design.c_str(),
+               args.dir.c_str(), rule.c_str(), stats.bits, stats.indexed_k, options.expected_size,
+               options.memory_budget.ToString().c_str(), stats.index_design.c_str(),
                stats.index_bytes_per_fingerprint, stats.fingerprint_options.c_str());
   return kExitOk;
 }
@@ -289,8 +286,11 @@ int RunAdd(const IndexArgs& args) {
   StoreOptions options;
   options.create_if_missing = false;
   options.sync_mode = args.sync == "none" ? SyncMode::kNone : SyncMode::kEveryWrite;
-  options.memtable_limit = args.memtable_limit;
-  options.wal_flush_bytes = args.wal_flush_bytes;
+  options.memtable_limit = kBulkMemtableLimit;
+  if (Status given = args.store.Apply(&options); !given.ok()) {
+    PrintError(given);
+    return kExitUsage;
+  }
   std::vector<std::string> inputs = args.input.inputs;
   if (inputs.empty()) inputs.push_back("-");
   DocumentReaderOptions reader_options;
@@ -706,18 +706,7 @@ RunFunction Setup(CLI::App* app) {
   CLI::App* create = app->add_subcommand("create", "Create an empty store");
   dir_option(create);
   args->fingerprint_flags.Add(create);  // recorded in the MANIFEST; add and query then use them
-  args->rule.Declare(create);
-  create->add_option("--max-k", args->max_k, "Largest k served by the permuted tables")
-      ->check(CLI::Range(0, 15));
-  create
-      ->add_option("--memory-budget", args->memory_budget,
-                   "Index memory budget: bytes (640M, 1.5G) or bytes per fingerprint (128/fp); "
-                   "the planner picks the fastest design within it")
-      ->capture_default_str();
-  create
-      ->add_option("--expected-documents", args->expected_documents,
-                   "Documents the index design is planned for")
-      ->capture_default_str();
+  args->store.Declare(create, StoreFlags::kCreation);
   CLI::App* add = app->add_subcommand(
       "add",
       "Add documents: JSONL records {\"id\", \"text\" or \"fingerprint\", \"metadata\"}, text "
@@ -733,11 +722,8 @@ RunFunction Setup(CLI::App* app) {
       ->check(CLI::IsMember({"every", "none"}));
   add->add_option("--batch", args->batch, "Documents per atomic batch")
       ->check(CLI::Range(1, 1000000));
-  add->add_option("--memtable-limit", args->memtable_limit, "Entries per segment while loading");
-  add->add_option("--wal-flush-bytes", args->wal_flush_bytes,
-                  "flush to a segment when the log reaches this many bytes (bounds the replay at "
-                  "the next open; 0 = no bound)")
-      ->capture_default_str();
+  args->store.Declare(add, StoreFlags::kWriting);
+  args->store.ShowDefault("memtable_limit", std::to_string(kBulkMemtableLimit));
   add->add_flag("!--no-compact", args->compact,
                 "skip the final merge of all segments (the background compaction still keeps "
                 "them few; the merge needs room for a second copy of the store)");

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <deque>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,20 @@ class RegistryFlags {
       for (std::string_view key : skip) skipped |= key == spec.key;
       if (!skipped) DeclareOne(app, spec);
     }
+  }
+
+  // Declares on `app` the flags of the registry options `keys`, in that order.
+  void DeclareKeys(CLI::App* app, std::span<const std::string_view> keys) {
+    for (std::string_view key : keys) {
+      const OptionSpec* spec = FindOption(key);
+      if (spec != nullptr && spec->key == key && spec->flag != nullptr) DeclareOne(app, *spec);
+    }
+  }
+
+  // Shows `text` as the default of the declared option `key` in this command's help (for a
+  // command whose value when the flag is not given differs from the registry's default).
+  void ShowDefault(std::string_view key, const std::string& text) {
+    if (CLI::Option* option = OptionOf(key)) option->default_str(text);
   }
 
   // The options given on the parsed command line, added to `values` (errors name the flag).

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/option_flags.h"
 #include "cli/report.h"
 #include "neardup/dedup.h"
 #include "neardup/index_planner.h"
@@ -35,30 +36,31 @@ struct PlanArgs {
   double n = 1e6;
   double budget = 0;
   bool list = false;
-  double threshold = 0;  // > 0: the LSH plan
-  int bands = 0;
-  int rows = 0;
-  double verify = -1;  // < 0: --threshold
-  double containment = DedupOptions().containment_threshold;
-  double containment_min_shingles = DedupOptions().containment_min_shingles;
-  double containment_min_ratio = DedupOptions().containment_min_ratio;
+  // The LSH plan's options: dedup's flags, from the option registry (same names, defaults and
+  // checks as `neardup dedup`).
+  RegistryFlags dedup_flags;
 };
+
+// Dedup's options of the LSH plan. Given: whether it was asked for (a threshold, bands or rows).
+constexpr std::string_view kLshPlanKeys[] = {"threshold", "bands", "rows"};
+// ... and what it shows of the pair rule, which only the LSH plan uses.
+constexpr std::string_view kRuleKeys[] = {"verify_threshold", "containment_threshold",
+                                          "containment_min_shingles", "containment_min_ratio"};
 
 // Dedup's plan for a threshold: the pair rule verification applies, the LSH stage that finds its
 // pairs, and the probability that a pair of each similarity is found.
 int PrintLshPlan(const PlanArgs& args) {
   DedupOptions options;
-  options.lsh.threshold = args.threshold;
-  if (args.bands != 0 || args.rows != 0)
-    options.lsh.parameters = LshParameters{args.bands, args.rows};
-  if (args.verify >= 0) options.verify_threshold = args.verify;
-  options.containment_threshold = args.containment;
-  options.containment_min_shingles = args.containment_min_shingles;
-  options.containment_min_ratio = args.containment_min_ratio;
-  Status valid = ValidateDedupOptions(options);
+  OptionValues values(OptionNaming::kFlag);
+  Status valid = args.dedup_flags.Collect(&values);
+  if (valid.ok()) valid = values.ApplyTo(&options);  // ValidateDedupOptions, flags named
+  if (!valid.ok()) {
+    PrintError(valid);
+    return kExitUsage;
+  }
   auto lsh = ResolveDedupLsh(options);
-  if (!valid.ok() || !lsh.ok()) {
-    PrintError(valid.ok() ? lsh.status() : valid);
+  if (!lsh.ok()) {
+    PrintError(values.Renamed(lsh.status()));
     return kExitUsage;
   }
   const PairRuleOptions rule = ResolvePairRule(options);
@@ -92,8 +94,9 @@ int PrintLshPlan(const PlanArgs& args) {
       "MinHash LSH plan: %d bands x %d rows = %d signature values%s; pairs down to Jaccard %.3f "
       "are candidates with probability %.3f\n",
       p.bands, p.rows, p.signature_size(),
-      args.bands > 0 ? " (as given)" : " (chosen for the lowest Jaccard the rule accepts)", lowest,
-      LshCandidateProbability(lowest, p));
+      args.dedup_flags.Given("bands") ? " (as given)"
+                                      : " (chosen for the lowest Jaccard the rule accepts)",
+      lowest, LshCandidateProbability(lowest, p));
   std::printf(
       "memory: %d bytes of band keys per document, in temporary files; in memory, about 7 bytes "
       "per document on each thread during the LSH stage (the band's keys, 4; its records and "
@@ -148,31 +151,41 @@ RunFunction SetupPlan(CLI::App* app) {
   app->add_option("-n,--documents", args->n, "expected number of fingerprints (e.g. 8e9)");
   app->add_option("--memory-budget", args->budget, "memory budget for the whole index in bytes");
   app->add_flag("--list", args->list, "print every candidate design and the Pareto frontier");
-  app->add_option("--threshold", args->threshold,
-                  "instead: the MinHash LSH plan of dedup for this Jaccard threshold (with -n)");
-  app->add_option("--bands", args->bands, "with --threshold: LSH bands (with --rows)");
-  app->add_option("--rows", args->rows, "with --threshold: LSH rows per band");
-  app->add_option("--verify", args->verify,
-                  "with --threshold: the verification threshold (default: --threshold)");
-  app->add_option("--containment", args->containment,
-                  "with --threshold: dedup's --containment (0 = off)")
-      ->capture_default_str();
-  app->add_option("--containment-min-shingles", args->containment_min_shingles,
-                  "with --threshold: dedup's --containment-min-shingles")
-      ->capture_default_str();
-  app->add_option("--containment-min-ratio", args->containment_min_ratio,
-                  "with --threshold: dedup's --containment-min-ratio")
-      ->capture_default_str();
+  args->dedup_flags.DeclareKeys(app, kLshPlanKeys);
+  args->dedup_flags.DeclareKeys(app, kRuleKeys);
+  CLI::Option* bits = app->get_option("--bits");
+  CLI::Option* k = app->get_option("--max-distance");
+  CLI::Option* budget = app->get_option("--memory-budget");
+  CLI::Option* list = app->get_option("--list");
   app->footer(
       "Examples:\n"
       "  neardup plan -k 3 -n 1e9\n"
       "  neardup plan --bits 128 -k 6 -n 1e8 --memory-budget 64e9\n"
       "  neardup plan -k 3 -n 8e9 --list\n"
       "  neardup plan --threshold 0.5 -n 1e7");
-  return [args]() {
-    if (args->threshold > 0 || args->bands > 0 || args->rows > 0) {
-      if (args->threshold <= 0) args->threshold = MinHashLshOptions().threshold;
+  return [args, bits, k, budget, list]() {
+    // Each flag belongs to one of the two plans: one of the other plan is a usage error, never
+    // silently ignored.
+    bool lsh_plan = false;
+    for (std::string_view key : kLshPlanKeys) lsh_plan |= args->dedup_flags.Given(key);
+    if (lsh_plan) {
+      for (CLI::Option* option : {bits, k, budget, list}) {
+        if (option->count() > 0) {
+          PrintError(option->get_name() +
+                     " is an option of the index plan, not of the LSH plan (--threshold, "
+                     "--bands, --rows)");
+          return kExitUsage;
+        }
+      }
       return PrintLshPlan(*args);
+    }
+    for (std::string_view key : kRuleKeys) {
+      if (args->dedup_flags.Given(key)) {
+        const OptionSpec* spec = FindOption(key);
+        PrintError(OptionDisplayName(*spec, OptionNaming::kFlag) +
+                   " is an option of the LSH plan: give --threshold (or --bands and --rows)");
+        return kExitUsage;
+      }
     }
     PlanRequest request;
     request.bits = args->bits;

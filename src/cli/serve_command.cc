@@ -13,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/fingerprint_flags.h"
+#include "cli/option_flags.h"
 #include "cli/report.h"
 #include "cli/store_flags.h"
 #include "neardup/fingerprinter.h"
@@ -36,17 +37,22 @@ struct ServeArgs {
   std::string sync = "group";
   int group_commit_ms = 2;
   FingerprintFlags fingerprint;  // recorded by a new store; an existing store uses its own
-  RuleFlags rule;                // the same
-  int max_k = -1;                // -1 (not given): the store's (3 for a new store)
-  std::string memory_budget = "128/fp";
-  double expected_documents = 1e7;
-  size_t memtable_limit = 65536;
-  uint64_t wal_flush_bytes = StoreOptions().wal_flush_bytes;
+  StoreFlags store;              // a new store's rule and design; memtable and log bounds
+  RegistryFlags server_flags;    // the server's limits (the registry's kServerScope)
   bool no_text = false;
   bool no_verify = false;
 };
 
 int Run(ServeArgs& args) {
+  {
+    OptionValues given(OptionNaming::kFlag);
+    Status status = args.server_flags.Collect(&given);
+    if (status.ok()) status = service::ApplyServerOptions(given, &args.server);
+    if (!status.ok()) {
+      PrintError(status);
+      return kExitUsage;
+    }
+  }
   // Block the shutdown signals in every thread; one thread waits for them.
   sigset_t signals;
   sigemptyset(&signals);
@@ -88,23 +94,13 @@ int Run(ServeArgs& args) {
   const long open_files = service::RaiseOpenFileLimit();
 
   StoreOptions options;
-  if (args.max_k >= 0) options.indexed_k = args.max_k;
-  options.expected_size = args.expected_documents;
-  Result<MemoryBudget> budget = ParseMemoryBudget(args.memory_budget);
-  if (!budget.ok()) {
-    PrintError("--memory-budget: " + budget.status().message());
-    return kExitUsage;
-  }
-  options.memory_budget = *budget;
-  options.memtable_limit = args.memtable_limit;
-  options.wal_flush_bytes = args.wal_flush_bytes;
   options.sync_mode = args.sync == "every"  ? SyncMode::kEveryWrite
                       : args.sync == "none" ? SyncMode::kNone
                                             : SyncMode::kGroupCommit;
   options.group_commit_interval_ms = args.group_commit_ms;
   options.verify_checksums_on_open = !args.no_verify;
-  if (Status status = args.rule.Apply(&options); !status.ok()) {
-    std::fprintf(stderr, "neardup serve: %s\n", status.message().c_str());
+  if (Status status = args.store.Apply(&options); !status.ok()) {
+    PrintError(status);
     return kExitUsage;
   }
   FingerprintOptions fingerprint_options;
@@ -186,26 +182,26 @@ int Run(ServeArgs& args) {
   return kExitOk;
 }
 
+// The server's registry options, in the order of --help.
+constexpr std::string_view kNetworkKeys[] = {"host", "port", "poll_threads", "workers"};
+constexpr std::string_view kAuthKeys[] = {"auth_reads"};
+constexpr std::string_view kLimitKeys[] = {"max_body_bytes",          "max_query_body_bytes",
+                                           "max_response_bytes",      "max_buffered_bytes",
+                                           "malloc_arenas",           "max_batch",
+                                           "request_timeout_seconds", "idle_timeout_seconds",
+                                           "max_connections",         "shutdown_timeout_seconds"};
+
 RunFunction Setup(CLI::App* app) {
   auto args = std::make_shared<ServeArgs>();
   app->add_option("dir", args->dir, "store directory (created if missing)")->required();
-  app->add_option("--host", args->server.host, "address to bind")->capture_default_str();
-  app->add_option("--port", args->server.port, "port (0 = any free port)")->capture_default_str();
-  app->add_option("--poll-threads", args->server.threads,
-                  "polling threads (0 = nproc): read requests, answer /healthz and /metrics; "
-                  "connections are multiplexed, so this does not bound the number of clients")
-      ->check(ThreadCount());
-  app->add_option("--workers", args->server.workers,
-                  "threads running text, write and scan handlers (0 = max(32, 8 x nproc)); a write "
-                  "holds one through its fsync, and concurrent writes share one fsync")
-      ->check(ThreadCount());
+  args->server_flags.DeclareKeys(app, kNetworkKeys);
   app->add_option("--token-file", args->token_file,
                   "read the bearer token required for writes from the first line of a file "
                   "(preferred; a CRLF line end is stripped with a warning)");
   app->add_option("--token", args->server.token,
                   "bearer token on the command line (visible in `ps`: prefer --token-file or "
                   "$NEARDUP_TOKEN, which is used when neither option is given)");
-  app->add_flag("--auth-reads", args->server.auth_reads, "require the token for reads too");
+  args->server_flags.DeclareKeys(app, kAuthKeys);
   app->add_option("--sync", args->sync,
                   "every (fsync per write batch), group (fsync every --group-commit-ms, "
                   "default) or none (no fsync: not power-loss safe)")
@@ -213,59 +209,10 @@ RunFunction Setup(CLI::App* app) {
   app->add_option("--group-commit-ms", args->group_commit_ms, "group commit window")
       ->check(CLI::Range(0, 1000));
   args->fingerprint.Add(app);  // a new store records them; an existing store refuses others
-  args->rule.Declare(app);     // the same
-  app->add_option("--max-k", args->max_k,
-                  "largest k the index tables of a new store serve (default 3); an existing "
-                  "store refuses another")
-      ->check(CLI::Range(0, 15));
-  app->add_option("--memory-budget", args->memory_budget,
-                  "index memory budget of a new store: bytes (640M, 1.5G) or bytes per "
-                  "fingerprint (128/fp); the planner picks the fastest design within it")
-      ->capture_default_str();
-  app->add_option("--expected-documents", args->expected_documents,
-                  "documents a new store is planned for")
-      ->capture_default_str();
-  app->add_option("--memtable-limit", args->memtable_limit, "entries before a flush to a segment");
-  app->add_option("--wal-flush-bytes", args->wal_flush_bytes,
-                  "flush the memtable to a segment when the log reaches this many bytes (bounds "
-                  "the log, so the replay at the next start; 0 = no bound)")
-      ->capture_default_str();
-  app->add_option("--max-body-bytes", args->server.max_body_bytes,
-                  "request body limit of writes, counted after chunked framing and gzip/deflate "
-                  "decoding")
-      ->capture_default_str();
-  app->add_option("--max-query-body-bytes", args->server.max_query_body_bytes,
-                  "request body limit of reads (query, get, stats), counted while inflating")
-      ->capture_default_str();
-  app->add_option("--max-response-bytes", args->server.max_response_bytes,
-                  "bytes of one reply: longer result lists are cut (\"truncated\": true)")
-      ->capture_default_str();
-  app->add_option("--max-buffered-bytes", args->server.max_buffered_bytes,
-                  "bytes held across all connections for request bodies and unsent replies; past "
-                  "it requests get 503")
-      ->capture_default_str();
-  app->add_option("--malloc-arenas", args->server.malloc_arenas,
-                  "glibc malloc arenas (M_ARENA_MAX; 0 = glibc's default of 8 per core): fewer "
-                  "return the memory of a burst to the system")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1024));
-  app->add_option("--max-batch", args->server.limits.max_batch, "documents per add request");
-  app->add_option("--request-timeout,--timeout", args->server.request_timeout_seconds,
-                  "whole-request deadline in seconds: request line, headers, body and reply")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 3600));
-  app->add_option("--idle-timeout", args->server.idle_timeout_seconds,
-                  "close a keep-alive connection without traffic for this many seconds")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 3600));
-  app->add_option("--max-connections", args->server.max_connections,
-                  "open connections (0 = the open-file limit minus 64)")
-      ->check(CLI::Range(0, 1 << 24));
-  app->add_option("--shutdown-timeout", args->server.shutdown_timeout_seconds,
-                  "on SIGTERM/SIGINT, seconds to let in-flight requests finish before closing "
-                  "every connection")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 3600));
+  args->store.Declare(app,
+                      StoreFlags::kCreation);  // for a new store; an existing one refuses others
+  args->store.Declare(app, StoreFlags::kWriting);
+  args->server_flags.DeclareKeys(app, kLimitKeys);
   app->add_flag("--no-text", args->no_text, "do not load the text fingerprinter");
   app->add_flag("--no-verify", args->no_verify,
                 "skip the whole-file segment checksums at open (headers are still checked)");

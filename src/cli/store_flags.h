@@ -9,9 +9,12 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "cli/fingerprint_flags.h"
+#include "cli/option_flags.h"
 #include "cli/report.h"
 #include "neardup/options.h"
 #include "neardup/sketch.h"
@@ -20,56 +23,43 @@
 
 namespace neardup::cli {
 
-// The duplicate rule of a store being created (`index create`, `serve` of a new directory):
-// --rule, and for the dedup rule the LSH flags `neardup dedup` takes (same names and defaults).
-struct RuleFlags {
-  std::string rule = "dedup";
-  double threshold = MinHashLshOptions().threshold;
-  int bands = 0;
-  int rows = 0;
-  uint32_t bucket_window = MinHashLshOptions().bucket_window;
-  bool rule_given = false, lsh_given = false;
+// The store's flags, made from the option registry (neardup/options.h, kStoreScope and dedup's
+// LSH options for the rule of a new store): --rule, --threshold, --bands, --rows,
+// --bucket-window, --indexed-k (--max-k), --memory-budget, --expected-size
+// (--expected-documents), --memtable-limit, --wal-flush-bytes; names, help, defaults and checks
+// are the registry's, as Python's Store keywords.
+class StoreFlags {
+ public:
+  // The rule and index design of a new store (`index create`, `serve`).
+  static constexpr std::string_view kCreation[] = {"rule",          "threshold",     "bands",
+                                                   "rows",          "bucket_window", "indexed_k",
+                                                   "memory_budget", "expected_size"};
+  // How a store writes (`index add`, `serve`).
+  static constexpr std::string_view kWriting[] = {"memtable_limit", "wal_flush_bytes"};
 
-  void Declare(CLI::App* app) {
-    app->add_option("--rule", rule,
-                    "duplicate rule of a new store: dedup (the rule of `neardup dedup`: exact, "
-                    "whitespace-only, or MinHash LSH candidates with verified shingle Jaccard >= "
-                    "--threshold) | simhash (fingerprints within -k only; stores bare "
-                    "fingerprints)")
-        ->check(CLI::IsMember({"dedup", "simhash"}))
-        ->capture_default_str()
-        ->each([this](const std::string&) { rule_given = true; });
-    auto lsh = [this](const std::string&) { lsh_given = true; };
-    app->add_option("--threshold", threshold,
-                    "dedup rule of a new store: shingle Jaccard similarity of a duplicate (sets "
-                    "the LSH bands/rows, as `neardup dedup --threshold`)")
-        ->capture_default_str()
-        ->each(lsh);
-    app->add_option("--bands", bands,
-                    "dedup rule: LSH bands (with --rows; default: chosen from "
-                    "--threshold)")
-        ->each(lsh);
-    app->add_option("--rows", rows, "dedup rule: LSH rows per band (with --bands)")->each(lsh);
-    app->add_option("--bucket-window", bucket_window,
-                    "dedup rule: a check looks at the newest N documents of each LSH bucket")
-        ->capture_default_str()
-        ->each(lsh);
+  void Declare(CLI::App* app, std::span<const std::string_view> keys) {
+    flags_.DeclareKeys(app, keys);
   }
+  // See RegistryFlags::ShowDefault.
+  void ShowDefault(std::string_view key, const std::string& text) { flags_.ShowDefault(key, text); }
 
-  // Sets options->rule and options->lsh for creation (left unset when no flag was given, so an
-  // existing store is opened with its own; a given flag must agree with it): the registry's
-  // OptionValues::ApplyTo(StoreOptions*), as Python's Store keywords.
+  // The flags given, checked by the registry (errors name the flag).
+  Status Values(OptionValues* values) const { return flags_.Collect(values); }
+
+  // Sets the StoreOptions fields of the flags given (OptionValues::ApplyTo(StoreOptions*)): the
+  // others keep their values, so the rule stays unset when no rule flag is given and an existing
+  // store is opened with its own (a given one must agree). InvalidArgument for contradictory
+  // flags (--rule simhash with --threshold): a usage error.
   Status Apply(StoreOptions* options) const {
     OptionValues values(OptionNaming::kFlag);
-    if (rule_given) NEARDUP_RETURN_IF_ERROR(values.SetText("rule", rule));
-    if (lsh_given) {
-      NEARDUP_RETURN_IF_ERROR(values.Set("threshold", threshold));
-      if (bands != 0) NEARDUP_RETURN_IF_ERROR(values.Set("bands", int64_t{bands}));
-      if (rows != 0) NEARDUP_RETURN_IF_ERROR(values.Set("rows", int64_t{rows}));
-      NEARDUP_RETURN_IF_ERROR(values.Set("bucket_window", int64_t{bucket_window}));
-    }
+    NEARDUP_RETURN_IF_ERROR(Values(&values));
     return values.ApplyTo(options);
   }
+
+  bool Given(std::string_view key) const { return flags_.Given(key); }
+
+ private:
+  RegistryFlags flags_;
 };
 
 // The sketcher of texts for `store` (kDedup: its LSH options), with the fingerprint options the

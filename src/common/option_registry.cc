@@ -20,7 +20,8 @@ namespace neardup {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr uint32_t kF = kFingerprintScope, kR = kReaderScope, kD = kDedupScope, kS = kStoreScope;
+constexpr uint32_t kF = kFingerprintScope, kR = kReaderScope, kD = kDedupScope, kS = kStoreScope,
+                   kV = kServerScope;
 using T = OptionType;
 
 // key, flag, negated, type, scope, default, min, max, choices, help, aliases, short flag, recorded
@@ -165,6 +166,53 @@ const OptionSpec kOptions[] = {
     {"wal_flush_bytes", "wal_flush_bytes", false, T::kInt, kS, "67108864", 0, 9.2e18, nullptr,
      "flush the memtable to a segment when the log reaches this many bytes (bounds the log, so "
      "the replay at the next open; 0 = no bound)",
+     "", nullptr, false},
+
+    // The HTTP service (service::ServerOptions, set by service::ApplyServerOptions): `neardup
+    // serve`'s flags. The defaults are ServerOptions{}'s (tests/options_test.cc checks it).
+    {"host", "host", false, T::kString, kV, "127.0.0.1", 0, 0, nullptr,
+     "address to bind (loopback unless told otherwise)", "", nullptr, false},
+    {"port", "port", false, T::kInt, kV, "8080", 0, 65535, nullptr, "port (0 = any free port)", "",
+     nullptr, false},
+    {"poll_threads", "poll_threads", false, T::kInt, kV, "0", 0, 65536, nullptr,
+     "polling threads (0 = nproc): read requests, answer /healthz and /metrics; connections are "
+     "multiplexed, so this does not bound the number of clients",
+     "", nullptr, false},
+    {"workers", "workers", false, T::kInt, kV, "0", 0, 65536, nullptr,
+     "threads running text, write and scan handlers (0 = max(32, 8 x nproc)); a write holds one "
+     "through its fsync, and concurrent writes share one fsync",
+     "", nullptr, false},
+    {"auth_reads", "auth_reads", false, T::kBool, kV, nullptr, 0, 0, nullptr,
+     "require the token for reads too", "", nullptr, false},
+    {"max_body_bytes", "max_body_bytes", false, T::kInt, kV, "67108864", 1, 9.2e18, nullptr,
+     "request body limit of writes, counted after chunked framing and gzip/deflate decoding", "",
+     nullptr, false},
+    {"max_query_body_bytes", "max_query_body_bytes", false, T::kInt, kV, "1048576", 1, 9.2e18,
+     nullptr, "request body limit of reads (query, get, stats), counted while inflating", "",
+     nullptr, false},
+    {"max_response_bytes", "max_response_bytes", false, T::kInt, kV, "16777216", 1, 9.2e18, nullptr,
+     "bytes of one reply: longer result lists are cut (\"truncated\": true)", "", nullptr, false},
+    {"max_buffered_bytes", "max_buffered_bytes", false, T::kInt, kV, "268435456", 1, 9.2e18,
+     nullptr,
+     "bytes held across all connections for request bodies and unsent replies; past it requests "
+     "get 503",
+     "", nullptr, false},
+    {"malloc_arenas", "malloc_arenas", false, T::kInt, kV, "2", 0, 1024, nullptr,
+     "glibc malloc arenas (M_ARENA_MAX; 0 = glibc's default of 8 per core): fewer return the "
+     "memory of a burst to the system",
+     "", nullptr, false},
+    {"max_batch", "max_batch", false, T::kInt, kV, "10000", 1, 1e9, nullptr,
+     "documents per add request", "", nullptr, false},
+    {"request_timeout_seconds", "request_timeout", false, T::kInt, kV, "30", 1, 3600, nullptr,
+     "whole-request deadline in seconds: request line, headers, body and reply", "timeout", nullptr,
+     false},
+    {"idle_timeout_seconds", "idle_timeout", false, T::kInt, kV, "60", 1, 3600, nullptr,
+     "close a keep-alive connection without traffic for this many seconds", "", nullptr, false},
+    {"max_connections", "max_connections", false, T::kInt, kV, "0", 0, 16777216, nullptr,
+     "open connections (0 = the open-file limit minus 64)", "", nullptr, false},
+    {"shutdown_timeout_seconds", "shutdown_timeout", false, T::kInt, kV, "5", 0, 3600, nullptr,
+     "on SIGTERM/SIGINT, seconds to let in-flight requests finish before closing every "
+     "connection",
      "", nullptr, false},
 };
 
@@ -359,7 +407,8 @@ Result<OptionValue> Checked(const OptionSpec& spec, const OptionValue& given) {
       } else if (static_cast<double>(v) < spec.min || static_cast<double>(v) > spec.max) {
         // Every thread count (the CLI's -j, serve's --poll-threads/--workers, Python threads=)
         // is refused in the same words.
-        if (std::string_view(spec.key) == "threads") {
+        if (std::string_view(spec.key) == "threads" || std::string_view(spec.key) == "workers" ||
+            std::string_view(spec.key) == "poll_threads") {
           return Status::InvalidArgument("must be 0 (all cores) to 65536, got " +
                                          std::to_string(v));
         }
