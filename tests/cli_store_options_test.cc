@@ -103,7 +103,7 @@ TEST_F(CliStoreOptionsTest, IndexCreateRecordsTheFlagsAndAddAndQueryUseThem) {
   EXPECT_EQ(StoredFingerprint("s", "a"), expected);
 
   // A text query without flags fingerprints with the recorded options: distance 0.
-  ASSERT_EQ(Run(std::string("index query s -k 0 --text \"") + kText + "\"", &out, &err), 0) << err;
+  ASSERT_EQ(Run(std::string("index query s --text \"") + kText + "\"", &out, &err), 0) << err;
   EXPECT_EQ(JsonString(out, "id"), "a") << out;
   EXPECT_NE(out.find("\"distance\":0"), std::string::npos) << out;
 }
@@ -165,12 +165,31 @@ TEST_F(CliStoreOptionsTest, ConflictingOrBadFlagsAreUsageErrors) {
   EXPECT_EQ(Run("serve s --port 70000", nullptr, &err), 2) << err;
   EXPECT_EQ(Run("serve s --timeout 0", nullptr, &err), 2) << err;
   EXPECT_EQ(Run("serve s --max-body-bytes 0", nullptr, &err), 2) << err;
+  EXPECT_EQ(Run("serve s --token a --token-file token.txt", nullptr, &err), 2) << err;
+  EXPECT_EQ(Run("serve s --sync every --group-commit-ms 5", nullptr, &err), 2) << err;
   EXPECT_FALSE(fs::exists(dir_ / "s")) << "serve creates no store for a usage error";
   EXPECT_EQ(Run("index add s docs.jsonl --memtable-limit 0", nullptr, &err), 2) << err;
   EXPECT_EQ(Run("plan --containment 0.8", nullptr, &err), 2) << err;
   EXPECT_NE(err.find("--containment"), std::string::npos) << err;
   EXPECT_EQ(Run("plan --threshold 0.5 --list", nullptr, &err), 2) << err;
   EXPECT_EQ(Run("plan --threshold 1.5", nullptr, &err), 2) << err;
+  // A flag of the other form of `index query` is refused, not ignored.
+  ASSERT_EQ(Run("index create q", nullptr, &err), 0) << err;
+  ASSERT_EQ(Run("index add q docs.jsonl", nullptr, &err), 0) << err;
+  EXPECT_EQ(Run("index query q --text hello -o out", nullptr, &err), 2) << err;
+  EXPECT_NE(err.find("--output"), std::string::npos) << err;
+  EXPECT_EQ(Run("index query q --text hello --lines", nullptr, &err), 2) << err;
+  EXPECT_NE(err.find("--lines"), std::string::npos) << err;
+  EXPECT_EQ(Run("index query q --text hello --batch 5", nullptr, &err), 2) << err;
+  EXPECT_EQ(Run("index query q docs.jsonl --limit 3", nullptr, &err), 2) << err;
+  // A dedup-rule store's text queries apply its rule: -k would mean nothing.
+  EXPECT_EQ(Run("index query q --text hello -k 5", nullptr, &err), 2) << err;
+  EXPECT_NE(err.find("dedup-rule store"), std::string::npos) << err;
+  EXPECT_EQ(Run("index query q docs.jsonl -k 5", nullptr, &err), 2) << err;
+  std::string out;
+  EXPECT_EQ(Run("index query q --fingerprint 0123456789abcdef -k 5", &out, &err), 0) << err;
+  EXPECT_EQ(Run("serve q --port 0 --no-text", nullptr, &err), 2) << err;
+  EXPECT_NE(err.find("dedup-rule store"), std::string::npos) << err;
   // The old spellings of the registry's names still work.
   ASSERT_EQ(Run("index create s --max-k 4 --expected-documents 1e5", nullptr, &err), 0) << err;
   std::string stats;

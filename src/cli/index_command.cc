@@ -42,6 +42,7 @@ struct IndexArgs {
   std::string fingerprint;
   std::string text;
   int k = 3;
+  bool k_given = false;  // query: -k was given (a dedup-rule store's text queries refuse it)
   size_t limit = 0;
   std::vector<std::string> ids;
   bool no_verify = false;
@@ -407,6 +408,14 @@ int RunAdd(const IndexArgs& args) {
   return kExitOk;
 }
 
+// -k given to a text query of a dedup-rule store, whose rule is no Hamming distance: a usage error.
+int RefuseDistance(const IndexArgs& args) {
+  PrintError("index query: " + args.dir +
+             " is a dedup-rule store: its text queries apply its rule (Jaccard threshold), not "
+             "-k (which applies to --fingerprint and to simhash-rule stores)");
+  return kExitUsage;
+}
+
 // A text or fingerprint query: the store's rule for a text in a dedup-rule store (a check that
 // adds nothing), else the fingerprints within -k.
 int RunQueryOne(const IndexArgs& args) {
@@ -422,6 +431,7 @@ int RunQueryOne(const IndexArgs& args) {
     if (!parsed.ok()) return Fail(parsed.status().WithContext("--fingerprint"));
     fp = *parsed;
   } else if (store.LshOptions().has_value()) {
+    if (args.k_given) return RefuseDistance(args);
     auto sketcher = SketcherForStore(store, fingerprint_options);
     if (!sketcher.ok()) return Fail(sketcher.status());
     DocumentSketch sketch;
@@ -488,6 +498,7 @@ int RunQueryCorpus(const IndexArgs& args) {
   if (!opened.ok()) return Fail(opened.status());
   DocumentStore& store = **opened;
   const StoreStats stats = store.Stats();
+  if (stats.rule == StoreRule::kDedup && args.k_given) return RefuseDistance(args);
   auto sketcher = SketcherForStore(store, fingerprint_options);
   if (!sketcher.ok()) return Fail(sketcher.status());
   // Per stored document matched: the input documents whose best match it is.
@@ -748,15 +759,23 @@ RunFunction Setup(CLI::App* app) {
   fp_opt->excludes(text_opt);
   args->fingerprint_flags.Add(query);
   args->input.Add(query);
-  query->add_option("-o,--output", args->output,
-                    "with INPUT...: write clusters.jsonl, keep.txt, remove.txt and summary.json "
-                    "here (default: clusters on standard output)");
-  query->add_flag("-f,--force", args->force, "replace existing output files (never an input file)");
-  query->add_option("--batch", args->batch, "Documents checked per store call")
-      ->check(CLI::Range(1, 1000000));
-  query->add_option("-k,--max-distance", args->k, "largest Hamming distance of a result")
-      ->check(CLI::Range(0, 128));
-  query->add_option("--limit", args->limit, "Most results (0 = all)");
+  CLI::Option* query_output = query->add_option(
+      "-o,--output", args->output,
+      "with INPUT...: write clusters.jsonl, keep.txt, remove.txt and summary.json "
+      "here (default: clusters on standard output)");
+  CLI::Option* query_force = query->add_flag("-f,--force", args->force,
+                                             "replace existing output files (never an input file)");
+  CLI::Option* query_batch =
+      query->add_option("--batch", args->batch, "Documents checked per store call")
+          ->check(CLI::Range(1, 1000000));
+  CLI::Option* query_k =
+      query
+          ->add_option(
+              "-k,--max-distance", args->k,
+              "largest Hamming distance of a result (a simhash-rule store, or --fingerprint)")
+          ->check(CLI::Range(0, 128));
+  CLI::Option* query_limit = query->add_option("--limit", args->limit,
+                                               "Most results of --text or --fingerprint (0 = all)");
   CLI::App* get = app->add_subcommand("get", "Print documents by id");
   dir_option(get);
   get->add_option("ids", args->ids, "External ids")->required();
@@ -785,6 +804,25 @@ RunFunction Setup(CLI::App* app) {
       if (one == !args->input.inputs.empty()) {
         PrintError("index query: give --fingerprint, --text or INPUT... (one of them)");
         return kExitUsage;
+      }
+      // A flag of the other form of query is a usage error, never silently ignored.
+      OptionValues reading(OptionNaming::kFlag);
+      if (Status read = args->input.Values(&reading); !read.ok()) {
+        PrintError(read);
+        return kExitUsage;
+      }
+      if (one && !reading.values().empty()) {
+        PrintError("index query: " + reading.NameOf(reading.values().begin()->first) +
+                   " reads INPUT...; --text and --fingerprint read no file");
+        return kExitUsage;
+      }
+      args->k_given = query_k->count() > 0;
+      for (CLI::Option* option : {query_output, query_force, query_batch, query_limit}) {
+        if (option->count() > 0 && (option == query_limit) != one) {
+          PrintError("index query: " + option->get_name() + " applies to " +
+                     (one ? "a corpus query (INPUT...)" : "--text and --fingerprint") + " only");
+          return kExitUsage;
+        }
       }
       return one ? RunQueryOne(*args) : RunQueryCorpus(*args);
     }

@@ -41,9 +41,19 @@ struct ServeArgs {
   RegistryFlags server_flags;    // the server's limits (the registry's kServerScope)
   bool no_text = false;
   bool no_verify = false;
+  bool token_given = false, group_commit_given = false;  // the flags were given
 };
 
 int Run(ServeArgs& args) {
+  // Flags that contradict each other are usage errors, never one silently ignored.
+  if (args.token_given && !args.token_file.empty()) {
+    PrintError("give --token-file or --token, not both");
+    return kExitUsage;
+  }
+  if (args.group_commit_given && args.sync != "group") {
+    PrintError("--group-commit-ms is the window of --sync group, not of --sync " + args.sync);
+    return kExitUsage;
+  }
   {
     OptionValues given(OptionNaming::kFlag);
     Status status = args.server_flags.Collect(&given);
@@ -131,6 +141,13 @@ int Run(ServeArgs& args) {
   if (stats.rule == StoreRule::kDedup) {
     // A dedup-rule store takes texts only: the sketcher is its text pipeline (--no-text would
     // leave the server unable to add or check anything).
+    if (args.no_text) {
+      PrintError(args.dir +
+                 " is a dedup-rule store, which takes texts only: --no-text applies to a "
+                 "simhash-rule store");
+      (void)(*store)->Close();
+      return kExitUsage;
+    }
     auto created = SketcherForStore(**store, fingerprint_options);
     if (!created.ok()) {
       std::fprintf(stderr, "neardup serve: %s\n", created.status().ToString().c_str());
@@ -198,16 +215,18 @@ RunFunction Setup(CLI::App* app) {
   app->add_option("--token-file", args->token_file,
                   "read the bearer token required for writes from the first line of a file "
                   "(preferred; a CRLF line end is stripped with a warning)");
-  app->add_option("--token", args->server.token,
-                  "bearer token on the command line (visible in `ps`: prefer --token-file or "
-                  "$NEARDUP_TOKEN, which is used when neither option is given)");
+  CLI::Option* token =
+      app->add_option("--token", args->server.token,
+                      "bearer token on the command line (visible in `ps`: prefer --token-file or "
+                      "$NEARDUP_TOKEN, which is used when neither option is given)");
   args->server_flags.DeclareKeys(app, kAuthKeys);
   app->add_option("--sync", args->sync,
                   "every (fsync per write batch), group (fsync every --group-commit-ms, "
                   "default) or none (no fsync: not power-loss safe)")
       ->check(CLI::IsMember({"every", "group", "none"}));
-  app->add_option("--group-commit-ms", args->group_commit_ms, "group commit window")
-      ->check(CLI::Range(0, 1000));
+  CLI::Option* group_commit = app->add_option("--group-commit-ms", args->group_commit_ms,
+                                              "group commit window (--sync group)")
+                                  ->check(CLI::Range(0, 1000));
   args->fingerprint.Add(app);  // a new store records them; an existing store refuses others
   args->store.Declare(app,
                       StoreFlags::kCreation);  // for a new store; an existing one refuses others
@@ -221,7 +240,11 @@ RunFunction Setup(CLI::App* app) {
       "  neardup serve store/ --port 8080 --token-file token.txt\n"
       "  neardup serve store/ --memory-budget 128/fp --expected-documents 1e8\n"
       "  NEARDUP_TOKEN=... neardup serve store/ --host 0.0.0.0 --sync every");
-  return [args]() { return Run(*args); };
+  return [args, token, group_commit]() {
+    args->token_given = token->count() > 0;
+    args->group_commit_given = group_commit->count() > 0;
+    return Run(*args);
+  };
 }
 
 CommandRegistrar registrar("serve", "serve a store over HTTP/JSON (see docs/api.md)", Setup);
