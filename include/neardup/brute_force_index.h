@@ -35,7 +35,7 @@ class NEARDUP_EXPORT BruteForceIndex : public HammingIndex {
   IndexSearchStats stats() const override;
 
  private:
-  struct Impl;
+  struct NEARDUP_HIDDEN Impl;
   explicit BruteForceIndex(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

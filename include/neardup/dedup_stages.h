@@ -85,7 +85,7 @@ class NEARDUP_EXPORT DocumentPass {
   const MinHashLsh& lsh() const;
 
  private:
-  struct Impl;
+  struct NEARDUP_HIDDEN Impl;
   explicit DocumentPass(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -161,7 +161,7 @@ class NEARDUP_EXPORT DocumentReader {
   uint64_t input_bytes_consumed() const;
 
  private:
-  struct Impl;
+  struct NEARDUP_HIDDEN Impl;
   DocumentReader();
   std::unique_ptr<Impl> impl_;
 };

@@ -7,10 +7,16 @@
 
 // A standard attribute (not __attribute__), so it combines with others: class [[nodiscard]]
 // NEARDUP_EXPORT Status.
+//
+// NEARDUP_HIDDEN marks a class nested in an exported one that stays internal: the private `Impl`
+// of a pimpl class, which would otherwise take its enclosing class's visibility, so that its
+// out-of-line members were exported too.
 #if defined(__GNUC__) || defined(__clang__)
 #define NEARDUP_EXPORT [[gnu::visibility("default")]]
+#define NEARDUP_HIDDEN [[gnu::visibility("hidden")]]
 #else
 #define NEARDUP_EXPORT
+#define NEARDUP_HIDDEN
 #endif
 
 #endif  // NEARDUP_EXPORT_H_

@@ -109,7 +109,7 @@ class NEARDUP_EXPORT FeatureExtractor {
   const FeatureOptions& options() const;
 
  private:
-  struct Impl;
+  struct NEARDUP_HIDDEN Impl;
   explicit FeatureExtractor(const FeatureOptions& options);
   std::unique_ptr<Impl> impl_;
 };
@@ -140,7 +140,7 @@ class NEARDUP_EXPORT IdfTableBuilder {
   std::vector<std::pair<std::string, uint64_t>> SortedCounts() const;
 
  private:
-  struct Impl;
+  struct NEARDUP_HIDDEN Impl;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -127,7 +127,7 @@ class NEARDUP_EXPORT Fingerprinter {
   const FingerprintOptions& options() const;
 
  private:
-  struct Impl;
+  struct NEARDUP_HIDDEN Impl;
   explicit Fingerprinter(const FingerprintOptions& options);
   // ComputeDetails' work; the normalised text goes to *normalized_text when it is not null.
   Status ComputeInto(std::string_view text, bool keep_features, std::string* normalized_text,

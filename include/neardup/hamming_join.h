@@ -60,7 +60,7 @@ class NEARDUP_EXPORT HammingJoin {
   std::vector<NeighborPair> SelfJoin(std::span<const Fingerprint> fingerprints, int threads) const;
 
  private:
-  struct Impl;
+  struct NEARDUP_HIDDEN Impl;
   explicit HammingJoin(std::shared_ptr<const Impl> impl);
   std::shared_ptr<const Impl> impl_;
 };

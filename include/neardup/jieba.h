@@ -82,7 +82,7 @@ class NEARDUP_EXPORT JiebaSegmenter {
   JiebaSegmenter(const JiebaSegmenter&) = delete;
   JiebaSegmenter& operator=(const JiebaSegmenter&) = delete;
 
-  class Impl;  // internal
+  class NEARDUP_HIDDEN Impl;  // internal
 
  private:
   friend class KeywordExtractor;
@@ -145,7 +145,7 @@ class NEARDUP_EXPORT KeywordExtractor {
   KeywordExtractor(const KeywordExtractor&) = delete;
   KeywordExtractor& operator=(const KeywordExtractor&) = delete;
 
-  class Impl;  // internal
+  class NEARDUP_HIDDEN Impl;  // internal
 
  private:
   KeywordExtractor(std::shared_ptr<const JiebaSegmenter> segmenter, std::unique_ptr<Impl> impl);

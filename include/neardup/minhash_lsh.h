@@ -126,7 +126,7 @@ class NEARDUP_EXPORT MinHashLsh {
   static int SharedBands(std::span<const uint32_t> keys_a, std::span<const uint32_t> keys_b);
 
  private:
-  struct Impl;
+  struct NEARDUP_HIDDEN Impl;
   explicit MinHashLsh(std::shared_ptr<const Impl> impl);
   std::shared_ptr<const Impl> impl_;
 };
@@ -176,7 +176,7 @@ class NEARDUP_EXPORT BandKeyTable {
   size_t MemoryBytes() const;
 
  private:
-  struct Impl;
+  struct NEARDUP_HIDDEN Impl;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -80,7 +80,7 @@ class NEARDUP_EXPORT OutputFile {
   const std::string& path() const;
 
  private:
-  struct Impl;
+  struct NEARDUP_HIDDEN Impl;
   OutputFile();
   std::unique_ptr<Impl> impl_;
 };

@@ -84,7 +84,7 @@ class NEARDUP_EXPORT PermutedIndex : public HammingIndex {
   void Compact();
 
  private:
-  struct Impl;
+  struct NEARDUP_HIDDEN Impl;
   explicit PermutedIndex(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

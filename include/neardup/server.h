@@ -120,7 +120,7 @@ class NEARDUP_EXPORT Server {
   void Stop();
 
  private:
-  struct Impl;
+  struct NEARDUP_HIDDEN Impl;
   explicit Server(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -58,7 +58,7 @@ class NEARDUP_EXPORT ShingleSimilarity {
   static double Containment(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b);
 
  private:
-  struct Impl;
+  struct NEARDUP_HIDDEN Impl;
   explicit ShingleSimilarity(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

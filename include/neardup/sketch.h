@@ -57,7 +57,7 @@ class NEARDUP_EXPORT DocumentSketcher {
   uint64_t lsh_tag() const;
 
  private:
-  struct Impl;
+  struct NEARDUP_HIDDEN Impl;
   explicit DocumentSketcher(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

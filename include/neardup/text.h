@@ -63,7 +63,7 @@ class NEARDUP_EXPORT TextNormalizer {
 
   const NormalizeOptions& options() const;
 
-  struct Impl;  // internal (opaque)
+  struct NEARDUP_HIDDEN Impl;  // internal (opaque)
 
  private:
   explicit TextNormalizer(const NormalizeOptions& options);
