@@ -155,7 +155,9 @@ TEST_F(CliStoreOptionsTest, ConflictingOrBadFlagsAreUsageErrors) {
   std::string err;
   EXPECT_EQ(Run("index create s --rule simhash --threshold 0.6", nullptr, &err), 2) << err;
   EXPECT_NE(err.find("--rule simhash"), std::string::npos) << err;
+  EXPECT_EQ(Run("index create s --indexed-k 16", nullptr, &err), 2) << err;
   EXPECT_EQ(Run("index create s --max-k 16", nullptr, &err), 2) << err;
+  EXPECT_EQ(Run("index create s --max-k 3 --indexed-k 3", nullptr, &err), 2) << err;
   EXPECT_EQ(Run("index create s --memory-budget lots", nullptr, &err), 2) << err;
   EXPECT_NE(err.find("--memory-budget"), std::string::npos) << err;
   EXPECT_EQ(Run("index create s --bands 5", nullptr, &err), 2) << err;
@@ -190,8 +192,12 @@ TEST_F(CliStoreOptionsTest, ConflictingOrBadFlagsAreUsageErrors) {
   EXPECT_EQ(Run("index query q --fingerprint 0123456789abcdef -k 5", &out, &err), 0) << err;
   EXPECT_EQ(Run("serve q --port 0 --no-text", nullptr, &err), 2) << err;
   EXPECT_NE(err.find("dedup-rule store"), std::string::npos) << err;
-  // The old spellings of the registry's names still work.
+  // The old names still work, with a warning each.
   ASSERT_EQ(Run("index create s --max-k 4 --expected-documents 1e5", nullptr, &err), 0) << err;
+  EXPECT_NE(err.find("warning: --max-k is an old name: use --indexed-k"), std::string::npos) << err;
+  EXPECT_NE(err.find("warning: --expected-documents is an old name: use --expected-size"),
+            std::string::npos)
+      << err;
   std::string stats;
   ASSERT_EQ(Run("index stats s", &stats, &err), 0) << err;
   EXPECT_NE(stats.find("\"max_k\":4"), std::string::npos) << stats;

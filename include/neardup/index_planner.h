@@ -45,7 +45,7 @@ struct NEARDUP_EXPORT IndexDesign {
   // Cost model figures for the planned number of fingerprints.
   double expected_size = 0;
   double bytes_per_fingerprint = 0;  // ids + fingerprints + tables + prefix directories
-  double probes_per_query = 0;       // probe keys at k = max_k
+  double probes_per_query = 0;       // probe keys at k = indexed_k
   double candidates_per_query = 0;   // expected keys compared (uniform random data; a small
                                      // directory bucket is compared whole)
   double cost_ns = 0;                // modelled single-query time

@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "neardup/dedup.h"
 #include "neardup/document_reader.h"
@@ -66,7 +67,8 @@ struct OptionSpec {
   const char* choices;  // kChoice: the values, '|'-separated
   const char* help;
   const char* aliases;     // other accepted flags, '|'-separated ("" for none); "!name": a switch's
-                           // negation on the command line only (--no-boilerplate)
+                           // negation on the command line only (--no-boilerplate); "~name": an
+                           // old name, still accepted, with a warning (OptionValues::deprecated())
   const char* short_flag;  // a one-letter command-line form ("-k"), or nullptr
   bool recorded;           // written in the fingerprint-options string (FingerprintOptionsToString)
 };
@@ -110,6 +112,9 @@ class NEARDUP_EXPORT OptionValues {
     spelled_.erase(std::string(key));
   }
   const std::map<std::string, OptionValue>& values() const { return values_; }
+  // The old names given ("max_k is an old name: use indexed_k"), which front ends warn about
+  // (the command line: neardup: warning: ...; Python: DeprecationWarning).
+  const std::vector<std::string>& deprecated() const { return deprecated_; }
   OptionNaming naming() const { return naming_; }
   // How this set names `key` in errors: as the user spelled it, else by its flag.
   std::string NameOf(std::string_view key) const;
@@ -132,6 +137,7 @@ class NEARDUP_EXPORT OptionValues {
   OptionNaming naming_;
   std::map<std::string, OptionValue> values_;   // by key
   std::map<std::string, std::string> spelled_;  // by key: the name the user gave it by
+  std::vector<std::string> deprecated_;
 };
 
 // The fingerprint options in force in `options`, by flag (keyword), each in its flag's sense

@@ -22,6 +22,7 @@ import json as _json  # dedup_files has a keyword named json
 import math
 import os
 import re
+import warnings
 from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _neardup
@@ -51,11 +52,22 @@ __all__ = [
 __version__ = "0.1.0"
 
 
+def _indexed_k(indexed_k: Optional[int], max_k: Optional[int]) -> int:
+    """indexed_k, or its old name max_k (with a DeprecationWarning); 3 when neither is given."""
+    if max_k is not None:
+        if indexed_k is not None:
+            raise TypeError("give indexed_k or its old name max_k, not both")
+        warnings.warn("max_k is an old name: use indexed_k", DeprecationWarning, stacklevel=3)
+        return max_k
+    return 3 if indexed_k is None else indexed_k
+
+
 class HammingIndex(_neardup.HammingIndex):
     """An exact Hamming-distance index of (id, fingerprint) pairs (permuted sorted tables).
 
-    ``HammingIndex(bits=64, max_k=3, expected_size=1e6, threads=0)``; searches with any
-    ``k <= max_k`` are exact. Fingerprints are NumPy ``uint64`` arrays: shape ``(n,)`` for 64 bits,
+    ``HammingIndex(bits=64, indexed_k=3, expected_size=1e6, threads=0)``; searches with any
+    ``k <= indexed_k`` are exact (``max_k`` is the old name of ``indexed_k``: accepted with a
+    ``DeprecationWarning``). Fingerprints are NumPy ``uint64`` arrays: shape ``(n,)`` for 64 bits,
     ``(n, 2)`` ``[hi, lo]`` for 128 bits.
 
     - ``add(ids, fingerprints)``: arrays (``ids=None`` numbers them 0..n-1) or one id and one int.
@@ -65,17 +77,32 @@ class HammingIndex(_neardup.HammingIndex):
     - ``self_join(k) -> (a, b, distances)``: every stored pair within k, a < b, on all cores.
     """
 
+    def __init__(self, bits: int = 64, indexed_k: Optional[int] = None,
+                 expected_size: float = 1e6, threads: int = 0, *,
+                 max_k: Optional[int] = None) -> None:
+        super().__init__(bits=bits, indexed_k=_indexed_k(indexed_k, max_k),
+                         expected_size=expected_size, threads=threads)
+
+    @property
+    def max_k(self) -> int:
+        """The old name of :attr:`indexed_k` (``DeprecationWarning``)."""
+        warnings.warn("HammingIndex.max_k is an old name: use indexed_k", DeprecationWarning,
+                      stacklevel=2)
+        return self.indexed_k
+
     @classmethod
-    def build(cls, fingerprints: Any, ids: Any = None, *, max_k: int = 3,
-              bits: Optional[int] = None, threads: int = 0) -> "HammingIndex":
+    def build(cls, fingerprints: Any, ids: Any = None, *, indexed_k: Optional[int] = None,
+              bits: Optional[int] = None, threads: int = 0,
+              max_k: Optional[int] = None) -> "HammingIndex":
         """An index holding ``fingerprints`` (ids default to row numbers), planned for their count."""
         import numpy as np
 
+        indexed_k = _indexed_k(indexed_k, max_k)
         # No cast here: add() refuses floats, strings and negative values instead of wrapping them.
         array = fingerprints if isinstance(fingerprints, np.ndarray) else np.asarray(fingerprints)
         if bits is None:
             bits = 128 if array.ndim == 2 else 64
-        index = cls(bits=bits, max_k=max_k, expected_size=max(float(len(array)), 1.0),
+        index = cls(bits=bits, indexed_k=indexed_k, expected_size=max(float(len(array)), 1.0),
                     threads=threads)
         index.add(ids, array)
         return index
@@ -88,7 +115,8 @@ class Store(_neardup.Store):
     verify_checksums=True, **options)``; ``sync`` is ``"every"`` (fsync each write), ``"group"``
     (group commit) or ``"none"`` (bulk loading). A context manager (closes on exit). The options are
     the option registry's, as the command line's: the store's own ``indexed_k`` (searches with
-    ``k <= indexed_k`` use the index tables; 3 for a new store; ``max_k`` is the old name),
+    ``k <= indexed_k`` use the index tables; 3 for a new store; ``max_k`` is the old name, accepted
+    with a ``DeprecationWarning``),
     ``memory_budget`` ("128/fp", "640M"), ``expected_size`` (1e7), ``memtable_limit`` (65536) and
     ``wal_flush_bytes`` (64 MiB: the log size that also triggers a flush),
     and the fingerprint keywords below. Unset means the store's.

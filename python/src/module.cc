@@ -441,7 +441,15 @@ bool SetKeyword(const std::string& name, py::handle value, uint32_t scopes, Opti
   throw py::type_error("unexpected option '" + name + "'");
 }
 
-// The registry options of `scopes` given as keywords; TypeError for any other keyword.
+// A DeprecationWarning (an exception when warnings are errors).
+void WarnDeprecated(const std::string& message) {
+  if (PyErr_WarnEx(PyExc_DeprecationWarning, message.c_str(), 2) != 0) {
+    throw py::error_already_set();
+  }
+}
+
+// The registry options of `scopes` given as keywords; TypeError for any other keyword. An old
+// name (max_k) is accepted with a DeprecationWarning.
 OptionValues KeywordValues(const py::dict& kwargs, uint32_t scopes) {
   OptionValues values(OptionNaming::kKeyword);
   for (auto [key, value] : kwargs) {
@@ -449,6 +457,7 @@ OptionValues KeywordValues(const py::dict& kwargs, uint32_t scopes) {
     const std::string name = py::cast<std::string>(key);
     if (!SetKeyword(name, value, scopes, &values)) UnknownOption(name);
   }
+  for (const std::string& message : values.deprecated()) WarnDeprecated(message);
   return values;
 }
 
@@ -1271,11 +1280,11 @@ class PyMinHashLsh {
 
 class PyIndex {
  public:
-  PyIndex(int bits, int max_k, double expected_size, int threads) {
+  PyIndex(int bits, int indexed_k, double expected_size, int threads) {
     threads = Threads(threads);
     PermutedIndexOptions options;
     options.bits = bits;
-    options.indexed_k = max_k;
+    options.indexed_k = indexed_k;
     options.expected_size = expected_size;
     options.threads = threads;
     index_ = Unwrap(PermutedIndex::Create(options));
@@ -1829,8 +1838,8 @@ constexpr const char* kCandidatePairs =
 constexpr const char* kHammingIndex =
     R"(Exact in-memory search of fingerprints within a Hamming distance.
 
-HammingIndex(bits=64, max_k=3, expected_size=1e6, threads=0): permuted sorted tables answer
-every query with k <= max_k exactly; threads (0 = all cores) for the batch calls.
+HammingIndex(bits=64, indexed_k=3, expected_size=1e6, threads=0): permuted sorted tables answer
+every query with k <= indexed_k exactly; threads (0 = all cores) for the batch calls.
 Ids are non-negative integers below 2**64; fingerprints ints, hex strings or uint64 arrays.)";
 constexpr const char* kIndexAdd = R"(add(ids, fingerprints)
 
@@ -1852,7 +1861,7 @@ constexpr const char* kIndexSelfJoin =
 constexpr const char* kStore =
     R"(A persistent, crash-safe store of documents (id, fingerprint, metadata).
 
-Store(path, create_if_missing=True, error_if_exists=False, bits=None, max_k=3, sync="every",
+Store(path, create_if_missing=True, error_if_exists=False, bits=None, indexed_k=3, sync="every",
 memtable_limit=65536, verify_checksums=True, rule="dedup", threshold=..., bands=..., rows=...,
 bucket_window=..., **fingerprint_options): opens or creates the store directory `path` (the one
 `neardup serve` and `neardup index` use). rule="dedup" (the default for a new store) answers with
@@ -2024,7 +2033,7 @@ void RegisterLshBindings(py::module_& m) {
 // The bindings of the in-memory Hamming index.
 void RegisterIndexBindings(py::module_& m) {
   py::class_<PyIndex>(m, "HammingIndex", doc::kHammingIndex)
-      .def(py::init<int, int, double, int>(), py::arg("bits") = 64, py::arg("max_k") = 3,
+      .def(py::init<int, int, double, int>(), py::arg("bits") = 64, py::arg("indexed_k") = 3,
            py::arg("expected_size") = 1e6, py::arg("threads") = 0)
       .def("add", &PyIndex::Add, py::arg("ids"), py::arg("fingerprints"), doc::kIndexAdd)
       .def("remove", &PyIndex::Remove, py::arg("id"), py::arg("fingerprint"), doc::kIndexRemove)
@@ -2036,7 +2045,7 @@ void RegisterIndexBindings(py::module_& m) {
       .def("stats", &PyIndex::Stats)
       .def("__len__", [](const PyIndex& self) { return self.index().size(); })
       .def_property_readonly("bits", [](const PyIndex& self) { return self.index().bits(); })
-      .def_property_readonly("max_k",
+      .def_property_readonly("indexed_k",
                              [](const PyIndex& self) { return self.index().max_search_k(); });
 }
 

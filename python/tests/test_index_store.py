@@ -22,8 +22,8 @@ def fingerprints():
 
 
 def test_search_and_batch_match_brute_force(fingerprints):
-    index = neardup.HammingIndex.build(fingerprints, max_k=4)
-    assert len(index) == len(fingerprints) and index.bits == 64 and index.max_k == 4
+    index = neardup.HammingIndex.build(fingerprints, indexed_k=4)
+    assert len(index) == len(fingerprints) and index.bits == 64 and index.indexed_k == 4
     queries = fingerprints[::97]
     q, ids, dist = index.search_batch(queries, 4)
     for row, query in enumerate(queries):
@@ -36,7 +36,7 @@ def test_search_and_batch_match_brute_force(fingerprints):
 
 
 def test_self_join_matches_brute_force(fingerprints):
-    index = neardup.HammingIndex.build(fingerprints, max_k=3)
+    index = neardup.HammingIndex.build(fingerprints, indexed_k=3)
     a, b, d = index.self_join(3)
     got = set(zip(a.tolist(), b.tolist(), d.tolist()))
     expected = set()
@@ -48,13 +48,13 @@ def test_self_join_matches_brute_force(fingerprints):
 
 
 def test_add_remove_and_128_bits():
-    index = neardup.HammingIndex(bits=64, max_k=3)
+    index = neardup.HammingIndex(bits=64, indexed_k=3)
     index.add(np.array([10, 11], dtype=np.uint64), np.array([0b1111, 0b0111], dtype=np.uint64))
     index.add(12, 0b0011)
     assert index.search(0b1111, 2)[0].tolist() == [10, 11, 12]
     assert index.remove(11, 0b0111) == 1
     assert index.search(0b1111, 2)[0].tolist() == [10, 12]
-    wide = neardup.HammingIndex(bits=128, max_k=2)
+    wide = neardup.HammingIndex(bits=128, indexed_k=2)
     wide.add(None, np.array([[1, 0], [1, 3], [0, 0]], dtype=np.uint64))
     ids, dist = wide.search((1 << 64) | 1, 2)
     assert ids.tolist() == [0, 1, 2] and dist.tolist() == [1, 1, 2]
@@ -184,3 +184,22 @@ def test_store_applies_the_dedup_rule(tmp_path):
         assert store.check(text + " today", add="never")["duplicates"][0]["id"] == "a"
     with pytest.raises(ValueError, match="threshold"):
         neardup.Store(path, threshold=0.8)
+
+
+def test_old_names_work_with_a_deprecation_warning(tmp_path):
+    """max_k, the old name of indexed_k (one name for one meaning: the radius the tables serve),
+    still works in HammingIndex and Store, with a DeprecationWarning; giving both is a TypeError."""
+    with pytest.warns(DeprecationWarning, match="max_k is an old name: use indexed_k"):
+        index = neardup.HammingIndex(bits=64, max_k=2)
+    assert index.indexed_k == 2
+    with pytest.warns(DeprecationWarning, match="max_k is an old name"):
+        assert index.max_k == 2
+    with pytest.warns(DeprecationWarning, match="max_k is an old name"):
+        assert neardup.HammingIndex.build(np.arange(10, dtype=np.uint64), max_k=1).indexed_k == 1
+    with pytest.raises(TypeError, match="not both"):
+        neardup.HammingIndex(indexed_k=2, max_k=2)
+    with pytest.warns(DeprecationWarning, match="max_k is an old name: use indexed_k"):
+        with neardup.Store(str(tmp_path / "s"), max_k=4, rule="simhash") as store:
+            assert store.stats()["max_k"] == 4
+    with pytest.warns(DeprecationWarning, match="expected_documents is an old name"):
+        neardup.Store(str(tmp_path / "t"), expected_documents=1e5).close()

@@ -792,7 +792,7 @@ RunFunction Setup(CLI::App* app) {
   dir_option(recover);
   app->footer(
       "Examples:\n"
-      "  neardup index create store/ --max-k 3\n"
+      "  neardup index create store/ --indexed-k 3\n"
       "  neardup index add store/ corpus.jsonl\n"
       "  neardup index query store/ --text \"some text\"\n"
       "  neardup index query store/ this_week.jsonl -o out/");

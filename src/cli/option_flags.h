@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/report.h"
 #include "neardup/options.h"
 #include "neardup/status.h"
 
@@ -47,7 +48,7 @@ class RegistryFlags {
   // The options given on the parsed command line, added to `values` (errors name the flag).
   Status Collect(OptionValues* values) const {
     for (const Flag& flag : flags_) {
-      if (flag.option->count() == 0) continue;
+      if (!flag.given()) continue;
       if (flag.spec->type == OptionType::kBool) {
         NEARDUP_RETURN_IF_ERROR(values->Set(flag.spec->flag, flag.on));
       } else {
@@ -60,7 +61,7 @@ class RegistryFlags {
   // Whether the option `key` was given.
   bool Given(std::string_view key) const {
     for (const Flag& flag : flags_) {
-      if (key == flag.spec->key && flag.option->count() > 0) return true;
+      if (key == flag.spec->key && flag.given()) return true;
     }
     return false;
   }
@@ -77,8 +78,12 @@ class RegistryFlags {
   struct Flag {
     const OptionSpec* spec = nullptr;
     CLI::Option* option = nullptr;
-    std::string text;  // a valued option's text
-    bool on = false;   // a switch
+    CLI::Option* old_name = nullptr;  // the old name ("~name" alias), hidden from --help
+    std::string text;                 // a valued option's text
+    bool on = false;                  // a switch
+    bool given() const {
+      return option->count() > 0 || (old_name != nullptr && old_name->count() > 0);
+    }
   };
 
   static std::vector<std::string> Split(const char* list) {
@@ -105,25 +110,48 @@ class RegistryFlags {
       names = std::string(spec.short_flag) + ",";
     }
     names += Dashed(spec.flag);
-    // An alias "!name" is the switch's negation (--no-boilerplate beside --boilerplate).
+    // An alias "!name" is the switch's negation (--no-boilerplate beside --boilerplate); "~name" an
+    // old name, declared apart below.
+    std::string old_name;
     for (const std::string& alias : Split(spec.aliases)) {
+      if (alias[0] == '~') {
+        old_name = Dashed(alias.substr(1));
+        continue;
+      }
       names += alias[0] == '!' ? ",!" + Dashed(alias.substr(1)) : "," + Dashed(alias);
     }
     Flag& flag = flags_.emplace_back();
     flag.spec = &spec;
     if (spec.type == OptionType::kBool) {
       flag.option = app->add_flag(names, flag.on, spec.help);
-      return;
+      if (!old_name.empty()) flag.old_name = app->add_flag(old_name, flag.on)->group("");
+    } else {
+      flag.option = app->add_option(names, flag.text, spec.help);
+      DescribeValue(spec, flag.option);
+      if (!old_name.empty()) {
+        flag.old_name = app->add_option(old_name, flag.text)->group("");
+        DescribeValue(spec, flag.old_name);
+      }
     }
-    flag.option = app->add_option(names, flag.text, spec.help);
-    flag.option->type_name(spec.type == OptionType::kInt      ? "INT"
-                           : spec.type == OptionType::kDouble ? "FLOAT"
-                                                              : "TEXT");
-    if (spec.default_text != nullptr) flag.option->default_str(spec.default_text);
-    if (spec.choices != nullptr) flag.option->check(CLI::IsMember(Split(spec.choices)));
+    if (flag.old_name != nullptr) {
+      // Still accepted, with a warning: a script using it goes on working and is told.
+      const std::string warning =
+          old_name + " is an old name: use " + OptionDisplayName(spec, OptionNaming::kFlag);
+      flag.old_name->each([warning](const std::string&) { PrintWarning(warning); });
+      flag.old_name->excludes(flag.option);
+    }
+  }
+
+  // The type, default, choices and the registry's check of a valued option's flag.
+  static void DescribeValue(const OptionSpec& spec, CLI::Option* option) {
+    option->type_name(spec.type == OptionType::kInt      ? "INT"
+                      : spec.type == OptionType::kDouble ? "FLOAT"
+                                                         : "TEXT");
+    if (spec.default_text != nullptr) option->default_str(spec.default_text);
+    if (spec.choices != nullptr) option->check(CLI::IsMember(Split(spec.choices)));
     // The registry's check while parsing, so that a bad value is a usage error (exit 2) of every
     // command, whatever it does with the option later.
-    flag.option->check(CLI::Validator(
+    option->check(CLI::Validator(
         [&spec](std::string& text) -> std::string {
           OptionValues probe(OptionNaming::kFlag);
           const Status status = probe.SetText(spec.flag, text);

@@ -238,7 +238,7 @@ RunFunction Setup(CLI::App* app) {
   app->footer(
       "Examples:\n"
       "  neardup serve store/ --port 8080 --token-file token.txt\n"
-      "  neardup serve store/ --memory-budget 128/fp --expected-documents 1e8\n"
+      "  neardup serve store/ --memory-budget 128/fp --expected-size 1e8\n"
       "  NEARDUP_TOKEN=... neardup serve store/ --host 0.0.0.0 --sync every");
   return [args, token, group_commit]() {
     args->token_given = token->count() > 0;

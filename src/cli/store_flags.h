@@ -25,8 +25,9 @@ namespace neardup::cli {
 
 // The store's flags, made from the option registry (neardup/options.h, kStoreScope and dedup's
 // LSH options for the rule of a new store): --rule, --threshold, --bands, --rows,
-// --bucket-window, --indexed-k (--max-k), --memory-budget, --expected-size
-// (--expected-documents), --memtable-limit, --wal-flush-bytes; names, help, defaults and checks
+// --bucket-window, --indexed-k, --memory-budget, --expected-size, --memtable-limit,
+// --wal-flush-bytes (the old names --max-k and --expected-documents work, with a warning); names,
+// help, defaults and checks
 // are the registry's, as Python's Store keywords.
 class StoreFlags {
  public:

@@ -148,13 +148,13 @@ const OptionSpec kOptions[] = {
     {"indexed_k", "indexed_k", false, T::kInt, kS, "3", 0, 15, nullptr,
      "largest k the index tables of a new store serve (larger k scans); an existing store "
      "refuses another",
-     "max_k", nullptr, false},
+     "~max_k", nullptr, false},
     {"memory_budget", "memory_budget", false, T::kString, kS, "128/fp", 0, 0, nullptr,
      "index memory budget of a new store: bytes (640M, 1.5G) or bytes per fingerprint (128/fp); "
      "0 = unlimited",
      "", nullptr, false},
     {"expected_size", "expected_size", false, T::kDouble, kS, "1e7", 1, 1e15, nullptr,
-     "documents a new store's index design is planned for", "expected_documents", nullptr, false},
+     "documents a new store's index design is planned for", "~expected_documents", nullptr, false},
     {"memtable_limit", "memtable_limit", false, T::kInt, kS, "65536", 1, 1e9, nullptr,
      "documents held in memory before a segment is written", "", nullptr, false},
     {"rule", "rule", false, T::kChoice, kS, "dedup", 0, 0, "dedup|simhash",
@@ -216,12 +216,18 @@ const OptionSpec kOptions[] = {
      "", nullptr, false},
 };
 
-bool Contains(const char* list, std::string_view name) {
+// Whether the '|'-separated `list` holds `name` (with `prefix` before it: '~' for an old name).
+bool Contains(const char* list, std::string_view name, char prefix = 0) {
   if (list == nullptr) return false;
   std::string_view rest(list);
   while (!rest.empty()) {
     const size_t bar = rest.find('|');
-    if (rest.substr(0, bar) == name) return true;
+    std::string_view entry = rest.substr(0, bar);
+    if (prefix == 0 && entry == name) return true;
+    if (prefix != 0 && entry.size() == name.size() + 1 && entry[0] == prefix &&
+        entry.substr(1) == name) {
+      return true;
+    }
     if (bar == std::string_view::npos) break;
     rest.remove_prefix(bar + 1);
   }
@@ -509,7 +515,8 @@ const OptionSpec* FindByKey(std::string_view key) {
 const OptionSpec* FindByFlag(std::string_view name) {
   for (const OptionSpec& spec : kOptions) {
     if (spec.flag == nullptr) continue;
-    if (name == spec.flag || Contains(spec.aliases, name) || (spec.negated && name == spec.key)) {
+    if (name == spec.flag || Contains(spec.aliases, name) || Contains(spec.aliases, name, '~') ||
+        (spec.negated && name == spec.key)) {
       return &spec;
     }
   }
@@ -590,6 +597,9 @@ Status OptionValues::Set(std::string_view name, const OptionValue& value) {
     // "k must be in [0, 16], got 40", "tokenizer: expected one of ...".
     const std::string& why = checked.status().message();
     return Status::InvalidArgument(spelled + (why.rfind("must", 0) == 0 ? " " : ": ") + why);
+  }
+  if (Contains(spec->aliases, name, '~')) {
+    deprecated_.push_back(spelled + " is an old name: use " + OptionDisplayName(*spec, naming_));
   }
   OptionValue stored = std::move(*checked);
   if (spec->negated && name != spec->key) stored = !std::get<bool>(stored);
