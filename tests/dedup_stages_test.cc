@@ -196,6 +196,22 @@ TEST(DecidePairsTest, EachPairDecidedByThePairRuleWhateverTheThreads) {
   std::vector<PairDecision> none;
   DecidePairs(*rule, {}, {}, 0, &none);
   EXPECT_TRUE(none.empty());
+  // PairMeasure::kFast (dedup's verification): DecideFast, the same reasons and similarities of
+  // the accepted pairs.
+  for (int threads : {1, 0}) {
+    std::vector<PairDecision> fast;
+    DecidePairs(*rule, left, right, threads, &fast, PairMeasure::kFast);
+    ASSERT_EQ(fast.size(), left.size());
+    for (size_t i = 0; i < left.size(); ++i) {
+      const PairDecision expected = rule->DecideFast(left[i], right[i]);
+      EXPECT_EQ(fast[i].reason, expected.reason) << i;
+      EXPECT_EQ(fast[i].similarity, expected.similarity) << i;
+      EXPECT_EQ(fast[i].measured, expected.measured) << i;
+      if (fast[i].duplicate()) {
+        EXPECT_EQ(fast[i].similarity, rule->Decide(left[i], right[i]).similarity) << i;
+      }
+    }
+  }
 }
 
 TEST(DocumentColumnsTest, SameFactsAsRunDedupFromOneNormalisation) {

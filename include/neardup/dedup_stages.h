@@ -159,14 +159,21 @@ inline bool PairNeedsShingles(uint8_t sources, uint64_t content_hash_a, uint64_t
   return content_hash_a != content_hash_b || text_bytes_a != text_bytes_b;
 }
 
+// How much DecidePairs measures of a pair.
+enum class PairMeasure {
+  kAll,   // PairRule::Decide: similarity, jaccard and containment of every pair
+  kFast,  // PairRule::DecideFast: the same reasons and accepted similarities, but a pair that
+          // cannot be accepted may stop early (measured = false), as dedup's verification does
+};
+
 // The accept predicate over candidate pairs: (*decisions)[i] = rule.Decide(left[i], right[i]) (the
-// one pair rule; Decide, not DecideFast, so that similarity, jaccard and containment are measured
-// for every pair), on `threads` threads (0 = all cores); the same whatever the thread count.
-// `left` and `right` have the same length (else the shorter one's counts); *decisions gets one
-// decision per pair.
+// one pair rule; with PairMeasure::kFast, DecideFast), on `threads` threads (0 = all cores); the
+// same whatever the thread count. `left` and `right` have the same length (else the shorter one's
+// counts); *decisions gets one decision per pair.
 NEARDUP_EXPORT void DecidePairs(const PairRule& rule, std::span<const PairDocument> left,
                                 std::span<const PairDocument> right, int threads,
-                                std::vector<PairDecision>* decisions);
+                                std::vector<PairDecision>* decisions,
+                                PairMeasure measure = PairMeasure::kAll);
 
 // ---- 4. clusters ------------------------------------------------------------------------------
 

@@ -1285,10 +1285,14 @@ Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* 
   ParallelFor(
       block->size(), threads_,
       [&](size_t begin, size_t end) {
-        std::vector<uint32_t> buffer_a, buffer_b;
-        std::span<const uint32_t> set_a, set_b;
-        uint32_t loaded_a = UINT32_MAX;
-        double weight_a = -1;
+        // Pairs in groups: each group's sets are read (or found in memory), the pairs below the
+        // rule's plain floor settled without a weight, and the others judged by the verification
+        // stage, DecidePairs (DecideFast, as before: the same decisions).
+        constexpr size_t kGroup = 256;
+        std::vector<std::vector<uint32_t>> buffers_a(kGroup), buffers_b(kGroup);
+        std::vector<PairDocument> left, right;
+        std::vector<size_t> judged;  // the block index of left[j], right[j]
+        std::vector<PairDecision> decisions;
         // The weighted size of a document's set, computed once per run (-1 without weights).
         auto weight_of = [&](uint32_t document, std::span<const uint32_t> set) {
           if (!weight_of_) return -1.0;
@@ -1299,40 +1303,57 @@ Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* 
           }
           return w;
         };
-        for (size_t i = begin; i < end; ++i) {
-          if ((*similarity_of)[i] != -2) continue;
-          const uint32_t a = static_cast<uint32_t>((*block)[i] >> 32);
-          const uint32_t b = static_cast<uint32_t>((*block)[i]);
-          Status status;
-          if (a != loaded_a) {  // pairs come sorted by a: one read per document a
-            status = SetOf(a, &buffer_a, &set_a);
-            loaded_a = a;
-            weight_a = -1;  // looked up when a pair of a passes the floor
+        for (size_t group = begin; group < end; group += kGroup) {
+          const size_t group_end = std::min(end, group + kGroup);
+          left.clear();
+          right.clear();
+          judged.clear();
+          size_t used_a = 0, used_b = 0;  // buffers taken in this group
+          std::span<const uint32_t> set_a;
+          uint32_t loaded_a = UINT32_MAX;
+          double weight_a = -1;
+          for (size_t i = group; i < group_end; ++i) {
+            if ((*similarity_of)[i] != -2) continue;
+            const uint32_t a = static_cast<uint32_t>((*block)[i] >> 32);
+            const uint32_t b = static_cast<uint32_t>((*block)[i]);
+            Status status;
+            if (a != loaded_a) {  // pairs come sorted by a: one read per document a
+              status = SetOf(a, &buffers_a[used_a++], &set_a);
+              loaded_a = a;
+              weight_a = -1;  // looked up when a pair of a passes the floor
+            }
+            std::span<const uint32_t> set_b;
+            if (status.ok()) status = SetOf(b, &buffers_b[used_b++], &set_b);
+            if (!status.ok()) {
+              std::lock_guard<std::mutex> lock(read_mutex);
+              read_status = status;
+              loaded_a = UINT32_MAX;
+              continue;
+            }
+            PairDocument doc_a = HashFacts(a), doc_b = HashFacts(b);
+            doc_a.shingles = set_a;
+            doc_b.shingles = set_b;
+            if (!rule_->PassesPlainFloor(doc_a, doc_b)) {  // settled without a weight
+              (*similarity_of)[i] = 0;
+              (*reason_of)[i] = DuplicateReason::kNone;
+              if (verify_ && sampled(i)) measured[i] = Jaccard32(set_a, set_b);
+              continue;
+            }
+            if (weight_a < 0) weight_a = weight_of(a, set_a);
+            doc_a.weight = weight_a;
+            doc_b.weight = weight_of(b, set_b);
+            left.push_back(doc_a);
+            right.push_back(doc_b);
+            judged.push_back(i);
           }
-          if (status.ok()) status = SetOf(b, &buffer_b, &set_b);
-          if (!status.ok()) {
-            std::lock_guard<std::mutex> lock(read_mutex);
-            read_status = status;
-            loaded_a = UINT32_MAX;
-            continue;
-          }
-          PairDocument doc_a = HashFacts(a), doc_b = HashFacts(b);
-          doc_a.shingles = set_a;
-          doc_b.shingles = set_b;
-          if (!rule_->PassesPlainFloor(doc_a, doc_b)) {  // settled without a weight
-            (*similarity_of)[i] = 0;
-            (*reason_of)[i] = DuplicateReason::kNone;
-            if (verify_ && sampled(i)) measured[i] = Jaccard32(set_a, set_b);
-            continue;
-          }
-          if (weight_a < 0) weight_a = weight_of(a, set_a);
-          doc_a.weight = weight_a;
-          doc_b.weight = weight_of(b, set_b);
-          const PairDecision decision = rule_->DecideFast(doc_a, doc_b);
-          (*similarity_of)[i] = decision.similarity;
-          (*reason_of)[i] = decision.reason;
-          if (verify_ && decision.reason == DuplicateReason::kNone && sampled(i)) {
-            measured[i] = Jaccard32(set_a, set_b);
+          DecidePairs(*rule_, left, right, /*threads=*/1, &decisions, PairMeasure::kFast);
+          for (size_t j = 0; j < judged.size(); ++j) {
+            const size_t i = judged[j];
+            (*similarity_of)[i] = decisions[j].similarity;
+            (*reason_of)[i] = decisions[j].reason;
+            if (verify_ && decisions[j].reason == DuplicateReason::kNone && sampled(i)) {
+              measured[i] = Jaccard32(left[j].shingles, right[j].shingles);
+            }
           }
         }
       },

@@ -8,13 +8,17 @@ namespace neardup {
 
 void DecidePairs(const PairRule& rule, std::span<const PairDocument> left,
                  std::span<const PairDocument> right, int threads,
-                 std::vector<PairDecision>* decisions) {
+                 std::vector<PairDecision>* decisions, PairMeasure measure) {
   const size_t n = std::min(left.size(), right.size());
   decisions->assign(n, PairDecision{});
   ParallelFor(
       n, threads,
       [&](size_t begin, size_t end) {
-        for (size_t i = begin; i < end; ++i) (*decisions)[i] = rule.Decide(left[i], right[i]);
+        if (measure == PairMeasure::kFast) {
+          for (size_t i = begin; i < end; ++i) (*decisions)[i] = rule.DecideFast(left[i], right[i]);
+        } else {
+          for (size_t i = begin; i < end; ++i) (*decisions)[i] = rule.Decide(left[i], right[i]);
+        }
       },
       64);
 }
