@@ -482,10 +482,8 @@ class DedupRun {
   // A document's facts for the pair rule without its set (the hashes decide exact and
   // whitespace-only pairs).
   PairDocument HashFacts(uint32_t document) const;
-  // Reads the shingle set of `document` from the spill file.
-  Status LoadShingleSet(uint32_t document, std::vector<uint32_t>* set) const;
-  // The shingle set of `document`: kept from stage 1, or loaded by LoadShingles (read into
-  // `buffer` when spilled).
+  // The shingle set of `document`: kept from stage 1, or loaded by LoadShingles (read into the
+  // first elements of `buffer` when spilled).
   Status SetOf(uint32_t document, std::vector<uint32_t>* buffer,
                std::span<const uint32_t>* set) const;
   // Frees the candidates and shingles, records the verify stage and counts SimHash-only pairs.
@@ -1231,35 +1229,31 @@ PairDocument DedupRun::HashFacts(uint32_t document) const {
   return PairDocument{d.content_hash, d.text_bytes, d.squeezed_hash, {}, 0};
 }
 
-Status DedupRun::LoadShingleSet(uint32_t document, std::vector<uint32_t>* set) const {
-  const uint32_t s = slot_[document];
-  const uint64_t from = shingle_offsets_[s], to = shingle_offsets_[s + 1];
-  set->resize(to - from);
-  return shingle_file_->ReadAt(from * sizeof(uint32_t), set->data(),
-                               (to - from) * sizeof(uint32_t));
-}
-
 Status DedupRun::SetOf(uint32_t document, std::vector<uint32_t>* buffer,
                        std::span<const uint32_t>* set) const {
+  // A spilled set is read into the first elements of `buffer`, which only grows (no clearing of
+  // what the read overwrites).
+  auto read = [&](const SpillFile& file, uint64_t from, uint64_t to) -> Status {
+    if (buffer->size() < to - from) buffer->resize(to - from);
+    NEARDUP_RETURN_IF_ERROR(
+        file.ReadAt(from * sizeof(uint32_t), buffer->data(), (to - from) * sizeof(uint32_t)));
+    *set = std::span<const uint32_t>(buffer->data(), to - from);
+    return Status::Ok();
+  };
   if (document < first_pass_documents_) {
     const uint64_t from = first_offsets_[document], to = first_offsets_[document + 1];
     if (!spill_) {
       *set = std::span<const uint32_t>(first_sets_.data() + from, to - from);
       return Status::Ok();
     }
-    buffer->resize(to - from);
-    NEARDUP_RETURN_IF_ERROR(first_file_->ReadAt(from * sizeof(uint32_t), buffer->data(),
-                                                (to - from) * sizeof(uint32_t)));
-    *set = *buffer;
-    return Status::Ok();
+    return read(*first_file_, from, to);
   }
   if (!spill_) {
     *set = shingles_[slot_[document]];
     return Status::Ok();
   }
-  NEARDUP_RETURN_IF_ERROR(LoadShingleSet(document, buffer));
-  *set = *buffer;
-  return Status::Ok();
+  const uint32_t s = slot_[document];
+  return read(*shingle_file_, shingle_offsets_[s], shingle_offsets_[s + 1]);
 }
 
 Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* similarity_of,

@@ -10,7 +10,8 @@ void DecidePairs(const PairRule& rule, std::span<const PairDocument> left,
                  std::span<const PairDocument> right, int threads,
                  std::vector<PairDecision>* decisions, PairMeasure measure) {
   const size_t n = std::min(left.size(), right.size());
-  decisions->assign(n, PairDecision{});
+  decisions->resize(
+      n);  // each one is written below (resize: no clearing pass over a reused vector)
   ParallelFor(
       n, threads,
       [&](size_t begin, size_t end) {
