@@ -28,11 +28,41 @@ _RUN_KEYS = {"stages", "total_seconds", "documents_per_second", "spill", "dask"}
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, silence_logs=40)
+    # The cluster a user gets from neardup.dask (DASK_SETTINGS applied); the tests below that
+    # make their own LocalCluster run on Dask's default settings.
+    cluster = nd.local_cluster(2)
     with distributed.Client(cluster) as c:
         yield c
     cluster.close()
+
+
+def test_local_cluster_applies_the_settings(client):
+    import dask
+
+    def facts():
+        return (dask.config.get("distributed.worker.profile.enabled"),
+                dask.config.get("distributed.admin.tick.interval"),
+                os.environ.get("MALLOC_MMAP_THRESHOLD_"))
+
+    got = list(client.run(facts).values())
+    assert len(got) == 2
+    for profile, tick, mmap_threshold in got:
+        assert profile is False
+        assert tick == nd.DASK_SETTINGS["distributed.admin.tick.interval"]
+        assert mmap_threshold == str(32 << 20)
+    assert list(client.nthreads().values()) == [1, 1]
+    # The client's own configuration is left as it was.
+    assert dask.config.get("distributed.worker.profile.enabled") is True
+
+
+def test_workers_running_the_profiler_are_named(tmp_path):
+    frame = pd.DataFrame({"id": ["a", "b"], "text": ["one text " * 9, "one text " * 9]})
+    lines = []
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster):
+        result = nd.dedup(dd.from_pandas(frame, npartitions=1), progress=lines.append)
+    assert result.remove == {"b"}
+    assert any(line.startswith("note: 1 of 1 workers run Dask's profiler") for line in lines)
 
 
 @pytest.fixture(scope="module")
