@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""`neardup dedup` (one process) and neardup.dask (a LocalCluster of 2 worker processes) side by
-side on the same N generated documents: wall and CPU time (the Dask figure counts the workers,
-their nannies and the client, which also runs the scheduler), peak memory (the CLI's, and each
-worker's sampled every 0.2 s), bytes shuffled per document, component rounds, and whether the
-outputs are the same files.
+"""`neardup dedup` (one process) and neardup.dask (neardup.dask.local_cluster: 2 worker processes
+of 1 thread, DASK_SETTINGS) side by side on the same N generated documents: wall and CPU time
+(the Dask figure counts each process once by its own user + system time: the workers, and the
+client's process, which also holds the LocalCluster's scheduler and nannies), peak memory (the
+CLI's, and each worker's sampled every 0.2 s by a process not counted), bytes shuffled per
+document, component rounds, and whether the outputs are the same files. --compare-settings runs
+the Dask side a second time on Dask's default settings, right after.
 
     PYTHONPATH=build/python /usr/bin/python3 bench/dask_bench.py 1000000
+    PYTHONPATH=build/python /usr/bin/python3 bench/dask_bench.py --input planted_1m.jsonl \\
+        --compare-settings                   # also on Dask's defaults: same-run ratio
     PYTHONPATH=build/python /usr/bin/python3 bench/dask_bench.py 100000 --input /tmp/planted.jsonl
     PYTHONPATH=build/python /usr/bin/python3 bench/dask_bench.py --scaling 100000 1000000 \\
         --input /tmp/planted_1m.jsonl        # worker peak at two sizes, same partition size

@@ -5,6 +5,9 @@
     result = nd.dedup(nd.read_jsonl("shards/"), output="out/")      # the same
     result = nd.dedup(ddf, output="out/", text_field="body")        # any Dask DataFrame (or Bag)
 
+on the current Dask client (``distributed.Client(nd.local_cluster())`` on one machine: worker
+processes of one thread with :data:`DASK_SETTINGS`, Dask's runtime tuned for long library tasks).
+
 The answer is exactly ``neardup dedup``'s on the same documents in the same order (files: the
 reader's canonical order, sorted paths then line; a DataFrame: partition order, then row order):
 the same clusters, kept and removed ids, the same ``clusters.jsonl``, ``keep.txt``,

@@ -460,6 +460,31 @@ def test_array_calls_reject_inconsistent_arrays():
         m._dask_gather_strings(["a"], np.zeros(3, np.uint8), u64(0))
 
 
+def test_range_lines_moves_ends_to_line_starts_and_counts_breaks(tmp_path):
+    from neardup import _neardup
+
+    data = b"".join(b"x" * (i * 7919 % 300) + b"\n" for i in range(4000)) + b"no final break"
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(data)
+    size = len(data)
+
+    def line_start(position):
+        if position <= 0:
+            return 0
+        if position >= size:
+            return size
+        at = data.find(b"\n", position - 1)
+        return size if at < 0 else at + 1
+
+    for start, end in [(0, size), (0, 1), (1, 2), (5000, 90000), (size - 3, size), (size, size),
+                       (0, 0), (12345, 12346), (300000, 600000)]:
+        s, e = line_start(start), line_start(end)
+        got = _neardup._dask_range_lines(str(path), start, end, size)
+        assert got == {"start": s, "end": e, "breaks": data[s:e].count(b"\n")}, (start, end)
+    with pytest.raises(OSError, match="cannot open"):
+        _neardup._dask_range_lines(str(tmp_path / "missing"), 0, 10, 10)
+
+
 def test_dataframe_rows_become_the_jsonl_the_reader_reads():
     """A DataFrame partition's cells as JSON values: what json.dumps writes for the same Python
     values (NaN, NA and None as null), and text that is not UTF-8 kept invalid so the reader
