@@ -62,20 +62,6 @@ std::length_error TooManyUnits() {
                            std::to_string(Trie::kMaxUnits) + " trie units");
 }
 
-// The first base from `start` on at which every kid's unit (base + code) is free in `used`; a
-// bitmap word tests 64 candidate bases at once.
-template <typename KidIterator>
-size_t FirstFreeBase(KidIterator kids_begin, KidIterator kids_end, const UsedSlots& used,
-                     size_t start) {
-  for (size_t window = start;; window += 64) {
-    uint64_t fits = ~uint64_t{0};  // bit j: base window + j fits the kids seen so far
-    for (auto kid = kids_begin; kid != kids_end && fits != 0; ++kid) {
-      fits &= ~used.At(window + kid->first);  // bit j: whether slot window + code + j is used
-    }
-    if (fits != 0) return window + static_cast<size_t>(std::countr_zero(fits));
-  }
-}
-
 }  // namespace
 
 struct Trie::ChildLists {
@@ -230,7 +216,8 @@ std::vector<uint32_t> Trie::PlaceNodes(const TrieBuilder& builder, const ChildLi
         const size_t size_class = std::min<size_t>(kids_end - kids_begin, kSizeClasses - 1);
         const size_t start =
             std::max(free_head > first_code ? free_head - first_code : 1, last_base[size_class]);
-        base = FirstFreeBase(kids_begin, kids_end, used, start);
+        base = used.FirstFreeBase(
+            kids_begin, kids_end, [](const auto& kid) { return kid.first; }, start);
         last_base[size_class] = base;
       }
       const uint32_t unit = node_of[parent];
