@@ -219,6 +219,7 @@ class Scanner {
   }
 
   std::string_view text() const { return text_; }
+  const std::array<uint8_t, 0x10000>& table() const { return table_; }
   size_t size() const { return text_.size(); }
 
  private:
@@ -357,7 +358,7 @@ MidJoin JoinAcrossMid(const Scanner& scanner, bool content_only, size_t* pos, Wo
 // Extends the word before *pos over every code point that continues it (WB4-WB13b), moving *pos
 // to its end. Returns false when it meets a code point left to ICU.
 bool ExtendWord(const Scanner& scanner, bool content_only, size_t* pos, Word* word) {
-  const std::array<uint8_t, 0x10000>& table = BmpClasses();
+  const std::array<uint8_t, 0x10000>& table = scanner.table();
   const char* const data = scanner.text().data();
   const size_t n = scanner.size();
   size_t p = *pos;

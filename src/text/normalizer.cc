@@ -600,50 +600,73 @@ void TextNormalizer::Impl::AppendLowerOrCopy(std::string_view ascii, std::string
   }
 }
 
-// One SegmentNormalize over a text, in two states. Direct (icu_ == kNone): text[run_, p_) are
-// kept code points not yet copied out. ICU (icu_ != kNone): text[icu_, p_) is a run of whole
-// pieces that goes to ICU. prev_ / prev_out_: where the last code point handled directly starts,
-// in the text and (when it was written out, prev_ < run_) in the output: it is handed to ICU
-// after all when the code point after it has no boundary before it.
+// One SegmentNormalize over a text, in two states, at position p. Direct (icu == kNone):
+// text[run_, p) are kept code points not yet copied out. ICU (icu != kNone): text[icu, p) is a
+// run of whole pieces that goes to ICU. prev / prev_out: where the last code point handled
+// directly starts, in the text and (when it was written out, prev < run_) in the output: it is
+// handed to ICU after all when the code point after it has no boundary before it.
+// Speed: p, icu, prev and prev_out are Run's locals handed to the steps, every step is inlined
+// into Run and Run into SegmentNormalize, and ICU's output buffer is the caller's, so that no
+// state escapes to a call and all of it stays in registers.
 class TextNormalizer::Impl::SegmentPass {
  public:
-  SegmentPass(const Impl& impl, std::string_view text, std::string* out)
+  // `icu_out`: scratch for ICU's output.
+  SegmentPass(const Impl& impl, std::string_view text, std::string* out, std::string* icu_out)
       : impl_(impl),
         t_(*impl.tables),
         fold_(impl.options.case_fold),
         text_(text),
         in_(reinterpret_cast<const unsigned char*>(text.data())),
         n_(text.size()),
-        out_(out) {}
+        out_(out),
+        icu_out_(icu_out) {}
 
-  Status Run() {
+  [[gnu::always_inline]] Status Run() {
     // Output through a raw pointer into *out_, grown as needed; `used_` bytes are written.
     out_->resize(n_ + 64);
-    while (p_ < n_) {
-      if (icu_ == kNone) {
-        SkipKeptBelowU0800();
-        if (p_ >= n_) break;
+    const unsigned char* const in = in_;
+    const size_t n = n_;
+    const SegmentTables& t = t_;
+    size_t p = 0, icu = kNone, prev = kNone, prev_out = 0;
+    while (p < n) {
+      if (icu == kNone) {
+        p = SkipKeptBelowU0800(p, &prev, &prev_out);
+        if (p >= n) break;
       }
       size_t len = 0;
-      const char32_t c = DecodeAt(p_, &len);
+      const char32_t c = DecodeAt(in, n, p, &len);
       const bool bmp = c < 0x10000;
-      if (bmp && t_.Has(t_.kept, c)) {
-        if (icu_ != kNone) NEARDUP_RETURN_IF_ERROR(FlushIcu(p_));
-        prev_ = p_;
-        p_ += len;
+      if (bmp && t.Has(t.kept, c)) {
+        if (icu != kNone) {
+          NEARDUP_RETURN_IF_ERROR(FlushIcu(icu, p));
+          icu = kNone;
+        }
+        prev = p;
+        p += len;
         continue;
       }
-      if (c < SegmentTables::kMappedLimit && t_.mapped[c].size != 0) {
-        NEARDUP_RETURN_IF_ERROR(WriteMapped(t_.mapped[c], len));
+      if (c < SegmentTables::kMappedLimit && t.mapped[c].size != 0) {
+        // A piece of its own, replaced from the table.
+        if (icu != kNone) {
+          NEARDUP_RETURN_IF_ERROR(FlushIcu(icu, p));
+          icu = kNone;
+        } else {
+          CopyRun(p);
+        }
+        prev = p;
+        prev_out = used_;
+        WriteMapped(t.mapped[c]);
+        p += len;
+        run_ = p;
         continue;
       }
-      if (icu_ == kNone) StartIcuPiece(bmp && t_.Has(t_.boundary, c));
-      p_ += len;
+      if (icu == kNone) icu = StartIcuPiece(p, prev, prev_out, bmp && t.Has(t.boundary, c));
+      p += len;
     }
-    if (icu_ != kNone) {
-      NEARDUP_RETURN_IF_ERROR(FlushIcu(n_));
+    if (icu != kNone) {
+      NEARDUP_RETURN_IF_ERROR(FlushIcu(icu, n));
     } else {
-      CopyRun(n_);
+      CopyRun(n);
     }
     out_->resize(used_);
     return Status::Ok();
@@ -664,118 +687,117 @@ class TextNormalizer::Impl::SegmentPass {
     used_ += end - run_;
   }
 
-  // Ends the ICU state at `end` (a boundary): the pieces so far go to ICU, through `icu_out_` and
-  // then copied, so *out_ keeps its size (shrinking it to `used_` here made the next Ensure()
-  // zero the whole tail again: quadratic in the text on pieces that alternate with kept runs).
-  Status FlushIcu(size_t end) {
-    icu_out_.clear();
-    NEARDUP_RETURN_IF_ERROR(impl_.IcuNormalize(text_.substr(icu_, end - icu_), fold_, &icu_out_));
-    Ensure(icu_out_.size());
-    std::memcpy(out_->data() + used_, icu_out_.data(), icu_out_.size());
-    used_ += icu_out_.size();
-    icu_ = kNone;
+  // Ends the ICU state at `end` (a boundary): the pieces text[begin, end) go to ICU, through
+  // `icu_out_` and then copied, so *out_ keeps its size (shrinking it to `used_` here made the
+  // next Ensure() zero the whole tail again: quadratic in the text on pieces that alternate with
+  // kept runs).
+  [[gnu::always_inline]] Status FlushIcu(size_t begin, size_t end) {
+    icu_out_->clear();
+    NEARDUP_RETURN_IF_ERROR(impl_.IcuNormalize(text_.substr(begin, end - begin), fold_, icu_out_));
+    Ensure(icu_out_->size());
+    std::memcpy(out_->data() + used_, icu_out_->data(), icu_out_->size());
+    used_ += icu_out_->size();
     run_ = end;
     return Status::Ok();
   }
 
   // Direct state: kept code points below U+0800 (ASCII, Latin, Greek, Cyrillic, Hebrew, Arabic,
-  // ...) need nothing but moving on; they are copied out in one piece later. Stops at the first
-  // other code point.
-  void SkipKeptBelowU0800() {
-    while (p_ < n_) {
-      const unsigned char b = in_[p_];
+  // ...) from `p` on need nothing but moving on; they are copied out in one piece later. Returns
+  // where the first other code point starts.
+  size_t SkipKeptBelowU0800(size_t p, size_t* prev, size_t* prev_out) {
+    const unsigned char* const in = in_;
+    const size_t n = n_;
+    const std::array<uint8_t, 0x800>& kept_small = t_.kept_small;
+    while (p < n) {
+      const unsigned char b = in[p];
       if (b < 0x80) {
 #ifdef __SSE2__
-        if (n_ - p_ >= 16 && SkipSixteenAscii()) continue;
+        // Sixteen ASCII bytes: each has a boundary before it and maps to itself, lowercased when
+        // case folding (checked at Create: ascii_shortcut).
+        if (n - p >= 16) {
+          const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + p));
+          if (_mm_movemask_epi8(v) == 0) {
+            const __m128i d = _mm_sub_epi8(v, _mm_set1_epi8('A'));
+            const __m128i upper = _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(25)), d);
+            if (fold_ && _mm_movemask_epi8(upper) != 0) {
+              WriteLowercased(p, v, upper);
+              *prev_out = used_ - 1;
+            }
+            *prev = p + 15;
+            p += 16;
+            continue;
+          }
+        }
 #endif
-        if (!t_.kept_small[b]) break;
-        prev_ = p_;
-        p_ += 1;
-      } else if (b >= 0xC2 && b < 0xE0 && p_ + 1 < n_) {
-        const char32_t c = (static_cast<char32_t>(b & 0x1F) << 6) | (in_[p_ + 1] & 0x3F);
-        if (!t_.kept_small[c]) break;
-        prev_ = p_;
-        p_ += 2;
+        if (!kept_small[b]) break;
+        *prev = p;
+        p += 1;
+      } else if (b >= 0xC2 && b < 0xE0 && p + 1 < n) {
+        const char32_t c = (static_cast<char32_t>(b & 0x1F) << 6) | (in[p + 1] & 0x3F);
+        if (!kept_small[c]) break;
+        *prev = p;
+        p += 2;
       } else {
         break;
       }
     }
+    return p;
   }
 
 #ifdef __SSE2__
-  // Sixteen ASCII bytes at p_: each has a boundary before it and maps to itself, lowercased when
-  // case folding (checked at Create: ascii_shortcut), so they are passed (and written out
-  // lowercased when one is uppercase). False when one of them is not ASCII.
-  bool SkipSixteenAscii() {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in_ + p_));
-    if (_mm_movemask_epi8(v) != 0) return false;
-    const __m128i d = _mm_sub_epi8(v, _mm_set1_epi8('A'));
-    const __m128i upper = _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(25)), d);
-    if (fold_ && _mm_movemask_epi8(upper) != 0) {
-      CopyRun(p_);
-      Ensure(16);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out_->data() + used_),
-                       _mm_add_epi8(v, _mm_and_si128(upper, _mm_set1_epi8(0x20))));
-      prev_out_ = used_ + 15;
-      used_ += 16;
-      run_ = p_ + 16;
-    }
-    prev_ = p_ + 15;
-    p_ += 16;
-    return true;
+  // The sixteen ASCII bytes `v` at `p`, of which those marked in `upper` are uppercase, written
+  // out lowercased (after the kept code points before them).
+  void WriteLowercased(size_t p, __m128i v, __m128i upper) {
+    CopyRun(p);
+    Ensure(16);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out_->data() + used_),
+                     _mm_add_epi8(v, _mm_and_si128(upper, _mm_set1_epi8(0x20))));
+    used_ += 16;
+    run_ = p + 16;
   }
 #endif
 
-  // The code point at `p` and its length in *len; 0x10000 (no boundary before it, not tabled)
-  // for supplementary planes and for a byte that starts no complete sequence.
-  char32_t DecodeAt(size_t p, size_t* len) const {
-    const unsigned char b = in_[p];
+  // The code point at in[p] (of n bytes) and its length in *len; 0x10000 (no boundary before it,
+  // not tabled) for supplementary planes and for a byte that starts no complete sequence.
+  static char32_t DecodeAt(const unsigned char* in, size_t n, size_t p, size_t* len) {
+    const unsigned char b = in[p];
     *len = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
     if (b < 0x80) return b;
-    if (b < 0xC0 || p + *len > n_) {
+    if (b < 0xC0 || p + *len > n) {
       *len = 1;  // not a lead byte or a truncated sequence (the text is valid UTF-8 by now)
       return 0x10000;
     }
-    if (b < 0xE0) return (static_cast<char32_t>(b & 0x1F) << 6) | (in_[p + 1] & 0x3F);
+    if (b < 0xE0) return (static_cast<char32_t>(b & 0x1F) << 6) | (in[p + 1] & 0x3F);
     if (b < 0xF0) {
       return (static_cast<char32_t>(b & 0x0F) << 12) |
-             (static_cast<char32_t>(in_[p + 1] & 0x3F) << 6) | (in_[p + 2] & 0x3F);
+             (static_cast<char32_t>(in[p + 1] & 0x3F) << 6) | (in[p + 2] & 0x3F);
     }
     return 0x10000;  // supplementary planes: treated as having no boundary before them
   }
 
-  // A code point of `len` bytes at p_ with a tabled replacement: a piece of its own, replaced.
-  Status WriteMapped(const SegmentTables::Mapped& m, size_t len) {
-    if (icu_ != kNone) {
-      NEARDUP_RETURN_IF_ERROR(FlushIcu(p_));
-    } else {
-      CopyRun(p_);
-    }
+  // The tabled replacement `m` written out (its size counted; the table's slack bytes are
+  // overwritten by what follows).
+  void WriteMapped(const SegmentTables::Mapped& m) {
     Ensure(sizeof(m.bytes));
     std::memcpy(out_->data() + used_, m.bytes, sizeof(m.bytes));
-    prev_ = p_;
-    prev_out_ = used_;
     used_ += m.size;
-    p_ += len;
-    run_ = p_;
-    return Status::Ok();
   }
 
-  // Direct state, at a code point that goes to ICU: the ICU state starts at it when it has a
-  // `boundary` before it, else at the code point before it (taken back if it was written out).
-  void StartIcuPiece(bool boundary) {
+  // Direct state, at p, a code point that goes to ICU: returns where the ICU state starts, at it
+  // when it has a `boundary` before it, else at the code point before it, `prev` (taken back
+  // from the output, at `prev_out`, if it was written out).
+  size_t StartIcuPiece(size_t p, size_t prev, size_t prev_out, bool boundary) {
     if (boundary) {
-      CopyRun(p_);  // a piece of its own starts here
-      icu_ = p_;
-    } else if (prev_ == kNone) {
-      icu_ = p_;  // only at the start of the text
-    } else if (prev_ >= run_) {
-      CopyRun(prev_);  // the kept code point before belongs to this piece
-      icu_ = prev_;
-    } else {
-      used_ = prev_out_;  // take back what the code point before wrote: it belongs to this piece
-      icu_ = prev_;
+      CopyRun(p);  // a piece of its own starts here
+      return p;
     }
+    if (prev == kNone) return p;  // only at the start of the text
+    if (prev >= run_) {
+      CopyRun(prev);  // the kept code point before belongs to this piece
+    } else {
+      used_ = prev_out;  // take back what the code point before wrote: it belongs to this piece
+    }
+    return prev;
   }
 
   const Impl& impl_;
@@ -785,17 +807,14 @@ class TextNormalizer::Impl::SegmentPass {
   const unsigned char* const in_;
   const size_t n_;
   std::string* const out_;
-  std::string icu_out_;
+  std::string* const icu_out_;
   size_t used_ = 0;
-  size_t icu_ = kNone;
   size_t run_ = 0;
-  size_t prev_ = kNone;
-  size_t prev_out_ = 0;
-  size_t p_ = 0;
 };
 
 Status TextNormalizer::Impl::SegmentNormalize(std::string_view text, std::string* out) const {
-  return SegmentPass(*this, text, out).Run();
+  std::string icu_out;
+  return SegmentPass(*this, text, out, &icu_out).Run();
 }
 
 // The plain path: every step over the whole text, fresh buffers (the reference the fast path is
