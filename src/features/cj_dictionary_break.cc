@@ -230,10 +230,13 @@ struct PendingNode {
 
 // The children of `p` among the words of `chars` / `starts` sorted by `order`: their codes into
 // *codes and the first word of each into *firsts (and p->hi after the last); sets p->children.
-// Returns the word ending at p (duplicates, none in ICU's data, keep the first), or -1.
-int64_t ChildrenOf(const std::vector<char32_t>& chars, const std::vector<uint32_t>& starts,
-                   const std::vector<uint32_t>& order, PendingNode* p, std::vector<uint32_t>* codes,
-                   std::vector<uint32_t>* firsts) {
+// Returns the word ending at p (duplicates, none in ICU's data, keep the first), or -1. (Inlined:
+// it runs twice for every node.)
+[[gnu::always_inline]] inline int64_t ChildrenOf(const std::vector<char32_t>& chars,
+                                                 const std::vector<uint32_t>& starts,
+                                                 const std::vector<uint32_t>& order, PendingNode* p,
+                                                 std::vector<uint32_t>* codes,
+                                                 std::vector<uint32_t>* firsts) {
   auto key_size = [&](size_t w) { return starts[w + 1] - starts[w]; };
   codes->clear();
   firsts->clear();

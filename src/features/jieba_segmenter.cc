@@ -226,7 +226,7 @@ std::vector<uint32_t> Trie::PlaceNodes(const TrieBuilder& builder, const ChildLi
       for (auto kid = kids_begin; kid != kids_end; ++kid) {
         const size_t t = base + kid->first;
         if (t >= kMaxUnits) throw TooManyUnits();
-        GrowUnitsTo(t + 1);
+        if (t >= units_.size()) GrowUnitsTo(t + 1);
         used.Mark(t);
         units_[t] = MakeUnit(0, unit, weights->IndexOf(builder.Freq(kid->second), t));
         node_of[kid->second] = static_cast<uint32_t>(t);
