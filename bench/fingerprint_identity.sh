@@ -7,7 +7,7 @@
 set -uo pipefail
 old=$(realpath "$1")
 new=$(realpath "$2")
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 shared=${NEARDUP_SHARED:-../shared}
 if [ ! -d "$shared/corpus" ] || [ ! -f "$shared/devpairs/docs.jsonl" ]; then
   echo "fingerprint_identity: skipped: $shared/corpus and $shared/devpairs not found (set NEARDUP_SHARED)"

@@ -6,10 +6,10 @@
 set -euo pipefail
 min=${1:-100}
 cd "$(dirname "$0")/.."
-command -v ctags >/dev/null && ctags --version 2>/dev/null | grep -q "Universal Ctags" || {
+if ! ctags --version 2>/dev/null | grep -q "Universal Ctags"; then
   echo "long_functions: needs Universal Ctags (apt-get install universal-ctags)" >&2
   exit 2
-}
+fi
 ctags -R --languages=C++ --kinds-C++=f --fields=+ne --extras=+q -o - --output-format=u-ctags \
   src include python/src 2>/dev/null |
   awk -F'\t' -v min="$min" '{
