@@ -699,16 +699,6 @@ py::tuple SharedOf(py::handle hash_array, py::handle doc_array) {
   return py::make_tuple(Take(std::move(shared)), Take(std::move(group_first)));
 }
 
-// Whether a pair whose sets hold size_a and size_b values may be accepted by a rule whose lowest
-// accepted plain Jaccard is `lowest` (LowestAcceptedJaccard): the Jaccard is at most min / max
-// (with a margin, so a rounding never rules out a pair the rule would accept). Two empty sets
-// have Jaccard 1.
-bool MayReachJaccard(uint64_t size_a, uint64_t size_b, double lowest) {
-  const uint64_t small = std::min(size_a, size_b), large = std::max(size_a, size_b);
-  return large == 0 ||
-         static_cast<double>(small) >= lowest * static_cast<double>(large) * (1 - 1e-9);
-}
-
 // The facts of document x the pair rule reads from hashes (no shingles).
 PairDocument HashFacts(const View<uint64_t>& content, const View<uint64_t>& bytes,
                        const View<uint64_t>& squeezed, uint32_t x) {
@@ -771,7 +761,6 @@ py::array_t<bool> NeedsShingles(py::handle a_array, py::handle b_array, py::hand
   if (canonical.size() != c.content.size()) throw py::value_error("canonical of a different size");
   const std::shared_ptr<const PairRule> rule = RuleFor(kwargs, key);
   const bool verify = rule->options().jaccard_threshold > 0;
-  const double lowest = LowestAcceptedJaccard(rule->options());
   py::array_t<bool> out(static_cast<py::ssize_t>(c.a.size()));
   bool* need = out.mutable_data();
   for (size_t i = 0; i < c.a.size(); ++i) {
@@ -780,7 +769,7 @@ py::array_t<bool> NeedsShingles(py::handle a_array, py::handle b_array, py::hand
         verify &&
         !ByHashes(rule->Decide(HashFacts(c.content, c.bytes, c.squeezed, x),
                                HashFacts(c.content, c.bytes, c.squeezed, y))) &&
-        (MayReachJaccard(c.sizes[x], c.sizes[y], lowest) || SampleLevel(canonical, x, y) >= level);
+        (rule->MayAcceptBySizes(c.sizes[x], c.sizes[y]) || SampleLevel(canonical, x, y) >= level);
   }
   return out;
 }
@@ -805,7 +794,6 @@ py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle content
   const size_t n = c.content.size();
   const std::shared_ptr<const PairRule> rule = RuleFor(kwargs, key);
   const bool verify = rule->options().jaccard_threshold > 0;
-  const double lowest = LowestAcceptedJaccard(rule->options());
   if (verify) {
     if (set_offsets.size() != n + 1) throw py::value_error("set offsets of a different size");
     for (size_t i = 0; i < n; ++i) {
@@ -838,7 +826,7 @@ py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle content
             similarity[i] = 0;
             const int sampled = SampleLevel(canonical, x, y);
             sample_level[i] = static_cast<uint8_t>(sampled);
-            const bool reachable = MayReachJaccard(c.sizes[x], c.sizes[y], lowest);
+            const bool reachable = rule->MayAcceptBySizes(c.sizes[x], c.sizes[y]);
             if (!reachable && sampled < level) continue;  // sets not read: rejected, unmeasured
             doc_x.shingles = std::span<const uint32_t>(set_values.data() + set_offsets[x],
                                                        set_offsets[x + 1] - set_offsets[x]);
