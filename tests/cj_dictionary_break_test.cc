@@ -12,10 +12,12 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "features/cj_dictionary_break.h"
+#include "features/used_slots.h"
 #include "neardup/document_reader.h"
 #include "neardup/text.h"
 #include "shared_data.h"
@@ -231,6 +233,48 @@ TEST(CjDictionaryBreakTest, CorpusMatchesIcu) {
   ASSERT_TRUE(per_file.count("ja_manpages.jsonl"));
   const auto& ja = per_file["ja_manpages.jsonl"];
   EXPECT_GT(ja.first * 10, ja.second * 9);
+}
+
+// The base search both double-array tries (this dictionary's and jieba's) place nodes with: the
+// first base from `start` on at which every code's slot is free, across 64-slot windows, as a
+// slot-by-slot search finds it.
+TEST(UsedSlots, FirstFreeBaseIsTheFirstBaseWhereEveryCodeFits) {
+  const auto code = [](uint32_t c) { return c; };
+  UsedSlots used(16);
+  for (size_t i = 1; i <= 70; ++i) {
+    if (i != 40 && i != 42) used.Mark(i);
+  }
+  const std::vector<uint32_t> pair = {0, 2};
+  EXPECT_EQ(used.FirstFreeBase(pair.begin(), pair.end(), code, 1), 40u);
+  EXPECT_EQ(used.FirstFreeBase(pair.begin(), pair.end(), code, 41), 71u);  // past the window
+  const std::vector<uint32_t> one = {5};
+  EXPECT_EQ(used.FirstFreeBase(one.begin(), one.end(), code, 1), 35u);
+
+  std::mt19937 random(20261126);
+  UsedSlots dense(64);
+  std::vector<bool> marked(4096, false);
+  marked[0] = true;  // the root
+  for (size_t i = 1; i < marked.size(); ++i) {
+    if (random() % 10 < 8) {
+      dense.Mark(i);
+      marked[i] = true;
+    }
+  }
+  for (int round = 0; round < 200; ++round) {
+    std::vector<uint32_t> codes(1 + random() % 4);
+    for (uint32_t& c : codes) c = random() % 200;
+    std::sort(codes.begin(), codes.end());
+    const size_t start = 1 + random() % 2000;
+    size_t expected = start;
+    const auto fits = [&](size_t base) {
+      return std::all_of(codes.begin(), codes.end(), [&](uint32_t c) {
+        return base + c >= marked.size() || !marked[base + c];
+      });
+    };
+    while (!fits(expected)) ++expected;
+    EXPECT_EQ(dense.FirstFreeBase(codes.begin(), codes.end(), code, start), expected)
+        << "round " << round;
+  }
 }
 
 }  // namespace

@@ -119,7 +119,9 @@ TEST(PairRuleTest, MatchesReferenceOnRandomSetsWithoutWeights) {
       stopped += !fast.measured;
       // The size bound never rules out a pair the rule accepts.
       const bool may = rule->MayAcceptBySizes(a.size(), b.size());
-      if (want.duplicate()) EXPECT_TRUE(may) << a.size() << " vs " << b.size();
+      if (want.duplicate()) {
+        EXPECT_TRUE(may) << a.size() << " vs " << b.size();
+      }
       ruled_out += !may;
     }
   }
@@ -167,7 +169,9 @@ TEST(PairRuleTest, MatchesReferenceOnRandomSetsWithBoilerplateWeights) {
       da.weight = rule->Weight(a);
       db.weight = rule->Weight(b);
       ExpectSame(rule->DecideFast(da, db), want, "DecideFast with weights");
-      if (want.duplicate()) EXPECT_TRUE(rule->MayAcceptBySizes(a.size(), b.size()));
+      if (want.duplicate()) {
+        EXPECT_TRUE(rule->MayAcceptBySizes(a.size(), b.size()));
+      }
       duplicates += want.duplicate();
     }
     EXPECT_GT(duplicates, 300);

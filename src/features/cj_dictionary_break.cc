@@ -206,12 +206,73 @@ CjDictionary::CjDictionary(const std::vector<std::pair<std::u32string, int32_t>>
   Build(std::move(list));
 }
 
+namespace {
+
+// The words of `chars` (word w is chars[starts[w], starts[w + 1])) in lexicographic order.
+std::vector<uint32_t> SortedWords(const std::vector<char32_t>& chars,
+                                  const std::vector<uint32_t>& starts) {
+  std::vector<uint32_t> order(starts.size() - 1);
+  for (size_t w = 0; w < order.size(); ++w) order[w] = static_cast<uint32_t>(w);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return std::lexicographical_compare(chars.begin() + starts[a], chars.begin() + starts[a + 1],
+                                        chars.begin() + starts[b], chars.begin() + starts[b + 1]);
+  });
+  return order;
+}
+
+// A trie node being placed: its slot and the range [lo, hi) of sorted words below it (the word
+// ending at the node, if any, first), `depth` codes long.
+struct PendingNode {
+  uint32_t node;
+  uint32_t lo, hi, depth;
+  uint32_t children = 0;
+};
+
+// The children of `p` among the words of `chars` / `starts` sorted by `order`: their codes into
+// *codes and the first word of each into *firsts (and p->hi after the last); sets p->children.
+// Returns the word ending at p (duplicates, none in ICU's data, keep the first), or -1. (Inlined:
+// it runs twice for every node.)
+[[gnu::always_inline]] inline int64_t ChildrenOf(const std::vector<char32_t>& chars,
+                                                 const std::vector<uint32_t>& starts,
+                                                 const std::vector<uint32_t>& order, PendingNode* p,
+                                                 std::vector<uint32_t>* codes,
+                                                 std::vector<uint32_t>* firsts) {
+  auto key_size = [&](size_t w) { return starts[w + 1] - starts[w]; };
+  codes->clear();
+  firsts->clear();
+  int64_t ending = -1;
+  uint32_t lo = p->lo;
+  if (lo < p->hi && key_size(order[lo]) == p->depth) {
+    ending = order[lo];
+    ++lo;
+    while (lo < p->hi && key_size(order[lo]) == p->depth) ++lo;
+  }
+  for (uint32_t w = lo; w < p->hi; ++w) {
+    const uint32_t code = chars[starts[order[w]] + p->depth];
+    if (codes->empty() || codes->back() != code) {
+      codes->push_back(code);
+      firsts->push_back(w);
+    }
+  }
+  firsts->push_back(p->hi);
+  p->children = static_cast<uint32_t>(codes->size());
+  return ending;
+}
+
+}  // namespace
+
 void CjDictionary::Build(WordList list) {
-  const size_t word_total = list.costs.size();
-  // Codes by how often a code point occurs in the words, commonest first (children of a node then
-  // sit close together).
+  const uint32_t max_code = AssignCodes(list.chars);
+  // The words as code sequences (in place of the code points), sorted: the words below a trie
+  // node are a contiguous range.
+  for (char32_t& cp : list.chars) cp = Code(cp);
+  const std::vector<uint32_t> order = SortedWords(list.chars, list.starts);
+  PlaceWords(list, order, max_code);
+}
+
+uint32_t CjDictionary::AssignCodes(const std::vector<char32_t>& chars) {
   std::unordered_map<char32_t, size_t> counts;
-  for (char32_t cp : list.chars) ++counts[cp];
+  for (char32_t cp : chars) ++counts[cp];
   std::vector<std::pair<size_t, char32_t>> by_count;
   by_count.reserve(counts.size());
   for (const auto& [cp, count] : counts) by_count.emplace_back(count, cp);
@@ -227,105 +288,59 @@ void CjDictionary::Build(WordList list) {
       other_codes_[by_count[i].second] = code;
     }
   }
-  const uint32_t max_code = static_cast<uint32_t>(by_count.size());
-  // The words as code sequences (in place of the code points), sorted: the words below a trie
-  // node are a contiguous range.
-  for (char32_t& cp : list.chars) cp = Code(cp);
-  const std::vector<char32_t>& codes = list.chars;
-  auto key_size = [&](size_t w) { return list.starts[w + 1] - list.starts[w]; };
-  auto key_at = [&](size_t w, size_t depth) { return codes[list.starts[w] + depth]; };
-  std::vector<uint32_t> order(word_total);
-  for (size_t w = 0; w < order.size(); ++w) order[w] = static_cast<uint32_t>(w);
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return std::lexicographical_compare(
-        codes.begin() + list.starts[a], codes.begin() + list.starts[a + 1],
-        codes.begin() + list.starts[b], codes.begin() + list.starts[b + 1]);
-  });
+  return static_cast<uint32_t>(by_count.size());
+}
 
-  // Double-array placement as in the jieba trie (jieba_segmenter.cc): level by level, in a level
-  // the nodes with the most children first, each node's children at the first base where all are
-  // free, searched from the base of the last node with as many children; a bitmap of the used
-  // slots tests 64 candidate bases at once.
+// Double-array placement as in the jieba trie (jieba_segmenter.cc): level by level, in a level
+// the nodes with the most children first, each node's children at the first base where all are
+// free, searched from the base of the last node with as many children.
+void CjDictionary::PlaceWords(const WordList& list, const std::vector<uint32_t>& order,
+                              uint32_t max_code) {
+  const size_t word_total = list.costs.size();
   units_.assign(word_total * 3 + max_code + 64, Unit{});
   UsedSlots used(units_.size());
-  auto used_at = [&](size_t p) { return used.At(p); };  // bit j: whether slot p + j is used
-  auto mark_used = [&](size_t i) {
-    if (i >= units_.size()) units_.resize(std::max(i + 1, units_.size() + units_.size() / 2));
-    used.Mark(i);
-  };
-  // A node: its slot and the range of sorted words below it (the word ending at the node, if
-  // any, first).
-  struct Pending {
-    uint32_t node;
-    uint32_t lo, hi, depth;
-    uint32_t children = 0;
-  };
-  std::vector<Pending> level, next_level;
+  std::vector<PendingNode> level, next_level;
   level.push_back({kRoot, 0, static_cast<uint32_t>(word_total), 0});
   std::vector<uint32_t> child_codes;
   std::vector<uint32_t> child_starts;
-  // The children of `p` (codes and word ranges); records the cost of the word ending at p.
-  auto children_of = [&](Pending& p, bool record) {
-    child_codes.clear();
-    child_starts.clear();
-    uint32_t lo = p.lo;
-    if (lo < p.hi && key_size(order[lo]) == p.depth) {
-      if (record) {
-        units_[p.node].cost = list.costs[order[lo]];
-        ++word_count_;
-      }
-      ++lo;
-      // Duplicates (none in ICU's data) keep the first.
-      while (lo < p.hi && key_size(order[lo]) == p.depth) ++lo;
-    }
-    for (uint32_t w = lo; w < p.hi; ++w) {
-      const uint32_t code = key_at(order[w], p.depth);
-      if (child_codes.empty() || child_codes.back() != code) {
-        child_codes.push_back(code);
-        child_starts.push_back(w);
-      }
-    }
-    child_starts.push_back(p.hi);
-    p.children = static_cast<uint32_t>(child_codes.size());
-  };
   size_t free_head = 1;  // no free slot below this
   size_t end_used = 1;   // one past the last used slot
   constexpr size_t kSizeClasses = 16;
   std::array<size_t, kSizeClasses> last_base;
   last_base.fill(1);
   while (!level.empty()) {
-    for (Pending& p : level) children_of(p, /*record=*/true);
-    std::stable_sort(level.begin(), level.end(),
-                     [](const Pending& a, const Pending& b) { return a.children > b.children; });
-    next_level.clear();
-    for (Pending& p : level) {
-      if (p.children == 0) continue;  // a leaf: base 0
-      children_of(p, /*record=*/false);
-      const size_t size_class = std::min<size_t>(child_codes.size(), kSizeClasses - 1);
-      size_t window = free_head > child_codes[0] ? free_head - child_codes[0] : 1;
-      window = std::max(window, last_base[size_class]);
-      size_t base = 0;
-      for (;; window += 64) {
-        uint64_t fits = ~uint64_t{0};  // bit j: base window + j fits the children seen so far
-        for (size_t c = 0; c < child_codes.size() && fits != 0; ++c) {
-          fits &= ~used_at(window + child_codes[c]);
-        }
-        if (fits != 0) {
-          base = window + static_cast<size_t>(std::countr_zero(fits));
-          break;
-        }
+    for (PendingNode& p : level) {
+      const int64_t ending =
+          ChildrenOf(list.chars, list.starts, order, &p, &child_codes, &child_starts);
+      if (ending >= 0) {
+        units_[p.node].cost = list.costs[static_cast<size_t>(ending)];
+        ++word_count_;
       }
+    }
+    std::stable_sort(level.begin(), level.end(), [](const PendingNode& a, const PendingNode& b) {
+      return a.children > b.children;
+    });
+    next_level.clear();
+    for (PendingNode& p : level) {
+      if (p.children == 0) continue;  // a leaf: base 0
+      ChildrenOf(list.chars, list.starts, order, &p, &child_codes, &child_starts);
+      const size_t size_class = std::min<size_t>(child_codes.size(), kSizeClasses - 1);
+      const size_t start = std::max(free_head > child_codes[0] ? free_head - child_codes[0] : 1,
+                                    last_base[size_class]);
+      const size_t base = used.FirstFreeBase(
+          child_codes.begin(), child_codes.end(), [](uint32_t code) { return code; }, start);
       last_base[size_class] = base;
       units_[p.node].base = static_cast<uint32_t>(base);
       for (size_t c = 0; c < child_codes.size(); ++c) {
         const size_t t = base + child_codes[c];
-        mark_used(t);
+        if (t >= units_.size()) units_.resize(std::max(t + 1, units_.size() + units_.size() / 2));
+        used.Mark(t);
         units_[t].check = p.node;
         end_used = std::max(end_used, t + 1);
         next_level.push_back(
             {static_cast<uint32_t>(t), child_starts[c], child_starts[c + 1], p.depth + 1});
       }
-      while ((used_at(free_head) & 1) != 0) ++free_head;
+      while ((used.At(free_head) & 1) != 0) ++free_head;
     }
     level.swap(next_level);
   }

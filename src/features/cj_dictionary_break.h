@@ -59,6 +59,12 @@ class CjDictionary {
   };
   CjDictionary() = default;
   void Build(WordList list);
+  // Build's steps. Numbers the code points of `chars` by how often they occur, commonest first
+  // (children of a node then sit close together), into bmp_codes_ / other_codes_; returns the
+  // largest code.
+  uint32_t AssignCodes(const std::vector<char32_t>& chars);
+  // Places the words of `list` (as codes, in the sorted `order`) in units_ (double-array layout).
+  void PlaceWords(const WordList& list, const std::vector<uint32_t>& order, uint32_t max_code);
 
   struct Unit {
     uint32_t base = 0;

@@ -193,6 +193,21 @@ class Trie {
     return Unit{base} | (Unit{check} << 24) | (Unit{prob_index} << 48);
   }
 
+  // The construction's steps (jieba_segmenter.cc).
+  struct ChildLists;  // every builder node's children as (code, child), sorted by code
+  class WeightIndex;  // each distinct frequency's weight, computed and stored once
+  // Numbers the code points of `edges` by descending number of edges (ties by code point), from
+  // 1, into bmp_codes_ / other_codes_; returns the largest code.
+  size_t AssignCodes(const std::vector<TrieBuilder::Edge>& edges);
+  ChildLists ChildrenByCode(size_t builder_nodes,
+                            const std::vector<TrieBuilder::Edge>& edges) const;
+  // Places the nodes in units_ (double-array layout); returns the unit of every builder node
+  // (kNoNode for none) and sets *end_used to one past the last used unit.
+  std::vector<uint32_t> PlaceNodes(const TrieBuilder& builder, const ChildLists& lists,
+                                   size_t max_code, WeightIndex* weights, size_t* end_used);
+  // Grows units_ (free units) to at least `size` units.
+  void GrowUnitsTo(size_t size);
+
   HugePageArray<Unit> units_;
   // The distinct weights; index 0 is NaN (not a word). Should a dictionary have more than 65,534
   // distinct frequencies, the rest go to overflow_log_probs_ (per unit, empty otherwise).

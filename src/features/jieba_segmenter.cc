@@ -55,11 +55,82 @@ std::vector<TrieBuilder::Edge> TrieBuilder::Edges() const {
   return edges;
 }
 
+namespace {
+
+std::length_error TooManyUnits() {
+  return std::length_error("the jieba dictionary needs more than " +
+                           std::to_string(Trie::kMaxUnits) + " trie units");
+}
+
+}  // namespace
+
+struct Trie::ChildLists {
+  std::vector<uint32_t> first_child;  // node i's children are children[first_child[i], [i + 1])
+  std::vector<std::pair<uint32_t, uint32_t>> children;  // (code, child)
+
+  size_t ChildCount(uint32_t node) const { return first_child[node + 1] - first_child[node]; }
+};
+
+// calc(): log(FREQ.get(word) or 1) - logtotal, used only for words whose FREQ is truthy; each
+// distinct frequency's weight is computed once and stored once, in *log_probs (index 0 is NaN:
+// not a word). Beyond 65,534 weights the rest are kept per unit, in overflow().
+class Trie::WeightIndex {
+ public:
+  WeightIndex(double log_total, std::vector<double>* log_probs)
+      : log_total_(log_total), log_probs_(log_probs) {
+    log_probs_->assign(1, NAN);
+  }
+
+  // The weight index of a word of frequency `freq` placed at `unit` (0 when freq is 0).
+  uint32_t IndexOf(int64_t freq, size_t unit) {
+    if (freq == 0) return 0;
+    const auto it = index_of_freq_.find(freq);
+    if (it != index_of_freq_.end()) return it->second;
+    const double log_prob = std::log(static_cast<double>(freq)) - log_total_;
+    if (log_probs_->size() < kOverflowProb) {
+      log_probs_->push_back(log_prob);
+      const auto index = static_cast<uint32_t>(log_probs_->size() - 1);
+      index_of_freq_.emplace(freq, index);
+      return index;
+    }
+    overflow_.emplace_back(static_cast<uint32_t>(unit), log_prob);
+    return kOverflowProb;
+  }
+
+  const std::vector<std::pair<uint32_t, double>>& overflow() const { return overflow_; }
+
+ private:
+  double log_total_;
+  std::vector<double>* log_probs_;
+  std::unordered_map<int64_t, uint32_t> index_of_freq_;
+  std::vector<std::pair<uint32_t, double>> overflow_;  // (unit, weight) beyond 65,534 weights
+};
+
 Trie::Trie(const TrieBuilder& builder, double log_total) {
   node_count_ = builder.node_count() - 1;  // without the root
   std::vector<TrieBuilder::Edge> edges = builder.Edges();
+  const size_t max_code = AssignCodes(edges);
+  const ChildLists lists = ChildrenByCode(builder.node_count(), edges);
+  std::vector<TrieBuilder::Edge>().swap(edges);  // not needed any more: lower the load's peak
 
-  // Codes: the code points by descending number of edges (ties by code point), from 1.
+  WeightIndex weights(log_total, &log_probs_);
+  size_t end_used = 0;
+  const std::vector<uint32_t> node_of = PlaceNodes(builder, lists, max_code, &weights, &end_used);
+  // Padding: base + code stays inside the array for every base and code.
+  GrowUnitsTo(end_used + max_code + 1);
+  if (units_.size() > kMaxUnits) throw TooManyUnits();
+  if (!weights.overflow().empty()) {
+    overflow_log_probs_.assign(units_.size(), NAN);
+    for (const auto& [unit, log_prob] : weights.overflow()) overflow_log_probs_[unit] = log_prob;
+  }
+  freq_.assign(units_.size(), 0);
+  for (size_t node = 0; node < builder.node_count(); ++node) {
+    if (node_of[node] != kNoNode) freq_[node_of[node]] = builder.Freq(static_cast<uint32_t>(node));
+  }
+  freq_[kRoot] = 0;
+}
+
+size_t Trie::AssignCodes(const std::vector<TrieBuilder::Edge>& edges) {
   std::unordered_map<char32_t, uint32_t> edge_count;
   for (const TrieBuilder::Edge& edge : edges) ++edge_count[edge.cp];
   std::vector<std::pair<uint32_t, char32_t>> by_count;
@@ -78,137 +149,95 @@ Trie::Trie(const TrieBuilder& builder, double log_total) {
       other_codes_[cp] = code;
     }
   }
-  const size_t max_code = by_count.size();
+  return by_count.size();
+}
 
-  // The children of every builder node as (code, child), sorted by code.
-  const size_t builder_nodes = builder.node_count();
-  std::vector<uint32_t> first_child(builder_nodes + 1, 0);
+Trie::ChildLists Trie::ChildrenByCode(size_t builder_nodes,
+                                      const std::vector<TrieBuilder::Edge>& edges) const {
+  ChildLists lists;
+  std::vector<uint32_t>& first_child = lists.first_child;
+  first_child.assign(builder_nodes + 1, 0);
   for (const TrieBuilder::Edge& edge : edges) ++first_child[edge.parent + 1];
   for (size_t i = 0; i < builder_nodes; ++i) first_child[i + 1] += first_child[i];
-  std::vector<std::pair<uint32_t, uint32_t>> children(edges.size());
+  lists.children.resize(edges.size());
   {
     std::vector<uint32_t> cursor(first_child.begin(), first_child.end() - 1);
     for (const TrieBuilder::Edge& edge : edges) {
-      children[cursor[edge.parent]++] = {Code(edge.cp), edge.child};
+      lists.children[cursor[edge.parent]++] = {Code(edge.cp), edge.child};
     }
   }
   for (size_t i = 0; i < builder_nodes; ++i) {
-    std::sort(children.begin() + first_child[i], children.begin() + first_child[i + 1]);
+    std::sort(lists.children.begin() + first_child[i], lists.children.begin() + first_child[i + 1]);
   }
-  std::vector<TrieBuilder::Edge>().swap(edges);  // not needed any more: lower the load's peak
+  return lists;
+}
 
-  // Place the nodes level by level (in a level, those with the most children first), each node's
-  // children at the first base where all are free. A bitmap of the used units tests 64 candidate
-  // bases at once.
-  const Unit empty = MakeUnit(0, kEmptyCheck, 0);
+void Trie::GrowUnitsTo(size_t size) {
+  if (size <= units_.size()) return;
+  HugePageArray<Unit> bigger(std::max(size, units_.size() + units_.size() / 2),
+                             MakeUnit(0, kEmptyCheck, 0));
+  for (size_t i = 0; i < units_.size(); ++i) bigger[i] = units_[i];
+  units_ = std::move(bigger);
+}
+
+// Level by level (in a level, those with the most children first), each node's children go at the
+// first base where all are free.
+std::vector<uint32_t> Trie::PlaceNodes(const TrieBuilder& builder, const ChildLists& lists,
+                                       size_t max_code, WeightIndex* weights, size_t* end_used) {
+  const size_t builder_nodes = builder.node_count();
   // Built in place, with room for the fill (about 45 % of the units end up used) so that it
   // seldom grows, which would copy.
-  units_.Assign(builder_nodes * 5 / 2 + max_code + 64, empty);
-  auto grow_to = [&](size_t size) {
-    if (size <= units_.size()) return;
-    HugePageArray<Unit> bigger(std::max(size, units_.size() + units_.size() / 2), empty);
-    for (size_t i = 0; i < units_.size(); ++i) bigger[i] = units_[i];
-    units_ = std::move(bigger);
-  };
-  auto too_big = [] {
-    return std::length_error("the jieba dictionary needs more than " + std::to_string(kMaxUnits) +
-                             " trie units");
-  };
+  units_.Assign(builder_nodes * 5 / 2 + max_code + 64, MakeUnit(0, kEmptyCheck, 0));
   units_[kRoot] = MakeUnit(0, kRootCheck, 0);
-  // calc(): log(FREQ.get(word) or 1) - logtotal, used only for words whose FREQ is truthy; each
-  // distinct frequency's weight is computed once and stored once.
-  log_probs_.assign(1, NAN);
-  std::unordered_map<int64_t, uint32_t> prob_index_of_freq;
-  std::vector<std::pair<uint32_t, double>> overflow;  // (unit, weight) beyond 65,534 weights
-  auto prob_index = [&](int64_t freq, size_t unit) -> uint32_t {
-    if (freq == 0) return 0;
-    const auto it = prob_index_of_freq.find(freq);
-    if (it != prob_index_of_freq.end()) return it->second;
-    const double log_prob = std::log(static_cast<double>(freq)) - log_total;
-    if (log_probs_.size() < kOverflowProb) {
-      log_probs_.push_back(log_prob);
-      const auto index = static_cast<uint32_t>(log_probs_.size() - 1);
-      prob_index_of_freq.emplace(freq, index);
-      return index;
-    }
-    overflow.emplace_back(static_cast<uint32_t>(unit), log_prob);
-    return kOverflowProb;
-  };
   UsedSlots used(units_.size());
-  auto used_at = [&](size_t p) { return used.At(p); };  // bit j: whether slot p + j is used
-  auto mark_used = [&](size_t i) {
-    grow_to(i + 1);
-    used.Mark(i);
-  };
   size_t free_head = 1;                                   // no free unit below this
   std::vector<uint32_t> node_of(builder_nodes, kNoNode);  // builder node -> unit
   node_of[builder.Root()] = kRoot;
   std::vector<uint32_t> level = {builder.Root()};
   std::vector<uint32_t> next_level;
-  size_t end_used = 1;                 // one past the last used unit
+  *end_used = 1;
   constexpr size_t kSizeClasses = 16;  // families of 1, 2, ..., 14, and 15 or more children
   std::array<size_t, kSizeClasses> last_base;
   last_base.fill(1);
-  auto child_count = [&](uint32_t node) { return first_child[node + 1] - first_child[node]; };
   while (!level.empty()) {
-    std::stable_sort(level.begin(), level.end(),
-                     [&](uint32_t a, uint32_t b) { return child_count(a) > child_count(b); });
+    std::stable_sort(level.begin(), level.end(), [&](uint32_t a, uint32_t b) {
+      return lists.ChildCount(a) > lists.ChildCount(b);
+    });
     next_level.clear();
     for (const uint32_t parent : level) {
-      const auto kids_begin = children.begin() + first_child[parent];
-      const auto kids_end = children.begin() + first_child[parent + 1];
+      const auto kids_begin = lists.children.begin() + lists.first_child[parent];
+      const auto kids_end = lists.children.begin() + lists.first_child[parent + 1];
       if (kids_begin == kids_end) continue;
       size_t base = 0;
       if (parent != builder.Root()) {
         const size_t first_code = kids_begin->first;
-        size_t window = free_head > first_code ? free_head - first_code : 1;
         // A family rarely fits among the units that the previous families of its size left:
         // start at the base of the last one (bases need not be unique, only the kids' units).
         const size_t size_class = std::min<size_t>(kids_end - kids_begin, kSizeClasses - 1);
-        window = std::max(window, last_base[size_class]);
-        for (;; window += 64) {
-          uint64_t fits = ~uint64_t{0};  // bit j: base window + j fits the kids seen so far
-          for (auto kid = kids_begin; kid != kids_end && fits != 0; ++kid) {
-            fits &= ~used_at(window + kid->first);
-          }
-          if (fits != 0) {
-            base = window + static_cast<size_t>(std::countr_zero(fits));
-            break;
-          }
-        }
-      }
-      if (parent != builder.Root()) {
-        last_base[std::min<size_t>(kids_end - kids_begin, kSizeClasses - 1)] = base;
+        const size_t start =
+            std::max(free_head > first_code ? free_head - first_code : 1, last_base[size_class]);
+        base = used.FirstFreeBase(
+            kids_begin, kids_end, [](const auto& kid) { return kid.first; }, start);
+        last_base[size_class] = base;
       }
       const uint32_t unit = node_of[parent];
       units_[unit] =
           MakeUnit(static_cast<uint32_t>(base), CheckOf(units_[unit]), ProbIndexOf(units_[unit]));
       for (auto kid = kids_begin; kid != kids_end; ++kid) {
         const size_t t = base + kid->first;
-        if (t >= kMaxUnits) throw too_big();
-        mark_used(t);
-        units_[t] = MakeUnit(0, unit, prob_index(builder.Freq(kid->second), t));
+        if (t >= kMaxUnits) throw TooManyUnits();
+        if (t >= units_.size()) GrowUnitsTo(t + 1);
+        used.Mark(t);
+        units_[t] = MakeUnit(0, unit, weights->IndexOf(builder.Freq(kid->second), t));
         node_of[kid->second] = static_cast<uint32_t>(t);
-        end_used = std::max(end_used, t + 1);
+        *end_used = std::max(*end_used, t + 1);
         next_level.push_back(kid->second);
       }
-      while ((used_at(free_head) & 1) != 0) ++free_head;
+      while ((used.At(free_head) & 1) != 0) ++free_head;
     }
     level.swap(next_level);
   }
-  // Padding: base + code stays inside the array for every base and code.
-  const size_t size = end_used + max_code + 1;
-  grow_to(size);
-  if (units_.size() > kMaxUnits) throw too_big();
-  if (!overflow.empty()) {
-    overflow_log_probs_.assign(units_.size(), NAN);
-    for (const auto& [unit, log_prob] : overflow) overflow_log_probs_[unit] = log_prob;
-  }
-  freq_.assign(units_.size(), 0);
-  for (size_t node = 0; node < builder_nodes; ++node) {
-    if (node_of[node] != kNoNode) freq_[node_of[node]] = builder.Freq(static_cast<uint32_t>(node));
-  }
-  freq_[kRoot] = 0;
+  return node_of;
 }
 
 void AdviseHugePages(void* data, size_t bytes) {

@@ -4,6 +4,7 @@
 #ifndef NEARDUP_FEATURES_USED_SLOTS_H_
 #define NEARDUP_FEATURES_USED_SLOTS_H_
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -23,6 +24,17 @@ class UsedSlots {
     if (shift == 0) return lo;
     const uint64_t hi = word + 1 < words_.size() ? words_[word + 1] : 0;
     return (lo >> shift) | (hi << (64 - shift));
+  }
+
+  // The first base from `start` on at which slot base + code is free for every element of
+  // [begin, end) (`code_of` gives an element's code); each read tests 64 candidate bases.
+  template <typename Iterator, typename CodeOf>
+  size_t FirstFreeBase(Iterator begin, Iterator end, CodeOf code_of, size_t start) const {
+    for (size_t window = start;; window += 64) {
+      uint64_t fits = ~uint64_t{0};  // bit j: base window + j fits the elements seen so far
+      for (Iterator it = begin; it != end && fits != 0; ++it) fits &= ~At(window + code_of(*it));
+      if (fits != 0) return window + static_cast<size_t>(std::countr_zero(fits));
+    }
   }
 
   void Mark(size_t i) {

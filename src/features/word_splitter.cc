@@ -218,6 +218,8 @@ class Scanner {
     return unit;
   }
 
+  std::string_view text() const { return text_; }
+  const std::array<uint8_t, 0x10000>& table() const { return table_; }
   size_t size() const { return text_.size(); }
 
  private:
@@ -236,12 +238,177 @@ bool HasContent(const Scanner& scanner, size_t begin, size_t end) {
   return false;
 }
 
+// A word being scanned: the classes of its first and last base code points (those that are no
+// Extend/Format), how many bases it has, and whether it holds a letter, mark or number.
+struct Word {
+  Class first = kOther;
+  Class last = kOther;
+  size_t bases = 0;
+  bool content = false;
+};
+
+// The end of the run of ASCII letters and digits from `pos` on (sixteen bytes at a time).
+size_t AsciiAlnumRunEnd(const char* data, size_t pos, size_t n) {
+  size_t end = pos;
+#ifdef __SSE2__
+  while (true) {
+    if (end + 16 > n) {
+      while (end < n && IsAsciiAlnum(static_cast<unsigned char>(data[end]))) ++end;
+      return end;
+    }
+    const unsigned others = ~AlnumMask(Load16(data + end)) & 0xFFFF;
+    if (others != 0) return end + static_cast<size_t>(__builtin_ctz(others));
+    end += 16;
+  }
+#else
+  while (end < n && IsAsciiAlnum(static_cast<unsigned char>(data[end]))) ++end;
+  return end;
+#endif
+}
+
+#ifdef __SSE2__
+// Appends the words of ASCII letters and digits that start in the 64-byte window at `window_at`,
+// from *pos on, and that a byte which surely ends them follows inside the window. Returns true
+// with *pos at the first word start left to the code point by code point step, or false with
+// *pos at the window's end when no other word starts in it.
+bool TakeWindowWords(std::string_view text, const Window& window, size_t window_at, size_t* pos,
+                     std::vector<std::string_view>* words) {
+  size_t b = *pos - window_at;
+  while (true) {
+    const uint64_t rest = ~window.skip & (~uint64_t{0} << b);
+    if (rest == 0) {
+      *pos = window_at + 64;
+      return false;
+    }
+    const auto start = static_cast<size_t>(__builtin_ctzll(rest));
+    const uint64_t after = ~window.alnum & (~uint64_t{0} << start);
+    if (((window.alnum >> start) & 1) == 0 || after == 0) {
+      *pos = window_at + start;
+      return true;
+    }
+    const auto end = static_cast<size_t>(__builtin_ctzll(after));
+    if (((window.ends >> end) & 1) == 0) {
+      *pos = window_at + start;
+      return true;
+    }
+    words->push_back(text.substr(window_at + start, end - start));
+    b = end;
+  }
+}
+#endif
+
+// Two-byte letters and digits (Latin, Greek, Cyrillic, Armenian, Hebrew, Arabic, ...) from `pos`
+// on join the word, and two-byte Extend/Format attaches (WB4); returns where they stop.
+size_t TakeTwoByteWordChars(const std::array<uint8_t, 0x10000>& table, const char* data, size_t n,
+                            size_t pos, Word* word) {
+  while (pos + 1 < n) {
+    const auto lead = static_cast<unsigned char>(data[pos]);
+    const auto trail = static_cast<unsigned char>(data[pos + 1]);
+    if (lead < 0xC2 || lead > 0xDF || (trail & 0xC0) != 0x80) break;
+    const uint8_t entry = table[((lead & 0x1Fu) << 6) | (trail & 0x3Fu)];
+    const auto cls = static_cast<Class>(entry & kClassMask);
+    if (cls == kALetter || cls == kHebrewLetter || cls == kNumeric) {
+      word->last = cls;
+      ++word->bases;
+    } else if (cls != kExtend) {
+      break;
+    }
+    word->content = word->content || (entry & kContent) != 0;
+    pos += 2;
+  }
+  return pos;
+}
+
+enum class MidJoin { kJoined, kEnded, kRefused };
+
+// The word meets a MidLetter, MidNum, MidNumLet or quote at *pos: it goes on across it when the
+// right kind of word character follows (WB6, WB7, WB7b, WB7c, WB11, WB12; *pos moves past that
+// character), takes a Hebrew letter's apostrophe and ends (WB7a), or ends before it.
+MidJoin JoinAcrossMid(const Scanner& scanner, bool content_only, size_t* pos, Word* word) {
+  const size_t n = scanner.size();
+  const Unit mid = scanner.UnitAt(*pos);
+  const Class last = word->last;
+  const bool letter_mid = IsAHLetter(last) && (mid.cls == kMidLetter || mid.cls == kMidNumLet ||
+                                               mid.cls == kSingleQuote);
+  const bool number_mid =
+      last == kNumeric && (mid.cls == kMidNum || mid.cls == kMidNumLet || mid.cls == kSingleQuote);
+  const bool hebrew_quote = last == kHebrewLetter && mid.cls == kDoubleQuote;
+  if ((letter_mid || number_mid || hebrew_quote) && mid.end < n) {
+    Unit after = scanner.UnitAt(mid.end);
+    if (after.cls == kRefuse) return MidJoin::kRefused;
+    const bool joins = (letter_mid && IsAHLetter(after.cls)) ||       // WB6, WB7
+                       (number_mid && after.cls == kNumeric) ||       // WB11, WB12
+                       (hebrew_quote && after.cls == kHebrewLetter);  // WB7b, WB7c
+    if (joins) {
+      if (content_only && !word->content) word->content = HasContent(scanner, *pos, after.end);
+      word->last = after.cls;
+      *pos = after.end;
+      word->bases += 2;
+      return MidJoin::kJoined;
+    }
+  }
+  if (last == kHebrewLetter && mid.cls == kSingleQuote) {  // WB7a; nothing joins after it
+    if (content_only && !word->content) word->content = HasContent(scanner, *pos, mid.end);
+    *pos = mid.end;
+    ++word->bases;
+  }
+  return MidJoin::kEnded;
+}
+
+// Extends the word before *pos over every code point that continues it (WB4-WB13b), moving *pos
+// to its end. Returns false when it meets a code point left to ICU.
+bool ExtendWord(const Scanner& scanner, bool content_only, size_t* pos, Word* word) {
+  const std::array<uint8_t, 0x10000>& table = scanner.table();
+  const char* const data = scanner.text().data();
+  const size_t n = scanner.size();
+  size_t p = *pos;
+  while (p < n) {
+    // Fast lane: ASCII letters and digits join whatever word they follow (WB5, WB8-WB10).
+    size_t run = p;
+    while (run < n && IsAsciiAlnum(static_cast<unsigned char>(data[run]))) ++run;
+    if (run > p) {
+      word->last = IsAsciiDigit(static_cast<unsigned char>(data[run - 1])) ? kNumeric : kALetter;
+      word->bases += run - p;
+      word->content = true;
+      p = run;
+      continue;
+    }
+    p = TakeTwoByteWordChars(table, data, n, p, word);
+    if (p >= n) break;
+    // Any word character joins too (WB5, WB8-WB10, WB13a, WB13b); Extend/Format attaches (WB4).
+    size_t next = 0;
+    const uint8_t entry = scanner.EntryAt(p, &next);
+    const Class cls = static_cast<Class>(entry & kClassMask);
+    if (cls == kRefuse) return false;
+    if (cls == kExtend) {
+      word->content = word->content || (entry & kContent) != 0;
+      p = next;
+      continue;
+    }
+    if (IsWordClass(cls)) {
+      word->content = word->content || (entry & kContent) != 0;
+      word->last = cls;
+      ++word->bases;
+      p = next;
+      continue;
+    }
+    if (cls != kMidLetter && cls != kMidNumLet && cls != kMidNum && cls != kSingleQuote &&
+        cls != kDoubleQuote) {
+      break;  // nothing else continues a word
+    }
+    const MidJoin join = JoinAcrossMid(scanner, content_only, &p, word);
+    if (join == MidJoin::kRefused) return false;
+    if (join == MidJoin::kEnded) break;
+  }
+  *pos = p;
+  return true;
+}
+
 }  // namespace
 
 bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_view>* words,
                               WordFilter filter) {
   Scanner scanner(text);
-  const std::array<uint8_t, 0x10000>& table = BmpClasses();
   const char* const data = text.data();
   const size_t n = text.size();
   const bool content_only = filter == WordFilter::kWithContent;
@@ -259,37 +426,11 @@ bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_vie
       window_at = pos;
       window = Window(data + pos);
     }
-    if (pos - window_at < 64) {
-      size_t b = pos - window_at;
-      bool left = false;
-      while (true) {
-        const uint64_t rest = ~window.skip & (~uint64_t{0} << b);
-        if (rest == 0) {
-          pos = window_at + 64;
-          break;
-        }
-        const auto start = static_cast<size_t>(__builtin_ctzll(rest));
-        const uint64_t after = ~window.alnum & (~uint64_t{0} << start);
-        if (((window.alnum >> start) & 1) == 0 || after == 0) {
-          pos = window_at + start;
-          left = true;
-          break;
-        }
-        const auto end = static_cast<size_t>(__builtin_ctzll(after));
-        if (((window.ends >> end) & 1) == 0) {
-          pos = window_at + start;
-          left = true;
-          break;
-        }
-        words->push_back(text.substr(window_at + start, end - start));
-        b = end;
-      }
-      if (!left) continue;
-    }
+    if (pos - window_at < 64 && !TakeWindowWords(text, window, window_at, &pos, words)) continue;
 #endif
-    // Outside a word: ASCII spaces and punctuation are skipped at once ('_' and '@' can start
-    // words). Extend/Format here attaches to a non-word character, or stands alone after a hard
-    // break or at the start: either way no word.
+      // Outside a word: ASCII spaces and punctuation are skipped at once ('_' and '@' can start
+      // words). Extend/Format here attaches to a non-word character, or stands alone after a hard
+      // break or at the start: either way no word.
 #ifdef __SSE2__
     if (pos + 16 <= n) {
       const unsigned starters = StarterMask(Load16(data + pos));
@@ -306,131 +447,38 @@ bool SplitSpaceSeparatedWords(std::string_view text, std::vector<std::string_vie
       continue;
     }
     const size_t begin = pos;
-    Class first, last;
-    size_t bases;
-    bool content;
-    size_t next = 0;
+    Word word;
     if (IsAsciiAlnum(byte)) {
-      // A run of ASCII letters and digits (WB5, WB8-WB10), found sixteen bytes at a time; when a
-      // plain separator follows, the word is complete.
-      size_t end = pos + 1;
-#ifdef __SSE2__
-      while (true) {
-        if (end + 16 > n) {
-          while (end < n && IsAsciiAlnum(static_cast<unsigned char>(data[end]))) ++end;
-          break;
-        }
-        const unsigned others = ~AlnumMask(Load16(data + end)) & 0xFFFF;
-        if (others != 0) {
-          end += static_cast<size_t>(__builtin_ctz(others));
-          break;
-        }
-        end += 16;
-      }
-#else
-      while (end < n && IsAsciiAlnum(static_cast<unsigned char>(data[end]))) ++end;
-#endif
+      // A run of ASCII letters and digits (WB5, WB8-WB10); when a plain separator follows, the
+      // word is complete.
+      const size_t end = AsciiAlnumRunEnd(data, pos + 1, n);
       if (end == n || EndsAsciiWord(static_cast<unsigned char>(data[end]))) {
         words->push_back(text.substr(begin, end - begin));
         pos = end;
         continue;
       }
-      first = IsAsciiDigit(byte) ? kNumeric : kALetter;
-      last = IsAsciiDigit(static_cast<unsigned char>(data[end - 1])) ? kNumeric : kALetter;
-      bases = end - begin;
-      content = true;
+      word.first = IsAsciiDigit(byte) ? kNumeric : kALetter;
+      word.last = IsAsciiDigit(static_cast<unsigned char>(data[end - 1])) ? kNumeric : kALetter;
+      word.bases = end - begin;
+      word.content = true;
       pos = end;
     } else {
+      size_t next = 0;
       const uint8_t entry = scanner.EntryAt(pos, &next);
-      first = static_cast<Class>(entry & kClassMask);
-      if (first == kRefuse) return false;
-      if (!IsWordClass(first)) {
+      word.first = static_cast<Class>(entry & kClassMask);
+      if (word.first == kRefuse) return false;
+      if (!IsWordClass(word.first)) {
         pos = next;
         continue;
       }
-      last = first;
-      bases = 1;
-      content = (entry & kContent) != 0;
+      word.last = word.first;
+      word.bases = 1;
+      word.content = (entry & kContent) != 0;
       pos = next;
     }
-    while (pos < n) {
-      // Fast lane: ASCII letters and digits join whatever word they follow (WB5, WB8-WB10).
-      size_t run = pos;
-      while (run < n && IsAsciiAlnum(static_cast<unsigned char>(data[run]))) ++run;
-      if (run > pos) {
-        last = IsAsciiDigit(static_cast<unsigned char>(data[run - 1])) ? kNumeric : kALetter;
-        bases += run - pos;
-        content = true;
-        pos = run;
-        continue;
-      }
-      // Fast lane: two-byte letters and digits (Latin, Greek, Cyrillic, Armenian, Hebrew,
-      // Arabic, ...) join too, and two-byte Extend/Format attaches (WB4).
-      while (pos + 1 < n) {
-        const auto lead = static_cast<unsigned char>(data[pos]);
-        const auto trail = static_cast<unsigned char>(data[pos + 1]);
-        if (lead < 0xC2 || lead > 0xDF || (trail & 0xC0) != 0x80) break;
-        const uint8_t entry = table[((lead & 0x1Fu) << 6) | (trail & 0x3Fu)];
-        const auto cls = static_cast<Class>(entry & kClassMask);
-        if (cls == kALetter || cls == kHebrewLetter || cls == kNumeric) {
-          last = cls;
-          ++bases;
-        } else if (cls != kExtend) {
-          break;
-        }
-        content = content || (entry & kContent) != 0;
-        pos += 2;
-      }
-      if (pos >= n) break;
-      // Any word character joins too (WB5, WB8-WB10, WB13a, WB13b); Extend/Format attaches (WB4).
-      const uint8_t entry = scanner.EntryAt(pos, &next);
-      const Class cls = static_cast<Class>(entry & kClassMask);
-      if (cls == kRefuse) return false;
-      if (cls == kExtend) {
-        content = content || (entry & kContent) != 0;
-        pos = next;
-        continue;
-      }
-      if (IsWordClass(cls)) {
-        content = content || (entry & kContent) != 0;
-        last = cls;
-        ++bases;
-        pos = next;
-        continue;
-      }
-      if (cls != kMidLetter && cls != kMidNumLet && cls != kMidNum && cls != kSingleQuote &&
-          cls != kDoubleQuote) {
-        break;  // nothing else continues a word
-      }
-      const Unit mid = scanner.UnitAt(pos);
-      const bool letter_mid = IsAHLetter(last) && (mid.cls == kMidLetter || mid.cls == kMidNumLet ||
-                                                   mid.cls == kSingleQuote);
-      const bool number_mid = last == kNumeric && (mid.cls == kMidNum || mid.cls == kMidNumLet ||
-                                                   mid.cls == kSingleQuote);
-      const bool hebrew_quote = last == kHebrewLetter && mid.cls == kDoubleQuote;
-      if ((letter_mid || number_mid || hebrew_quote) && mid.end < n) {
-        Unit after = scanner.UnitAt(mid.end);
-        if (after.cls == kRefuse) return false;
-        const bool joins = (letter_mid && IsAHLetter(after.cls)) ||       // WB6, WB7
-                           (number_mid && after.cls == kNumeric) ||       // WB11, WB12
-                           (hebrew_quote && after.cls == kHebrewLetter);  // WB7b, WB7c
-        if (joins) {
-          if (content_only && !content) content = HasContent(scanner, pos, after.end);
-          last = after.cls;
-          pos = after.end;
-          bases += 2;
-          continue;
-        }
-      }
-      if (last == kHebrewLetter && mid.cls == kSingleQuote) {  // WB7a; nothing joins after it
-        if (content_only && !content) content = HasContent(scanner, pos, mid.end);
-        pos = mid.end;
-        ++bases;
-      }
-      break;
-    }
+    if (!ExtendWord(scanner, content_only, &pos, &word)) return false;
     // A lone ExtendNumLet ("_") is no word for ICU (rule status 0); two or more are.
-    if (!(bases == 1 && first == kExtendNumLet) && (content || !content_only)) {
+    if (!(word.bases == 1 && word.first == kExtendNumLet) && (word.content || !content_only)) {
       words->push_back(text.substr(begin, pos - begin));
     }
   }

@@ -257,42 +257,47 @@ bool IsIdentityProjection(const IndexTableSpec& table, int bits) {
   return p.size() == 1 && p[0].start == 0 && p[0].width == 64;
 }
 
-Result<std::vector<IndexDesign>> EnumerateIndexDesigns(const PlanRequest& request) {
+namespace {
+
+// Blocks of `widths` bits, in order, cut from the bit space `space` (ranges of the fingerprint).
+std::vector<std::vector<BitRange>> BlocksOf(const std::vector<BitRange>& space,
+                                            const std::vector<int>& widths) {
+  std::vector<std::vector<BitRange>> blocks;
+  int offset = 0;
+  for (int w : widths) {
+    blocks.push_back(MapRange(space, offset, w));
+    offset += w;
+  }
+  return blocks;
+}
+
+// A design for `request` without its tables, probing keys of t of b blocks at the pigeonhole
+// radius for every k up to the indexed one.
+IndexDesign DesignWithoutTables(const PlanRequest& request, int b, int t) {
+  IndexDesign d;
+  d.bits = request.bits;
+  d.indexed_k = request.indexed_k;
+  d.expected_size = request.expected_size;
+  for (int kk = 0; kk <= request.indexed_k; ++kk)
+    d.probe_radius.push_back(RequiredRadius(kk, b, t));
+  return d;
+}
+
+// One level: b blocks, keys of t blocks, probed at the pigeonhole radius.
+void AddOneLevelDesigns(const PlanRequest& request, std::vector<IndexDesign>* designs) {
   const int f = request.bits;
   const int k = request.indexed_k;
-  if (f != 64 && f != 128) return Status::InvalidArgument("plan: bits must be 64 or 128");
-  if (k < 0 || k > f / 4)
-    return Status::InvalidArgument("plan: k must be in [0, " + std::to_string(f / 4) + "]");
-  if (!(request.expected_size >= 1))
-    return Status::InvalidArgument("plan: expected_size must be at least 1");
-  std::vector<IndexDesign> designs;
-  std::vector<BitRange> whole = {{0, f}};
-
-  auto blocks_of = [](const std::vector<BitRange>& space, const std::vector<int>& widths) {
-    std::vector<std::vector<BitRange>> blocks;
-    int offset = 0;
-    for (int w : widths) {
-      blocks.push_back(MapRange(space, offset, w));
-      offset += w;
-    }
-    return blocks;
-  };
-
-  // One level: b blocks, keys of t blocks, probed at the pigeonhole radius.
+  const std::vector<BitRange> whole = {{0, f}};
   for (int b = 1; b <= std::min(f, 3 * k + 8); ++b) {
     std::vector<int> widths = BlockWidths(f, b);
-    auto blocks = blocks_of(whole, widths);
+    auto blocks = BlocksOf(whole, widths);
     for (int t = 1; t <= b; ++t) {
       if (Choose(b, t) > kMaxTables) continue;
       int key_bits = 0;
       for (int i = 0; i < t; ++i) key_bits += widths[i];
       if (key_bits > 64) continue;
       if (!ProbesAffordable(key_bits, RequiredRadius(k, b, t))) continue;
-      IndexDesign d;
-      d.bits = f;
-      d.indexed_k = k;
-      d.expected_size = request.expected_size;
-      for (int kk = 0; kk <= k; ++kk) d.probe_radius.push_back(RequiredRadius(kk, b, t));
+      IndexDesign d = DesignWithoutTables(request, b, t);
       for (const auto& combo : Combinations(b, t)) {
         IndexTableSpec spec;
         for (int i : combo) {
@@ -305,15 +310,51 @@ Result<std::vector<IndexDesign>> EnumerateIndexDesigns(const PlanRequest& reques
       d.description = std::to_string(b) + " blocks (" + JoinWidths(widths) + "), choose " +
                       std::to_string(t) + ", probe radius " + std::to_string(d.probe_radius[k]);
       Price(&d);
-      designs.push_back(std::move(d));
+      designs->push_back(std::move(d));
     }
   }
+}
 
-  // Two levels (Manku et al. 3.1.1): b1 blocks, t1 of them exact; the remaining bits split into
-  // b2 blocks, keys of t2 of those probed at the pigeonhole radius.
+// The tables of a two-level design over f bits: every t1 of the first-level blocks (`blocks1`,
+// of widths `w1`), each with every t2 of the b2 blocks its remaining bits are cut into.
+std::vector<IndexTableSpec> TwoLevelTables(int f, const std::vector<int>& w1,
+                                           const std::vector<std::vector<BitRange>>& blocks1,
+                                           int t1, int b2, int t2) {
+  std::vector<IndexTableSpec> tables;
+  for (const auto& c1 : Combinations(static_cast<int>(w1.size()), t1)) {
+    std::vector<BitRange> first;
+    int first_bits = 0;
+    for (int i : c1) {
+      first.insert(first.end(), blocks1[i].begin(), blocks1[i].end());
+      first_bits += w1[i];
+    }
+    std::vector<BitRange> rest = Complement(first, f);
+    std::vector<int> w2c = BlockWidths(f - first_bits, b2);
+    auto blocks2 = BlocksOf(rest, w2c);
+    for (const auto& c2 : Combinations(b2, t2)) {
+      IndexTableSpec spec;
+      spec.key_ranges = first;
+      spec.key_bits = first_bits;
+      for (int i : c2) {
+        spec.key_ranges.insert(spec.key_ranges.end(), blocks2[i].begin(), blocks2[i].end());
+        spec.key_bits += w2c[i];
+      }
+      MergeAdjacent(&spec.key_ranges);
+      tables.push_back(std::move(spec));
+    }
+  }
+  return tables;
+}
+
+// Two levels (Manku et al. 3.1.1): b1 blocks, t1 of them exact; the remaining bits split into
+// b2 blocks, keys of t2 of those probed at the pigeonhole radius.
+void AddTwoLevelDesigns(const PlanRequest& request, std::vector<IndexDesign>* designs) {
+  const int f = request.bits;
+  const int k = request.indexed_k;
+  const std::vector<BitRange> whole = {{0, f}};
   for (int b1 = k + 1; b1 <= k + 4 && b1 <= f; ++b1) {
     std::vector<int> w1 = BlockWidths(f, b1);
-    auto blocks1 = blocks_of(whole, w1);
+    auto blocks1 = BlocksOf(whole, w1);
     for (int t1 = 1; t1 <= b1 - k; ++t1) {
       if (t1 == b1) continue;
       for (int b2 = 2; b2 <= k + 6; ++b2) {
@@ -328,43 +369,33 @@ Result<std::vector<IndexDesign>> EnumerateIndexDesigns(const PlanRequest& reques
           for (int i = 0; i < t2; ++i) key_bits += w2[i];
           if (key_bits > 64) continue;
           if (!ProbesAffordable(key_bits, RequiredRadius(k, b2, t2))) continue;
-          IndexDesign d;
-          d.bits = f;
-          d.indexed_k = k;
-          d.expected_size = request.expected_size;
-          for (int kk = 0; kk <= k; ++kk) d.probe_radius.push_back(RequiredRadius(kk, b2, t2));
-          for (const auto& c1 : Combinations(b1, t1)) {
-            std::vector<BitRange> first;
-            int first_bits = 0;
-            for (int i : c1) {
-              first.insert(first.end(), blocks1[i].begin(), blocks1[i].end());
-              first_bits += w1[i];
-            }
-            std::vector<BitRange> rest = Complement(first, f);
-            std::vector<int> w2c = BlockWidths(f - first_bits, b2);
-            auto blocks2 = blocks_of(rest, w2c);
-            for (const auto& c2 : Combinations(b2, t2)) {
-              IndexTableSpec spec;
-              spec.key_ranges = first;
-              spec.key_bits = first_bits;
-              for (int i : c2) {
-                spec.key_ranges.insert(spec.key_ranges.end(), blocks2[i].begin(), blocks2[i].end());
-                spec.key_bits += w2c[i];
-              }
-              MergeAdjacent(&spec.key_ranges);
-              d.tables.push_back(std::move(spec));
-            }
-          }
+          IndexDesign d = DesignWithoutTables(request, b2, t2);
+          d.tables = TwoLevelTables(f, w1, blocks1, t1, b2, t2);
           d.description = std::to_string(b1) + " blocks (" + JoinWidths(w1) + "), choose " +
                           std::to_string(t1) + "; rest in " + std::to_string(b2) + " blocks (" +
                           JoinWidths(w2) + "), choose " + std::to_string(t2) + ", probe radius " +
                           std::to_string(d.probe_radius[k]);
           Price(&d);
-          designs.push_back(std::move(d));
+          designs->push_back(std::move(d));
         }
       }
     }
   }
+}
+
+}  // namespace
+
+Result<std::vector<IndexDesign>> EnumerateIndexDesigns(const PlanRequest& request) {
+  const int f = request.bits;
+  const int k = request.indexed_k;
+  if (f != 64 && f != 128) return Status::InvalidArgument("plan: bits must be 64 or 128");
+  if (k < 0 || k > f / 4)
+    return Status::InvalidArgument("plan: k must be in [0, " + std::to_string(f / 4) + "]");
+  if (!(request.expected_size >= 1))
+    return Status::InvalidArgument("plan: expected_size must be at least 1");
+  std::vector<IndexDesign> designs;
+  AddOneLevelDesigns(request, &designs);
+  AddTwoLevelDesigns(request, &designs);
   std::sort(designs.begin(), designs.end(), [](const IndexDesign& a, const IndexDesign& b) {
     if (a.bytes_per_fingerprint != b.bytes_per_fingerprint)
       return a.bytes_per_fingerprint < b.bytes_per_fingerprint;

@@ -450,42 +450,30 @@ std::pair<size_t, size_t> TableSegment::EqualRows64(uint64_t fp, int identity_ta
   return {static_cast<size_t>(range.first - lo_), static_cast<size_t>(range.second - lo_)};
 }
 
+// Every probe of every table (the query's key, and for radius r every key within r bits of it),
+// run in three passes so that their cache misses overlap instead of queueing: (1) prefetch every
+// probe's directory entry; (2) read the bucket bounds and prefetch the buckets' lines; (3) scan. A
+// bucket of up to kSmallBucket keys is scanned whole with XOR + popcount against the query's
+// projection — exact, since the projection permutes all bits — and only once however many probe
+// keys share it (keys differing only below the directory bits); rows found more than once are
+// deduplicated at the end. Larger buckets are binary-searched for each probe key's run.
 void TableSegment::CollectRows(uint64_t hi, uint64_t lo, int k, SearchCounters* counters,
                                SearchScratch* scratch) const {
   scratch->rows.clear();
   scratch->fps.clear();
+  MakeProbes(hi, lo, design_->design.probe_radius[k], scratch);
+  counters->probes += scratch->probes.size();
+  PrefetchDirectories(scratch->probes);
+  ReadBucketBounds(&scratch->probes);
+  ScanProbes(hi, lo, k, counters, scratch);
+  if (bits_ == 64 && !scratch->fps.empty()) AddRowsOfFingerprints(scratch);
+  std::sort(scratch->rows.begin(), scratch->rows.end());
+  scratch->rows.erase(std::unique(scratch->rows.begin(), scratch->rows.end()), scratch->rows.end());
+}
+
+void TableSegment::MakeProbes(uint64_t hi, uint64_t lo, int radius, SearchScratch* scratch) const {
   const auto& tables = design_->tables;
   const size_t T = tables.size();
-  const int radius = design_->design.probe_radius[k];
-  int identity_table = -1;
-  for (size_t t = 0; t < T; ++t)
-    if (tables[t].identity) identity_table = static_cast<int>(t);
-
-  auto emitter = [this, &tables, scratch, hi, lo, k](size_t t) {
-    const CompiledTable* ct = &tables[t];
-    const Table* st = &tables_[t];
-    return [this, ct, st, scratch, hi, lo, k](size_t i) {
-      if (bits_ == 64) {
-        if (ct->identity)
-          scratch->rows.push_back(static_cast<uint32_t>(i));
-        else
-          scratch->fps.push_back(ct->Unproject64(st->keys[i]));
-      } else {
-        uint32_t row = ct->identity ? static_cast<uint32_t>(i) : st->rows[i];
-        if (row >= n_) return;
-        if (std::popcount(hi_[row] ^ hi) + std::popcount(lo_[row] ^ lo) <= k)
-          scratch->rows.push_back(row);
-      }
-    };
-  };
-
-  // Every probe of every table (the query's key, and for radius r every key within r bits of
-  // it), run in three passes so that their cache misses overlap instead of queueing: (1) prefetch
-  // every probe's directory entry; (2) read the bucket bounds and prefetch the buckets' lines;
-  // (3) scan. A bucket of up to kSmallBucket keys is scanned whole with XOR + popcount against the
-  // query's projection — exact, since the projection permutes all bits — and only once however
-  // many probe keys share it (keys differing only below the directory bits); rows found more than
-  // once are deduplicated below. Larger buckets are binary-searched for each probe key's run.
   auto& probes = scratch->probes;
   probes.clear();
   scratch->projected.resize(T);
@@ -512,15 +500,22 @@ void TableSegment::CollectRows(uint64_t hi, uint64_t lo, int k, SearchCounters* 
       first = last;
     }
   }
-  counters->probes += probes.size();
-  for (Probe& p : probes) {
+}
+
+void TableSegment::PrefetchDirectories(const std::vector<Probe>& probes) const {
+  const auto& tables = design_->tables;
+  for (const Probe& p : probes) {
     const CompiledTable& ct = tables[p.table];
     const int d = tables_[p.table].dir_bits;
     const uint64_t bucket = d == 0 ? 0 : p.key >> (ct.key_bits - d);
     __builtin_prefetch(tables_[p.table].dir + bucket);
     __builtin_prefetch(tables_[p.table].dir + bucket + 1);
   }
-  for (Probe& p : probes) {
+}
+
+void TableSegment::ReadBucketBounds(std::vector<Probe>* probes) const {
+  const auto& tables = design_->tables;
+  for (Probe& p : *probes) {
     const CompiledTable& ct = tables[p.table];
     const Table& st = tables_[p.table];
     const uint64_t bucket = st.dir_bits == 0 ? 0 : p.key >> (ct.key_bits - st.dir_bits);
@@ -536,6 +531,31 @@ void TableSegment::CollectRows(uint64_t hi, uint64_t lo, int k, SearchCounters* 
       __builtin_prefetch(st.keys + begin);
     }
   }
+}
+
+void TableSegment::ScanProbes(uint64_t hi, uint64_t lo, int k, SearchCounters* counters,
+                              SearchScratch* scratch) const {
+  const auto& tables = design_->tables;
+  // What a row or key found in table t gives: 64 bits, the row (identity table) or the
+  // fingerprint (permuted tables, looked up later); 128 bits, the row when within k.
+  auto emitter = [this, &tables, scratch, hi, lo, k](size_t t) {
+    const CompiledTable* ct = &tables[t];
+    const Table* st = &tables_[t];
+    return [this, ct, st, scratch, hi, lo, k](size_t i) {
+      if (bits_ == 64) {
+        if (ct->identity)
+          scratch->rows.push_back(static_cast<uint32_t>(i));
+        else
+          scratch->fps.push_back(ct->Unproject64(st->keys[i]));
+      } else {
+        uint32_t row = ct->identity ? static_cast<uint32_t>(i) : st->rows[i];
+        if (row >= n_) return;
+        if (std::popcount(hi_[row] ^ hi) + std::popcount(lo_[row] ^ lo) <= k)
+          scratch->rows.push_back(row);
+      }
+    };
+  };
+  const auto& probes = scratch->probes;
   for (size_t i = 0; i < probes.size(); ++i) {
     const Probe& p = probes[i];
     const size_t t = p.table;
@@ -558,30 +578,32 @@ void TableSegment::CollectRows(uint64_t hi, uint64_t lo, int k, SearchCounters* 
     TableSearcher searcher(tables_[t].keys, tables_[t], tables[t], pq, k, counters);
     searcher.Lookup(p.key, begin, end, static_cast<int>(p.flips), emit);
   }
-  if (bits_ == 64 && !scratch->fps.empty()) {
-    // Fingerprints found through permuted tables: find their rows (all rows holding an equal
-    // fingerprint have the same distance, so the identity table found all of them or none).
-    std::sort(scratch->fps.begin(), scratch->fps.end());
-    scratch->fps.erase(std::unique(scratch->fps.begin(), scratch->fps.end()), scratch->fps.end());
-    std::sort(scratch->rows.begin(), scratch->rows.end());
-    const size_t found_direct = scratch->rows.size();
-    for (uint64_t fp : scratch->fps) {
-      // Found directly already (its rows are in cache): no second lookup.
-      bool direct = false;
-      if (found_direct <= 16)
-        for (size_t j = 0; j < found_direct && !direct; ++j) direct = lo_[scratch->rows[j]] == fp;
-      if (direct) continue;
-      auto [first, last] = EqualRows64(fp, identity_table);
-      if (first == last) continue;
-      if (std::binary_search(scratch->rows.begin(), scratch->rows.begin() + found_direct,
-                             static_cast<uint32_t>(first)))
-        continue;
-      for (size_t row = first; row < last; ++row)
-        scratch->rows.push_back(static_cast<uint32_t>(row));
-    }
-  }
+}
+
+// Fingerprints found through permuted tables: find their rows (all rows holding an equal
+// fingerprint have the same distance, so the identity table found all of them or none).
+void TableSegment::AddRowsOfFingerprints(SearchScratch* scratch) const {
+  const auto& tables = design_->tables;
+  int identity_table = -1;
+  for (size_t t = 0; t < tables.size(); ++t)
+    if (tables[t].identity) identity_table = static_cast<int>(t);
+  std::sort(scratch->fps.begin(), scratch->fps.end());
+  scratch->fps.erase(std::unique(scratch->fps.begin(), scratch->fps.end()), scratch->fps.end());
   std::sort(scratch->rows.begin(), scratch->rows.end());
-  scratch->rows.erase(std::unique(scratch->rows.begin(), scratch->rows.end()), scratch->rows.end());
+  const size_t found_direct = scratch->rows.size();
+  for (uint64_t fp : scratch->fps) {
+    // Found directly already (its rows are in cache): no second lookup.
+    bool direct = false;
+    if (found_direct <= 16)
+      for (size_t j = 0; j < found_direct && !direct; ++j) direct = lo_[scratch->rows[j]] == fp;
+    if (direct) continue;
+    auto [first, last] = EqualRows64(fp, identity_table);
+    if (first == last) continue;
+    if (std::binary_search(scratch->rows.begin(), scratch->rows.begin() + found_direct,
+                           static_cast<uint32_t>(first)))
+      continue;
+    for (size_t row = first; row < last; ++row) scratch->rows.push_back(static_cast<uint32_t>(row));
+  }
 }
 
 size_t TableSegment::Find(uint64_t hi, uint64_t lo, uint64_t id) const {

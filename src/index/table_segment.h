@@ -226,8 +226,22 @@ class TableSegment {
   size_t Layout(size_t header_bytes, const std::vector<int>& dir_bits);
   // Points the arrays into image_ (after Layout).
   void Bind();
+  // scratch->rows = every row within k of (hi, lo), sorted, each once (and maybe a few more).
   void CollectRows(uint64_t hi, uint64_t lo, int k, SearchCounters* counters,
                    SearchScratch* scratch) const;
+  // CollectRows' steps. scratch->probes = every table's probe keys within `radius` bits of the
+  // query's key, and scratch->projected = the query's projection per table.
+  void MakeProbes(uint64_t hi, uint64_t lo, int radius, SearchScratch* scratch) const;
+  // Prefetches every probe's directory entry.
+  void PrefetchDirectories(const std::vector<Probe>& probes) const;
+  // Sets every probe's bucket bounds and prefetches the bucket's keys.
+  void ReadBucketBounds(std::vector<Probe>* probes) const;
+  // Scans every probe's bucket: rows (identity table, 128 bits) to scratch->rows, fingerprints
+  // (permuted 64-bit tables) to scratch->fps.
+  void ScanProbes(uint64_t hi, uint64_t lo, int k, SearchCounters* counters,
+                  SearchScratch* scratch) const;
+  // Adds the rows of the fingerprints in scratch->fps (64 bits) to scratch->rows.
+  void AddRowsOfFingerprints(SearchScratch* scratch) const;
   // Rows whose fingerprint equals the 64-bit `fp` (first, end); bounds-checked.
   std::pair<size_t, size_t> EqualRows64(uint64_t fp, int identity_table) const;
 

@@ -451,6 +451,10 @@ struct DocumentReader::Impl {
   static void CsvField(void* data, size_t size, void* self);
   static void CsvRowEnd(int terminator, void* self);
   Status ReadCsvHeader(const std::string& path, const CsvRow& header);
+  // Open's steps: files_ = `files` (format checked, sizes counted, streams noted); the streams
+  // copied to temporary files (options_.spool_stdin).
+  Status SetFiles(std::vector<std::string> files);
+  Status SpoolStreams();
 
   DocumentReaderOptions options_;
   std::vector<std::string> files_;
@@ -500,25 +504,23 @@ uint64_t DocumentReader::total_input_bytes() const { return impl_->total_input_b
 
 bool IsStreamInput(const std::string& path) { return IsStreamPath(path); }
 
-Result<std::unique_ptr<DocumentReader>> DocumentReader::Open(const std::vector<std::string>& inputs,
-                                                             DocumentReaderOptions options) {
-  if (inputs.empty()) return Status::InvalidArgument("no input given");
-  std::unique_ptr<DocumentReader> reader(new DocumentReader());
-  Impl& impl = *reader->impl_;
-  impl.options_ = std::move(options);
-  impl.state_ = std::make_unique<ReaderState>();
-  // Entries of input directories that are not read, reported once the inputs are known.
-  std::vector<std::pair<const char*, std::string>> left_out;
-  bool has_stdin = false;
-  std::vector<std::string> files;
+namespace {
+
+using LeftOut = std::vector<std::pair<const char*, std::string>>;  // (skip reason, message)
+
+// The files that `inputs` name, directories listed (recursively, following symbolic links to
+// directories), in input order; "-" sets *has_stdin instead. Entries of directories that are not
+// read go to *left_out, reported once the inputs are known.
+Status ListInputs(const std::vector<std::string>& inputs, const DocumentReaderOptions& options,
+                  std::vector<std::string>* files, bool* has_stdin, LeftOut* left_out) {
   namespace fs = std::filesystem;
   for (const std::string& input : inputs) {
     if (input == "-") {
-      has_stdin = true;
+      *has_stdin = true;
       continue;
     }
-    if (impl.options_.memory_inputs.count(input)) {
-      files.push_back(input);
+    if (options.memory_inputs.count(input)) {
+      files->push_back(input);
       continue;
     }
     std::error_code error;
@@ -530,56 +532,78 @@ Result<std::unique_ptr<DocumentReader>> DocumentReader::Open(const std::vector<s
       }
       return Status::NotFound(input + ": no such file or directory");
     }
-    if (fs::is_directory(status)) {
-      NoteInput(input, /*directory=*/true);
-      fs::recursive_directory_iterator it(input, fs::directory_options::follow_directory_symlink,
-                                          error);
+    if (!fs::is_directory(status)) {
+      files->push_back(input);
+      continue;
+    }
+    NoteInput(input, /*directory=*/true);
+    fs::recursive_directory_iterator it(input, fs::directory_options::follow_directory_symlink,
+                                        error);
+    if (error) return Status::IoError(input + ": cannot list directory: " + error.message());
+    for (; it != fs::recursive_directory_iterator(); it.increment(error)) {
       if (error) return Status::IoError(input + ": cannot list directory: " + error.message());
-      for (; it != fs::recursive_directory_iterator(); it.increment(error)) {
-        if (error) return Status::IoError(input + ": cannot list directory: " + error.message());
-        std::error_code file_error;
-        const fs::file_status entry = it->status(file_error);
-        if (fs::is_regular_file(entry)) {
-          files.push_back(it->path().string());
-        } else if (it->is_symlink(file_error) && !fs::exists(entry)) {
-          left_out.emplace_back(kSkipBrokenSymlink, it->path().string() +
-                                                        ": broken symbolic link (its target does "
-                                                        "not exist)");
-        } else if (!fs::is_directory(entry)) {
-          // A pipe, socket or device inside a directory is not read: it could block for ever.
-          left_out.emplace_back(kSkipNotRegular, it->path().string() +
-                                                     ": not a regular file (a pipe, socket or "
-                                                     "device inside a directory is not read)");
-        }
+      std::error_code file_error;
+      const fs::file_status entry = it->status(file_error);
+      if (fs::is_regular_file(entry)) {
+        files->push_back(it->path().string());
+      } else if (it->is_symlink(file_error) && !fs::exists(entry)) {
+        left_out->emplace_back(kSkipBrokenSymlink, it->path().string() +
+                                                       ": broken symbolic link (its target does "
+                                                       "not exist)");
+      } else if (!fs::is_directory(entry)) {
+        // A pipe, socket or device inside a directory is not read: it could block for ever.
+        left_out->emplace_back(kSkipNotRegular, it->path().string() +
+                                                    ": not a regular file (a pipe, socket or "
+                                                    "device inside a directory is not read)");
       }
-    } else {
-      files.push_back(input);
     }
   }
+  return Status::Ok();
+}
+
+// `files` sorted, each file once: the same file named twice (a.jsonl twice, ./a.jsonl and
+// a.jsonl, or a file and its directory) is read once.
+std::vector<std::string> DistinctFiles(std::vector<std::string> files,
+                                       const DocumentReaderOptions& options) {
   std::sort(files.begin(), files.end());
   files.erase(std::unique(files.begin(), files.end()), files.end());
-  {
-    // The same file named twice (./a.jsonl and a.jsonl, or a file and its directory) is read once.
-    std::set<std::pair<dev_t, ino_t>> seen;
-    std::vector<std::string> unique;
-    for (std::string& file : files) {
-      struct stat info;
-      if (!impl.options_.memory_inputs.count(file) && ::stat(file.c_str(), &info) == 0 &&
-          !seen.insert({info.st_dev, info.st_ino}).second) {
-        continue;
-      }
-      unique.push_back(std::move(file));
+  std::set<std::pair<dev_t, ino_t>> seen;
+  std::vector<std::string> unique;
+  for (std::string& file : files) {
+    struct stat info;
+    if (!options.memory_inputs.count(file) && ::stat(file.c_str(), &info) == 0 &&
+        !seen.insert({info.st_dev, info.st_ino}).second) {
+      continue;
     }
-    files = std::move(unique);
+    unique.push_back(std::move(file));
   }
-  if (has_stdin) files.insert(files.begin(), "-");
+  return unique;
+}
+
+// Copies the stream input `stream`, open as `source`, to `spool`.
+Status CopyStream(const std::string& stream, FILE* source, FILE* spool) {
+  std::vector<char> chunk(kReadChunk);
+  size_t n;
+  while ((n = std::fread(chunk.data(), 1, chunk.size(), source)) > 0) {
+    if (std::fwrite(chunk.data(), 1, n, spool) != n) {
+      return Status::IoError("cannot spool " + stream + " to a temporary file: " + ErrnoText());
+    }
+  }
+  if (std::ferror(source)) return Status::IoError(stream + ": cannot read: " + ErrnoText());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status DocumentReader::Impl::SetFiles(std::vector<std::string> files) {
+  namespace fs = std::filesystem;
   for (const std::string& file : files) {
-    if (impl.options_.memory_inputs.count(file)) {
-      impl.total_input_bytes_ += impl.options_.memory_inputs.at(file)->size();
+    if (options_.memory_inputs.count(file)) {
+      total_input_bytes_ += options_.memory_inputs.at(file)->size();
       continue;
     }
     if (IsStreamPath(file)) {
-      impl.streams_.insert(file);
+      streams_.insert(file);
       continue;
     }
     NoteInput(file);
@@ -593,45 +617,53 @@ Result<std::unique_ptr<DocumentReader>> DocumentReader::Open(const std::vector<s
     } else {
       format = UnsupportedFormat({}, file);
     }
-    if (format != nullptr && !impl.options_.text_lines) return UnsupportedFormatError(file, format);
+    if (format != nullptr && !options_.text_lines) return UnsupportedFormatError(file, format);
     std::error_code error;
     uint64_t size = fs::file_size(file, error);
-    if (!error) impl.total_input_bytes_ += size;
+    if (!error) total_input_bytes_ += size;
   }
-  impl.files_ = std::move(files);
+  files_ = std::move(files);
+  return Status::Ok();
+}
+
+// Streams are copied to anonymous temporary files so that Rewind() can read them again.
+Status DocumentReader::Impl::SpoolStreams() {
+  for (const std::string& stream : streams_) {
+    FILE* source = stream == "-" ? stdin : std::fopen(stream.c_str(), "rb");
+    if (!source) return Status::IoError(stream + ": cannot open: " + ErrnoText());
+    FILE* spool = std::tmpfile();
+    if (!spool) {
+      if (source != stdin) std::fclose(source);
+      return Status::IoError("cannot create a temporary file to spool " +
+                             (stream == "-" ? std::string("standard input") : stream) + ": " +
+                             ErrnoText());
+    }
+    state_->spooled[stream] = spool;  // closed with state_, copied or not
+    const Status copied = CopyStream(stream, source, spool);
+    if (source != stdin) std::fclose(source);
+    NEARDUP_RETURN_IF_ERROR(copied);
+    std::fflush(spool);
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<DocumentReader>> DocumentReader::Open(const std::vector<std::string>& inputs,
+                                                             DocumentReaderOptions options) {
+  if (inputs.empty()) return Status::InvalidArgument("no input given");
+  std::unique_ptr<DocumentReader> reader(new DocumentReader());
+  Impl& impl = *reader->impl_;
+  impl.options_ = std::move(options);
+  impl.state_ = std::make_unique<ReaderState>();
+  LeftOut left_out;
+  bool has_stdin = false;
+  std::vector<std::string> files;
+  NEARDUP_RETURN_IF_ERROR(ListInputs(inputs, impl.options_, &files, &has_stdin, &left_out));
+  files = DistinctFiles(std::move(files), impl.options_);
+  if (has_stdin) files.insert(files.begin(), "-");
+  NEARDUP_RETURN_IF_ERROR(impl.SetFiles(std::move(files)));
   for (const auto& [reason, message] : left_out)
     NEARDUP_RETURN_IF_ERROR(impl.Skip(reason, message));
-  if (impl.options_.spool_stdin) {
-    // Streams are copied to anonymous temporary files so that Rewind() can read them again.
-    for (const std::string& stream : impl.streams_) {
-      FILE* source = stream == "-" ? stdin : std::fopen(stream.c_str(), "rb");
-      if (!source) return Status::IoError(stream + ": cannot open: " + ErrnoText());
-      FILE* spool = std::tmpfile();
-      if (!spool) {
-        if (source != stdin) std::fclose(source);
-        return Status::IoError("cannot create a temporary file to spool " +
-                               (stream == "-" ? std::string("standard input") : stream) + ": " +
-                               ErrnoText());
-      }
-      impl.state_->spooled[stream] = spool;
-      std::vector<char> chunk(kReadChunk);
-      size_t n;
-      Status copied;
-      while ((n = std::fread(chunk.data(), 1, chunk.size(), source)) > 0) {
-        if (std::fwrite(chunk.data(), 1, n, spool) != n) {
-          copied =
-              Status::IoError("cannot spool " + stream + " to a temporary file: " + ErrnoText());
-          break;
-        }
-      }
-      if (copied.ok() && std::ferror(source)) {
-        copied = Status::IoError(stream + ": cannot read: " + ErrnoText());
-      }
-      if (source != stdin) std::fclose(source);
-      NEARDUP_RETURN_IF_ERROR(copied);
-      std::fflush(spool);
-    }
-  }
+  if (impl.options_.spool_stdin) NEARDUP_RETURN_IF_ERROR(impl.SpoolStreams());
   return reader;
 }
 

@@ -167,6 +167,118 @@ class LineSource {
 
 // ---- summary.json -------------------------------------------------------------------------------
 
+// summary.json's "stages": each stage's time, peak memory and items.
+void ReadStages(object o, SummaryModel* summary) {
+  element e;
+  array list;
+  if (!Field(o, "stages", &e) || e.get_array().get(list) != simdjson::SUCCESS) return;
+  for (element item : list) {
+    object stage;
+    if (item.get_object().get(stage) != simdjson::SUCCESS) continue;
+    summary->stages.push_back({StringOf(stage, "stage", "?"), DoubleOf(stage, "seconds"),
+                               DoubleOf(stage, "peak_memory_mb"), UintOf(stage, "items")});
+  }
+}
+
+// The parameters: neardup dedup's "options" object; neardup.dask writes them at the top level
+// with the LSH ones in "lsh".
+void ReadParameters(object o, SummaryModel* summary) {
+  element e;
+  object options;
+  if (Field(o, "options", &e) && e.get_object().get(options) == simdjson::SUCCESS) {
+    for (auto [key, value] : options) {
+      summary->parameters.emplace_back(std::string(key), ScalarText(value));
+    }
+    summary->threshold = DoubleOf(options, "threshold");
+    summary->bands = static_cast<int>(UintOf(options, "bands"));
+    summary->rows = static_cast<int>(UintOf(options, "rows"));
+    summary->verify = DoubleOf(options, "verify", -1);
+    return;
+  }
+  object lsh;
+  if (Field(o, "lsh", &e) && e.get_object().get(lsh) == simdjson::SUCCESS) {
+    for (auto [key, value] : lsh) {
+      summary->parameters.emplace_back("lsh." + std::string(key), ScalarText(value));
+    }
+    summary->threshold = DoubleOf(lsh, "threshold");
+    summary->bands = static_cast<int>(UintOf(lsh, "bands"));
+    summary->rows = static_cast<int>(UintOf(lsh, "rows"));
+  }
+  for (const char* key : {"candidates", "k", "bits", "verify", "keep", "partitions"}) {
+    if (Field(o, key, &e)) summary->parameters.emplace_back(key, ScalarText(e));
+  }
+  summary->verify = DoubleOf(o, "verify", -1);
+}
+
+// The array of counts at `key` of `histogram` into *bins (nothing when it is no array).
+void ReadBins(object histogram, std::string_view key, std::vector<uint64_t>* bins) {
+  element value;
+  array values;
+  if (!Field(histogram, key, &value) || value.get_array().get(values) != simdjson::SUCCESS) {
+    return;
+  }
+  for (element bin : values) {
+    uint64_t count = 0;
+    if (bin.get_uint64().get(count) != simdjson::SUCCESS) count = 0;
+    bins->push_back(count);
+  }
+}
+
+// summary.json's "similarity_histogram": accepted and rejected pairs by similarity.
+void ReadSimilarityHistogram(object o, SummaryModel* summary) {
+  element e;
+  object histogram;
+  if (!Field(o, "similarity_histogram", &e) || e.get_object().get(histogram) != simdjson::SUCCESS) {
+    return;
+  }
+  ReadBins(histogram, "accepted", &summary->histogram.accepted);
+  ReadBins(histogram, "rejected", &summary->histogram.rejected);
+  summary->histogram.rejected_pairs = UintOf(histogram, "rejected_pairs");
+  summary->histogram.rejected_measured = UintOf(histogram, "rejected_measured");
+  summary->histogram.rejected_sample_every = UintOf(histogram, "rejected_sample_every", 1);
+  summary->histogram.present =
+      !summary->histogram.accepted.empty() &&
+      summary->histogram.accepted.size() == summary->histogram.rejected.size();
+}
+
+// summary.json's "inputs": each input's path and what was known of it when it was read.
+void ReadInputs(object o, SummaryModel* summary) {
+  element e;
+  array list;
+  if (!Field(o, "inputs", &e) || e.get_array().get(list) != simdjson::SUCCESS) return;
+  summary->has_inputs = true;
+  for (element item : list) {
+    object input;
+    if (item.get_object().get(input) != simdjson::SUCCESS) continue;
+    SummaryModel::Input entry;
+    entry.path = StringOf(input, "path");
+    entry.absolute = StringOf(input, "absolute");
+    entry.in_memory = BoolOf(input, "in_memory");
+    element stat_value;
+    entry.has_stat = Field(input, "mtime_ns", &stat_value);
+    entry.bytes = UintOf(input, "bytes");
+    int64_t mtime = 0;
+    if (entry.has_stat && stat_value.get_int64().get(mtime) != simdjson::SUCCESS) mtime = 0;
+    entry.mtime_ns = mtime;
+    summary->inputs.push_back(std::move(entry));
+  }
+}
+
+// summary.json's "reader": the options the inputs were read with.
+void ReadReaderOptions(object o, SummaryModel* summary) {
+  element e;
+  object reader;
+  if (!Field(o, "reader", &e) || e.get_object().get(reader) != simdjson::SUCCESS) return;
+  summary->has_reader = true;
+  summary->reader.id_field = StringOf(reader, "id_field", "id");
+  summary->reader.text_field = StringOf(reader, "text_field", "text");
+  summary->reader.text_lines = BoolOf(reader, "lines");
+  summary->reader.stdin_is_text = BoolOf(reader, "stdin_is_text");
+  summary->reader.allow_invalid_utf8_text = BoolOf(reader, "allow_invalid_utf8_text");
+  summary->reader.max_document_bytes =
+      UintOf(reader, "max_document_bytes", summary->reader.max_document_bytes);
+}
+
 Status ParseSummary(const std::string& text, const std::string& name, SummaryModel* summary) {
   simdjson::dom::parser parser;
   element root;
@@ -190,94 +302,11 @@ Status ParseSummary(const std::string& text, const std::string& name, SummaryMod
   summary->removed = UintOf(o, "documents_removed");
   summary->kept = UintOf(o, "documents_kept");
   summary->total_seconds = DoubleOf(o, "total_seconds");
-  element e;
-  array list;
-  if (Field(o, "stages", &e) && e.get_array().get(list) == simdjson::SUCCESS) {
-    for (element item : list) {
-      object stage;
-      if (item.get_object().get(stage) != simdjson::SUCCESS) continue;
-      summary->stages.push_back({StringOf(stage, "stage", "?"), DoubleOf(stage, "seconds"),
-                                 DoubleOf(stage, "peak_memory_mb"), UintOf(stage, "items")});
-    }
-  }
-  // The parameters: neardup dedup's "options" object; neardup.dask writes them at the top level
-  // with the LSH ones in "lsh".
-  object options;
-  if (Field(o, "options", &e) && e.get_object().get(options) == simdjson::SUCCESS) {
-    for (auto [key, value] : options) {
-      summary->parameters.emplace_back(std::string(key), ScalarText(value));
-    }
-    summary->threshold = DoubleOf(options, "threshold");
-    summary->bands = static_cast<int>(UintOf(options, "bands"));
-    summary->rows = static_cast<int>(UintOf(options, "rows"));
-    summary->verify = DoubleOf(options, "verify", -1);
-  } else {
-    object lsh;
-    if (Field(o, "lsh", &e) && e.get_object().get(lsh) == simdjson::SUCCESS) {
-      for (auto [key, value] : lsh) {
-        summary->parameters.emplace_back("lsh." + std::string(key), ScalarText(value));
-      }
-      summary->threshold = DoubleOf(lsh, "threshold");
-      summary->bands = static_cast<int>(UintOf(lsh, "bands"));
-      summary->rows = static_cast<int>(UintOf(lsh, "rows"));
-    }
-    for (const char* key : {"candidates", "k", "bits", "verify", "keep", "partitions"}) {
-      if (Field(o, key, &e)) summary->parameters.emplace_back(key, ScalarText(e));
-    }
-    summary->verify = DoubleOf(o, "verify", -1);
-  }
-  object histogram;
-  if (Field(o, "similarity_histogram", &e) && e.get_object().get(histogram) == simdjson::SUCCESS) {
-    auto read_bins = [&](std::string_view key, std::vector<uint64_t>* bins) {
-      element value;
-      array values;
-      if (!Field(histogram, key, &value) || value.get_array().get(values) != simdjson::SUCCESS) {
-        return;
-      }
-      for (element bin : values) {
-        uint64_t count = 0;
-        if (bin.get_uint64().get(count) != simdjson::SUCCESS) count = 0;
-        bins->push_back(count);
-      }
-    };
-    read_bins("accepted", &summary->histogram.accepted);
-    read_bins("rejected", &summary->histogram.rejected);
-    summary->histogram.rejected_pairs = UintOf(histogram, "rejected_pairs");
-    summary->histogram.rejected_measured = UintOf(histogram, "rejected_measured");
-    summary->histogram.rejected_sample_every = UintOf(histogram, "rejected_sample_every", 1);
-    summary->histogram.present =
-        !summary->histogram.accepted.empty() &&
-        summary->histogram.accepted.size() == summary->histogram.rejected.size();
-  }
-  if (Field(o, "inputs", &e) && e.get_array().get(list) == simdjson::SUCCESS) {
-    summary->has_inputs = true;
-    for (element item : list) {
-      object input;
-      if (item.get_object().get(input) != simdjson::SUCCESS) continue;
-      SummaryModel::Input entry;
-      entry.path = StringOf(input, "path");
-      entry.absolute = StringOf(input, "absolute");
-      entry.in_memory = BoolOf(input, "in_memory");
-      element stat_value;
-      entry.has_stat = Field(input, "mtime_ns", &stat_value);
-      entry.bytes = UintOf(input, "bytes");
-      int64_t mtime = 0;
-      if (entry.has_stat && stat_value.get_int64().get(mtime) != simdjson::SUCCESS) mtime = 0;
-      entry.mtime_ns = mtime;
-      summary->inputs.push_back(std::move(entry));
-    }
-  }
-  object reader;
-  if (Field(o, "reader", &e) && e.get_object().get(reader) == simdjson::SUCCESS) {
-    summary->has_reader = true;
-    summary->reader.id_field = StringOf(reader, "id_field", "id");
-    summary->reader.text_field = StringOf(reader, "text_field", "text");
-    summary->reader.text_lines = BoolOf(reader, "lines");
-    summary->reader.stdin_is_text = BoolOf(reader, "stdin_is_text");
-    summary->reader.allow_invalid_utf8_text = BoolOf(reader, "allow_invalid_utf8_text");
-    summary->reader.max_document_bytes =
-        UintOf(reader, "max_document_bytes", summary->reader.max_document_bytes);
-  }
+  ReadStages(o, summary);
+  ReadParameters(o, summary);
+  ReadSimilarityHistogram(o, summary);
+  ReadInputs(o, summary);
+  ReadReaderOptions(o, summary);
   return Status::Ok();
 }
 
@@ -643,21 +672,15 @@ void AddNote(std::string* notes, const std::string& note) {
   *notes += note;
 }
 
-// The default text source: the inputs summary.json records, read again with the reader options
-// recorded there (only the files holding a wanted document; reading stops once all are found).
-Status ReadTextsFromInputs(const SummaryModel& summary,
-                           const std::vector<ReportDocumentRef>& wanted,
-                           std::vector<std::optional<std::string>>* texts, std::string* notes) {
-  if (!summary.has_inputs) {
-    AddNote(notes,
-            "summary.json does not record the run's inputs (written by an older neardup or by "
-            "neardup.dask), so no text can be shown");
-    return Status::Ok();
-  }
+// Wanted documents (indexes into `wanted`) by recorded input, then by line.
+using WantedByLine = std::unordered_map<uint64_t, std::vector<size_t>>;
+
+std::vector<WantedByLine> WantedByInput(const SummaryModel& summary,
+                                        const std::vector<ReportDocumentRef>& wanted,
+                                        std::string* notes) {
   std::unordered_map<std::string, size_t> input_of;
   for (size_t i = 0; i < summary.inputs.size(); ++i) input_of.emplace(summary.inputs[i].path, i);
-  // Wanted documents by input, then by line.
-  std::vector<std::unordered_map<uint64_t, std::vector<size_t>>> wanted_at(summary.inputs.size());
+  std::vector<WantedByLine> wanted_at(summary.inputs.size());
   for (size_t i = 0; i < wanted.size(); ++i) {
     size_t input;
     uint64_t line;
@@ -667,8 +690,15 @@ Status ReadTextsFromInputs(const SummaryModel& summary,
     }
     wanted_at[input][line].push_back(i);
   }
-  std::vector<std::string> files;
-  std::unordered_map<std::string, size_t> input_of_file;
+  return wanted_at;
+}
+
+// The recorded inputs that hold wanted documents and can be read again (files that are still
+// there; a note when one changed since the run): their absolute paths into *files, and each
+// one's recorded input into *input_of_file. A note says why any other is left out.
+void ReadableInputs(const SummaryModel& summary, const std::vector<WantedByLine>& wanted_at,
+                    std::string* notes, std::vector<std::string>* files,
+                    std::unordered_map<std::string, size_t>* input_of_file) {
   for (size_t i = 0; i < summary.inputs.size(); ++i) {
     if (wanted_at[i].empty()) continue;
     const SummaryModel::Input& input = summary.inputs[i];
@@ -692,23 +722,17 @@ Status ReadTextsFromInputs(const SummaryModel& summary,
       AddNote(notes, input.absolute +
                          " changed since the run (texts whose id no longer matches are left out)");
     }
-    files.push_back(input.absolute);
-    input_of_file.emplace(input.absolute, i);
+    files->push_back(input.absolute);
+    input_of_file->emplace(input.absolute, i);
   }
-  if (files.empty()) return Status::Ok();
-  DocumentReaderOptions reader_options = summary.reader;
-  reader_options.strict = false;
-  reader_options.on_warning = nullptr;
-  reader_options.memory_inputs.clear();
-  auto reader = DocumentReader::Open(files, reader_options);
-  if (!reader.ok()) {
-    AddNote(notes, "the inputs cannot be read again: " + reader.status().ToString());
-    return Status::Ok();
-  }
-  // The reader's file order is its own (sorted); map its indexes back to the recorded inputs.
-  std::vector<size_t> recorded(files.size(), SIZE_MAX);
-  const std::vector<std::string>& reader_files = (*reader)->files();
-  recorded.assign(reader_files.size(), SIZE_MAX);
+}
+
+// The reader's file order is its own (sorted): the recorded input of each of its files
+// (SIZE_MAX for none).
+std::vector<size_t> RecordedInputOfReaderFiles(
+    const std::vector<std::string>& reader_files,
+    const std::unordered_map<std::string, size_t>& input_of_file) {
+  std::vector<size_t> recorded(reader_files.size(), SIZE_MAX);
   for (size_t f = 0; f < reader_files.size(); ++f) {
     auto it = input_of_file.find(reader_files[f]);
     if (it != input_of_file.end()) {
@@ -719,6 +743,36 @@ Status ReadTextsFromInputs(const SummaryModel& summary,
       if (IsSameFile(path, reader_files[f])) recorded[f] = index;
     }
   }
+  return recorded;
+}
+
+// The default text source: the inputs summary.json records, read again with the reader options
+// recorded there (only the files holding a wanted document; reading stops once all are found).
+Status ReadTextsFromInputs(const SummaryModel& summary,
+                           const std::vector<ReportDocumentRef>& wanted,
+                           std::vector<std::optional<std::string>>* texts, std::string* notes) {
+  if (!summary.has_inputs) {
+    AddNote(notes,
+            "summary.json does not record the run's inputs (written by an older neardup or by "
+            "neardup.dask), so no text can be shown");
+    return Status::Ok();
+  }
+  std::vector<WantedByLine> wanted_at = WantedByInput(summary, wanted, notes);
+  std::vector<std::string> files;
+  std::unordered_map<std::string, size_t> input_of_file;
+  ReadableInputs(summary, wanted_at, notes, &files, &input_of_file);
+  if (files.empty()) return Status::Ok();
+  DocumentReaderOptions reader_options = summary.reader;
+  reader_options.strict = false;
+  reader_options.on_warning = nullptr;
+  reader_options.memory_inputs.clear();
+  auto reader = DocumentReader::Open(files, reader_options);
+  if (!reader.ok()) {
+    AddNote(notes, "the inputs cannot be read again: " + reader.status().ToString());
+    return Status::Ok();
+  }
+  const std::vector<size_t> recorded =
+      RecordedInputOfReaderFiles((*reader)->files(), input_of_file);
   size_t remaining = 0;
   for (const auto& by_line : wanted_at) {
     for (const auto& [line, indexes] : by_line) remaining += indexes.size();

@@ -415,6 +415,7 @@ struct TextNormalizer::Impl {
   // NFKC / NFKC_Casefold of valid UTF-8 `text` into *out (replaced), piece by piece with
   // `tables`: kept code points copied, tabled ones replaced, ICU for the rest.
   Status SegmentNormalize(std::string_view text, std::string* out) const;
+  class SegmentPass;  // one SegmentNormalize over a text
   // The plain path (NormalizeOptions::fast_paths off).
   Status ReferenceNormalize(std::string_view text, std::string* out) const;
   // `ascii` case-folded (when options.case_fold) or copied, appended to *out.
@@ -599,152 +600,221 @@ void TextNormalizer::Impl::AppendLowerOrCopy(std::string_view ascii, std::string
   }
 }
 
-Status TextNormalizer::Impl::SegmentNormalize(std::string_view text, std::string* out) const {
-  const SegmentTables& t = *tables;
-  const bool fold = options.case_fold;
-  const auto* in = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t n = text.size();
-  constexpr size_t kNone = std::string_view::npos;
-  // Output through a raw pointer into *out, grown as needed; `used` bytes are written.
-  out->resize(n + 64);
-  size_t used = 0;
-  auto ensure = [&](size_t more) {
-    if (used + more > out->size()) out->resize(std::max(2 * out->size(), used + more));
-  };
-  // Two states. Direct (icu == kNone): text[run, p) are kept code points not yet copied out.
-  // ICU (icu != kNone): text[icu, p) is a run of whole pieces that goes to ICU. prev / prev_out:
-  // where the last code point handled directly starts, in the text and (when it was written
-  // out, prev < run) in the output: it is handed to ICU after all when the code point after it
-  // has no boundary before it.
-  size_t icu = kNone;
-  size_t run = 0, prev = kNone, prev_out = 0;
-  auto copy_run = [&](size_t end) {
-    if (end == run) return;
-    ensure(end - run);
-    std::memcpy(out->data() + used, in + run, end - run);
-    used += end - run;
-  };
-  // Ends the ICU state at p (a boundary): the pieces so far go to ICU, through `icu_out` and
-  // then copied, so *out keeps its size (shrinking it to `used` here made the next ensure() zero
-  // the whole tail again: quadratic in the text on pieces that alternate with kept runs).
-  std::string icu_out;
-  auto flush_icu = [&](size_t end) -> Status {
-    icu_out.clear();
-    NEARDUP_RETURN_IF_ERROR(IcuNormalize(text.substr(icu, end - icu), fold, &icu_out));
-    ensure(icu_out.size());
-    std::memcpy(out->data() + used, icu_out.data(), icu_out.size());
-    used += icu_out.size();
-    icu = kNone;
-    run = end;
-    return Status::Ok();
-  };
-  size_t p = 0;
-  while (p < n) {
-    if (icu == kNone) {
-      // Kept code points below U+0800 (ASCII, Latin, Greek, Cyrillic, Hebrew, Arabic, ...):
-      // nothing to do but move on; they are copied out in one piece later.
-      while (p < n) {
-        const unsigned char b = in[p];
-        if (b < 0x80) {
-#ifdef __SSE2__
-          // Sixteen ASCII bytes: each has a boundary before it and maps to itself, lowercased
-          // when case folding (checked at Create: ascii_shortcut).
-          if (n - p >= 16) {
-            const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + p));
-            if (_mm_movemask_epi8(v) == 0) {
-              const __m128i d = _mm_sub_epi8(v, _mm_set1_epi8('A'));
-              const __m128i upper = _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(25)), d);
-              if (fold && _mm_movemask_epi8(upper) != 0) {
-                copy_run(p);
-                ensure(16);
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(out->data() + used),
-                                 _mm_add_epi8(v, _mm_and_si128(upper, _mm_set1_epi8(0x20))));
-                prev_out = used + 15;
-                used += 16;
-                run = p + 16;
-              }
-              prev = p + 15;
-              p += 16;
-              continue;
-            }
-          }
-#endif
-          if (!t.kept_small[b]) break;
-          prev = p;
-          p += 1;
-        } else if (b >= 0xC2 && b < 0xE0 && p + 1 < n) {
-          const char32_t c = (static_cast<char32_t>(b & 0x1F) << 6) | (in[p + 1] & 0x3F);
-          if (!t.kept_small[c]) break;
-          prev = p;
-          p += 2;
-        } else {
-          break;
+// One SegmentNormalize over a text, in two states, at position p. Direct (icu == kNone):
+// text[run_, p) are kept code points not yet copied out. ICU (icu != kNone): text[icu, p) is a
+// run of whole pieces that goes to ICU. prev / prev_out: where the last code point handled
+// directly starts, in the text and (when it was written out, prev < run_) in the output: it is
+// handed to ICU after all when the code point after it has no boundary before it.
+// Speed: p, icu, prev and prev_out are Run's locals handed to the steps, every step is inlined
+// into Run and Run into SegmentNormalize, and ICU's output buffer is the caller's, so that no
+// state escapes to a call and all of it stays in registers.
+class TextNormalizer::Impl::SegmentPass {
+ public:
+  // `icu_out`: scratch for ICU's output.
+  SegmentPass(const Impl& impl, std::string_view text, std::string* out, std::string* icu_out)
+      : impl_(impl),
+        t_(*impl.tables),
+        fold_(impl.options.case_fold),
+        text_(text),
+        in_(reinterpret_cast<const unsigned char*>(text.data())),
+        n_(text.size()),
+        out_(out),
+        icu_out_(icu_out) {}
+
+  [[gnu::always_inline]] Status Run() {
+    // Output through a raw pointer into *out_, grown as needed; `used_` bytes are written.
+    out_->resize(n_ + 64);
+    const unsigned char* const in = in_;
+    const size_t n = n_;
+    const SegmentTables& t = t_;
+    size_t p = 0, icu = kNone, prev = kNone, prev_out = 0;
+    while (p < n) {
+      if (icu == kNone) {
+        p = SkipKeptBelowU0800(p, &prev, &prev_out);
+        if (p >= n) break;
+      }
+      size_t len = 0;
+      const char32_t c = DecodeAt(in, n, p, &len);
+      const bool bmp = c < 0x10000;
+      if (bmp && t.Has(t.kept, c)) {
+        if (icu != kNone) {
+          NEARDUP_RETURN_IF_ERROR(FlushIcu(icu, p));
+          icu = kNone;
         }
+        prev = p;
+        p += len;
+        continue;
       }
-      if (p >= n) break;
+      if (c < SegmentTables::kMappedLimit && t.mapped[c].size != 0) {
+        // A piece of its own, replaced from the table.
+        if (icu != kNone) {
+          NEARDUP_RETURN_IF_ERROR(FlushIcu(icu, p));
+          icu = kNone;
+        } else {
+          CopyRun(p);
+        }
+        prev = p;
+        prev_out = used_;
+        WriteMapped(t.mapped[c]);
+        p += len;
+        run_ = p;
+        continue;
+      }
+      if (icu == kNone) icu = StartIcuPiece(p, prev, prev_out, bmp && t.Has(t.boundary, c));
+      p += len;
     }
-    const unsigned char b = in[p];
-    char32_t c;
-    size_t len = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
-    if (b < 0x80) {
-      c = b;
-    } else if (b < 0xC0 || p + len > n) {
-      c = 0x10000;  // not a lead byte or a truncated sequence (the text is valid UTF-8 by now)
-      len = 1;
-    } else if (b < 0xE0) {
-      c = (static_cast<char32_t>(b & 0x1F) << 6) | (in[p + 1] & 0x3F);
-    } else if (b < 0xF0) {
-      c = (static_cast<char32_t>(b & 0x0F) << 12) | (static_cast<char32_t>(in[p + 1] & 0x3F) << 6) |
-          (in[p + 2] & 0x3F);
+    if (icu != kNone) {
+      NEARDUP_RETURN_IF_ERROR(FlushIcu(icu, n));
     } else {
-      c = 0x10000;  // supplementary planes: treated as having no boundary before them
+      CopyRun(n);
     }
-    const bool bmp = c < 0x10000;
-    if (bmp && t.Has(t.kept, c)) {
-      if (icu != kNone) NEARDUP_RETURN_IF_ERROR(flush_icu(p));
-      prev = p;
-      p += len;
-      continue;
-    }
-    if (c < SegmentTables::kMappedLimit && t.mapped[c].size != 0) {
-      if (icu != kNone) {
-        NEARDUP_RETURN_IF_ERROR(flush_icu(p));
-      } else {
-        copy_run(p);
-      }
-      const SegmentTables::Mapped& m = t.mapped[c];
-      ensure(sizeof(m.bytes));
-      std::memcpy(out->data() + used, m.bytes, sizeof(m.bytes));
-      prev = p;
-      prev_out = used;
-      used += m.size;
-      p += len;
-      run = p;
-      continue;
-    }
-    if (icu == kNone) {
-      if (bmp && t.Has(t.boundary, c)) {
-        copy_run(p);  // a piece of its own starts here
-        icu = p;
-      } else if (prev == kNone) {
-        icu = p;  // only at the start of the text
-      } else if (prev >= run) {
-        copy_run(prev);  // the kept code point before belongs to this piece
-        icu = prev;
-      } else {
-        used = prev_out;  // take back what the code point before wrote: it belongs to this piece
-        icu = prev;
-      }
-    }
-    p += len;
+    out_->resize(used_);
+    return Status::Ok();
   }
-  if (icu != kNone) {
-    NEARDUP_RETURN_IF_ERROR(flush_icu(n));
-  } else {
-    copy_run(n);
+
+ private:
+  static constexpr size_t kNone = std::string_view::npos;
+
+  void Ensure(size_t more) {
+    if (used_ + more > out_->size()) out_->resize(std::max(2 * out_->size(), used_ + more));
   }
-  out->resize(used);
-  return Status::Ok();
+
+  // Copies the kept code points text[run_, end) out.
+  void CopyRun(size_t end) {
+    if (end == run_) return;
+    Ensure(end - run_);
+    std::memcpy(out_->data() + used_, in_ + run_, end - run_);
+    used_ += end - run_;
+  }
+
+  // Ends the ICU state at `end` (a boundary): the pieces text[begin, end) go to ICU, through
+  // `icu_out_` and then copied, so *out_ keeps its size (shrinking it to `used_` here made the
+  // next Ensure() zero the whole tail again: quadratic in the text on pieces that alternate with
+  // kept runs).
+  [[gnu::always_inline]] Status FlushIcu(size_t begin, size_t end) {
+    icu_out_->clear();
+    NEARDUP_RETURN_IF_ERROR(impl_.IcuNormalize(text_.substr(begin, end - begin), fold_, icu_out_));
+    Ensure(icu_out_->size());
+    std::memcpy(out_->data() + used_, icu_out_->data(), icu_out_->size());
+    used_ += icu_out_->size();
+    run_ = end;
+    return Status::Ok();
+  }
+
+  // Direct state: kept code points below U+0800 (ASCII, Latin, Greek, Cyrillic, Hebrew, Arabic,
+  // ...) from `p` on need nothing but moving on; they are copied out in one piece later. Returns
+  // where the first other code point starts.
+  size_t SkipKeptBelowU0800(size_t p, size_t* prev, size_t* prev_out) {
+    const unsigned char* const in = in_;
+    const size_t n = n_;
+    const std::array<uint8_t, 0x800>& kept_small = t_.kept_small;
+    while (p < n) {
+      const unsigned char b = in[p];
+      if (b < 0x80) {
+#ifdef __SSE2__
+        // Sixteen ASCII bytes: each has a boundary before it and maps to itself, lowercased when
+        // case folding (checked at Create: ascii_shortcut).
+        if (n - p >= 16) {
+          const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + p));
+          if (_mm_movemask_epi8(v) == 0) {
+            const __m128i d = _mm_sub_epi8(v, _mm_set1_epi8('A'));
+            const __m128i upper = _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(25)), d);
+            if (fold_ && _mm_movemask_epi8(upper) != 0) {
+              WriteLowercased(p, v, upper);
+              *prev_out = used_ - 1;
+            }
+            *prev = p + 15;
+            p += 16;
+            continue;
+          }
+        }
+#endif
+        if (!kept_small[b]) break;
+        *prev = p;
+        p += 1;
+      } else if (b >= 0xC2 && b < 0xE0 && p + 1 < n) {
+        const char32_t c = (static_cast<char32_t>(b & 0x1F) << 6) | (in[p + 1] & 0x3F);
+        if (!kept_small[c]) break;
+        *prev = p;
+        p += 2;
+      } else {
+        break;
+      }
+    }
+    return p;
+  }
+
+#ifdef __SSE2__
+  // The sixteen ASCII bytes `v` at `p`, of which those marked in `upper` are uppercase, written
+  // out lowercased (after the kept code points before them).
+  void WriteLowercased(size_t p, __m128i v, __m128i upper) {
+    CopyRun(p);
+    Ensure(16);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out_->data() + used_),
+                     _mm_add_epi8(v, _mm_and_si128(upper, _mm_set1_epi8(0x20))));
+    used_ += 16;
+    run_ = p + 16;
+  }
+#endif
+
+  // The code point at in[p] (of n bytes) and its length in *len; 0x10000 (no boundary before it,
+  // not tabled) for supplementary planes and for a byte that starts no complete sequence.
+  static char32_t DecodeAt(const unsigned char* in, size_t n, size_t p, size_t* len) {
+    const unsigned char b = in[p];
+    *len = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+    if (b < 0x80) return b;
+    if (b < 0xC0 || p + *len > n) {
+      *len = 1;  // not a lead byte or a truncated sequence (the text is valid UTF-8 by now)
+      return 0x10000;
+    }
+    if (b < 0xE0) return (static_cast<char32_t>(b & 0x1F) << 6) | (in[p + 1] & 0x3F);
+    if (b < 0xF0) {
+      return (static_cast<char32_t>(b & 0x0F) << 12) |
+             (static_cast<char32_t>(in[p + 1] & 0x3F) << 6) | (in[p + 2] & 0x3F);
+    }
+    return 0x10000;  // supplementary planes: treated as having no boundary before them
+  }
+
+  // The tabled replacement `m` written out (its size counted; the table's slack bytes are
+  // overwritten by what follows).
+  void WriteMapped(const SegmentTables::Mapped& m) {
+    Ensure(sizeof(m.bytes));
+    std::memcpy(out_->data() + used_, m.bytes, sizeof(m.bytes));
+    used_ += m.size;
+  }
+
+  // Direct state, at p, a code point that goes to ICU: returns where the ICU state starts, at it
+  // when it has a `boundary` before it, else at the code point before it, `prev` (taken back
+  // from the output, at `prev_out`, if it was written out).
+  size_t StartIcuPiece(size_t p, size_t prev, size_t prev_out, bool boundary) {
+    if (boundary) {
+      CopyRun(p);  // a piece of its own starts here
+      return p;
+    }
+    if (prev == kNone) return p;  // only at the start of the text
+    if (prev >= run_) {
+      CopyRun(prev);  // the kept code point before belongs to this piece
+    } else {
+      used_ = prev_out;  // take back what the code point before wrote: it belongs to this piece
+    }
+    return prev;
+  }
+
+  const Impl& impl_;
+  const SegmentTables& t_;
+  const bool fold_;
+  const std::string_view text_;
+  const unsigned char* const in_;
+  const size_t n_;
+  std::string* const out_;
+  std::string* const icu_out_;
+  size_t used_ = 0;
+  size_t run_ = 0;
+};
+
+Status TextNormalizer::Impl::SegmentNormalize(std::string_view text, std::string* out) const {
+  std::string icu_out;
+  return SegmentPass(*this, text, out, &icu_out).Run();
 }
 
 // The plain path: every step over the whole text, fresh buffers (the reference the fast path is
