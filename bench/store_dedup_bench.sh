@@ -19,7 +19,8 @@
 # Usage: bench/store_dedup_bench.sh CORPUS.jsonl [DURATION_SECONDS]
 #   CORPUS may be zstd-compressed (neardup reads it directly). NEARDUP_BIN (default
 #   build/neardup), CONNECTIONS (16), WRK_THREADS (2), KEEP_DIR=1, COMPACT=1 (merge all segments
-#   after the load), WORK (a directory with room for the store: about 1.3 KB a document)
+#   after the load), WORK (a directory with room for the store: about 1.3 KB a document),
+#   HEAD_N (200000: the documents of the index add / dedup comparison), RUNS (2: its repetitions)
 set -euo pipefail
 CORPUS=${1:?usage: store_dedup_bench.sh CORPUS.jsonl [DURATION_SECONDS]}
 DURATION=${2:-20}
@@ -44,8 +45,9 @@ command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 1; }
 [[ -d "$SHARED/corpus" ]] || { echo "store_dedup_bench: $SHARED/corpus not found: skipped (needs ../shared)"; exit 0; }
 # Plain or .zst (zstd -f passes a plain file through); `head` closing the pipe early is no error.
 cat_corpus() { zstd -dcf "$CORPUS" 2>/dev/null || true; }
-N=$(cat_corpus | wc -l)
-echo "== dedup-rule store benchmark: $N documents ($CORPUS), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+HEAD_N=${HEAD_N:-200000}
+RUNS=${RUNS:-2}
+echo "== dedup-rule store benchmark: $CORPUS, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # Texts for the checks (one JSON-escaped text a line) and fingerprints for the queries.
 /usr/bin/python3 - "$SHARED/corpus" "$WORK/texts.txt" <<'PY'
@@ -64,14 +66,14 @@ for line in sys.stdin: print(json.loads(line)["fingerprint"])' > "$WORK/queries.
 export NEARDUP_BENCH_QUERIES=$WORK/queries.txt NEARDUP_BENCH_TEXTS=$WORK/texts.txt
 
 # The per-document speed of the bulk load against dedup's, same documents, back to back.
-cat_corpus | head -n 200000 > "$WORK/head.jsonl"
-for run in 1 2; do
+cat_corpus | head -n "$HEAD_N" > "$WORK/head.jsonl"
+HEAD_DOCS=$(wc -l < "$WORK/head.jsonl")
+for run in $(seq 1 "$RUNS"); do
   rm -rf "$STORE" "$WORK/dedup_out"
   "$BIN" index create "$STORE" 2>/dev/null
   a=$( { /usr/bin/time -f "%e %U %S %M" "$BIN" index add "$STORE" "$WORK/head.jsonl" --sync none 2>&1 >/dev/null; } | tail -1)
   b=$( { /usr/bin/time -f "%e %U %S %M" "$BIN" dedup "$WORK/head.jsonl" -o "$WORK/dedup_out" -q 2>&1 >/dev/null; } | tail -1)
-  echo "200,000 documents, run $run: index add wall/user/sys/peakKB $a | dedup $b" |
-    cat
+  echo "$HEAD_DOCS documents, run $run: index add wall/user/sys/peakKB $a | dedup $b"
   echo "$a $b" | awk '{printf "   CPU ratio index add / dedup: %.2f\n", ($2 + $3) / ($6 + $7)}'
 done
 
@@ -81,7 +83,11 @@ rm -rf "$STORE"
 "$BIN" index create "$STORE" 2>/dev/null
 compact_flag=--no-compact
 [[ "${COMPACT:-0}" == 1 ]] && compact_flag=
-load=$( { /usr/bin/time -f "%e %U %S %M" "$BIN" index add "$STORE" "$CORPUS" --sync none $compact_flag 2>&1 >/dev/null; } | tail -1)
+load_log=$( { /usr/bin/time -f "%e %U %S %M" "$BIN" index add "$STORE" "$CORPUS" --sync none $compact_flag 2>&1 >/dev/null; } | tail -2)
+load=$(echo "$load_log" | tail -1)
+# The documents loaded, as index add reports them ("added 10,000,000 documents to ...").
+N=$(echo "$load_log" | head -1 | sed -n 's/.*added \([0-9,]*\) document.*/\1/p' | tr -d ,)
+[[ -n "$N" && "$N" -gt 0 ]] || { echo "index add loaded nothing: $load_log" >&2; exit 1; }
 echo "bulk load: $N documents: wall/user/sys s, peak KB: $load"
 echo "$load" | awk -v n="$N" '{printf "   %.0f documents/s wall, %.1f us CPU a document\n", n / $1, 1e6 * ($2 + $3) / n}'
 bytes=$(du -sb "$STORE" | cut -f1)

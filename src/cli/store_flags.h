@@ -28,6 +28,8 @@ struct RuleFlags {
   int bands = 0;
   int rows = 0;
   uint32_t bucket_window = MinHashLshOptions().bucket_window;
+  // The `contained` reason of a new dedup-rule store (recorded in its MANIFEST).
+  std::optional<double> containment, containment_min_shingles, containment_min_ratio;
   bool rule_given = false, lsh_given = false;
 
   void Declare(CLI::App* app) {
@@ -54,6 +56,15 @@ struct RuleFlags {
                     "dedup rule: a check looks at the newest N documents of each LSH bucket")
         ->capture_default_str()
         ->each(lsh);
+    app->add_option("--containment", containment,
+                    "dedup rule of a new store: a pair whose smaller document lies at least this "
+                    "much inside the larger is a duplicate (\"contained\"), given the size guard "
+                    "below; 0 = off (default 0.9, as `neardup dedup --containment`)");
+    app->add_option("--containment-min-shingles", containment_min_shingles,
+                    "dedup rule: size guard of --containment: the smaller document has at least "
+                    "this many shingles ... (default 30)");
+    app->add_option("--containment-min-ratio", containment_min_ratio,
+                    "... and at least this fraction of the larger one's (default 0.6)");
   }
 
   // Sets options->rule and options->lsh for creation (left unset when no flag was given, so an
@@ -68,6 +79,12 @@ struct RuleFlags {
       if (rows != 0) NEARDUP_RETURN_IF_ERROR(values.Set("rows", int64_t{rows}));
       NEARDUP_RETURN_IF_ERROR(values.Set("bucket_window", int64_t{bucket_window}));
     }
+    if (containment) NEARDUP_RETURN_IF_ERROR(values.Set("containment", *containment));
+    if (containment_min_shingles) {
+      NEARDUP_RETURN_IF_ERROR(values.Set("containment_min_shingles", *containment_min_shingles));
+    }
+    if (containment_min_ratio)
+      NEARDUP_RETURN_IF_ERROR(values.Set("containment_min_ratio", *containment_min_ratio));
     return values.ApplyTo(options);
   }
 };

@@ -22,6 +22,7 @@
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "common/set_codec.h"
 #include "common/string_hash.h"
@@ -73,18 +74,26 @@ bool BySimilarityThenId(const StoredDocument& a, const StoredDocument& b) {
   return a.similarity != b.similarity ? a.similarity > b.similarity : a.id < b.id;
 }
 
-// The pair rule of a kDedup store of Jaccard threshold `threshold`: dedup's (ResolvePairRule)
-// with that threshold and dedup's containment options.
-PairRuleOptions StorePairRule(double threshold) {
+// The pair rule of a kDedup store as its MANIFEST records it: dedup's (ResolvePairRule) for the
+// store's threshold and recorded containment options.
+PairRuleOptions StorePairRule(const store::ManifestRule& rule) {
   DedupOptions dedup;
-  dedup.lsh.threshold = threshold;
+  dedup.lsh.threshold = rule.threshold;
+  dedup.containment_threshold = rule.containment_threshold;
+  dedup.containment_min_shingles = rule.containment_min_shingles;
+  dedup.containment_min_ratio = rule.containment_min_ratio;
   return ResolvePairRule(dedup);
 }
 
-// The bands and rows dedup uses for `lsh` (ResolveDedupLsh with the store's pair rule).
-Result<LshParameters> DedupLshParameters(const MinHashLshOptions& lsh) {
+// The bands and rows dedup uses for `lsh` with the containment options of `rule` (ResolveDedupLsh
+// with the store's pair rule: down to the lowest Jaccard it accepts).
+Result<LshParameters> DedupLshParameters(const MinHashLshOptions& lsh,
+                                         const store::ManifestRule& rule) {
   DedupOptions dedup;
   dedup.lsh = lsh;
+  dedup.containment_threshold = rule.containment_threshold;
+  dedup.containment_min_shingles = rule.containment_min_shingles;
+  dedup.containment_min_ratio = rule.containment_min_ratio;
   Result<MinHashLshOptions> resolved = ResolveDedupLsh(dedup);
   if (!resolved.ok()) return resolved.status();
   return *resolved->parameters;
@@ -166,6 +175,11 @@ class DocumentStoreImpl : public DocumentStore {
   Status CheckCompatible(const Manifest& manifest);
   // The rule's options from options_ (a new store) or the MANIFEST; sets bands_ and friends.
   Status ResolveRule(const Manifest* manifest, std::optional<store::ManifestRule>* rule);
+  // Whether StoreOptions sets any containment option.
+  bool ContainmentGiven() const {
+    return options_.containment_threshold || options_.containment_min_shingles ||
+           options_.containment_min_ratio;
+  }
   // allow_empty_id: a lookup (AddMode::kNever) needs no id.
   Status ValidateDoc(const DocumentInput& doc, bool allow_empty_id = false) const;
   Status ValidateK(const Fingerprint& fp, int k) const;
@@ -230,10 +244,12 @@ class DocumentStoreImpl : public DocumentStore {
   // The rule: bands_ == 0 for a kSimHash store; else the resolved LSH options (bands, rows set).
   int bands_ = 0;
   MinHashLshOptions lsh_;
+  PairRuleOptions pair_rule_options_;  // kDedup: the recorded pair rule (StorePairRule)
   uint64_t lsh_tag_ = 0;
   store::SegmentRule segment_rule_;  // the rule as segments record it (kDedup)
-  // kDedup: THE pair rule (neardup/pair_rule.h) with dedup's options for the store's threshold
-  // (ResolvePairRule), corpus-independent (no boilerplate frequencies): what dedup decides.
+  // kDedup: THE pair rule (neardup/pair_rule.h) with the store's recorded threshold and
+  // containment options (StorePairRule), corpus-independent (no boilerplate frequencies): what
+  // dedup decides with those options.
   std::optional<PairRule> pair_rule_;
   // The rule segments are opened and written with: null for a kSimHash store.
   const store::SegmentRule* segment_rule() const { return bands_ > 0 ? &segment_rule_ : nullptr; }
@@ -586,14 +602,27 @@ Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
     if (options_.rule.value_or(StoreRule::kDedup) == StoreRule::kSimHash) {
       if (options_.lsh)
         return Status::InvalidArgument("StoreOptions.lsh: a kSimHash store has no LSH options");
+      if (ContainmentGiven())
+        return Status::InvalidArgument(
+            "StoreOptions.containment_*: a kSimHash store has no pair rule");
       return Status::Ok();
     }
     const MinHashLshOptions lsh = options_.lsh.value_or(MinHashLshOptions{});
+    store::ManifestRule rule;
+    const PairRuleOptions defaults;
+    rule.containment_threshold =
+        options_.containment_threshold.value_or(defaults.containment_threshold);
+    rule.containment_min_shingles =
+        options_.containment_min_shingles.value_or(defaults.containment_min_shingles);
+    rule.containment_min_ratio =
+        options_.containment_min_ratio.value_or(defaults.containment_min_ratio);
+    PairRuleOptions pair_rule = StorePairRule(rule);
+    pair_rule.jaccard_threshold = lsh.threshold;
+    NEARDUP_RETURN_IF_ERROR(ValidatePairRuleOptions(pair_rule).WithContext("StoreOptions"));
     // Bands and rows as dedup chooses them for this threshold (ResolveDedupLsh: down to the
     // lowest Jaccard the pair rule accepts), so the store finds the candidates dedup finds.
-    Result<LshParameters> parameters = DedupLshParameters(lsh);
+    Result<LshParameters> parameters = DedupLshParameters(lsh, rule);
     if (!parameters.ok()) return parameters.status().WithContext("StoreOptions.lsh");
-    store::ManifestRule rule;
     rule.threshold = lsh.threshold;
     rule.bands = parameters->bands;
     rule.rows = parameters->rows;
@@ -609,11 +638,11 @@ Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
                                    " (docs/storage_format.md says how to rebuild a store)");
   }
   if (!manifest->rule) {
-    if (options_.lsh) {
+    if (options_.lsh || ContainmentGiven()) {
       return Status::InvalidArgument(
           where +
-          "the simhash rule (format version 2): it has no LSH options to compare with "
-          "StoreOptions.lsh");
+          "the simhash rule (format version 2): it has no LSH or containment options to compare "
+          "with StoreOptions");
     }
     bands_ = 0;
     return Status::Ok();
@@ -623,9 +652,24 @@ Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
   lsh_.parameters = LshParameters{recorded.bands, recorded.rows};
   lsh_.bucket_window = recorded.bucket_window;
   lsh_.seed = recorded.seed;
+  // Containment options given must be the recorded ones.
+  const std::pair<const std::optional<double>*, double> containment[] = {
+      {&options_.containment_threshold, recorded.containment_threshold},
+      {&options_.containment_min_shingles, recorded.containment_min_shingles},
+      {&options_.containment_min_ratio, recorded.containment_min_ratio}};
+  const char* const containment_names[] = {"containment threshold", "containment_min_shingles",
+                                           "containment_min_ratio"};
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& [given, value] = containment[i];
+    if (*given && **given != value) {
+      char buffer[160];
+      std::snprintf(buffer, sizeof(buffer), "%s %g, not %g", containment_names[i], value, **given);
+      return Status::InvalidArgument(where + buffer);
+    }
+  }
   if (options_.lsh) {
     const MinHashLshOptions& wanted = *options_.lsh;
-    Result<LshParameters> parameters = DedupLshParameters(wanted);
+    Result<LshParameters> parameters = DedupLshParameters(wanted, recorded);
     if (!parameters.ok()) return parameters.status().WithContext("StoreOptions.lsh");
     auto text = [](double threshold, int bands, int rows, uint32_t window) {
       char buffer[160];
@@ -645,7 +689,8 @@ Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
   }
   bands_ = recorded.bands;
   lsh_tag_ = LshTag(LshParameters{recorded.bands, recorded.rows}, recorded.seed);
-  auto pair_rule = PairRule::Create(StorePairRule(recorded.threshold));
+  pair_rule_options_ = StorePairRule(recorded);
+  auto pair_rule = PairRule::Create(pair_rule_options_);
   if (!pair_rule.ok()) {
     return Status::Corruption(store::JoinPath(dir_, store::kManifestName) + ": " +
                               pair_rule.status().message());
@@ -1009,6 +1054,9 @@ Status DocumentStoreImpl::WriteManifestLocked(const std::vector<uint64_t>& numbe
     rule.rows = lsh_.parameters->rows;
     rule.bucket_window = lsh_.bucket_window;
     rule.seed = lsh_.seed;
+    rule.containment_threshold = pair_rule_options_.containment_threshold;
+    rule.containment_min_shingles = pair_rule_options_.containment_min_shingles;
+    rule.containment_min_ratio = pair_rule_options_.containment_min_ratio;
     m.rule = rule;
   }
   return store::WriteManifest(fs_, dir_, m);
@@ -1719,6 +1767,7 @@ StoreStats DocumentStoreImpl::Stats() const {
   if (bands_ > 0) {
     stats.lsh = lsh_;
     stats.verification_form = kVerificationForm;
+    stats.pair_rule = pair_rule_options_;
   }
   stats.health = Health();
   return stats;
