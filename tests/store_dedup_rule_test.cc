@@ -488,6 +488,56 @@ TEST_F(StoreDedupRuleTest, ReadsSeeEveryAcknowledgedDocumentDuringFlushesAndComp
   EXPECT_GT(store->Stats().compactions, 0u);
 }
 
+// A check-and-add (kIfNew) of a document whose duplicate is stored is answered without a place in
+// the commit queue: the same duplicates, limit and truncation as a lookup, nothing written, and
+// no log sync; a new document still goes through the queue and is added; a closed store refuses.
+TEST_F(StoreDedupRuleTest, ACheckThatFindsADuplicateWritesNothing) {
+  StoreOptions options;
+  options.sync_mode = SyncMode::kEveryWrite;
+  auto store = Open(options);
+  ASSERT_TRUE(store);
+  EXPECT_TRUE(Check(*store, "a", kText, AddMode::kIfNew).added);
+  EXPECT_TRUE(Check(*store, "b", kText + " again", AddMode::kAlways).added);
+  const StoreStats before = store->Stats();
+  CheckResult lookup = Check(*store, "c", kText + " today", AddMode::kNever);
+  CheckResult found = Check(*store, "c", kText + " today", AddMode::kIfNew);
+  ASSERT_EQ(found.duplicates.size(), 2u);
+  EXPECT_FALSE(found.added);
+  EXPECT_FALSE(found.replaced);
+  ASSERT_EQ(lookup.duplicates.size(), found.duplicates.size());
+  for (size_t i = 0; i < found.duplicates.size(); ++i) {
+    EXPECT_EQ(found.duplicates[i].id, lookup.duplicates[i].id);
+    EXPECT_EQ(found.duplicates[i].reason, lookup.duplicates[i].reason);
+    EXPECT_EQ(found.duplicates[i].similarity, lookup.duplicates[i].similarity);
+  }
+  DocumentInput doc = Doc("c", kText + " today");
+  CheckOptions limited;
+  limited.add = AddMode::kIfNew;
+  limited.limit = 1;
+  auto cut = store->CheckBatch(std::span<const DocumentInput>(&doc, 1), limited);
+  ASSERT_TRUE(cut.ok());
+  EXPECT_EQ((*cut)[0].duplicates.size(), 1u);
+  EXPECT_TRUE((*cut)[0].truncated);
+  const StoreStats after = store->Stats();
+  EXPECT_EQ(after.writes, before.writes);
+  EXPECT_EQ(after.wal_syncs, before.wal_syncs);
+  EXPECT_EQ(after.documents, 2u);
+  // A document without a duplicate is added through the queue (one write, one sync).
+  EXPECT_TRUE(Check(*store, "d", "Nothing like the others: a note on write-ahead logs and fsync",
+                    AddMode::kIfNew)
+                  .added);
+  EXPECT_EQ(store->Stats().writes, before.writes + 1);
+  EXPECT_EQ(store->Stats().wal_syncs, before.wal_syncs + 1);
+  // An id is still required, as for any add.
+  DocumentInput no_id = Doc("", kText);
+  CheckOptions if_new;
+  if_new.add = AddMode::kIfNew;
+  EXPECT_EQ(store->CheckBatch(std::span<const DocumentInput>(&no_id, 1), if_new).status().code(),
+            StatusCode::kInvalidArgument);
+  ASSERT_TRUE(store->Close().ok());
+  EXPECT_FALSE(store->CheckBatch(std::span<const DocumentInput>(&doc, 1), if_new).ok());
+}
+
 // A text of `n` distinct words, and a contained copy: its first `prefix` words with `replaced` of
 // them (spread out) changed, so a fraction of its shingles lies outside the larger text.
 std::string Words(int n) {

@@ -873,6 +873,27 @@ Result<std::vector<CheckResult>> DocumentStoreImpl::CheckBatch(std::span<const D
     }
     return results;
   }
+  if (options.add == AddMode::kIfNew && docs.size() == 1 && !options_.read_only) {
+    // A document with a duplicate already stored is not added: its answer needs no place in the
+    // commit queue (no wait for another writer's fsync). What is visible here is durable (the
+    // memtable takes a group's writes after its log sync), so the answer is the one the queue
+    // would give at this moment. Without a duplicate, the queue decides again, atomically with
+    // the add.
+    NEARDUP_RETURN_IF_ERROR(ValidateDoc(docs[0]));
+    {
+      std::lock_guard<std::mutex> lock(writer_mu_);
+      if (closed_) return Status::InvalidArgument(dir_ + ": store is closed");
+    }
+    std::shared_lock<std::shared_mutex> state(state_mu_);
+    if (mem_ != nullptr) {
+      FindDuplicatesLocked(docs[0], options.k, nullptr, &results[0].duplicates);
+      if (!results[0].duplicates.empty()) {
+        searches_.fetch_add(1, std::memory_order_relaxed);
+        Truncate(options.limit, &results[0]);
+        return results;
+      }
+    }
+  }
   Writer w;
   w.kind = Writer::kCheck;
   w.docs = docs;
