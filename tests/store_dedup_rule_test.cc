@@ -737,6 +737,47 @@ TEST_F(StoreDedupRuleTest, ARecordedContainmentOutOfRangeIsAnOpenError) {
   EXPECT_TRUE(DocumentStore::Open(dir_, StoreOptions{}).ok());
 }
 
+// `index recover` keeps the recorded containment options when the MANIFEST is readable; without
+// it (segments do not record them) it writes those of a version-3 MANIFEST and says so.
+TEST_F(StoreDedupRuleTest, RecoverKeepsTheContainmentOptions) {
+  StoreOptions create;
+  create.containment_threshold = 0.95;
+  create.containment_min_ratio = 0.7;
+  {
+    auto store = Open(create);
+    ASSERT_TRUE(store);
+    EXPECT_TRUE(Check(*store, "a", kText, AddMode::kIfNew).added);
+    ASSERT_TRUE(store->Flush().ok());
+    ASSERT_TRUE(store->Close().ok());
+  }
+  auto report = RecoverStore(dir_);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    EXPECT_EQ(store->Stats().pair_rule.containment_threshold, 0.95);
+    EXPECT_EQ(store->Stats().pair_rule.containment_min_ratio, 0.7);
+    EXPECT_EQ(Check(*store, "b", kText, AddMode::kNever).duplicates.size(), 1u);
+  }
+  {
+    std::ofstream manifest(store::JoinPath(dir_, store::kManifestName),
+                           std::ios::binary | std::ios::trunc);
+    manifest << "garbage";
+  }
+  report = RecoverStore(dir_);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  std::string messages;
+  for (const std::string& m : report->messages) messages += m + "\n";
+  EXPECT_NE(messages.find("containment options are not recorded there"), std::string::npos)
+      << messages;
+  auto store = Open();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->Stats().pair_rule.containment_threshold, 0.9);
+  EXPECT_EQ(store->Stats().pair_rule.containment_min_shingles, 30);
+  EXPECT_EQ(store->Stats().pair_rule.containment_min_ratio, 0.6);
+  EXPECT_EQ(Check(*store, "b", kText, AddMode::kNever).duplicates.size(), 1u);
+}
+
 // A new store's containment options are checked (range) before anything is written.
 TEST_F(StoreDedupRuleTest, BadContainmentOptionsAreRefusedAtCreation) {
   StoreOptions bad;
