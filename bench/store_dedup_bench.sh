@@ -20,7 +20,9 @@
 #   CORPUS may be zstd-compressed (neardup reads it directly). NEARDUP_BIN (default
 #   build/neardup), CONNECTIONS (16), WRK_THREADS (2), KEEP_DIR=1, COMPACT=1 (merge all segments
 #   after the load), WORK (a directory with room for the store: about 1.3 KB a document),
-#   HEAD_N (200000: the documents of the index add / dedup comparison), RUNS (2: its repetitions)
+#   HEAD_N (200000: the documents of the index add / dedup comparison), RUNS (2: its repetitions),
+#   LOADED_STORE=DIR (measure a store already loaded, e.g. by an earlier bulk load that was
+#   stopped: no comparison and no load; DIR is left in place; CORPUS still gives the queries)
 set -euo pipefail
 CORPUS=${1:?usage: store_dedup_bench.sh CORPUS.jsonl [DURATION_SECONDS]}
 DURATION=${2:-20}
@@ -33,11 +35,14 @@ WRK_THREADS=${WRK_THREADS:-2}
 PORT=${PORT:-$((20000 + RANDOM % 20000))}
 WORK=${WORK:-$(mktemp -d /tmp/neardup_store_bench.XXXXXX)}
 mkdir -p "$WORK"
-STORE=$WORK/store
+STORE=${LOADED_STORE:-$WORK/store}
 SERVER_PID=
 cleanup() {
   if [[ -n "$SERVER_PID" ]]; then kill -TERM "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-  if [[ "${KEEP_DIR:-0}" != 1 ]]; then rm -rf "$STORE" "$WORK"/texts.txt "$WORK"/queries.txt "$WORK"/head.jsonl "$WORK"/dedup_out; fi
+  if [[ "${KEEP_DIR:-0}" != 1 ]]; then
+    [[ -n "${LOADED_STORE:-}" ]] || rm -rf "$STORE"
+    rm -rf "$WORK"/texts.txt "$WORK"/queries.txt "$WORK"/head.jsonl "$WORK"/dedup_out
+  fi
 }
 trap cleanup EXIT
 [[ -x "$BIN" ]] || { echo "neardup binary not found at $BIN (set NEARDUP_BIN)" >&2; exit 1; }
@@ -65,6 +70,11 @@ import json, sys
 for line in sys.stdin: print(json.loads(line)["fingerprint"])' > "$WORK/queries.txt"
 export NEARDUP_BENCH_QUERIES=$WORK/queries.txt NEARDUP_BENCH_TEXTS=$WORK/texts.txt
 
+if [[ -n "${LOADED_STORE:-}" ]]; then
+  N=$("$BIN" index stats "$STORE" --no-verify | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["documents"])')
+  echo "loaded store $STORE: $N documents (no load measured here)"
+  cat_corpus | head -n 2000 > "$WORK/head.jsonl"
+else
 # The per-document speed of the bulk load against dedup's, same documents, back to back.
 cat_corpus | head -n "$HEAD_N" > "$WORK/head.jsonl"
 HEAD_DOCS=$(wc -l < "$WORK/head.jsonl")
@@ -90,6 +100,7 @@ N=$(echo "$load_log" | head -1 | sed -n 's/.*added \([0-9,]*\) document.*/\1/p' 
 [[ -n "$N" && "$N" -gt 0 ]] || { echo "index add loaded nothing: $load_log" >&2; exit 1; }
 echo "bulk load: $N documents: wall/user/sys s, peak KB: $load"
 echo "$load" | awk -v n="$N" '{printf "   %.0f documents/s wall, %.1f us CPU a document\n", n / $1, 1e6 * ($2 + $3) / n}'
+fi
 bytes=$(du -sb "$STORE" | cut -f1)
 echo "store on disk: $bytes bytes = $(echo "$bytes / $N" | bc) bytes a document"
 /usr/bin/python3 "$HERE/store_sections.py" "$STORE"
