@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""`neardup dedup` (one process) and neardup.dask (a LocalCluster of 2 worker processes) side by
-side on the same N generated documents: wall and CPU time (the Dask figure counts the workers,
-their nannies and the client, which also runs the scheduler), peak memory (the CLI's, and each
-worker's sampled every 0.2 s), bytes shuffled per document, component rounds, and whether the
-outputs are the same files.
+"""`neardup dedup` (one process) and neardup.dask (neardup.dask.local_cluster: 2 worker processes
+of 1 thread, DASK_SETTINGS) side by side on the same N generated documents: wall and CPU time
+(the Dask figure counts each process once by its own user + system time: the workers, and the
+client's process, which also holds the LocalCluster's scheduler and nannies), peak memory (the
+CLI's, and each worker's sampled every 0.2 s by a process not counted), bytes shuffled per
+document, component rounds, and whether the outputs are the same files. --compare-settings runs
+the Dask side a second time on Dask's default settings, right after.
 
     PYTHONPATH=build/python /usr/bin/python3 bench/dask_bench.py 1000000
+    PYTHONPATH=build/python /usr/bin/python3 bench/dask_bench.py --input planted_1m.jsonl \\
+        --compare-settings                   # also on Dask's defaults: same-run ratio
     PYTHONPATH=build/python /usr/bin/python3 bench/dask_bench.py 100000 --input /tmp/planted.jsonl
     PYTHONPATH=build/python /usr/bin/python3 bench/dask_bench.py --scaling 100000 1000000 \\
         --input /tmp/planted_1m.jsonl        # worker peak at two sizes, same partition size
@@ -99,27 +103,33 @@ def cpu_of(processes):
     for p in processes:
         try:
             times = p.cpu_times()
-            total += times.user + times.system + times.children_user + times.children_system
+            total += times.user + times.system
         except Exception:
             pass
     return total
 
 
-def run_dask(path, out, args):
+def run_dask(path, out, args, settings="neardup"):
     import dask.dataframe as dd
     import distributed
     import psutil
 
     import neardup.dask as nd
 
-    cluster = distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1,
-                                       processes=True, dashboard_address=None, silence_logs=40,
-                                       memory_limit=args.memory_limit)
+    if settings == "neardup":  # what a user of neardup.dask gets: nd.local_cluster
+        cluster = nd.local_cluster(args.workers, memory_limit=args.memory_limit)
+    else:  # Dask's own defaults (the profiler on, ...)
+        cluster = distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1,
+                                           processes=True, dashboard_address=None,
+                                           silence_logs=40, memory_limit=args.memory_limit)
     client = distributed.Client(cluster)
     try:
         worker_pids = list(client.run(os.getpid).values())
-        nanny_pids = [psutil.Process(pid).ppid() for pid in worker_pids]
-        processes = [psutil.Process(pid) for pid in worker_pids + nanny_pids]
+        # A LocalCluster's nannies (and its scheduler) live in this process, the workers' parent:
+        # their CPU is the client's. Each process is counted once, by its own user + system time
+        # (not its reaped children's: the memory sampler below is one).
+        others = {psutil.Process(pid).ppid() for pid in worker_pids} - {os.getpid()}
+        processes = [psutil.Process(pid) for pid in worker_pids + sorted(others)]
         own = psutil.Process()
         # Dask's own runtime (event loops, heartbeats, the workers' profiler and memory monitor)
         # costs CPU whether tasks run or not: measured on the idle cluster first.
@@ -229,13 +239,29 @@ def compare(path, args, scratch):
               f"({stage['tasks']} tasks)")
     for pid, peak in sorted(dask["peaks"].items()):
         print(f"  worker {pid}: peak memory {peak / 1e6:.0f} MB")
+    other = None
+    if args.compare_settings:
+        # The same run on a cluster with Dask's default settings, right after (same load).
+        shutil.rmtree(out_dask, ignore_errors=True)
+        print(f"load before Dask (Dask's default settings): {load()}")
+        other = run_dask(path, out_dask, args, settings="dask")
+        other_tasks = sum(s.get("task_cpu_seconds", 0) for s in other["summary"]["stages"])
+        print(f"with Dask's default settings: {other['seconds']:.1f} s, CPU workers "
+              f"{other['worker_cpu']:.1f} + client {other['client_cpu']:.1f} = "
+              f"{other['cpu']:.1f} (ratio to the CLI {other['cpu'] / cli['cpu']:.2f}; "
+              f"neardup's settings / Dask's {dask['cpu'] / other['cpu']:.3f}); in neardup's "
+              f"tasks {other_tasks:.1f}; at rest {other['idle_rate']:.3f} CPU s per second")
+        if not args.dataframe and not same_files(out_cli, out_dask):
+            print("the run with Dask's default settings gave other files")
+            same = False
     print(json.dumps({"count": n, "cli_seconds": cli["seconds"], "dask_seconds": dask["seconds"],
                       "cli_cpu_seconds": cli["cpu"], "worker_cpu_seconds": dask["worker_cpu"],
                       "client_cpu_seconds": dask["client_cpu"], "cli_peak_bytes": cli["peak"],
                       "worker_peak_bytes": list(dask["peaks"].values()),
                       "shuffle_bytes": info["shuffle_bytes"], "same_files": same,
                       "same_counts": counts_same, "component_rounds": info["component_rounds"],
-                      "partitions": info["partitions"]}))
+                      "partitions": info["partitions"],
+                      "dask_defaults_cpu_seconds": other["cpu"] if other else None}))
     return counts_same and same is not False
 
 
@@ -279,6 +305,9 @@ def main():
     parser.add_argument("--scaling", type=int, nargs=2, metavar=("SMALL", "LARGE"),
                         help="compare the workers' peak memory at two sizes (first lines of the "
                              "input)")
+    parser.add_argument("--compare-settings", action="store_true",
+                        help="also run Dask with its default settings (profiler on, ...) instead "
+                             "of neardup.dask.DASK_SETTINGS, right after")
     parser.add_argument("--no-cli", action="store_true",
                         help="run only the Dask side (the 10M figure)")
     parser.add_argument("--scratch", help="directory for the outputs (default: a temporary one)")

@@ -3,9 +3,11 @@
 from the dev corpus (../shared/corpus) by a fixed recipe, never used to choose a default.
 
 Writes OUT/docs.jsonl (the generated documents: id, lang, kind, text) and OUT/pairs.tsv (the
-devpairs format: set, id_a, id_b, label, sim, note), so `neardup eval --devpairs OUT` scores it
-(dedup over the corpus plus these documents). Standard library only; deterministic for a given
---seed (the same files byte for byte).
+devpairs format: set, id_a, id_b, label, sim, note, plus `source`: the corpus document the
+pair's content comes from, FILE#N, for splitting the pairs by source document in
+bench/heldout_eval.py), so `neardup eval --devpairs OUT` scores it (dedup over the corpus plus
+these documents). Standard library only; deterministic for a given --seed (the same files byte
+for byte).
 
 Content: real corpus documents (or contiguous excerpts of 600-4,000 characters at line breaks)
 of every corpus file, in five language groups (en, ru, ja, zh, and the other UDHR languages).
@@ -211,7 +213,7 @@ class Writer:
         self.pairs = []
         self.counter = collections.Counter()
 
-    def pair(self, kind, lang, label, text_a, text_b, note):
+    def pair(self, kind, lang, label, text_a, text_b, note, source):
         n = self.counter[(kind, lang)]
         self.counter[(kind, lang)] += 1
         base = f"stress/{kind}/{lang}/{n:04d}"
@@ -221,7 +223,7 @@ class Writer:
             self.docs.append({"id": doc_id, "lang": lang, "kind": kind, "text": text})
             ids.append(doc_id)
         sim = jaccard(text_a, text_b)
-        self.pairs.append((f"{kind}_{lang}", ids[0], ids[1], label, f"{sim:.4f}", note))
+        self.pairs.append((f"{kind}_{lang}", ids[0], ids[1], label, f"{sim:.4f}", note, source))
 
     def document(self, kind, lang, text):
         n = self.counter[(kind, lang, "doc")]
@@ -230,9 +232,9 @@ class Writer:
         self.docs.append({"id": doc_id, "lang": lang, "kind": kind, "text": text})
         return doc_id
 
-    def pair_ids(self, kind, lang, label, id_a, id_b, text_a, text_b, note):
+    def pair_ids(self, kind, lang, label, id_a, id_b, text_a, text_b, note, source):
         sim = jaccard(text_a, text_b)
-        self.pairs.append((f"{kind}_{lang}", id_a, id_b, label, f"{sim:.4f}", note))
+        self.pairs.append((f"{kind}_{lang}", id_a, id_b, label, f"{sim:.4f}", note, source))
 
 
 def main():
@@ -255,6 +257,15 @@ def main():
         lang = LANG_OF_FILE[name]
         long_texts = [t for t in texts if len(t) >= 600]
         short_texts = [t for t in texts if 40 <= len(t) <= 200 and len(UNIT.findall(t)) >= 10]
+        # The source document of a pair (FILE#N, N its first place in the file), found from the
+        # text rng.choice() returned, so recording it draws nothing from rng.
+        number = {}
+        for n, text in enumerate(texts):
+            number.setdefault(text, n)
+
+        def source_of(text):
+            return f"{name}#{number[text]}"
+
         vocabulary = [u for t in rng.sample(texts, min(len(texts), 200)) for u in UNIT.findall(t)]
         # Boilerplate of another corpus file, of the same language where there is one.
         foreign = [t for t in templates if t[0] != name and LANG_OF_FILE[t[0]] == lang]
@@ -275,7 +286,9 @@ def main():
                 for attempt in range(args.per_kind * 5):
                     if made >= args.per_kind:
                         break
-                    content = excerpt(rng, rng.choice(long_texts), 600, 4000)
+                    chosen = rng.choice(long_texts)
+                    source = source_of(chosen)
+                    content = excerpt(rng, chosen, 600, 4000)
                     if content is None:
                         continue
                     if kind == "wrap_one":
@@ -284,34 +297,37 @@ def main():
                         if not 0.2 <= ratio <= 1.5:
                             continue
                         out.pair(kind, lang, label, content, wrap(template, content),
-                                 f"{name}: boilerplate of {template[0]}, {ratio:.0%} of the text")
+                                 f"{name}: boilerplate of {template[0]}, {ratio:.0%} of the text",
+                                 source)
                     elif kind == "wrap_both":
                         first, second = rng.sample(foreign, 2)
                         ratio = max(len(t[1]) + len(t[2]) for t in (first, second)) / len(content)
                         if not 0.2 <= ratio <= 1.0:
                             continue
                         out.pair(kind, lang, label, wrap(first, content), wrap(second, content),
-                                 f"{name}: templates of {first[0]} and {second[0]}")
+                                 f"{name}: templates of {first[0]} and {second[0]}", source)
                     elif kind.startswith("edit"):
                         edited = edit_units(rng, content, make, vocabulary)
                         out.pair(kind, lang, label, content, edited,
-                                 f"{name}: {make:.0%} of the units edited")
+                                 f"{name}: {make:.0%} of the units edited", source)
                     elif kind == "reorder_blocks":
                         moved = reorder_blocks(rng, content)
                         if moved is None:
                             continue
-                        out.pair(kind, lang, label, content, moved, f"{name}: blocks reordered")
+                        out.pair(kind, lang, label, content, moved, f"{name}: blocks reordered",
+                                 source)
                     else:
                         moved = reorder_sentences(rng, content)
                         if moved is None:
                             continue
                         out.pair(kind, lang, label, content, moved,
-                                 f"{name}: 20 % of adjacent sentences swapped")
+                                 f"{name}: 20 % of adjacent sentences swapped", source)
                     made += 1
             # Mass copies: one text copied many times, each copy lightly edited (a syndicated
             # article, a spam campaign): its shingles are as frequent as boilerplate.
             for base_number in range(2):
-                base = excerpt(rng, rng.choice(long_texts), 600, 4000)
+                chosen = rng.choice(long_texts)
+                base = excerpt(rng, chosen, 600, 4000)
                 if base is None:
                     continue
                 copies = [edit_units(rng, base, rng.uniform(0.01, 0.04), vocabulary)
@@ -323,7 +339,8 @@ def main():
                     x, y = rng.sample(range(len(copies)), 2)
                     out.pair_ids("mass_copy", lang, "positive_mass_copy", ids[x], ids[y],
                                  copies[x], copies[y],
-                                 f"{name}: two of {len(copies)} copies of one text, 1-4 % edited")
+                                 f"{name}: two of {len(copies)} copies of one text, 1-4 % edited",
+                                 source_of(chosen))
             # Template-only negatives: two different documents in one template.
             made = 0
             for attempt in range(args.per_kind * 10):
@@ -345,7 +362,8 @@ def main():
                 kind = "template_only" if share <= 0.6 else "template_heavy"
                 label = "negative_template_only" if share <= 0.6 else "graded_template_heavy"
                 out.pair(kind, lang, label, wrap(template, a), wrap(template, b),
-                         f"{name}: template of {template[0]}, ~{share:.0%} of each document")
+                         f"{name}: template of {template[0]}, ~{share:.0%} of each document",
+                         source_of(first))
                 made += 1
         if len(short_texts) >= 20:
             made = 0
@@ -360,7 +378,7 @@ def main():
                     continue
                 edited = text[:target.start()] + replacement + text[target.end():]
                 out.pair("short_edit", lang, "positive_short_edit", text, edited,
-                         f"{name}: one of {len(units)} units substituted")
+                         f"{name}: one of {len(units)} units substituted", source_of(text))
                 made += 1
             made = 0
             for attempt in range(args.per_kind * 10):
@@ -370,7 +388,7 @@ def main():
                 if a == b or max(len(a), len(b)) > 1.5 * min(len(a), len(b)) or jaccard(a, b) >= 0.1:
                     continue
                 out.pair("short_different", lang, "negative_short_different", a, b,
-                         f"{name}: two different short texts")
+                         f"{name}: two different short texts", source_of(a))
                 made += 1
 
     os.makedirs(args.output, exist_ok=True)
@@ -378,7 +396,7 @@ def main():
         for doc in out.docs:
             f.write(json.dumps(doc, ensure_ascii=False) + "\n")
     with open(os.path.join(args.output, "pairs.tsv"), "w", encoding="utf-8") as f:
-        f.write("set\tid_a\tid_b\tlabel\tsim\tnote\n")
+        f.write("set\tid_a\tid_b\tlabel\tsim\tnote\tsource\n")
         for row in out.pairs:
             f.write("\t".join(row) + "\n")
     labels = collections.Counter(row[3] for row in out.pairs)

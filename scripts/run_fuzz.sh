@@ -6,7 +6,7 @@
 #   http_server_fuzz     raw bytes over a loopback connection to an in-process server (request
 #                        lines, headers, chunked framing, encodings, handlers)
 #   store_files_fuzz     damaged segment, log and MANIFEST files opened, queried and recovered
-# Usage: run_fuzz.sh [SECONDS per target, default 30] [TARGET...]
+# Usage: run_fuzz.sh [SECONDS per target, default 30] [TARGET...]; up to nproc targets run at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
@@ -25,14 +25,29 @@ if ! cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]}" >"$work/bui
   echo "fuzz: the fuzz targets did not build"
   exit 1
 fi
-failed=0
-for target in "${targets[@]}"; do
-  corpus="$work/${target%_fuzz}"
+# Each target runs single-threaded for SECONDS; up to nproc of them run at once.
+run_target() {
+  local target=$1 corpus="$work/${1%_fuzz}" status=0
   mkdir -p "$corpus"
   cp fuzz/corpus/"${target%_fuzz}"/* "$corpus/" 2>/dev/null || true
-  status=0
   build-fuzz/"$target" -max_total_time="$seconds" -timeout=20 -print_final_stats=1 \
     -artifact_prefix="$work/$target-" "$corpus" >"$work/$target.log" 2>&1 || status=$?
+  echo "$status" >"$work/$target.status"
+}
+slots=$(nproc)
+running=0
+for target in "${targets[@]}"; do
+  if [ "$running" -ge "$slots" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  run_target "$target" &
+  running=$((running + 1))
+done
+wait
+failed=0
+for target in "${targets[@]}"; do
+  status=$(cat "$work/$target.status" 2>/dev/null || echo 1)
   grep -E "^(Done|stat::number_of_executed_units)|ERROR|SUMMARY" "$work/$target.log" | sed "s/^/$target: /" || true
   # libFuzzer exits non-zero on any crash, leak, timeout or sanitizer report.
   if [ "$status" -ne 0 ]; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs neardup's whole test suite: installs and builds with the tests and benchmarks
 # (scripts/setup.sh --with-tests), checks formatting and the installed CMake package (with its
-# completions and man page), then runs every test in the optimised build and again under
+# completions and man page), fuzzes for a bounded time, runs every test in the optimised build,
+# then the tests that exercise memory (CMakeLists.txt: NEARDUP_MEMORY_TESTS) again under
 # AddressSanitizer + UndefinedBehaviorSanitizer. Exits non-zero if anything fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +37,7 @@ PYTHONPATH="$PWD/build/python" NEARDUP_BINARY="$PWD/build/neardup" \
   /usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests 2>&1 | tee "$logs/python.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || failures=$((failures + 1))
 
-step "tests, AddressSanitizer + UndefinedBehaviorSanitizer build"
+step "memory tests, AddressSanitizer + UndefinedBehaviorSanitizer build"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNEARDUP_SANITIZE=ON \
   -DNEARDUP_BUILD_BENCH=OFF >/dev/null &&
   cmake --build build-asan -j "$jobs" || { echo "sanitizer build failed"; failures=$((failures + 1)); }

@@ -472,6 +472,31 @@ TEST_F(CliEdgesTest, ServeWarnsWithoutATokenOnANonLoopbackAddress) {
 
 // ---- eval ----
 
+TEST_F(CliEdgesTest, EvalJsonListsTheErrorsOfClustersAndOfPairs) {
+  // a ~ b are near-duplicates (labelled negative here: a false positive), c is unrelated to a
+  // (labelled positive: missed), under both methods.
+  Write("dev/pairs.tsv",
+        "set\tid_a\tid_b\tlabel\ns\ta\tc\tnear_dup_real\n"
+        "s\ta\tb\tnegative_random\n");
+  Write("dev/docs.jsonl", Corpus());
+  std::string out, err;
+  ASSERT_EQ(Run("eval --devpairs dev -o out", &out, &err), 0) << err;
+  const std::string json = ReadFile(dir_ / "out" / "eval.json");
+  const size_t missed = json.find("\"missed\":[{\"kind\":\"missed\"");
+  const size_t pairs = json.find(
+      "\"pair_errors\":[{\"kind\":\"missed\",\"set\":\"s\","
+      "\"label\":\"near_dup_real\",\"jaccard\":");
+  ASSERT_NE(missed, std::string::npos) << json;
+  ASSERT_NE(pairs, std::string::npos) << json;
+  EXPECT_LT(missed, pairs);
+  EXPECT_NE(json.find("\"a\":\"a\",\"b\":\"c\"},{\"kind\":\"false_positive\",\"set\":\"s\","
+                      "\"label\":\"negative_random\",",
+                      pairs),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"a\":\"a\",\"b\":\"b\"}]}"), std::string::npos) << json;
+}
+
 TEST_F(CliEdgesTest, EvalScoresAnyLabelledPairsFileAndPrintsJson) {
   Write("labels.tsv", "s\ta\tb\tnear_dup_real\ns\ta\tc\tnegative_random\n");  // no header line
   Write("docs.jsonl", Corpus());

@@ -102,7 +102,7 @@ TEST(PairRuleTest, MatchesReferenceOnRandomSetsWithoutWeights) {
   RandomPairs pairs;
   const std::vector<PairRuleOptions> options = {
       {0.5, 0.9, 30, 0.5}, {0.4, 0.8, 0, 0}, {0.7, 0, 30, 0.5}, {0, 0.9, 10, 0.2}, {1, 1, 1, 1}};
-  int duplicates = 0, contained = 0, stopped = 0;
+  int duplicates = 0, contained = 0, stopped = 0, ruled_out = 0;
   for (int round = 0; round < 3000; ++round) {
     auto [a, b] = pairs.Next(round % 3 == 0 ? 600 : 1u << 30);
     for (const PairRuleOptions& o : options) {
@@ -117,12 +117,17 @@ TEST(PairRuleTest, MatchesReferenceOnRandomSetsWithoutWeights) {
       duplicates += want.duplicate();
       contained += want.reason == DuplicateReason::kContained;
       stopped += !fast.measured;
+      // The size bound never rules out a pair the rule accepts.
+      const bool may = rule->MayAcceptBySizes(a.size(), b.size());
+      if (want.duplicate()) EXPECT_TRUE(may) << a.size() << " vs " << b.size();
+      ruled_out += !may;
     }
   }
   // The random pairs reach every branch.
   EXPECT_GT(duplicates, 1000);
   EXPECT_GT(contained, 100);
   EXPECT_GT(stopped, 1000);
+  EXPECT_GT(ruled_out, 1000);
 }
 
 TEST(PairRuleTest, MatchesReferenceOnRandomSetsWithBoilerplateWeights) {
@@ -162,6 +167,7 @@ TEST(PairRuleTest, MatchesReferenceOnRandomSetsWithBoilerplateWeights) {
       da.weight = rule->Weight(a);
       db.weight = rule->Weight(b);
       ExpectSame(rule->DecideFast(da, db), want, "DecideFast with weights");
+      if (want.duplicate()) EXPECT_TRUE(rule->MayAcceptBySizes(a.size(), b.size()));
       duplicates += want.duplicate();
     }
     EXPECT_GT(duplicates, 300);
@@ -293,6 +299,47 @@ TEST(PairRuleTest, LowestAcceptedJaccardIsTheLowestNestedPair) {
   const PairDecision d = rule->Decide(Doc(inner, 1), Doc(outer, 2));
   EXPECT_EQ(d.reason, DuplicateReason::kContained);
   EXPECT_NEAR(d.jaccard, LowestAcceptedJaccard(o), 1e-12);
+}
+
+TEST(PairRuleTest, SizeBoundAtItsEdges) {
+  PairRuleOptions o;
+  o.jaccard_threshold = 0.5;
+  o.containment_threshold = 0;
+  auto plain = PairRule::Create(o);
+  ASSERT_TRUE(plain.ok());
+  // Jaccard <= min / max: 50 of 100 may reach 0.5, 49 may not, in either order.
+  EXPECT_TRUE(plain->MayAcceptBySizes(50, 100));
+  EXPECT_TRUE(plain->MayAcceptBySizes(100, 50));
+  EXPECT_FALSE(plain->MayAcceptBySizes(49, 100));
+  EXPECT_FALSE(plain->MayAcceptBySizes(100, 49));
+  // And the rule agrees at the edge: 50 nested in 100 is a near_duplicate.
+  auto [inner, outer] = Nested(50, 100);
+  EXPECT_EQ(plain->Decide(Doc(inner, 1), Doc(outer, 2)).reason, DuplicateReason::kNearDuplicate);
+  // A document without shingles resembles nothing (but its copies, decided from hashes).
+  EXPECT_FALSE(plain->MayAcceptBySizes(0, 0));
+  EXPECT_FALSE(plain->MayAcceptBySizes(0, 7));
+  // Containment lowers the bound to LowestAcceptedJaccard: 0.9 * 0.5 / (1.5 - 0.45) = 3 / 7.
+  o.containment_threshold = 0.9;
+  o.containment_min_ratio = 0.5;
+  auto contained = PairRule::Create(o);
+  ASSERT_TRUE(contained.ok());
+  EXPECT_TRUE(contained->MayAcceptBySizes(3, 7));
+  EXPECT_TRUE(contained->MayAcceptBySizes(45, 105));
+  EXPECT_FALSE(contained->MayAcceptBySizes(44, 105));
+  // Verification off (threshold 0) accepts every pair.
+  o.jaccard_threshold = 0;
+  auto off = PairRule::Create(o);
+  ASSERT_TRUE(off.ok());
+  EXPECT_TRUE(off->MayAcceptBySizes(0, 1000));
+  EXPECT_TRUE(off->MayAcceptBySizes(1, 1000));
+  // With boilerplate weights, only the plain floor bounds the sizes (weights can raise the
+  // weighted Jaccard of any pair above its plain Jaccard).
+  ShingleFrequencies frequencies(1 << 16);
+  o.jaccard_threshold = 0.5;
+  auto weighted = PairRule::Create(o, &frequencies);
+  ASSERT_TRUE(weighted.ok());
+  EXPECT_TRUE(weighted->MayAcceptBySizes(20, 100));
+  EXPECT_FALSE(weighted->MayAcceptBySizes(19, 100));
 }
 
 TEST(PairRuleTest, RejectsBadOptions) {

@@ -215,6 +215,15 @@ class NEARDUP_EXPORT PairRule {
   // for callers that look weights up only for the pairs that pass it. Decide applies it too.
   bool PassesPlainFloor(const PairDocument& a, const PairDocument& b) const;
 
+  // The size bound: false when a pair whose (plain) shingle sets hold size_a and size_b values
+  // cannot be a near_duplicate or contained pair whatever the sets hold, because its plain Jaccard
+  // is at most min / max and that is below LowestAcceptedJaccard(options()) (with weights: below
+  // kPlainJaccardFloor), or because one set is empty. Exact and whitespace duplicates are decided
+  // from hashes, not by this. It never rules out a pair Decide accepts, so callers may skip
+  // reading the sets of a pair it rules out (Dask does); with verification off
+  // (jaccard_threshold 0) it is always true.
+  bool MayAcceptBySizes(uint64_t size_a, uint64_t size_b) const;
+
   // The weight of one shingle (1, or F / df for boilerplate) and of a set.
   double Weight(uint32_t shingle) const;
   double Weight(std::span<const uint32_t> set) const;

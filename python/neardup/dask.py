@@ -5,6 +5,9 @@
     result = nd.dedup(nd.read_jsonl("shards/"), output="out/")      # the same
     result = nd.dedup(ddf, output="out/", text_field="body")        # any Dask DataFrame (or Bag)
 
+on the current Dask client (``distributed.Client(nd.local_cluster())`` on one machine: worker
+processes of one thread with :data:`DASK_SETTINGS`, Dask's runtime tuned for long library tasks).
+
 The answer is exactly ``neardup dedup``'s on the same documents in the same order (files: the
 reader's canonical order, sorted paths then line; a DataFrame: partition order, then row order):
 the same clusters, kept and removed ids, the same ``clusters.jsonl``, ``keep.txt``,
@@ -66,7 +69,8 @@ import numpy as np
 
 from . import _neardup
 
-__all__ = ["dedup", "dedup_files", "read_jsonl", "DaskDedupResult"]
+__all__ = ["dedup", "dedup_files", "read_jsonl", "DaskDedupResult", "DASK_SETTINGS",
+           "local_cluster"]
 
 # Work directory format version (a rerun resumes only the same version's work).
 _WORK_VERSION = 2
@@ -219,36 +223,9 @@ def _file_partitions(files: List[str], blocksize: int, splittable: bool) -> List
     return parts
 
 
-def _line_start(f, position: int, size: int) -> int:
-    """The first line start at or after `position` (0, or just after a line break)."""
-    if position <= 0:
-        return 0
-    if position >= size:
-        return size
-    f.seek(position - 1)
-    while True:
-        chunk = f.read(1 << 16)
-        if not chunk:
-            return size
-        at = chunk.find(b"\n")
-        if at >= 0:
-            return f.tell() - len(chunk) + at + 1
-
-
 def _range_lines(part: dict) -> dict:
     """The ``lines`` task: a range's ends moved to line starts, and the line breaks in it."""
-    with open(part["path"], "rb") as f:
-        start = _line_start(f, part["start"], part["size"])
-        end = _line_start(f, part["end"], part["size"])
-        f.seek(start)
-        breaks, left = 0, max(0, end - start)
-        while left:
-            chunk = f.read(min(left, 8 << 20))
-            if not chunk:
-                break
-            breaks += chunk.count(b"\n")
-            left -= len(chunk)
-    return {"start": start, "end": end, "breaks": breaks}
+    return _neardup._dask_range_lines(part["path"], part["start"], part["end"], part["size"])
 
 
 class _FileSource:
@@ -1127,6 +1104,54 @@ def _trim() -> None:
 
 _MALLOC_TRIM = None
 
+# Dask's runtime ---------------------------------------------------------------------------------
+
+#: The Dask settings of a dedup cluster's scheduler and workers (:func:`local_cluster` applies
+#: them). Dask's defaults suit interactive work: a statistical profiler samples every task
+#: thread each 10 ms, and the system monitor, the memory monitors, the event loops' tick and
+#: work stealing wake every process 2 to 50 times a second. Tasks of neardup.dask run for
+#: seconds in the library with Python's lock released, so none of that informs anything; on a
+#: 2-worker LocalCluster it cost 0.11 CPU-seconds per second of wall time at rest (0.035 with
+#: these; bench/dask_bench.py --compare-settings measures a run both ways). Only speed changes:
+#: the answer is the same. A cluster started elsewhere takes them from its dask configuration
+#: (YAML, or the environment: ``DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False`` ...).
+DASK_SETTINGS: Dict[str, Any] = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.admin.tick.interval": "500ms",
+    "distributed.worker.memory.monitor-interval": "500ms",
+    "distributed.scheduler.work-stealing-interval": "500ms",
+    # Dask's nannies start workers with MALLOC_TRIM_THRESHOLD_ set, which also pins glibc's mmap
+    # threshold at 128 KiB: every growing array of a task is then a fresh mapping, faulted in
+    # page by page (twice the page faults of a partition's read). Blocks up to 32 MiB come from
+    # the heap instead; tasks still hand their memory back when they end (malloc_trim).
+    "distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": 32 << 20,
+}
+
+
+def local_cluster(n_workers: Optional[int] = None, *, memory_limit: Any = "auto",
+                  dashboard_address: Optional[str] = None, **kwargs: Any):
+    """A ``distributed.LocalCluster`` for neardup.dask: ``n_workers`` worker processes (default:
+    one per core) of one thread each (the library's work holds no Python lock, so a process per
+    core is the parallelism), with :data:`DASK_SETTINGS` applied and no dashboard unless
+    ``dashboard_address`` is given (e.g. ``":8787"``). Other keywords go to ``LocalCluster``;
+    an explicit ``threads_per_worker`` or ``processes`` is kept. Use it as ::
+
+        with nd.local_cluster(2) as cluster, distributed.Client(cluster):
+            nd.dedup_files("shards/", output="out/")
+    """
+    import dask
+    import distributed
+
+    kwargs.setdefault("threads_per_worker", 1)
+    kwargs.setdefault("processes", True)
+    kwargs.setdefault("silence_logs", 40)  # logging.ERROR: no lines per worker start
+    # The scheduler and the nannies read the settings when they are made; a nanny hands its
+    # configuration to its worker process.
+    with dask.config.set(DASK_SETTINGS):
+        return distributed.LocalCluster(n_workers=n_workers, memory_limit=memory_limit,
+                                        dashboard_address=dashboard_address, **kwargs)
+
 
 def _compute(name: str, token: str, calls: list) -> list:
     """Runs one stage's tasks (named neardup-<name>-<token>, i) on the current scheduler."""
@@ -1148,8 +1173,17 @@ def _parquet_available() -> bool:
     return False
 
 
-def _check_workers_see(work: str) -> None:
-    """With a distributed client, every worker must see the work directory."""
+def _worker_facts(marker: str) -> tuple:
+    """On a worker: whether it sees the work directory, and whether Dask's profiler runs."""
+    import dask
+
+    return os.path.exists(marker), bool(dask.config.get("distributed.worker.profile.enabled",
+                                                        False))
+
+
+def _check_workers_see(work: str, say: "_Progress") -> None:
+    """With a distributed client, every worker must see the work directory. Workers running
+    Dask's profiler are named on the progress line (DASK_SETTINGS turns it off)."""
     try:
         from distributed import get_client
         client = get_client()
@@ -1157,11 +1191,15 @@ def _check_workers_see(work: str) -> None:
         return
     marker = os.path.join(work, "visible")
     _write_json(marker, {})
-    seen = client.run(os.path.exists, marker)
-    missing = [w for w, ok in seen.items() if not ok]
+    seen = client.run(_worker_facts, marker)
+    missing = [w for w, (ok, _) in seen.items() if not ok]
     if missing:
         raise OSError(f"the work directory {work} is not visible on workers {missing}: give "
                       f"output= (or work_dir=) on storage every worker can read")
+    profiled = sum(1 for _, profiling in seen.values() if profiling)
+    if profiled:
+        say.line(f"note: {profiled} of {len(seen)} workers run Dask's profiler, which costs CPU "
+                 f"and informs nothing here: see neardup.dask.DASK_SETTINGS / local_cluster()")
 
 
 def _prepare_output(output: str, force: bool) -> None:
@@ -1437,7 +1475,7 @@ def _run(data, ddf, source, output, temporary, work, key, library, resolved, fie
     elif previous is not None:
         say.line("resuming the run in " + work)
     _write_json(run_file, {"key": key})
-    _check_workers_see(work)
+    _check_workers_see(work, say)
     token = dask.base.tokenize(key, work)[:8]
     engines_key = json.dumps(library, sort_keys=True, default=str)
     for stage in ("documents", "buckets", "verify", "components", "keep", "outputs"):

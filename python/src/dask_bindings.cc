@@ -3,6 +3,7 @@
 // Python work is done in any stage. They keep no state between calls but engines cached per
 // option set, and release the GIL while they work.
 //
+//   _dask_range_lines   a byte range of a file moved to line starts, and its line breaks
 //   _dask_read          one partition's documents through the library's DocumentReader (a byte
 //                       range of a JSONL file, a whole file, or JSONL bytes made from a DataFrame
 //                       partition) and dedup's per-document pass over them (fingerprint, hashes,
@@ -24,6 +25,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -31,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -231,6 +234,42 @@ struct BandChunks {
   }
 };
 
+// Sorts band records (value << 32 | row) whose rows ascend in the order given, as std::sort would:
+// an LSD radix sort on the 32-bit values (three 11-bit digits, a digit every record shares
+// skipped), stable, so equal values keep their ascending rows. `scratch` is reused across calls.
+void SortBandRecords(std::span<uint64_t> records, std::vector<uint64_t>* scratch) {
+  const size_t n = records.size();
+  if (n < 256) {
+    std::sort(records.begin(), records.end());
+    return;
+  }
+  constexpr int kDigitBits = 11;
+  constexpr uint64_t kMask = (uint64_t{1} << kDigitBits) - 1;
+  std::array<std::array<uint32_t, kMask + 1>, 3> counts{};
+  for (const uint64_t r : records) {
+    ++counts[0][(r >> 32) & kMask];
+    ++counts[1][(r >> (32 + kDigitBits)) & kMask];
+    ++counts[2][(r >> (32 + 2 * kDigitBits)) & kMask];
+  }
+  scratch->resize(n);
+  uint64_t* from = records.data();
+  uint64_t* to = scratch->data();
+  for (int pass = 0; pass < 3; ++pass) {
+    const int shift = 32 + pass * kDigitBits;
+    std::array<uint32_t, kMask + 1>& count = counts[pass];
+    if (count[(from[0] >> shift) & kMask] == n) continue;  // one digit value: already in order
+    uint32_t sum = 0;
+    for (uint32_t& c : count) {
+      const uint32_t here = c;
+      c = sum;
+      sum += here;
+    }
+    for (size_t i = 0; i < n; ++i) to[count[(from[i] >> shift) & kMask]++] = from[i];
+    std::swap(from, to);
+  }
+  if (from != records.data()) std::copy(from, from + n, records.data());
+}
+
 // The dedup stages' per-document pass (neardup/dedup_stages.h) of one option set, built once per
 // process and shared by its tasks.
 std::shared_ptr<const DocumentPass> PassFor(const py::dict& kwargs, const std::string& key) {
@@ -307,6 +346,57 @@ std::string ReadRange(const std::string& path, uint64_t start, uint64_t end) {
   std::fclose(file);
   if (got != bytes.size()) ThrowStatus(Status::IoError(path + ": short read"));
   return bytes;
+}
+
+// The `lines` task of neardup.dask: the byte range [start, end) of a file of `size` bytes with
+// both ends moved to the next line start (0, or just after a line break; at most size), and the
+// line breaks between them, read in 1 MiB blocks with the GIL released.
+py::dict RangeLines(const std::string& path, int64_t start, int64_t end, int64_t size) {
+  int64_t first = 0, last = 0;
+  uint64_t breaks = 0;
+  std::string failure;
+  {
+    py::gil_scoped_release release;
+    FILE* file = std::fopen(path.c_str(), "rb");
+    if (file == nullptr) {
+      failure = path + ": cannot open: " + std::strerror(errno);
+    } else {
+      std::vector<char> block(1 << 20);
+      const int fd = fileno(file);
+      auto read_at = [&](int64_t at, size_t want) -> ssize_t {
+        const ssize_t got = pread(fd, block.data(), std::min(want, block.size()), at);
+        if (got < 0) failure = path + ": cannot read: " + std::strerror(errno);
+        return got;
+      };
+      auto line_start = [&](int64_t position) -> int64_t {
+        if (position <= 0) return 0;
+        if (position >= size) return size;
+        for (int64_t at = position - 1; at < size;) {
+          const ssize_t got = read_at(at, block.size());
+          if (got <= 0) break;
+          const void* found = std::memchr(block.data(), '\n', static_cast<size_t>(got));
+          if (found != nullptr) return at + (static_cast<const char*>(found) - block.data()) + 1;
+          at += got;
+        }
+        return size;
+      };
+      first = line_start(start);
+      last = std::max(first, line_start(end));
+      for (int64_t at = first; at < last && failure.empty();) {
+        const ssize_t got = read_at(at, static_cast<size_t>(last - at));
+        if (got <= 0) break;
+        breaks += static_cast<uint64_t>(std::count(block.data(), block.data() + got, '\n'));
+        at += got;
+      }
+      std::fclose(file);
+    }
+  }
+  if (!failure.empty()) ThrowStatus(Status::IoError(failure));
+  py::dict out;
+  out["start"] = first;
+  out["end"] = last;
+  out["breaks"] = breaks;
+  return out;
 }
 
 void AddCount(py::dict* counts, const std::string& name, uint64_t value) {
@@ -448,19 +538,22 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
         }
         for (size_t i = 0; i < count && error.ok(); ++i) {
           Document& doc = docs[i];
-          const std::string location = rewrite(doc.location);
           if (!facts.status[i].ok()) {
             const Status& failure = facts.status[i];
             if (strict) {
-              error = failure.WithContext(location);
+              error = failure.WithContext(rewrite(doc.location));
               break;
             }
             ++failed[StatusCodeName(failure.code())];
             reader_options.on_warning(doc.location + ": cannot fingerprint: " + failure.ToString());
             continue;
           }
-          const std::string id = doc.id == doc.location ? location : doc.id;
-          id_blob.insert(id_blob.end(), id.begin(), id.end());
+          if (doc.id == doc.location) {  // no id field: the place is the id
+            const std::string id = rewrite(doc.location);
+            id_blob.insert(id_blob.end(), id.begin(), id.end());
+          } else {
+            id_blob.insert(id_blob.end(), doc.id.begin(), doc.id.end());
+          }
           id_offsets.push_back(id_blob.size());
           lines.push_back(doc.line == 0 ? 0 : static_cast<uint64_t>(doc.line + rewrite.shift));
           const Fingerprint& fp = facts.fingerprints[i];
@@ -543,16 +636,13 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
           }
         }
       }
+      std::vector<uint64_t> scratch;
       for (size_t j = 0; j < blocks; ++j) {
-        auto first = records.begin() + static_cast<ptrdiff_t>(starts[j]);
-        auto last = records.begin() + static_cast<ptrdiff_t>(starts[j + 1]);
-        std::sort(first, last);
-        if (first == last) {  // no block (a band folded into its chunk's first, or no keys)
-          band_offsets[j + 1] = band_codes.size();
-          continue;
+        const std::span<uint64_t> block(records.data() + starts[j], starts[j + 1] - starts[j]);
+        if (!block.empty()) {  // else no block (a band folded into its chunk's first, or no keys)
+          SortBandRecords(block, &scratch);
+          EncodeBandBlock(block, row_bits, &band_codes);
         }
-        EncodeBandBlock(std::span<const uint64_t>(&*first, static_cast<size_t>(last - first)),
-                        row_bits, &band_codes);
         band_offsets[j + 1] = band_codes.size();
       }
     }
@@ -699,16 +789,6 @@ py::tuple SharedOf(py::handle hash_array, py::handle doc_array) {
   return py::make_tuple(Take(std::move(shared)), Take(std::move(group_first)));
 }
 
-// Whether a pair whose sets hold size_a and size_b values may be accepted by a rule whose lowest
-// accepted plain Jaccard is `lowest` (LowestAcceptedJaccard): the Jaccard is at most min / max
-// (with a margin, so a rounding never rules out a pair the rule would accept). Two empty sets
-// have Jaccard 1.
-bool MayReachJaccard(uint64_t size_a, uint64_t size_b, double lowest) {
-  const uint64_t small = std::min(size_a, size_b), large = std::max(size_a, size_b);
-  return large == 0 ||
-         static_cast<double>(small) >= lowest * static_cast<double>(large) * (1 - 1e-9);
-}
-
 // The facts of document x the pair rule reads from hashes (no shingles).
 PairDocument HashFacts(const View<uint64_t>& content, const View<uint64_t>& bytes,
                        const View<uint64_t>& squeezed, uint32_t x) {
@@ -771,7 +851,6 @@ py::array_t<bool> NeedsShingles(py::handle a_array, py::handle b_array, py::hand
   if (canonical.size() != c.content.size()) throw py::value_error("canonical of a different size");
   const std::shared_ptr<const PairRule> rule = RuleFor(kwargs, key);
   const bool verify = rule->options().jaccard_threshold > 0;
-  const double lowest = LowestAcceptedJaccard(rule->options());
   py::array_t<bool> out(static_cast<py::ssize_t>(c.a.size()));
   bool* need = out.mutable_data();
   for (size_t i = 0; i < c.a.size(); ++i) {
@@ -780,7 +859,7 @@ py::array_t<bool> NeedsShingles(py::handle a_array, py::handle b_array, py::hand
         verify &&
         !ByHashes(rule->Decide(HashFacts(c.content, c.bytes, c.squeezed, x),
                                HashFacts(c.content, c.bytes, c.squeezed, y))) &&
-        (MayReachJaccard(c.sizes[x], c.sizes[y], lowest) || SampleLevel(canonical, x, y) >= level);
+        (rule->MayAcceptBySizes(c.sizes[x], c.sizes[y]) || SampleLevel(canonical, x, y) >= level);
   }
   return out;
 }
@@ -805,7 +884,6 @@ py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle content
   const size_t n = c.content.size();
   const std::shared_ptr<const PairRule> rule = RuleFor(kwargs, key);
   const bool verify = rule->options().jaccard_threshold > 0;
-  const double lowest = LowestAcceptedJaccard(rule->options());
   if (verify) {
     if (set_offsets.size() != n + 1) throw py::value_error("set offsets of a different size");
     for (size_t i = 0; i < n; ++i) {
@@ -838,7 +916,7 @@ py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle content
             similarity[i] = 0;
             const int sampled = SampleLevel(canonical, x, y);
             sample_level[i] = static_cast<uint8_t>(sampled);
-            const bool reachable = MayReachJaccard(c.sizes[x], c.sizes[y], lowest);
+            const bool reachable = rule->MayAcceptBySizes(c.sizes[x], c.sizes[y]);
             if (!reachable && sampled < level) continue;  // sets not read: rejected, unmeasured
             doc_x.shingles = std::span<const uint32_t>(set_values.data() + set_offsets[x],
                                                        set_offsets[x + 1] - set_offsets[x]);
@@ -1599,6 +1677,8 @@ void RegisterDaskBindings(py::module_& m) {
   m.def("_dask_cluster_lines", &ClusterLines);
   m.def("_dask_documents", &ReadDocuments, py::arg("source"), py::arg("options"));
   m.def("_dask_expand", &ExpandInputs, py::arg("inputs"));
+  m.def("_dask_range_lines", &RangeLines, py::arg("path"), py::arg("start"), py::arg("end"),
+        py::arg("size"));
   m.def("_dask_is_jsonl", [](const std::string& path) { return IsJsonlPath(path); });
   m.def("_dask_needs_shingles", &NeedsShingles, py::arg("a"), py::arg("b"), py::arg("content_hash"),
         py::arg("text_bytes"), py::arg("squeezed_hash"), py::arg("set_sizes"), py::arg("canonical"),

@@ -28,11 +28,41 @@ _RUN_KEYS = {"stages", "total_seconds", "documents_per_second", "spill", "dask"}
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, silence_logs=40)
+    # The cluster a user gets from neardup.dask (DASK_SETTINGS applied); the tests below that
+    # make their own LocalCluster run on Dask's default settings.
+    cluster = nd.local_cluster(2)
     with distributed.Client(cluster) as c:
         yield c
     cluster.close()
+
+
+def test_local_cluster_applies_the_settings(client):
+    import dask
+
+    def facts():
+        return (dask.config.get("distributed.worker.profile.enabled"),
+                dask.config.get("distributed.admin.tick.interval"),
+                os.environ.get("MALLOC_MMAP_THRESHOLD_"))
+
+    got = list(client.run(facts).values())
+    assert len(got) == 2
+    for profile, tick, mmap_threshold in got:
+        assert profile is False
+        assert tick == nd.DASK_SETTINGS["distributed.admin.tick.interval"]
+        assert mmap_threshold == str(32 << 20)
+    assert list(client.nthreads().values()) == [1, 1]
+    # The client's own configuration is left as it was.
+    assert dask.config.get("distributed.worker.profile.enabled") is True
+
+
+def test_workers_running_the_profiler_are_named(tmp_path):
+    frame = pd.DataFrame({"id": ["a", "b"], "text": ["one text " * 9, "one text " * 9]})
+    lines = []
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster):
+        result = nd.dedup(dd.from_pandas(frame, npartitions=1), progress=lines.append)
+    assert result.remove == {"b"}
+    assert any(line.startswith("note: 1 of 1 workers run Dask's profiler") for line in lines)
 
 
 @pytest.fixture(scope="module")
@@ -428,6 +458,31 @@ def test_array_calls_reject_inconsistent_arrays():
                                u64(), [], "/nonexistent/k", "/nonexistent/r", "")
     with pytest.raises(TypeError):
         m._dask_gather_strings(["a"], np.zeros(3, np.uint8), u64(0))
+
+
+def test_range_lines_moves_ends_to_line_starts_and_counts_breaks(tmp_path):
+    from neardup import _neardup
+
+    data = b"".join(b"x" * (i * 7919 % 300) + b"\n" for i in range(4000)) + b"no final break"
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(data)
+    size = len(data)
+
+    def line_start(position):
+        if position <= 0:
+            return 0
+        if position >= size:
+            return size
+        at = data.find(b"\n", position - 1)
+        return size if at < 0 else at + 1
+
+    for start, end in [(0, size), (0, 1), (1, 2), (5000, 90000), (size - 3, size), (size, size),
+                       (0, 0), (12345, 12346), (300000, 600000)]:
+        s, e = line_start(start), line_start(end)
+        got = _neardup._dask_range_lines(str(path), start, end, size)
+        assert got == {"start": s, "end": e, "breaks": data[s:e].count(b"\n")}, (start, end)
+    with pytest.raises(OSError, match="cannot open"):
+        _neardup._dask_range_lines(str(tmp_path / "missing"), 0, 10, 10)
 
 
 def test_dataframe_rows_become_the_jsonl_the_reader_reads():

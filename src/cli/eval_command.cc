@@ -430,7 +430,7 @@ class EvalMarkdown {
 
 // eval.json (with -o): the per-label table of every method and the pairs the dedup run got
 // wrong (positives not in one cluster, negatives in one), with their documents' locations, for
-// `neardup report`.
+// `neardup report`; and, as pair_errors, the pairs its candidate stage and pair rule got wrong.
 std::string EvalOutputJson(const EvalRun& run) {
   std::string out;
   JsonWriter json(&out);
@@ -493,6 +493,23 @@ std::string EvalOutputJson(const EvalRun& run) {
     json.Key("b").BeginObject().Key("id").String(documents[b].id);
     json.Key("location").String(location(b)).Key("bytes").Uint(documents[b].text_bytes);
     json.EndObject().EndObject();
+  }
+  json.EndArray();
+  // The same for the pairs themselves (method 1: the pair was a candidate and the pair rule
+  // accepted it), without cluster transitivity: bench/heldout_eval.py scores both.
+  json.Key("pair_errors").BeginArray();
+  for (size_t i = 0; i < run.pairs.size(); ++i) {
+    if (!run.found[i]) continue;
+    const LabelClass label_class = ClassifyLabel(run.pairs[i].label);
+    const bool flagged = run.methods[1].flagged[i];
+    const char* kind = label_class == LabelClass::kPositive && !flagged  ? "missed"
+                       : label_class == LabelClass::kNegative && flagged ? "false_positive"
+                                                                         : nullptr;
+    if (!kind) continue;
+    const LabelledPair& pair = run.pairs[i];
+    json.BeginObject().Key("kind").String(kind).Key("set").String(pair.set);
+    json.Key("label").String(pair.label).Key("jaccard").Double(run.jaccard[i]);
+    json.Key("a").String(pair.id_a).Key("b").String(pair.id_b).EndObject();
   }
   json.EndArray().EndObject();
   out.push_back('\n');

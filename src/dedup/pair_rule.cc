@@ -321,6 +321,17 @@ bool PairRule::PassesPlainFloor(const PairDocument& a, const PairDocument& b) co
   return CommonCount(a.shingles, b.shingles, need, true) >= need;
 }
 
+bool PairRule::MayAcceptBySizes(uint64_t size_a, uint64_t size_b) const {
+  if (options_.jaccard_threshold == 0) return true;  // verification off: every pair is accepted
+  const uint64_t small = std::min(size_a, size_b), large = std::max(size_a, size_b);
+  // A document without shingles resembles nothing but its own copies (Measure).
+  if (small == 0) return false;
+  const double lowest =
+      frequencies_ != nullptr ? kPlainJaccardFloor : LowestAcceptedJaccard(options_);
+  // A margin, so that rounding never rules out a pair the rule's own arithmetic accepts.
+  return static_cast<double>(small) >= lowest * static_cast<double>(large) * (1 - 1e-9);
+}
+
 PairDecision PairRule::Measure(const PairDocument& a, const PairDocument& b, bool fast) const {
   PairDecision decision;
   if (a.content_hash == b.content_hash && a.text_bytes == b.text_bytes) {
