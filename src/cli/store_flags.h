@@ -28,7 +28,12 @@ struct RuleFlags {
   int bands = 0;
   int rows = 0;
   uint32_t bucket_window = MinHashLshOptions().bucket_window;
+  // The `contained` reason of a new dedup-rule store (recorded in its MANIFEST).
+  double containment = PairRuleOptions().containment_threshold;
+  double containment_min_shingles = PairRuleOptions().containment_min_shingles;
+  double containment_min_ratio = PairRuleOptions().containment_min_ratio;
   bool rule_given = false, lsh_given = false;
+  bool containment_given = false, min_shingles_given = false, min_ratio_given = false;
 
   void Declare(CLI::App* app) {
     app->add_option("--rule", rule,
@@ -54,6 +59,21 @@ struct RuleFlags {
                     "dedup rule: a check looks at the newest N documents of each LSH bucket")
         ->capture_default_str()
         ->each(lsh);
+    app->add_option("--containment", containment,
+                    "dedup rule of a new store: a pair whose smaller document lies at least this "
+                    "much inside the larger is a duplicate (\"contained\"), given the size guard "
+                    "below; 0 = off (as `neardup dedup --containment`)")
+        ->capture_default_str()
+        ->each([this](const std::string&) { containment_given = true; });
+    app->add_option("--containment-min-shingles", containment_min_shingles,
+                    "dedup rule: size guard of --containment: the smaller document has at least "
+                    "this many shingles ...")
+        ->capture_default_str()
+        ->each([this](const std::string&) { min_shingles_given = true; });
+    app->add_option("--containment-min-ratio", containment_min_ratio,
+                    "... and at least this fraction of the larger one's")
+        ->capture_default_str()
+        ->each([this](const std::string&) { min_ratio_given = true; });
   }
 
   // Sets options->rule and options->lsh for creation (left unset when no flag was given, so an
@@ -68,6 +88,12 @@ struct RuleFlags {
       if (rows != 0) NEARDUP_RETURN_IF_ERROR(values.Set("rows", int64_t{rows}));
       NEARDUP_RETURN_IF_ERROR(values.Set("bucket_window", int64_t{bucket_window}));
     }
+    if (containment_given) NEARDUP_RETURN_IF_ERROR(values.Set("containment", containment));
+    if (min_shingles_given) {
+      NEARDUP_RETURN_IF_ERROR(values.Set("containment_min_shingles", containment_min_shingles));
+    }
+    if (min_ratio_given)
+      NEARDUP_RETURN_IF_ERROR(values.Set("containment_min_ratio", containment_min_ratio));
     return values.ApplyTo(options);
   }
 };
