@@ -19,7 +19,10 @@
 # Usage: bench/store_dedup_bench.sh CORPUS.jsonl [DURATION_SECONDS]
 #   CORPUS may be zstd-compressed (neardup reads it directly). NEARDUP_BIN (default
 #   build/neardup), CONNECTIONS (16), WRK_THREADS (2), KEEP_DIR=1, COMPACT=1 (merge all segments
-#   after the load), WORK (a directory with room for the store: about 1.3 KB a document)
+#   after the load), WORK (a directory with room for the store: about 1.3 KB a document),
+#   HEAD_N (200000: the documents of the index add / dedup comparison), RUNS (2: its repetitions),
+#   LOADED_STORE=DIR (measure a store already loaded, e.g. by an earlier bulk load that was
+#   stopped: no comparison and no load; DIR is left in place; CORPUS still gives the queries)
 set -euo pipefail
 CORPUS=${1:?usage: store_dedup_bench.sh CORPUS.jsonl [DURATION_SECONDS]}
 DURATION=${2:-20}
@@ -32,11 +35,14 @@ WRK_THREADS=${WRK_THREADS:-2}
 PORT=${PORT:-$((20000 + RANDOM % 20000))}
 WORK=${WORK:-$(mktemp -d /tmp/neardup_store_bench.XXXXXX)}
 mkdir -p "$WORK"
-STORE=$WORK/store
+STORE=${LOADED_STORE:-$WORK/store}
 SERVER_PID=
 cleanup() {
   if [[ -n "$SERVER_PID" ]]; then kill -TERM "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-  if [[ "${KEEP_DIR:-0}" != 1 ]]; then rm -rf "$STORE" "$WORK"/texts.txt "$WORK"/queries.txt "$WORK"/head.jsonl "$WORK"/dedup_out; fi
+  if [[ "${KEEP_DIR:-0}" != 1 ]]; then
+    [[ -n "${LOADED_STORE:-}" ]] || rm -rf "$STORE"
+    rm -rf "$WORK"/texts.txt "$WORK"/queries.txt "$WORK"/head.jsonl "$WORK"/dedup_out
+  fi
 }
 trap cleanup EXIT
 [[ -x "$BIN" ]] || { echo "neardup binary not found at $BIN (set NEARDUP_BIN)" >&2; exit 1; }
@@ -44,8 +50,9 @@ command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 1; }
 [[ -d "$SHARED/corpus" ]] || { echo "store_dedup_bench: $SHARED/corpus not found: skipped (needs ../shared)"; exit 0; }
 # Plain or .zst (zstd -f passes a plain file through); `head` closing the pipe early is no error.
 cat_corpus() { zstd -dcf "$CORPUS" 2>/dev/null || true; }
-N=$(cat_corpus | wc -l)
-echo "== dedup-rule store benchmark: $N documents ($CORPUS), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+HEAD_N=${HEAD_N:-200000}
+RUNS=${RUNS:-2}
+echo "== dedup-rule store benchmark: $CORPUS, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # Texts for the checks (one JSON-escaped text a line) and fingerprints for the queries.
 /usr/bin/python3 - "$SHARED/corpus" "$WORK/texts.txt" <<'PY'
@@ -63,15 +70,20 @@ import json, sys
 for line in sys.stdin: print(json.loads(line)["fingerprint"])' > "$WORK/queries.txt"
 export NEARDUP_BENCH_QUERIES=$WORK/queries.txt NEARDUP_BENCH_TEXTS=$WORK/texts.txt
 
+if [[ -n "${LOADED_STORE:-}" ]]; then
+  N=$("$BIN" index stats "$STORE" --no-verify | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["documents"])')
+  echo "loaded store $STORE: $N documents (no load measured here)"
+  cat_corpus | head -n 2000 > "$WORK/head.jsonl"
+else
 # The per-document speed of the bulk load against dedup's, same documents, back to back.
-cat_corpus | head -n 200000 > "$WORK/head.jsonl"
-for run in 1 2; do
+cat_corpus | head -n "$HEAD_N" > "$WORK/head.jsonl"
+HEAD_DOCS=$(wc -l < "$WORK/head.jsonl")
+for run in $(seq 1 "$RUNS"); do
   rm -rf "$STORE" "$WORK/dedup_out"
   "$BIN" index create "$STORE" 2>/dev/null
   a=$( { /usr/bin/time -f "%e %U %S %M" "$BIN" index add "$STORE" "$WORK/head.jsonl" --sync none 2>&1 >/dev/null; } | tail -1)
   b=$( { /usr/bin/time -f "%e %U %S %M" "$BIN" dedup "$WORK/head.jsonl" -o "$WORK/dedup_out" -q 2>&1 >/dev/null; } | tail -1)
-  echo "200,000 documents, run $run: index add wall/user/sys/peakKB $a | dedup $b" |
-    cat
+  echo "$HEAD_DOCS documents, run $run: index add wall/user/sys/peakKB $a | dedup $b"
   echo "$a $b" | awk '{printf "   CPU ratio index add / dedup: %.2f\n", ($2 + $3) / ($6 + $7)}'
 done
 
@@ -81,9 +93,14 @@ rm -rf "$STORE"
 "$BIN" index create "$STORE" 2>/dev/null
 compact_flag=--no-compact
 [[ "${COMPACT:-0}" == 1 ]] && compact_flag=
-load=$( { /usr/bin/time -f "%e %U %S %M" "$BIN" index add "$STORE" "$CORPUS" --sync none $compact_flag 2>&1 >/dev/null; } | tail -1)
+load_log=$( { /usr/bin/time -f "%e %U %S %M" "$BIN" index add "$STORE" "$CORPUS" --sync none $compact_flag 2>&1 >/dev/null; } | tail -2)
+load=$(echo "$load_log" | tail -1)
+# The documents loaded, as index add reports them ("added 10,000,000 documents to ...").
+N=$(echo "$load_log" | head -1 | sed -n 's/.*added \([0-9,]*\) document.*/\1/p' | tr -d ,)
+[[ -n "$N" && "$N" -gt 0 ]] || { echo "index add loaded nothing: $load_log" >&2; exit 1; }
 echo "bulk load: $N documents: wall/user/sys s, peak KB: $load"
 echo "$load" | awk -v n="$N" '{printf "   %.0f documents/s wall, %.1f us CPU a document\n", n / $1, 1e6 * ($2 + $3) / n}'
+fi
 bytes=$(du -sb "$STORE" | cut -f1)
 echo "store on disk: $bytes bytes = $(echo "$bytes / $N" | bc) bytes a document"
 /usr/bin/python3 "$HERE/store_sections.py" "$STORE"

@@ -165,6 +165,11 @@ TEST_F(ServerDedupRuleTest, BatchFormQueryAndRefusals) {
     ASSERT_TRUE(res);
     EXPECT_NE(res->body.find(R"("rule":"dedup")"), std::string::npos) << res->body;
     EXPECT_NE(res->body.find(R"("bands":30)"), std::string::npos) << res->body;
+    // ... with the recorded containment options (dedup's defaults for this store).
+    EXPECT_NE(res->body.find(R"("containment":0.9,"containment_min_shingles":30,)"
+                             R"("containment_min_ratio":0.6)"),
+              std::string::npos)
+        << res->body;
     EXPECT_EQ(server.Terminate(), 0);
   }
   {

@@ -9,8 +9,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -23,6 +25,8 @@
 #include "neardup/sketch.h"
 #include "neardup/store.h"
 #include "planted_corpus.h"
+#include "store/manifest.h"
+#include "store/store_format.h"
 #include "test_files.h"
 
 namespace neardup {
@@ -52,6 +56,13 @@ class StoreDedupRuleTest : public ::testing::Test {
     auto store = DocumentStore::Open(dir_, options);
     EXPECT_TRUE(store.ok()) << store.status().ToString();
     return store.ok() ? std::move(*store) : nullptr;
+  }
+
+  // Sketches texts with the LSH options of `store` (a threshold other than 0.5).
+  void SketchFor(const DocumentStore& store) {
+    auto sketcher = DocumentSketcher::Create(FingerprintOptions{}, *store.LshOptions());
+    ASSERT_TRUE(sketcher.ok()) << sketcher.status().ToString();
+    sketcher_ = std::move(*sketcher);
   }
 
   // One document of `text` (its sketch kept alive in sketches_).
@@ -475,6 +486,312 @@ TEST_F(StoreDedupRuleTest, ReadsSeeEveryAcknowledgedDocumentDuringFlushesAndComp
   EXPECT_EQ(misses.load(), 0) << "of " << checks.load() << " checks";
   EXPECT_GT(store->Stats().flushes, 5u);
   EXPECT_GT(store->Stats().compactions, 0u);
+}
+
+// A check-and-add (kIfNew) of a document whose duplicate is stored is answered without a place in
+// the commit queue: the same duplicates, limit and truncation as a lookup, nothing written, and
+// no log sync; a new document still goes through the queue and is added; a closed store refuses.
+TEST_F(StoreDedupRuleTest, ACheckThatFindsADuplicateWritesNothing) {
+  StoreOptions options;
+  options.sync_mode = SyncMode::kEveryWrite;
+  auto store = Open(options);
+  ASSERT_TRUE(store);
+  EXPECT_TRUE(Check(*store, "a", kText, AddMode::kIfNew).added);
+  EXPECT_TRUE(Check(*store, "b", kText + " again", AddMode::kAlways).added);
+  const StoreStats before = store->Stats();
+  CheckResult lookup = Check(*store, "c", kText + " today", AddMode::kNever);
+  CheckResult found = Check(*store, "c", kText + " today", AddMode::kIfNew);
+  ASSERT_EQ(found.duplicates.size(), 2u);
+  EXPECT_FALSE(found.added);
+  EXPECT_FALSE(found.replaced);
+  ASSERT_EQ(lookup.duplicates.size(), found.duplicates.size());
+  for (size_t i = 0; i < found.duplicates.size(); ++i) {
+    EXPECT_EQ(found.duplicates[i].id, lookup.duplicates[i].id);
+    EXPECT_EQ(found.duplicates[i].reason, lookup.duplicates[i].reason);
+    EXPECT_EQ(found.duplicates[i].similarity, lookup.duplicates[i].similarity);
+  }
+  DocumentInput doc = Doc("c", kText + " today");
+  CheckOptions limited;
+  limited.add = AddMode::kIfNew;
+  limited.limit = 1;
+  auto cut = store->CheckBatch(std::span<const DocumentInput>(&doc, 1), limited);
+  ASSERT_TRUE(cut.ok());
+  EXPECT_EQ((*cut)[0].duplicates.size(), 1u);
+  EXPECT_TRUE((*cut)[0].truncated);
+  const StoreStats after = store->Stats();
+  EXPECT_EQ(after.writes, before.writes);
+  EXPECT_EQ(after.wal_syncs, before.wal_syncs);
+  EXPECT_EQ(after.documents, 2u);
+  // A document without a duplicate is added through the queue (one write, one sync).
+  EXPECT_TRUE(Check(*store, "d", "Nothing like the others: a note on write-ahead logs and fsync",
+                    AddMode::kIfNew)
+                  .added);
+  EXPECT_EQ(store->Stats().writes, before.writes + 1);
+  EXPECT_EQ(store->Stats().wal_syncs, before.wal_syncs + 1);
+  // An id is still required, as for any add.
+  DocumentInput no_id = Doc("", kText);
+  CheckOptions if_new;
+  if_new.add = AddMode::kIfNew;
+  EXPECT_EQ(store->CheckBatch(std::span<const DocumentInput>(&no_id, 1), if_new).status().code(),
+            StatusCode::kInvalidArgument);
+  ASSERT_TRUE(store->Close().ok());
+  EXPECT_FALSE(store->CheckBatch(std::span<const DocumentInput>(&doc, 1), if_new).ok());
+}
+
+// A text of `n` distinct words, and a contained copy: its first `prefix` words with `replaced` of
+// them (spread out) changed, so a fraction of its shingles lies outside the larger text.
+std::string Words(int n) {
+  std::string text;
+  for (int i = 0; i < n; ++i) text += (i ? " " : "") + std::string("word") + std::to_string(i);
+  return text;
+}
+std::string ContainedCopy(int prefix, int replaced) {
+  std::string text;
+  for (int i = 0; i < prefix; ++i) {
+    const bool change = replaced > 0 && i % (prefix / replaced) == prefix / replaced / 2 &&
+                        i / (prefix / replaced) < replaced;
+    text += (i ? " " : "") + std::string(change ? "other" : "word") + std::to_string(i);
+  }
+  return text;
+}
+
+// The containment options are part of the recorded rule (MANIFEST version 4): a store created with
+// containment 0.95 answers with 0.95 after reopening (a pair contained at ~0.92 is no duplicate,
+// one contained at ~0.99 is), whatever the code's defaults; another value given at open is refused.
+TEST_F(StoreDedupRuleTest, TheContainmentOptionsAreRecorded) {
+  const std::string large = Words(120), at_92 = ContainedCopy(80, 2), at_99 = ContainedCopy(80, 0);
+  DedupOptions judge;
+  judge.lsh.threshold = 0.8;
+  auto pair_92 = JudgePair(at_92, large, judge);
+  auto pair_99 = JudgePair(at_99, large, judge);
+  ASSERT_TRUE(pair_92.ok() && pair_99.ok());
+  // The pairs this test needs: contained between 0.9 and 0.95 (and past 0.95), size guard met,
+  // Jaccard below the threshold 0.8 (so only `contained` can accept them).
+  ASSERT_GE(pair_92->containment, 0.9);
+  ASSERT_LT(pair_92->containment, 0.95);
+  ASSERT_GE(pair_99->containment, 0.95);
+  ASSERT_TRUE(pair_92->size_guard && pair_99->size_guard);
+  ASSERT_LT(pair_92->jaccard, 0.8);
+  ASSERT_LT(pair_99->jaccard, 0.8);
+  EXPECT_EQ(pair_92->reason, DuplicateReason::kContained);  // dedup's defaults: 0.9
+
+  StoreOptions create;
+  create.lsh = MinHashLshOptions{};
+  create.lsh->threshold = 0.8;
+  create.containment_threshold = 0.95;
+  create.containment_min_shingles = 20;
+  {
+    auto store = Open(create);
+    ASSERT_TRUE(store);
+    SketchFor(*store);
+    EXPECT_TRUE(Check(*store, "large", large, AddMode::kIfNew).added);
+    ASSERT_TRUE(store->Close().ok());
+  }
+  auto store = Open();
+  ASSERT_TRUE(store);
+  const PairRuleOptions rule = store->Stats().pair_rule;
+  EXPECT_EQ(rule.jaccard_threshold, 0.8);
+  EXPECT_EQ(rule.containment_threshold, 0.95);
+  EXPECT_EQ(rule.containment_min_shingles, 20);
+  EXPECT_EQ(rule.containment_min_ratio, 0.6);
+  EXPECT_TRUE(Check(*store, "92", at_92, AddMode::kNever).duplicates.empty());
+  CheckResult contained = Check(*store, "99", at_99, AddMode::kNever);
+  ASSERT_EQ(contained.duplicates.size(), 1u);
+  EXPECT_EQ(contained.duplicates[0].reason, DuplicateReason::kContained);
+  EXPECT_DOUBLE_EQ(contained.duplicates[0].similarity, pair_99->containment);
+  store.reset();
+
+  // A value given at open must be the recorded one.
+  StoreOptions other;
+  other.containment_threshold = 0.9;
+  auto refused = DocumentStore::Open(dir_, other);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("containment threshold 0.95, not 0.9"),
+            std::string::npos)
+      << refused.status().ToString();
+  other.containment_threshold = 0.95;
+  EXPECT_TRUE(DocumentStore::Open(dir_, other).ok());
+
+  // The same pair in a store of dedup's defaults (0.9) is `contained`: the candidate is found.
+  fs::remove_all(dir_);
+  StoreOptions defaults;
+  defaults.lsh = create.lsh;
+  auto plain = Open(defaults);
+  ASSERT_TRUE(plain);
+  SketchFor(*plain);
+  EXPECT_EQ(plain->Stats().pair_rule.containment_threshold, 0.9);
+  EXPECT_TRUE(Check(*plain, "large", large, AddMode::kIfNew).added);
+  CheckResult found = Check(*plain, "92", at_92, AddMode::kNever);
+  ASSERT_EQ(found.duplicates.size(), 1u);
+  EXPECT_EQ(found.duplicates[0].reason, DuplicateReason::kContained);
+}
+
+// A version-3 MANIFEST (written before the containment options were recorded) opens with the
+// values such stores answered with, 0.9 / 30 / 0.6, whatever the code's defaults; its next
+// MANIFEST write records them (version 4). Made here from a version-4 store created with another
+// size guard (500 shingles) by dropping exactly the three fields.
+TEST_F(StoreDedupRuleTest, AVersion3ManifestAnswersWithTheContainmentItWasAnsweredWith) {
+  const std::string large = Words(120), at_92 = ContainedCopy(80, 2);
+  StoreOptions create;
+  create.lsh = MinHashLshOptions{};
+  create.lsh->threshold = 0.8;
+  create.containment_min_shingles = 500;  // the contained copy (78 shingles) is too small
+  {
+    auto store = Open(create);
+    ASSERT_TRUE(store);
+    SketchFor(*store);
+    EXPECT_TRUE(Check(*store, "large", large, AddMode::kIfNew).added);
+    EXPECT_TRUE(Check(*store, "92", at_92, AddMode::kNever).duplicates.empty());
+    ASSERT_TRUE(store->Close().ok());
+  }
+  const std::string path = store::JoinPath(dir_, store::kManifestName);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  uint32_t version;
+  std::memcpy(&version, bytes.data() + 8, 4);
+  ASSERT_EQ(version, 4u);
+  version = 3;
+  std::memcpy(bytes.data() + 8, &version, 4);
+  bytes.erase(bytes.size() - 8 - 24);  // the three f64 fields and the checksum
+  const uint64_t checksum = store::Checksum(bytes);
+  bytes.append(reinterpret_cast<const char*>(&checksum), 8);
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    const PairRuleOptions rule = store->Stats().pair_rule;
+    EXPECT_EQ(rule.containment_threshold, 0.9);
+    EXPECT_EQ(rule.containment_min_shingles, 30);
+    EXPECT_EQ(rule.containment_min_ratio, 0.6);
+    CheckResult found = Check(*store, "92", at_92, AddMode::kIfNew);
+    ASSERT_EQ(found.duplicates.size(), 1u);
+    EXPECT_EQ(found.duplicates[0].reason, DuplicateReason::kContained);
+    ASSERT_TRUE(store->Add(Doc("more", "a text about something else entirely, long enough")).ok());
+    ASSERT_TRUE(store->Flush().ok());  // writes the MANIFEST again
+    ASSERT_TRUE(store->Close().ok());
+  }
+  auto reread = store::ReadManifest(dir_);
+  ASSERT_TRUE(reread.ok()) << reread.status().ToString();
+  EXPECT_EQ(reread->version, 4);
+  ASSERT_TRUE(reread->rule);
+  EXPECT_EQ(reread->rule->containment_threshold, 0.9);
+  EXPECT_EQ(reread->rule->containment_min_shingles, 30);
+  EXPECT_EQ(reread->rule->containment_min_ratio, 0.6);
+}
+
+// A recorded containment option out of range (a damaged MANIFEST whose checksum still holds) is a
+// clear Corruption at open, naming the file and the option; never a crash.
+TEST_F(StoreDedupRuleTest, ARecordedContainmentOutOfRangeIsAnOpenError) {
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(store->Close().ok());
+  }
+  auto manifest = store::ReadManifest(dir_);
+  ASSERT_TRUE(manifest.ok() && manifest->rule);
+  const store::Manifest good = *manifest;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  struct Damage {
+    double threshold, min_shingles, ratio;
+    const char* named;
+  } damages[] = {{1.5, 30, 0.6, "containment_threshold"},
+                 {nan, 30, 0.6, "containment_threshold"},
+                 {0.9, -1, 0.6, "containment_min_shingles"},
+                 {0.9, std::numeric_limits<double>::infinity(), 0.6, "containment_min_shingles"},
+                 {0.9, 30, 2, "containment_min_ratio"}};
+  for (const Damage& damage : damages) {
+    store::Manifest bad = good;
+    bad.rule->containment_threshold = damage.threshold;
+    bad.rule->containment_min_shingles = damage.min_shingles;
+    bad.rule->containment_min_ratio = damage.ratio;
+    {
+      std::ofstream out(store::JoinPath(dir_, store::kManifestName),
+                        std::ios::binary | std::ios::trunc);
+      out << store::EncodeManifest(bad);
+    }
+    StoreOptions read_only;
+    read_only.read_only = true;
+    for (const StoreOptions& options : {StoreOptions{}, read_only}) {
+      auto opened = DocumentStore::Open(dir_, options);
+      ASSERT_FALSE(opened.ok()) << damage.named;
+      EXPECT_EQ(opened.status().code(), StatusCode::kCorruption);
+      EXPECT_NE(opened.status().message().find("MANIFEST rule fields out of range"),
+                std::string::npos)
+          << opened.status().ToString();
+      EXPECT_NE(opened.status().message().find(damage.named), std::string::npos)
+          << opened.status().ToString();
+    }
+  }
+  {
+    std::ofstream out(store::JoinPath(dir_, store::kManifestName),
+                      std::ios::binary | std::ios::trunc);
+    out << store::EncodeManifest(good);
+  }
+  EXPECT_TRUE(DocumentStore::Open(dir_, StoreOptions{}).ok());
+}
+
+// `index recover` keeps the recorded containment options when the MANIFEST is readable; without
+// it (segments do not record them) it writes those of a version-3 MANIFEST and says so.
+TEST_F(StoreDedupRuleTest, RecoverKeepsTheContainmentOptions) {
+  StoreOptions create;
+  create.containment_threshold = 0.95;
+  create.containment_min_ratio = 0.7;
+  {
+    auto store = Open(create);
+    ASSERT_TRUE(store);
+    EXPECT_TRUE(Check(*store, "a", kText, AddMode::kIfNew).added);
+    ASSERT_TRUE(store->Flush().ok());
+    ASSERT_TRUE(store->Close().ok());
+  }
+  auto report = RecoverStore(dir_);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    EXPECT_EQ(store->Stats().pair_rule.containment_threshold, 0.95);
+    EXPECT_EQ(store->Stats().pair_rule.containment_min_ratio, 0.7);
+    EXPECT_EQ(Check(*store, "b", kText, AddMode::kNever).duplicates.size(), 1u);
+  }
+  {
+    std::ofstream manifest(store::JoinPath(dir_, store::kManifestName),
+                           std::ios::binary | std::ios::trunc);
+    manifest << "garbage";
+  }
+  report = RecoverStore(dir_);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  std::string messages;
+  for (const std::string& m : report->messages) messages += m + "\n";
+  EXPECT_NE(messages.find("containment options are not recorded there"), std::string::npos)
+      << messages;
+  auto store = Open();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->Stats().pair_rule.containment_threshold, 0.9);
+  EXPECT_EQ(store->Stats().pair_rule.containment_min_shingles, 30);
+  EXPECT_EQ(store->Stats().pair_rule.containment_min_ratio, 0.6);
+  EXPECT_EQ(Check(*store, "b", kText, AddMode::kNever).duplicates.size(), 1u);
+}
+
+// A new store's containment options are checked (range) before anything is written.
+TEST_F(StoreDedupRuleTest, BadContainmentOptionsAreRefusedAtCreation) {
+  StoreOptions bad;
+  bad.containment_min_ratio = 1.5;
+  auto refused = DocumentStore::Open(dir_, bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("containment_min_ratio"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_FALSE(fs::exists(store::JoinPath(dir_, store::kManifestName)));
+  StoreOptions simhash;
+  simhash.rule = StoreRule::kSimHash;
+  simhash.containment_threshold = 0.9;
+  EXPECT_EQ(DocumentStore::Open(dir_, simhash).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

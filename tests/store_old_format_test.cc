@@ -327,9 +327,10 @@ TEST(StoreOldFormatTest, AVersion2StoreKeepsWorking) {
       Set64(&bytes, bytes.size() - 16, XXH3_64bits(bytes.data(), bytes.size() - 16));
       WriteBytes(entry.path().string(), bytes);
     } else if (name == "MANIFEST") {
-      ASSERT_EQ(LoadU32Bytes(bytes, 8), 3u);
+      ASSERT_EQ(LoadU32Bytes(bytes, 8), 4u);
       Set32(&bytes, 8, 2);
-      bytes.resize(bytes.size() - 8 - 36);  // the checksum and the rule record (kind 0)
+      // The checksum and the rule record (kind 0; with the containment options since version 4).
+      bytes.resize(bytes.size() - 8 - 36 - 24);
       Put64(&bytes, XXH3_64bits(bytes.data(), bytes.size()));
       WriteBytes(entry.path().string(), bytes);
     }
@@ -361,7 +362,7 @@ TEST(StoreOldFormatTest, AVersion2StoreKeepsWorking) {
     ASSERT_TRUE((*store)->Flush().ok());  // a version-3 segment beside the version-2 one
     ASSERT_TRUE((*store)->Close().ok());
   }
-  EXPECT_EQ(LoadU32Bytes(ReadBytes(dir + "/MANIFEST"), 8), 3u);
+  EXPECT_EQ(LoadU32Bytes(ReadBytes(dir + "/MANIFEST"), 8), 4u);  // written as the current version
   std::set<uint32_t> versions;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().filename().string().rfind("seg-", 0) == 0) {

@@ -96,6 +96,15 @@ struct NEARDUP_EXPORT StoreOptions {
   // from the threshold by ChooseLshParameters), bucket window and seed. nullopt: the store's
   // (MinHashLshOptions{} for a new store: threshold 0.5, as `neardup dedup`).
   std::optional<MinHashLshOptions> lsh;
+  // kDedup: the `contained` reason of the store's pair rule (PairRuleOptions: a pair whose smaller
+  // document lies at least containment_threshold inside the larger, holding at least
+  // containment_min_shingles shingles and containment_min_ratio of the larger's; 0 turns it off).
+  // Recorded at creation, so a later change of the defaults does not change a store's answers.
+  // Each nullopt: the store's (PairRuleOptions{}'s, `neardup dedup`'s defaults, for a new store).
+  // They also take part in choosing bands and rows, as in dedup (ResolveDedupLsh).
+  std::optional<double> containment_threshold;
+  std::optional<double> containment_min_shingles;
+  std::optional<double> containment_min_ratio;
 
   SyncMode sync_mode = SyncMode::kEveryWrite;
   int group_commit_interval_ms = 2;  // for SyncMode::kGroupCommit
@@ -217,6 +226,9 @@ struct StoreStats {
   // verification form of the shingle sets (e.g. "narrowed32-elias-fano").
   MinHashLshOptions lsh;
   std::string verification_form;
+  // kDedup stores: the pair rule the store answers with (jaccard_threshold = lsh.threshold, and the
+  // containment options recorded at creation).
+  PairRuleOptions pair_rule;
   StoreHealth health;  // same as Health()
   // A damaged or torn last log record found at open: its bytes were dropped from the log (an
   // acknowledged write may be among them) and kept in `wal_dropped_file` (*.corrupt, never

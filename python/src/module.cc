@@ -1463,7 +1463,8 @@ class PyStore {
       const OptionSpec* spec = FindFlag(name);
       if (spec == nullptr || name == "replace_invalid_utf8") UnknownOption(name);
       if ((spec->scope & kStoreScope) || name == "threshold" || name == "bands" || name == "rows" ||
-          name == "bucket_window") {
+          name == "bucket_window" || name == "containment" || name == "containment_min_shingles" ||
+          name == "containment_min_ratio") {
         store_keywords[key] = value;
       } else if (spec->scope & kFingerprintScope) {
         fingerprint_keywords[key] = value;
@@ -1727,6 +1728,16 @@ class PyStore {
     out["max_k"] = s.indexed_k;
     out["index_design"] = s.index_design;
     out["fingerprint_options"] = s.fingerprint_options;
+    out["rule"] = StoreRuleName(s.rule);
+    if (s.rule == StoreRule::kDedup) {  // the recorded rule, as /v1/stats says it
+      out["threshold"] = s.lsh.threshold;
+      out["bands"] = s.lsh.parameters.value_or(LshParameters{}).bands;
+      out["rows"] = s.lsh.parameters.value_or(LshParameters{}).rows;
+      out["bucket_window"] = s.lsh.bucket_window;
+      out["containment"] = s.pair_rule.containment_threshold;
+      out["containment_min_shingles"] = s.pair_rule.containment_min_shingles;
+      out["containment_min_ratio"] = s.pair_rule.containment_min_ratio;
+    }
     return out;
   }
 

@@ -203,3 +203,29 @@ def test_old_names_work_with_a_deprecation_warning(tmp_path):
             assert store.stats()["max_k"] == 4
     with pytest.warns(DeprecationWarning, match="expected_documents is an old name"):
         neardup.Store(str(tmp_path / "t"), expected_documents=1e5).close()
+
+
+def test_store_records_its_containment_options(tmp_path):
+    """The containment options of a new dedup-rule store are recorded with its rule: a store
+    created with containment=0.95 answers with 0.95 after reopening (a copy contained at ~0.92 is
+    no duplicate), stats() shows them, and another value at open is refused."""
+    path = str(tmp_path / "store")
+    large = " ".join("word%d" % i for i in range(120))
+    words = ["word%d" % i for i in range(80)]
+    words[20], words[60] = "other20", "other60"  # 2 of 80 words: contained at ~0.92
+    at_92 = " ".join(words)
+    small_set, large_set = (set(s) for s in neardup.shingles([at_92, large]))
+    assert 0.9 <= len(small_set & large_set) / len(small_set) < 0.95
+    with neardup.Store(path, sync="none", threshold=0.8, containment=0.95,
+                       containment_min_shingles=20) as store:
+        assert store.check(large, id="large")["added"]
+    with neardup.Store(path) as store:
+        stats = store.stats()
+        assert (stats["containment"], stats["containment_min_shingles"],
+                stats["containment_min_ratio"]) == (0.95, 20, 0.6)
+        assert stats["threshold"] == 0.8 and stats["rule"] == "dedup"
+        assert store.check(at_92, add="never")["duplicates"] == []
+    with pytest.raises(ValueError, match="containment"):
+        neardup.Store(path, containment=0.9)
+    with pytest.raises(ValueError, match="containment"):
+        neardup.Store(str(tmp_path / "other"), containment=1.5)

@@ -262,9 +262,13 @@ int RunCreate(const IndexArgs& args) {
   std::string rule = "simhash";
   if (stats.rule == StoreRule::kDedup) {
     char buffer[160];
-    std::snprintf(buffer, sizeof(buffer), "dedup, threshold %g, %d bands of %d rows",
+    std::snprintf(buffer, sizeof(buffer),
+                  "dedup, threshold %g, %d bands of %d rows, containment %g (>= %g shingles, "
+                  ">= %g of the larger)",
                   stats.lsh.threshold, stats.lsh.parameters.value_or(LshParameters{}).bands,
-                  stats.lsh.parameters.value_or(LshParameters{}).rows);
+                  stats.lsh.parameters.value_or(LshParameters{}).rows,
+                  stats.pair_rule.containment_threshold, stats.pair_rule.containment_min_shingles,
+                  stats.pair_rule.containment_min_ratio);
     rule = buffer;
   }
   std::fprintf(stderr,

@@ -123,11 +123,14 @@ int Run(ServeArgs& args) {
   const StoreStats stats = (*store)->Stats();
   std::string rule = "simhash (fingerprints within k)";
   if (stats.rule == StoreRule::kDedup) {
-    char buffer[160];
+    char buffer[256];
     std::snprintf(buffer, sizeof(buffer),
-                  "dedup (threshold %g, %d bands of %d rows, bucket window %u)",
+                  "dedup (threshold %g, %d bands of %d rows, bucket window %u, containment %g "
+                  "(>= %g shingles, >= %g of the larger))",
                   stats.lsh.threshold, stats.lsh.parameters.value_or(LshParameters{}).bands,
-                  stats.lsh.parameters.value_or(LshParameters{}).rows, stats.lsh.bucket_window);
+                  stats.lsh.parameters.value_or(LshParameters{}).rows, stats.lsh.bucket_window,
+                  stats.pair_rule.containment_threshold, stats.pair_rule.containment_min_shingles,
+                  stats.pair_rule.containment_min_ratio);
     rule = buffer;
   }
   std::fprintf(stderr,

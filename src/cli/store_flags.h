@@ -24,17 +24,26 @@
 namespace neardup::cli {
 
 // The store's flags, made from the option registry (neardup/options.h, kStoreScope and dedup's
-// LSH options for the rule of a new store): --rule, --threshold, --bands, --rows,
-// --bucket-window, --indexed-k, --memory-budget, --expected-size, --memtable-limit,
+// LSH and containment options for the rule of a new store): --rule, --threshold, --bands, --rows,
+// --bucket-window, --containment, --containment-min-shingles, --containment-min-ratio, --indexed-k,
+// --memory-budget, --expected-size, --memtable-limit,
 // --wal-flush-bytes (the old names --max-k and --expected-documents work, with a warning); names,
 // help, defaults and checks
 // are the registry's, as Python's Store keywords.
 class StoreFlags {
  public:
   // The rule and index design of a new store (`index create`, `serve`).
-  static constexpr std::string_view kCreation[] = {"rule",          "threshold",     "bands",
-                                                   "rows",          "bucket_window", "indexed_k",
-                                                   "memory_budget", "expected_size"};
+  static constexpr std::string_view kCreation[] = {"rule",
+                                                   "threshold",
+                                                   "bands",
+                                                   "rows",
+                                                   "bucket_window",
+                                                   "containment_threshold",
+                                                   "containment_min_shingles",
+                                                   "containment_min_ratio",
+                                                   "indexed_k",
+                                                   "memory_budget",
+                                                   "expected_size"};
   // How a store writes (`index add`, `serve`).
   static constexpr std::string_view kWriting[] = {"memtable_limit", "wal_flush_bytes"};
 

@@ -637,8 +637,24 @@ Status OptionValues::ApplyTo(StoreOptions* options) const {
   // The rule of a new store: `rule`, and for the dedup rule dedup's LSH options. Left unset when
   // none is given, so that an existing store is opened with its own (a given one must agree).
   const bool lsh_given = Has("threshold") || Has("bands") || Has("rows") || Has("bucket_window");
+  const bool containment_given = Has("containment_threshold") || Has("containment_min_shingles") ||
+                                 Has("containment_min_ratio");
   const OptionValue* rule = Find("rule");
   const bool simhash = rule != nullptr && std::get<std::string>(*rule) == "simhash";
+  if (simhash && containment_given) {
+    return Status::InvalidArgument(NameOf("containment_threshold") + ", " +
+                                   NameOf("containment_min_shingles") + " and " +
+                                   NameOf("containment_min_ratio") + " set the dedup rule, not " +
+                                   NameOf("rule") + " simhash");
+  }
+  // The `contained` reason of the dedup rule (recorded by a new store, checked against an
+  // existing one's).
+  if (const OptionValue* v = Find("containment_threshold"))
+    options->containment_threshold = std::get<double>(*v);
+  if (const OptionValue* v = Find("containment_min_shingles"))
+    options->containment_min_shingles = std::get<double>(*v);
+  if (const OptionValue* v = Find("containment_min_ratio"))
+    options->containment_min_ratio = std::get<double>(*v);
   if (rule != nullptr || lsh_given) {
     options->rule = simhash ? StoreRule::kSimHash : StoreRule::kDedup;
   }

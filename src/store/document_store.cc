@@ -22,6 +22,7 @@
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "common/set_codec.h"
 #include "common/string_hash.h"
@@ -73,18 +74,26 @@ bool BySimilarityThenId(const StoredDocument& a, const StoredDocument& b) {
   return a.similarity != b.similarity ? a.similarity > b.similarity : a.id < b.id;
 }
 
-// The pair rule of a kDedup store of Jaccard threshold `threshold`: dedup's (ResolvePairRule)
-// with that threshold and dedup's containment options.
-PairRuleOptions StorePairRule(double threshold) {
+// The pair rule of a kDedup store as its MANIFEST records it: dedup's (ResolvePairRule) for the
+// store's threshold and recorded containment options.
+PairRuleOptions StorePairRule(const store::ManifestRule& rule) {
   DedupOptions dedup;
-  dedup.lsh.threshold = threshold;
+  dedup.lsh.threshold = rule.threshold;
+  dedup.containment_threshold = rule.containment_threshold;
+  dedup.containment_min_shingles = rule.containment_min_shingles;
+  dedup.containment_min_ratio = rule.containment_min_ratio;
   return ResolvePairRule(dedup);
 }
 
-// The bands and rows dedup uses for `lsh` (ResolveDedupLsh with the store's pair rule).
-Result<LshParameters> DedupLshParameters(const MinHashLshOptions& lsh) {
+// The bands and rows dedup uses for `lsh` with the containment options of `rule` (ResolveDedupLsh
+// with the store's pair rule: down to the lowest Jaccard it accepts).
+Result<LshParameters> DedupLshParameters(const MinHashLshOptions& lsh,
+                                         const store::ManifestRule& rule) {
   DedupOptions dedup;
   dedup.lsh = lsh;
+  dedup.containment_threshold = rule.containment_threshold;
+  dedup.containment_min_shingles = rule.containment_min_shingles;
+  dedup.containment_min_ratio = rule.containment_min_ratio;
   Result<MinHashLshOptions> resolved = ResolveDedupLsh(dedup);
   if (!resolved.ok()) return resolved.status();
   return *resolved->parameters;
@@ -128,6 +137,16 @@ class DocumentStoreImpl : public DocumentStore {
   ~DocumentStoreImpl() override { (void)Close(); }
 
   Status Init();
+  // The steps of Init, in order.
+  Status ValidateOptions();
+  Status OpenDirectoryAndLock();
+  Result<Manifest> ReadOrCreateManifest();
+  Result<Manifest> CreateManifest();
+  Status AdoptManifest(const Manifest& manifest);
+  Status OpenSegments();
+  Status ReplayLogs(std::string* wal_path, store::WalReadResult* replay);
+  Status ResumeLog(const std::string& wal_path, const store::WalReadResult& replay);
+  void RemoveLeftoverFiles();
 
   Status Add(const DocumentInput& doc, bool* replaced) override;
   Status AddBatch(std::span<const DocumentInput> docs) override;
@@ -166,6 +185,11 @@ class DocumentStoreImpl : public DocumentStore {
   Status CheckCompatible(const Manifest& manifest);
   // The rule's options from options_ (a new store) or the MANIFEST; sets bands_ and friends.
   Status ResolveRule(const Manifest* manifest, std::optional<store::ManifestRule>* rule);
+  // Whether StoreOptions sets any containment option.
+  bool ContainmentGiven() const {
+    return options_.containment_threshold || options_.containment_min_shingles ||
+           options_.containment_min_ratio;
+  }
   // allow_empty_id: a lookup (AddMode::kNever) needs no id.
   Status ValidateDoc(const DocumentInput& doc, bool allow_empty_id = false) const;
   Status ValidateK(const Fingerprint& fp, int k) const;
@@ -230,10 +254,12 @@ class DocumentStoreImpl : public DocumentStore {
   // The rule: bands_ == 0 for a kSimHash store; else the resolved LSH options (bands, rows set).
   int bands_ = 0;
   MinHashLshOptions lsh_;
+  PairRuleOptions pair_rule_options_;  // kDedup: the recorded pair rule (StorePairRule)
   uint64_t lsh_tag_ = 0;
   store::SegmentRule segment_rule_;  // the rule as segments record it (kDedup)
-  // kDedup: THE pair rule (neardup/pair_rule.h) with dedup's options for the store's threshold
-  // (ResolvePairRule), corpus-independent (no boilerplate frequencies): what dedup decides.
+  // kDedup: THE pair rule (neardup/pair_rule.h) with the store's recorded threshold and
+  // containment options (StorePairRule), corpus-independent (no boilerplate frequencies): what
+  // dedup decides with those options.
   std::optional<PairRule> pair_rule_;
   // The rule segments are opened and written with: null for a kSimHash store.
   const store::SegmentRule* segment_rule() const { return bands_ > 0 ? &segment_rule_ : nullptr; }
@@ -294,8 +320,34 @@ class DocumentStoreImpl : public DocumentStore {
   Status KeepDroppedTail(const std::string& wal_path, const store::WalReadResult& replay);
 };
 
+// Opening a store: the steps below, in order. A read-only open stops after the replay: it writes
+// nothing (no log truncation, no clean-up) and runs no background compaction.
 Status DocumentStoreImpl::Init() {
   const auto start = std::chrono::steady_clock::now();
+  NEARDUP_RETURN_IF_ERROR(ValidateOptions());
+  NEARDUP_RETURN_IF_ERROR(OpenDirectoryAndLock());
+  Result<Manifest> manifest = ReadOrCreateManifest();
+  if (!manifest.ok()) return manifest.status();
+  NEARDUP_RETURN_IF_ERROR(AdoptManifest(*manifest));
+  NEARDUP_RETURN_IF_ERROR(OpenSegments());
+  std::string wal_path;
+  store::WalReadResult replay;
+  NEARDUP_RETURN_IF_ERROR(ReplayLogs(&wal_path, &replay));
+  if (options_.read_only) {
+    wal_bytes_.store(replay.valid_bytes);
+  } else {
+    NEARDUP_RETURN_IF_ERROR(ResumeLog(wal_path, replay));
+    RemoveLeftoverFiles();
+  }
+  closed_ = false;
+  if (!options_.read_only) compaction_thread_ = std::thread([this] { BackgroundLoop(); });
+  open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return Status::Ok();
+}
+
+// Range checks of the creation options, the file layer; a read-only open creates nothing and
+// compacts nothing.
+Status DocumentStoreImpl::ValidateOptions() {
   if (options_.bits && *options_.bits != 64 && *options_.bits != 128) {
     return Status::InvalidArgument("StoreOptions.bits must be 64 or 128, got " +
                                    std::to_string(*options_.bits));
@@ -309,6 +361,12 @@ Status DocumentStoreImpl::Init() {
     options_.create_if_missing = false;
     options_.compaction_trigger = 0;
   }
+  return Status::Ok();
+}
+
+// The directory (made when creating) and its LOCK: exclusive for a writer; shared for a reader,
+// or none while a writer has it (reading_beside_writer_).
+Status DocumentStoreImpl::OpenDirectoryAndLock() {
   struct stat st;
   if (::stat(dir_.c_str(), &st) != 0) {
     if (!options_.create_if_missing) return Status::NotFound(dir_ + ": no such store directory");
@@ -339,80 +397,97 @@ Status DocumentStoreImpl::Init() {
     lock_fd_ = -1;
     reading_beside_writer_ = true;
   }
+  return Status::Ok();
+}
 
+// The MANIFEST, or for a new directory (create_if_missing) the one CreateManifest writes.
+Result<Manifest> DocumentStoreImpl::ReadOrCreateManifest() {
   Result<Manifest> manifest = store::ReadManifest(dir_);
-  bool fresh = false;
-  if (!manifest.ok()) {
-    if (manifest.status().code() != StatusCode::kNotFound) return manifest.status();
-    // No MANIFEST: a new store, unless data files are lying around.
-    Result<std::vector<std::string>> files = store::ListDataFiles(dir_);
-    if (!files.ok()) return files.status();
-    if (!files->empty()) {
-      return Status::Corruption(store::JoinPath(dir_, store::kManifestName) +
-                                ": missing although data files exist; run `neardup index recover " +
-                                dir_ + "`");
-    }
-    if (!options_.create_if_missing)
-      return Status::NotFound(dir_ + ": no store here (no MANIFEST)");
-    fresh = true;
-    Manifest m;
-    m.bits = options_.bits.value_or(64);
-    if (!options_.fingerprint_options.empty()) {
-      // What the fingerprints mean must be readable, and say their width.
-      Result<FingerprintOptions> recorded = ParseFingerprintOptions(options_.fingerprint_options);
-      if (!recorded.ok()) return recorded.status().WithContext("StoreOptions.fingerprint_options");
-      if (!options_.bits) m.bits = recorded->bits;
-      if (recorded->bits != m.bits) {
-        return Status::InvalidArgument("StoreOptions.fingerprint_options are for " +
-                                       std::to_string(recorded->bits) + "-bit fingerprints, " +
-                                       "StoreOptions.bits is " + std::to_string(m.bits));
-      }
-    }
-    m.indexed_k = options_.indexed_k.value_or(3);
-    NEARDUP_RETURN_IF_ERROR(ResolveRule(nullptr, &m.rule));
-    Result<IndexDesign> design = PlanStoreDesign(m.bits, m.indexed_k);
-    if (!design.ok()) return design.status();
-    m.design = index::EncodeDesign(*design);
-    m.fingerprint_options = options_.fingerprint_options;
-    planned_bytes_per_fingerprint_ = design->bytes_per_fingerprint;
-    m.wal_number = 1;
-    m.next_file_number = 2;
-    Result<std::unique_ptr<WalWriter>> wal = WalWriter::Create(fs_, dir_, m.wal_number, m.bits);
-    if (!wal.ok()) return wal.status();
-    NEARDUP_RETURN_IF_ERROR(store::WriteManifest(fs_, dir_, m));
-    manifest = m;
-  } else if (options_.error_if_exists) {
-    return Status::AlreadyExists(dir_ + ": a store exists already");
+  if (manifest.ok()) {
+    if (options_.error_if_exists) return Status::AlreadyExists(dir_ + ": a store exists already");
+    return manifest;
   }
-  (void)fresh;
-  NEARDUP_RETURN_IF_ERROR(CheckCompatible(*manifest));
-  if (!manifest->fingerprint_options.empty()) {
+  if (manifest.status().code() != StatusCode::kNotFound) return manifest.status();
+  // No MANIFEST: a new store, unless data files are lying around.
+  Result<std::vector<std::string>> files = store::ListDataFiles(dir_);
+  if (!files.ok()) return files.status();
+  if (!files->empty()) {
+    return Status::Corruption(store::JoinPath(dir_, store::kManifestName) +
+                              ": missing although data files exist; run `neardup index recover " +
+                              dir_ + "`");
+  }
+  if (!options_.create_if_missing) return Status::NotFound(dir_ + ": no store here (no MANIFEST)");
+  return CreateManifest();
+}
+
+// A new store: its width, indexed_k, rule and index design from options_, an empty first log,
+// and the MANIFEST recording them.
+Result<Manifest> DocumentStoreImpl::CreateManifest() {
+  Manifest m;
+  m.bits = options_.bits.value_or(64);
+  if (!options_.fingerprint_options.empty()) {
+    // What the fingerprints mean must be readable, and say their width.
+    Result<FingerprintOptions> recorded = ParseFingerprintOptions(options_.fingerprint_options);
+    if (!recorded.ok()) return recorded.status().WithContext("StoreOptions.fingerprint_options");
+    if (!options_.bits) m.bits = recorded->bits;
+    if (recorded->bits != m.bits) {
+      return Status::InvalidArgument("StoreOptions.fingerprint_options are for " +
+                                     std::to_string(recorded->bits) + "-bit fingerprints, " +
+                                     "StoreOptions.bits is " + std::to_string(m.bits));
+    }
+  }
+  m.indexed_k = options_.indexed_k.value_or(3);
+  NEARDUP_RETURN_IF_ERROR(ResolveRule(nullptr, &m.rule));
+  Result<IndexDesign> design = PlanStoreDesign(m.bits, m.indexed_k);
+  if (!design.ok()) return design.status();
+  m.design = index::EncodeDesign(*design);
+  m.fingerprint_options = options_.fingerprint_options;
+  planned_bytes_per_fingerprint_ = design->bytes_per_fingerprint;
+  m.wal_number = 1;
+  m.next_file_number = 2;
+  Result<std::unique_ptr<WalWriter>> wal = WalWriter::Create(fs_, dir_, m.wal_number, m.bits);
+  if (!wal.ok()) return wal.status();
+  NEARDUP_RETURN_IF_ERROR(store::WriteManifest(fs_, dir_, m));
+  return m;
+}
+
+// Checks the MANIFEST against options_ and this build (design, fingerprint options, rule) and
+// takes the store's state from it.
+Status DocumentStoreImpl::AdoptManifest(const Manifest& manifest) {
+  NEARDUP_RETURN_IF_ERROR(CheckCompatible(manifest));
+  if (!manifest.fingerprint_options.empty()) {
     // As LevelDB checks its comparator's name: the recorded options must be ones this build reads.
     const std::string where = store::JoinPath(dir_, store::kManifestName);
-    Result<FingerprintOptions> recorded = ParseFingerprintOptions(manifest->fingerprint_options);
+    Result<FingerprintOptions> recorded = ParseFingerprintOptions(manifest.fingerprint_options);
     if (!recorded.ok()) {
       return Status::Unsupported(where + ": recorded " + recorded.status().message() +
                                  " (written by another version of neardup?)");
     }
-    if (recorded->bits != manifest->bits) {
+    if (recorded->bits != manifest.bits) {
       return Status::Corruption(where + ": recorded fingerprint options are for " +
                                 std::to_string(recorded->bits) + "-bit fingerprints, the store " +
-                                "holds " + std::to_string(manifest->bits) + "-bit ones");
+                                "holds " + std::to_string(manifest.bits) + "-bit ones");
     }
   }
   {
     std::optional<store::ManifestRule> rule;
-    NEARDUP_RETURN_IF_ERROR(ResolveRule(&*manifest, &rule));
+    NEARDUP_RETURN_IF_ERROR(ResolveRule(&manifest, &rule));
   }
-  bits_ = manifest->bits;
-  indexed_k_ = manifest->indexed_k;
+  bits_ = manifest.bits;
+  indexed_k_ = manifest.indexed_k;
   options_.bits = bits_;
   options_.indexed_k = indexed_k_;
-  fingerprint_options_ = manifest->fingerprint_options;
-  next_file_number_ = manifest->next_file_number;
-  wal_number_ = manifest->wal_number;
-  segments_live_ = manifest->segments_live;
-  segment_numbers_ = manifest->segments;
+  fingerprint_options_ = manifest.fingerprint_options;
+  next_file_number_ = manifest.next_file_number;
+  wal_number_ = manifest.wal_number;
+  segments_live_ = manifest.segments_live;
+  segment_numbers_ = manifest.segments;
+  return Status::Ok();
+}
+
+// Opens the MANIFEST's segments (checksums verified unless told not to) and an empty memtable
+// whose sequence numbers go on from theirs.
+Status DocumentStoreImpl::OpenSegments() {
   uint64_t next_seq = 0;
   for (uint64_t number : segment_numbers_) {
     Result<std::shared_ptr<Segment>> seg =
@@ -424,6 +499,13 @@ Status DocumentStoreImpl::Init() {
   }
   mem_ = std::make_unique<MemTable>(design_, bands_, next_seq);
   live_ = segments_live_;
+  return Status::Ok();
+}
+
+// Replays the MANIFEST's log and every later one into the memtable, in order. `wal_path`: the last
+// log read (the one writes go on in); `replay`: what reading it found (a dropped tail is recorded
+// in wal_dropped_*).
+Status DocumentStoreImpl::ReplayLogs(std::string* wal_path_out, store::WalReadResult* replay_out) {
   // The logs to replay: the MANIFEST's and every later one (a memtable sealed by a flush that a
   // crash interrupted is in the earlier log, the writes after it in the later one), in order.
   std::vector<uint64_t> logs = {wal_number_};
@@ -474,35 +556,36 @@ Status DocumentStoreImpl::Init() {
                    replay->dropped_reason;
     if (options_.read_only) wal_dropped_ += " (read-only open: the log is left as it is)";
   }
-  if (options_.read_only) {
-    wal_bytes_.store(replay->valid_bytes);
-    closed_ = false;
-    open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return Status::Ok();
-  }
-  if (replay->dropped_bytes > 0) NEARDUP_RETURN_IF_ERROR(KeepDroppedTail(wal_path, *replay));
+  *wal_path_out = wal_path;
+  *replay_out = std::move(*replay);
+  return Status::Ok();
+}
+
+// A writer goes on appending to the last log (its dropped tail kept aside, then cut off).
+Status DocumentStoreImpl::ResumeLog(const std::string& wal_path,
+                                    const store::WalReadResult& replay) {
+  if (replay.dropped_bytes > 0) NEARDUP_RETURN_IF_ERROR(KeepDroppedTail(wal_path, replay));
   Result<std::unique_ptr<WalWriter>> wal =
-      WalWriter::OpenForAppend(fs_, wal_path, replay->valid_bytes);
+      WalWriter::OpenForAppend(fs_, wal_path, replay.valid_bytes);
   if (!wal.ok()) return wal.status();
   wal_ = std::move(*wal);
   wal_bytes_.store(wal_->size());
-  // Files not named by the MANIFEST are leftovers of an interrupted flush or compaction.
-  Result<std::vector<std::string>> files = store::ListDataFiles(dir_);
-  if (files.ok()) {
-    for (const std::string& name : *files) {
-      bool is_segment;
-      uint64_t number;
-      if (!store::ParseFileName(name, &is_segment, &number)) continue;
-      bool referenced = is_segment ? std::find(segment_numbers_.begin(), segment_numbers_.end(),
-                                               number) != segment_numbers_.end()
-                                   : number >= wal_number_;
-      if (!referenced && number >= 1) (void)fs_->Remove(store::JoinPath(dir_, name));
-    }
-  }
-  closed_ = false;
-  compaction_thread_ = std::thread([this] { BackgroundLoop(); });
-  open_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return Status::Ok();
+}
+
+// Files not named by the MANIFEST are leftovers of an interrupted flush or compaction.
+void DocumentStoreImpl::RemoveLeftoverFiles() {
+  Result<std::vector<std::string>> files = store::ListDataFiles(dir_);
+  if (!files.ok()) return;
+  for (const std::string& name : *files) {
+    bool is_segment;
+    uint64_t number;
+    if (!store::ParseFileName(name, &is_segment, &number)) continue;
+    bool referenced = is_segment ? std::find(segment_numbers_.begin(), segment_numbers_.end(),
+                                             number) != segment_numbers_.end()
+                                 : number >= wal_number_;
+    if (!referenced && number >= 1) (void)fs_->Remove(store::JoinPath(dir_, name));
+  }
 }
 
 // A dropped log tail is kept beside the log as <log>.tail-<offset>.corrupt (never deleted, like
@@ -586,14 +669,27 @@ Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
     if (options_.rule.value_or(StoreRule::kDedup) == StoreRule::kSimHash) {
       if (options_.lsh)
         return Status::InvalidArgument("StoreOptions.lsh: a kSimHash store has no LSH options");
+      if (ContainmentGiven())
+        return Status::InvalidArgument(
+            "StoreOptions.containment_*: a kSimHash store has no pair rule");
       return Status::Ok();
     }
     const MinHashLshOptions lsh = options_.lsh.value_or(MinHashLshOptions{});
+    store::ManifestRule rule;
+    const PairRuleOptions defaults;
+    rule.containment_threshold =
+        options_.containment_threshold.value_or(defaults.containment_threshold);
+    rule.containment_min_shingles =
+        options_.containment_min_shingles.value_or(defaults.containment_min_shingles);
+    rule.containment_min_ratio =
+        options_.containment_min_ratio.value_or(defaults.containment_min_ratio);
+    PairRuleOptions pair_rule = StorePairRule(rule);
+    pair_rule.jaccard_threshold = lsh.threshold;
+    NEARDUP_RETURN_IF_ERROR(ValidatePairRuleOptions(pair_rule).WithContext("StoreOptions"));
     // Bands and rows as dedup chooses them for this threshold (ResolveDedupLsh: down to the
     // lowest Jaccard the pair rule accepts), so the store finds the candidates dedup finds.
-    Result<LshParameters> parameters = DedupLshParameters(lsh);
+    Result<LshParameters> parameters = DedupLshParameters(lsh, rule);
     if (!parameters.ok()) return parameters.status().WithContext("StoreOptions.lsh");
-    store::ManifestRule rule;
     rule.threshold = lsh.threshold;
     rule.bands = parameters->bands;
     rule.rows = parameters->rows;
@@ -609,11 +705,11 @@ Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
                                    " (docs/storage_format.md says how to rebuild a store)");
   }
   if (!manifest->rule) {
-    if (options_.lsh) {
+    if (options_.lsh || ContainmentGiven()) {
       return Status::InvalidArgument(
           where +
-          "the simhash rule (format version 2): it has no LSH options to compare with "
-          "StoreOptions.lsh");
+          "the simhash rule (format version 2): it has no LSH or containment options to compare "
+          "with StoreOptions");
     }
     bands_ = 0;
     return Status::Ok();
@@ -623,9 +719,24 @@ Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
   lsh_.parameters = LshParameters{recorded.bands, recorded.rows};
   lsh_.bucket_window = recorded.bucket_window;
   lsh_.seed = recorded.seed;
+  // Containment options given must be the recorded ones.
+  const std::pair<const std::optional<double>*, double> containment[] = {
+      {&options_.containment_threshold, recorded.containment_threshold},
+      {&options_.containment_min_shingles, recorded.containment_min_shingles},
+      {&options_.containment_min_ratio, recorded.containment_min_ratio}};
+  const char* const containment_names[] = {"containment threshold", "containment_min_shingles",
+                                           "containment_min_ratio"};
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& [given, value] = containment[i];
+    if (*given && **given != value) {
+      char buffer[160];
+      std::snprintf(buffer, sizeof(buffer), "%s %g, not %g", containment_names[i], value, **given);
+      return Status::InvalidArgument(where + buffer);
+    }
+  }
   if (options_.lsh) {
     const MinHashLshOptions& wanted = *options_.lsh;
-    Result<LshParameters> parameters = DedupLshParameters(wanted);
+    Result<LshParameters> parameters = DedupLshParameters(wanted, recorded);
     if (!parameters.ok()) return parameters.status().WithContext("StoreOptions.lsh");
     auto text = [](double threshold, int bands, int rows, uint32_t window) {
       char buffer[160];
@@ -645,7 +756,8 @@ Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
   }
   bands_ = recorded.bands;
   lsh_tag_ = LshTag(LshParameters{recorded.bands, recorded.rows}, recorded.seed);
-  auto pair_rule = PairRule::Create(StorePairRule(recorded.threshold));
+  pair_rule_options_ = StorePairRule(recorded);
+  auto pair_rule = PairRule::Create(pair_rule_options_);
   if (!pair_rule.ok()) {
     return Status::Corruption(store::JoinPath(dir_, store::kManifestName) + ": " +
                               pair_rule.status().message());
@@ -760,6 +872,27 @@ Result<std::vector<CheckResult>> DocumentStoreImpl::CheckBatch(std::span<const D
       Truncate(options.limit, &results[i]);
     }
     return results;
+  }
+  if (options.add == AddMode::kIfNew && docs.size() == 1 && !options_.read_only) {
+    // A document with a duplicate already stored is not added: its answer needs no place in the
+    // commit queue (no wait for another writer's fsync). What is visible here is durable (the
+    // memtable takes a group's writes after its log sync), so the answer is the one the queue
+    // would give at this moment. Without a duplicate, the queue decides again, atomically with
+    // the add.
+    NEARDUP_RETURN_IF_ERROR(ValidateDoc(docs[0]));
+    {
+      std::lock_guard<std::mutex> lock(writer_mu_);
+      if (closed_) return Status::InvalidArgument(dir_ + ": store is closed");
+    }
+    std::shared_lock<std::shared_mutex> state(state_mu_);
+    if (mem_ != nullptr) {
+      FindDuplicatesLocked(docs[0], options.k, nullptr, &results[0].duplicates);
+      if (!results[0].duplicates.empty()) {
+        searches_.fetch_add(1, std::memory_order_relaxed);
+        Truncate(options.limit, &results[0]);
+        return results;
+      }
+    }
   }
   Writer w;
   w.kind = Writer::kCheck;
@@ -1009,6 +1142,9 @@ Status DocumentStoreImpl::WriteManifestLocked(const std::vector<uint64_t>& numbe
     rule.rows = lsh_.parameters->rows;
     rule.bucket_window = lsh_.bucket_window;
     rule.seed = lsh_.seed;
+    rule.containment_threshold = pair_rule_options_.containment_threshold;
+    rule.containment_min_shingles = pair_rule_options_.containment_min_shingles;
+    rule.containment_min_ratio = pair_rule_options_.containment_min_ratio;
     m.rule = rule;
   }
   return store::WriteManifest(fs_, dir_, m);
@@ -1719,6 +1855,7 @@ StoreStats DocumentStoreImpl::Stats() const {
   if (bands_ > 0) {
     stats.lsh = lsh_;
     stats.verification_form = kVerificationForm;
+    stats.pair_rule = pair_rule_options_;
   }
   stats.health = Health();
   return stats;

@@ -7,16 +7,32 @@
 #include <cerrno>
 #include <cstring>
 
+#include "neardup/pair_rule.h"
 #include "store/store_format.h"
 
 namespace neardup::store {
 namespace {
 
 constexpr char kManifestMagic[8] = {'N', 'D', 'U', 'P', 'M', 'A', 'N', '\0'};
-// 2: + index design, fingerprint options; 3: + the duplicate rule. Version 2 is still read (a
-// kSimHash store); every MANIFEST is written as version 3.
-constexpr uint32_t kManifestVersion = 3;
+// 2: + index design, fingerprint options; 3: + the duplicate rule; 4: + its containment options.
+// Versions 2 (a kSimHash store) and 3 (read with the kVersion3Containment* values) are still read;
+// every MANIFEST is written as version 4.
+constexpr uint32_t kManifestVersion = 4;
+constexpr uint32_t kRuleManifestVersion = 3;
 constexpr uint32_t kOldManifestVersion = 2;
+
+void PutF64(std::string* out, double value) {
+  uint64_t bits;
+  std::memcpy(&bits, &value, 8);
+  PutU64(out, bits);
+}
+
+bool ReadF64(ByteReader* reader, double* value) {
+  uint64_t bits;
+  if (!reader->U64(&bits)) return false;
+  std::memcpy(value, &bits, 8);
+  return true;
+}
 constexpr uint32_t kRuleSimHash = 0, kRuleDedup = 1;
 
 }  // namespace
@@ -36,16 +52,17 @@ std::string EncodeManifest(const Manifest& m) {
   out += m.design;
   PutU32(&out, static_cast<uint32_t>(m.fingerprint_options.size()));
   out += m.fingerprint_options;
-  const ManifestRule rule = m.rule.value_or(ManifestRule{0, 0, 0, 0, 0, 0});
-  uint64_t threshold_bits;
-  std::memcpy(&threshold_bits, &rule.threshold, 8);
+  const ManifestRule rule = m.rule.value_or(ManifestRule{0, 0, 0, 0, 0, 0, 0, 0, 0});
   PutU32(&out, m.rule ? kRuleDedup : kRuleSimHash);
-  PutU64(&out, threshold_bits);
+  PutF64(&out, rule.threshold);
   PutU32(&out, static_cast<uint32_t>(rule.bands));
   PutU32(&out, static_cast<uint32_t>(rule.rows));
   PutU32(&out, rule.bucket_window);
   PutU32(&out, rule.verification_form);
   PutU64(&out, rule.seed);
+  PutF64(&out, rule.containment_threshold);
+  PutF64(&out, rule.containment_min_shingles);
+  PutF64(&out, rule.containment_min_ratio);
   PutU64(&out, Checksum(out));
   return out;
 }
@@ -75,7 +92,8 @@ Result<Manifest> ReadManifest(const std::string& dir, bool accept_version_1) {
     return Status::Corruption(path + ": MANIFEST is truncated");
   }
   const bool version_1 = version == 1 && accept_version_1;
-  if (version != kManifestVersion && version != kOldManifestVersion && !version_1) {
+  if (version != kManifestVersion && version != kRuleManifestVersion &&
+      version != kOldManifestVersion && !version_1) {
     return Status::Unsupported(
         path + ": MANIFEST version " + std::to_string(version) + " is not supported" +
         (version < kOldManifestVersion ? " (written by an older neardup: `neardup index recover` "
@@ -106,16 +124,17 @@ Result<Manifest> ReadManifest(const std::string& dir, bool accept_version_1) {
     return Status::Corruption(path + ": MANIFEST is truncated");
   m.fingerprint_options.assign(text);
   m.version = static_cast<int>(version);
-  if (version == kManifestVersion) {
-    ManifestRule rule;
-    uint64_t threshold_bits;
+  if (version >= kRuleManifestVersion) {
+    ManifestRule rule;  // version 3: the kVersion3Containment* values
     uint32_t kind, bands, rows;
-    if (!reader.U32(&kind) || !reader.U64(&threshold_bits) || !reader.U32(&bands) ||
+    if (!reader.U32(&kind) || !ReadF64(&reader, &rule.threshold) || !reader.U32(&bands) ||
         !reader.U32(&rows) || !reader.U32(&rule.bucket_window) ||
-        !reader.U32(&rule.verification_form) || !reader.U64(&rule.seed)) {
+        !reader.U32(&rule.verification_form) || !reader.U64(&rule.seed) ||
+        (version >= 4 && (!ReadF64(&reader, &rule.containment_threshold) ||
+                          !ReadF64(&reader, &rule.containment_min_shingles) ||
+                          !ReadF64(&reader, &rule.containment_min_ratio)))) {
       return Status::Corruption(path + ": MANIFEST is truncated");
     }
-    std::memcpy(&rule.threshold, &threshold_bits, 8);
     if (kind == kRuleSimHash) {
       if (!reader.done()) return Status::Corruption(path + ": MANIFEST has trailing bytes");
       return m;
@@ -124,6 +143,14 @@ Result<Manifest> ReadManifest(const std::string& dir, bool accept_version_1) {
         rows < 1 || bands > 1024 || rows > 64 || rule.bucket_window < 1 ||
         rule.verification_form != 1) {
       return Status::Corruption(path + ": MANIFEST rule fields out of range");
+    }
+    PairRuleOptions pair_rule;
+    pair_rule.jaccard_threshold = rule.threshold;
+    pair_rule.containment_threshold = rule.containment_threshold;
+    pair_rule.containment_min_shingles = rule.containment_min_shingles;
+    pair_rule.containment_min_ratio = rule.containment_min_ratio;
+    if (Status valid = ValidatePairRuleOptions(pair_rule); !valid.ok()) {
+      return Status::Corruption(path + ": MANIFEST rule fields out of range: " + valid.message());
     }
     rule.bands = static_cast<int>(bands);
     rule.rows = static_cast<int>(rows);

@@ -16,7 +16,13 @@
 
 namespace neardup::store {
 
-// The duplicate rule of a kDedup store (MANIFEST version 3).
+// The containment options a version-3 MANIFEST (which did not record them) is read with: the
+// values such stores answered with (PairRuleOptions' defaults when they were written).
+constexpr double kVersion3ContainmentThreshold = 0.9;
+constexpr double kVersion3ContainmentMinShingles = 30;
+constexpr double kVersion3ContainmentMinRatio = 0.6;
+
+// The duplicate rule of a kDedup store (MANIFEST version 3; the containment options since 4).
 struct ManifestRule {
   double threshold = 0.5;
   int bands = 0;
@@ -24,11 +30,16 @@ struct ManifestRule {
   uint32_t bucket_window = 64;
   uint64_t seed = 0;
   uint32_t verification_form = 1;  // 1: narrowed 32-bit set, Elias-Fano (common/set_codec.h)
+  // The `contained` reason of the pair rule (PairRuleOptions; jaccard_threshold is `threshold`).
+  double containment_threshold = kVersion3ContainmentThreshold;
+  double containment_min_shingles = kVersion3ContainmentMinShingles;
+  double containment_min_ratio = kVersion3ContainmentMinRatio;
 };
 
 struct Manifest {
   // 1: written before the design was recorded (read only for recovery); 2: before the duplicate
-  // rule was recorded (a kSimHash store); 3: with the rule. EncodeManifest writes 3.
+  // rule was recorded (a kSimHash store); 3: with the rule; 4: with the rule's containment
+  // options. EncodeManifest writes 4.
   int version = 2;
   int bits = 64;
   int indexed_k = 3;

@@ -102,6 +102,7 @@ class Recovery {
       if (manifest->rule) {
         const store::ManifestRule& r = *manifest->rule;
         rule_ = store::SegmentRule{r.bands, r.rows, r.bucket_window, r.threshold, r.seed};
+        containment_ = r;
       }
       if (Result<IndexDesign> d = index::DecodeDesign(manifest->design); d.ok()) design_ = *d;
       // The MANIFEST's log and every later one (a flush in progress seals a memtable in the
@@ -170,7 +171,11 @@ class Recovery {
             path, bits_, [](const store::SegmentEntry&) {}, nullptr, nullptr, &found);
         if (found) {
           rule_ = found;
-          report_.messages.push_back(path + ": the store's dedup rule read from this segment");
+          // Segments do not record the containment options (the MANIFEST does since version 4).
+          report_.messages.push_back(
+              path +
+              ": the store's dedup rule read from this segment; its containment options are "
+              "not recorded there: set to 0.9 / 30 / 0.6 (those of a version-3 MANIFEST)");
         }
       }
       Result<std::shared_ptr<store::Segment>> seg =
@@ -335,6 +340,9 @@ class Recovery {
       rule.rows = rule_->rows;
       rule.bucket_window = rule_->bucket_window;
       rule.seed = rule_->seed;
+      rule.containment_threshold = containment_.containment_threshold;
+      rule.containment_min_shingles = containment_.containment_min_shingles;
+      rule.containment_min_ratio = containment_.containment_min_ratio;
       fresh.rule = rule;
     }
     uint64_t next = max_number_ + 1;
@@ -374,7 +382,9 @@ class Recovery {
   std::vector<uint64_t> segment_numbers_, wal_numbers_;
   std::optional<IndexDesign> design_;
   std::optional<store::SegmentRule> rule_;  // a kDedup store's rule
-  uint64_t next_seq_ = 0;                   // for the log's adds
+  // Its containment options: the MANIFEST's, else those of a version-3 MANIFEST.
+  store::ManifestRule containment_;
+  uint64_t next_seq_ = 0;  // for the log's adds
   std::shared_ptr<const index::CompiledDesign> compiled_;
   std::unordered_map<std::string, RecoveredDoc> docs_;
   std::vector<std::string> damaged_;   // renamed to *.corrupt

@@ -31,6 +31,9 @@ void WriteStoreStatsFields(const StoreStats& stats, JsonWriter* writer) {
     writer->Key("rows").Int(parameters.rows);
     writer->Key("bucket_window").Uint(stats.lsh.bucket_window);
     writer->Key("verification_form").String(stats.verification_form);
+    writer->Key("containment").Double(stats.pair_rule.containment_threshold);
+    writer->Key("containment_min_shingles").Double(stats.pair_rule.containment_min_shingles);
+    writer->Key("containment_min_ratio").Double(stats.pair_rule.containment_min_ratio);
   }
   writer->Key("state").String(StoreStateName(stats.health.state));
   writer->Key("state_reason").String(stats.health.reason);
