@@ -15,8 +15,10 @@ targets=("$@")
 ((${#targets[@]})) || targets=(request_parser_fuzz http_input_fuzz http_server_fuzz store_files_fuzz)
 clangxx=$(command -v clang++ || command -v clang++-14)
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD/..}
+# -O1 as in libFuzzer's documentation, with line tables only (-g1): half the compile time of -O2 -g.
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$clangxx" \
-  -DNEARDUP_BUILD_FUZZ=ON -DNEARDUP_BUILD_TESTS=OFF >/dev/null
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DNEARDUP_BUILD_FUZZ=ON \
+  -DNEARDUP_BUILD_TESTS=OFF >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # ninja prints compile and link errors on standard output: show them when the build fails.

@@ -38,8 +38,9 @@ PYTHONPATH="$PWD/build/python" NEARDUP_BINARY="$PWD/build/neardup" \
 [ "${PIPESTATUS[0]}" -eq 0 ] || failures=$((failures + 1))
 
 step "memory tests, AddressSanitizer + UndefinedBehaviorSanitizer build"
+# -O1 with line tables (-g1) is what sanitizer reports need, and compiles in half the time of -O2 -g.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNEARDUP_SANITIZE=ON \
-  -DNEARDUP_BUILD_BENCH=OFF >/dev/null &&
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DNEARDUP_BUILD_BENCH=OFF >/dev/null &&
   cmake --build build-asan -j "$jobs" || { echo "sanitizer build failed"; failures=$((failures + 1)); }
 NEARDUP_SANITIZER_BUILD=1 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" 2>&1 | tee "$logs/asan.log"
