@@ -74,14 +74,20 @@ bool BySimilarityThenId(const StoredDocument& a, const StoredDocument& b) {
   return a.similarity != b.similarity ? a.similarity > b.similarity : a.id < b.id;
 }
 
-// The pair rule of a kDedup store as its MANIFEST records it: dedup's (ResolvePairRule) for the
-// store's threshold and recorded containment options.
-PairRuleOptions StorePairRule(const store::ManifestRule& rule) {
+// Dedup's options with the containment options a kDedup store's MANIFEST records.
+DedupOptions RecordedContainment(const store::ManifestRule& rule) {
   DedupOptions dedup;
-  dedup.lsh.threshold = rule.threshold;
   dedup.containment_threshold = rule.containment_threshold;
   dedup.containment_min_shingles = rule.containment_min_shingles;
   dedup.containment_min_ratio = rule.containment_min_ratio;
+  return dedup;
+}
+
+// The pair rule of a kDedup store as its MANIFEST records it: dedup's (ResolvePairRule) for the
+// store's threshold and recorded containment options.
+PairRuleOptions StorePairRule(const store::ManifestRule& rule) {
+  DedupOptions dedup = RecordedContainment(rule);
+  dedup.lsh.threshold = rule.threshold;
   return ResolvePairRule(dedup);
 }
 
@@ -89,11 +95,8 @@ PairRuleOptions StorePairRule(const store::ManifestRule& rule) {
 // with the store's pair rule: down to the lowest Jaccard it accepts).
 Result<LshParameters> DedupLshParameters(const MinHashLshOptions& lsh,
                                          const store::ManifestRule& rule) {
-  DedupOptions dedup;
+  DedupOptions dedup = RecordedContainment(rule);
   dedup.lsh = lsh;
-  dedup.containment_threshold = rule.containment_threshold;
-  dedup.containment_min_shingles = rule.containment_min_shingles;
-  dedup.containment_min_ratio = rule.containment_min_ratio;
   Result<MinHashLshOptions> resolved = ResolveDedupLsh(dedup);
   if (!resolved.ok()) return resolved.status();
   return *resolved->parameters;
