@@ -147,9 +147,9 @@ struct StoredDocument {
   Fingerprint fingerprint;
   std::string metadata;  // opaque caller bytes (e.g. a JSON object), may be empty
   int distance = 0;      // Hamming distance to the query's fingerprint (Search and checks only)
-  // Checks only: the verified shingle Jaccard (1 for exact and whitespace-only copies); -1 when
-  // not computed (a kSimHash store).
-  double similarity = -1;
+  // Checks only: the verified shingle Jaccard (1 for exact and whitespace-only copies); unset
+  // when not computed (a kSimHash store, Get and Search).
+  std::optional<double> similarity;
   // Checks only: why it is a duplicate (neardup/pair_rule.h; DuplicateReasonName gives the API's
   // string). kNearDuplicate in a kSimHash store (within distance k).
   DuplicateReason reason = DuplicateReason::kNearDuplicate;

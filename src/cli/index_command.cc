@@ -88,8 +88,8 @@ void PrintDocument(const StoredDocument& doc, bool with_distance) {
 void WriteDuplicate(JsonWriter& w, const StoredDocument& doc) {
   w.BeginObject().Key("id").String(doc.id).Key("fingerprint").String(ToHex(doc.fingerprint));
   w.Key("reason").String(DuplicateReasonName(doc.reason)).Key("similarity");
-  if (doc.similarity >= 0) {
-    w.Double(doc.similarity);
+  if (doc.similarity) {
+    w.Double(*doc.similarity);
   } else {
     w.Null();
   }
@@ -576,8 +576,8 @@ int RunQueryCorpus(const IndexArgs& args) {
       w.BeginObject().Key("id").String(m.id).Key("location").String(m.location);
       w.Key("bytes").Uint(m.bytes).Key("distance").Int(m.match.distance);
       w.Key("reason").String(DuplicateReasonName(m.match.reason)).Key("similarity");
-      if (m.match.similarity >= 0) {
-        w.Double(m.match.similarity);
+      if (m.match.similarity) {
+        w.Double(*m.match.similarity);
       } else {
         w.Null();
       }

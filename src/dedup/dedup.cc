@@ -1226,7 +1226,7 @@ Status DedupRun::VerifyCandidates() {
 
 PairDocument DedupRun::HashFacts(uint32_t document) const {
   const DedupDocument& d = report_.documents[document];
-  return PairDocument{d.content_hash, d.text_bytes, d.squeezed_hash, {}, 0};
+  return PairDocument{d.content_hash, d.text_bytes, d.squeezed_hash, {}, std::nullopt};
 }
 
 Status DedupRun::SetOf(uint32_t document, std::vector<uint32_t>* buffer,
@@ -1287,9 +1287,10 @@ Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* 
         std::vector<PairDocument> left, right;
         std::vector<size_t> judged;  // the block index of left[j], right[j]
         std::vector<PairDecision> decisions;
-        // The weighted size of a document's set, computed once per run (-1 without weights).
-        auto weight_of = [&](uint32_t document, std::span<const uint32_t> set) {
-          if (!weight_of_) return -1.0;
+        // The weighted size of a document's set, computed once per run (unset without weights).
+        auto weight_of = [&](uint32_t document,
+                             std::span<const uint32_t> set) -> std::optional<double> {
+          if (!weight_of_) return std::nullopt;
           double w = weight_of_[document].load(std::memory_order_relaxed);
           if (w < 0) {
             w = rule_->Weight(set);
@@ -1305,7 +1306,7 @@ Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* 
           size_t used_a = 0, used_b = 0;  // buffers taken in this group
           std::span<const uint32_t> set_a;
           uint32_t loaded_a = UINT32_MAX;
-          double weight_a = -1;
+          std::optional<double> weight_a;
           for (size_t i = group; i < group_end; ++i) {
             if ((*similarity_of)[i] != -2) continue;
             const uint32_t a = static_cast<uint32_t>((*block)[i] >> 32);
@@ -1314,7 +1315,7 @@ Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* 
             if (a != loaded_a) {  // pairs come sorted by a: one read per document a
               status = SetOf(a, &buffers_a[used_a++], &set_a);
               loaded_a = a;
-              weight_a = -1;  // looked up when a pair of a passes the floor
+              weight_a.reset();  // looked up when a pair of a passes the floor
             }
             std::span<const uint32_t> set_b;
             if (status.ok()) status = SetOf(b, &buffers_b[used_b++], &set_b);
@@ -1333,7 +1334,7 @@ Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* 
               if (verify_ && sampled(i)) measured[i] = Jaccard32(set_a, set_b);
               continue;
             }
-            if (weight_a < 0) weight_a = weight_of(a, set_a);
+            if (!weight_a) weight_a = weight_of(a, set_a);
             doc_a.weight = weight_a;
             doc_b.weight = weight_of(b, set_b);
             left.push_back(doc_a);
@@ -1375,7 +1376,8 @@ Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* 
     ++report_.pairs_by_reason[DuplicateReasonName(reason)];
     report_.pairs.push_back(
         {a, b, HammingDistance(report_.documents[a].fingerprint, report_.documents[b].fingerprint),
-         (*similarity_of)[i], reason});
+         (*similarity_of)[i] >= 0 ? std::optional<double>((*similarity_of)[i]) : std::nullopt,
+         reason});
   }
   block->clear();
   similarity_of->clear();

@@ -1767,13 +1767,15 @@ void DocumentStoreImpl::FindDuplicatesLocked(const DocumentInput& doc, int k,
   std::vector<Candidate> candidates;
   DedupCandidatesLocked(doc, pending, &candidates);
   const DocumentSketch& sketch = *doc.sketch;
-  PairDocument checked{sketch.content_hash, sketch.text_bytes, sketch.squeezed_hash, {}, -1};
+  PairDocument checked{
+      sketch.content_hash, sketch.text_bytes, sketch.squeezed_hash, {}, std::nullopt};
   std::vector<uint32_t> decoded;
   for (const Candidate& c : candidates) {
     // The pair rule, as dedup's verification applies it to a candidate pair: exact and
     // whitespace-only copies by the hashes alone (a whitespace-table candidate that is neither is
     // no candidate), then a band candidate by its shingle sets.
-    PairDocument stored{c.hashes.content_hash, c.hashes.text_bytes, c.hashes.squeezed_hash, {}, -1};
+    PairDocument stored{
+        c.hashes.content_hash, c.hashes.text_bytes, c.hashes.squeezed_hash, {}, std::nullopt};
     checked.shingles = {};
     PairDecision decision = pair_rule_->Decide(checked, stored);
     const bool by_hash = decision.reason == DuplicateReason::kExact ||
