@@ -92,8 +92,8 @@ struct NEARDUP_EXPORT StoreOptions {
   std::string fingerprint_options;
   // The duplicate rule; nullopt: the store's (kDedup for a new store).
   std::optional<StoreRule> rule;
-  // kDedup: the Jaccard threshold (also the verification threshold), bands and rows (0: chosen
-  // from the threshold by ChooseLshParameters), bucket window and seed. nullopt: the store's
+  // kDedup: the Jaccard threshold (also the verification threshold), bands and rows (unset:
+  // chosen from the threshold by ChooseLshParameters), bucket window and seed. nullopt: the store's
   // (MinHashLshOptions{} for a new store: threshold 0.5, as `neardup dedup`).
   std::optional<MinHashLshOptions> lsh;
   // kDedup: the `contained` reason of the store's pair rule (PairRuleOptions: a pair whose smaller
