@@ -16,7 +16,11 @@ _decide_pairs), and prints:
      the share of differing shingles found in at most 2 documents (made by the edit), and the
      fraction accepted at the threshold with and without weights (set arithmetic, no LSH);
   3. the weight's trade-off on the stress set's CHOICE half only (bench/heldout_eval.py's split):
-     F (--boilerplate-min-documents) in 20, 50, 100, 200 at thresholds 0.40, 0.45, 0.50.
+     F (--boilerplate-min-documents) in 20, 50, 100, 200 at thresholds 0.40, 0.45, 0.50;
+  4. with --groups CLUSTERS.jsonl (a plain dedup run's clusters, e.g. eval --threshold 0.8): a
+     prototype that is not in the product, document frequency counted once per group of
+     near-duplicates (a cluster, or a document in none) instead of once per document, exact
+     counts, weight F / df at F = 20, on the choice half and on the held-out half.
 
 The sketch here counts every document; dedup counts one in s above 64 MB of input (s = 2 for the
 corpus + stress set), so its estimates differ slightly: section 1 prints how many of the weighted
@@ -27,8 +31,10 @@ run's misses this analysis reproduces.
         --threshold 0.45 --boilerplate
     build/neardup eval --devpairs /tmp/stress --corpus ../shared/corpus -o /tmp/p45 -f --json \\
         --threshold 0.45
+    build/neardup eval --devpairs /tmp/stress --corpus ../shared/corpus -o /tmp/p80 -f --json \\
+        --threshold 0.8
     PYTHONPATH=build/python /usr/bin/python3 bench/boilerplate_analysis.py --stress /tmp/stress \\
-        --weighted /tmp/bp45 --plain /tmp/p45
+        --weighted /tmp/bp45 --plain /tmp/p45 --groups /tmp/p80/clusters.jsonl
 """
 import argparse
 import collections
@@ -78,6 +84,7 @@ def main():
     parser.add_argument("--corpus", default=os.path.join(here, "..", "..", "shared", "corpus"))
     parser.add_argument("--weighted", required=True, help="output of eval --boilerplate")
     parser.add_argument("--plain", required=True, help="output of eval without it")
+    parser.add_argument("--groups", help="clusters.jsonl of a plain run: section 4")
     args = parser.parse_args()
     with open(os.path.join(args.weighted, "summary.json"), encoding="utf-8") as f:
         summary = json.load(f)
@@ -218,6 +225,54 @@ def main():
             name = "none" if f_value is None else f"F = {f_value}"
             print(f"| {name} | {t:.2f} | " +
                   " | ".join(f"{100 * np.mean(got[label]):.1f} %" for label in labels) + " |")
+
+    if args.groups:
+        group_frequencies(args.groups, rows, index, sets, df, parts)
+
+
+def group_frequencies(clusters_path, rows, index, sets, df, parts):
+    """Section 4: the weighted Jaccard with a shingle counted once per group of near-duplicates."""
+    group = list(range(len(sets)))
+    with open(clusters_path, encoding="utf-8") as f:
+        for line in f:
+            cluster = json.loads(line)
+            members = [cluster["kept"]["id"]] + [m["id"] for m in cluster["removed"]]
+            for m in members:
+                group[index[m]] = index[members[0]]
+    members_of = collections.defaultdict(list)
+    for i, g in enumerate(group):
+        members_of[g].append(i)
+    group_df = collections.Counter()
+    for members in members_of.values():
+        union = set()
+        for i in members:
+            union.update(np.asarray(sets[i]).tolist())
+        group_df.update(union)
+    labels = ["positive_edit_05", "positive_edit_10", "positive_wrap_both", "positive_wrap_one",
+              "positive_mass_copy", "positive_reorder_sentences", "negative_template_only",
+              "graded_template_heavy"]
+    print(f"\n## 4. Prototype: document frequency once per group ({len(members_of)} groups of "
+          f"{len(sets)} documents, {os.path.basename(os.path.dirname(clusters_path))}), F = 20, "
+          "pairs, no LSH\n")
+    print("| half | frequency | T | " + " | ".join(labels) + " |")
+    print("|---|---|---|" + "---|" * len(labels))
+    for half in ("choice", "held-out"):
+        chosen = [r for r in rows if r["label"] in labels and
+                  held_out_half(r["source"]) == (half == "held-out")]
+        pre = []
+        for r in chosen:
+            shared, only_a, only_b = parts(r)
+            differing = np.concatenate([only_a, only_b])
+            pre.append((r["label"], shared.tolist(), differing.tolist()))
+        for name, frequency in (("documents", df), ("groups", group_df)):
+            for t in (0.40, 0.45, 0.50):
+                got = collections.defaultdict(list)
+                for label, shared, differing in pre:
+                    s = weights([frequency[x] for x in shared], 20).sum()
+                    d = weights([frequency[x] for x in differing], 20).sum()
+                    got[label].append(s / max(1e-12, s + d) >= t)
+                print(f"| {half} | {name} | {t:.2f} | " +
+                      " | ".join(f"{100 * np.mean(got[label]):.1f} %" for label in labels) + " |")
 
 
 if __name__ == "__main__":
