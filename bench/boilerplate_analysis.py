@@ -16,7 +16,9 @@ _decide_pairs), and prints:
      the share of differing shingles found in at most 2 documents (made by the edit), and the
      fraction accepted at the threshold with and without weights (set arithmetic, no LSH);
   3. the weight's trade-off on the stress set's CHOICE half only (bench/heldout_eval.py's split):
-     F (--boilerplate-min-documents) in 20, 50, 100, 200 at thresholds 0.40, 0.45, 0.50;
+     F (--boilerplate-min-documents) in 20, 50, 100, 200 at thresholds 0.40, 0.45, 0.50, and two
+     variants of the weight that are not in the product (sqrt(F / df), and a difference counted
+     as substitutions at the lighter side's weight);
   4. with --groups CLUSTERS.jsonl (a plain dedup run's clusters, e.g. eval --threshold 0.8): a
      prototype that is not in the product, document frequency counted once per group of
      near-duplicates (a cluster, or a document in none) instead of once per document, exact
@@ -205,24 +207,37 @@ def main():
     pre = []
     for n in chosen:
         shared, only_a, only_b = parts(rows[n])
-        differing = np.concatenate([only_a, only_b])
-        pre.append((rows[n]["label"], len(shared), len(differing),
-                    np.asarray(sketch.estimate(shared), float),
-                    np.asarray(sketch.estimate(differing), float)))
-    print("\n## 3. Choice half only: fraction accepted by F and threshold (pairs, no LSH)\n")
+        pre.append((rows[n]["label"], len(shared), np.asarray(sketch.estimate(shared), float),
+                    np.asarray(sketch.estimate(only_a), float),
+                    np.asarray(sketch.estimate(only_b), float)))
+
+    def similarity(kind, f_value, n_shared, es, ea, eb):
+        if kind == "none":
+            return n_shared / (n_shared + len(ea) + len(eb))
+        w = (lambda e: np.sqrt(weights(e, f_value))) if kind == "sqrt" else (
+            lambda e: weights(e, f_value))
+        s, wa, wb = w(es).sum(), np.sort(w(ea)), np.sort(w(eb))
+        if kind == "substitution":  # the i-th lightest of each side paired, at the lighter weight
+            k = min(len(wa), len(wb))
+            d = 2 * np.minimum(wa[:k], wb[:k]).sum() + wa[k:].sum() + wb[k:].sum()
+        else:
+            d = wa.sum() + wb.sum()
+        return s / max(1e-12, s + d)
+
+    print("\n## 3. Choice half only: fraction accepted by weight and threshold (pairs, no LSH)\n")
+    print("F/df is the rule's weight; sqrt(F/df) and 'substitution' (each side's differing "
+          "weights sorted and paired, a pair counted twice at the lighter weight) are variants "
+          "that are not in the product.\n")
     print("| weights | T | " + " | ".join(labels) + " |")
     print("|---|---|" + "---|" * len(labels))
-    for f_value in (None, 20, 50, 100, 200):
+    variants = [("none", None)] + [("F/df", f) for f in (20, 50, 100, 200)] + [
+        ("sqrt", 20), ("substitution", 20)]
+    for kind, f_value in variants:
         for t in (0.40, 0.45, 0.50):
             got = collections.defaultdict(list)
-            for label, ns, nd, es, ed in pre:
-                if f_value is None:
-                    j = ns / (ns + nd)
-                else:
-                    s, d = weights(es, f_value).sum(), weights(ed, f_value).sum()
-                    j = s / max(1e-12, s + d)
-                got[label].append(j >= t)
-            name = "none" if f_value is None else f"F = {f_value}"
+            for label, n_shared, es, ea, eb in pre:
+                got[label].append(similarity(kind, f_value, n_shared, es, ea, eb) >= t)
+            name = kind if f_value is None else f"{kind}, F = {f_value}"
             print(f"| {name} | {t:.2f} | " +
                   " | ".join(f"{100 * np.mean(got[label]):.1f} %" for label in labels) + " |")
 
