@@ -29,6 +29,10 @@ F1; among ties the current defaults.
         --work /tmp/heldout > heldout_clusters.md
     /usr/bin/python3 bench/heldout_eval.py --binary build/neardup --stress /tmp/stress \
         --work /tmp/heldout --reuse --by-pair > heldout_pairs.md
+
+With --curve it prints instead the fraction flagged per label at thresholds 0.3 .. 0.8 (every
+other option at its default), all pairs of devpairs and of the stress set: docs/quality.md's
+precision / recall curve.
 """
 import argparse
 import collections
