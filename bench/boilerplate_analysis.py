@@ -147,14 +147,16 @@ def main():
     extra = pair_errors(args.weighted) - pair_errors(args.plain)
     print("## 1. Positives the weighted run missed and the plain run found (pairs)\n")
     print("| label | pairs | reproduced here | plain J (median) | weighted J, rule (median) | "
-          "weighted J, exact df | accepted if the pair's source were not reused | by language |")
-    print("|---|---|---|---|---|---|---|---|")
+          "weighted J, exact df | accepted if the pair's source were not reused | by language | "
+          "the others, by source file |")
+    print("|---|---|---|---|---|---|---|---|---|")
     by_label = collections.defaultdict(list)
     for n, r in enumerate(rows):
         if (r["id_a"], r["id_b"]) in extra:
             by_label[r["label"]].append(n)
     for label, members in sorted(by_label.items(), key=lambda x: -len(x[1])):
         plain, exact, unreused, reproduced = [], [], 0, 0
+        still = collections.Counter()
         for n in members:
             r = rows[n]
             shared, only_a, only_b = parts(r)
@@ -164,14 +166,17 @@ def main():
             holders = collections.Counter()
             for i in source_docs[r["source"]] - {index[r["id_a"]], index[r["id_b"]]}:
                 holders.update(np.intersect1d(np.asarray(sets[i]), union).tolist())
-            unreused += weighted_jaccard(shared, only_a, only_b,
-                                         lambda x: df[x] - holders[x]) >= T
+            if weighted_jaccard(shared, only_a, only_b, lambda x: df[x] - holders[x]) >= T:
+                unreused += 1
+            else:
+                still[r["source"].rsplit("#", 1)[0]] += 1
             reproduced += rule_jaccard[n] < T
         languages = collections.Counter(rows[n]["set"].rsplit("_", 1)[1] for n in members)
         print(f"| {label} | {len(members)} | {reproduced} | {np.median(plain):.3f} "
               f"({min(plain):.3f}-{max(plain):.3f}) | {np.median(rule_jaccard[members]):.3f} | "
               f"{np.median(exact):.3f} | {unreused} | "
-              f"{', '.join(f'{k} {v}' for k, v in languages.most_common())} |")
+              f"{', '.join(f'{k} {v}' for k, v in languages.most_common())} | "
+              f"{', '.join(f'{k} {v}' for k, v in still.most_common())} |")
 
     # 2. Per label: where the weight goes.
     print("\n## 2. Per label, all pairs: mean shingle weight, shared vs differing\n")
