@@ -33,7 +33,6 @@ struct IndexArgs {
   InputFlags input;  // the same reading flags as every other command
   std::string metadata_field = "metadata";
   std::string fingerprint_field = "fingerprint";
-  std::string sync = "every";
   size_t batch = 10000;
   bool compact = true;
   std::string check;   // add: "" (bulk add), "if-new" or "always" (check each document)
@@ -45,7 +44,6 @@ struct IndexArgs {
   bool k_given = false;  // query: -k was given (a dedup-rule store's text queries refuse it)
   size_t limit = 0;
   std::vector<std::string> ids;
-  bool no_verify = false;
 };
 
 int Fail(const Status& status) {
@@ -59,7 +57,6 @@ Result<std::unique_ptr<DocumentStore>> OpenExisting(const IndexArgs& args, SyncM
   options.create_if_missing = false;
   options.read_only = read_only;
   options.sync_mode = sync;
-  options.verify_checksums_on_open = !args.no_verify;
   auto store = DocumentStore::Open(args.dir, options);
   if (store.ok()) WarnIfLogTailDropped(**store);
   return store;
@@ -71,7 +68,6 @@ Result<std::unique_ptr<DocumentStore>> OpenExistingForText(const IndexArgs& args
                                                            StoreOptions options,
                                                            FingerprintOptions* fingerprint) {
   options.create_if_missing = false;
-  options.verify_checksums_on_open = !args.no_verify;
   return OpenStoreWithFingerprintOptions(args.dir, options, args.fingerprint_flags, fingerprint);
 }
 
@@ -271,12 +267,13 @@ int RunCreate(const IndexArgs& args) {
                   stats.pair_rule.containment_min_ratio);
     rule = buffer;
   }
-  std::fprintf(stderr,
-               "neardup: index create: created %s (rule %s; %d-bit, max_k %d); index design for "
-               "%.4g documents within %s: %s (%.1f B/fp); fingerprint options: %s\n",
-               args.dir.c_str(), rule.c_str(), stats.bits, stats.indexed_k, options.expected_size,
-               options.memory_budget.ToString().c_str(), stats.index_design.c_str(),
-               stats.index_bytes_per_fingerprint, stats.fingerprint_options.c_str());
+  std::fprintf(
+      stderr,
+      "neardup: index create: created %s (rule %s; %d-bit, indexed_k %d); index design for "
+      "%.4g documents within %s: %s (%.1f B/fp); fingerprint options: %s\n",
+      args.dir.c_str(), rule.c_str(), stats.bits, stats.indexed_k, options.expected_size,
+      options.memory_budget.ToString().c_str(), stats.index_design.c_str(),
+      stats.index_bytes_per_fingerprint, stats.fingerprint_options.c_str());
   return kExitOk;
 }
 
@@ -290,7 +287,6 @@ int RunAdd(const IndexArgs& args) {
   // all (it needs room for a second copy of the store for a moment).
   StoreOptions options;
   options.create_if_missing = false;
-  options.sync_mode = args.sync == "none" ? SyncMode::kNone : SyncMode::kEveryWrite;
   options.memtable_limit = kBulkMemtableLimit;
   if (Status given = args.store.Apply(&options); !given.ok()) {
     PrintError(given);
@@ -660,7 +656,10 @@ int RunRemove(const IndexArgs& args) {
 int RunStats(const IndexArgs& args) {
   StoreOptions options;  // read-only: stats never write to the store
   options.read_only = true;
-  options.verify_checksums_on_open = !args.no_verify;
+  if (Status given = args.store.Apply(&options); !given.ok()) {  // --no-verify
+    PrintError(given);
+    return kExitUsage;
+  }
   auto opened = DocumentStore::Open(args.dir, options);
   if (!opened.ok()) return Fail(opened.status());
   WarnIfLogTailDropped(**opened);
@@ -733,8 +732,6 @@ RunFunction Setup(CLI::App* app) {
                   "JSONL field stored as the document's metadata (any JSON value, kept verbatim)");
   add->add_option("--fingerprint-field", args->fingerprint_field,
                   "JSONL field holding a ready fingerprint (hex); such records need no text");
-  add->add_option("--sync", args->sync, "every (fsync each batch) or none (bulk load)")
-      ->check(CLI::IsMember({"every", "none"}));
   add->add_option("--batch", args->batch, "Documents per atomic batch")
       ->check(CLI::Range(1, 1000000));
   args->store.Declare(add, StoreFlags::kWriting);
@@ -788,7 +785,7 @@ RunFunction Setup(CLI::App* app) {
   remove->add_option("ids", args->ids, "External ids")->required();
   CLI::App* stats = app->add_subcommand("stats", "Print store statistics (JSON)");
   dir_option(stats);
-  stats->add_flag("--no-verify", args->no_verify, "Skip whole-file segment checksums at open");
+  args->store.Declare(stats, StoreFlags::kOpening);
   CLI::App* compact = app->add_subcommand("compact", "Flush and merge all segments");
   dir_option(compact);
   CLI::App* recover = app->add_subcommand(

@@ -6,8 +6,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <thread>
 
@@ -33,35 +31,41 @@ bool IsLoopbackHost(const std::string& host) {
 struct ServeArgs {
   std::string dir;
   service::ServerOptions server;
-  std::string token_file;
-  std::string sync = "group";
-  int group_commit_ms = 2;
   FingerprintFlags fingerprint;  // recorded by a new store; an existing store uses its own
-  StoreFlags store;              // a new store's rule and design; memtable and log bounds
-  RegistryFlags server_flags;    // the server's limits (the registry's kServerScope)
-  bool no_text = false;
-  bool no_verify = false;
-  bool token_given = false, group_commit_given = false;  // the flags were given
+  StoreFlags store;              // a new store's rule and design; sync, memtable and log bounds
+  RegistryFlags server_flags;    // the server's limits and token (the registry's kServerScope)
+  RegistryFlags command_flags;   // serve's own switch: --no-text
 };
 
 int Run(ServeArgs& args) {
   // Flags that contradict each other are usage errors, never one silently ignored.
-  if (args.token_given && !args.token_file.empty()) {
-    PrintError("give --token-file or --token, not both");
-    return kExitUsage;
-  }
-  if (args.group_commit_given && args.sync != "group") {
-    PrintError("--group-commit-ms is the window of --sync group, not of --sync " + args.sync);
-    return kExitUsage;
-  }
-  {
-    OptionValues given(OptionNaming::kFlag);
-    Status status = args.server_flags.Collect(&given);
-    if (status.ok()) status = service::ApplyServerOptions(given, &args.server);
-    if (!status.ok()) {
-      PrintError(status);
+  OptionValues given(OptionNaming::kFlag);
+  Status status = args.server_flags.Collect(&given);
+  if (status.ok() && given.Has("token_file") && !given.Has("token")) {
+    // Read here, not by ApplyServerOptions, to warn about a CRLF line end.
+    const std::string path = std::get<std::string>(*given.Find("token_file"));
+    bool stripped_cr = false;
+    Result<std::string> token = service::ReadTokenFile(path, &stripped_cr);
+    if (!token.ok()) {
+      PrintError(token.status());
       return kExitUsage;
     }
+    if (stripped_cr) {
+      PrintWarning(path + ": removed a trailing carriage return (CRLF line end) from the token");
+    }
+    given.Erase("token_file");
+    args.server.token = std::move(*token);
+  }
+  if (status.ok()) status = service::ApplyServerOptions(given, &args.server);
+  if (!status.ok()) {
+    PrintError(status);
+    return kExitUsage;
+  }
+  StoreOptions options;
+  options.sync_mode = SyncMode::kGroupCommit;  // serve's default (--sync)
+  if (Status applied = args.store.Apply(&options); !applied.ok()) {
+    PrintError(applied);
+    return kExitUsage;
   }
   // Block the shutdown signals in every thread; one thread waits for them.
   sigset_t signals;
@@ -71,30 +75,12 @@ int Run(ServeArgs& args) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
-  if (!args.token_file.empty()) {
-    std::ifstream in(args.token_file, std::ios::binary);
-    std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!in && !in.eof()) {
-      PrintError(args.token_file + ": cannot read the token file");
-      return kExitUsage;
-    }
-    bool stripped_cr = false;
-    Result<std::string> token = service::TokenFromFileContents(contents, &stripped_cr);
-    if (!token.ok()) {
-      PrintError(args.token_file + ": " + token.status().message());
-      return kExitUsage;
-    }
-    if (stripped_cr) {
-      PrintWarning(args.token_file +
-                   ": removed a trailing carriage return (CRLF line end) from the token");
-    }
-    args.server.token = std::move(*token);
-  } else if (args.server.token.empty()) {
-    if (const char* env = std::getenv("NEARDUP_TOKEN")) args.server.token = env;
-  } else {
+  if (given.Has("token")) {
     PrintWarning(
         "--token is visible to every user in the process list; prefer --token-file or "
         "$NEARDUP_TOKEN");
+  } else if (args.server.token.empty()) {
+    if (const char* env = std::getenv("NEARDUP_TOKEN")) args.server.token = env;
   }
   if (args.server.token.empty() && !IsLoopbackHost(args.server.host)) {
     PrintWarning("no token: anyone who can reach " + args.server.host +
@@ -103,16 +89,6 @@ int Run(ServeArgs& args) {
   }
   const long open_files = service::RaiseOpenFileLimit();
 
-  StoreOptions options;
-  options.sync_mode = args.sync == "every"  ? SyncMode::kEveryWrite
-                      : args.sync == "none" ? SyncMode::kNone
-                                            : SyncMode::kGroupCommit;
-  options.group_commit_interval_ms = args.group_commit_ms;
-  options.verify_checksums_on_open = !args.no_verify;
-  if (Status status = args.store.Apply(&options); !status.ok()) {
-    PrintError(status);
-    return kExitUsage;
-  }
   FingerprintOptions fingerprint_options;
   auto store =
       OpenStoreWithFingerprintOptions(args.dir, options, args.fingerprint, &fingerprint_options);
@@ -134,17 +110,18 @@ int Run(ServeArgs& args) {
     rule = buffer;
   }
   std::fprintf(stderr,
-               "neardup serve: %s: rule %s; %d-bit, max_k %d, index design: %s (%.0f B/fp); "
+               "neardup serve: %s: rule %s; %d-bit, indexed_k %d, index design: %s (%.0f B/fp); "
                "fingerprint options: %s\n",
                args.dir.c_str(), rule.c_str(), stats.bits, stats.indexed_k,
                stats.index_design.c_str(), stats.index_bytes_per_fingerprint,
                FingerprintOptionsToString(fingerprint_options).c_str());
   std::unique_ptr<Fingerprinter> fingerprinter;
   std::unique_ptr<DocumentSketcher> sketcher;
+  const bool no_text = args.command_flags.Given("no_text");
   if (stats.rule == StoreRule::kDedup) {
     // A dedup-rule store takes texts only: the sketcher is its text pipeline (--no-text would
     // leave the server unable to add or check anything).
-    if (args.no_text) {
+    if (no_text) {
       PrintError(args.dir +
                  " is a dedup-rule store, which takes texts only: --no-text applies to a "
                  "simhash-rule store");
@@ -157,7 +134,7 @@ int Run(ServeArgs& args) {
       return kExitFailure;
     }
     sketcher = std::move(*created);
-  } else if (!args.no_text) {
+  } else if (!no_text) {
     auto created = Fingerprinter::Create(fingerprint_options);
     if (!created.ok()) {
       PrintWarning("text fingerprinting disabled: " + created.status().message());
@@ -174,7 +151,7 @@ int Run(ServeArgs& args) {
     return kExitFailure;
   }
   service::Server& server = **created;
-  Status status = server.Bind();
+  status = server.Bind();
   if (!status.ok()) {
     PrintError(status);
     return kExitFailure;
@@ -204,50 +181,33 @@ int Run(ServeArgs& args) {
 
 // The server's registry options, in the order of --help.
 constexpr std::string_view kNetworkKeys[] = {"host", "port", "poll_threads", "workers"};
-constexpr std::string_view kAuthKeys[] = {"auth_reads"};
+constexpr std::string_view kAuthKeys[] = {"token_file", "token", "auth_reads"};
 constexpr std::string_view kLimitKeys[] = {"max_body_bytes",          "max_query_body_bytes",
                                            "max_response_bytes",      "max_buffered_bytes",
                                            "malloc_arenas",           "max_batch",
                                            "request_timeout_seconds", "idle_timeout_seconds",
                                            "max_connections",         "shutdown_timeout_seconds"};
+constexpr std::string_view kServeKeys[] = {"no_text"};
 
 RunFunction Setup(CLI::App* app) {
   auto args = std::make_shared<ServeArgs>();
   app->add_option("dir", args->dir, "store directory (created if missing)")->required();
   args->server_flags.DeclareKeys(app, kNetworkKeys);
-  app->add_option("--token-file", args->token_file,
-                  "read the bearer token required for writes from the first line of a file "
-                  "(preferred; a CRLF line end is stripped with a warning)");
-  CLI::Option* token =
-      app->add_option("--token", args->server.token,
-                      "bearer token on the command line (visible in `ps`: prefer --token-file or "
-                      "$NEARDUP_TOKEN, which is used when neither option is given)");
   args->server_flags.DeclareKeys(app, kAuthKeys);
-  app->add_option("--sync", args->sync,
-                  "every (fsync per write batch), group (fsync every --group-commit-ms, "
-                  "default) or none (no fsync: not power-loss safe)")
-      ->check(CLI::IsMember({"every", "group", "none"}));
-  CLI::Option* group_commit = app->add_option("--group-commit-ms", args->group_commit_ms,
-                                              "group commit window (--sync group)")
-                                  ->check(CLI::Range(0, 1000));
   args->fingerprint.Add(app);  // a new store records them; an existing store refuses others
-  args->store.Declare(app,
-                      StoreFlags::kCreation);  // for a new store; an existing one refuses others
+  // For a new store; an existing one refuses others.
+  args->store.Declare(app, StoreFlags::kCreation);
   args->store.Declare(app, StoreFlags::kWriting);
+  args->store.ShowDefault("sync", "group");
   args->server_flags.DeclareKeys(app, kLimitKeys);
-  app->add_flag("--no-text", args->no_text, "do not load the text fingerprinter");
-  app->add_flag("--no-verify", args->no_verify,
-                "skip the whole-file segment checksums at open (headers are still checked)");
+  args->command_flags.DeclareKeys(app, kServeKeys);
+  args->store.Declare(app, StoreFlags::kOpening);
   app->footer(
       "Examples:\n"
       "  neardup serve store/ --port 8080 --token-file token.txt\n"
       "  neardup serve store/ --memory-budget 128/fp --expected-size 1e8\n"
       "  NEARDUP_TOKEN=... neardup serve store/ --host 0.0.0.0 --sync every");
-  return [args, token, group_commit]() {
-    args->token_given = token->count() > 0;
-    args->group_commit_given = group_commit->count() > 0;
-    return Run(*args);
-  };
+  return [args]() { return Run(*args); };
 }
 
 CommandRegistrar registrar("serve", "serve a store over HTTP/JSON (see docs/api.md)", Setup);
