@@ -37,27 +37,126 @@ struct ServeArgs {
   RegistryFlags command_flags;   // serve's own switch: --no-text
 };
 
-int Run(ServeArgs& args) {
-  // Flags that contradict each other are usage errors, never one silently ignored.
+// The server's options from the flags (usage errors: contradictory flags, an unreadable token
+// file). The token file is read here, not by ApplyServerOptions, to warn about a CRLF line end.
+Status ApplyServerFlags(ServeArgs& args, bool* token_given) {
   OptionValues given(OptionNaming::kFlag);
-  Status status = args.server_flags.Collect(&given);
-  if (status.ok() && given.Has("token_file") && !given.Has("token")) {
-    // Read here, not by ApplyServerOptions, to warn about a CRLF line end.
+  NEARDUP_RETURN_IF_ERROR(args.server_flags.Collect(&given));
+  *token_given = given.Has("token");
+  if (given.Has("token_file") && !given.Has("token")) {
     const std::string path = std::get<std::string>(*given.Find("token_file"));
     bool stripped_cr = false;
     Result<std::string> token = service::ReadTokenFile(path, &stripped_cr);
-    if (!token.ok()) {
-      PrintError(token.status());
-      return kExitUsage;
-    }
+    if (!token.ok()) return token.status();
     if (stripped_cr) {
       PrintWarning(path + ": removed a trailing carriage return (CRLF line end) from the token");
     }
     given.Erase("token_file");
     args.server.token = std::move(*token);
   }
-  if (status.ok()) status = service::ApplyServerOptions(given, &args.server);
-  if (!status.ok()) {
+  return service::ApplyServerOptions(given, &args.server);
+}
+
+// $NEARDUP_TOKEN when neither flag gave a token; warns about a token in the process list and
+// about no token on a non-loopback address.
+void ChooseToken(ServeArgs& args, bool token_given) {
+  if (token_given) {
+    PrintWarning(
+        "--token is visible to every user in the process list; prefer --token-file or "
+        "$NEARDUP_TOKEN");
+  } else if (args.server.token.empty()) {
+    if (const char* env = std::getenv("NEARDUP_TOKEN")) args.server.token = env;
+  }
+  if (args.server.token.empty() && !IsLoopbackHost(args.server.host)) {
+    PrintWarning("no token: anyone who can reach " + args.server.host +
+                 " may add and remove documents unauthenticated; set --token-file or "
+                 "$NEARDUP_TOKEN, or bind to 127.0.0.1");
+  }
+}
+
+// The start-up line: the store's rule, width, table radius, index design and fingerprint options.
+void PrintStoreLine(const std::string& dir, const StoreStats& stats,
+                    const FingerprintOptions& fingerprint_options) {
+  std::string rule = "simhash (fingerprints within k)";
+  if (stats.rule == StoreRule::kDedup) {
+    char buffer[256];
+    std::snprintf(buffer, sizeof(buffer),
+                  "dedup (threshold %g, %d bands of %d rows, bucket window %u, containment %g "
+                  "(>= %g shingles, >= %g of the larger))",
+                  stats.lsh.threshold, stats.lsh.parameters.value_or(LshParameters{}).bands,
+                  stats.lsh.parameters.value_or(LshParameters{}).rows, stats.lsh.bucket_window,
+                  stats.pair_rule.containment_threshold, stats.pair_rule.containment_min_shingles,
+                  stats.pair_rule.containment_min_ratio);
+    rule = buffer;
+  }
+  std::fprintf(stderr,
+               "neardup serve: %s: rule %s; %d-bit, indexed_k %d, index design: %s (%.0f B/fp); "
+               "fingerprint options: %s\n",
+               dir.c_str(), rule.c_str(), stats.bits, stats.indexed_k, stats.index_design.c_str(),
+               stats.index_bytes_per_fingerprint,
+               FingerprintOptionsToString(fingerprint_options).c_str());
+}
+
+// How the server turns texts into what the store takes: a dedup-rule store's sketcher, or a
+// simhash-rule store's fingerprinter (none with --no-text, or when it cannot be built: warned).
+struct TextPipelines {
+  std::unique_ptr<Fingerprinter> fingerprinter;
+  std::unique_ptr<DocumentSketcher> sketcher;
+};
+
+// kExitOk with *out set, else the exit code (the error printed).
+int MakeTextPipelines(const ServeArgs& args, const DocumentStore& store, StoreRule rule,
+                      const FingerprintOptions& fingerprint_options, TextPipelines* out) {
+  const bool no_text = args.command_flags.Given("no_text");
+  if (rule == StoreRule::kDedup) {
+    // A dedup-rule store takes texts only: the sketcher is its text pipeline (--no-text would
+    // leave the server unable to add or check anything).
+    if (no_text) {
+      PrintError(args.dir +
+                 " is a dedup-rule store, which takes texts only: --no-text applies to a "
+                 "simhash-rule store");
+      return kExitUsage;
+    }
+    auto created = SketcherForStore(store, fingerprint_options);
+    if (!created.ok()) {
+      std::fprintf(stderr, "neardup serve: %s\n", created.status().ToString().c_str());
+      return kExitFailure;
+    }
+    out->sketcher = std::move(*created);
+  } else if (!no_text) {
+    auto created = Fingerprinter::Create(fingerprint_options);
+    if (!created.ok()) {
+      PrintWarning("text fingerprinting disabled: " + created.status().message());
+    } else {
+      out->fingerprinter = std::move(*created);
+    }
+  }
+  return kExitOk;
+}
+
+// Runs the bound server until SIGTERM/SIGINT (blocked in every thread, awaited by one), then
+// closes the store.
+int ServeUntilSignal(service::Server& server, DocumentStore& store, const sigset_t& signals) {
+  std::thread waiter([&server, signals] {
+    int signal_number = 0;
+    sigwait(&signals, &signal_number);
+    if (signal_number != 0) server.Stop();
+  });
+  waiter.detach();  // exits with the process if the server stops for another reason
+  Status status = server.Run();
+  Status closed = store.Close();
+  if (!status.ok() || !closed.ok()) {
+    PrintError(!status.ok() ? status : closed);
+    return kExitFailure;
+  }
+  std::fprintf(stderr, "neardup serve: shut down cleanly\n");
+  return kExitOk;
+}
+
+int Run(ServeArgs& args) {
+  // Flags that contradict each other are usage errors, never one silently ignored.
+  bool token_given = false;
+  if (Status status = ApplyServerFlags(args, &token_given); !status.ok()) {
     PrintError(status);
     return kExitUsage;
   }
@@ -74,19 +173,7 @@ int Run(ServeArgs& args) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
-
-  if (given.Has("token")) {
-    PrintWarning(
-        "--token is visible to every user in the process list; prefer --token-file or "
-        "$NEARDUP_TOKEN");
-  } else if (args.server.token.empty()) {
-    if (const char* env = std::getenv("NEARDUP_TOKEN")) args.server.token = env;
-  }
-  if (args.server.token.empty() && !IsLoopbackHost(args.server.host)) {
-    PrintWarning("no token: anyone who can reach " + args.server.host +
-                 " may add and remove documents unauthenticated; set --token-file or "
-                 "$NEARDUP_TOKEN, or bind to 127.0.0.1");
-  }
+  ChooseToken(args, token_given);
   const long open_files = service::RaiseOpenFileLimit();
 
   FingerprintOptions fingerprint_options;
@@ -97,62 +184,23 @@ int Run(ServeArgs& args) {
     return kExitFailure;
   }
   const StoreStats stats = (*store)->Stats();
-  std::string rule = "simhash (fingerprints within k)";
-  if (stats.rule == StoreRule::kDedup) {
-    char buffer[256];
-    std::snprintf(buffer, sizeof(buffer),
-                  "dedup (threshold %g, %d bands of %d rows, bucket window %u, containment %g "
-                  "(>= %g shingles, >= %g of the larger))",
-                  stats.lsh.threshold, stats.lsh.parameters.value_or(LshParameters{}).bands,
-                  stats.lsh.parameters.value_or(LshParameters{}).rows, stats.lsh.bucket_window,
-                  stats.pair_rule.containment_threshold, stats.pair_rule.containment_min_shingles,
-                  stats.pair_rule.containment_min_ratio);
-    rule = buffer;
-  }
-  std::fprintf(stderr,
-               "neardup serve: %s: rule %s; %d-bit, indexed_k %d, index design: %s (%.0f B/fp); "
-               "fingerprint options: %s\n",
-               args.dir.c_str(), rule.c_str(), stats.bits, stats.indexed_k,
-               stats.index_design.c_str(), stats.index_bytes_per_fingerprint,
-               FingerprintOptionsToString(fingerprint_options).c_str());
-  std::unique_ptr<Fingerprinter> fingerprinter;
-  std::unique_ptr<DocumentSketcher> sketcher;
-  const bool no_text = args.command_flags.Given("no_text");
-  if (stats.rule == StoreRule::kDedup) {
-    // A dedup-rule store takes texts only: the sketcher is its text pipeline (--no-text would
-    // leave the server unable to add or check anything).
-    if (no_text) {
-      PrintError(args.dir +
-                 " is a dedup-rule store, which takes texts only: --no-text applies to a "
-                 "simhash-rule store");
-      (void)(*store)->Close();
-      return kExitUsage;
-    }
-    auto created = SketcherForStore(**store, fingerprint_options);
-    if (!created.ok()) {
-      std::fprintf(stderr, "neardup serve: %s\n", created.status().ToString().c_str());
-      return kExitFailure;
-    }
-    sketcher = std::move(*created);
-  } else if (!no_text) {
-    auto created = Fingerprinter::Create(fingerprint_options);
-    if (!created.ok()) {
-      PrintWarning("text fingerprinting disabled: " + created.status().message());
-    } else {
-      fingerprinter = std::move(*created);
-    }
+  PrintStoreLine(args.dir, stats, fingerprint_options);
+  TextPipelines text;
+  if (int code = MakeTextPipelines(args, **store, stats.rule, fingerprint_options, &text);
+      code != kExitOk) {
+    (void)(*store)->Close();
+    return code;
   }
   // The request limits' width and largest k come from the store (Server::Create).
-  auto created = sketcher != nullptr
-                     ? service::Server::Create(store->get(), *sketcher, args.server)
-                     : service::Server::Create(store->get(), fingerprinter.get(), args.server);
+  auto created = text.sketcher != nullptr
+                     ? service::Server::Create(store->get(), *text.sketcher, args.server)
+                     : service::Server::Create(store->get(), text.fingerprinter.get(), args.server);
   if (!created.ok()) {
     PrintError(created.status());
     return kExitFailure;
   }
   service::Server& server = **created;
-  status = server.Bind();
-  if (!status.ok()) {
+  if (Status status = server.Bind(); !status.ok()) {
     PrintError(status);
     return kExitFailure;
   }
@@ -162,21 +210,7 @@ int Run(ServeArgs& args) {
       args.server.host.c_str(), server.port(), static_cast<unsigned long long>(stats.documents),
       stats.open_seconds, open_files);
   std::fflush(stdout);
-
-  std::thread waiter([&] {
-    int signal_number = 0;
-    sigwait(&signals, &signal_number);
-    if (signal_number != 0) server.Stop();
-  });
-  waiter.detach();  // exits with the process if the server stops for another reason
-  status = server.Run();
-  Status closed = (*store)->Close();
-  if (!status.ok() || !closed.ok()) {
-    PrintError(!status.ok() ? status : closed);
-    return kExitFailure;
-  }
-  std::fprintf(stderr, "neardup serve: shut down cleanly\n");
-  return kExitOk;
+  return ServeUntilSignal(server, **store, signals);
 }
 
 // The server's registry options, in the order of --help.
