@@ -465,6 +465,140 @@ int RunQueryOne(const IndexArgs& args) {
   return kExitOk;
 }
 
+// The answers of `index query DIR INPUT...` as they come: per stored document matched, the input
+// documents whose best match it is; keep.txt and remove.txt lines; counts.
+class CorpusQuery {
+ public:
+  CorpusQuery(const IndexArgs& args, DocumentStore* store, const DocumentSketcher* sketcher,
+              WarningPrinter* warnings)
+      : args_(args), store_(store), sketcher_(sketcher), warnings_(warnings) {}
+
+  // Checks one batch against the store (adding nothing); a document that could not be
+  // fingerprinted is skipped with a warning (--strict: an error).
+  Status Consume(TextBatch& batch) {
+    std::vector<DocumentInput> documents;
+    std::vector<const Document*> sources;
+    for (size_t i = 0; i < batch.docs.size(); ++i) {
+      const Document& doc = batch.docs[i];
+      if (!batch.errors[i].ok()) {
+        if (args_.input.strict()) return batch.errors[i].WithContext(doc.location);
+        ++failed_[doc.fingerprint.empty() ? "cannot_fingerprint" : "invalid_fingerprint"];
+        warnings_->Callback()(doc.location + ": " + batch.errors[i].message() + " (skipped)");
+        continue;
+      }
+      DocumentInput input{doc.id, batch.fps[i], {}};
+      if (sketcher_ != nullptr) input.sketch = &batch.sketches[i];
+      documents.push_back(input);
+      sources.push_back(&doc);
+    }
+    CheckOptions check;
+    check.add = AddMode::kNever;
+    check.k = args_.k;
+    auto results = store_->CheckBatch(documents, check);
+    if (!results.ok()) return results.status();
+    for (size_t i = 0; i < results->size(); ++i) {
+      ++checked_;
+      const std::vector<StoredDocument>& found = (*results)[i].duplicates;
+      if (found.empty()) {
+        keep_ += sources[i]->id + "\n";
+        continue;
+      }
+      ++removed_;
+      remove_ += sources[i]->id + "\n";
+      const StoredDocument& best = found[0];  // sorted best first
+      auto& cluster = clusters_[best.id];
+      cluster.first = best;
+      cluster.second.push_back(
+          {sources[i]->id, sources[i]->location, sources[i]->text.size(), best});
+    }
+    return Status::Ok();
+  }
+
+  // clusters.jsonl: one line per stored document matched (kept, in the store), its matches
+  // removed.
+  std::string ClustersJsonl() const {
+    std::string lines;
+    uint64_t cluster_id = 0;
+    for (const auto& [stored_id, cluster] : clusters_) {
+      JsonWriter w(&lines);
+      w.BeginObject().Key("cluster").Uint(cluster_id++).Key("size").Uint(cluster.second.size() + 1);
+      w.Key("kept").BeginObject().Key("id").String(stored_id).Key("in_store").Bool(true);
+      w.Key("fingerprint")
+          .String(ToHex(cluster.first.fingerprint))
+          .Key("metadata")
+          .Metadata(cluster.first.metadata);
+      w.EndObject().Key("removed").BeginArray();
+      for (const Member& m : cluster.second) {
+        w.BeginObject().Key("id").String(m.id).Key("location").String(m.location);
+        w.Key("bytes").Uint(m.bytes).Key("distance").Int(m.match.distance);
+        w.Key("reason").String(DuplicateReasonName(m.match.reason)).Key("similarity");
+        if (m.match.similarity >= 0) {
+          w.Double(m.match.similarity);
+        } else {
+          w.Null();
+        }
+        w.EndObject();
+      }
+      w.EndArray().EndObject();
+      lines += "\n";
+    }
+    return lines;
+  }
+
+  // summary.json: the store, the counts and the skipped records by reason.
+  std::string SummaryJson(const StoreStats& stats,
+                          const std::map<std::string, uint64_t>& skipped) const {
+    std::string summary;
+    JsonWriter w(&summary);
+    w.BeginObject().Key("store").String(args_.dir).Key("rule").String(StoreRuleName(stats.rule));
+    w.Key("store_documents").Uint(stats.documents).Key("documents").Uint(checked_);
+    w.Key("removed").Uint(removed_).Key("clusters").Uint(clusters_.size());
+    w.Key("skipped").BeginObject();
+    for (const auto& [reason, count] : skipped) w.Key(reason).Uint(count);
+    w.EndObject().EndObject();
+    summary += "\n";
+    return summary;
+  }
+
+  const std::map<std::string, uint64_t>& failed() const { return failed_; }
+  const std::string& keep() const { return keep_; }
+  const std::string& remove() const { return remove_; }
+  uint64_t checked() const { return checked_; }
+  uint64_t removed() const { return removed_; }
+
+ private:
+  struct Member {
+    std::string id, location;
+    uint64_t bytes;
+    StoredDocument match;
+  };
+  const IndexArgs& args_;
+  DocumentStore* store_;
+  const DocumentSketcher* sketcher_;
+  WarningPrinter* warnings_;
+  std::map<std::string, std::pair<StoredDocument, std::vector<Member>>> clusters_;
+  std::string keep_, remove_;
+  std::map<std::string, uint64_t> failed_;  // records read but not checked, by reason
+  uint64_t checked_ = 0, removed_ = 0;
+};
+
+// The output files of a corpus query, in the order written.
+constexpr const char* kQueryOutputs[] = {"clusters.jsonl", "keep.txt", "remove.txt",
+                                         "summary.json"};
+
+// Creates -o DIR and refuses output files that exist (without --force) or are inputs, before the
+// run.
+Status PrepareQueryOutputs(const std::string& dir, const OutputFileOptions& options) {
+  if (dir.empty()) return Status::Ok();
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::IoError(dir + ": cannot create the output directory");
+  }
+  for (const char* name : kQueryOutputs) {
+    NEARDUP_RETURN_IF_ERROR(CheckOutputPath(dir + "/" + name, options));
+  }
+  return Status::Ok();
+}
+
 // `index query DIR INPUT...`: checks a corpus against the store without adding anything. Each
 // document duplicating stored ones joins the cluster of its best match (highest similarity, then
 // id) as a removed member; keep.txt lists the others. Outputs as `neardup dedup`'s.
@@ -481,15 +615,8 @@ int RunQueryCorpus(const IndexArgs& args) {
   OutputFileOptions output_options;
   output_options.force = args.force;
   output_options.inputs = (*reader)->files();
-  const char* kNames[] = {"clusters.jsonl", "keep.txt", "remove.txt", "summary.json"};
-  if (!args.output.empty()) {
-    if (::mkdir(args.output.c_str(), 0755) != 0 && errno != EEXIST) {
-      return Fail(Status::IoError(args.output + ": cannot create the output directory"));
-    }
-    for (const char* name : kNames) {
-      Status status = CheckOutputPath(args.output + "/" + name, output_options);
-      if (!status.ok()) return Fail(status);
-    }
+  if (Status prepared = PrepareQueryOutputs(args.output, output_options); !prepared.ok()) {
+    return Fail(prepared);
   }
   StoreOptions options;
   options.read_only = true;
@@ -501,115 +628,35 @@ int RunQueryCorpus(const IndexArgs& args) {
   if (stats.rule == StoreRule::kDedup && args.k_given) return RefuseDistance(args);
   auto sketcher = SketcherForStore(store, fingerprint_options);
   if (!sketcher.ok()) return Fail(sketcher.status());
-  // Per stored document matched: the input documents whose best match it is.
-  struct Member {
-    std::string id, location;
-    uint64_t bytes;
-    StoredDocument match;
-  };
-  std::map<std::string, std::pair<StoredDocument, std::vector<Member>>> clusters;
-  std::string keep, remove;
-  std::map<std::string, uint64_t> failed;
-  uint64_t checked = 0, removed = 0;
-  auto consume = [&](TextBatch& batch) -> Status {
-    std::vector<DocumentInput> documents;
-    std::vector<const Document*> sources;
-    for (size_t i = 0; i < batch.docs.size(); ++i) {
-      const Document& doc = batch.docs[i];
-      if (!batch.errors[i].ok()) {
-        if (args.input.strict()) return batch.errors[i].WithContext(doc.location);
-        ++failed[doc.fingerprint.empty() ? "cannot_fingerprint" : "invalid_fingerprint"];
-        warnings.Callback()(doc.location + ": " + batch.errors[i].message() + " (skipped)");
-        continue;
-      }
-      DocumentInput input{doc.id, batch.fps[i], {}};
-      if (*sketcher != nullptr) input.sketch = &batch.sketches[i];
-      documents.push_back(input);
-      sources.push_back(&doc);
-    }
-    CheckOptions check;
-    check.add = AddMode::kNever;
-    check.k = args.k;
-    auto results = store.CheckBatch(documents, check);
-    if (!results.ok()) return results.status();
-    for (size_t i = 0; i < results->size(); ++i) {
-      ++checked;
-      const std::vector<StoredDocument>& found = (*results)[i].duplicates;
-      if (found.empty()) {
-        keep += sources[i]->id + "\n";
-        continue;
-      }
-      ++removed;
-      remove += sources[i]->id + "\n";
-      const StoredDocument& best = found[0];  // sorted best first
-      auto& cluster = clusters[best.id];
-      cluster.first = best;
-      cluster.second.push_back(
-          {sources[i]->id, sources[i]->location, sources[i]->text.size(), best});
-    }
-    return Status::Ok();
-  };
+  CorpusQuery query(args, &store, sketcher->get(), &warnings);
   TextPipeline pipeline(reader->get(), args.batch, args.input.threads(), fingerprint_options,
                         sketcher->get(), stats.bits);
-  Status status = pipeline.Run(consume);
+  Status status = pipeline.Run([&query](TextBatch& batch) { return query.Consume(batch); });
   if (!status.ok()) return Fail(status);
   std::map<std::string, uint64_t> skipped = (*reader)->skipped();
-  for (const auto& [reason, count] : failed) skipped[reason] += count;
+  for (const auto& [reason, count] : query.failed()) skipped[reason] += count;
   WarningPrinter::PrintTotals(skipped, (*reader)->fallbacks());
-  if (checked == 0) return Fail(NothingRead(skipped));
-  std::string lines;
-  uint64_t cluster_id = 0;
-  for (const auto& [stored_id, cluster] : clusters) {
-    JsonWriter w(&lines);
-    w.BeginObject().Key("cluster").Uint(cluster_id++).Key("size").Uint(cluster.second.size() + 1);
-    w.Key("kept").BeginObject().Key("id").String(stored_id).Key("in_store").Bool(true);
-    w.Key("fingerprint")
-        .String(ToHex(cluster.first.fingerprint))
-        .Key("metadata")
-        .Metadata(cluster.first.metadata);
-    w.EndObject().Key("removed").BeginArray();
-    for (const Member& m : cluster.second) {
-      w.BeginObject().Key("id").String(m.id).Key("location").String(m.location);
-      w.Key("bytes").Uint(m.bytes).Key("distance").Int(m.match.distance);
-      w.Key("reason").String(DuplicateReasonName(m.match.reason)).Key("similarity");
-      if (m.match.similarity >= 0) {
-        w.Double(m.match.similarity);
-      } else {
-        w.Null();
-      }
-      w.EndObject();
-    }
-    w.EndArray().EndObject();
-    lines += "\n";
-  }
-  std::string summary;
-  {
-    JsonWriter w(&summary);
-    w.BeginObject().Key("store").String(args.dir).Key("rule").String(StoreRuleName(stats.rule));
-    w.Key("store_documents").Uint(stats.documents).Key("documents").Uint(checked);
-    w.Key("removed").Uint(removed).Key("clusters").Uint(clusters.size());
-    w.Key("skipped").BeginObject();
-    for (const auto& [reason, count] : skipped) w.Key(reason).Uint(count);
-    w.EndObject().EndObject();
-    summary += "\n";
-  }
+  if (query.checked() == 0) return Fail(NothingRead(skipped));
+  const std::string lines = query.ClustersJsonl();
   if (args.output.empty()) {
     std::fputs(lines.c_str(), stdout);
     std::fprintf(stderr, "neardup: index query: %s checked against %s: %s duplicate stored ones\n",
-                 Count(checked, "document").c_str(), args.dir.c_str(),
-                 std::to_string(removed).c_str());
+                 Count(query.checked(), "document").c_str(), args.dir.c_str(),
+                 std::to_string(query.removed()).c_str());
     return kExitOk;
   }
-  const std::string contents[] = {lines, keep, remove, summary};
+  const std::string contents[] = {lines, query.keep(), query.remove(),
+                                  query.SummaryJson(stats, skipped)};
   for (size_t i = 0; i < 4; ++i) {
-    Status written = WriteOutputFile(args.output + "/" + kNames[i], contents[i], output_options);
+    Status written =
+        WriteOutputFile(args.output + "/" + kQueryOutputs[i], contents[i], output_options);
     if (!written.ok()) return Fail(written);
   }
   std::fprintf(stderr,
                "neardup: index query: %s checked against %s: %s duplicate stored ones "
                "(outputs in %s)\n",
-               Count(checked, "document").c_str(), args.dir.c_str(),
-               std::to_string(removed).c_str(), args.output.c_str());
+               Count(query.checked(), "document").c_str(), args.dir.c_str(),
+               std::to_string(query.removed()).c_str(), args.output.c_str());
   return kExitOk;
 }
 
@@ -711,21 +758,24 @@ int RunRecover(const IndexArgs& args) {
   return kExitOk;
 }
 
-RunFunction Setup(CLI::App* app) {
-  auto args = std::make_shared<IndexArgs>();
-  app->require_subcommand(1);
-  auto dir_option = [&](CLI::App* sub) {
-    sub->add_option("dir", args->dir, "Store directory")->required();
-  };
+void AddDirOption(CLI::App* sub, IndexArgs* args) {
+  sub->add_option("dir", args->dir, "Store directory")->required();
+}
+
+CLI::App* SetupCreate(CLI::App* app, IndexArgs* args) {
   CLI::App* create = app->add_subcommand("create", "Create an empty store");
-  dir_option(create);
+  AddDirOption(create, args);
   args->fingerprint_flags.Add(create);  // recorded in the MANIFEST; add and query then use them
   args->store.Declare(create, StoreFlags::kCreation);
+  return create;
+}
+
+CLI::App* SetupAdd(CLI::App* app, IndexArgs* args) {
   CLI::App* add = app->add_subcommand(
       "add",
       "Add documents: JSONL records {\"id\", \"text\" or \"fingerprint\", \"metadata\"}, text "
       "files, directories, - for standard input (read like every other command)");
-  dir_option(add);
+  AddDirOption(add, args);
   args->input.Add(add);
   args->fingerprint_flags.Add(add);
   add->add_option("--metadata-field", args->metadata_field,
@@ -750,47 +800,98 @@ RunFunction Setup(CLI::App* app) {
       "  neardup index add store/ --id-field meta.url --text-field body < docs.jsonl\n"
       "  echo '{\"id\":\"u1\",\"fingerprint\":\"f773be40a3f0a3e5\",\"metadata\":{\"a\":1}}' | "
       "neardup index add store/");
-  CLI::App* query = app->add_subcommand(
+  return add;
+}
+
+// `index query`'s options that belong to one of its two forms (--text/--fingerprint, or INPUT...).
+struct QueryFlags {
+  CLI::App* query = nullptr;
+  CLI::Option* output = nullptr;
+  CLI::Option* force = nullptr;
+  CLI::Option* batch = nullptr;
+  CLI::Option* k = nullptr;
+  CLI::Option* limit = nullptr;
+};
+
+QueryFlags SetupQuery(CLI::App* app, IndexArgs* args) {
+  QueryFlags flags;
+  CLI::App* query = flags.query = app->add_subcommand(
       "query",
       "Find the stored duplicates of a text (the store's rule), the fingerprints within k, or "
       "check a corpus (INPUT...) against the store without adding it");
-  dir_option(query);
+  AddDirOption(query, args);
   auto* fp_opt = query->add_option("--fingerprint", args->fingerprint, "Query fingerprint (hex)");
   auto* text_opt = query->add_option("--text", args->text, "Query text");
   fp_opt->excludes(text_opt);
   args->fingerprint_flags.Add(query);
   args->input.Add(query);
-  CLI::Option* query_output = query->add_option(
+  flags.output = query->add_option(
       "-o,--output", args->output,
       "with INPUT...: write clusters.jsonl, keep.txt, remove.txt and summary.json "
       "here (default: clusters on standard output)");
-  CLI::Option* query_force = query->add_flag("-f,--force", args->force,
-                                             "replace existing output files (never an input file)");
-  CLI::Option* query_batch =
-      query->add_option("--batch", args->batch, "Documents checked per store call")
-          ->check(CLI::Range(1, 1000000));
-  CLI::Option* query_k =
-      query
-          ->add_option(
-              "-k,--max-distance", args->k,
-              "largest Hamming distance of a result (a simhash-rule store, or --fingerprint)")
-          ->check(CLI::Range(0, 128));
-  CLI::Option* query_limit = query->add_option("--limit", args->limit,
-                                               "Most results of --text or --fingerprint (0 = all)");
+  flags.force = query->add_flag("-f,--force", args->force,
+                                "replace existing output files (never an input file)");
+  flags.batch = query->add_option("--batch", args->batch, "Documents checked per store call")
+                    ->check(CLI::Range(1, 1000000));
+  flags.k = query
+                ->add_option(
+                    "-k,--max-distance", args->k,
+                    "largest Hamming distance of a result (a simhash-rule store, or --fingerprint)")
+                ->check(CLI::Range(0, 128));
+  flags.limit = query->add_option("--limit", args->limit,
+                                  "Most results of --text or --fingerprint (0 = all)");
+  return flags;
+}
+
+// `index query`: one text or fingerprint, or a corpus. A flag of the other form is a usage error,
+// never silently ignored.
+int RunQuery(IndexArgs& args, const QueryFlags& flags) {
+  const bool one = !args.fingerprint.empty() || !args.text.empty();
+  if (one == !args.input.inputs.empty()) {
+    PrintError("index query: give --fingerprint, --text or INPUT... (one of them)");
+    return kExitUsage;
+  }
+  OptionValues reading(OptionNaming::kFlag);
+  if (Status read = args.input.Values(&reading); !read.ok()) {
+    PrintError(read);
+    return kExitUsage;
+  }
+  if (one && !reading.values().empty()) {
+    PrintError("index query: " + reading.NameOf(reading.values().begin()->first) +
+               " reads INPUT...; --text and --fingerprint read no file");
+    return kExitUsage;
+  }
+  args.k_given = flags.k->count() > 0;
+  for (CLI::Option* option : {flags.output, flags.force, flags.batch, flags.limit}) {
+    if (option->count() > 0 && (option == flags.limit) != one) {
+      PrintError("index query: " + option->get_name() + " applies to " +
+                 (one ? "a corpus query (INPUT...)" : "--text and --fingerprint") + " only");
+      return kExitUsage;
+    }
+  }
+  return one ? RunQueryOne(args) : RunQueryCorpus(args);
+}
+
+RunFunction Setup(CLI::App* app) {
+  auto args = std::make_shared<IndexArgs>();
+  app->require_subcommand(1);
+  CLI::App* create = SetupCreate(app, args.get());
+  CLI::App* add = SetupAdd(app, args.get());
+  const QueryFlags query = SetupQuery(app, args.get());
   CLI::App* get = app->add_subcommand("get", "Print documents by id");
-  dir_option(get);
+  AddDirOption(get, args.get());
   get->add_option("ids", args->ids, "External ids")->required();
   CLI::App* remove = app->add_subcommand("remove", "Remove documents by id");
-  dir_option(remove);
+  AddDirOption(remove, args.get());
   remove->add_option("ids", args->ids, "External ids")->required();
   CLI::App* stats = app->add_subcommand("stats", "Print store statistics (JSON)");
-  dir_option(stats);
+  AddDirOption(stats, args.get());
   args->store.Declare(stats, StoreFlags::kOpening);
   CLI::App* compact = app->add_subcommand("compact", "Flush and merge all segments");
-  dir_option(compact);
+  AddDirOption(compact, args.get());
   CLI::App* recover = app->add_subcommand(
       "recover", "Salvage what is intact in a damaged store (damaged files become *.corrupt)");
-  dir_option(recover);
+  AddDirOption(recover, args.get());
   app->footer(
       "Examples:\n"
       "  neardup index create store/ --indexed-k 3\n"
@@ -800,33 +901,7 @@ RunFunction Setup(CLI::App* app) {
   return [=]() -> int {
     if (create->parsed()) return RunCreate(*args);
     if (add->parsed()) return RunAdd(*args);
-    if (query->parsed()) {
-      const bool one = !args->fingerprint.empty() || !args->text.empty();
-      if (one == !args->input.inputs.empty()) {
-        PrintError("index query: give --fingerprint, --text or INPUT... (one of them)");
-        return kExitUsage;
-      }
-      // A flag of the other form of query is a usage error, never silently ignored.
-      OptionValues reading(OptionNaming::kFlag);
-      if (Status read = args->input.Values(&reading); !read.ok()) {
-        PrintError(read);
-        return kExitUsage;
-      }
-      if (one && !reading.values().empty()) {
-        PrintError("index query: " + reading.NameOf(reading.values().begin()->first) +
-                   " reads INPUT...; --text and --fingerprint read no file");
-        return kExitUsage;
-      }
-      args->k_given = query_k->count() > 0;
-      for (CLI::Option* option : {query_output, query_force, query_batch, query_limit}) {
-        if (option->count() > 0 && (option == query_limit) != one) {
-          PrintError("index query: " + option->get_name() + " applies to " +
-                     (one ? "a corpus query (INPUT...)" : "--text and --fingerprint") + " only");
-          return kExitUsage;
-        }
-      }
-      return one ? RunQueryOne(*args) : RunQueryCorpus(*args);
-    }
+    if (query.query->parsed()) return RunQuery(*args, query);
     if (get->parsed()) return RunGet(*args);
     if (remove->parsed()) return RunRemove(*args);
     if (stats->parsed()) return RunStats(*args);
