@@ -277,6 +277,131 @@ int RunCreate(const IndexArgs& args) {
   return kExitOk;
 }
 
+// The writes of `index add` as batches come: the one write path, each batch one atomic store call
+// (AddBatch, or with --check a batch check that adds what duplicates nothing, each document also
+// checked against the earlier ones of the batch), and the counts.
+class BatchAdder {
+ public:
+  BatchAdder(const IndexArgs& args, const StoreOptions& options, DocumentStore* store,
+             const DocumentSketcher* sketcher, WarningPrinter* warnings)
+      : args_(args), options_(options), store_(store), sketcher_(sketcher), warnings_(warnings) {}
+
+  Status Consume(TextBatch& batch) {
+    std::vector<DocumentInput> documents;
+    std::vector<const Document*> sources;
+    NEARDUP_RETURN_IF_ERROR(Admit(batch, &documents, &sources));
+    return args_.check.empty() ? Add(documents) : Check(documents, sources);
+  }
+
+  const std::map<std::string, uint64_t>& failed() const { return failed_; }
+  size_t added() const { return added_; }
+  size_t replaced() const { return replaced_; }
+  size_t duplicates() const { return duplicates_; }
+
+ private:
+  // A record read but not added: counted by reason and warned about (--strict: an error).
+  Status Skip(const Document& doc, const std::string& reason, const std::string& why) {
+    if (args_.input.strict()) return Status::InvalidArgument(doc.location + ": " + why);
+    ++failed_[reason];
+    warnings_->Callback()(doc.location + ": " + why + " (skipped)");
+    return Status::Ok();
+  }
+
+  // The documents of `batch` the store can take (fingerprinted, id and metadata within bounds).
+  Status Admit(TextBatch& batch, std::vector<DocumentInput>* documents,
+               std::vector<const Document*>* sources) {
+    for (size_t i = 0; i < batch.docs.size(); ++i) {
+      const Document& doc = batch.docs[i];
+      if (!batch.errors[i].ok()) {
+        NEARDUP_RETURN_IF_ERROR(Skip(doc,
+                                     doc.fingerprint.empty() ? "cannot_fingerprint"
+                                     : sketcher_ != nullptr  ? "fingerprint_without_text"
+                                                             : "invalid_fingerprint",
+                                     batch.errors[i].message()));
+        continue;
+      }
+      if (doc.id.size() > options_.max_id_bytes) {
+        NEARDUP_RETURN_IF_ERROR(Skip(doc, "id_too_large",
+                                     "id of " + std::to_string(doc.id.size()) +
+                                         " bytes, more than " +
+                                         std::to_string(options_.max_id_bytes)));
+        continue;
+      }
+      if (doc.metadata.size() > options_.max_metadata_bytes) {
+        NEARDUP_RETURN_IF_ERROR(Skip(doc, "metadata_too_large",
+                                     "metadata of " + std::to_string(doc.metadata.size()) +
+                                         " bytes, more than " +
+                                         std::to_string(options_.max_metadata_bytes)));
+        continue;
+      }
+      DocumentInput input{doc.id, batch.fps[i], doc.metadata};
+      if (sketcher_ != nullptr) input.sketch = &batch.sketches[i];
+      documents->push_back(input);
+      sources->push_back(&doc);
+    }
+    return Status::Ok();
+  }
+
+  // Without --check: every document is added; one whose id is stored already (or comes earlier
+  // in this batch) replaces that one.
+  Status Add(const std::vector<DocumentInput>& documents) {
+    std::set<std::string_view> in_batch;
+    for (const DocumentInput& document : documents) {
+      if (!in_batch.insert(document.id).second || store_->Get(document.id).ok()) ++replaced_;
+    }
+    NEARDUP_RETURN_IF_ERROR(store_->AddBatch(documents));
+    added_ += documents.size();
+    return Status::Ok();
+  }
+
+  // --check: the store's rule on each document; those with duplicates printed as JSONL.
+  Status Check(const std::vector<DocumentInput>& documents,
+               const std::vector<const Document*>& sources) {
+    CheckOptions check;
+    check.add = args_.check == "always" ? AddMode::kAlways : AddMode::kIfNew;
+    auto results = store_->CheckBatch(documents, check);
+    if (!results.ok()) return results.status();
+    for (size_t i = 0; i < results->size(); ++i) {
+      const CheckResult& result = (*results)[i];
+      added_ += result.added ? 1 : 0;
+      replaced_ += result.replaced ? 1 : 0;
+      if (result.duplicates.empty()) continue;
+      ++duplicates_;
+      std::string out;
+      JsonWriter w(&out);
+      w.BeginObject().Key("id").String(sources[i]->id).Key("location").String(sources[i]->location);
+      w.Key("added").Bool(result.added).Key("duplicates").BeginArray();
+      for (const StoredDocument& d : result.duplicates) WriteDuplicate(w, d);
+      w.EndArray().EndObject();
+      std::puts(out.c_str());
+    }
+    return Status::Ok();
+  }
+
+  const IndexArgs& args_;
+  const StoreOptions& options_;
+  DocumentStore* store_;
+  const DocumentSketcher* sketcher_;
+  WarningPrinter* warnings_;
+  std::map<std::string, uint64_t> failed_;  // records read but not added, by reason
+  size_t added_ = 0, duplicates_ = 0;
+  size_t replaced_ = 0;  // of `added_`: documents that replaced a stored one with the same id
+};
+
+// The reader of `index add`'s inputs (standard input when none), with its metadata and
+// fingerprint fields.
+Result<std::unique_ptr<DocumentReader>> OpenAddInputs(const IndexArgs& args,
+                                                      WarningPrinter* warnings) {
+  std::vector<std::string> inputs = args.input.inputs;
+  if (inputs.empty()) inputs.push_back("-");
+  DocumentReaderOptions reader_options;
+  NEARDUP_RETURN_IF_ERROR(args.input.ToReaderOptions(&reader_options, &args.fingerprint_flags));
+  reader_options.metadata_field = args.metadata_field;
+  reader_options.fingerprint_field = args.fingerprint_field;
+  reader_options.on_warning = warnings->Callback();
+  return DocumentReader::Open(inputs, reader_options);
+}
+
 // Reads documents through the one DocumentReader (the same inputs, flags and skip-and-count
 // behaviour as every other command) and adds them in batches. A record may carry a fingerprint
 // (hex) instead of text, and metadata: any JSON value, stored as its compact JSON text.
@@ -292,18 +417,8 @@ int RunAdd(const IndexArgs& args) {
     PrintError(given);
     return kExitUsage;
   }
-  std::vector<std::string> inputs = args.input.inputs;
-  if (inputs.empty()) inputs.push_back("-");
-  DocumentReaderOptions reader_options;
-  if (Status read = args.input.ToReaderOptions(&reader_options, &args.fingerprint_flags);
-      !read.ok()) {
-    return Fail(read);
-  }
-  reader_options.metadata_field = args.metadata_field;
-  reader_options.fingerprint_field = args.fingerprint_field;
   WarningPrinter warnings;
-  reader_options.on_warning = warnings.Callback();
-  auto reader = DocumentReader::Open(inputs, reader_options);
+  auto reader = OpenAddInputs(args, &warnings);
   if (!reader.ok()) return Fail(reader.status());
   FingerprintOptions fingerprint_options;
   auto opened = OpenExistingForText(args, options, &fingerprint_options);
@@ -312,97 +427,25 @@ int RunAdd(const IndexArgs& args) {
   const StoreStats initial = store.Stats();
   auto sketcher = SketcherForStore(store, fingerprint_options);
   if (!sketcher.ok()) return Fail(sketcher.status());
-  std::map<std::string, uint64_t> failed;  // records read but not added, by reason
-  size_t added = 0, duplicates = 0;
-  size_t replaced = 0;  // of `added`: documents that replaced a stored one with the same id
-  auto skip = [&](const Document& doc, const std::string& reason,
-                  const std::string& why) -> Status {
-    if (args.input.strict()) return Status::InvalidArgument(doc.location + ": " + why);
-    ++failed[reason];
-    warnings.Callback()(doc.location + ": " + why + " (skipped)");
-    return Status::Ok();
-  };
-  // The one write path: each batch is one atomic store call (AddBatch, or with --if-new a batch
-  // check that adds what duplicates nothing, each document also checked against the earlier ones
-  // of the batch).
-  auto consume = [&](TextBatch& batch) -> Status {
-    std::vector<DocumentInput> documents;
-    std::vector<const Document*> sources;
-    for (size_t i = 0; i < batch.docs.size(); ++i) {
-      const Document& doc = batch.docs[i];
-      if (!batch.errors[i].ok()) {
-        NEARDUP_RETURN_IF_ERROR(skip(doc,
-                                     doc.fingerprint.empty() ? "cannot_fingerprint"
-                                     : *sketcher != nullptr  ? "fingerprint_without_text"
-                                                             : "invalid_fingerprint",
-                                     batch.errors[i].message()));
-        continue;
-      }
-      if (doc.id.size() > options.max_id_bytes) {
-        NEARDUP_RETURN_IF_ERROR(skip(doc, "id_too_large",
-                                     "id of " + std::to_string(doc.id.size()) +
-                                         " bytes, more than " +
-                                         std::to_string(options.max_id_bytes)));
-        continue;
-      }
-      if (doc.metadata.size() > options.max_metadata_bytes) {
-        NEARDUP_RETURN_IF_ERROR(skip(doc, "metadata_too_large",
-                                     "metadata of " + std::to_string(doc.metadata.size()) +
-                                         " bytes, more than " +
-                                         std::to_string(options.max_metadata_bytes)));
-        continue;
-      }
-      DocumentInput input{doc.id, batch.fps[i], doc.metadata};
-      if (*sketcher != nullptr) input.sketch = &batch.sketches[i];
-      documents.push_back(input);
-      sources.push_back(&doc);
-    }
-    if (args.check.empty()) {
-      // A document whose id is stored already (or comes earlier in this batch) replaces that one.
-      std::set<std::string_view> in_batch;
-      for (const DocumentInput& document : documents) {
-        if (!in_batch.insert(document.id).second || store.Get(document.id).ok()) ++replaced;
-      }
-      NEARDUP_RETURN_IF_ERROR(store.AddBatch(documents));
-      added += documents.size();
-      return Status::Ok();
-    }
-    CheckOptions check;
-    check.add = args.check == "always" ? AddMode::kAlways : AddMode::kIfNew;
-    auto results = store.CheckBatch(documents, check);
-    if (!results.ok()) return results.status();
-    for (size_t i = 0; i < results->size(); ++i) {
-      const CheckResult& result = (*results)[i];
-      added += result.added ? 1 : 0;
-      replaced += result.replaced ? 1 : 0;
-      if (result.duplicates.empty()) continue;
-      ++duplicates;
-      std::string out;
-      JsonWriter w(&out);
-      w.BeginObject().Key("id").String(sources[i]->id).Key("location").String(sources[i]->location);
-      w.Key("added").Bool(result.added).Key("duplicates").BeginArray();
-      for (const StoredDocument& d : result.duplicates) WriteDuplicate(w, d);
-      w.EndArray().EndObject();
-      std::puts(out.c_str());
-    }
-    return Status::Ok();
-  };
+  BatchAdder adder(args, options, &store, sketcher->get(), &warnings);
   TextPipeline pipeline(reader->get(), args.batch, args.input.threads(), fingerprint_options,
                         sketcher->get(), initial.bits);
-  Status status = pipeline.Run(consume);
+  Status status = pipeline.Run([&adder](TextBatch& batch) { return adder.Consume(batch); });
   if (status.ok()) status = store.Flush();
   if (status.ok() && args.compact) status = store.Compact();
   if (status.ok()) status = store.Close();
   if (!status.ok()) return Fail(status);
   std::map<std::string, uint64_t> skipped = (*reader)->skipped();
-  for (const auto& [reason, count] : failed) skipped[reason] += count;
+  for (const auto& [reason, count] : adder.failed()) skipped[reason] += count;
   WarningPrinter::PrintTotals(skipped, (*reader)->fallbacks());
-  if (added == 0 && duplicates == 0) return Fail(NothingRead(skipped));
+  if (adder.added() == 0 && adder.duplicates() == 0) return Fail(NothingRead(skipped));
   std::fprintf(stderr, "neardup: index add: added %s to %s (%s new, %s replaced)",
-               Count(added, "document").c_str(), args.dir.c_str(),
-               std::to_string(added - replaced).c_str(), Count(replaced, "document").c_str());
+               Count(adder.added(), "document").c_str(), args.dir.c_str(),
+               std::to_string(adder.added() - adder.replaced()).c_str(),
+               Count(adder.replaced(), "document").c_str());
   if (!args.check.empty()) {
-    std::fprintf(stderr, "; %s duplicated stored ones", Count(duplicates, "document").c_str());
+    std::fprintf(stderr, "; %s duplicated stored ones",
+                 Count(adder.duplicates(), "document").c_str());
   }
   std::fputc('\n', stderr);
   return kExitOk;
