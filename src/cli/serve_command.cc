@@ -60,7 +60,7 @@ Status ApplyServerFlags(ServeArgs& args, bool* token_given) {
 // $NEARDUP_TOKEN when neither flag gave a token; warns about a token in the process list and
 // about no token on a non-loopback address.
 void ChooseToken(ServeArgs& args, bool token_given) {
-  if (token_given) {
+  if (token_given && !args.server.token.empty()) {
     PrintWarning(
         "--token is visible to every user in the process list; prefer --token-file or "
         "$NEARDUP_TOKEN");
