@@ -348,16 +348,11 @@ uint64_t EntryChecksum(const Fingerprint& fingerprint, std::string_view id,
   return checksum;
 }
 
-Status WriteSegment(Env* env, const std::string& path,
-                    const std::shared_ptr<const index::CompiledDesign>& design,
-                    std::vector<SegmentEntry> entries, const SegmentRule* rule,
-                    const BandRows& band_rows) {
-  const int bands = rule != nullptr ? rule->bands : 0;
-  const int bits = design->design.bits;
-  const int words = bits / 64;
-  if (entries.size() >= (uint64_t{1} << 32) - 1) {
-    return Status::ResourceExhausted(path + ": too many entries for one segment");
-  }
+namespace {
+
+// The entries in the file's order: ascending id hash, then id (the order Find's binary search
+// reads), as (id hash, entry number).
+std::vector<std::pair<uint64_t, uint32_t>> IdHashOrder(const std::vector<SegmentEntry>& entries) {
   std::vector<std::pair<uint64_t, uint32_t>> order(entries.size());
   for (size_t i = 0; i < entries.size(); ++i)
     order[i] = {IdHash(entries[i].id), static_cast<uint32_t>(i)};
@@ -365,73 +360,137 @@ Status WriteSegment(Env* env, const std::string& path,
     if (a.first != b.first) return a.first < b.first;
     return entries[a.second].id < entries[b.second].id;
   });
-  const uint64_t n = entries.size();
-  uint64_t live = 0;
-  size_t blob_size = 0;
-  for (const SegmentEntry& e : entries) {
-    live += e.tombstone ? 0 : 1;
-    blob_size += 8 + e.id.size() + e.metadata.size();
-  }
-  // The index section: the live entries' fingerprints, row id = entry number.
+  return order;
+}
+
+// The index section: the live entries' fingerprints, row id = entry number in the file's order.
+std::shared_ptr<const index::TableSegment> BuildIndexImage(
+    const std::vector<SegmentEntry>& entries,
+    const std::vector<std::pair<uint64_t, uint32_t>>& order, uint64_t live, int bits,
+    const std::shared_ptr<const index::CompiledDesign>& design) {
   std::vector<index::SegmentRow> rows;
   rows.reserve(live);
-  for (uint64_t i = 0; i < n; ++i) {
+  for (uint64_t i = 0; i < order.size(); ++i) {
     const SegmentEntry& e = entries[order[i].second];
     if (!e.tombstone) rows.push_back({e.fingerprint.hi, e.fingerprint.lo, i});
   }
-  std::shared_ptr<const index::TableSegment> image =
-      index::TableSegment::Build(std::move(rows), bits, design, /*threads=*/0);
+  return index::TableSegment::Build(std::move(rows), bits, design, /*threads=*/0);
+}
 
-  const size_t fps_offset = kHeaderSize;
-  const size_t offsets_offset = fps_offset + n * words * 8;
-  const size_t blob_offset = offsets_offset + n * 8;
-  const size_t hashes_offset = Align8(blob_offset + blob_size);
-  const size_t checks_offset = hashes_offset + n * 8;  // version 3: per-entry checksums
-  const size_t index_offset = checks_offset + n * 8;
-  const size_t sketch_offset = index_offset + image->image_size();  // images are 8-byte multiples
+// Where WriteSegment puts each section (the order Segment::Open checks).
+struct SegmentLayout {
+  uint64_t n = 0, live = 0;
+  int words = 1;
+  size_t blob_size = 0;
+  size_t fps_offset = 0, offsets_offset = 0, blob_offset = 0, hashes_offset = 0, checks_offset = 0,
+         index_offset = 0, index_size = 0, sketch_offset = 0, file_size = 0;
+};
+
+SegmentLayout PlanLayout(const std::vector<SegmentEntry>& entries, int bits, uint64_t live,
+                         size_t index_size, int bands) {
+  SegmentLayout l;
+  l.n = entries.size();
+  l.live = live;
+  l.words = bits / 64;
+  for (const SegmentEntry& e : entries) l.blob_size += 8 + e.id.size() + e.metadata.size();
+  l.fps_offset = kHeaderSize;
+  l.offsets_offset = l.fps_offset + l.n * l.words * 8;
+  l.blob_offset = l.offsets_offset + l.n * 8;
+  l.hashes_offset = Align8(l.blob_offset + l.blob_size);
+  l.checks_offset = l.hashes_offset + l.n * 8;  // version 3: per-entry checksums
+  l.index_offset = l.checks_offset + l.n * 8;
+  l.index_size = index_size;
+  l.sketch_offset = l.index_offset + index_size;  // images are 8-byte multiples
   const size_t sketch_size = bands > 0 ? SketchSectionSize(entries, bands) : 0;
-  const size_t file_size = sketch_offset + sketch_size + kFooterSize;
+  l.file_size = l.sketch_offset + sketch_size + kFooterSize;
+  return l;
+}
 
-  std::string file(index_offset, '\0');
-  char* base = file.data();
+void Put32(char* base, size_t off, uint32_t v) { std::memcpy(base + off, &v, 4); }
+void Put64(char* base, size_t off, uint64_t v) { std::memcpy(base + off, &v, 8); }
+
+// The header: magic, version, the design's shape, the section table and its checksum.
+void PutHeader(const SegmentLayout& l, const index::CompiledDesign& design, int bands, char* base) {
   std::memcpy(base, kSegmentMagic, 8);
-  auto put32 = [&](size_t off, uint32_t v) { std::memcpy(base + off, &v, 4); };
-  auto put64 = [&](size_t off, uint64_t v) { std::memcpy(base + off, &v, 8); };
-  put32(kOffVersion, kSegmentVersion);
-  put32(kOffBits, bits);
-  put32(kOffMaxK, design->design.indexed_k);
-  put32(kOffTables, static_cast<uint32_t>(design->tables.size()));
-  put64(kOffEntries, n);
-  put64(kOffLive, live);
-  put64(kOffFingerprints, fps_offset);
-  put64(kOffRecordOffsets, offsets_offset);
-  put64(kOffBlob, blob_offset);
-  put64(kOffBlobSize, blob_size);
-  put64(kOffIdHashes, hashes_offset);
-  put64(kOffIndex, index_offset);
-  put64(kOffIndexSize, image->image_size());
-  put64(kOffFileSize, file_size);
-  put64(kOffEntryChecks, checks_offset);
-  if (bands > 0) put64(kOffSketch, sketch_offset);
-  put64(kOffHeaderChecksum, Checksum(base, kOffHeaderChecksum));
+  Put32(base, kOffVersion, kSegmentVersion);
+  Put32(base, kOffBits, design.design.bits);
+  Put32(base, kOffMaxK, design.design.indexed_k);
+  Put32(base, kOffTables, static_cast<uint32_t>(design.tables.size()));
+  Put64(base, kOffEntries, l.n);
+  Put64(base, kOffLive, l.live);
+  Put64(base, kOffFingerprints, l.fps_offset);
+  Put64(base, kOffRecordOffsets, l.offsets_offset);
+  Put64(base, kOffBlob, l.blob_offset);
+  Put64(base, kOffBlobSize, l.blob_size);
+  Put64(base, kOffIdHashes, l.hashes_offset);
+  Put64(base, kOffIndex, l.index_offset);
+  Put64(base, kOffIndexSize, l.index_size);
+  Put64(base, kOffFileSize, l.file_size);
+  Put64(base, kOffEntryChecks, l.checks_offset);
+  if (bands > 0) Put64(base, kOffSketch, l.sketch_offset);
+  Put64(base, kOffHeaderChecksum, Checksum(base, kOffHeaderChecksum));
+}
 
+// The entry sections in the file's order: fingerprints, record offsets (with the tombstone bit),
+// the id/metadata records, id hashes and per-entry checksums.
+void PutEntries(const std::vector<SegmentEntry>& entries,
+                const std::vector<std::pair<uint64_t, uint32_t>>& order, const SegmentLayout& l,
+                char* base) {
   size_t blob_pos = 0;
-  for (uint64_t i = 0; i < n; ++i) {
+  for (uint64_t i = 0; i < l.n; ++i) {
     const SegmentEntry& e = entries[order[i].second];
-    put64(fps_offset + i * words * 8, e.fingerprint.lo);
-    if (words == 2) put64(fps_offset + i * 16 + 8, e.fingerprint.hi);
-    put64(offsets_offset + i * 8, blob_pos | (e.tombstone ? kTombstoneBit : 0));
-    put32(blob_offset + blob_pos, static_cast<uint32_t>(e.id.size()));
-    put32(blob_offset + blob_pos + 4, static_cast<uint32_t>(e.metadata.size()));
-    std::memcpy(base + blob_offset + blob_pos + 8, e.id.data(), e.id.size());
+    Put64(base, l.fps_offset + i * l.words * 8, e.fingerprint.lo);
+    if (l.words == 2) Put64(base, l.fps_offset + i * 16 + 8, e.fingerprint.hi);
+    Put64(base, l.offsets_offset + i * 8, blob_pos | (e.tombstone ? kTombstoneBit : 0));
+    Put32(base, l.blob_offset + blob_pos, static_cast<uint32_t>(e.id.size()));
+    Put32(base, l.blob_offset + blob_pos + 4, static_cast<uint32_t>(e.metadata.size()));
+    std::memcpy(base + l.blob_offset + blob_pos + 8, e.id.data(), e.id.size());
     if (!e.metadata.empty()) {
-      std::memcpy(base + blob_offset + blob_pos + 8 + e.id.size(), e.metadata.data(),
+      std::memcpy(base + l.blob_offset + blob_pos + 8 + e.id.size(), e.metadata.data(),
                   e.metadata.size());
     }
     blob_pos += 8 + e.id.size() + e.metadata.size();
-    put64(hashes_offset + i * 8, order[i].first);
-    put64(checks_offset + i * 8, EntryChecksum(e.fingerprint, e.id, e.metadata, e.tombstone));
+    Put64(base, l.hashes_offset + i * 8, order[i].first);
+    Put64(base, l.checks_offset + i * 8,
+          EntryChecksum(e.fingerprint, e.id, e.metadata, e.tombstone));
   }
+}
+
+// Footer: XXH3-64 of everything before it, computed as the parts are written; then the file is
+// finished and synced.
+Status FinishSegmentFile(StreamingWriter* writer, WritableFile* out) {
+  const uint64_t checksum = writer->FileChecksum();
+  std::string footer(kFooterSize, '\0');
+  std::memcpy(footer.data(), &checksum, 8);
+  std::memcpy(footer.data() + 8, kFooterMagic, 8);
+  writer->Append(footer);
+  Status status = writer->Finish();
+  if (status.ok()) status = out->Sync();
+  return status;
+}
+
+}  // namespace
+
+Status WriteSegment(Env* env, const std::string& path,
+                    const std::shared_ptr<const index::CompiledDesign>& design,
+                    std::vector<SegmentEntry> entries, const SegmentRule* rule,
+                    const BandRows& band_rows) {
+  const int bands = rule != nullptr ? rule->bands : 0;
+  if (entries.size() >= (uint64_t{1} << 32) - 1) {
+    return Status::ResourceExhausted(path + ": too many entries for one segment");
+  }
+  const std::vector<std::pair<uint64_t, uint32_t>> order = IdHashOrder(entries);
+  uint64_t live = 0;
+  for (const SegmentEntry& e : entries) live += e.tombstone ? 0 : 1;
+  std::shared_ptr<const index::TableSegment> image =
+      BuildIndexImage(entries, order, live, design->design.bits, design);
+  const SegmentLayout layout =
+      PlanLayout(entries, design->design.bits, live, image->image_size(), bands);
+
+  // Header and entry sections in memory, then the index image and the sketch section streamed.
+  std::string file(layout.index_offset, '\0');
+  PutHeader(layout, *design, bands, file.data());
+  PutEntries(entries, order, layout, file.data());
   Result<std::unique_ptr<WritableFile>> out = env->NewWritableFile(path);
   if (!out.ok()) return out.status();
   StreamingWriter writer(out->get());
@@ -440,21 +499,13 @@ Status WriteSegment(Env* env, const std::string& path,
   writer.Append(std::string_view(image->image(), image->image_size()));
   image.reset();
   if (bands > 0) WriteSketchSection(entries, order, *rule, band_rows, &writer);
-  if (writer.written() != file_size - kFooterSize) {
+  if (writer.written() != layout.file_size - kFooterSize) {
     (void)writer.Finish();
     return Status::Internal(path + ": segment sections came out at " +
                             std::to_string(writer.written()) + " bytes, not the " +
-                            std::to_string(file_size - kFooterSize) + " planned");
+                            std::to_string(layout.file_size - kFooterSize) + " planned");
   }
-  // Footer: XXH3-64 of everything before it, computed as the parts are written.
-  const uint64_t checksum = writer.FileChecksum();
-  std::string footer(kFooterSize, '\0');
-  std::memcpy(footer.data(), &checksum, 8);
-  std::memcpy(footer.data() + 8, kFooterMagic, 8);
-  writer.Append(footer);
-  Status status = writer.Finish();
-  if (status.ok()) status = (*out)->Sync();
-  return status;
+  return FinishSegmentFile(&writer, out->get());
 }
 
 namespace {
