@@ -542,13 +542,14 @@ Status CheckHeader(const std::string& path, const char* base, uint64_t size, int
   return Status::Ok();
 }
 
-}  // namespace
+// A segment file mapped read-only.
+struct MappedFile {
+  const char* base = nullptr;
+  uint64_t size = 0;
+};
 
-Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
-                                               std::shared_ptr<const index::CompiledDesign> design,
-                                               const SegmentRule* rule, bool verify_checksum) {
-  const int bands = rule != nullptr ? rule->bands : 0;
-  const int bits = design->design.bits;
+// Maps `path` (at least a header and a footer long).
+Result<MappedFile> MapSegmentFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return Status::NotFound(path + ": segment file is missing");
@@ -570,98 +571,141 @@ Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
   int err = errno;
   ::close(fd);
   if (map == MAP_FAILED) return ErrnoStatus("mmap", path, err);
-  std::shared_ptr<Segment> seg(new Segment());
+  return MappedFile{static_cast<const char*>(map), size};
+}
+
+// The footer's magic and its checksum of everything before it.
+Status CheckFileChecksum(const std::string& path, const char* base, uint64_t size) {
+  if (std::memcmp(base + size - 8, kFooterMagic, 8) != 0 ||
+      LoadU64(base + size - kFooterSize) != Checksum(base, size - kFooterSize)) {
+    return Status::Corruption(path + ": segment checksum mismatch (file damaged)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// The header's section table, as read (ReadSectionTable checks it against the writer's layout).
+struct Segment::SectionTable {
+  uint64_t n = 0, live = 0, fps = 0, offsets = 0, blob = 0, blob_size = 0, hashes = 0;
+  uint64_t index_offset = 0, index_size = 0, sketch_offset = 0, sketch_size = 0;
+};
+
+Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
+                                               std::shared_ptr<const index::CompiledDesign> design,
+                                               const SegmentRule* rule, bool verify_checksum) {
+  const int bands = rule != nullptr ? rule->bands : 0;
+  Result<MappedFile> mapped = MapSegmentFile(path);
+  if (!mapped.ok()) return mapped.status();
+  std::shared_ptr<Segment> seg(new Segment());  // unmaps the file from here on
   seg->path_ = path;
-  seg->base_ = static_cast<const char*>(map);
-  seg->file_size_ = size;
-  const char* base = seg->base_;
-  NEARDUP_RETURN_IF_ERROR(CheckHeader(path, base, size, bits, /*accept_version_2=*/bands == 0));
-  if (verify_checksum) {
-    if (std::memcmp(base + size - 8, kFooterMagic, 8) != 0 ||
-        LoadU64(base + size - kFooterSize) != Checksum(base, size - kFooterSize)) {
-      return Status::Corruption(path + ": segment checksum mismatch (file damaged)");
-    }
-  }
-  seg->bits_ = bits;
-  seg->words_ = bits / 64;
-  seg->indexed_k_ = static_cast<int>(LoadU32(base + kOffMaxK));
-  seg->num_tables_ = static_cast<int>(LoadU32(base + kOffTables));
-  const uint64_t n = LoadU64(base + kOffEntries);
-  const uint64_t live = LoadU64(base + kOffLive);
-  const uint64_t fps = LoadU64(base + kOffFingerprints);
-  const uint64_t offsets = LoadU64(base + kOffRecordOffsets);
-  const uint64_t blob = LoadU64(base + kOffBlob);
-  const uint64_t blob_size = LoadU64(base + kOffBlobSize);
-  const uint64_t hashes = LoadU64(base + kOffIdHashes);
-  const uint64_t index_offset = LoadU64(base + kOffIndex);
-  const uint64_t index_size = LoadU64(base + kOffIndexSize);
-  const uint64_t words = static_cast<uint64_t>(seg->words_);
+  seg->base_ = mapped->base;
+  seg->file_size_ = mapped->size;
+  NEARDUP_RETURN_IF_ERROR(CheckHeader(path, seg->base_, seg->file_size_, design->design.bits,
+                                      /*accept_version_2=*/bands == 0));
+  if (verify_checksum)
+    NEARDUP_RETURN_IF_ERROR(CheckFileChecksum(path, seg->base_, seg->file_size_));
+  SectionTable sections;
+  NEARDUP_RETURN_IF_ERROR(seg->ReadSectionTable(*design, bands, &sections));
+  NEARDUP_RETURN_IF_ERROR(seg->ViewIndexSection(std::move(design), sections));
+  if (bands > 0) NEARDUP_RETURN_IF_ERROR(seg->ViewSketchSection(rule, bands, sections));
+  ::madvise(const_cast<char*>(seg->base_), seg->file_size_, MADV_RANDOM);
+  return seg;
+}
+
+Status Segment::ReadSectionTable(const index::CompiledDesign& design, int bands, SectionTable* t) {
+  const char* base = base_;
+  const uint64_t size = file_size_;
+  bits_ = design.design.bits;
+  words_ = bits_ / 64;
+  indexed_k_ = static_cast<int>(LoadU32(base + kOffMaxK));
+  num_tables_ = static_cast<int>(LoadU32(base + kOffTables));
+  t->n = LoadU64(base + kOffEntries);
+  t->live = LoadU64(base + kOffLive);
+  t->fps = LoadU64(base + kOffFingerprints);
+  t->offsets = LoadU64(base + kOffRecordOffsets);
+  t->blob = LoadU64(base + kOffBlob);
+  t->blob_size = LoadU64(base + kOffBlobSize);
+  t->hashes = LoadU64(base + kOffIdHashes);
+  t->index_offset = LoadU64(base + kOffIndex);
+  t->index_size = LoadU64(base + kOffIndexSize);
+  const uint64_t n = t->n;
+  const uint64_t words = static_cast<uint64_t>(words_);
   const bool version_3 = LoadU32(base + kOffVersion) == kSegmentVersion;
-  const uint64_t sketch_offset = version_3 ? LoadU64(base + kOffSketch) : 0;
+  t->sketch_offset = version_3 ? LoadU64(base + kOffSketch) : 0;
   // A kSimHash store's segment has no sketch section; a kDedup store's must have one.
-  if ((bands > 0) != (sketch_offset != 0)) {
-    return Status::Corruption(path + (bands > 0 ? ": segment has no sketch section, the store "
-                                                  "applies the dedup rule"
-                                                : ": segment has a sketch section, the store "
-                                                  "applies the simhash rule"));
+  if ((bands > 0) != (t->sketch_offset != 0)) {
+    return Status::Corruption(path_ + (bands > 0 ? ": segment has no sketch section, the store "
+                                                   "applies the dedup rule"
+                                                 : ": segment has a sketch section, the store "
+                                                   "applies the simhash rule"));
   }
-  const uint64_t index_end = bands > 0 ? sketch_offset : size - kFooterSize;
-  const uint64_t sketch_size =
-      bands > 0 && sketch_offset + kFooterSize <= size ? size - kFooterSize - sketch_offset : 0;
+  const uint64_t index_end = bands > 0 ? t->sketch_offset : size - kFooterSize;
+  t->sketch_size = bands > 0 && t->sketch_offset + kFooterSize <= size
+                       ? size - kFooterSize - t->sketch_offset
+                       : 0;
   // Every section must follow the writer's layout exactly (no sum below can overflow: each term
   // is checked against the file size first).
   // Version 3 keeps a checksum per entry between the id hashes and the index section.
   const uint64_t checks = version_3 ? LoadU64(base + kOffEntryChecks) : 0;
-  const uint64_t index_after = version_3 ? checks + n * 8 : hashes + n * 8;
+  const uint64_t index_after = version_3 ? checks + n * 8 : t->hashes + n * 8;
   const bool layout_ok =
-      n < (uint64_t{1} << 32) && live <= n && fps == kHeaderSize &&
-      offsets == fps + n * words * 8 && blob == offsets + n * 8 && blob_size <= size &&
-      hashes == Align8(blob + blob_size) && (!version_3 || checks == hashes + n * 8) &&
-      index_offset == index_after && index_size <= size && index_offset <= size &&
-      sketch_offset % 8 == 0 && (bands == 0 || sketch_offset + kFooterSize <= size) &&
-      index_offset + index_size == index_end && seg->indexed_k_ == design->design.indexed_k &&
-      seg->num_tables_ == static_cast<int>(design->tables.size());
-  if (!layout_ok) return Status::Corruption(path + ": segment section table is inconsistent");
-  seg->num_entries_ = static_cast<uint32_t>(n);
-  seg->num_live_ = static_cast<uint32_t>(live);
-  seg->fingerprints_ = reinterpret_cast<const uint64_t*>(base + fps);
-  seg->record_offsets_ = reinterpret_cast<const uint64_t*>(base + offsets);
-  seg->blob_ = base + blob;
-  seg->blob_size_ = blob_size;
-  seg->id_hashes_ = reinterpret_cast<const uint64_t*>(base + hashes);
+      n < (uint64_t{1} << 32) && t->live <= n && t->fps == kHeaderSize &&
+      t->offsets == t->fps + n * words * 8 && t->blob == t->offsets + n * 8 &&
+      t->blob_size <= size && t->hashes == Align8(t->blob + t->blob_size) &&
+      (!version_3 || checks == t->hashes + n * 8) && t->index_offset == index_after &&
+      t->index_size <= size && t->index_offset <= size && t->sketch_offset % 8 == 0 &&
+      (bands == 0 || t->sketch_offset + kFooterSize <= size) &&
+      t->index_offset + t->index_size == index_end && indexed_k_ == design.design.indexed_k &&
+      num_tables_ == static_cast<int>(design.tables.size());
+  if (!layout_ok) return Status::Corruption(path_ + ": segment section table is inconsistent");
+  num_entries_ = static_cast<uint32_t>(n);
+  num_live_ = static_cast<uint32_t>(t->live);
+  fingerprints_ = reinterpret_cast<const uint64_t*>(base + t->fps);
+  record_offsets_ = reinterpret_cast<const uint64_t*>(base + t->offsets);
+  blob_ = base + t->blob;
+  blob_size_ = t->blob_size;
+  id_hashes_ = reinterpret_cast<const uint64_t*>(base + t->hashes);
+  return Status::Ok();
+}
+
+Status Segment::ViewIndexSection(std::shared_ptr<const index::CompiledDesign> design,
+                                 const SectionTable& t) {
   Result<std::shared_ptr<const index::TableSegment>> image = index::TableSegment::View(
-      std::string_view(base + index_offset, index_size), std::move(design), nullptr, path);
+      std::string_view(base_ + t.index_offset, t.index_size), std::move(design), nullptr, path_);
   if (!image.ok()) return image.status();
-  if ((*image)->size() != live) {
-    return Status::Corruption(path + ": index section holds " + std::to_string((*image)->size()) +
-                              " rows, the segment " + std::to_string(live) + " live entries");
+  if ((*image)->size() != t.live) {
+    return Status::Corruption(path_ + ": index section holds " + std::to_string((*image)->size()) +
+                              " rows, the segment " + std::to_string(t.live) + " live entries");
   }
-  seg->index_ = std::move(*image);
-  if (bands > 0) {
-    SketchLayout layout;
-    NEARDUP_RETURN_IF_ERROR(ReadSketchSection(std::string_view(base + sketch_offset, sketch_size),
-                                              path, /*verify_body=*/false, &layout));
-    if (layout.bands != bands || layout.n != n || (rule != nullptr && !(layout.rule == *rule))) {
-      return Status::Corruption(
-          path + ": sketch section holds " + std::to_string(layout.bands) + " bands and " +
-          std::to_string(layout.n) + " entries of another rule or count than the store's " +
-          std::to_string(bands) + " bands and the segment's " + std::to_string(n) + " entries");
-    }
-    seg->bands_ = bands;
-    seg->next_seq_ = layout.next_seq;
-    seg->sketch_rows_ = layout.rows;
-    seg->set_offsets_ = layout.set_offsets;
-    seg->set_blob_ = layout.blob;
-    seg->set_blob_size_ = layout.blob_size;
-    seg->band_tables_ = std::move(layout.band_tables);
-    seg->squeezed_table_ = layout.squeezed_table;
-    // The band directories in RAM (about 16 bytes a document for 30 bands): a check's first
-    // access in each table never waits for the page cache.
-    for (index::KeyTable<uint32_t>& table : seg->band_tables_) table.KeepDirectoryInMemory();
-    seg->squeezed_table_.KeepDirectoryInMemory();
+  index_ = std::move(*image);
+  return Status::Ok();
+}
+
+Status Segment::ViewSketchSection(const SegmentRule* rule, int bands, const SectionTable& t) {
+  SketchLayout layout;
+  NEARDUP_RETURN_IF_ERROR(
+      ReadSketchSection(std::string_view(base_ + t.sketch_offset, t.sketch_size), path_,
+                        /*verify_body=*/false, &layout));
+  if (layout.bands != bands || layout.n != t.n || (rule != nullptr && !(layout.rule == *rule))) {
+    return Status::Corruption(
+        path_ + ": sketch section holds " + std::to_string(layout.bands) + " bands and " +
+        std::to_string(layout.n) + " entries of another rule or count than the store's " +
+        std::to_string(bands) + " bands and the segment's " + std::to_string(t.n) + " entries");
   }
-  ::madvise(map, size, MADV_RANDOM);
-  return seg;
+  bands_ = bands;
+  next_seq_ = layout.next_seq;
+  sketch_rows_ = layout.rows;
+  set_offsets_ = layout.set_offsets;
+  set_blob_ = layout.blob;
+  set_blob_size_ = layout.blob_size;
+  band_tables_ = std::move(layout.band_tables);
+  squeezed_table_ = layout.squeezed_table;
+  // The band directories in RAM (about 16 bytes a document for 30 bands): a check's first
+  // access in each table never waits for the page cache.
+  for (index::KeyTable<uint32_t>& table : band_tables_) table.KeepDirectoryInMemory();
+  squeezed_table_.KeepDirectoryInMemory();
+  return Status::Ok();
 }
 
 bool Segment::has_sketch(uint32_t entry) const {
