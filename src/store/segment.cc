@@ -790,6 +790,164 @@ void Segment::Search(const Fingerprint& query, int k, std::vector<SegmentHit>* h
   }
 }
 
+namespace {
+
+// A segment file as SalvageSegment reads it: its bytes and the header's section offsets, none
+// trusted (every position is checked against the size before it is read).
+struct SalvageView {
+  const char* base = nullptr;
+  uint64_t size = 0;
+  uint32_t version = 0;
+  uint64_t words = 1, n = 0, fps = 0, offsets = 0, blob = 0, blob_size = 0, hashes = 0;
+};
+
+// The index section's copy of each live entry's fingerprint, when the section is readable.
+struct IndexCopy {
+  bool readable = false;
+  std::vector<std::pair<uint64_t, uint64_t>> fingerprints;  // entry -> (hi, lo)
+  std::vector<bool> in_index;
+};
+
+IndexCopy ReadIndexCopy(const std::string& path, const SalvageView& v,
+                        const std::shared_ptr<const index::CompiledDesign>& design) {
+  IndexCopy copy;
+  const uint64_t index_offset = LoadU64(v.base + kOffIndex);
+  const uint64_t index_size = LoadU64(v.base + kOffIndexSize);
+  if (index_offset % 8 != 0 || index_offset > v.size || index_size > v.size - index_offset) {
+    return copy;
+  }
+  Result<std::shared_ptr<const index::TableSegment>> image = index::TableSegment::View(
+      std::string_view(v.base + index_offset, index_size), design, nullptr, path);
+  if (!image.ok() || v.n >= (uint64_t{1} << 32)) return copy;
+  copy.readable = true;
+  copy.fingerprints.assign(v.n, {0, 0});
+  copy.in_index.assign(v.n, false);
+  const index::TableSegment& t = **image;
+  for (size_t row = 0; row < t.size(); ++row) {
+    const uint64_t entry = t.id(row);
+    if (entry < v.n) {
+      copy.fingerprints[entry] = {t.hi(row), t.lo(row)};
+      copy.in_index[entry] = true;
+    }
+  }
+  return copy;
+}
+
+// A version-3 segment's sketch section, when its own checksums hold, with its band keys by
+// entry.
+struct SalvagedSketch {
+  bool present = false;
+  SketchLayout layout;
+  std::vector<uint32_t> band_keys;
+  std::vector<uint8_t> has_keys;
+};
+
+void ReadSalvagedSketch(const std::string& path, const SalvageView& v, SalvagedSketch* sketch) {
+  if (v.version != kSegmentVersion || LoadU64(v.base + kOffSketch) == 0) return;
+  const uint64_t offset = LoadU64(v.base + kOffSketch);
+  const uint64_t sketch_size = v.size - std::min<uint64_t>(v.size, offset + kFooterSize);
+  if (offset % 8 == 0 && offset + kFooterSize <= v.size &&
+      ReadSketchSection(std::string_view(v.base + offset, sketch_size), path,
+                        /*verify_body=*/true, &sketch->layout)
+          .ok() &&
+      sketch->layout.n == v.n) {
+    sketch->present = true;
+    BandKeysFromTables(sketch->layout.band_tables, v.n, &sketch->band_keys, &sketch->has_keys);
+  }
+}
+
+// Entry i's record: false (and the reason counted in *c) if it lies outside the file or the
+// blob, or is over the limits (checked in a damaged file only: `check`).
+bool ReadSalvageEntry(const SalvageView& v, uint64_t i, bool check, SalvageChecks* c,
+                      SegmentEntry* entry) {
+  const uint64_t fp_pos = v.fps + i * v.words * 8;
+  const uint64_t off_pos = v.offsets + i * 8;
+  if (fp_pos + v.words * 8 > v.size || off_pos + 8 > v.size) {
+    ++c->out_of_bounds;
+    return false;
+  }
+  const uint64_t raw = LoadU64(v.base + off_pos);
+  const uint64_t offset = raw & ~kTombstoneBit;
+  if (offset + 8 > v.blob_size || v.blob + offset + 8 > v.size) {
+    ++c->out_of_bounds;
+    return false;
+  }
+  const uint32_t id_len = LoadU32(v.base + v.blob + offset);
+  const uint32_t meta_len = LoadU32(v.base + v.blob + offset + 4);
+  const uint64_t record_end = v.blob + offset + 8 + id_len + meta_len;
+  if (offset + 8 + id_len + meta_len > v.blob_size || record_end > v.size) {
+    ++c->out_of_bounds;
+    return false;
+  }
+  if (id_len == 0 || (check && (id_len > c->max_id_bytes || meta_len > c->max_metadata_bytes))) {
+    ++c->over_limits;
+    return false;
+  }
+  entry->id = std::string_view(v.base + v.blob + offset + 8, id_len);
+  entry->metadata = std::string_view(v.base + v.blob + offset + 8 + id_len, meta_len);
+  entry->tombstone = (raw & kTombstoneBit) != 0;
+  entry->fingerprint =
+      v.words == 1 ? Fingerprint::From64(LoadU64(v.base + fp_pos))
+                   : Fingerprint::From128(LoadU64(v.base + fp_pos + 8), LoadU64(v.base + fp_pos));
+  return true;
+}
+
+// A damaged segment's entry i against what the segment keeps per entry: its id's hash
+// (id_hashes), for live entries the index section's copy of its fingerprint, and (version 3)
+// its own checksum. False (and the reason counted in *c) if any disagrees.
+bool EntryVouchedFor(const SalvageView& v, uint64_t i, const SegmentEntry& entry,
+                     const IndexCopy& index_copy, SalvageChecks* c) {
+  const uint64_t hash_pos = v.hashes + i * 8;
+  if (hash_pos + 8 > v.size || LoadU64(v.base + hash_pos) != IdHash(entry.id)) {
+    ++c->id_hash_mismatch;
+    return false;
+  }
+  // Version 3: the entry's own checksum covers its fingerprint, id, metadata and tombstone bit.
+  bool checksum_ok = true;
+  const bool has_checksum = v.version == kSegmentVersion;
+  if (has_checksum) {
+    const uint64_t checks = LoadU64(v.base + kOffEntryChecks);
+    const uint64_t check_pos = checks + i * 8;
+    checksum_ok = checks != 0 && check_pos >= checks && check_pos + 8 <= v.size &&
+                  LoadU64(v.base + check_pos) ==
+                      EntryChecksum(entry.fingerprint, entry.id, entry.metadata, entry.tombstone);
+  }
+  if (!entry.tombstone && index_copy.readable &&
+      (!index_copy.in_index[i] || index_copy.fingerprints[i].first != entry.fingerprint.hi ||
+       index_copy.fingerprints[i].second != entry.fingerprint.lo)) {
+    ++c->fingerprint_mismatch;
+    return false;
+  }
+  if (!checksum_ok) {
+    ++c->entry_checksum_mismatch;
+    return false;
+  }
+  // Without the index section's copy, only a version-3 entry checksum vouches for the
+  // fingerprint.
+  if (!entry.tombstone && !index_copy.readable && !has_checksum) ++c->fingerprints_unchecked;
+  return true;
+}
+
+// Entry i's sketch (hashes, sequence number, set, band keys) from the salvaged section.
+void AttachSketch(const SalvagedSketch& sketch, uint64_t i, SegmentEntry* entry) {
+  const SketchLayout& s = sketch.layout;
+  const uint64_t* row = s.rows + i * kSketchRowWords;
+  entry->seq = row[3];
+  const uint64_t from = s.set_offsets[i], to = s.set_offsets[i + 1];
+  if ((row[1] & kHasSketchBit) != 0 && from <= to && to <= s.blob_size) {
+    entry->has_sketch = true;
+    entry->hashes = {row[0], row[1] & ~kHasSketchBit, row[2]};
+    entry->set = std::string_view(s.blob + from, to - from);
+    entry->has_band_keys = sketch.has_keys[i] != 0;
+    if (entry->has_band_keys) {
+      entry->band_keys = std::span<const uint32_t>(sketch.band_keys.data() + i * s.bands,
+                                                   static_cast<size_t>(s.bands));
+    }
+  }
+}
+
+}  // namespace
+
 Result<uint64_t> SalvageSegment(const std::string& path, int bits,
                                 const std::function<void(const SegmentEntry&)>& on_entry,
                                 bool* file_intact, SalvageChecks* checks,
@@ -811,147 +969,38 @@ Result<uint64_t> SalvageSegment(const std::string& path, int bits,
   if (file_intact != nullptr) *file_intact = intact;
   SalvageChecks defaults;
   SalvageChecks& c = checks != nullptr ? *checks : defaults;
-  const uint64_t words = static_cast<uint64_t>(bits / 64);
-  const uint64_t n = LoadU64(base + kOffEntries);
-  const uint64_t fps = LoadU64(base + kOffFingerprints);
-  const uint64_t offsets = LoadU64(base + kOffRecordOffsets);
-  const uint64_t blob = LoadU64(base + kOffBlob);
-  const uint64_t blob_size = LoadU64(base + kOffBlobSize);
-  const uint64_t hashes = LoadU64(base + kOffIdHashes);
-  // In a damaged file every entry is checked against what the segment keeps per entry: its id's
-  // hash (id_hashes) and, for live entries, the index section's copy of its fingerprint.
+  const SalvageView v{base,
+                      size,
+                      LoadU32(base + kOffVersion),
+                      static_cast<uint64_t>(bits / 64),
+                      LoadU64(base + kOffEntries),
+                      LoadU64(base + kOffFingerprints),
+                      LoadU64(base + kOffRecordOffsets),
+                      LoadU64(base + kOffBlob),
+                      LoadU64(base + kOffBlobSize),
+                      LoadU64(base + kOffIdHashes)};
+  // In a damaged file every entry is checked against what the segment keeps per entry.
   const bool check = !intact;
-  std::vector<std::pair<uint64_t, uint64_t>> index_copy;  // entry -> (hi, lo)
-  std::vector<bool> in_index;
-  bool index_readable = false;
-  const uint32_t version = LoadU32(base + kOffVersion);
+  IndexCopy index_copy;
   if (check && c.design != nullptr &&
-      (version == kSegmentVersion || version == kOldSegmentVersion)) {
-    const uint64_t index_offset = LoadU64(base + kOffIndex);
-    const uint64_t index_size = LoadU64(base + kOffIndexSize);
-    if (index_offset % 8 == 0 && index_offset <= size && index_size <= size - index_offset) {
-      Result<std::shared_ptr<const index::TableSegment>> image = index::TableSegment::View(
-          std::string_view(base + index_offset, index_size), c.design, nullptr, path);
-      if (image.ok() && n < (uint64_t{1} << 32)) {
-        index_readable = true;
-        index_copy.assign(n, {0, 0});
-        in_index.assign(n, false);
-        const index::TableSegment& t = **image;
-        for (size_t row = 0; row < t.size(); ++row) {
-          const uint64_t entry = t.id(row);
-          if (entry < n) {
-            index_copy[entry] = {t.hi(row), t.lo(row)};
-            in_index[entry] = true;
-          }
-        }
-      }
-    }
+      (v.version == kSegmentVersion || v.version == kOldSegmentVersion)) {
+    index_copy = ReadIndexCopy(path, v, c.design);
   }
-  // A version-3 segment's sketch section, when its own checksums hold.
-  SketchLayout sketch;
-  bool have_sketch = false;
-  std::vector<uint32_t> band_keys;
-  std::vector<uint8_t> has_keys;
-  if (version == kSegmentVersion && LoadU64(base + kOffSketch) != 0) {
-    const uint64_t offset = LoadU64(base + kOffSketch);
-    const uint64_t sketch_size = size - std::min<uint64_t>(size, offset + kFooterSize);
-    if (offset % 8 == 0 && offset + kFooterSize <= size &&
-        ReadSketchSection(std::string_view(base + offset, sketch_size), path,
-                          /*verify_body=*/true, &sketch)
-            .ok() &&
-        sketch.n == n) {
-      have_sketch = true;
-      BandKeysFromTables(sketch.band_tables, n, &band_keys, &has_keys);
-    }
-  }
+  SalvagedSketch sketch;
+  ReadSalvagedSketch(path, v, &sketch);
   if (sketch_rule != nullptr) {
     *sketch_rule = std::nullopt;
-    if (have_sketch) *sketch_rule = sketch.rule;
+    if (sketch.present) *sketch_rule = sketch.layout.rule;
   }
   uint64_t lost = 0;
-  for (uint64_t i = 0; i < n; ++i) {
-    const uint64_t fp_pos = fps + i * words * 8;
-    const uint64_t off_pos = offsets + i * 8;
-    if (fp_pos + words * 8 > size || off_pos + 8 > size) {
-      ++lost;
-      ++c.out_of_bounds;
-      continue;
-    }
-    const uint64_t raw = LoadU64(base + off_pos);
-    const uint64_t offset = raw & ~kTombstoneBit;
-    if (offset + 8 > blob_size || blob + offset + 8 > size) {
-      ++lost;
-      ++c.out_of_bounds;
-      continue;
-    }
-    const uint32_t id_len = LoadU32(base + blob + offset);
-    const uint32_t meta_len = LoadU32(base + blob + offset + 4);
-    const uint64_t record_end = blob + offset + 8 + id_len + meta_len;
-    if (offset + 8 + id_len + meta_len > blob_size || record_end > size) {
-      ++lost;
-      ++c.out_of_bounds;
-      continue;
-    }
-    if (id_len == 0 || (check && (id_len > c.max_id_bytes || meta_len > c.max_metadata_bytes))) {
-      ++lost;
-      ++c.over_limits;
-      continue;
-    }
+  for (uint64_t i = 0; i < v.n; ++i) {
     SegmentEntry entry;
-    entry.id = std::string_view(base + blob + offset + 8, id_len);
-    entry.metadata = std::string_view(base + blob + offset + 8 + id_len, meta_len);
-    entry.tombstone = (raw & kTombstoneBit) != 0;
-    entry.fingerprint =
-        words == 1 ? Fingerprint::From64(LoadU64(base + fp_pos))
-                   : Fingerprint::From128(LoadU64(base + fp_pos + 8), LoadU64(base + fp_pos));
-    if (check) {
-      const uint64_t hash_pos = hashes + i * 8;
-      if (hash_pos + 8 > size || LoadU64(base + hash_pos) != IdHash(entry.id)) {
-        ++lost;
-        ++c.id_hash_mismatch;
-        continue;
-      }
-      // Version 3: the entry's own checksum covers its fingerprint, id, metadata and tombstone bit.
-      bool checksum_ok = true;
-      const bool has_checksum = version == kSegmentVersion;
-      if (has_checksum) {
-        const uint64_t checks = LoadU64(base + kOffEntryChecks);
-        const uint64_t check_pos = checks + i * 8;
-        checksum_ok = checks != 0 && check_pos >= checks && check_pos + 8 <= size &&
-                      LoadU64(base + check_pos) == EntryChecksum(entry.fingerprint, entry.id,
-                                                                 entry.metadata, entry.tombstone);
-      }
-      if (!entry.tombstone && index_readable &&
-          (!in_index[i] || index_copy[i].first != entry.fingerprint.hi ||
-           index_copy[i].second != entry.fingerprint.lo)) {
-        ++lost;
-        ++c.fingerprint_mismatch;
-        continue;
-      }
-      if (!checksum_ok) {
-        ++lost;
-        ++c.entry_checksum_mismatch;
-        continue;
-      }
-      // Without the index section's copy, only a version-3 entry checksum vouches for the
-      // fingerprint.
-      if (!entry.tombstone && !index_readable && !has_checksum) ++c.fingerprints_unchecked;
+    if (!ReadSalvageEntry(v, i, check, &c, &entry) ||
+        (check && !EntryVouchedFor(v, i, entry, index_copy, &c))) {
+      ++lost;
+      continue;
     }
-    if (have_sketch) {
-      const uint64_t* row = sketch.rows + i * kSketchRowWords;
-      entry.seq = row[3];
-      const uint64_t from = sketch.set_offsets[i], to = sketch.set_offsets[i + 1];
-      if ((row[1] & kHasSketchBit) != 0 && from <= to && to <= sketch.blob_size) {
-        entry.has_sketch = true;
-        entry.hashes = {row[0], row[1] & ~kHasSketchBit, row[2]};
-        entry.set = std::string_view(sketch.blob + from, to - from);
-        entry.has_band_keys = has_keys[i] != 0;
-        if (entry.has_band_keys) {
-          entry.band_keys = std::span<const uint32_t>(band_keys.data() + i * sketch.bands,
-                                                      static_cast<size_t>(sketch.bands));
-        }
-      }
-    }
+    if (sketch.present) AttachSketch(sketch, i, &entry);
     on_entry(entry);
   }
   return lost;
