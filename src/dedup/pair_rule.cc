@@ -352,9 +352,12 @@ bool DecideByHashes(const PairDocument& a, const PairDocument& b, PairDecision* 
 // The shared count of two sets whose every weight is 1. The pair is a duplicate iff the
 // intersection reaches `need` (exactly, with Classify's own arithmetic), so with `can_stop` the
 // merge stops once it cannot reach it: nullopt then (not measured).
-std::optional<double> SharedCount(std::span<const uint32_t> x, std::span<const uint32_t> y,
-                                  const PairRuleOptions& o, bool size_guard, double small,
-                                  bool can_stop) {
+// (SharedCount and SharedWeight stay out of line: their merge loops compile tighter on their own
+// than inlined into Measure, +13 % instructions there.)
+[[gnu::noinline]] std::optional<double> SharedCount(std::span<const uint32_t> x,
+                                                    std::span<const uint32_t> y,
+                                                    const PairRuleOptions& o, bool size_guard,
+                                                    double small, bool can_stop) {
   const size_t nx = x.size(), ny = y.size();
   const uint64_t smaller = std::min(nx, ny);
   uint64_t need = smaller + 1;
@@ -395,9 +398,11 @@ std::optional<double> SharedCount(std::span<const uint32_t> x, std::span<const u
 // so the weight still to come is at most the count of either side's remaining shingles; one
 // shingle of margin keeps rounding from stopping a pair the full computation would accept. With
 // `can_stop`, nullopt (not measured) once the pair cannot reach either threshold.
-std::optional<double> SharedWeight(const PairRule& rule, std::span<const uint32_t> x,
-                                   std::span<const uint32_t> y, const PairRuleOptions& o, double wx,
-                                   double wy, bool size_guard, double small, bool can_stop) {
+[[gnu::noinline]] std::optional<double> SharedWeight(const PairRule& rule,
+                                                     std::span<const uint32_t> x,
+                                                     std::span<const uint32_t> y,
+                                                     const PairRuleOptions& o, double wx, double wy,
+                                                     bool size_guard, double small, bool can_stop) {
   const size_t nx = x.size(), ny = y.size();
   const double need_jaccard = o.jaccard_threshold * (wx + wy) / (1 + o.jaccard_threshold);
   const double need_containment =
