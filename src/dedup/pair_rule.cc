@@ -352,8 +352,9 @@ bool DecideByHashes(const PairDocument& a, const PairDocument& b, PairDecision* 
 // The shared count of two sets whose every weight is 1. The pair is a duplicate iff the
 // intersection reaches `need` (exactly, with Classify's own arithmetic), so with `can_stop` the
 // merge stops once it cannot reach it: nullopt then (not measured).
-// (SharedCount and SharedWeight stay out of line: their merge loops compile tighter on their own
-// than inlined into Measure, +13 % instructions there.)
+// (SharedCount and SharedWeight stay out of line: their merge loops compile tighter on their own.
+// Callgrind, neardup dedup of devpairs: inlined, Measure took 6.7 % more instructions than the
+// undivided function; out of line, 2.4 % fewer.)
 [[gnu::noinline]] std::optional<double> SharedCount(std::span<const uint32_t> x,
                                                     std::span<const uint32_t> y,
                                                     const PairRuleOptions& o, bool size_guard,
