@@ -1474,9 +1474,8 @@ Status DocumentStoreImpl::CompactRangeNow(bool all) {
     for (const std::shared_ptr<Segment>& input : inputs) input->ReleasePages();
   };
   const std::string path = store::JoinPath(dir_, store::SegmentFileName(number));
-  if (Status written =
-          store::WriteSegment(fs_, path, design_, std::move(entries), segment_rule(), band_rows,
-                              release_inputs);
+  if (Status written = store::WriteSegment(fs_, path, design_, std::move(entries), segment_rule(),
+                                           band_rows, release_inputs);
       !written.ok()) {
     (void)fs_->Remove(path);
     return written;
