@@ -172,7 +172,7 @@ struct DuplicatePair {
   int distance = 0;  // Hamming distance of the fingerprints
   // The pair rule's similarity for `reason` (Jaccard, or containment for kContained; 1 for exact
   // and whitespace duplicates); unset when verification was off.
-  std::optional<double> similarity;
+  std::optional<double> similarity = std::nullopt;
   DuplicateReason reason = DuplicateReason::kNearDuplicate;
 };
 
@@ -182,7 +182,7 @@ struct ClusterMember {
   uint32_t via = 0;          // the member that linked this one (the kept one when direct)
   int distance_to_via = 0;
   // The pair (via, this member)'s DuplicatePair::similarity (unset when verification was off).
-  std::optional<double> similarity_to_via;
+  std::optional<double> similarity_to_via = std::nullopt;
   // "exact_duplicate" (byte-identical to the kept one), "near_duplicate" or "contained" (paired
   // directly with the kept one, for that reason of the pair rule), or "chained" (linked through
   // another member).

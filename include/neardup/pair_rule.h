@@ -160,7 +160,7 @@ struct PairDocument {
   std::span<const uint32_t> shingles;  // sorted distinct narrowed shingle hashes
   // The weighted size of `shingles` (PairRule::Weight); unset lets Decide compute it. Callers
   // that judge one document against many compute it once.
-  std::optional<double> weight;
+  std::optional<double> weight = std::nullopt;
 };
 
 // The facts of a document computed from its text, owning its set.

@@ -149,7 +149,7 @@ struct StoredDocument {
   int distance = 0;      // Hamming distance to the query's fingerprint (Search and checks only)
   // Checks only: the verified shingle Jaccard (1 for exact and whitespace-only copies); unset
   // when not computed (a kSimHash store, Get and Search).
-  std::optional<double> similarity;
+  std::optional<double> similarity = std::nullopt;
   // Checks only: why it is a duplicate (neardup/pair_rule.h; DuplicateReasonName gives the API's
   // string). kNearDuplicate in a kSimHash store (within distance k).
   DuplicateReason reason = DuplicateReason::kNearDuplicate;
