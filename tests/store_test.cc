@@ -276,6 +276,56 @@ void CheckExactness(const std::string& dir, int bits) {
 TEST_F(StoreTest, SearchIsExact64) { CheckExactness(dir_, 64); }
 TEST_F(StoreTest, SearchIsExact128) { CheckExactness(dir_, 128); }
 
+// The memtable indexes what was added at its first search (not at each add): readers that all
+// arrive at once after a batch of adds (and after replacements) each find every document, once.
+TEST_F(StoreTest, ConcurrentFirstSearchesOfTheMemtableSeeEveryDocumentOnce) {
+  StoreOptions options;
+  options.rule = StoreRule::kSimHash;
+  options.memtable_limit = 100000;
+  options.sync_mode = SyncMode::kNone;
+  auto store = OpenStore(options);
+  ASSERT_TRUE(store);
+  constexpr int kDocs = 3000;
+  auto fp_of = [](int i, int round) {
+    return Fp((uint64_t(i) * 0x9E3779B97F4A7C15ull) ^ (uint64_t(round) << 62));
+  };
+  for (int round = 0; round < 3; ++round) {
+    // Round 0 adds every id, rounds 1 and 2 replace every third one with a new fingerprint.
+    std::vector<std::string> ids;
+    std::vector<DocumentInput> docs;
+    for (int i = 0; i < kDocs; ++i) {
+      if (round > 0 && i % 3 != 0) continue;
+      ids.push_back("d" + std::to_string(i));
+    }
+    for (size_t j = 0; j < ids.size(); ++j) {
+      const int i = std::stoi(ids[j].substr(1));
+      docs.push_back({ids[j], fp_of(i, round), ""});
+    }
+    ASSERT_TRUE(store->AddBatch(docs).ok());
+    EXPECT_EQ(store->Stats().memtable_entries, uint64_t{kDocs});
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> readers;
+    for (int t = 0; t < 4; ++t) {
+      readers.emplace_back([&, t] {
+        for (int n = 0; n < kDocs; ++n) {
+          const int i = (n + t * 751) % kDocs;
+          const int newest = i % 3 == 0 ? round : 0;
+          auto hits = store->Search(fp_of(i, newest), 0);
+          if (!hits.ok() || hits->size() != 1 || (*hits)[0].id != "d" + std::to_string(i))
+            wrong.fetch_add(1);
+          if (newest > 0) {  // the replaced version is gone
+            auto old = store->Search(fp_of(i, 0), 0);
+            if (!old.ok() || !old->empty()) wrong.fetch_add(1);
+          }
+        }
+      });
+    }
+    for (auto& reader : readers) reader.join();
+    EXPECT_EQ(wrong.load(), 0) << "round " << round;
+  }
+  EXPECT_EQ(store->Stats().segments, 0u);  // all of it was in the memtable
+}
+
 TEST_F(StoreTest, ReadersRunDuringWritesAndCompaction) {
   StoreOptions options;
   options.rule = StoreRule::kSimHash;  // bare fingerprints
