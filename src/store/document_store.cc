@@ -948,9 +948,11 @@ Status DocumentStoreImpl::Commit(Writer* writer) {
   writers_.push_back(writer);
   while (!writer->done && writer != writers_.front()) writer->cv.wait(lock);
   if (writer->done) return writer->status;
-  // This writer leads a group.
+  // This writer leads a group. Alone in the queue, it waits the group-commit window for others to
+  // join (fewer fsyncs at low concurrency); when writers queued up behind it during the previous
+  // group's commit, they are the group, and waiting would only leave the disk and the CPU idle.
   if (options_.sync_mode == SyncMode::kGroupCommit && options_.group_commit_interval_ms > 0 &&
-      writer->kind != Writer::kFlush) {
+      writer->kind != Writer::kFlush && writers_.size() == 1) {
     lock.unlock();
     std::this_thread::sleep_for(std::chrono::milliseconds(options_.group_commit_interval_ms));
     lock.lock();
