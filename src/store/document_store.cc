@@ -876,26 +876,35 @@ Result<std::vector<CheckResult>> DocumentStoreImpl::CheckBatch(std::span<const D
     }
     return results;
   }
-  if (options.add == AddMode::kIfNew && docs.size() == 1 && !options_.read_only) {
-    // A document with a duplicate already stored is not added: its answer needs no place in the
-    // commit queue (no wait for another writer's fsync). What is visible here is durable (the
-    // memtable takes a group's writes after its log sync), so the answer is the one the queue
-    // would give at this moment. Without a duplicate, the queue decides again, atomically with
-    // the add.
-    NEARDUP_RETURN_IF_ERROR(ValidateDoc(docs[0]));
+  if (options.add == AddMode::kIfNew && !docs.empty() && !options_.read_only) {
+    // A document with a duplicate already stored is not added: when every document of the batch
+    // has one, nothing is written and the answer needs no place in the commit queue (no wait for
+    // another writer's fsync). What is visible here is durable (the memtable takes a group's
+    // writes after its log sync), so the answer is the one the queue would give at this moment
+    // (no earlier document of the batch is added, so none is a duplicate). Otherwise, from the
+    // first document without a stored duplicate, the queue decides the whole batch again,
+    // atomically with its adds.
+    for (size_t i = 0; i < docs.size(); ++i) {
+      Status status = ValidateDoc(docs[i]);
+      if (!status.ok())
+        return docs.size() > 1 ? status.WithContext("document " + std::to_string(i)) : status;
+    }
     {
       std::lock_guard<std::mutex> lock(writer_mu_);
       if (closed_) return Status::InvalidArgument(dir_ + ": store is closed");
     }
     std::shared_lock<std::shared_mutex> state(state_mu_);
-    if (mem_ != nullptr) {
-      FindDuplicatesLocked(docs[0], options.k, nullptr, &results[0].duplicates);
-      if (!results[0].duplicates.empty()) {
-        searches_.fetch_add(1, std::memory_order_relaxed);
-        Truncate(options.limit, &results[0]);
-        return results;
-      }
+    bool all_found = mem_ != nullptr;
+    for (size_t i = 0; i < docs.size() && all_found; ++i) {
+      FindDuplicatesLocked(docs[i], options.k, nullptr, &results[i].duplicates);
+      all_found = !results[i].duplicates.empty();
     }
+    if (all_found) {
+      searches_.fetch_add(docs.size(), std::memory_order_relaxed);
+      for (CheckResult& result : results) Truncate(options.limit, &result);
+      return results;
+    }
+    for (CheckResult& result : results) result.duplicates.clear();
   }
   Writer w;
   w.kind = Writer::kCheck;
