@@ -235,6 +235,11 @@ class DocumentStoreImpl : public DocumentStore {
   // kDedup: the candidates of `doc` (whitespace-free hash, then each band's bucket).
   void DedupCandidatesLocked(const DocumentInput& doc, const Pending* pending,
                              std::vector<Candidate>* out) const;
+  // DedupCandidatesLocked's gathering of one document's candidates (each once, by id), and its
+  // two steps.
+  struct CandidateSink;
+  void WhitespaceCandidatesLocked(CandidateSink& sink) const;
+  void BandCandidatesLocked(CandidateSink& sink) const;
   // Adds the ops of `pending` not yet indexed to its band and whitespace indexes.
   void IndexPending(const Pending& pending) const;
   // The segments a background compaction merges: the newest ones, as long as the next older one
@@ -1612,140 +1617,156 @@ void DocumentStoreImpl::IndexPending(const Pending& pending) const {
   }
 }
 
-void DocumentStoreImpl::DedupCandidatesLocked(const DocumentInput& doc, const Pending* pending,
-                                              std::vector<Candidate>* out) const {
-  const DocumentSketch& sketch = *doc.sketch;
-  if (pending != nullptr) IndexPending(*pending);
-  const size_t window = lsh_.bucket_window;
-  const size_t max_visits = window * kMaxVisitsPerWindow;
-  std::unordered_map<std::string_view, size_t> by_id;  // candidate id -> index in *out
-  auto excluded = [&](std::string_view id) {
+struct DocumentStoreImpl::CandidateSink {
+  const DocumentStoreImpl& store;
+  const DocumentInput& doc;
+  const DocumentSketch& sketch;
+  const Pending* pending;  // or null
+  size_t window;
+  size_t max_visits;
+  std::vector<Candidate>* out;
+  std::unordered_map<std::string_view, size_t> by_id{};  // candidate id -> index in *out
+
+  bool Excluded(std::string_view id) const {
     return id == doc.id || (pending != nullptr && pending->Shadows(id));
-  };
-  auto add = [&](Candidate candidate) {
+  }
+  void Add(const Candidate& candidate) {
     auto [it, inserted] = by_id.try_emplace(candidate.id, out->size());
     if (inserted) {
       out->push_back(candidate);
     } else {
       (*out)[it->second].lsh |= candidate.lsh;
     }
-  };
-  auto from_memtable = [&](const MemTable::Entry& entry, bool lsh) {
-    add({*entry.id, entry.fingerprint, entry.metadata, entry.sketch.hashes, entry.sketch.set,
+  }
+  void FromMemtable(const MemTable::Entry& entry, bool lsh) {
+    Add({*entry.id, entry.fingerprint, entry.metadata, entry.sketch.hashes, entry.sketch.set,
          nullptr, lsh});
-  };
-  auto from_segment = [&](size_t s, uint32_t entry, bool lsh) {
-    const Segment& seg = *segments_[s];
-    add({seg.id(entry), seg.fingerprint(entry), seg.metadata(entry), seg.hashes(entry),
+  }
+  void FromSegment(size_t s, uint32_t entry, bool lsh) {
+    const Segment& seg = *store.segments_[s];
+    Add({seg.id(entry), seg.fingerprint(entry), seg.metadata(entry), seg.hashes(entry),
          seg.set_bytes(entry), nullptr, lsh});
-  };
-  auto from_pending = [&](uint32_t op, bool lsh) {
+  }
+  void FromPending(uint32_t op, bool lsh) {
     const WalOp& o = pending->ops[op];
-    add({o.id,
+    Add({o.id,
          o.fingerprint,
          o.metadata,
          o.sketch.hashes,
          {},
          &pending->sketches[op]->shingles,
          lsh});
-  };
+  }
+  // Whether a pending op may be a candidate (live, another id).
+  bool PendingLive(uint32_t op) const { return pending->Live(op) && pending->ops[op].id != doc.id; }
   // A stored entry of segment s is live when nothing newer holds its id.
-  auto segment_live = [&](size_t s, uint32_t entry, std::string_view* id) {
-    const Segment& seg = *segments_[s];
+  bool SegmentLive(size_t s, uint32_t entry) const {
+    const Segment& seg = *store.segments_[s];
     if (entry >= seg.size() || seg.tombstone(entry) || !seg.has_sketch(entry)) return false;
-    *id = seg.id(entry);
-    return !id->empty() && !excluded(*id) && !ShadowedLocked(*id, s);
-  };
+    const std::string_view id = seg.id(entry);
+    return !id.empty() && !Excluded(id) && !store.ShadowedLocked(id, s);
+  }
+};
 
-  // The whitespace-free hash: the oldest `window` live documents with it (dedup pairs every
-  // document with the first one of its hash), oldest layer first.
-  {
-    size_t taken = 0, visits = 0;
-    for (size_t s = 0; s < segments_.size() && taken < window && visits < max_visits; ++s) {
-      const index::KeyTable<uint64_t>& table = segments_[s]->squeezed_table();
-      auto [begin, end] = table.Equal(sketch.squeezed_hash);
-      for (size_t i = begin; i < end && taken < window && ++visits <= max_visits; ++i) {
-        std::string_view id;
-        if (!segment_live(s, table.row_at(i), &id)) continue;
-        from_segment(s, table.row_at(i), false);
-        ++taken;
-      }
-    }
-    if (taken < window && imm_) {
-      imm_->ForEachWithSqueezed(sketch.squeezed_hash, max_visits, [&](const MemTable::Entry& e) {
-        if (excluded(*e.id) || mem_->Find(*e.id) != nullptr) return true;
-        from_memtable(e, false);
-        return ++taken < window;
-      });
-    }
-    if (taken < window) {
-      mem_->ForEachWithSqueezed(sketch.squeezed_hash, max_visits, [&](const MemTable::Entry& e) {
-        if (excluded(*e.id)) return true;
-        from_memtable(e, false);
-        return ++taken < window;
-      });
-    }
-    if (pending != nullptr && taken < window) {
-      auto it = pending->squeezed.find(sketch.squeezed_hash);
-      if (it != pending->squeezed.end()) {
-        for (uint32_t op : it->second) {
-          if (taken >= window) break;
-          if (!pending->Live(op) || pending->ops[op].id == doc.id) continue;
-          from_pending(op, false);
-          ++taken;
-        }
-      }
+void DocumentStoreImpl::DedupCandidatesLocked(const DocumentInput& doc, const Pending* pending,
+                                              std::vector<Candidate>* out) const {
+  if (pending != nullptr) IndexPending(*pending);
+  const size_t window = lsh_.bucket_window;
+  CandidateSink sink{*this, doc, *doc.sketch, pending, window, window * kMaxVisitsPerWindow, out};
+  WhitespaceCandidatesLocked(sink);
+  if (static_cast<int>(doc.sketch->band_keys.size()) != bands_) return;  // no shingles: no buckets
+  BandCandidatesLocked(sink);
+}
+
+// The whitespace-free hash: the oldest `window` live documents with it (dedup pairs every document
+// with the first one of its hash), oldest layer first.
+void DocumentStoreImpl::WhitespaceCandidatesLocked(CandidateSink& sink) const {
+  const uint64_t hash = sink.sketch.squeezed_hash;
+  const size_t window = sink.window;
+  size_t taken = 0, visits = 0;
+  for (size_t s = 0; s < segments_.size() && taken < window && visits < sink.max_visits; ++s) {
+    const index::KeyTable<uint64_t>& table = segments_[s]->squeezed_table();
+    auto [begin, end] = table.Equal(hash);
+    for (size_t i = begin; i < end && taken < window && ++visits <= sink.max_visits; ++i) {
+      if (!sink.SegmentLive(s, table.row_at(i))) continue;
+      sink.FromSegment(s, table.row_at(i), false);
+      ++taken;
     }
   }
-  if (static_cast<int>(sketch.band_keys.size()) != bands_) return;  // no shingles: no buckets
-  // Every segment's bucket of every band, looked up together (their cache misses overlap).
+  if (taken < window && imm_) {
+    imm_->ForEachWithSqueezed(hash, sink.max_visits, [&](const MemTable::Entry& e) {
+      if (sink.Excluded(*e.id) || mem_->Find(*e.id) != nullptr) return true;
+      sink.FromMemtable(e, false);
+      return ++taken < window;
+    });
+  }
+  if (taken < window) {
+    mem_->ForEachWithSqueezed(hash, sink.max_visits, [&](const MemTable::Entry& e) {
+      if (sink.Excluded(*e.id)) return true;
+      sink.FromMemtable(e, false);
+      return ++taken < window;
+    });
+  }
+  if (sink.pending == nullptr || taken >= window) return;
+  auto it = sink.pending->squeezed.find(hash);
+  if (it == sink.pending->squeezed.end()) return;
+  for (uint32_t op : it->second) {
+    if (taken >= window) break;
+    if (!sink.PendingLive(op)) continue;
+    sink.FromPending(op, false);
+    ++taken;
+  }
+}
+
+// Each band's bucket: its newest `window` live documents (dedup's bucket rule pairs a document with
+// the `window` before it in its bucket), newest layer first. Every segment's bucket of every band
+// is looked up first, together (their cache misses overlap).
+void DocumentStoreImpl::BandCandidatesLocked(CandidateSink& sink) const {
+  const std::vector<uint32_t>& keys = sink.sketch.band_keys;
+  const size_t bands = static_cast<size_t>(bands_);
   thread_local std::vector<const index::KeyTable<uint32_t>*> tables;
   thread_local std::vector<std::pair<size_t, size_t>> ranges;
-  tables.resize(static_cast<size_t>(bands_));
-  ranges.resize(segments_.size() * static_cast<size_t>(bands_));
+  tables.resize(bands);
+  ranges.resize(segments_.size() * bands);
   for (size_t s = 0; s < segments_.size(); ++s) {
-    for (int b = 0; b < bands_; ++b) tables[b] = &segments_[s]->band_table(b);
-    index::KeyTable<uint32_t>::EqualMany(tables, sketch.band_keys,
-                                         ranges.data() + s * static_cast<size_t>(bands_));
+    for (size_t b = 0; b < bands; ++b) tables[b] = &segments_[s]->band_table(static_cast<int>(b));
+    index::KeyTable<uint32_t>::EqualMany(tables, keys, ranges.data() + s * bands);
   }
-  // Each band's bucket: its newest `window` live documents (dedup's bucket rule pairs a document
-  // with the `window` before it in its bucket), newest layer first.
+  const size_t window = sink.window;
   for (int b = 0; b < bands_; ++b) {
-    const uint32_t key = sketch.band_keys[b];
+    const uint32_t key = keys[b];
     size_t taken = 0;
-    if (pending != nullptr) {
-      auto it = pending->bands.find(uint64_t(b) << 32 | key);
-      if (it != pending->bands.end()) {
+    if (sink.pending != nullptr) {
+      auto it = sink.pending->bands.find(uint64_t(b) << 32 | key);
+      if (it != sink.pending->bands.end()) {
         for (size_t i = it->second.size(); i-- > 0 && taken < window;) {
-          const uint32_t op = it->second[i];
-          if (!pending->Live(op) || pending->ops[op].id == doc.id) continue;
-          from_pending(op, true);
+          if (!sink.PendingLive(it->second[i])) continue;
+          sink.FromPending(it->second[i], true);
           ++taken;
         }
       }
     }
     if (taken < window) {
-      mem_->ForEachInBucket(b, key, max_visits, [&](const MemTable::Entry& e) {
-        if (excluded(*e.id)) return true;
-        from_memtable(e, true);
+      mem_->ForEachInBucket(b, key, sink.max_visits, [&](const MemTable::Entry& e) {
+        if (sink.Excluded(*e.id)) return true;
+        sink.FromMemtable(e, true);
         return ++taken < window;
       });
     }
     if (taken < window && imm_) {
-      imm_->ForEachInBucket(b, key, max_visits, [&](const MemTable::Entry& e) {
-        if (excluded(*e.id) || mem_->Find(*e.id) != nullptr) return true;
-        from_memtable(e, true);
+      imm_->ForEachInBucket(b, key, sink.max_visits, [&](const MemTable::Entry& e) {
+        if (sink.Excluded(*e.id) || mem_->Find(*e.id) != nullptr) return true;
+        sink.FromMemtable(e, true);
         return ++taken < window;
       });
     }
     size_t visits = 0;
-    for (size_t s = segments_.size(); s-- > 0 && taken < window && visits < max_visits;) {
+    for (size_t s = segments_.size(); s-- > 0 && taken < window && visits < sink.max_visits;) {
       const index::KeyTable<uint32_t>& table = segments_[s]->band_table(b);
-      const auto [begin, end] = ranges[s * static_cast<size_t>(bands_) + b];
-      for (size_t i = end; i-- > begin && taken < window && ++visits <= max_visits;) {
-        std::string_view id;
-        if (!segment_live(s, table.row_at(i), &id)) continue;
-        from_segment(s, table.row_at(i), true);
+      const auto [begin, end] = ranges[s * bands + static_cast<size_t>(b)];
+      for (size_t i = end; i-- > begin && taken < window && ++visits <= sink.max_visits;) {
+        if (!sink.SegmentLive(s, table.row_at(i))) continue;
+        sink.FromSegment(s, table.row_at(i), true);
         ++taken;
       }
     }
