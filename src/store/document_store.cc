@@ -232,6 +232,8 @@ class DocumentStoreImpl : public DocumentStore {
   // of `pending` (null: none), sorted (see CheckResult).
   void FindDuplicatesLocked(const DocumentInput& doc, int k, const Pending* pending,
                             std::vector<StoredDocument>* out) const;
+  // CommitGroup's decisions, under the shared state lock (see there).
+  int64_t DecideGroupLocked(std::vector<Writer*>& group, Pending* pending) const;
   // kDedup: the candidates of `doc` (whitespace-free hash, then each band's bucket).
   void DedupCandidatesLocked(const DocumentInput& doc, const Pending* pending,
                              std::vector<Candidate>* out) const;
@@ -988,75 +990,82 @@ Status DocumentStoreImpl::Commit(Writer* writer) {
   return writer->status;
 }
 
+// Decides every writer's operations in queue order, into `pending` (the latest op per id, and the
+// adds' sketches: earlier writers of the group are not yet applied). Returns the change in live
+// documents.
+int64_t DocumentStoreImpl::DecideGroupLocked(std::vector<Writer*>& group, Pending* pending) const {
+  std::vector<WalOp>& ops = pending->ops;
+  int64_t live_delta = 0;
+  auto exists = [&](std::string_view id) {
+    auto it = pending->latest.find(id);
+    if (it != pending->latest.end()) return ops[it->second].type == WalOpType::kAdd;
+    return LookupLocked(id).has_value();
+  };
+  auto add_op = [&](const DocumentInput& doc, SketchRecord* sketch) {
+    bool existed = exists(doc.id);
+    if (!existed) ++live_delta;
+    WalOp op;
+    op.type = WalOpType::kAdd;
+    op.id.assign(doc.id);
+    op.fingerprint = doc.fingerprint;
+    op.metadata.assign(doc.metadata);
+    if (sketch != nullptr) {
+      op.has_sketch = true;
+      op.sketch = std::move(*sketch);
+    }
+    pending->latest[op.id] = ops.size();
+    ops.push_back(std::move(op));
+    pending->sketches.push_back(sketch != nullptr ? doc.sketch : nullptr);
+    return existed;
+  };
+  for (Writer* w : group) {
+    w->status = Status::Ok();
+    auto sketch_of = [&](size_t i) { return bands_ > 0 ? &w->sketches[i] : nullptr; };
+    switch (w->kind) {
+      case Writer::kFlush:
+        break;
+      case Writer::kAdd:
+        for (size_t i = 0; i < w->docs.size(); ++i) w->replaced = add_op(w->docs[i], sketch_of(i));
+        break;
+      case Writer::kRemove: {
+        if (!exists(w->remove_id)) {
+          w->status = Status::NotFound("id: no document \"" + std::string(w->remove_id) + "\"");
+          break;
+        }
+        --live_delta;
+        WalOp op;
+        op.type = WalOpType::kRemove;
+        op.id.assign(w->remove_id);
+        pending->latest[op.id] = ops.size();
+        ops.push_back(std::move(op));
+        pending->sketches.push_back(nullptr);
+        break;
+      }
+      case Writer::kCheck: {
+        for (size_t i = 0; i < w->docs.size(); ++i) {
+          const DocumentInput& doc = w->docs[i];
+          CheckResult& result = (*w->results)[i];
+          FindDuplicatesLocked(doc, w->check.k, pending, &result.duplicates);
+          if (w->check.add == AddMode::kAlways || result.duplicates.empty()) {
+            result.added = true;
+            result.replaced = add_op(doc, sketch_of(i));
+          }
+          Truncate(w->check.limit, &result);
+        }
+        break;
+      }
+    }
+  }
+  return live_delta;
+}
+
 Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_flush) {
-  // Decide every writer's operations in queue order. Earlier writers of the group are not yet
-  // applied, so their ops (the latest per id, and the adds' sketches) are kept in `pending`.
   Pending pending;
   std::vector<WalOp>& ops = pending.ops;
   int64_t live_delta = 0;
   {
     std::shared_lock<std::shared_mutex> state(state_mu_);
-    auto exists = [&](std::string_view id) {
-      auto it = pending.latest.find(id);
-      if (it != pending.latest.end()) return ops[it->second].type == WalOpType::kAdd;
-      return LookupLocked(id).has_value();
-    };
-    auto add_op = [&](const DocumentInput& doc, SketchRecord* sketch) {
-      bool existed = exists(doc.id);
-      if (!existed) ++live_delta;
-      WalOp op;
-      op.type = WalOpType::kAdd;
-      op.id.assign(doc.id);
-      op.fingerprint = doc.fingerprint;
-      op.metadata.assign(doc.metadata);
-      if (sketch != nullptr) {
-        op.has_sketch = true;
-        op.sketch = std::move(*sketch);
-      }
-      pending.latest[op.id] = ops.size();
-      ops.push_back(std::move(op));
-      pending.sketches.push_back(sketch != nullptr ? doc.sketch : nullptr);
-      return existed;
-    };
-    for (Writer* w : group) {
-      w->status = Status::Ok();
-      auto sketch_of = [&](size_t i) { return bands_ > 0 ? &w->sketches[i] : nullptr; };
-      switch (w->kind) {
-        case Writer::kFlush:
-          break;
-        case Writer::kAdd:
-          for (size_t i = 0; i < w->docs.size(); ++i)
-            w->replaced = add_op(w->docs[i], sketch_of(i));
-          break;
-        case Writer::kRemove: {
-          if (!exists(w->remove_id)) {
-            w->status = Status::NotFound("id: no document \"" + std::string(w->remove_id) + "\"");
-            break;
-          }
-          --live_delta;
-          WalOp op;
-          op.type = WalOpType::kRemove;
-          op.id.assign(w->remove_id);
-          pending.latest[op.id] = ops.size();
-          ops.push_back(std::move(op));
-          pending.sketches.push_back(nullptr);
-          break;
-        }
-        case Writer::kCheck: {
-          for (size_t i = 0; i < w->docs.size(); ++i) {
-            const DocumentInput& doc = w->docs[i];
-            CheckResult& result = (*w->results)[i];
-            FindDuplicatesLocked(doc, w->check.k, &pending, &result.duplicates);
-            if (w->check.add == AddMode::kAlways || result.duplicates.empty()) {
-              result.added = true;
-              result.replaced = add_op(doc, sketch_of(i));
-            }
-            Truncate(w->check.limit, &result);
-          }
-          break;
-        }
-      }
-    }
+    live_delta = DecideGroupLocked(group, &pending);
   }
   if (!ops.empty()) {
     std::string payload;
