@@ -29,6 +29,10 @@ F1; among ties the current defaults.
         --work /tmp/heldout > heldout_clusters.md
     /usr/bin/python3 bench/heldout_eval.py --binary build/neardup --stress /tmp/stress \
         --work /tmp/heldout --reuse --by-pair > heldout_pairs.md
+
+With --curve it prints instead the fraction flagged per label at thresholds 0.3 .. 0.8 (every
+other option at its default), all pairs of devpairs and of the stress set: docs/quality.md's
+precision / recall curve.
 """
 import argparse
 import collections
@@ -44,7 +48,8 @@ import time
 # name: the flags of `neardup eval` that make the rule (the rest are dedup's defaults).
 # Boilerplate weights are shown for reference only, never chosen: their counts depend on the
 # corpus, so the answer for a pair would depend on what else was in the run (docs/quality.md).
-REFERENCE_ONLY = {"T=0.50, --boilerplate", "T=0.45, --boilerplate"}
+REFERENCE_ONLY = {"T=0.50, --boilerplate", "T=0.45, --boilerplate", "T=0.40, --boilerplate",
+                  "T=0.45, --boilerplate, F=50", "T=0.45, --boilerplate, F=100"}
 RULES = [
     ("T=0.50 (defaults)", []),
     ("T=0.40", ["--threshold", "0.4"]),
@@ -58,7 +63,15 @@ RULES = [
     ("T=0.50, contained ratio >= 0.5", ["--containment-min-ratio", "0.5"]),
     ("T=0.50, --boilerplate", ["--boilerplate"]),
     ("T=0.45, --boilerplate", ["--threshold", "0.45", "--boilerplate"]),
+    ("T=0.40, --boilerplate", ["--threshold", "0.4", "--boilerplate"]),
+    ("T=0.45, --boilerplate, F=50",
+     ["--threshold", "0.45", "--boilerplate", "--boilerplate-min-documents", "50"]),
+    ("T=0.45, --boilerplate, F=100",
+     ["--threshold", "0.45", "--boilerplate", "--boilerplate-min-documents", "100"]),
 ]
+# --curve: the fraction flagged per label by threshold (docs/quality.md's precision / recall
+# curve), every other option at its default.
+CURVE = [(f"T={t:.2f}", ["--threshold", f"{t}"]) for t in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)]
 DEFAULTS = RULES[0][0]
 
 
@@ -177,6 +190,40 @@ def extremes(s):
     return low, high
 
 
+def print_curve(args):
+    """Per label (every label of eval.json, graded ones too), the fraction flagged at each
+    threshold of CURVE (real runs, all pairs), then precision, recall and F1 over the positive and
+    negative labels."""
+    method = 1 if args.by_pair else 0  # eval.json's methods: same cluster, candidate pair
+    for which, title in (("dev", "devpairs"), ("stress", "Stress set")):
+        runs = [run_eval(args, name, flags, which)[0] for name, flags in CURVE]
+        print(f"\n{title} (eval's \"{runs[0]['methods'][method]}\"):\n")
+        print("| label | class | pairs | " + " | ".join(name for name, _ in CURVE) + " |")
+        print("|---|---|---|" + "---|" * len(CURVE))
+        order = {"positive": 0, "negative": 2}
+        labels = sorted(runs[0]["labels"], key=lambda x: (order.get(x["class"], 1), x["label"]))
+        for entry in labels:
+            rates = [next(x for x in run["labels"] if x["label"] == entry["label"])["rates"][method]
+                     for run in runs]
+            print(f"| {entry['label']} | {entry['class']} | {entry['pairs']} | " +
+                  " | ".join(f"{100 * r:.1f}%" for r in rates) + " |")
+        totals = []
+        for run in runs:
+            tp = fn = fp = 0.0
+            for x in run["labels"]:
+                flagged = x["rates"][method] * x["pairs"]
+                if x["class"] == "positive":
+                    tp += flagged
+                    fn += x["pairs"] - flagged
+                elif x["class"] == "negative":
+                    fp += flagged
+            p = tp / (tp + fp) if tp + fp else 1.0
+            r = tp / (tp + fn) if tp + fn else 1.0
+            totals.append({"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0})
+        for key in ("precision", "recall", "f1"):
+            print(f"| **{key}** | | | " + " | ".join(f"{t[key]:.3f}" for t in totals) + " |")
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     shared = os.path.join(here, "..", "..", "shared")
@@ -193,6 +240,9 @@ def main():
                         "instead of the clusters (both documents in one cluster, the default)")
     parser.add_argument("--reuse", action="store_true",
                         help="read the runs already in --work instead of running them again")
+    parser.add_argument("--curve", action="store_true",
+                        help="print the fraction flagged per label at thresholds 0.3 .. 0.8 (all "
+                        "pairs, both data sets) instead of the held-out choice")
     args = parser.parse_args()
     if not os.path.isdir(args.devpairs) or not os.path.isdir(args.corpus):
         sys.exit(f"heldout_eval: {args.devpairs} or {args.corpus} is missing (../shared)")
@@ -203,6 +253,9 @@ def main():
         sys.exit("heldout_eval: the stress set's pairs.tsv has no source column; make it again "
                  "with bench/make_stress_set.py")
 
+    if args.curve:
+        print_curve(args)
+        return
     results, costs = {}, {}
     for name, flags in RULES:
         results[name] = {}

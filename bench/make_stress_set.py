@@ -247,6 +247,11 @@ def main():
                         help="pairs per kind and corpus file (fewer where the file is small)")
     parser.add_argument("--mass-copies", type=int, default=60,
                         help="copies of each mass-copied text (two texts per corpus file)")
+    parser.add_argument("--max-source-uses", type=int, default=0,
+                        help="at most this many pairs of the wrap, edit and reorder kinds per "
+                        "source document (0: no cap, the default set). Small corpus files "
+                        "otherwise reuse a source in dozens of pairs, which makes its text a mass "
+                        "copy to boilerplate weights (docs/quality.md)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     files = load_corpus(args.corpus)
@@ -271,6 +276,7 @@ def main():
         foreign = [t for t in templates if t[0] != name and LANG_OF_FILE[t[0]] == lang]
         if len(foreign) < 4:
             foreign = [t for t in templates if t[0] != name]
+        uses = collections.Counter()  # pairs per source document (--max-source-uses)
         if len(long_texts) >= 10:
             for kind, label, make in [
                 ("wrap_one", "positive_wrap_one", None),
@@ -288,6 +294,8 @@ def main():
                         break
                     chosen = rng.choice(long_texts)
                     source = source_of(chosen)
+                    if args.max_source_uses and uses[source] >= args.max_source_uses:
+                        continue
                     content = excerpt(rng, chosen, 600, 4000)
                     if content is None:
                         continue
@@ -323,6 +331,7 @@ def main():
                         out.pair(kind, lang, label, content, moved,
                                  f"{name}: 20 % of adjacent sentences swapped", source)
                     made += 1
+                    uses[source] += 1
             # Mass copies: one text copied many times, each copy lightly edited (a syndicated
             # article, a spam campaign): its shingles are as frequent as boilerplate.
             for base_number in range(2):
