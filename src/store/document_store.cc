@@ -188,6 +188,10 @@ class DocumentStoreImpl : public DocumentStore {
   Status CheckCompatible(const Manifest& manifest);
   // The rule's options from options_ (a new store) or the MANIFEST; sets bands_ and friends.
   Status ResolveRule(const Manifest* manifest, std::optional<store::ManifestRule>* rule);
+  // ResolveRule's steps: a new store's rule from options_; an existing store's recorded rule
+  // against the options given (`where` starts the error message).
+  Status ResolveNewRule(std::optional<store::ManifestRule>* rule_out) const;
+  Status CheckRecordedRule(const store::ManifestRule& recorded, const std::string& where) const;
   // Whether StoreOptions sets any containment option.
   bool ContainmentGiven() const {
     return options_.containment_threshold || options_.containment_min_shingles ||
@@ -672,64 +676,44 @@ Status DocumentStoreImpl::CheckCompatible(const Manifest& manifest) {
   return Status::Ok();
 }
 
-Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
-                                      std::optional<store::ManifestRule>* rule_out) {
-  const std::string where = dir_ + ": store was created with ";
-  if (manifest == nullptr) {  // a new store
-    if (options_.rule.value_or(StoreRule::kDedup) == StoreRule::kSimHash) {
-      if (options_.lsh)
-        return Status::InvalidArgument("StoreOptions.lsh: a kSimHash store has no LSH options");
-      if (ContainmentGiven())
-        return Status::InvalidArgument(
-            "StoreOptions.containment_*: a kSimHash store has no pair rule");
-      return Status::Ok();
-    }
-    const MinHashLshOptions lsh = options_.lsh.value_or(MinHashLshOptions{});
-    store::ManifestRule rule;
-    const PairRuleOptions defaults;
-    rule.containment_threshold =
-        options_.containment_threshold.value_or(defaults.containment_threshold);
-    rule.containment_min_shingles =
-        options_.containment_min_shingles.value_or(defaults.containment_min_shingles);
-    rule.containment_min_ratio =
-        options_.containment_min_ratio.value_or(defaults.containment_min_ratio);
-    PairRuleOptions pair_rule = StorePairRule(rule);
-    pair_rule.jaccard_threshold = lsh.threshold;
-    NEARDUP_RETURN_IF_ERROR(ValidatePairRuleOptions(pair_rule).WithContext("StoreOptions"));
-    // Bands and rows as dedup chooses them for this threshold (ResolveDedupLsh: down to the
-    // lowest Jaccard the pair rule accepts), so the store finds the candidates dedup finds.
-    Result<LshParameters> parameters = DedupLshParameters(lsh, rule);
-    if (!parameters.ok()) return parameters.status().WithContext("StoreOptions.lsh");
-    rule.threshold = lsh.threshold;
-    rule.bands = parameters->bands;
-    rule.rows = parameters->rows;
-    rule.bucket_window = lsh.bucket_window;
-    rule.seed = lsh.seed;
-    *rule_out = rule;
-    return Status::Ok();
-  }
-  const StoreRule rule = manifest->rule ? StoreRule::kDedup : StoreRule::kSimHash;
-  if (options_.rule && *options_.rule != rule) {
-    return Status::InvalidArgument(where + "the " + StoreRuleName(rule) + " rule, not " +
-                                   StoreRuleName(*options_.rule) +
-                                   " (docs/storage_format.md says how to rebuild a store)");
-  }
-  if (!manifest->rule) {
-    if (options_.lsh || ContainmentGiven()) {
+// A new store's rule, from the options (none for a kSimHash store).
+Status DocumentStoreImpl::ResolveNewRule(std::optional<store::ManifestRule>* rule_out) const {
+  if (options_.rule.value_or(StoreRule::kDedup) == StoreRule::kSimHash) {
+    if (options_.lsh)
+      return Status::InvalidArgument("StoreOptions.lsh: a kSimHash store has no LSH options");
+    if (ContainmentGiven())
       return Status::InvalidArgument(
-          where +
-          "the simhash rule (format version 2): it has no LSH or containment options to compare "
-          "with StoreOptions");
-    }
-    bands_ = 0;
+          "StoreOptions.containment_*: a kSimHash store has no pair rule");
     return Status::Ok();
   }
-  const store::ManifestRule& recorded = *manifest->rule;
-  lsh_.threshold = recorded.threshold;
-  lsh_.parameters = LshParameters{recorded.bands, recorded.rows};
-  lsh_.bucket_window = recorded.bucket_window;
-  lsh_.seed = recorded.seed;
-  // Containment options given must be the recorded ones.
+  const MinHashLshOptions lsh = options_.lsh.value_or(MinHashLshOptions{});
+  store::ManifestRule rule;
+  const PairRuleOptions defaults;
+  rule.containment_threshold =
+      options_.containment_threshold.value_or(defaults.containment_threshold);
+  rule.containment_min_shingles =
+      options_.containment_min_shingles.value_or(defaults.containment_min_shingles);
+  rule.containment_min_ratio =
+      options_.containment_min_ratio.value_or(defaults.containment_min_ratio);
+  PairRuleOptions pair_rule = StorePairRule(rule);
+  pair_rule.jaccard_threshold = lsh.threshold;
+  NEARDUP_RETURN_IF_ERROR(ValidatePairRuleOptions(pair_rule).WithContext("StoreOptions"));
+  // Bands and rows as dedup chooses them for this threshold (ResolveDedupLsh: down to the
+  // lowest Jaccard the pair rule accepts), so the store finds the candidates dedup finds.
+  Result<LshParameters> parameters = DedupLshParameters(lsh, rule);
+  if (!parameters.ok()) return parameters.status().WithContext("StoreOptions.lsh");
+  rule.threshold = lsh.threshold;
+  rule.bands = parameters->bands;
+  rule.rows = parameters->rows;
+  rule.bucket_window = lsh.bucket_window;
+  rule.seed = lsh.seed;
+  *rule_out = rule;
+  return Status::Ok();
+}
+
+// Options given to the open of an existing kDedup store must be the recorded ones.
+Status DocumentStoreImpl::CheckRecordedRule(const store::ManifestRule& recorded,
+                                            const std::string& where) const {
   const std::pair<const std::optional<double>*, double> containment[] = {
       {&options_.containment_threshold, recorded.containment_threshold},
       {&options_.containment_min_shingles, recorded.containment_min_shingles},
@@ -764,6 +748,35 @@ Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
           (wanted.seed != recorded.seed ? " (and another seed)" : ""));
     }
   }
+  return Status::Ok();
+}
+
+Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
+                                      std::optional<store::ManifestRule>* rule_out) {
+  const std::string where = dir_ + ": store was created with ";
+  if (manifest == nullptr) return ResolveNewRule(rule_out);  // a new store
+  const StoreRule rule = manifest->rule ? StoreRule::kDedup : StoreRule::kSimHash;
+  if (options_.rule && *options_.rule != rule) {
+    return Status::InvalidArgument(where + "the " + StoreRuleName(rule) + " rule, not " +
+                                   StoreRuleName(*options_.rule) +
+                                   " (docs/storage_format.md says how to rebuild a store)");
+  }
+  if (!manifest->rule) {
+    if (options_.lsh || ContainmentGiven()) {
+      return Status::InvalidArgument(
+          where +
+          "the simhash rule (format version 2): it has no LSH or containment options to compare "
+          "with StoreOptions");
+    }
+    bands_ = 0;
+    return Status::Ok();
+  }
+  const store::ManifestRule& recorded = *manifest->rule;
+  lsh_.threshold = recorded.threshold;
+  lsh_.parameters = LshParameters{recorded.bands, recorded.rows};
+  lsh_.bucket_window = recorded.bucket_window;
+  lsh_.seed = recorded.seed;
+  NEARDUP_RETURN_IF_ERROR(CheckRecordedRule(recorded, where));
   bands_ = recorded.bands;
   lsh_tag_ = LshTag(LshParameters{recorded.bands, recorded.rows}, recorded.seed);
   pair_rule_options_ = StorePairRule(recorded);
