@@ -172,16 +172,20 @@ std::set<std::string> LongFlags(const std::string& help) {
   return flags;
 }
 
-// docs/api.md's table of `neardup serve` options says what the command takes: every flag it names
-// exists, and every flag of serve's own (all but the shared fingerprint flags) is in it.
-TEST(CliHelpTest, TheServeOptionTableOfTheDocsIsTheCommandsFlags) {
-  std::ifstream in(std::string(NEARDUP_SOURCE_DIR) + "/docs/api.md");
-  ASSERT_TRUE(in) << "docs/api.md";
+// The flags named in the first column of the first "| Option | Default | Meaning |" table of the
+// doc `path` (under the heading line `section`, when given).
+std::set<std::string> DocumentedFlags(const std::string& path, const std::string& section = "") {
+  std::ifstream in(std::string(NEARDUP_SOURCE_DIR) + "/" + path);
+  EXPECT_TRUE(in) << path;
   std::set<std::string> documented;
   std::string line;
-  bool in_table = false;
+  bool in_section = section.empty(), in_table = false;
   const std::regex name("`(--[a-z0-9-]+)`");
   while (std::getline(in, line)) {
+    if (!in_section) {
+      in_section = line == section;
+      continue;
+    }
     if (line.rfind("| Option | Default | Meaning |", 0) == 0) {
       in_table = true;
       continue;
@@ -193,6 +197,13 @@ TEST(CliHelpTest, TheServeOptionTableOfTheDocsIsTheCommandsFlags) {
       documented.insert((*it)[1].str());
     }
   }
+  return documented;
+}
+
+// docs/api.md's table of `neardup serve` options says what the command takes: every flag it names
+// exists, and every flag of serve's own (all but the shared fingerprint flags) is in it.
+TEST(CliHelpTest, TheServeOptionTableOfTheDocsIsTheCommandsFlags) {
+  const std::set<std::string> documented = DocumentedFlags("docs/api.md");
   ASSERT_GE(documented.size(), 20u);
   const std::set<std::string> serve = LongFlags(RunNeardup("serve --help").out);
   const std::set<std::string> shared = LongFlags(RunNeardup("fingerprint --help").out);
@@ -202,6 +213,34 @@ TEST(CliHelpTest, TheServeOptionTableOfTheDocsIsTheCommandsFlags) {
   for (const std::string& flag : serve) {
     if (flag == "--help" || (shared.count(flag) && flag != "--bits")) continue;
     EXPECT_TRUE(documented.count(flag)) << flag << " of serve is missing from docs/api.md";
+  }
+}
+
+// docs/cli.md's tables are the commands' flags: plan's table names exactly plan's flags, and the
+// store flags it documents for `index` are flags of the subcommands it names (and of serve).
+TEST(CliHelpTest, TheCliDocsTablesAreTheCommandsFlags) {
+  const std::set<std::string> plan_documented = DocumentedFlags("docs/cli.md", "## `neardup plan`");
+  ASSERT_GE(plan_documented.size(), 10u);
+  const std::set<std::string> plan = LongFlags(RunNeardup("plan --help").out);
+  for (const std::string& flag : plan_documented) {
+    EXPECT_TRUE(plan.count(flag)) << flag << " is in docs/cli.md but not a flag of plan";
+  }
+  for (const std::string& flag : plan) {
+    if (flag == "--help") continue;
+    EXPECT_TRUE(plan_documented.count(flag)) << flag << " of plan is missing from docs/cli.md";
+  }
+  const std::set<std::string> store_documented =
+      DocumentedFlags("docs/cli.md", "## Store flags: `index` and `serve`");
+  ASSERT_GE(store_documented.size(), 5u);
+  std::set<std::string> index = LongFlags(RunNeardup("index add --help").out);
+  index.merge(LongFlags(RunNeardup("index stats --help").out));
+  const std::set<std::string> serve = LongFlags(RunNeardup("serve --help").out);
+  for (const std::string& flag : store_documented) {
+    EXPECT_TRUE(index.count(flag)) << flag << " is in docs/cli.md but no flag of index add/stats";
+    EXPECT_TRUE(serve.count(flag)) << flag << " is in docs/cli.md but not a flag of serve";
+  }
+  for (const char* flag : {"--sync", "--group-commit-ms", "--no-verify"}) {
+    EXPECT_TRUE(store_documented.count(flag)) << flag;
   }
 }
 
@@ -227,6 +266,17 @@ TEST(CliHelpTest, CompletionsAndManPageComeFromTheSameDefinitions) {
     for (char c : roff) escaped += c == '-' ? std::string("\\-") : std::string(1, c);
     EXPECT_NE(man.out.find(escaped), std::string::npos) << option;
   }
+  // Old names (accepted with a warning, hidden from --help) are neither completed nor documented:
+  // the completion offers --indexed-k and --expected-size, not --max-k or --expected-documents.
+  for (const char* option : {"--indexed-k", "--expected-size"}) {
+    EXPECT_NE(bash.out.find(option), std::string::npos) << option;
+    EXPECT_NE(zsh.out.find(option), std::string::npos) << option;
+  }
+  for (const char* old_name : {"--max-k", "--expected-documents"}) {
+    EXPECT_EQ(bash.out.find(old_name), std::string::npos) << old_name;
+    EXPECT_EQ(zsh.out.find(old_name), std::string::npos) << old_name;
+  }
+  EXPECT_EQ(man.out.find("max\\-k"), std::string::npos);
   // The bash script is valid bash.
   FILE* pipe = popen("bash -n", "w");
   ASSERT_NE(pipe, nullptr);

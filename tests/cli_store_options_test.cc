@@ -175,6 +175,33 @@ TEST_F(CliStoreOptionsTest, ConflictingOrBadFlagsAreUsageErrors) {
   EXPECT_NE(err.find("--containment"), std::string::npos) << err;
   EXPECT_EQ(Run("plan --threshold 0.5 --list", nullptr, &err), 2) << err;
   EXPECT_EQ(Run("plan --threshold 1.5", nullptr, &err), 2) << err;
+  // The store's sync flags: one set of values wherever a store is written, one check.
+  EXPECT_EQ(Run("serve s --sync sometimes", nullptr, &err), 2) << err;
+  EXPECT_EQ(Run("serve s --group-commit-ms 1001", nullptr, &err), 2) << err;
+  EXPECT_EQ(Run("index add s docs.jsonl --sync sometimes", nullptr, &err), 2) << err;
+  EXPECT_EQ(Run("index add s docs.jsonl --group-commit-ms 5", nullptr, &err), 2) << err;
+  EXPECT_NE(err.find("--group-commit-ms is the window of --sync group, not of --sync every"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(Run("index add s docs.jsonl --sync none --group-commit-ms 5", nullptr, &err), 2) << err;
+  EXPECT_EQ(Run("serve s --token-file no-such-file", nullptr, &err), 2) << err;
+  EXPECT_NE(err.find("no-such-file: cannot read the token file"), std::string::npos) << err;
+  // plan's flags are the registry's: its budget in the one budget form, its k checked.
+  EXPECT_EQ(Run("plan --memory-budget lots", nullptr, &err), 2) << err;
+  EXPECT_NE(err.find("--memory-budget"), std::string::npos) << err;
+  EXPECT_EQ(Run("plan -k 40", nullptr, &err), 2) << err;
+  EXPECT_EQ(Run("plan --bits 96", nullptr, &err), 2) << err;
+  EXPECT_EQ(Run("plan -n 0", nullptr, &err), 2) << err;
+  EXPECT_EQ(Run("plan -k 20", nullptr, &err), 2) << err;  // the planner: at most bits/4
+  std::string plan;
+  EXPECT_EQ(Run("plan -k 3 -n 1e9 --memory-budget 64G", &plan, &err), 0) << err;
+  EXPECT_NE(plan.find("memory budget 68.719477 GB"), std::string::npos) << plan;
+  EXPECT_EQ(Run("plan -k 3 -n 1e9 --memory-budget 64e9", &plan, &err), 0) << err;
+  EXPECT_NE(plan.find("memory budget 64.000000 GB"), std::string::npos) << plan;
+  EXPECT_EQ(Run("plan -n 1e9 --memory-budget 40/fp", &plan, &err), 0) << err;
+  EXPECT_NE(plan.find("memory budget 40 bytes per fingerprint (40.000000 GB)"), std::string::npos)
+      << plan;
+  EXPECT_EQ(Run("plan --threshold 0.5 --memory-budget 1G", nullptr, &err), 2) << err;
   // A flag of the other form of `index query` is refused, not ignored.
   ASSERT_EQ(Run("index create q", nullptr, &err), 0) << err;
   ASSERT_EQ(Run("index add q docs.jsonl", nullptr, &err), 0) << err;
@@ -200,7 +227,15 @@ TEST_F(CliStoreOptionsTest, ConflictingOrBadFlagsAreUsageErrors) {
       << err;
   std::string stats;
   ASSERT_EQ(Run("index stats s", &stats, &err), 0) << err;
+  EXPECT_NE(stats.find("\"indexed_k\":4"), std::string::npos) << stats;
+  // max_k: indexed_k's old name, kept for one release as a deprecated alias.
   EXPECT_NE(stats.find("\"max_k\":4"), std::string::npos) << stats;
+  ASSERT_EQ(Run("index stats s --no-verify", &stats, &err), 0) << err;
+  EXPECT_NE(stats.find("\"indexed_k\":4"), std::string::npos) << stats;
+  // index add takes every sync mode serve takes.
+  ASSERT_EQ(Run("index add s docs.jsonl --sync group --group-commit-ms 1", nullptr, &err), 0)
+      << err;
+  ASSERT_EQ(Run("index add s docs.jsonl --sync none", nullptr, &err), 0) << err;
 }
 
 TEST_F(CliStoreOptionsTest, ServeRecordsTheFlagsOfANewStoreAndRefusesOthersLater) {
@@ -215,6 +250,10 @@ TEST_F(CliStoreOptionsTest, ServeRecordsTheFlagsOfANewStoreAndRefusesOthersLater
                     "application/json");
     ASSERT_TRUE(added);
     EXPECT_EQ(added->status, 200) << added->body;
+    // /v1/stats names the table radius indexed_k; max_k is its deprecated alias for one release.
+    auto stats = client.Get("/v1/stats");
+    ASSERT_TRUE(stats);
+    EXPECT_NE(stats->body.find("\"indexed_k\":3,\"max_k\":3"), std::string::npos) << stats->body;
     EXPECT_EQ(server.Terminate(), 0);
   }
   EXPECT_EQ(StoredFingerprint(store, "a"), expected);
@@ -238,6 +277,9 @@ TEST_F(CliStoreOptionsTest, ServeRecordsTheFlagsOfANewStoreAndRefusesOthersLater
   EXPECT_EQ(Run("serve " + store + " --port 0 --ngram 4", &out, &err), 1);
   EXPECT_NE(err.find("--ngram"), std::string::npos) << err;
   EXPECT_NE(err.find("ngram=3, not ngram=4"), std::string::npos) << err;
+  // index create's line names the table radius as the stats do (serve's start-up line too).
+  ASSERT_EQ(Run("index create " + (dir_ / "created").string(), &out, &err), 0) << err;
+  EXPECT_NE(err.find("64-bit, indexed_k 3)"), std::string::npos) << err;
 }
 
 }  // namespace

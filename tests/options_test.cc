@@ -7,7 +7,10 @@
 
 #include "neardup/server.h"
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 namespace neardup {
@@ -40,7 +43,15 @@ TEST(OptionRegistryTest, NamesAreUniqueAndDefaultsAreTheStructsDefaults) {
     if (spec.scope & kServerScope) continue;  // ServerDefaultsAreTheRegistrysAndEachIsApplied
     if (spec.scope & kStoreScope) {
       StoreOptions set;
+      // The window of group commit means something with --sync group only.
+      if (values.Has("group_commit_ms")) {
+        ASSERT_TRUE(values.SetText("sync", "group").ok());
+      }
       ASSERT_TRUE(values.ApplyTo(&set).ok());
+      EXPECT_EQ(set.sync_mode,
+                values.Has("group_commit_ms") ? SyncMode::kGroupCommit : store_defaults.sync_mode);
+      EXPECT_EQ(set.group_commit_interval_ms, store_defaults.group_commit_interval_ms);
+      EXPECT_EQ(set.verify_checksums_on_open, store_defaults.verify_checksums_on_open);
       EXPECT_EQ(set.indexed_k, values.Has("indexed_k") ? std::optional<int>(3) : std::nullopt);
       EXPECT_EQ(set.memtable_limit, store_defaults.memtable_limit);
       EXPECT_EQ(set.wal_flush_bytes, store_defaults.wal_flush_bytes);
@@ -238,6 +249,10 @@ TEST(OptionRegistryTest, ServerDefaultsAreTheRegistrysAndEachIsApplied) {
   int server_options = 0;
   for (const OptionSpec& spec : AllOptions()) {
     if (!(spec.scope & kServerScope)) continue;
+    // The token's two sources (no default) set one field: TheTokenComesFromOneSource.
+    if (std::string_view(spec.key) == "token" || std::string_view(spec.key) == "token_file") {
+      continue;
+    }
     SCOPED_TRACE(spec.key);
     ++server_options;
     OptionValues values(OptionNaming::kFlag);
@@ -270,6 +285,87 @@ TEST(OptionRegistryTest, ServerDefaultsAreTheRegistrysAndEachIsApplied) {
   EXPECT_EQ(bad.SetText("timeout", "0").message(), "--timeout must be in [1, 3600], got 0");
   EXPECT_EQ(bad.SetText("workers", "-1").message(),
             "--workers must be 0 (all cores) to 65536, got -1");
+}
+
+TEST(OptionRegistryTest, TheTokenComesFromOneSource) {
+  const std::string file =
+      (std::filesystem::temp_directory_path() / ("options_test_token_" + std::to_string(getpid())))
+          .string();
+  {
+    std::ofstream out(file, std::ios::binary);
+    out << "s3cret\r\nsecond line\n";
+  }
+  OptionValues values(OptionNaming::kFlag);
+  ASSERT_TRUE(values.SetText("token_file", file).ok());
+  service::ServerOptions set;
+  ASSERT_TRUE(service::ApplyServerOptions(values, &set).ok());
+  EXPECT_EQ(set.token, "s3cret");  // the first line, its CRLF line end stripped
+  OptionValues both(OptionNaming::kFlag);
+  ASSERT_TRUE(both.SetText("token_file", file).ok());
+  ASSERT_TRUE(both.SetText("token", "other").ok());
+  EXPECT_EQ(service::ApplyServerOptions(both, &set).message(),
+            "give --token-file or --token, not both");
+  std::filesystem::remove(file);
+  OptionValues missing(OptionNaming::kKeyword);
+  ASSERT_TRUE(missing.SetText("token_file", file).ok());
+  const Status unreadable = service::ApplyServerOptions(missing, &set);
+  EXPECT_EQ(unreadable.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(unreadable.message().find(file), std::string::npos) << unreadable.message();
+  OptionValues token(OptionNaming::kFlag);
+  ASSERT_TRUE(token.SetText("token", "abc").ok());
+  ASSERT_TRUE(service::ApplyServerOptions(token, &set).ok());
+  EXPECT_EQ(set.token, "abc");
+}
+
+// The store's sync, group-commit window and checksum switch are registry options: one set of
+// values (every|group|none) for `serve`, `index add` and Python's Store, one check of the window.
+TEST(OptionRegistryTest, HowAStoreSyncsAndOpens) {
+  OptionValues group(OptionNaming::kFlag);
+  ASSERT_TRUE(group.SetText("sync", "group").ok());
+  ASSERT_TRUE(group.SetText("group_commit_ms", "7").ok());
+  ASSERT_TRUE(group.Set("no_verify", true).ok());
+  StoreOptions set;
+  ASSERT_TRUE(group.ApplyTo(&set).ok());
+  EXPECT_EQ(set.sync_mode, SyncMode::kGroupCommit);
+  EXPECT_EQ(set.group_commit_interval_ms, 7);
+  EXPECT_FALSE(set.verify_checksums_on_open);
+  OptionValues none(OptionNaming::kKeyword);
+  ASSERT_TRUE(none.Set("sync", std::string("none")).ok());
+  ASSERT_TRUE(none.Set("verify_checksums", true).ok());  // Python's keyword, positive sense
+  ASSERT_TRUE(none.ApplyTo(&set).ok());
+  EXPECT_EQ(set.sync_mode, SyncMode::kNone);
+  EXPECT_TRUE(set.verify_checksums_on_open);
+  // The window of another sync mode, given or the caller's default, is refused naming both.
+  OptionValues window(OptionNaming::kFlag);
+  ASSERT_TRUE(window.SetText("sync", "every").ok());
+  ASSERT_TRUE(window.SetText("group_commit_ms", "5").ok());
+  StoreOptions every;
+  EXPECT_EQ(window.ApplyTo(&every).message(),
+            "--group-commit-ms is the window of --sync group, not of --sync every");
+  OptionValues alone(OptionNaming::kKeyword);
+  ASSERT_TRUE(alone.SetText("group_commit_ms", "5").ok());
+  StoreOptions serve_default;
+  serve_default.sync_mode = SyncMode::kGroupCommit;
+  EXPECT_TRUE(alone.ApplyTo(&serve_default).ok());
+  StoreOptions add_default;  // every
+  EXPECT_FALSE(alone.ApplyTo(&add_default).ok());
+  OptionValues bad(OptionNaming::kFlag);
+  EXPECT_EQ(bad.SetText("sync", "sometimes").message(),
+            "--sync: expected one of every,group,none, got \"sometimes\"");
+  EXPECT_EQ(bad.SetText("group_commit_ms", "1001").message(),
+            "--group-commit-ms must be in [0, 1000], got 1001");
+  // One parser of memory budgets, at once: a bad one is refused when given.
+  EXPECT_TRUE(bad.SetText("memory_budget", "640M").ok());
+  EXPECT_TRUE(bad.SetText("memory_budget", "128/fp").ok());
+  EXPECT_TRUE(bad.SetText("memory_budget", "64e9").ok());
+  EXPECT_NE(bad.SetText("memory_budget", "lots").message().find("--memory-budget: "),
+            std::string::npos);
+  // indexed_k: the planner's range (bits/4, `neardup plan`), a store's at most 15.
+  OptionValues k(OptionNaming::kFlag);
+  ASSERT_TRUE(k.SetText("indexed_k", "20").ok());
+  StoreOptions store;
+  EXPECT_EQ(k.ApplyTo(&store).message(), "--indexed-k must be in [0, 15] for a store, got 20");
+  EXPECT_FALSE(k.SetText("indexed_k", "33").ok());
 }
 
 }  // namespace

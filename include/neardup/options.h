@@ -53,6 +53,7 @@ enum OptionScope : uint32_t {
   kDedupScope = 4,        // the rest of DedupOptions: dedup, explain, eval
   kStoreScope = 8,        // StoreOptions of a store: index, serve, Python Store
   kServerScope = 16,      // service::ServerOptions: serve (neardup/server.h ApplyServerOptions)
+  kCommandScope = 32,     // one command-line command's own switch (plan --list, serve --no-text)
 };
 
 struct OptionSpec {

@@ -127,8 +127,10 @@ class NEARDUP_EXPORT Server {
 
 // Sets the fields of `options` named by the option registry's server options given in `values`
 // (kServerScope of neardup/options.h: port, max_body_bytes, request_timeout ...; values of other
-// scopes are ignored); the others keep their values. Values were checked when set, so this fails
-// only for an option the registry knows and this function does not (Internal).
+// scopes are ignored); the others keep their values. token_file reads the token from the file's
+// first line (a CRLF line end stripped). Values were checked when set, so this fails only for
+// token given with token_file or an unreadable or bad token file (InvalidArgument naming it), or
+// for an option the registry knows and this function does not (Internal).
 NEARDUP_EXPORT Status ApplyServerOptions(const OptionValues& values, ServerOptions* options);
 
 // Raises the soft RLIMIT_NOFILE to the hard limit; returns the new soft limit.

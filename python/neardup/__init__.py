@@ -113,7 +113,8 @@ class Store(_neardup.Store):
 
     ``Store(path, create_if_missing=True, error_if_exists=False, sync="every",
     verify_checksums=True, **options)``; ``sync`` is ``"every"`` (fsync each write), ``"group"``
-    (group commit) or ``"none"`` (bulk loading). A context manager (closes on exit). The options are
+    (group commit: a write batch waits ``group_commit_ms``, 2, for more writers) or ``"none"``
+    (bulk loading); ``group_commit_ms`` with another ``sync`` is a ``ValueError``. A context manager (closes on exit). The options are
     the option registry's, as the command line's: the store's own ``indexed_k`` (searches with
     ``k <= indexed_k`` use the index tables; 3 for a new store; ``max_k`` is the old name, accepted
     with a ``DeprecationWarning``),
@@ -150,8 +151,11 @@ class Store(_neardup.Store):
     - ``search(fingerprint, k, limit=0) -> [{"id", "fingerprint", "metadata", "distance"}]``;
       ``metadata`` is ``None`` when the document has none, else ``str`` (the JSON text
       ``neardup index add`` stored; ``bytes`` only for metadata given as non-UTF-8 bytes)
-    - ``get(id)`` (``KeyError`` if absent), ``remove(id)``, ``stats()``, ``flush()``,
-      ``compact()``, ``close()``.
+    - ``get(id)`` (``KeyError`` if absent), ``remove(id)``, ``flush()``, ``compact()``,
+      ``close()``.
+    - ``stats()``: a dict with the keys of ``GET /v1/stats`` (docs/api.md): ``documents``,
+      ``segments``, ``bits``, ``indexed_k`` (the largest k the index tables serve; ``max_k`` is its
+      deprecated old name, still present for one release), ``rule``, ...
     """
 
     def __enter__(self) -> "Store":

@@ -448,6 +448,294 @@ PartitionInput OpenInput(const py::dict& source, DocumentReaderOptions* reader_o
   return in;
 }
 
+// One partition's per-document columns, in reading order (the documents that were fingerprinted),
+// and the reader's counts.
+struct PartitionColumns {
+  std::vector<uint8_t> id_blob;
+  std::vector<uint64_t> id_offsets{0}, lines, hi, lo, text_bytes, normalized_bytes, content_hash,
+      squeezed_hash, set_offsets{0};
+  std::vector<double> scores;
+  std::vector<uint32_t> keys, set_sizes;
+  std::string set_codes;
+  std::vector<uint8_t> has_keys;
+  uint64_t total_text_bytes = 0;
+  std::map<std::string, uint64_t> failed, skipped, fallbacks;
+};
+
+// Up to docs->size() documents from the reader into *docs: how many; *done once the input ended.
+Result<size_t> ReadBatch(DocumentReader* reader, std::vector<Document>* docs, bool* done) {
+  size_t count = 0;
+  while (count < docs->size()) {
+    Result<bool> got = reader->Next(&(*docs)[count]);
+    if (!got.ok()) return got.status();
+    if (!*got) {
+      *done = true;
+      break;
+    }
+    ++count;
+  }
+  return count;
+}
+
+// Reads a partition into PartitionColumns: the reader's documents in batches, each batch through
+// dedup's per-document pass (fingerprint, hashes, band keys and set from one normalisation), and
+// the documents that have facts appended; the others are counted as failed (an error if strict).
+class PartitionReader {
+ public:
+  PartitionReader(const DocumentPass& pass, const DocumentReaderOptions& reader_options,
+                  const PlaceRewriter& rewrite, bool want_sets, int threads)
+      : pass_(pass),
+        reader_options_(reader_options),
+        rewrite_(rewrite),
+        want_sets_(want_sets),
+        threads_(threads) {}
+
+  // Every document of `input` (call without the GIL).
+  Status Read(const std::string& input, PartitionColumns* columns) {
+    auto opened = DocumentReader::Open({input}, reader_options_);
+    if (!opened.ok()) return opened.status();
+    std::unique_ptr<DocumentReader> reader = std::move(*opened);
+    std::vector<Document> docs(2048);
+    Status error;
+    for (bool done = false; !done && error.ok();) {
+      Result<size_t> count = ReadBatch(reader.get(), &docs, &done);
+      if (!count.ok()) {
+        error = count.status();
+        break;
+      }
+      if (*count == 0) break;
+      error = AddBatch(std::span<const Document>(docs.data(), *count), columns);
+    }
+    columns->skipped = reader->skipped();
+    columns->fallbacks = reader->fallbacks();
+    return error;
+  }
+
+ private:
+  Status AddBatch(std::span<const Document> docs, PartitionColumns* columns) {
+    texts_.clear();
+    for (const Document& doc : docs) texts_.push_back(doc.text);
+    ComputeDocumentColumns(pass_, texts_, want_sets_, threads_, &facts_);
+    if (want_sets_ && !pass_.uses_lsh()) ComputeSecondPassSets();
+    for (size_t i = 0; i < docs.size(); ++i) {
+      const Document& doc = docs[i];
+      if (!facts_.status[i].ok()) {
+        const Status& failure = facts_.status[i];
+        if (reader_options_.strict) return failure.WithContext(rewrite_(doc.location));
+        ++columns->failed[StatusCodeName(failure.code())];
+        reader_options_.on_warning(doc.location + ": cannot fingerprint: " + failure.ToString());
+        continue;
+      }
+      AddDocument(doc, i, columns);
+    }
+    return Status::Ok();
+  }
+
+  // The sets the run's verification reads when the pass has no LSH stage (RunDedup's second pass
+  // computes them so).
+  void ComputeSecondPassSets() {
+    second_sets_.assign(texts_.size(), {});
+    ParallelFor(
+        texts_.size(), threads_,
+        [&](size_t begin, size_t end) {
+          std::vector<uint64_t> wide;
+          for (size_t i = begin; i < end; ++i) {
+            if (facts_.status[i].ok() && pass_.shingler().Shingles(texts_[i], &wide).ok()) {
+              ShingleSimilarity::Narrow(wide, &second_sets_[i]);
+            }
+          }
+        },
+        8);
+  }
+
+  // Document i of the batch, which has facts, appended to every column.
+  void AddDocument(const Document& doc, size_t i, PartitionColumns* c) {
+    if (doc.id == doc.location) {  // no id field: the place is the id
+      const std::string id = rewrite_(doc.location);
+      c->id_blob.insert(c->id_blob.end(), id.begin(), id.end());
+    } else {
+      c->id_blob.insert(c->id_blob.end(), doc.id.begin(), doc.id.end());
+    }
+    c->id_offsets.push_back(c->id_blob.size());
+    c->lines.push_back(doc.line == 0 ? 0 : static_cast<uint64_t>(doc.line + rewrite_.shift));
+    const Fingerprint& fp = facts_.fingerprints[i];
+    c->hi.push_back(fp.hi);
+    c->lo.push_back(fp.lo);
+    c->text_bytes.push_back(doc.text.size());
+    c->total_text_bytes += doc.text.size();
+    c->normalized_bytes.push_back(facts_.normalized_bytes[i]);
+    c->content_hash.push_back(facts_.content_hashes[i]);
+    c->squeezed_hash.push_back(facts_.squeezed_hashes[i]);
+    c->scores.push_back(doc.score ? *doc.score : std::nan(""));
+    const int bands = pass_.bands();
+    if (bands > 0) {
+      c->has_keys.push_back(facts_.has_keys[i]);
+      c->keys.insert(c->keys.end(), facts_.band_keys.begin() + i * bands,
+                     facts_.band_keys.begin() + (i + 1) * bands);
+    }
+    if (want_sets_) {
+      std::span<const uint32_t> set =
+          pass_.uses_lsh()
+              ? std::span<const uint32_t>(facts_.set_values.data() + facts_.set_offsets[i],
+                                          facts_.set_offsets[i + 1] - facts_.set_offsets[i])
+              : std::span<const uint32_t>(second_sets_[i]);
+      EncodeShingleSet(set, &c->set_codes);
+      c->set_offsets.push_back(c->set_codes.size());
+      c->set_sizes.push_back(static_cast<uint32_t>(set.size()));
+    }
+  }
+
+  const DocumentPass& pass_;
+  const DocumentReaderOptions& reader_options_;
+  const PlaceRewriter& rewrite_;
+  const bool want_sets_;
+  const int threads_;
+  // Reused from batch to batch.
+  std::vector<std::string_view> texts_;
+  DocumentColumns facts_;
+  std::vector<std::vector<uint32_t>> second_sets_;  // without the LSH stage
+};
+
+// A partition's records grouped by the shuffle partition (of `dests`) they go to.
+struct PartitionRecords {
+  std::vector<uint64_t> band_offsets;  // block (d, b) of the band records at [d * bands + b]
+  std::string band_codes;
+  std::vector<uint64_t> ws_offsets, ws_hashes, id_offsets, id_hashes;
+  std::vector<uint32_t> ws_rows, id_rows;
+};
+
+// Band keys: a key goes to the partition of its range ((key * dests) >> 32, whatever the band);
+// BandChunks packs the bands of a partition into as few blocks as fit 32 bits, each block an
+// EncodeBandBlock (the distinct values in the one set codec, a bit per record and its row).
+// Counting sort into blocks, then each block sorted in place and coded.
+void GroupBandKeys(const PartitionColumns& c, int bands, uint32_t dests,
+                   std::vector<uint64_t>* band_offsets, std::string* band_codes) {
+  const size_t n = c.hi.size();
+  const int row_bits = BitsFor(n == 0 ? 0 : n - 1);
+  const size_t blocks = static_cast<size_t>(dests) * bands;
+  const BandChunks chunks(dests, bands);
+  std::vector<uint64_t> starts(blocks + 1, 0);
+  std::vector<uint32_t> block_of(n * bands);
+  for (size_t i = 0; i < n; ++i) {
+    if (!c.has_keys[i]) continue;
+    for (int b = 0; b < bands; ++b) {
+      const uint32_t k = c.keys[i * bands + b];
+      const uint32_t d = static_cast<uint32_t>((static_cast<uint64_t>(k) * dests) >> 32);
+      block_of[i * bands + b] = d * bands + chunks.first_band(b);
+      ++starts[block_of[i * bands + b] + 1];
+    }
+  }
+  for (size_t j = 1; j <= blocks; ++j) starts[j] += starts[j - 1];
+  std::vector<uint64_t> records(starts[blocks]);  // BandChunks value << 32 | row
+  {
+    std::vector<uint64_t> fill(starts.begin(), starts.end() - 1);
+    for (size_t i = 0; i < n; ++i) {
+      if (!c.has_keys[i]) continue;
+      for (int b = 0; b < bands; ++b) {
+        const uint32_t k = c.keys[i * bands + b];
+        const uint32_t d = static_cast<uint32_t>((static_cast<uint64_t>(k) * dests) >> 32);
+        records[fill[block_of[i * bands + b]]++] =
+            static_cast<uint64_t>(chunks.Value(d, b, k)) << 32 | i;
+      }
+    }
+  }
+  std::vector<uint64_t> scratch;
+  for (size_t j = 0; j < blocks; ++j) {
+    const std::span<uint64_t> block(records.data() + starts[j], starts[j + 1] - starts[j]);
+    if (!block.empty()) {  // else no block (a band folded into its chunk's first, or no keys)
+      SortBandRecords(block, &scratch);
+      EncodeBandBlock(block, row_bits, band_codes);
+    }
+    (*band_offsets)[j + 1] = band_codes->size();
+  }
+}
+
+// (hash, row) records grouped by the partition Route gives the hash: a counting sort, stable.
+void GroupByRoute(const std::vector<uint64_t>& hashes, uint32_t dests,
+                  std::vector<uint64_t>* offsets, std::vector<uint64_t>* out_hashes,
+                  std::vector<uint32_t>* out_rows) {
+  const size_t n = hashes.size();
+  offsets->assign(dests + 1, 0);
+  std::vector<uint32_t> dest(n);
+  for (size_t i = 0; i < n; ++i) {
+    dest[i] = Route(hashes[i], dests);
+    ++(*offsets)[dest[i] + 1];
+  }
+  for (size_t j = 1; j < offsets->size(); ++j) (*offsets)[j] += (*offsets)[j - 1];
+  std::vector<uint64_t> fill(offsets->begin(), offsets->end() - 1);
+  out_hashes->resize(n);
+  out_rows->resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t at = fill[dest[i]]++;
+    (*out_hashes)[at] = hashes[i];
+    (*out_rows)[at] = static_cast<uint32_t>(i);
+  }
+}
+
+// The band keys, whitespace-free hashes and id hashes grouped by shuffle partition (call without
+// the GIL).
+PartitionRecords GroupRecords(const PartitionColumns& c, int bands, uint32_t dests) {
+  PartitionRecords r;
+  r.band_offsets.assign(static_cast<size_t>(dests) * bands + 1, 0);
+  if (bands > 0) GroupBandKeys(c, bands, dests, &r.band_offsets, &r.band_codes);
+  GroupByRoute(c.squeezed_hash, dests, &r.ws_offsets, &r.ws_hashes, &r.ws_rows);
+  const size_t n = c.hi.size();
+  std::vector<uint64_t> id_hash(n);
+  for (size_t i = 0; i < n; ++i) {
+    id_hash[i] =
+        XXH3_64bits(c.id_blob.data() + c.id_offsets[i], c.id_offsets[i + 1] - c.id_offsets[i]);
+  }
+  GroupByRoute(id_hash, dests, &r.id_offsets, &r.id_hashes, &r.id_rows);
+  return r;
+}
+
+// The reader's counts as _dask_read returns them.
+py::dict CountsDict(const PartitionColumns& c, const std::vector<std::string>& warnings,
+                    uint64_t warning_count) {
+  py::dict counts;
+  counts["documents"] = c.hi.size();
+  counts["text_bytes"] = c.total_text_bytes;
+  py::dict skipped_dict, fallback_dict, failed_dict;
+  for (const auto& [reason, count] : c.skipped) AddCount(&skipped_dict, reason, count);
+  for (const auto& [reason, count] : c.fallbacks) AddCount(&fallback_dict, reason, count);
+  for (const auto& [code, count] : c.failed) AddCount(&failed_dict, code, count);
+  counts["skipped"] = skipped_dict;
+  counts["fallbacks"] = fallback_dict;
+  counts["failed"] = failed_dict;
+  counts["warnings"] = warnings;
+  counts["warning_count"] = warning_count;
+  return counts;
+}
+
+// The columns and records as NumPy arrays that own them (no copies but the two byte strings).
+py::dict PartitionDict(PartitionColumns&& c, PartitionRecords&& r) {
+  const size_t n = c.hi.size();
+  py::dict out;
+  out["id_blob"] = Take(std::move(c.id_blob));
+  out["id_offsets"] = Take(std::move(c.id_offsets));
+  out["line"] = Take(std::move(c.lines));
+  out["hi"] = Take(std::move(c.hi));
+  out["lo"] = Take(std::move(c.lo));
+  out["text_bytes"] = Take(std::move(c.text_bytes));
+  out["normalized_bytes"] = Take(std::move(c.normalized_bytes));
+  out["content_hash"] = Take(std::move(c.content_hash));
+  out["squeezed_hash"] = Take(std::move(c.squeezed_hash));
+  out["score"] = Take(std::move(c.scores));
+  out["set_offsets"] = Take(std::move(c.set_offsets));
+  out["set_codes"] = Take(std::vector<uint8_t>(c.set_codes.begin(), c.set_codes.end()));
+  out["set_sizes"] = Take(std::move(c.set_sizes));
+  out["band_offsets"] = Take(std::move(r.band_offsets));
+  out["band_codes"] = Take(std::vector<uint8_t>(r.band_codes.begin(), r.band_codes.end()));
+  out["row_bits"] = BitsFor(n == 0 ? 0 : n - 1);
+  out["ws_offsets"] = Take(std::move(r.ws_offsets));
+  out["ws_hashes"] = Take(std::move(r.ws_hashes));
+  out["ws_rows"] = Take(std::move(r.ws_rows));
+  out["idh_offsets"] = Take(std::move(r.id_offsets));
+  out["idh_hashes"] = Take(std::move(r.id_hashes));
+  out["idh_rows"] = Take(std::move(r.id_rows));
+  return out;
+}
+
 // One partition's documents and their per-document facts.
 //
 // source: {"name": how places show the input, "path": file to read (None for "data"), "data":
@@ -465,9 +753,8 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
   if (dests == 0) throw py::value_error("dests must be positive");
   DocumentReaderOptions reader_options = options.reader;
   if (options.keep == KeepPolicy::kField) reader_options.score_field = options.keep_field;
-  PartitionInput in = OpenInput(source, &reader_options);
+  const PartitionInput in = OpenInput(source, &reader_options);
   const PlaceRewriter& rewrite = in.rewrite;
-  const std::string& input = in.input;
   auto warnings = std::make_shared<std::vector<std::string>>();
   auto warning_count = std::make_shared<uint64_t>(0);
   reader_options.on_warning = [warnings, warning_count, rewrite,
@@ -475,237 +762,28 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
     ++*warning_count;
     if (warnings->size() < max_warnings) warnings->push_back(rewrite(message));
   };
-  const bool strict = reader_options.strict;
-  const int bands = pass->bands();
   const bool want_sets = ResolveVerifyThreshold(options) > 0;
 
-  // Columns.
-  std::vector<uint8_t> id_blob;
-  std::vector<uint64_t> id_offsets{0}, lines, hi, lo, text_bytes, normalized_bytes, content_hash,
-      squeezed_hash, set_offsets{0};
-  std::vector<double> scores;
-  std::vector<uint32_t> keys, set_sizes;
-  std::string set_codes;
-  std::vector<uint8_t> has_keys;
-  std::map<std::string, uint64_t> failed;
-  uint64_t total_text_bytes = 0;
+  PartitionColumns columns;
   Status error;
-  std::map<std::string, uint64_t> skipped, fallbacks;
   {
     py::gil_scoped_release release;
-    auto opened = DocumentReader::Open({input}, reader_options);
-    if (!opened.ok()) {
-      error = opened.status();
-    } else {
-      std::unique_ptr<DocumentReader> reader = std::move(*opened);
-      std::vector<Document> docs(2048);
-      std::vector<std::string_view> texts;
-      DocumentColumns facts;
-      std::vector<std::vector<uint32_t>> second_sets;  // without the LSH stage
-      bool done = false;
-      while (!done && error.ok()) {
-        size_t count = 0;
-        while (count < docs.size()) {
-          Result<bool> got = reader->Next(&docs[count]);
-          if (!got.ok()) {
-            error = got.status();
-            break;
-          }
-          if (!*got) {
-            done = true;
-            break;
-          }
-          ++count;
-        }
-        if (!error.ok() || count == 0) break;
-        texts.clear();
-        for (size_t i = 0; i < count; ++i) texts.push_back(docs[i].text);
-        ComputeDocumentColumns(*pass, texts, want_sets, threads, &facts);
-        if (want_sets && !pass->uses_lsh()) {
-          // The sets the run's verification reads (RunDedup's second pass computes them so).
-          second_sets.assign(count, {});
-          ParallelFor(
-              count, threads,
-              [&](size_t begin, size_t end) {
-                std::vector<uint64_t> wide;
-                for (size_t i = begin; i < end; ++i) {
-                  if (facts.status[i].ok() && pass->shingler().Shingles(texts[i], &wide).ok()) {
-                    ShingleSimilarity::Narrow(wide, &second_sets[i]);
-                  }
-                }
-              },
-              8);
-        }
-        for (size_t i = 0; i < count && error.ok(); ++i) {
-          Document& doc = docs[i];
-          if (!facts.status[i].ok()) {
-            const Status& failure = facts.status[i];
-            if (strict) {
-              error = failure.WithContext(rewrite(doc.location));
-              break;
-            }
-            ++failed[StatusCodeName(failure.code())];
-            reader_options.on_warning(doc.location + ": cannot fingerprint: " + failure.ToString());
-            continue;
-          }
-          if (doc.id == doc.location) {  // no id field: the place is the id
-            const std::string id = rewrite(doc.location);
-            id_blob.insert(id_blob.end(), id.begin(), id.end());
-          } else {
-            id_blob.insert(id_blob.end(), doc.id.begin(), doc.id.end());
-          }
-          id_offsets.push_back(id_blob.size());
-          lines.push_back(doc.line == 0 ? 0 : static_cast<uint64_t>(doc.line + rewrite.shift));
-          const Fingerprint& fp = facts.fingerprints[i];
-          hi.push_back(fp.hi);
-          lo.push_back(fp.lo);
-          text_bytes.push_back(doc.text.size());
-          total_text_bytes += doc.text.size();
-          normalized_bytes.push_back(facts.normalized_bytes[i]);
-          content_hash.push_back(facts.content_hashes[i]);
-          squeezed_hash.push_back(facts.squeezed_hashes[i]);
-          scores.push_back(doc.score ? *doc.score : std::nan(""));
-          if (bands > 0) {
-            has_keys.push_back(facts.has_keys[i]);
-            keys.insert(keys.end(), facts.band_keys.begin() + i * bands,
-                        facts.band_keys.begin() + (i + 1) * bands);
-          }
-          if (want_sets) {
-            std::span<const uint32_t> set =
-                pass->uses_lsh()
-                    ? std::span<const uint32_t>(facts.set_values.data() + facts.set_offsets[i],
-                                                facts.set_offsets[i + 1] - facts.set_offsets[i])
-                    : std::span<const uint32_t>(second_sets[i]);
-            EncodeShingleSet(set, &set_codes);
-            set_offsets.push_back(set_codes.size());
-            set_sizes.push_back(static_cast<uint32_t>(set.size()));
-          }
-        }
-      }
-      skipped = reader->skipped();
-      fallbacks = reader->fallbacks();
-    }
+    error = PartitionReader(*pass, reader_options, rewrite, want_sets, threads)
+                .Read(in.input, &columns);
   }
-  if (!error.ok()) {
-    ThrowStatus(Status(error.code(), rewrite(error.message())));
-  }
-  const size_t n = hi.size();
+  if (!error.ok()) ThrowStatus(Status(error.code(), rewrite(error.message())));
+  const size_t n = columns.hi.size();
   if (!want_sets) {
-    set_offsets.assign(n + 1, 0);
-    set_sizes.assign(n, 0);
+    columns.set_offsets.assign(n + 1, 0);
+    columns.set_sizes.assign(n, 0);
   }
-
-  // Records grouped by shuffle partition. Band keys: a key goes to the partition of its range
-  // ((key * dests) >> 32, whatever the band); BandChunks packs the bands of a partition into as
-  // few blocks as fit 32 bits, each block an EncodeBandBlock (the distinct values in the one set
-  // codec, a bit per record and its row).
-  std::vector<uint64_t> band_offsets(static_cast<size_t>(dests) * bands + 1, 0);
-  std::string band_codes;
-  std::vector<uint64_t> ws_offsets(dests + 1, 0), ws_hashes, id_offsets_by_dest(dests + 1, 0),
-      id_hashes;
-  std::vector<uint32_t> ws_rows, id_rows;
+  PartitionRecords records;
   {
     py::gil_scoped_release release;
-    if (bands > 0) {
-      const int row_bits = BitsFor(n == 0 ? 0 : n - 1);
-      const size_t blocks = static_cast<size_t>(dests) * bands;
-      const BandChunks chunks(dests, bands);
-      // Counting sort into blocks, then each block sorted in place and coded.
-      std::vector<uint64_t> starts(blocks + 1, 0);
-      std::vector<uint32_t> block_of(n * bands);
-      for (size_t i = 0; i < n; ++i) {
-        if (!has_keys[i]) continue;
-        for (int b = 0; b < bands; ++b) {
-          const uint32_t k = keys[i * bands + b];
-          const uint32_t d = static_cast<uint32_t>((static_cast<uint64_t>(k) * dests) >> 32);
-          block_of[i * bands + b] = d * bands + chunks.first_band(b);
-          ++starts[block_of[i * bands + b] + 1];
-        }
-      }
-      for (size_t j = 1; j <= blocks; ++j) starts[j] += starts[j - 1];
-      std::vector<uint64_t> records(starts[blocks]);  // BandChunks value << 32 | row
-      {
-        std::vector<uint64_t> fill(starts.begin(), starts.end() - 1);
-        for (size_t i = 0; i < n; ++i) {
-          if (!has_keys[i]) continue;
-          for (int b = 0; b < bands; ++b) {
-            const uint32_t k = keys[i * bands + b];
-            const uint32_t d = static_cast<uint32_t>((static_cast<uint64_t>(k) * dests) >> 32);
-            records[fill[block_of[i * bands + b]]++] =
-                static_cast<uint64_t>(chunks.Value(d, b, k)) << 32 | i;
-          }
-        }
-      }
-      std::vector<uint64_t> scratch;
-      for (size_t j = 0; j < blocks; ++j) {
-        const std::span<uint64_t> block(records.data() + starts[j], starts[j + 1] - starts[j]);
-        if (!block.empty()) {  // else no block (a band folded into its chunk's first, or no keys)
-          SortBandRecords(block, &scratch);
-          EncodeBandBlock(block, row_bits, &band_codes);
-        }
-        band_offsets[j + 1] = band_codes.size();
-      }
-    }
-    auto group = [&](const std::vector<uint64_t>& hashes, std::vector<uint64_t>* offsets,
-                     std::vector<uint64_t>* out_hashes, std::vector<uint32_t>* out_rows) {
-      std::vector<uint32_t> dest(n);
-      for (size_t i = 0; i < n; ++i) {
-        dest[i] = Route(hashes[i], dests);
-        ++(*offsets)[dest[i] + 1];
-      }
-      for (size_t j = 1; j < offsets->size(); ++j) (*offsets)[j] += (*offsets)[j - 1];
-      std::vector<uint64_t> fill(offsets->begin(), offsets->end() - 1);
-      out_hashes->resize(n);
-      out_rows->resize(n);
-      for (size_t i = 0; i < n; ++i) {
-        const uint64_t at = fill[dest[i]]++;
-        (*out_hashes)[at] = hashes[i];
-        (*out_rows)[at] = static_cast<uint32_t>(i);
-      }
-    };
-    group(squeezed_hash, &ws_offsets, &ws_hashes, &ws_rows);
-    std::vector<uint64_t> id_hash(n);
-    for (size_t i = 0; i < n; ++i) {
-      id_hash[i] = XXH3_64bits(id_blob.data() + id_offsets[i], id_offsets[i + 1] - id_offsets[i]);
-    }
-    group(id_hash, &id_offsets_by_dest, &id_hashes, &id_rows);
+    records = GroupRecords(columns, pass->bands(), dests);
   }
-
-  py::dict out;
-  out["id_blob"] = Take(std::move(id_blob));
-  out["id_offsets"] = Take(std::move(id_offsets));
-  out["line"] = Take(std::move(lines));
-  out["hi"] = Take(std::move(hi));
-  out["lo"] = Take(std::move(lo));
-  out["text_bytes"] = Take(std::move(text_bytes));
-  out["normalized_bytes"] = Take(std::move(normalized_bytes));
-  out["content_hash"] = Take(std::move(content_hash));
-  out["squeezed_hash"] = Take(std::move(squeezed_hash));
-  out["score"] = Take(std::move(scores));
-  out["set_offsets"] = Take(std::move(set_offsets));
-  out["set_codes"] = Take(std::vector<uint8_t>(set_codes.begin(), set_codes.end()));
-  out["set_sizes"] = Take(std::move(set_sizes));
-  out["band_offsets"] = Take(std::move(band_offsets));
-  out["band_codes"] = Take(std::vector<uint8_t>(band_codes.begin(), band_codes.end()));
-  out["row_bits"] = BitsFor(n == 0 ? 0 : n - 1);
-  out["ws_offsets"] = Take(std::move(ws_offsets));
-  out["ws_hashes"] = Take(std::move(ws_hashes));
-  out["ws_rows"] = Take(std::move(ws_rows));
-  out["idh_offsets"] = Take(std::move(id_offsets_by_dest));
-  out["idh_hashes"] = Take(std::move(id_hashes));
-  out["idh_rows"] = Take(std::move(id_rows));
-  py::dict counts;
-  counts["documents"] = n;
-  counts["text_bytes"] = total_text_bytes;
-  py::dict skipped_dict, fallback_dict, failed_dict;
-  for (const auto& [reason, count] : skipped) AddCount(&skipped_dict, reason, count);
-  for (const auto& [reason, count] : fallbacks) AddCount(&fallback_dict, reason, count);
-  for (const auto& [code, count] : failed) AddCount(&failed_dict, code, count);
-  counts["skipped"] = skipped_dict;
-  counts["fallbacks"] = fallback_dict;
-  counts["failed"] = failed_dict;
-  counts["warnings"] = *warnings;
-  counts["warning_count"] = *warning_count;
+  py::dict counts = CountsDict(columns, *warnings, *warning_count);
+  py::dict out = PartitionDict(std::move(columns), std::move(records));
   out["counts"] = counts;
   return out;
 }

@@ -1474,19 +1474,16 @@ class PyStore {
       }
     }
     const OptionValues given = KeywordValues(fingerprint_keywords, kFingerprintScope);
+    // sync and verify_checksums are the registry's store options too (checked and applied there,
+    // as `serve --sync` and `--no-verify`; group_commit_ms, a keyword, needs sync="group").
+    store_keywords["sync"] = sync;
+    store_keywords["verify_checksums"] = verify_checksums;
     const OptionValues store_values =
         KeywordValues(store_keywords, kFingerprintScope | kStoreScope | kDedupScope);
     StoreOptions options;
     Check(store_values.ApplyTo(&options));
     options.create_if_missing = create_if_missing;
     options.error_if_exists = error_if_exists;
-    if (sync != "every" && sync != "group" && sync != "none") {
-      throw py::value_error("sync: expected one of every, group, none, got \"" + sync + "\"");
-    }
-    options.sync_mode = sync == "every"   ? SyncMode::kEveryWrite
-                        : sync == "group" ? SyncMode::kGroupCommit
-                                          : SyncMode::kNone;
-    options.verify_checksums_on_open = verify_checksums;
     Result<std::unique_ptr<DocumentStore>> opened = Status::Internal("unset");
     {
       py::gil_scoped_release release;
@@ -1725,7 +1722,8 @@ class PyStore {
     out["searches"] = s.searches;
     out["writes"] = s.writes;
     out["bits"] = s.bits;
-    out["max_k"] = s.indexed_k;
+    out["indexed_k"] = s.indexed_k;
+    out["max_k"] = s.indexed_k;  // deprecated: the old name of indexed_k, for one release
     out["index_design"] = s.index_design;
     out["fingerprint_options"] = s.fingerprint_options;
     out["rule"] = StoreRuleName(s.rule);
@@ -1873,8 +1871,8 @@ constexpr const char* kStore =
     R"(A persistent, crash-safe store of documents (id, fingerprint, metadata).
 
 Store(path, create_if_missing=True, error_if_exists=False, bits=None, indexed_k=3, sync="every",
-memtable_limit=65536, verify_checksums=True, rule="dedup", threshold=..., bands=..., rows=...,
-bucket_window=..., **fingerprint_options): opens or creates the store directory `path` (the one
+group_commit_ms=2 (sync="group" only), memtable_limit=65536, verify_checksums=True, rule="dedup",
+threshold=..., bands=..., rows=..., bucket_window=..., **fingerprint_options): opens or creates the store directory `path` (the one
 `neardup serve` and `neardup index` use). rule="dedup" (the default for a new store) answers with
 `neardup dedup`'s rule (exact copy, whitespace-only copy, MinHash LSH candidate whose verified
 shingle Jaccard reaches the threshold) and takes texts (check / check_batch); rule="simhash"

@@ -233,12 +233,106 @@ py::list BuildClustersOf(py::handle hi_a, py::handle lo_a, int bits, py::handle 
   return out;
 }
 
-}  // namespace
+// HammingJoin.keys: Key(table, fp) of every fingerprint, an (n, tables) array.
+py::object HammingKeysOf(const HammingJoin& self, py::handle hi, py::handle lo) {
+  std::vector<Fingerprint> fps = Fingerprints(hi, lo, self.bits());
+  std::vector<uint64_t> keys;
+  {
+    py::gil_scoped_release release;
+    self.Keys(fps, &keys);
+  }
+  return Take(std::move(keys)).attr("reshape")(py::make_tuple(fps.size(), self.tables()));
+}
 
-void RegisterStageBindings(py::module_& m) {
-  py::module_ s = m.def_submodule(
-      "stages", "The dedup stages of neardup/dedup_stages.h over NumPy arrays (for neardup.dask).");
+// HammingJoin.bucket_pairs: the pairs of one bucket that a table reports.
+py::tuple HammingBucketPairsOf(const HammingJoin& self, size_t table, py::handle documents_object,
+                               py::handle hi, py::handle lo) {
+  if (table >= self.tables()) throw py::value_error("table: out of range");
+  ArrayView<uint64_t> documents(documents_object, "documents");
+  std::vector<Fingerprint> fps = Fingerprints(hi, lo, self.bits());
+  SameLength(documents.size(), fps.size(), "documents, fingerprints");
+  std::vector<NeighborPair> pairs;
+  {
+    py::gil_scoped_release release;
+    self.BucketPairs(table, documents.span(), fps, &pairs);
+  }
+  return NeighborArrays(pairs);
+}
 
+py::tuple HammingSelfJoinOf(const HammingJoin& self, py::handle hi, py::handle lo, int threads) {
+  std::vector<Fingerprint> fps = Fingerprints(hi, lo, self.bits());
+  std::vector<NeighborPair> pairs;
+  {
+    py::gil_scoped_release release;
+    pairs = self.SelfJoin(fps, threads);
+  }
+  return NeighborArrays(pairs);
+}
+
+// lsh_bucket_pairs: the LSH bucket rule over (bucket, document) records, with its counts.
+py::tuple LshBucketPairsOf(py::handle buckets_object, py::handle documents_object,
+                           uint32_t window) {
+  ArrayView<uint64_t> buckets(buckets_object, "buckets"), documents(documents_object, "documents");
+  SameLength(buckets.size(), documents.size(), "buckets, documents");
+  if (window < 1) throw py::value_error("window: must be at least 1");
+  LshJoinStats stats;
+  std::vector<LshPair> pairs;
+  {
+    py::gil_scoped_release release;
+    pairs = LshBucketRecordPairs(buckets.span(), documents.span(), window, &stats);
+  }
+  py::dict counts;
+  counts["records"] = stats.records;
+  counts["buckets"] = stats.buckets;
+  counts["oversized_buckets"] = stats.oversized_buckets;
+  counts["largest_bucket"] = stats.largest_bucket;
+  counts["bucket_pairs"] = stats.bucket_pairs;
+  counts["candidate_pairs"] = stats.candidate_pairs;
+  py::tuple ab = PairArrays(pairs);
+  return py::make_tuple(ab[0], ab[1], counts);
+}
+
+py::tuple FirstOfEqualHashPairsOf(py::handle hashes_object, py::handle documents_object) {
+  ArrayView<uint64_t> hashes(hashes_object, "hashes"), documents(documents_object, "documents");
+  SameLength(hashes.size(), documents.size(), "hashes, documents");
+  std::vector<LshPair> pairs;
+  {
+    py::gil_scoped_release release;
+    pairs = FirstOfEqualHashPairs(hashes.span(), documents.span());
+  }
+  return PairArrays(pairs);
+}
+
+// merge_candidate_pairs: runs of (packed pairs, source), each checked sorted and distinct.
+py::tuple MergeCandidatePairsOf(const py::list& runs) {
+  std::vector<ArrayView<uint64_t>> views;
+  std::vector<CandidateRun> candidate_runs;
+  for (py::handle run : runs) {
+    auto pair = run.cast<py::tuple>();
+    if (pair.size() != 2) throw py::value_error("runs: expected (packed pairs, source)");
+    views.emplace_back(pair[0], "packed pairs");
+  }
+  for (size_t i = 0; i < views.size(); ++i) {
+    candidate_runs.push_back({views[i].span(), runs[i].cast<py::tuple>()[1].cast<uint8_t>()});
+    const auto run = views[i].span();
+    for (size_t j = 1; j < run.size(); ++j) {
+      if (run[j - 1] >= run[j]) {
+        throw py::value_error("runs[" + std::to_string(i) +
+                              "]: packed pairs must be sorted and distinct");
+      }
+    }
+  }
+  std::vector<uint64_t> pairs;
+  std::vector<uint8_t> sources;
+  {
+    py::gil_scoped_release release;
+    MergeCandidatePairs(candidate_runs, &pairs, &sources);
+  }
+  return py::make_tuple(Take(std::move(pairs)), Take(std::move(sources)));
+}
+
+// Stage 1: the per-document pass.
+void RegisterDocumentPass(py::module_& s) {
   py::class_<PyDocumentPass>(s, "DocumentPass")
       .def(py::init([](py::kwargs kwargs) { return new PyDocumentPass(kwargs); }))
       .def("columns", &PyDocumentPass::Columns, py::arg("texts"), py::arg("with_sets") = false,
@@ -250,7 +344,10 @@ void RegisterStageBindings(py::module_& m) {
       .def_property_readonly("bits", [](const PyDocumentPass& self) {
         return self.pass().options().fingerprint.bits;
       });
+}
 
+// Stage 2: fingerprints within k.
+void RegisterHammingJoin(py::module_& s) {
   py::class_<HammingJoin>(s, "HammingJoin")
       .def(py::init([](int bits, int k, double expected_size) {
              Result<HammingJoin> join = HammingJoin::Create(bits, k, expected_size);
@@ -262,124 +359,40 @@ void RegisterStageBindings(py::module_& m) {
       .def_property_readonly("bits", &HammingJoin::bits)
       .def_property_readonly("k", &HammingJoin::k)
       .def(
-          "keys",
-          [](const HammingJoin& self, py::handle hi, py::handle lo) {
-            std::vector<Fingerprint> fps = Fingerprints(hi, lo, self.bits());
-            std::vector<uint64_t> keys;
-            {
-              py::gil_scoped_release release;
-              self.Keys(fps, &keys);
-            }
-            return Take(std::move(keys)).attr("reshape")(py::make_tuple(fps.size(), self.tables()));
-          },
-          py::arg("hi"), py::arg("lo"),
+          "keys", &HammingKeysOf, py::arg("hi"), py::arg("lo"),
           "Key(table, fp) of every fingerprint: an (n, tables) uint64 array; equal (table, key) is "
           "a bucket.")
-      .def(
-          "bucket_pairs",
-          [](const HammingJoin& self, size_t table, py::handle documents_object, py::handle hi,
-             py::handle lo) {
-            if (table >= self.tables()) throw py::value_error("table: out of range");
-            ArrayView<uint64_t> documents(documents_object, "documents");
-            std::vector<Fingerprint> fps = Fingerprints(hi, lo, self.bits());
-            SameLength(documents.size(), fps.size(), "documents, fingerprints");
-            std::vector<NeighborPair> pairs;
-            {
-              py::gil_scoped_release release;
-              self.BucketPairs(table, documents.span(), fps, &pairs);
-            }
-            return NeighborArrays(pairs);
-          },
-          py::arg("table"), py::arg("documents"), py::arg("hi"), py::arg("lo"),
-          "The pairs (a, b, distance) of one bucket that this table reports.")
-      .def(
-          "self_join",
-          [](const HammingJoin& self, py::handle hi, py::handle lo, int threads) {
-            std::vector<Fingerprint> fps = Fingerprints(hi, lo, self.bits());
-            std::vector<NeighborPair> pairs;
-            {
-              py::gil_scoped_release release;
-              pairs = self.SelfJoin(fps, threads);
-            }
-            return NeighborArrays(pairs);
-          },
-          py::arg("hi"), py::arg("lo"), py::arg("threads") = 0);
+      .def("bucket_pairs", &HammingBucketPairsOf, py::arg("table"), py::arg("documents"),
+           py::arg("hi"), py::arg("lo"),
+           "The pairs (a, b, distance) of one bucket that this table reports.")
+      .def("self_join", &HammingSelfJoinOf, py::arg("hi"), py::arg("lo"), py::arg("threads") = 0);
+}
 
-  s.def(
-      "lsh_bucket_pairs",
-      [](py::handle buckets_object, py::handle documents_object, uint32_t window) {
-        ArrayView<uint64_t> buckets(buckets_object, "buckets"),
-            documents(documents_object, "documents");
-        SameLength(buckets.size(), documents.size(), "buckets, documents");
-        if (window < 1) throw py::value_error("window: must be at least 1");
-        LshJoinStats stats;
-        std::vector<LshPair> pairs;
-        {
-          py::gil_scoped_release release;
-          pairs = LshBucketRecordPairs(buckets.span(), documents.span(), window, &stats);
-        }
-        py::dict counts;
-        counts["records"] = stats.records;
-        counts["buckets"] = stats.buckets;
-        counts["oversized_buckets"] = stats.oversized_buckets;
-        counts["largest_bucket"] = stats.largest_bucket;
-        counts["bucket_pairs"] = stats.bucket_pairs;
-        counts["candidate_pairs"] = stats.candidate_pairs;
-        py::tuple ab = PairArrays(pairs);
-        return py::make_tuple(ab[0], ab[1], counts);
-      },
-      py::arg("buckets"), py::arg("documents"), py::arg("window"),
-      "The LSH bucket rule over (bucket = band << 32 | key, document) records: (a, b, counts).");
+// Stage 2: the LSH bucket rule, the whitespace rule and the distinct merge of candidates.
+void RegisterCandidateRules(py::module_& s) {
+  s.def("lsh_bucket_pairs", &LshBucketPairsOf, py::arg("buckets"), py::arg("documents"),
+        py::arg("window"),
+        "The LSH bucket rule over (bucket = band << 32 | key, document) records: (a, b, counts).");
   s.def("lsh_bucket_key", &LshBucketKey, py::arg("band"), py::arg("key"));
-  s.def(
-      "first_of_equal_hash_pairs",
-      [](py::handle hashes_object, py::handle documents_object) {
-        ArrayView<uint64_t> hashes(hashes_object, "hashes"),
-            documents(documents_object, "documents");
-        SameLength(hashes.size(), documents.size(), "hashes, documents");
-        std::vector<LshPair> pairs;
-        {
-          py::gil_scoped_release release;
-          pairs = FirstOfEqualHashPairs(hashes.span(), documents.span());
-        }
-        return PairArrays(pairs);
-      },
-      py::arg("hashes"), py::arg("documents"),
-      "The whitespace rule: each document with the first of equal hash, (first, document).");
-  s.def(
-      "merge_candidate_pairs",
-      [](const py::list& runs) {
-        std::vector<ArrayView<uint64_t>> views;
-        std::vector<CandidateRun> candidate_runs;
-        for (py::handle run : runs) {
-          auto pair = run.cast<py::tuple>();
-          if (pair.size() != 2) throw py::value_error("runs: expected (packed pairs, source)");
-          views.emplace_back(pair[0], "packed pairs");
-        }
-        for (size_t i = 0; i < views.size(); ++i) {
-          candidate_runs.push_back({views[i].span(), runs[i].cast<py::tuple>()[1].cast<uint8_t>()});
-          const auto run = views[i].span();
-          for (size_t j = 1; j < run.size(); ++j) {
-            if (run[j - 1] >= run[j]) {
-              throw py::value_error("runs[" + std::to_string(i) +
-                                    "]: packed pairs must be sorted and distinct");
-            }
-          }
-        }
-        std::vector<uint64_t> pairs;
-        std::vector<uint8_t> sources;
-        {
-          py::gil_scoped_release release;
-          MergeCandidatePairs(candidate_runs, &pairs, &sources);
-        }
-        return py::make_tuple(Take(std::move(pairs)), Take(std::move(sources)));
-      },
-      py::arg("runs"),
-      "The distinct merge of sorted runs of packed pairs (a << 32 | b), each with its source bit: "
-      "(packed, sources).");
+  s.def("first_of_equal_hash_pairs", &FirstOfEqualHashPairsOf, py::arg("hashes"),
+        py::arg("documents"),
+        "The whitespace rule: each document with the first of equal hash, (first, document).");
+  s.def("merge_candidate_pairs", &MergeCandidatePairsOf, py::arg("runs"),
+        "The distinct merge of sorted runs of packed pairs (a << 32 | b), each with its source "
+        "bit: (packed, sources).");
   s.attr("LSH") = static_cast<int>(kLshCandidate);
   s.attr("SIMHASH") = static_cast<int>(kSimHashCandidate);
   s.attr("WHITESPACE") = static_cast<int>(kWhitespaceCandidate);
+}
+
+}  // namespace
+
+void RegisterStageBindings(py::module_& m) {
+  py::module_ s = m.def_submodule(
+      "stages", "The dedup stages of neardup/dedup_stages.h over NumPy arrays (for neardup.dask).");
+  RegisterDocumentPass(s);
+  RegisterHammingJoin(s);
+  RegisterCandidateRules(s);
   s.def("build_clusters", &BuildClustersOf, py::arg("hi"), py::arg("lo"), py::arg("bits"),
         py::arg("text_bytes"), py::arg("normalized_bytes"), py::arg("content_hash"),
         py::arg("score"), py::arg("a"), py::arg("b"), py::arg("distance"), py::arg("similarity"),

@@ -200,9 +200,35 @@ def test_old_names_work_with_a_deprecation_warning(tmp_path):
         neardup.HammingIndex(indexed_k=2, max_k=2)
     with pytest.warns(DeprecationWarning, match="max_k is an old name: use indexed_k"):
         with neardup.Store(str(tmp_path / "s"), max_k=4, rule="simhash") as store:
-            assert store.stats()["max_k"] == 4
+            stats = store.stats()
+            assert stats["indexed_k"] == 4
+            assert stats["max_k"] == 4  # the deprecated alias of indexed_k, for one release
     with pytest.warns(DeprecationWarning, match="expected_documents is an old name"):
         neardup.Store(str(tmp_path / "t"), expected_documents=1e5).close()
+
+
+def test_store_sync_keywords_are_the_registrys(tmp_path):
+    """sync, group_commit_ms and verify_checksums are the option registry's store options (the
+    command line's --sync, --group-commit-ms, --no-verify): the same values and checks."""
+    path = str(tmp_path / "s")
+    with neardup.Store(path, sync="group", group_commit_ms=1, rule="simhash") as store:
+        store.add("a", 0x0123456789ABCDEF)
+        assert store.stats()["documents"] == 1
+    with neardup.Store(path, sync="none", verify_checksums=False) as store:
+        assert store.stats()["documents"] == 1
+    with pytest.raises(ValueError, match=r"sync: expected one of every,group,none, got \"often\""):
+        neardup.Store(path, sync="often")
+    with pytest.raises(ValueError, match="group_commit_ms is the window of sync group, not of "
+                                         "sync every"):
+        neardup.Store(path, group_commit_ms=5)
+    with pytest.raises(ValueError, match=r"group_commit_ms must be in \[0, 1000\]"):
+        neardup.Store(path, sync="group", group_commit_ms=5000)
+    with pytest.raises(ValueError, match=r"indexed_k must be in \[0, 15\] for a store"):
+        neardup.Store(str(tmp_path / "t"), indexed_k=20)
+    with pytest.raises(ValueError, match="memory_budget"):
+        neardup.Store(str(tmp_path / "t"), memory_budget="lots")
+    with pytest.raises(TypeError):
+        neardup.Store(path, verify_checksums="yes")
 
 
 def test_store_records_its_containment_options(tmp_path):

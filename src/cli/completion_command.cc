@@ -17,10 +17,16 @@ std::vector<const CLI::App*> Visible(const CLI::App* app) {
   return app->get_subcommands([](const CLI::App* sub) { return !sub->get_group().empty(); });
 }
 
+// The options `--help` shows: an old name (hidden, still accepted with a warning, such as
+// --max-k) is neither completed nor documented.
+std::vector<const CLI::Option*> Shown(const CLI::App* app) {
+  return app->get_options([](const CLI::Option* option) { return !option->get_group().empty(); });
+}
+
 // Every option name of `app` ("-j", "--threads", ...), positionals left out.
 std::vector<std::string> OptionNames(const CLI::App* app) {
   std::vector<std::string> names;
-  for (const CLI::Option* option : app->get_options()) {
+  for (const CLI::Option* option : Shown(app)) {
     if (option->get_positional() && !option->nonpositional()) continue;
     for (const std::string& name : option->get_snames()) names.push_back("-" + name);
     for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
@@ -88,7 +94,7 @@ std::string Bash(const CLI::App* root) {
 // "--name[description]" specs for zsh's _arguments.
 std::string ZshSpecs(const CLI::App* app) {
   std::string out;
-  for (const CLI::Option* option : app->get_options()) {
+  for (const CLI::Option* option : Shown(app)) {
     if (option->get_positional() && !option->nonpositional()) continue;
     std::string description = option->get_description();
     for (char& c : description) {
@@ -168,7 +174,7 @@ std::string Roff(const std::string& text) {
 }
 
 void ManOptions(const CLI::App* app, std::string* out) {
-  for (const CLI::Option* option : app->get_options()) {
+  for (const CLI::Option* option : Shown(app)) {
     if (option->get_lnames().empty() && option->get_snames().empty() && option->get_positional()) {
       *out += ".TP\n.I " + Roff(option->get_name()) + "\n" + Roff(option->get_description()) + "\n";
       continue;

@@ -66,13 +66,10 @@ struct DedupCommandArgs {
   DedupFlags flags;
 };
 
-int RunDedupCommand(const DedupCommandArgs& args) {
-  DedupOptions options;
-  Status status = args.flags.ToOptions(&options);
-  if (!status.ok()) {
-    PrintError(status);
-    return kExitUsage;
-  }
+// Refuses, before the (possibly long) run, what could not be written after it: --write-kept of an
+// input that cannot be re-read, --write-kept - without -o, and unwritable output paths. kExitOk,
+// or the exit code (the error printed).
+int CheckDedupOutputs(const DedupCommandArgs& args) {
   for (const std::string& input : args.inputs) {
     if (!args.write_kept.empty() && IsStreamInput(input)) {
       PrintError("--write-kept cannot re-read " +
@@ -85,36 +82,36 @@ int RunDedupCommand(const DedupCommandArgs& args) {
     PrintError("--write-kept - needs -o DIR: without it standard output holds the clusters");
     return kExitUsage;
   }
-  {
-    // Refuse unwritable outputs before the (possibly long) run, not after it.
-    auto expanded = DocumentReader::Open(args.inputs, DocumentReaderOptions{});
-    if (!expanded.ok()) {
-      PrintError(expanded.status());
-      return kExitFailure;
-    }
-    OutputFileOptions check;
-    check.force = args.force;
-    check.inputs = (*expanded)->files();
-    std::vector<std::string> paths;
-    if (!args.output_dir.empty()) {
-      for (const char* name : {"clusters.jsonl", "keep.txt", "remove.txt", "summary.json"}) {
-        paths.push_back((std::filesystem::path(args.output_dir) / name).string());
-      }
-    }
-    if (!args.write_kept.empty()) paths.push_back(args.write_kept);
-    status = CheckOutputPaths(paths, check);
-    if (!status.ok()) {
-      PrintError(status);
-      return kExitFailure;
+  auto expanded = DocumentReader::Open(args.inputs, DocumentReaderOptions{});
+  if (!expanded.ok()) {
+    PrintError(expanded.status());
+    return kExitFailure;
+  }
+  OutputFileOptions check;
+  check.force = args.force;
+  check.inputs = (*expanded)->files();
+  std::vector<std::string> paths;
+  if (!args.output_dir.empty()) {
+    for (const char* name : {"clusters.jsonl", "keep.txt", "remove.txt", "summary.json"}) {
+      paths.push_back((std::filesystem::path(args.output_dir) / name).string());
     }
   }
-  options.measure_stage_memory = true;  // a process of its own: per-stage peak memory
-  const bool quiet = args.quiet;
-  const bool show_progress = !quiet && isatty(fileno(stderr));
+  if (!args.write_kept.empty()) paths.push_back(args.write_kept);
+  if (Status status = CheckOutputPaths(paths, check); !status.ok()) {
+    PrintError(status);
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+// RunDedup with warnings on stderr and, on a terminal (not --quiet), a progress line.
+Result<DedupReport> RunWithProgress(const DedupCommandArgs& args, DedupOptions* options) {
+  options->measure_stage_memory = true;  // a process of its own: per-stage peak memory
+  const bool show_progress = !args.quiet && isatty(fileno(stderr));
   WarningPrinter warnings;
   // On a terminal a warning first clears the progress line; elsewhere it is a plain line.
   warnings.set_clear_line(show_progress ? "\r\033[K" : "");
-  options.reader.on_warning = warnings.Callback();
+  options->reader.on_warning = warnings.Callback();
   ProgressBar bar;
   DedupProgress progress;
   if (show_progress) {
@@ -122,8 +119,40 @@ int RunDedupCommand(const DedupCommandArgs& args) {
       bar.Update(stage, done, total, docs);
     };
   }
-  auto report = RunDedup(args.inputs, options, progress);
+  auto report = RunDedup(args.inputs, *options, progress);
   bar.Finish();
+  return report;
+}
+
+// The closing line on stderr: documents, skipped, the rule, clusters, removed, time.
+void PrintDedupLine(const DedupCommandArgs& args, const DedupReport& report, uint64_t skipped_total,
+                    double write_seconds) {
+  std::string rule = "verify " + (report.verify_threshold > 0
+                                      ? std::to_string(report.verify_threshold).substr(0, 4)
+                                      : std::string("off"));
+  if (report.lsh) {
+    rule += ", LSH " + std::to_string(report.lsh->bands) + "x" + std::to_string(report.lsh->rows);
+  }
+  if (report.k) rule += ", SimHash k = " + std::to_string(*report.k);
+  std::fprintf(stderr,
+               "neardup: dedup: %s (%s skipped), %s, %s, %s removed, %.2f s "
+               "(+%.2f s writing)%s%s\n",
+               Count(report.documents.size(), "document").c_str(),
+               std::to_string(skipped_total).c_str(), rule.c_str(),
+               Count(report.clusters.size(), "cluster").c_str(),
+               std::to_string(report.removed_count()).c_str(), report.total_seconds, write_seconds,
+               args.output_dir.empty() ? "" : " -> ", args.output_dir.c_str());
+}
+
+int RunDedupCommand(const DedupCommandArgs& args) {
+  DedupOptions options;
+  Status status = args.flags.ToOptions(&options);
+  if (!status.ok()) {
+    PrintError(status);
+    return kExitUsage;
+  }
+  if (int code = CheckDedupOutputs(args); code != kExitOk) return code;
+  auto report = RunWithProgress(args, &options);
   if (!report.ok()) {
     PrintError(report.status());
     return kExitFailure;
@@ -165,23 +194,8 @@ int RunDedupCommand(const DedupCommandArgs& args) {
     // stderr (stdout holds the clusters).
     std::string summary = DedupSummaryJson(*report, &options);
     std::fputs(summary.c_str(), args.output_dir.empty() ? stderr : stdout);
-  } else if (!quiet) {
-    std::string rule = "verify " + (report->verify_threshold > 0
-                                        ? std::to_string(report->verify_threshold).substr(0, 4)
-                                        : std::string("off"));
-    if (report->lsh) {
-      rule +=
-          ", LSH " + std::to_string(report->lsh->bands) + "x" + std::to_string(report->lsh->rows);
-    }
-    if (report->k) rule += ", SimHash k = " + std::to_string(*report->k);
-    std::fprintf(stderr,
-                 "neardup: dedup: %s (%s skipped), %s, %s, %s removed, %.2f s "
-                 "(+%.2f s writing)%s%s\n",
-                 Count(report->documents.size(), "document").c_str(),
-                 std::to_string(skipped_total).c_str(), rule.c_str(),
-                 Count(report->clusters.size(), "cluster").c_str(),
-                 std::to_string(report->removed_count()).c_str(), report->total_seconds,
-                 write_seconds, args.output_dir.empty() ? "" : " -> ", args.output_dir.c_str());
+  } else if (!args.quiet) {
+    PrintDedupLine(args, *report, skipped_total, write_seconds);
   }
   return kExitOk;
 }

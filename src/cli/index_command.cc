@@ -33,7 +33,6 @@ struct IndexArgs {
   InputFlags input;  // the same reading flags as every other command
   std::string metadata_field = "metadata";
   std::string fingerprint_field = "fingerprint";
-  std::string sync = "every";
   size_t batch = 10000;
   bool compact = true;
   std::string check;   // add: "" (bulk add), "if-new" or "always" (check each document)
@@ -45,7 +44,6 @@ struct IndexArgs {
   bool k_given = false;  // query: -k was given (a dedup-rule store's text queries refuse it)
   size_t limit = 0;
   std::vector<std::string> ids;
-  bool no_verify = false;
 };
 
 int Fail(const Status& status) {
@@ -59,7 +57,6 @@ Result<std::unique_ptr<DocumentStore>> OpenExisting(const IndexArgs& args, SyncM
   options.create_if_missing = false;
   options.read_only = read_only;
   options.sync_mode = sync;
-  options.verify_checksums_on_open = !args.no_verify;
   auto store = DocumentStore::Open(args.dir, options);
   if (store.ok()) WarnIfLogTailDropped(**store);
   return store;
@@ -71,7 +68,6 @@ Result<std::unique_ptr<DocumentStore>> OpenExistingForText(const IndexArgs& args
                                                            StoreOptions options,
                                                            FingerprintOptions* fingerprint) {
   options.create_if_missing = false;
-  options.verify_checksums_on_open = !args.no_verify;
   return OpenStoreWithFingerprintOptions(args.dir, options, args.fingerprint_flags, fingerprint);
 }
 
@@ -271,13 +267,139 @@ int RunCreate(const IndexArgs& args) {
                   stats.pair_rule.containment_min_ratio);
     rule = buffer;
   }
-  std::fprintf(stderr,
-               "neardup: index create: created %s (rule %s; %d-bit, max_k %d); index design for "
-               "%.4g documents within %s: %s (%.1f B/fp); fingerprint options: %s\n",
-               args.dir.c_str(), rule.c_str(), stats.bits, stats.indexed_k, options.expected_size,
-               options.memory_budget.ToString().c_str(), stats.index_design.c_str(),
-               stats.index_bytes_per_fingerprint, stats.fingerprint_options.c_str());
+  std::fprintf(
+      stderr,
+      "neardup: index create: created %s (rule %s; %d-bit, indexed_k %d); index design for "
+      "%.4g documents within %s: %s (%.1f B/fp); fingerprint options: %s\n",
+      args.dir.c_str(), rule.c_str(), stats.bits, stats.indexed_k, options.expected_size,
+      options.memory_budget.ToString().c_str(), stats.index_design.c_str(),
+      stats.index_bytes_per_fingerprint, stats.fingerprint_options.c_str());
   return kExitOk;
+}
+
+// The writes of `index add` as batches come: the one write path, each batch one atomic store call
+// (AddBatch, or with --check a batch check that adds what duplicates nothing, each document also
+// checked against the earlier ones of the batch), and the counts.
+class BatchAdder {
+ public:
+  BatchAdder(const IndexArgs& args, const StoreOptions& options, DocumentStore* store,
+             const DocumentSketcher* sketcher, WarningPrinter* warnings)
+      : args_(args), options_(options), store_(store), sketcher_(sketcher), warnings_(warnings) {}
+
+  Status Consume(TextBatch& batch) {
+    std::vector<DocumentInput> documents;
+    std::vector<const Document*> sources;
+    NEARDUP_RETURN_IF_ERROR(Admit(batch, &documents, &sources));
+    return args_.check.empty() ? Add(documents) : Check(documents, sources);
+  }
+
+  const std::map<std::string, uint64_t>& failed() const { return failed_; }
+  size_t added() const { return added_; }
+  size_t replaced() const { return replaced_; }
+  size_t duplicates() const { return duplicates_; }
+
+ private:
+  // A record read but not added: counted by reason and warned about (--strict: an error).
+  Status Skip(const Document& doc, const std::string& reason, const std::string& why) {
+    if (args_.input.strict()) return Status::InvalidArgument(doc.location + ": " + why);
+    ++failed_[reason];
+    warnings_->Callback()(doc.location + ": " + why + " (skipped)");
+    return Status::Ok();
+  }
+
+  // The documents of `batch` the store can take (fingerprinted, id and metadata within bounds).
+  Status Admit(TextBatch& batch, std::vector<DocumentInput>* documents,
+               std::vector<const Document*>* sources) {
+    for (size_t i = 0; i < batch.docs.size(); ++i) {
+      const Document& doc = batch.docs[i];
+      if (!batch.errors[i].ok()) {
+        NEARDUP_RETURN_IF_ERROR(Skip(doc,
+                                     doc.fingerprint.empty() ? "cannot_fingerprint"
+                                     : sketcher_ != nullptr  ? "fingerprint_without_text"
+                                                             : "invalid_fingerprint",
+                                     batch.errors[i].message()));
+        continue;
+      }
+      if (doc.id.size() > options_.max_id_bytes) {
+        NEARDUP_RETURN_IF_ERROR(Skip(doc, "id_too_large",
+                                     "id of " + std::to_string(doc.id.size()) +
+                                         " bytes, more than " +
+                                         std::to_string(options_.max_id_bytes)));
+        continue;
+      }
+      if (doc.metadata.size() > options_.max_metadata_bytes) {
+        NEARDUP_RETURN_IF_ERROR(Skip(doc, "metadata_too_large",
+                                     "metadata of " + std::to_string(doc.metadata.size()) +
+                                         " bytes, more than " +
+                                         std::to_string(options_.max_metadata_bytes)));
+        continue;
+      }
+      DocumentInput input{doc.id, batch.fps[i], doc.metadata};
+      if (sketcher_ != nullptr) input.sketch = &batch.sketches[i];
+      documents->push_back(input);
+      sources->push_back(&doc);
+    }
+    return Status::Ok();
+  }
+
+  // Without --check: every document is added; one whose id is stored already (or comes earlier
+  // in this batch) replaces that one.
+  Status Add(const std::vector<DocumentInput>& documents) {
+    std::set<std::string_view> in_batch;
+    for (const DocumentInput& document : documents) {
+      if (!in_batch.insert(document.id).second || store_->Get(document.id).ok()) ++replaced_;
+    }
+    NEARDUP_RETURN_IF_ERROR(store_->AddBatch(documents));
+    added_ += documents.size();
+    return Status::Ok();
+  }
+
+  // --check: the store's rule on each document; those with duplicates printed as JSONL.
+  Status Check(const std::vector<DocumentInput>& documents,
+               const std::vector<const Document*>& sources) {
+    CheckOptions check;
+    check.add = args_.check == "always" ? AddMode::kAlways : AddMode::kIfNew;
+    auto results = store_->CheckBatch(documents, check);
+    if (!results.ok()) return results.status();
+    for (size_t i = 0; i < results->size(); ++i) {
+      const CheckResult& result = (*results)[i];
+      added_ += result.added ? 1 : 0;
+      replaced_ += result.replaced ? 1 : 0;
+      if (result.duplicates.empty()) continue;
+      ++duplicates_;
+      std::string out;
+      JsonWriter w(&out);
+      w.BeginObject().Key("id").String(sources[i]->id).Key("location").String(sources[i]->location);
+      w.Key("added").Bool(result.added).Key("duplicates").BeginArray();
+      for (const StoredDocument& d : result.duplicates) WriteDuplicate(w, d);
+      w.EndArray().EndObject();
+      std::puts(out.c_str());
+    }
+    return Status::Ok();
+  }
+
+  const IndexArgs& args_;
+  const StoreOptions& options_;
+  DocumentStore* store_;
+  const DocumentSketcher* sketcher_;
+  WarningPrinter* warnings_;
+  std::map<std::string, uint64_t> failed_;  // records read but not added, by reason
+  size_t added_ = 0, duplicates_ = 0;
+  size_t replaced_ = 0;  // of `added_`: documents that replaced a stored one with the same id
+};
+
+// The reader of `index add`'s inputs (standard input when none), with its metadata and
+// fingerprint fields.
+Result<std::unique_ptr<DocumentReader>> OpenAddInputs(const IndexArgs& args,
+                                                      WarningPrinter* warnings) {
+  std::vector<std::string> inputs = args.input.inputs;
+  if (inputs.empty()) inputs.push_back("-");
+  DocumentReaderOptions reader_options;
+  NEARDUP_RETURN_IF_ERROR(args.input.ToReaderOptions(&reader_options, &args.fingerprint_flags));
+  reader_options.metadata_field = args.metadata_field;
+  reader_options.fingerprint_field = args.fingerprint_field;
+  reader_options.on_warning = warnings->Callback();
+  return DocumentReader::Open(inputs, reader_options);
 }
 
 // Reads documents through the one DocumentReader (the same inputs, flags and skip-and-count
@@ -290,24 +412,13 @@ int RunAdd(const IndexArgs& args) {
   // all (it needs room for a second copy of the store for a moment).
   StoreOptions options;
   options.create_if_missing = false;
-  options.sync_mode = args.sync == "none" ? SyncMode::kNone : SyncMode::kEveryWrite;
   options.memtable_limit = kBulkMemtableLimit;
   if (Status given = args.store.Apply(&options); !given.ok()) {
     PrintError(given);
     return kExitUsage;
   }
-  std::vector<std::string> inputs = args.input.inputs;
-  if (inputs.empty()) inputs.push_back("-");
-  DocumentReaderOptions reader_options;
-  if (Status read = args.input.ToReaderOptions(&reader_options, &args.fingerprint_flags);
-      !read.ok()) {
-    return Fail(read);
-  }
-  reader_options.metadata_field = args.metadata_field;
-  reader_options.fingerprint_field = args.fingerprint_field;
   WarningPrinter warnings;
-  reader_options.on_warning = warnings.Callback();
-  auto reader = DocumentReader::Open(inputs, reader_options);
+  auto reader = OpenAddInputs(args, &warnings);
   if (!reader.ok()) return Fail(reader.status());
   FingerprintOptions fingerprint_options;
   auto opened = OpenExistingForText(args, options, &fingerprint_options);
@@ -316,97 +427,25 @@ int RunAdd(const IndexArgs& args) {
   const StoreStats initial = store.Stats();
   auto sketcher = SketcherForStore(store, fingerprint_options);
   if (!sketcher.ok()) return Fail(sketcher.status());
-  std::map<std::string, uint64_t> failed;  // records read but not added, by reason
-  size_t added = 0, duplicates = 0;
-  size_t replaced = 0;  // of `added`: documents that replaced a stored one with the same id
-  auto skip = [&](const Document& doc, const std::string& reason,
-                  const std::string& why) -> Status {
-    if (args.input.strict()) return Status::InvalidArgument(doc.location + ": " + why);
-    ++failed[reason];
-    warnings.Callback()(doc.location + ": " + why + " (skipped)");
-    return Status::Ok();
-  };
-  // The one write path: each batch is one atomic store call (AddBatch, or with --if-new a batch
-  // check that adds what duplicates nothing, each document also checked against the earlier ones
-  // of the batch).
-  auto consume = [&](TextBatch& batch) -> Status {
-    std::vector<DocumentInput> documents;
-    std::vector<const Document*> sources;
-    for (size_t i = 0; i < batch.docs.size(); ++i) {
-      const Document& doc = batch.docs[i];
-      if (!batch.errors[i].ok()) {
-        NEARDUP_RETURN_IF_ERROR(skip(doc,
-                                     doc.fingerprint.empty() ? "cannot_fingerprint"
-                                     : *sketcher != nullptr  ? "fingerprint_without_text"
-                                                             : "invalid_fingerprint",
-                                     batch.errors[i].message()));
-        continue;
-      }
-      if (doc.id.size() > options.max_id_bytes) {
-        NEARDUP_RETURN_IF_ERROR(skip(doc, "id_too_large",
-                                     "id of " + std::to_string(doc.id.size()) +
-                                         " bytes, more than " +
-                                         std::to_string(options.max_id_bytes)));
-        continue;
-      }
-      if (doc.metadata.size() > options.max_metadata_bytes) {
-        NEARDUP_RETURN_IF_ERROR(skip(doc, "metadata_too_large",
-                                     "metadata of " + std::to_string(doc.metadata.size()) +
-                                         " bytes, more than " +
-                                         std::to_string(options.max_metadata_bytes)));
-        continue;
-      }
-      DocumentInput input{doc.id, batch.fps[i], doc.metadata};
-      if (*sketcher != nullptr) input.sketch = &batch.sketches[i];
-      documents.push_back(input);
-      sources.push_back(&doc);
-    }
-    if (args.check.empty()) {
-      // A document whose id is stored already (or comes earlier in this batch) replaces that one.
-      std::set<std::string_view> in_batch;
-      for (const DocumentInput& document : documents) {
-        if (!in_batch.insert(document.id).second || store.Get(document.id).ok()) ++replaced;
-      }
-      NEARDUP_RETURN_IF_ERROR(store.AddBatch(documents));
-      added += documents.size();
-      return Status::Ok();
-    }
-    CheckOptions check;
-    check.add = args.check == "always" ? AddMode::kAlways : AddMode::kIfNew;
-    auto results = store.CheckBatch(documents, check);
-    if (!results.ok()) return results.status();
-    for (size_t i = 0; i < results->size(); ++i) {
-      const CheckResult& result = (*results)[i];
-      added += result.added ? 1 : 0;
-      replaced += result.replaced ? 1 : 0;
-      if (result.duplicates.empty()) continue;
-      ++duplicates;
-      std::string out;
-      JsonWriter w(&out);
-      w.BeginObject().Key("id").String(sources[i]->id).Key("location").String(sources[i]->location);
-      w.Key("added").Bool(result.added).Key("duplicates").BeginArray();
-      for (const StoredDocument& d : result.duplicates) WriteDuplicate(w, d);
-      w.EndArray().EndObject();
-      std::puts(out.c_str());
-    }
-    return Status::Ok();
-  };
+  BatchAdder adder(args, options, &store, sketcher->get(), &warnings);
   TextPipeline pipeline(reader->get(), args.batch, args.input.threads(), fingerprint_options,
                         sketcher->get(), initial.bits);
-  Status status = pipeline.Run(consume);
+  Status status = pipeline.Run([&adder](TextBatch& batch) { return adder.Consume(batch); });
   if (status.ok()) status = store.Flush();
   if (status.ok() && args.compact) status = store.Compact();
   if (status.ok()) status = store.Close();
   if (!status.ok()) return Fail(status);
   std::map<std::string, uint64_t> skipped = (*reader)->skipped();
-  for (const auto& [reason, count] : failed) skipped[reason] += count;
+  for (const auto& [reason, count] : adder.failed()) skipped[reason] += count;
   WarningPrinter::PrintTotals(skipped, (*reader)->fallbacks());
-  if (added == 0 && duplicates == 0) return Fail(NothingRead(skipped));
+  if (adder.added() == 0 && adder.duplicates() == 0) return Fail(NothingRead(skipped));
   std::fprintf(stderr, "neardup: index add: added %s to %s (%s new, %s replaced)",
-               Count(added, "document").c_str(), args.dir.c_str(),
-               std::to_string(added - replaced).c_str(), Count(replaced, "document").c_str());
+               Count(adder.added(), "document").c_str(), args.dir.c_str(),
+               std::to_string(adder.added() - adder.replaced()).c_str(),
+               Count(adder.replaced(), "document").c_str());
   if (!args.check.empty()) {
-    std::fprintf(stderr, "; %s duplicated stored ones", Count(duplicates, "document").c_str());
+    std::fprintf(stderr, "; %s duplicated stored ones",
+                 Count(adder.duplicates(), "document").c_str());
   }
   std::fputc('\n', stderr);
   return kExitOk;
@@ -469,6 +508,140 @@ int RunQueryOne(const IndexArgs& args) {
   return kExitOk;
 }
 
+// The answers of `index query DIR INPUT...` as they come: per stored document matched, the input
+// documents whose best match it is; keep.txt and remove.txt lines; counts.
+class CorpusQuery {
+ public:
+  CorpusQuery(const IndexArgs& args, DocumentStore* store, const DocumentSketcher* sketcher,
+              WarningPrinter* warnings)
+      : args_(args), store_(store), sketcher_(sketcher), warnings_(warnings) {}
+
+  // Checks one batch against the store (adding nothing); a document that could not be
+  // fingerprinted is skipped with a warning (--strict: an error).
+  Status Consume(TextBatch& batch) {
+    std::vector<DocumentInput> documents;
+    std::vector<const Document*> sources;
+    for (size_t i = 0; i < batch.docs.size(); ++i) {
+      const Document& doc = batch.docs[i];
+      if (!batch.errors[i].ok()) {
+        if (args_.input.strict()) return batch.errors[i].WithContext(doc.location);
+        ++failed_[doc.fingerprint.empty() ? "cannot_fingerprint" : "invalid_fingerprint"];
+        warnings_->Callback()(doc.location + ": " + batch.errors[i].message() + " (skipped)");
+        continue;
+      }
+      DocumentInput input{doc.id, batch.fps[i], {}};
+      if (sketcher_ != nullptr) input.sketch = &batch.sketches[i];
+      documents.push_back(input);
+      sources.push_back(&doc);
+    }
+    CheckOptions check;
+    check.add = AddMode::kNever;
+    check.k = args_.k;
+    auto results = store_->CheckBatch(documents, check);
+    if (!results.ok()) return results.status();
+    for (size_t i = 0; i < results->size(); ++i) {
+      ++checked_;
+      const std::vector<StoredDocument>& found = (*results)[i].duplicates;
+      if (found.empty()) {
+        keep_ += sources[i]->id + "\n";
+        continue;
+      }
+      ++removed_;
+      remove_ += sources[i]->id + "\n";
+      const StoredDocument& best = found[0];  // sorted best first
+      auto& cluster = clusters_[best.id];
+      cluster.first = best;
+      cluster.second.push_back(
+          {sources[i]->id, sources[i]->location, sources[i]->text.size(), best});
+    }
+    return Status::Ok();
+  }
+
+  // clusters.jsonl: one line per stored document matched (kept, in the store), its matches
+  // removed.
+  std::string ClustersJsonl() const {
+    std::string lines;
+    uint64_t cluster_id = 0;
+    for (const auto& [stored_id, cluster] : clusters_) {
+      JsonWriter w(&lines);
+      w.BeginObject().Key("cluster").Uint(cluster_id++).Key("size").Uint(cluster.second.size() + 1);
+      w.Key("kept").BeginObject().Key("id").String(stored_id).Key("in_store").Bool(true);
+      w.Key("fingerprint")
+          .String(ToHex(cluster.first.fingerprint))
+          .Key("metadata")
+          .Metadata(cluster.first.metadata);
+      w.EndObject().Key("removed").BeginArray();
+      for (const Member& m : cluster.second) {
+        w.BeginObject().Key("id").String(m.id).Key("location").String(m.location);
+        w.Key("bytes").Uint(m.bytes).Key("distance").Int(m.match.distance);
+        w.Key("reason").String(DuplicateReasonName(m.match.reason)).Key("similarity");
+        if (m.match.similarity >= 0) {
+          w.Double(m.match.similarity);
+        } else {
+          w.Null();
+        }
+        w.EndObject();
+      }
+      w.EndArray().EndObject();
+      lines += "\n";
+    }
+    return lines;
+  }
+
+  // summary.json: the store, the counts and the skipped records by reason.
+  std::string SummaryJson(const StoreStats& stats,
+                          const std::map<std::string, uint64_t>& skipped) const {
+    std::string summary;
+    JsonWriter w(&summary);
+    w.BeginObject().Key("store").String(args_.dir).Key("rule").String(StoreRuleName(stats.rule));
+    w.Key("store_documents").Uint(stats.documents).Key("documents").Uint(checked_);
+    w.Key("removed").Uint(removed_).Key("clusters").Uint(clusters_.size());
+    w.Key("skipped").BeginObject();
+    for (const auto& [reason, count] : skipped) w.Key(reason).Uint(count);
+    w.EndObject().EndObject();
+    summary += "\n";
+    return summary;
+  }
+
+  const std::map<std::string, uint64_t>& failed() const { return failed_; }
+  const std::string& keep() const { return keep_; }
+  const std::string& remove() const { return remove_; }
+  uint64_t checked() const { return checked_; }
+  uint64_t removed() const { return removed_; }
+
+ private:
+  struct Member {
+    std::string id, location;
+    uint64_t bytes;
+    StoredDocument match;
+  };
+  const IndexArgs& args_;
+  DocumentStore* store_;
+  const DocumentSketcher* sketcher_;
+  WarningPrinter* warnings_;
+  std::map<std::string, std::pair<StoredDocument, std::vector<Member>>> clusters_;
+  std::string keep_, remove_;
+  std::map<std::string, uint64_t> failed_;  // records read but not checked, by reason
+  uint64_t checked_ = 0, removed_ = 0;
+};
+
+// The output files of a corpus query, in the order written.
+constexpr const char* kQueryOutputs[] = {"clusters.jsonl", "keep.txt", "remove.txt",
+                                         "summary.json"};
+
+// Creates -o DIR and refuses output files that exist (without --force) or are inputs, before the
+// run.
+Status PrepareQueryOutputs(const std::string& dir, const OutputFileOptions& options) {
+  if (dir.empty()) return Status::Ok();
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::IoError(dir + ": cannot create the output directory");
+  }
+  for (const char* name : kQueryOutputs) {
+    NEARDUP_RETURN_IF_ERROR(CheckOutputPath(dir + "/" + name, options));
+  }
+  return Status::Ok();
+}
+
 // `index query DIR INPUT...`: checks a corpus against the store without adding anything. Each
 // document duplicating stored ones joins the cluster of its best match (highest similarity, then
 // id) as a removed member; keep.txt lists the others. Outputs as `neardup dedup`'s.
@@ -485,15 +658,8 @@ int RunQueryCorpus(const IndexArgs& args) {
   OutputFileOptions output_options;
   output_options.force = args.force;
   output_options.inputs = (*reader)->files();
-  const char* kNames[] = {"clusters.jsonl", "keep.txt", "remove.txt", "summary.json"};
-  if (!args.output.empty()) {
-    if (::mkdir(args.output.c_str(), 0755) != 0 && errno != EEXIST) {
-      return Fail(Status::IoError(args.output + ": cannot create the output directory"));
-    }
-    for (const char* name : kNames) {
-      Status status = CheckOutputPath(args.output + "/" + name, output_options);
-      if (!status.ok()) return Fail(status);
-    }
+  if (Status prepared = PrepareQueryOutputs(args.output, output_options); !prepared.ok()) {
+    return Fail(prepared);
   }
   StoreOptions options;
   options.read_only = true;
@@ -505,115 +671,35 @@ int RunQueryCorpus(const IndexArgs& args) {
   if (stats.rule == StoreRule::kDedup && args.k_given) return RefuseDistance(args);
   auto sketcher = SketcherForStore(store, fingerprint_options);
   if (!sketcher.ok()) return Fail(sketcher.status());
-  // Per stored document matched: the input documents whose best match it is.
-  struct Member {
-    std::string id, location;
-    uint64_t bytes;
-    StoredDocument match;
-  };
-  std::map<std::string, std::pair<StoredDocument, std::vector<Member>>> clusters;
-  std::string keep, remove;
-  std::map<std::string, uint64_t> failed;
-  uint64_t checked = 0, removed = 0;
-  auto consume = [&](TextBatch& batch) -> Status {
-    std::vector<DocumentInput> documents;
-    std::vector<const Document*> sources;
-    for (size_t i = 0; i < batch.docs.size(); ++i) {
-      const Document& doc = batch.docs[i];
-      if (!batch.errors[i].ok()) {
-        if (args.input.strict()) return batch.errors[i].WithContext(doc.location);
-        ++failed[doc.fingerprint.empty() ? "cannot_fingerprint" : "invalid_fingerprint"];
-        warnings.Callback()(doc.location + ": " + batch.errors[i].message() + " (skipped)");
-        continue;
-      }
-      DocumentInput input{doc.id, batch.fps[i], {}};
-      if (*sketcher != nullptr) input.sketch = &batch.sketches[i];
-      documents.push_back(input);
-      sources.push_back(&doc);
-    }
-    CheckOptions check;
-    check.add = AddMode::kNever;
-    check.k = args.k;
-    auto results = store.CheckBatch(documents, check);
-    if (!results.ok()) return results.status();
-    for (size_t i = 0; i < results->size(); ++i) {
-      ++checked;
-      const std::vector<StoredDocument>& found = (*results)[i].duplicates;
-      if (found.empty()) {
-        keep += sources[i]->id + "\n";
-        continue;
-      }
-      ++removed;
-      remove += sources[i]->id + "\n";
-      const StoredDocument& best = found[0];  // sorted best first
-      auto& cluster = clusters[best.id];
-      cluster.first = best;
-      cluster.second.push_back(
-          {sources[i]->id, sources[i]->location, sources[i]->text.size(), best});
-    }
-    return Status::Ok();
-  };
+  CorpusQuery query(args, &store, sketcher->get(), &warnings);
   TextPipeline pipeline(reader->get(), args.batch, args.input.threads(), fingerprint_options,
                         sketcher->get(), stats.bits);
-  Status status = pipeline.Run(consume);
+  Status status = pipeline.Run([&query](TextBatch& batch) { return query.Consume(batch); });
   if (!status.ok()) return Fail(status);
   std::map<std::string, uint64_t> skipped = (*reader)->skipped();
-  for (const auto& [reason, count] : failed) skipped[reason] += count;
+  for (const auto& [reason, count] : query.failed()) skipped[reason] += count;
   WarningPrinter::PrintTotals(skipped, (*reader)->fallbacks());
-  if (checked == 0) return Fail(NothingRead(skipped));
-  std::string lines;
-  uint64_t cluster_id = 0;
-  for (const auto& [stored_id, cluster] : clusters) {
-    JsonWriter w(&lines);
-    w.BeginObject().Key("cluster").Uint(cluster_id++).Key("size").Uint(cluster.second.size() + 1);
-    w.Key("kept").BeginObject().Key("id").String(stored_id).Key("in_store").Bool(true);
-    w.Key("fingerprint")
-        .String(ToHex(cluster.first.fingerprint))
-        .Key("metadata")
-        .Metadata(cluster.first.metadata);
-    w.EndObject().Key("removed").BeginArray();
-    for (const Member& m : cluster.second) {
-      w.BeginObject().Key("id").String(m.id).Key("location").String(m.location);
-      w.Key("bytes").Uint(m.bytes).Key("distance").Int(m.match.distance);
-      w.Key("reason").String(DuplicateReasonName(m.match.reason)).Key("similarity");
-      if (m.match.similarity >= 0) {
-        w.Double(m.match.similarity);
-      } else {
-        w.Null();
-      }
-      w.EndObject();
-    }
-    w.EndArray().EndObject();
-    lines += "\n";
-  }
-  std::string summary;
-  {
-    JsonWriter w(&summary);
-    w.BeginObject().Key("store").String(args.dir).Key("rule").String(StoreRuleName(stats.rule));
-    w.Key("store_documents").Uint(stats.documents).Key("documents").Uint(checked);
-    w.Key("removed").Uint(removed).Key("clusters").Uint(clusters.size());
-    w.Key("skipped").BeginObject();
-    for (const auto& [reason, count] : skipped) w.Key(reason).Uint(count);
-    w.EndObject().EndObject();
-    summary += "\n";
-  }
+  if (query.checked() == 0) return Fail(NothingRead(skipped));
+  const std::string lines = query.ClustersJsonl();
   if (args.output.empty()) {
     std::fputs(lines.c_str(), stdout);
     std::fprintf(stderr, "neardup: index query: %s checked against %s: %s duplicate stored ones\n",
-                 Count(checked, "document").c_str(), args.dir.c_str(),
-                 std::to_string(removed).c_str());
+                 Count(query.checked(), "document").c_str(), args.dir.c_str(),
+                 std::to_string(query.removed()).c_str());
     return kExitOk;
   }
-  const std::string contents[] = {lines, keep, remove, summary};
+  const std::string contents[] = {lines, query.keep(), query.remove(),
+                                  query.SummaryJson(stats, skipped)};
   for (size_t i = 0; i < 4; ++i) {
-    Status written = WriteOutputFile(args.output + "/" + kNames[i], contents[i], output_options);
+    Status written =
+        WriteOutputFile(args.output + "/" + kQueryOutputs[i], contents[i], output_options);
     if (!written.ok()) return Fail(written);
   }
   std::fprintf(stderr,
                "neardup: index query: %s checked against %s: %s duplicate stored ones "
                "(outputs in %s)\n",
-               Count(checked, "document").c_str(), args.dir.c_str(),
-               std::to_string(removed).c_str(), args.output.c_str());
+               Count(query.checked(), "document").c_str(), args.dir.c_str(),
+               std::to_string(query.removed()).c_str(), args.output.c_str());
   return kExitOk;
 }
 
@@ -660,7 +746,10 @@ int RunRemove(const IndexArgs& args) {
 int RunStats(const IndexArgs& args) {
   StoreOptions options;  // read-only: stats never write to the store
   options.read_only = true;
-  options.verify_checksums_on_open = !args.no_verify;
+  if (Status given = args.store.Apply(&options); !given.ok()) {  // --no-verify
+    PrintError(given);
+    return kExitUsage;
+  }
   auto opened = DocumentStore::Open(args.dir, options);
   if (!opened.ok()) return Fail(opened.status());
   WarnIfLogTailDropped(**opened);
@@ -712,29 +801,30 @@ int RunRecover(const IndexArgs& args) {
   return kExitOk;
 }
 
-RunFunction Setup(CLI::App* app) {
-  auto args = std::make_shared<IndexArgs>();
-  app->require_subcommand(1);
-  auto dir_option = [&](CLI::App* sub) {
-    sub->add_option("dir", args->dir, "Store directory")->required();
-  };
+void AddDirOption(CLI::App* sub, IndexArgs* args) {
+  sub->add_option("dir", args->dir, "Store directory")->required();
+}
+
+CLI::App* SetupCreate(CLI::App* app, IndexArgs* args) {
   CLI::App* create = app->add_subcommand("create", "Create an empty store");
-  dir_option(create);
+  AddDirOption(create, args);
   args->fingerprint_flags.Add(create);  // recorded in the MANIFEST; add and query then use them
   args->store.Declare(create, StoreFlags::kCreation);
+  return create;
+}
+
+CLI::App* SetupAdd(CLI::App* app, IndexArgs* args) {
   CLI::App* add = app->add_subcommand(
       "add",
       "Add documents: JSONL records {\"id\", \"text\" or \"fingerprint\", \"metadata\"}, text "
       "files, directories, - for standard input (read like every other command)");
-  dir_option(add);
+  AddDirOption(add, args);
   args->input.Add(add);
   args->fingerprint_flags.Add(add);
   add->add_option("--metadata-field", args->metadata_field,
                   "JSONL field stored as the document's metadata (any JSON value, kept verbatim)");
   add->add_option("--fingerprint-field", args->fingerprint_field,
                   "JSONL field holding a ready fingerprint (hex); such records need no text");
-  add->add_option("--sync", args->sync, "every (fsync each batch) or none (bulk load)")
-      ->check(CLI::IsMember({"every", "none"}));
   add->add_option("--batch", args->batch, "Documents per atomic batch")
       ->check(CLI::Range(1, 1000000));
   args->store.Declare(add, StoreFlags::kWriting);
@@ -753,47 +843,98 @@ RunFunction Setup(CLI::App* app) {
       "  neardup index add store/ --id-field meta.url --text-field body < docs.jsonl\n"
       "  echo '{\"id\":\"u1\",\"fingerprint\":\"f773be40a3f0a3e5\",\"metadata\":{\"a\":1}}' | "
       "neardup index add store/");
-  CLI::App* query = app->add_subcommand(
+  return add;
+}
+
+// `index query`'s options that belong to one of its two forms (--text/--fingerprint, or INPUT...).
+struct QueryFlags {
+  CLI::App* query = nullptr;
+  CLI::Option* output = nullptr;
+  CLI::Option* force = nullptr;
+  CLI::Option* batch = nullptr;
+  CLI::Option* k = nullptr;
+  CLI::Option* limit = nullptr;
+};
+
+QueryFlags SetupQuery(CLI::App* app, IndexArgs* args) {
+  QueryFlags flags;
+  CLI::App* query = flags.query = app->add_subcommand(
       "query",
       "Find the stored duplicates of a text (the store's rule), the fingerprints within k, or "
       "check a corpus (INPUT...) against the store without adding it");
-  dir_option(query);
+  AddDirOption(query, args);
   auto* fp_opt = query->add_option("--fingerprint", args->fingerprint, "Query fingerprint (hex)");
   auto* text_opt = query->add_option("--text", args->text, "Query text");
   fp_opt->excludes(text_opt);
   args->fingerprint_flags.Add(query);
   args->input.Add(query);
-  CLI::Option* query_output = query->add_option(
+  flags.output = query->add_option(
       "-o,--output", args->output,
       "with INPUT...: write clusters.jsonl, keep.txt, remove.txt and summary.json "
       "here (default: clusters on standard output)");
-  CLI::Option* query_force = query->add_flag("-f,--force", args->force,
-                                             "replace existing output files (never an input file)");
-  CLI::Option* query_batch =
-      query->add_option("--batch", args->batch, "Documents checked per store call")
-          ->check(CLI::Range(1, 1000000));
-  CLI::Option* query_k =
-      query
-          ->add_option(
-              "-k,--max-distance", args->k,
-              "largest Hamming distance of a result (a simhash-rule store, or --fingerprint)")
-          ->check(CLI::Range(0, 128));
-  CLI::Option* query_limit = query->add_option("--limit", args->limit,
-                                               "Most results of --text or --fingerprint (0 = all)");
+  flags.force = query->add_flag("-f,--force", args->force,
+                                "replace existing output files (never an input file)");
+  flags.batch = query->add_option("--batch", args->batch, "Documents checked per store call")
+                    ->check(CLI::Range(1, 1000000));
+  flags.k = query
+                ->add_option(
+                    "-k,--max-distance", args->k,
+                    "largest Hamming distance of a result (a simhash-rule store, or --fingerprint)")
+                ->check(CLI::Range(0, 128));
+  flags.limit = query->add_option("--limit", args->limit,
+                                  "Most results of --text or --fingerprint (0 = all)");
+  return flags;
+}
+
+// `index query`: one text or fingerprint, or a corpus. A flag of the other form is a usage error,
+// never silently ignored.
+int RunQuery(IndexArgs& args, const QueryFlags& flags) {
+  const bool one = !args.fingerprint.empty() || !args.text.empty();
+  if (one == !args.input.inputs.empty()) {
+    PrintError("index query: give --fingerprint, --text or INPUT... (one of them)");
+    return kExitUsage;
+  }
+  OptionValues reading(OptionNaming::kFlag);
+  if (Status read = args.input.Values(&reading); !read.ok()) {
+    PrintError(read);
+    return kExitUsage;
+  }
+  if (one && !reading.values().empty()) {
+    PrintError("index query: " + reading.NameOf(reading.values().begin()->first) +
+               " reads INPUT...; --text and --fingerprint read no file");
+    return kExitUsage;
+  }
+  args.k_given = flags.k->count() > 0;
+  for (CLI::Option* option : {flags.output, flags.force, flags.batch, flags.limit}) {
+    if (option->count() > 0 && (option == flags.limit) != one) {
+      PrintError("index query: " + option->get_name() + " applies to " +
+                 (one ? "a corpus query (INPUT...)" : "--text and --fingerprint") + " only");
+      return kExitUsage;
+    }
+  }
+  return one ? RunQueryOne(args) : RunQueryCorpus(args);
+}
+
+RunFunction Setup(CLI::App* app) {
+  auto args = std::make_shared<IndexArgs>();
+  app->require_subcommand(1);
+  CLI::App* create = SetupCreate(app, args.get());
+  CLI::App* add = SetupAdd(app, args.get());
+  const QueryFlags query = SetupQuery(app, args.get());
   CLI::App* get = app->add_subcommand("get", "Print documents by id");
-  dir_option(get);
+  AddDirOption(get, args.get());
   get->add_option("ids", args->ids, "External ids")->required();
   CLI::App* remove = app->add_subcommand("remove", "Remove documents by id");
-  dir_option(remove);
+  AddDirOption(remove, args.get());
   remove->add_option("ids", args->ids, "External ids")->required();
   CLI::App* stats = app->add_subcommand("stats", "Print store statistics (JSON)");
-  dir_option(stats);
-  stats->add_flag("--no-verify", args->no_verify, "Skip whole-file segment checksums at open");
+  AddDirOption(stats, args.get());
+  args->store.Declare(stats, StoreFlags::kOpening);
   CLI::App* compact = app->add_subcommand("compact", "Flush and merge all segments");
-  dir_option(compact);
+  AddDirOption(compact, args.get());
   CLI::App* recover = app->add_subcommand(
       "recover", "Salvage what is intact in a damaged store (damaged files become *.corrupt)");
-  dir_option(recover);
+  AddDirOption(recover, args.get());
   app->footer(
       "Examples:\n"
       "  neardup index create store/ --indexed-k 3\n"
@@ -803,33 +944,7 @@ RunFunction Setup(CLI::App* app) {
   return [=]() -> int {
     if (create->parsed()) return RunCreate(*args);
     if (add->parsed()) return RunAdd(*args);
-    if (query->parsed()) {
-      const bool one = !args->fingerprint.empty() || !args->text.empty();
-      if (one == !args->input.inputs.empty()) {
-        PrintError("index query: give --fingerprint, --text or INPUT... (one of them)");
-        return kExitUsage;
-      }
-      // A flag of the other form of query is a usage error, never silently ignored.
-      OptionValues reading(OptionNaming::kFlag);
-      if (Status read = args->input.Values(&reading); !read.ok()) {
-        PrintError(read);
-        return kExitUsage;
-      }
-      if (one && !reading.values().empty()) {
-        PrintError("index query: " + reading.NameOf(reading.values().begin()->first) +
-                   " reads INPUT...; --text and --fingerprint read no file");
-        return kExitUsage;
-      }
-      args->k_given = query_k->count() > 0;
-      for (CLI::Option* option : {query_output, query_force, query_batch, query_limit}) {
-        if (option->count() > 0 && (option == query_limit) != one) {
-          PrintError("index query: " + option->get_name() + " applies to " +
-                     (one ? "a corpus query (INPUT...)" : "--text and --fingerprint") + " only");
-          return kExitUsage;
-        }
-      }
-      return one ? RunQueryOne(*args) : RunQueryCorpus(*args);
-    }
+    if (query.query->parsed()) return RunQuery(*args, query);
     if (get->parsed()) return RunGet(*args);
     if (remove->parsed()) return RunRemove(*args);
     if (stats->parsed()) return RunStats(*args);

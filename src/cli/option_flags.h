@@ -39,6 +39,14 @@ class RegistryFlags {
     }
   }
 
+  // Declares on `app` the flag of the registry option `key` under this command's `names` (CLI11
+  // form, "-k,--max-distance,--indexed-k"): help, default, type and checks stay the registry's.
+  // For a command whose established spelling differs (plan's -k and -n).
+  void DeclareKeyAs(CLI::App* app, std::string_view key, const std::string& names) {
+    const OptionSpec* spec = FindOption(key);
+    if (spec != nullptr && spec->key == key && spec->flag != nullptr) DeclareOne(app, *spec, names);
+  }
+
   // Shows `text` as the default of the declared option `key` in this command's help (for a
   // command whose value when the flag is not given differs from the registry's default).
   void ShowDefault(std::string_view key, const std::string& text) {
@@ -104,7 +112,7 @@ class RegistryFlags {
     return (name.size() == 1 ? "-" : "--") + name;
   }
 
-  void DeclareOne(CLI::App* app, const OptionSpec& spec) {
+  void DeclareOne(CLI::App* app, const OptionSpec& spec, const std::string& command_names = "") {
     std::string names;
     if (spec.short_flag != nullptr && Dashed(spec.flag) != spec.short_flag) {
       names = std::string(spec.short_flag) + ",";
@@ -119,6 +127,10 @@ class RegistryFlags {
         continue;
       }
       names += alias[0] == '!' ? ",!" + Dashed(alias.substr(1)) : "," + Dashed(alias);
+    }
+    if (!command_names.empty()) {
+      names = command_names;  // the command's own spellings replace the registry's (and old) ones
+      old_name.clear();
     }
     Flag& flag = flags_.emplace_back();
     flag.spec = &spec;

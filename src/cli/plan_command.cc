@@ -4,6 +4,7 @@
 // by Jaccard similarity and the expected candidate pairs for n documents.
 #include <algorithm>
 #include <cstdio>
+#include <span>
 #include <string>
 
 #include "cli/command.h"
@@ -30,15 +31,16 @@ void PrintRow(const IndexDesign& d, double n, const char* mark) {
       d.candidates_per_query, d.cost_ns, d.description.c_str());
 }
 
+// The plan's n when -n is not given (the store's default, 1e7, is --expected-size's).
+constexpr double kPlanExpectedSize = 1e6;
+
 struct PlanArgs {
-  int bits = 64;
-  int k = 3;
-  double n = 1e6;
-  double budget = 0;
-  bool list = false;
-  // The LSH plan's options: dedup's flags, from the option registry (same names, defaults and
-  // checks as `neardup dedup`).
+  // The index plan's options (--bits, -k, -n, --memory-budget, --list) and the LSH plan's
+  // (dedup's flags), from the option registry: the names, defaults and checks of the store's
+  // --indexed-k, --expected-size and --memory-budget and of `neardup dedup`.
+  RegistryFlags index_flags;
   RegistryFlags dedup_flags;
+  double n = kPlanExpectedSize;  // the LSH plan's n too
 };
 
 // Dedup's options of the LSH plan. Given: whether it was asked for (a threshold, bands or rows).
@@ -143,35 +145,118 @@ int PrintLshPlan(const PlanArgs& args) {
   return kExitOk;
 }
 
+// The index plan: the designs the planner prices for f, k, n and the budget, the Pareto frontier
+// and the one it picks. InvalidArgument from the planner (k > bits/4) is a usage error.
+int PrintIndexPlan(const PlanArgs& args, const PlanRequest& request, bool list) {
+  auto designs = EnumerateIndexDesigns(request);
+  if (!designs.ok()) {
+    PrintError(designs.status());
+    return kExitUsage;
+  }
+  auto chosen = PlanIndex(request);
+  const MemoryBudget& budget = request.memory_budget;
+  const double n = args.n;
+  std::string budget_text = "unlimited";
+  if (budget.bytes > 0 && budget.bytes_per_fingerprint == 0) {
+    budget_text = std::to_string(budget.bytes / 1e9) + " GB";
+  } else if (budget.bytes_per_fingerprint > 0) {
+    budget_text = budget.ToString() + " (" + std::to_string(budget.TotalFor(n) / 1e9) + " GB)";
+  }
+  std::printf("plan: f=%d bits, k=%d, n=%.4g fingerprints, memory budget %s\n", request.bits,
+              request.indexed_k, n, budget_text.c_str());
+  std::printf(
+      "cost model: 25 ns per directory bucket fetched, 2 ns per probe key, 0.5 ns per key of a "
+      "bucket of <= 32 scanned whole (larger: 3 ns per binary-search step + 1 ns per "
+      "candidate), 3 ns per table; memory = 8 B id "
+      "+ f/8 B fingerprint + 8 B (128-bit: 12 B) per non-identity table + directories\n");
+  if (list) {
+    std::printf("\nall %zu candidate designs (sorted by memory):\n", designs->size());
+    for (const IndexDesign& d : *designs) PrintRow(d, n, " ");
+  }
+  std::printf("\nPareto frontier (the pick for each budget range):\n");
+  auto frontier = ParetoFrontier(*designs);
+  for (size_t i = 0; i < frontier.size(); ++i) {
+    const IndexDesign& d = frontier[i];
+    double from = d.bytes_per_fingerprint * n;
+    std::string range = "budget >= " + std::to_string(from / 1e9) + " GB";
+    if (i + 1 < frontier.size())
+      range += " and < " + std::to_string(frontier[i + 1].bytes_per_fingerprint * n / 1e9) + " GB";
+    PrintRow(d, n, " ");
+    std::printf("      picked when %s\n", range.c_str());
+  }
+  if (!chosen.ok()) {
+    PrintError(chosen.status());
+    return kExitFailure;
+  }
+  std::printf("\nchosen:\n");
+  PrintRow(*chosen, n, "*");
+  std::printf("tables (key bit ranges, bit 0 = most significant):\n");
+  for (size_t t = 0; t < chosen->tables.size() && t < 64; ++t) {
+    std::printf("  table %2zu: %2d key bits:", t, chosen->tables[t].key_bits);
+    for (const BitRange& r : chosen->tables[t].key_ranges)
+      std::printf(" [%d,%d)", r.start, r.start + r.width);
+    std::printf("\n");
+  }
+  if (chosen->tables.size() > 64) std::printf("  ... %zu more\n", chosen->tables.size() - 64);
+  return kExitOk;
+}
+
+// The index plan's request from the flags given (the planner's own defaults otherwise).
+Status IndexPlanRequest(const PlanArgs& args, PlanRequest* request, bool* list) {
+  OptionValues values(OptionNaming::kFlag);
+  NEARDUP_RETURN_IF_ERROR(args.index_flags.Collect(&values));
+  if (const OptionValue* v = values.Find("bits"))
+    request->bits = static_cast<int>(std::get<int64_t>(*v));
+  if (const OptionValue* v = values.Find("indexed_k"))
+    request->indexed_k = static_cast<int>(std::get<int64_t>(*v));
+  request->expected_size = args.n;
+  if (const OptionValue* v = values.Find("memory_budget")) {
+    Result<MemoryBudget> budget = ParseMemoryBudget(std::get<std::string>(*v));
+    if (!budget.ok()) return budget.status().WithContext(values.NameOf("memory_budget"));
+    request->memory_budget = *budget;
+  }
+  const OptionValue* v = values.Find("list");
+  *list = v != nullptr && std::get<bool>(*v);
+  return Status::Ok();
+}
+
+// The index plan's options, in the order of --help; -k,--max-distance (the name of the distance
+// limit in every command) and -n,--documents are plan's spellings of the store's --indexed-k and
+// --expected-size.
+constexpr std::string_view kIndexPlanKeys[] = {"bits", "indexed_k", "expected_size",
+                                               "memory_budget", "list"};
+
 RunFunction SetupPlan(CLI::App* app) {
   auto args = std::make_shared<PlanArgs>();
-  app->add_option("--bits", args->bits, "fingerprint width: 64 or 128")
-      ->check(CLI::IsMember({64, 128}));
-  app->add_option("-k,--max-distance", args->k, "largest Hamming distance queried");
-  app->add_option("-n,--documents", args->n, "expected number of fingerprints (e.g. 8e9)");
-  app->add_option("--memory-budget", args->budget, "memory budget for the whole index in bytes");
-  app->add_flag("--list", args->list, "print every candidate design and the Pareto frontier");
+  args->index_flags.DeclareKeys(app, std::span(kIndexPlanKeys, 1));  // --bits
+  args->index_flags.DeclareKeyAs(app, "indexed_k", "-k,--max-distance");
+  args->index_flags.DeclareKeyAs(app, "expected_size", "-n,--documents,--expected-size");
+  args->index_flags.DeclareKeys(app, std::span(kIndexPlanKeys + 3, 2));  // --memory-budget --list
+  args->index_flags.ShowDefault("expected_size", "1e6");
+  args->index_flags.ShowDefault("memory_budget", "unlimited");
   args->dedup_flags.DeclareKeys(app, kLshPlanKeys);
   args->dedup_flags.DeclareKeys(app, kRuleKeys);
-  CLI::Option* bits = app->get_option("--bits");
-  CLI::Option* k = app->get_option("--max-distance");
-  CLI::Option* budget = app->get_option("--memory-budget");
-  CLI::Option* list = app->get_option("--list");
   app->footer(
       "Examples:\n"
       "  neardup plan -k 3 -n 1e9\n"
-      "  neardup plan --bits 128 -k 6 -n 1e8 --memory-budget 64e9\n"
+      "  neardup plan --bits 128 -k 6 -n 1e8 --memory-budget 64G\n"
       "  neardup plan -k 3 -n 8e9 --list\n"
       "  neardup plan --threshold 0.5 -n 1e7");
-  return [args, bits, k, budget, list]() {
+  return [args]() {
+    OptionValues n(OptionNaming::kFlag);
+    if (Status status = args->index_flags.Collect(&n); !status.ok()) {
+      PrintError(status);
+      return kExitUsage;
+    }
+    if (const OptionValue* v = n.Find("expected_size")) args->n = std::get<double>(*v);
     // Each flag belongs to one of the two plans: one of the other plan is a usage error, never
     // silently ignored.
     bool lsh_plan = false;
     for (std::string_view key : kLshPlanKeys) lsh_plan |= args->dedup_flags.Given(key);
     if (lsh_plan) {
-      for (CLI::Option* option : {bits, k, budget, list}) {
-        if (option->count() > 0) {
-          PrintError(option->get_name() +
+      for (std::string_view key : kIndexPlanKeys) {
+        if (key != "expected_size" && args->index_flags.Given(key)) {
+          PrintError(args->index_flags.OptionOf(key)->get_name() +
                      " is an option of the index plan, not of the LSH plan (--threshold, "
                      "--bands, --rows)");
           return kExitUsage;
@@ -188,56 +273,12 @@ RunFunction SetupPlan(CLI::App* app) {
       }
     }
     PlanRequest request;
-    request.bits = args->bits;
-    request.indexed_k = args->k;
-    request.expected_size = args->n;
-    request.memory_budget.bytes = args->budget;
-    auto designs = EnumerateIndexDesigns(request);
-    if (!designs.ok()) {
-      PrintError(designs.status());
+    bool list = false;
+    if (Status status = IndexPlanRequest(*args, &request, &list); !status.ok()) {
+      PrintError(status);
       return kExitUsage;
     }
-    auto chosen = PlanIndex(request);
-    std::printf(
-        "plan: f=%d bits, k=%d, n=%.4g fingerprints, memory budget %s\n", args->bits, args->k,
-        args->n,
-        args->budget > 0 ? (std::to_string(args->budget / 1e9) + " GB").c_str() : "unlimited");
-    std::printf(
-        "cost model: 25 ns per directory bucket fetched, 2 ns per probe key, 0.5 ns per key of a "
-        "bucket of <= 32 scanned whole (larger: 3 ns per binary-search step + 1 ns per "
-        "candidate), 3 ns per table; memory = 8 B id "
-        "+ f/8 B fingerprint + 8 B (128-bit: 12 B) per non-identity table + directories\n");
-    if (args->list) {
-      std::printf("\nall %zu candidate designs (sorted by memory):\n", designs->size());
-      for (const IndexDesign& d : *designs) PrintRow(d, args->n, " ");
-    }
-    std::printf("\nPareto frontier (the pick for each budget range):\n");
-    auto frontier = ParetoFrontier(*designs);
-    for (size_t i = 0; i < frontier.size(); ++i) {
-      const IndexDesign& d = frontier[i];
-      double from = d.bytes_per_fingerprint * args->n;
-      std::string range = "budget >= " + std::to_string(from / 1e9) + " GB";
-      if (i + 1 < frontier.size())
-        range += " and < " + std::to_string(frontier[i + 1].bytes_per_fingerprint * args->n / 1e9) +
-                 " GB";
-      PrintRow(d, args->n, " ");
-      std::printf("      picked when %s\n", range.c_str());
-    }
-    if (!chosen.ok()) {
-      PrintError(chosen.status());
-      return kExitFailure;
-    }
-    std::printf("\nchosen:\n");
-    PrintRow(*chosen, args->n, "*");
-    std::printf("tables (key bit ranges, bit 0 = most significant):\n");
-    for (size_t t = 0; t < chosen->tables.size() && t < 64; ++t) {
-      std::printf("  table %2zu: %2d key bits:", t, chosen->tables[t].key_bits);
-      for (const BitRange& r : chosen->tables[t].key_ranges)
-        std::printf(" [%d,%d)", r.start, r.start + r.width);
-      std::printf("\n");
-    }
-    if (chosen->tables.size() > 64) std::printf("  ... %zu more\n", chosen->tables.size() - 64);
-    return kExitOk;
+    return PrintIndexPlan(*args, request, list);
   };
 }
 

@@ -6,8 +6,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <thread>
 
@@ -33,94 +31,52 @@ bool IsLoopbackHost(const std::string& host) {
 struct ServeArgs {
   std::string dir;
   service::ServerOptions server;
-  std::string token_file;
-  std::string sync = "group";
-  int group_commit_ms = 2;
   FingerprintFlags fingerprint;  // recorded by a new store; an existing store uses its own
-  StoreFlags store;              // a new store's rule and design; memtable and log bounds
-  RegistryFlags server_flags;    // the server's limits (the registry's kServerScope)
-  bool no_text = false;
-  bool no_verify = false;
-  bool token_given = false, group_commit_given = false;  // the flags were given
+  StoreFlags store;              // a new store's rule and design; sync, memtable and log bounds
+  RegistryFlags server_flags;    // the server's limits and token (the registry's kServerScope)
+  RegistryFlags command_flags;   // serve's own switch: --no-text
 };
 
-int Run(ServeArgs& args) {
-  // Flags that contradict each other are usage errors, never one silently ignored.
-  if (args.token_given && !args.token_file.empty()) {
-    PrintError("give --token-file or --token, not both");
-    return kExitUsage;
-  }
-  if (args.group_commit_given && args.sync != "group") {
-    PrintError("--group-commit-ms is the window of --sync group, not of --sync " + args.sync);
-    return kExitUsage;
-  }
-  {
-    OptionValues given(OptionNaming::kFlag);
-    Status status = args.server_flags.Collect(&given);
-    if (status.ok()) status = service::ApplyServerOptions(given, &args.server);
-    if (!status.ok()) {
-      PrintError(status);
-      return kExitUsage;
-    }
-  }
-  // Block the shutdown signals in every thread; one thread waits for them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
-
-  if (!args.token_file.empty()) {
-    std::ifstream in(args.token_file, std::ios::binary);
-    std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!in && !in.eof()) {
-      PrintError(args.token_file + ": cannot read the token file");
-      return kExitUsage;
-    }
+// The server's options from the flags (usage errors: contradictory flags, an unreadable token
+// file). The token file is read here, not by ApplyServerOptions, to warn about a CRLF line end.
+Status ApplyServerFlags(ServeArgs& args, bool* token_given) {
+  OptionValues given(OptionNaming::kFlag);
+  NEARDUP_RETURN_IF_ERROR(args.server_flags.Collect(&given));
+  *token_given = given.Has("token");
+  if (given.Has("token_file") && !given.Has("token")) {
+    const std::string path = std::get<std::string>(*given.Find("token_file"));
     bool stripped_cr = false;
-    Result<std::string> token = service::TokenFromFileContents(contents, &stripped_cr);
-    if (!token.ok()) {
-      PrintError(args.token_file + ": " + token.status().message());
-      return kExitUsage;
-    }
+    Result<std::string> token = service::ReadTokenFile(path, &stripped_cr);
+    if (!token.ok()) return token.status();
     if (stripped_cr) {
-      PrintWarning(args.token_file +
-                   ": removed a trailing carriage return (CRLF line end) from the token");
+      PrintWarning(path + ": removed a trailing carriage return (CRLF line end) from the token");
     }
+    given.Erase("token_file");
     args.server.token = std::move(*token);
-  } else if (args.server.token.empty()) {
-    if (const char* env = std::getenv("NEARDUP_TOKEN")) args.server.token = env;
-  } else {
+  }
+  return service::ApplyServerOptions(given, &args.server);
+}
+
+// $NEARDUP_TOKEN when neither flag gave a token; warns about a token in the process list and
+// about no token on a non-loopback address.
+void ChooseToken(ServeArgs& args, bool token_given) {
+  if (token_given && !args.server.token.empty()) {
     PrintWarning(
         "--token is visible to every user in the process list; prefer --token-file or "
         "$NEARDUP_TOKEN");
+  } else if (args.server.token.empty()) {
+    if (const char* env = std::getenv("NEARDUP_TOKEN")) args.server.token = env;
   }
   if (args.server.token.empty() && !IsLoopbackHost(args.server.host)) {
     PrintWarning("no token: anyone who can reach " + args.server.host +
                  " may add and remove documents unauthenticated; set --token-file or "
                  "$NEARDUP_TOKEN, or bind to 127.0.0.1");
   }
-  const long open_files = service::RaiseOpenFileLimit();
+}
 
-  StoreOptions options;
-  options.sync_mode = args.sync == "every"  ? SyncMode::kEveryWrite
-                      : args.sync == "none" ? SyncMode::kNone
-                                            : SyncMode::kGroupCommit;
-  options.group_commit_interval_ms = args.group_commit_ms;
-  options.verify_checksums_on_open = !args.no_verify;
-  if (Status status = args.store.Apply(&options); !status.ok()) {
-    PrintError(status);
-    return kExitUsage;
-  }
-  FingerprintOptions fingerprint_options;
-  auto store =
-      OpenStoreWithFingerprintOptions(args.dir, options, args.fingerprint, &fingerprint_options);
-  if (!store.ok()) {
-    PrintError(store.status());
-    return kExitFailure;
-  }
-  const StoreStats stats = (*store)->Stats();
+// The start-up line: the store's rule, width, table radius, index design and fingerprint options.
+void PrintStoreLine(const std::string& dir, const StoreStats& stats,
+                    const FingerprintOptions& fingerprint_options) {
   std::string rule = "simhash (fingerprints within k)";
   if (stats.rule == StoreRule::kDedup) {
     char buffer[256];
@@ -134,48 +90,117 @@ int Run(ServeArgs& args) {
     rule = buffer;
   }
   std::fprintf(stderr,
-               "neardup serve: %s: rule %s; %d-bit, max_k %d, index design: %s (%.0f B/fp); "
+               "neardup serve: %s: rule %s; %d-bit, indexed_k %d, index design: %s (%.0f B/fp); "
                "fingerprint options: %s\n",
-               args.dir.c_str(), rule.c_str(), stats.bits, stats.indexed_k,
-               stats.index_design.c_str(), stats.index_bytes_per_fingerprint,
+               dir.c_str(), rule.c_str(), stats.bits, stats.indexed_k, stats.index_design.c_str(),
+               stats.index_bytes_per_fingerprint,
                FingerprintOptionsToString(fingerprint_options).c_str());
+}
+
+// How the server turns texts into what the store takes: a dedup-rule store's sketcher, or a
+// simhash-rule store's fingerprinter (none with --no-text, or when it cannot be built: warned).
+struct TextPipelines {
   std::unique_ptr<Fingerprinter> fingerprinter;
   std::unique_ptr<DocumentSketcher> sketcher;
-  if (stats.rule == StoreRule::kDedup) {
+};
+
+// kExitOk with *out set, else the exit code (the error printed).
+int MakeTextPipelines(const ServeArgs& args, const DocumentStore& store, StoreRule rule,
+                      const FingerprintOptions& fingerprint_options, TextPipelines* out) {
+  const bool no_text = args.command_flags.Given("no_text");
+  if (rule == StoreRule::kDedup) {
     // A dedup-rule store takes texts only: the sketcher is its text pipeline (--no-text would
     // leave the server unable to add or check anything).
-    if (args.no_text) {
+    if (no_text) {
       PrintError(args.dir +
                  " is a dedup-rule store, which takes texts only: --no-text applies to a "
                  "simhash-rule store");
-      (void)(*store)->Close();
       return kExitUsage;
     }
-    auto created = SketcherForStore(**store, fingerprint_options);
+    auto created = SketcherForStore(store, fingerprint_options);
     if (!created.ok()) {
       std::fprintf(stderr, "neardup serve: %s\n", created.status().ToString().c_str());
       return kExitFailure;
     }
-    sketcher = std::move(*created);
-  } else if (!args.no_text) {
+    out->sketcher = std::move(*created);
+  } else if (!no_text) {
     auto created = Fingerprinter::Create(fingerprint_options);
     if (!created.ok()) {
       PrintWarning("text fingerprinting disabled: " + created.status().message());
     } else {
-      fingerprinter = std::move(*created);
+      out->fingerprinter = std::move(*created);
     }
   }
+  return kExitOk;
+}
+
+// Runs the bound server until SIGTERM/SIGINT (blocked in every thread, awaited by one), then
+// closes the store.
+int ServeUntilSignal(service::Server& server, DocumentStore& store, const sigset_t& signals) {
+  std::thread waiter([&server, signals] {
+    int signal_number = 0;
+    sigwait(&signals, &signal_number);
+    if (signal_number != 0) server.Stop();
+  });
+  waiter.detach();  // exits with the process if the server stops for another reason
+  Status status = server.Run();
+  Status closed = store.Close();
+  if (!status.ok() || !closed.ok()) {
+    PrintError(!status.ok() ? status : closed);
+    return kExitFailure;
+  }
+  std::fprintf(stderr, "neardup serve: shut down cleanly\n");
+  return kExitOk;
+}
+
+int Run(ServeArgs& args) {
+  // Flags that contradict each other are usage errors, never one silently ignored.
+  bool token_given = false;
+  if (Status status = ApplyServerFlags(args, &token_given); !status.ok()) {
+    PrintError(status);
+    return kExitUsage;
+  }
+  StoreOptions options;
+  options.sync_mode = SyncMode::kGroupCommit;  // serve's default (--sync)
+  if (Status applied = args.store.Apply(&options); !applied.ok()) {
+    PrintError(applied);
+    return kExitUsage;
+  }
+  // Block the shutdown signals in every thread; one thread waits for them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  ChooseToken(args, token_given);
+  const long open_files = service::RaiseOpenFileLimit();
+
+  FingerprintOptions fingerprint_options;
+  auto store =
+      OpenStoreWithFingerprintOptions(args.dir, options, args.fingerprint, &fingerprint_options);
+  if (!store.ok()) {
+    PrintError(store.status());
+    return kExitFailure;
+  }
+  const StoreStats stats = (*store)->Stats();
+  PrintStoreLine(args.dir, stats, fingerprint_options);
+  TextPipelines text;
+  if (int code = MakeTextPipelines(args, **store, stats.rule, fingerprint_options, &text);
+      code != kExitOk) {
+    (void)(*store)->Close();
+    return code;
+  }
   // The request limits' width and largest k come from the store (Server::Create).
-  auto created = sketcher != nullptr
-                     ? service::Server::Create(store->get(), *sketcher, args.server)
-                     : service::Server::Create(store->get(), fingerprinter.get(), args.server);
+  auto created = text.sketcher != nullptr
+                     ? service::Server::Create(store->get(), *text.sketcher, args.server)
+                     : service::Server::Create(store->get(), text.fingerprinter.get(), args.server);
   if (!created.ok()) {
     PrintError(created.status());
     return kExitFailure;
   }
   service::Server& server = **created;
-  Status status = server.Bind();
-  if (!status.ok()) {
+  if (Status status = server.Bind(); !status.ok()) {
     PrintError(status);
     return kExitFailure;
   }
@@ -185,69 +210,38 @@ int Run(ServeArgs& args) {
       args.server.host.c_str(), server.port(), static_cast<unsigned long long>(stats.documents),
       stats.open_seconds, open_files);
   std::fflush(stdout);
-
-  std::thread waiter([&] {
-    int signal_number = 0;
-    sigwait(&signals, &signal_number);
-    if (signal_number != 0) server.Stop();
-  });
-  waiter.detach();  // exits with the process if the server stops for another reason
-  status = server.Run();
-  Status closed = (*store)->Close();
-  if (!status.ok() || !closed.ok()) {
-    PrintError(!status.ok() ? status : closed);
-    return kExitFailure;
-  }
-  std::fprintf(stderr, "neardup serve: shut down cleanly\n");
-  return kExitOk;
+  return ServeUntilSignal(server, **store, signals);
 }
 
 // The server's registry options, in the order of --help.
 constexpr std::string_view kNetworkKeys[] = {"host", "port", "poll_threads", "workers"};
-constexpr std::string_view kAuthKeys[] = {"auth_reads"};
+constexpr std::string_view kAuthKeys[] = {"token_file", "token", "auth_reads"};
 constexpr std::string_view kLimitKeys[] = {"max_body_bytes",          "max_query_body_bytes",
                                            "max_response_bytes",      "max_buffered_bytes",
                                            "malloc_arenas",           "max_batch",
                                            "request_timeout_seconds", "idle_timeout_seconds",
                                            "max_connections",         "shutdown_timeout_seconds"};
+constexpr std::string_view kServeKeys[] = {"no_text"};
 
 RunFunction Setup(CLI::App* app) {
   auto args = std::make_shared<ServeArgs>();
   app->add_option("dir", args->dir, "store directory (created if missing)")->required();
   args->server_flags.DeclareKeys(app, kNetworkKeys);
-  app->add_option("--token-file", args->token_file,
-                  "read the bearer token required for writes from the first line of a file "
-                  "(preferred; a CRLF line end is stripped with a warning)");
-  CLI::Option* token =
-      app->add_option("--token", args->server.token,
-                      "bearer token on the command line (visible in `ps`: prefer --token-file or "
-                      "$NEARDUP_TOKEN, which is used when neither option is given)");
   args->server_flags.DeclareKeys(app, kAuthKeys);
-  app->add_option("--sync", args->sync,
-                  "every (fsync per write batch), group (fsync every --group-commit-ms, "
-                  "default) or none (no fsync: not power-loss safe)")
-      ->check(CLI::IsMember({"every", "group", "none"}));
-  CLI::Option* group_commit = app->add_option("--group-commit-ms", args->group_commit_ms,
-                                              "group commit window (--sync group)")
-                                  ->check(CLI::Range(0, 1000));
   args->fingerprint.Add(app);  // a new store records them; an existing store refuses others
-  args->store.Declare(app,
-                      StoreFlags::kCreation);  // for a new store; an existing one refuses others
+  // For a new store; an existing one refuses others.
+  args->store.Declare(app, StoreFlags::kCreation);
   args->store.Declare(app, StoreFlags::kWriting);
+  args->store.ShowDefault("sync", "group");
   args->server_flags.DeclareKeys(app, kLimitKeys);
-  app->add_flag("--no-text", args->no_text, "do not load the text fingerprinter");
-  app->add_flag("--no-verify", args->no_verify,
-                "skip the whole-file segment checksums at open (headers are still checked)");
+  args->command_flags.DeclareKeys(app, kServeKeys);
+  args->store.Declare(app, StoreFlags::kOpening);
   app->footer(
       "Examples:\n"
       "  neardup serve store/ --port 8080 --token-file token.txt\n"
       "  neardup serve store/ --memory-budget 128/fp --expected-size 1e8\n"
       "  NEARDUP_TOKEN=... neardup serve store/ --host 0.0.0.0 --sync every");
-  return [args, token, group_commit]() {
-    args->token_given = token->count() > 0;
-    args->group_commit_given = group_commit->count() > 0;
-    return Run(*args);
-  };
+  return [args]() { return Run(*args); };
 }
 
 CommandRegistrar registrar("serve", "serve a store over HTTP/JSON (see docs/api.md)", Setup);

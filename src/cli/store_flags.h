@@ -26,10 +26,9 @@ namespace neardup::cli {
 // The store's flags, made from the option registry (neardup/options.h, kStoreScope and dedup's
 // LSH and containment options for the rule of a new store): --rule, --threshold, --bands, --rows,
 // --bucket-window, --containment, --containment-min-shingles, --containment-min-ratio, --indexed-k,
-// --memory-budget, --expected-size, --memtable-limit,
-// --wal-flush-bytes (the old names --max-k and --expected-documents work, with a warning); names,
-// help, defaults and checks
-// are the registry's, as Python's Store keywords.
+// --memory-budget, --expected-size, --sync, --group-commit-ms, --memtable-limit,
+// --wal-flush-bytes, --no-verify (the old names --max-k and --expected-documents work, with a
+// warning); names, help, defaults and checks are the registry's, as Python's Store keywords.
 class StoreFlags {
  public:
   // The rule and index design of a new store (`index create`, `serve`).
@@ -44,8 +43,12 @@ class StoreFlags {
                                                    "indexed_k",
                                                    "memory_budget",
                                                    "expected_size"};
-  // How a store writes (`index add`, `serve`).
-  static constexpr std::string_view kWriting[] = {"memtable_limit", "wal_flush_bytes"};
+  // How a store writes (`index add`, `serve`). --group-commit-ms without group commit (given, or
+  // the command's default sync mode) is a usage error (OptionValues::ApplyTo).
+  static constexpr std::string_view kWriting[] = {"sync", "group_commit_ms", "memtable_limit",
+                                                  "wal_flush_bytes"};
+  // How a store is opened (`serve`, `index stats`).
+  static constexpr std::string_view kOpening[] = {"verify_checksums"};
 
   void Declare(CLI::App* app, std::span<const std::string_view> keys) {
     flags_.DeclareKeys(app, keys);

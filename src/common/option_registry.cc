@@ -15,13 +15,15 @@
 #include <string_view>
 #include <vector>
 #include "common/option_fields.h"
+#include "neardup/index_planner.h"
 
 namespace neardup {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int64_t kMaxStoreIndexedK = 15;  // DocumentStore's limit (StoreOptions::indexed_k)
 constexpr uint32_t kF = kFingerprintScope, kR = kReaderScope, kD = kDedupScope, kS = kStoreScope,
-                   kV = kServerScope;
+                   kV = kServerScope, kC = kCommandScope;
 using T = OptionType;
 
 // key, flag, negated, type, scope, default, min, max, choices, help, aliases, short flag, recorded
@@ -145,16 +147,19 @@ const OptionSpec kOptions[] = {
      "result, more memory)",
      "", nullptr, false},
 
-    {"indexed_k", "indexed_k", false, T::kInt, kS, "3", 0, 15, nullptr,
-     "largest k the index tables of a new store serve (larger k scans); an existing store "
-     "refuses another",
+    // indexed_k's range is the planner's (bits/4, `neardup plan`); a store takes at most
+    // kMaxStoreIndexedK (ApplyTo(StoreOptions*)).
+    {"indexed_k", "indexed_k", false, T::kInt, kS, "3", 0, 32, nullptr,
+     "largest k the index tables serve exactly (larger k scans); a store takes at most 15, "
+     "records it at creation and refuses another",
      "~max_k", nullptr, false},
     {"memory_budget", "memory_budget", false, T::kString, kS, "128/fp", 0, 0, nullptr,
-     "index memory budget of a new store: bytes (640M, 1.5G) or bytes per fingerprint (128/fp); "
+     "memory budget of the index: bytes (640M, 1.5G, 64e9) or bytes per fingerprint (128/fp); "
      "0 = unlimited",
      "", nullptr, false},
     {"expected_size", "expected_size", false, T::kDouble, kS, "1e7", 1, 1e15, nullptr,
-     "documents a new store's index design is planned for", "~expected_documents", nullptr, false},
+     "documents (fingerprints) the index design is planned for", "~expected_documents", nullptr,
+     false},
     {"memtable_limit", "memtable_limit", false, T::kInt, kS, "65536", 1, 1e9, nullptr,
      "documents held in memory before a segment is written", "", nullptr, false},
     {"rule", "rule", false, T::kChoice, kS, "dedup", 0, 0, "dedup|simhash",
@@ -167,6 +172,17 @@ const OptionSpec kOptions[] = {
      "flush the memtable to a segment when the log reaches this many bytes (bounds the log, so "
      "the replay at the next open; 0 = no bound)",
      "", nullptr, false},
+    {"sync", "sync", false, T::kChoice, kS, "every", 0, 0, "every|group|none",
+     "when a write is acknowledged: every (after its batch is fsync'ed; concurrent writes share "
+     "one fsync) | group (the same, but a batch first waits --group-commit-ms for more writers: "
+     "fewer fsyncs) | none (no fsync before Flush/Close: not power-loss safe)",
+     "", nullptr, false},
+    {"group_commit_ms", "group_commit_ms", false, T::kInt, kS, "2", 0, 1000, nullptr,
+     "milliseconds a write batch waits for more writers before its fsync (--sync group only)", "",
+     nullptr, false},
+    {"verify_checksums", "no_verify", true, T::kBool, kS, nullptr, 0, 0, nullptr,
+     "skip the whole-file segment checksums at open (headers are still checked)", "", nullptr,
+     false},
 
     // The HTTP service (service::ServerOptions, set by service::ApplyServerOptions): `neardup
     // serve`'s flags. The defaults are ServerOptions{}'s (tests/options_test.cc checks it).
@@ -181,6 +197,14 @@ const OptionSpec kOptions[] = {
     {"workers", "workers", false, T::kInt, kV, "0", 0, 65536, nullptr,
      "threads running text, write and scan handlers (0 = max(32, 8 x nproc)); a write holds one "
      "through its fsync, and concurrent writes share one fsync",
+     "", nullptr, false},
+    {"token_file", "token_file", false, T::kPath, kV, nullptr, 0, 0, nullptr,
+     "read the bearer token required for writes from the first line of a file (preferred; a "
+     "CRLF line end is stripped with a warning)",
+     "", nullptr, false},
+    {"token", "token", false, T::kString, kV, nullptr, 0, 0, nullptr,
+     "bearer token on the command line (visible in `ps`: prefer --token-file or $NEARDUP_TOKEN, "
+     "which is used when neither option is given)",
      "", nullptr, false},
     {"auth_reads", "auth_reads", false, T::kBool, kV, nullptr, 0, 0, nullptr,
      "require the token for reads too", "", nullptr, false},
@@ -214,6 +238,14 @@ const OptionSpec kOptions[] = {
      "on SIGTERM/SIGINT, seconds to let in-flight requests finish before closing every "
      "connection",
      "", nullptr, false},
+
+    // Options of one command, read by that command only (no API struct, no Python keyword).
+    {"no_text", "no_text", false, T::kBool, kC, nullptr, 0, 0, nullptr,
+     "do not load the text fingerprinter (a simhash-rule store then takes fingerprints "
+     "only)",
+     "", nullptr, false},
+    {"list", "list", false, T::kBool, kC, nullptr, 0, 0, nullptr,
+     "print every candidate design and the Pareto frontier", "", nullptr, false},
 };
 
 // Whether the '|'-separated `list` holds `name` (with `prefix` before it: '~' for an old name).
@@ -449,6 +481,11 @@ Result<OptionValue> Checked(const OptionSpec& spec, const OptionValue& given) {
       if (std::get<std::string>(given).find('\0') != std::string::npos) {
         return Status::InvalidArgument("contains a NUL byte");
       }
+      if (std::string_view(spec.key) == "memory_budget") {
+        // The one parser of a budget, at once: a bad one is a usage error of every command.
+        Result<MemoryBudget> budget = ParseMemoryBudget(std::get<std::string>(given));
+        if (!budget.ok()) return budget.status();
+      }
       return given;
     case T::kChoice:
       if (!std::holds_alternative<std::string>(given)) {
@@ -680,7 +717,25 @@ Status OptionValues::ApplyTo(StoreOptions* options) const {
   }
   for (const auto& [key, value] : values_) {
     if (key == "bits") options->bits = static_cast<int>(std::get<int64_t>(value));
-    if (key == "indexed_k") options->indexed_k = static_cast<int>(std::get<int64_t>(value));
+    if (key == "indexed_k") {
+      const int64_t k = std::get<int64_t>(value);
+      if (k > kMaxStoreIndexedK) {
+        return Status::InvalidArgument(NameOf(key) + " must be in [0, " +
+                                       std::to_string(kMaxStoreIndexedK) + "] for a store, got " +
+                                       std::to_string(k));
+      }
+      options->indexed_k = static_cast<int>(k);
+    }
+    if (key == "sync") {
+      const std::string& mode = std::get<std::string>(value);
+      options->sync_mode = mode == "every"   ? SyncMode::kEveryWrite
+                           : mode == "group" ? SyncMode::kGroupCommit
+                                             : SyncMode::kNone;
+    }
+    if (key == "group_commit_ms") {
+      options->group_commit_interval_ms = static_cast<int>(std::get<int64_t>(value));
+    }
+    if (key == "verify_checksums") options->verify_checksums_on_open = std::get<bool>(value);
     if (key == "expected_size") options->expected_size = std::get<double>(value);
     if (key == "memtable_limit") {
       options->memtable_limit = static_cast<size_t>(std::get<int64_t>(value));
@@ -693,6 +748,16 @@ Status OptionValues::ApplyTo(StoreOptions* options) const {
       if (!budget.ok()) return budget.status().WithContext(NameOf("memory_budget"));
       options->memory_budget = *budget;
     }
+  }
+  // The window of group commit means nothing to another sync mode (the caller's default one,
+  // `serve`'s group or `index add`'s every, or the one given): never silently ignored.
+  if (Has("group_commit_ms") && options->sync_mode != SyncMode::kGroupCommit) {
+    const OptionValue* sync = Find("sync");
+    return Status::InvalidArgument(
+        NameOf("group_commit_ms") + " is the window of " + NameOf("sync") + " group, not of " +
+        NameOf("sync") + " " +
+        (sync != nullptr ? std::get<std::string>(*sync)
+                         : std::string(options->sync_mode == SyncMode::kNone ? "none" : "every")));
   }
   return Status::Ok();
 }

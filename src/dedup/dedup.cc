@@ -369,6 +369,31 @@ ShingleFrequencies FrequencySketchFor(uint64_t input_bytes, const DedupOptions& 
 constexpr uint8_t kFromLsh = kLshCandidate, kFromSimHash = kSimHashCandidate,
                   kWhitespace = kWhitespaceCandidate;
 
+// A block of candidate pairs being verified: the pairs (sorted by a), what is decided of each
+// (similarity_of -2: still to judge by the sets), and the exact Jaccard of the rejected pairs the
+// histogram samples (`measured`, -1 = not measured).
+struct BlockVerdicts {
+  std::span<const uint64_t> pairs;
+  std::vector<double>& similarity_of;
+  std::vector<DuplicateReason>& reason_of;
+  std::vector<double> measured;
+  uint64_t sample_mask = 0;  // a rejected pair is measured when its hash & sample_mask is 0
+
+  bool Sampled(size_t i) const {
+    return (XXH3_64bits(&pairs[i], sizeof(uint64_t)) & sample_mask) == 0;
+  }
+};
+
+// One thread's buffers for judging a block's pairs in groups of kSize.
+struct PairGroup {
+  static constexpr size_t kSize = 256;
+  std::vector<std::vector<uint32_t>> buffers_a = std::vector<std::vector<uint32_t>>(kSize);
+  std::vector<std::vector<uint32_t>> buffers_b = std::vector<std::vector<uint32_t>>(kSize);
+  std::vector<PairDocument> left, right;
+  std::vector<size_t> judged;  // the block index of left[j], right[j]
+  std::vector<PairDecision> decisions;
+};
+
 // One RunDedup call: the options, the engines, the intermediate data each stage hands to the
 // next, and the report being filled. RunDedup calls the stages in order; each frees what later
 // stages no longer need. Candidate pairs come as sorted runs of distinct packed pairs
@@ -479,6 +504,20 @@ class DedupRun {
   // accepts its duplicates.
   Status VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* similarity_of,
                      std::vector<DuplicateReason>* reason_of);
+  // Sizes the similarity histogram on the first block (with verification): the rejected pairs
+  // are sampled one in rejected_sample_every, so that at most kMeasureAll are measured.
+  void PrepareHistogram();
+  // Judges the block's pairs [begin, end) still to judge, in groups (any read error returned).
+  Status JudgeRange(size_t begin, size_t end, BlockVerdicts* verdicts) const;
+  // One group's pairs [first, last): each pair's sets read (or found in memory), the pairs
+  // below the rule's plain floor settled without a weight, the others gathered in `group` for
+  // DecidePairs.
+  Status GatherGroup(size_t first, size_t last, PairGroup* group, BlockVerdicts* verdicts) const;
+  // The weighted size of a document's set, computed once per run (-1 without weights).
+  double WeightOf(uint32_t document, std::span<const uint32_t> set) const;
+  // The block's duplicates into the report (pairs, counts by reason) and every verdict into
+  // the similarity histogram.
+  void RecordVerdicts(const BlockVerdicts& verdicts);
   // A document's facts for the pair rule without its set (the hashes decide exact and
   // whitespace-only pairs).
   PairDocument HashFacts(uint32_t document) const;
@@ -1258,8 +1297,31 @@ Status DedupRun::SetOf(uint32_t document, std::vector<uint32_t>* buffer,
 
 Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* similarity_of,
                              std::vector<DuplicateReason>* reason_of) {
-  // The report's histogram measures the exact Jaccard of all rejected candidates, or of a hashed
-  // sample of them (`measured`, -1 = not measured).
+  PrepareHistogram();
+  BlockVerdicts verdicts{*block, *similarity_of, *reason_of,
+                         std::vector<double>(verify_ ? block->size() : 0, -1),
+                         report_.similarity_histogram.rejected_sample_every - 1};
+  Status read_status;
+  std::mutex read_mutex;
+  ParallelFor(
+      block->size(), threads_,
+      [&](size_t begin, size_t end) {
+        Status status = JudgeRange(begin, end, &verdicts);
+        if (!status.ok()) {
+          std::lock_guard<std::mutex> lock(read_mutex);
+          read_status = status;
+        }
+      },
+      256);
+  NEARDUP_RETURN_IF_ERROR(read_status);
+  RecordVerdicts(verdicts);
+  block->clear();
+  similarity_of->clear();
+  reason_of->clear();
+  return Status::Ok();
+}
+
+void DedupRun::PrepareHistogram() {
   SimilarityHistogram& histogram = report_.similarity_histogram;
   if (verify_ && histogram.accepted.empty()) {
     histogram.accepted.assign(SimilarityHistogram::kBins, 0);
@@ -1269,118 +1331,114 @@ Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* 
       histogram.rejected_sample_every *= 2;
     }
   }
-  const uint64_t sample_mask = histogram.rejected_sample_every - 1;
-  std::vector<double> measured(verify_ ? block->size() : 0, -1);
-  auto sampled = [&](size_t i) {
-    return (XXH3_64bits(&(*block)[i], sizeof(uint64_t)) & sample_mask) == 0;
-  };
-  Status read_status;
-  std::mutex read_mutex;
-  ParallelFor(
-      block->size(), threads_,
-      [&](size_t begin, size_t end) {
-        // Pairs in groups: each group's sets are read (or found in memory), the pairs below the
-        // rule's plain floor settled without a weight, and the others judged by the verification
-        // stage, DecidePairs (DecideFast, as before: the same decisions).
-        constexpr size_t kGroup = 256;
-        std::vector<std::vector<uint32_t>> buffers_a(kGroup), buffers_b(kGroup);
-        std::vector<PairDocument> left, right;
-        std::vector<size_t> judged;  // the block index of left[j], right[j]
-        std::vector<PairDecision> decisions;
-        // The weighted size of a document's set, computed once per run (-1 without weights).
-        auto weight_of = [&](uint32_t document, std::span<const uint32_t> set) {
-          if (!weight_of_) return -1.0;
-          double w = weight_of_[document].load(std::memory_order_relaxed);
-          if (w < 0) {
-            w = rule_->Weight(set);
-            weight_of_[document].store(w, std::memory_order_relaxed);
-          }
-          return w;
-        };
-        for (size_t group = begin; group < end; group += kGroup) {
-          const size_t group_end = std::min(end, group + kGroup);
-          left.clear();
-          right.clear();
-          judged.clear();
-          size_t used_a = 0, used_b = 0;  // buffers taken in this group
-          std::span<const uint32_t> set_a;
-          uint32_t loaded_a = UINT32_MAX;
-          double weight_a = -1;
-          for (size_t i = group; i < group_end; ++i) {
-            if ((*similarity_of)[i] != -2) continue;
-            const uint32_t a = static_cast<uint32_t>((*block)[i] >> 32);
-            const uint32_t b = static_cast<uint32_t>((*block)[i]);
-            Status status;
-            if (a != loaded_a) {  // pairs come sorted by a: one read per document a
-              status = SetOf(a, &buffers_a[used_a++], &set_a);
-              loaded_a = a;
-              weight_a = -1;  // looked up when a pair of a passes the floor
-            }
-            std::span<const uint32_t> set_b;
-            if (status.ok()) status = SetOf(b, &buffers_b[used_b++], &set_b);
-            if (!status.ok()) {
-              std::lock_guard<std::mutex> lock(read_mutex);
-              read_status = status;
-              loaded_a = UINT32_MAX;
-              continue;
-            }
-            PairDocument doc_a = HashFacts(a), doc_b = HashFacts(b);
-            doc_a.shingles = set_a;
-            doc_b.shingles = set_b;
-            if (!rule_->PassesPlainFloor(doc_a, doc_b)) {  // settled without a weight
-              (*similarity_of)[i] = 0;
-              (*reason_of)[i] = DuplicateReason::kNone;
-              if (verify_ && sampled(i)) measured[i] = Jaccard32(set_a, set_b);
-              continue;
-            }
-            if (weight_a < 0) weight_a = weight_of(a, set_a);
-            doc_a.weight = weight_a;
-            doc_b.weight = weight_of(b, set_b);
-            left.push_back(doc_a);
-            right.push_back(doc_b);
-            judged.push_back(i);
-          }
-          DecidePairs(*rule_, left, right, /*threads=*/1, &decisions, PairMeasure::kFast);
-          for (size_t j = 0; j < judged.size(); ++j) {
-            const size_t i = judged[j];
-            (*similarity_of)[i] = decisions[j].similarity;
-            (*reason_of)[i] = decisions[j].reason;
-            if (verify_ && decisions[j].reason == DuplicateReason::kNone && sampled(i)) {
-              measured[i] = Jaccard32(left[j].shingles, right[j].shingles);
-            }
-          }
-        }
-      },
-      256);
-  NEARDUP_RETURN_IF_ERROR(read_status);
+}
+
+Status DedupRun::JudgeRange(size_t begin, size_t end, BlockVerdicts* verdicts) const {
+  // The pairs that pass the plain floor are judged by the verification stage, DecidePairs
+  // (DecideFast, as before: the same decisions).
+  PairGroup group;
+  Status read_error;
+  for (size_t first = begin; first < end; first += PairGroup::kSize) {
+    Status status = GatherGroup(first, std::min(end, first + PairGroup::kSize), &group, verdicts);
+    if (!status.ok()) read_error = status;
+    DecidePairs(*rule_, group.left, group.right, /*threads=*/1, &group.decisions,
+                PairMeasure::kFast);
+    for (size_t j = 0; j < group.judged.size(); ++j) {
+      const size_t i = group.judged[j];
+      const PairDecision& decision = group.decisions[j];
+      verdicts->similarity_of[i] = decision.similarity;
+      verdicts->reason_of[i] = decision.reason;
+      if (verify_ && decision.reason == DuplicateReason::kNone && verdicts->Sampled(i)) {
+        verdicts->measured[i] = Jaccard32(group.left[j].shingles, group.right[j].shingles);
+      }
+    }
+  }
+  return read_error;
+}
+
+Status DedupRun::GatherGroup(size_t first, size_t last, PairGroup* group,
+                             BlockVerdicts* verdicts) const {
+  group->left.clear();
+  group->right.clear();
+  group->judged.clear();
+  Status read_error;
+  size_t used_a = 0, used_b = 0;  // buffers taken in this group
+  std::span<const uint32_t> set_a;
+  uint32_t loaded_a = UINT32_MAX;
+  double weight_a = -1;
+  for (size_t i = first; i < last; ++i) {
+    if (verdicts->similarity_of[i] != -2) continue;
+    const uint32_t a = static_cast<uint32_t>(verdicts->pairs[i] >> 32);
+    const uint32_t b = static_cast<uint32_t>(verdicts->pairs[i]);
+    Status status;
+    if (a != loaded_a) {  // pairs come sorted by a: one read per document a
+      status = SetOf(a, &group->buffers_a[used_a++], &set_a);
+      loaded_a = a;
+      weight_a = -1;  // looked up when a pair of a passes the floor
+    }
+    std::span<const uint32_t> set_b;
+    if (status.ok()) status = SetOf(b, &group->buffers_b[used_b++], &set_b);
+    if (!status.ok()) {
+      read_error = status;
+      loaded_a = UINT32_MAX;
+      continue;
+    }
+    PairDocument doc_a = HashFacts(a), doc_b = HashFacts(b);
+    doc_a.shingles = set_a;
+    doc_b.shingles = set_b;
+    if (!rule_->PassesPlainFloor(doc_a, doc_b)) {  // settled without a weight
+      verdicts->similarity_of[i] = 0;
+      verdicts->reason_of[i] = DuplicateReason::kNone;
+      if (verify_ && verdicts->Sampled(i)) verdicts->measured[i] = Jaccard32(set_a, set_b);
+      continue;
+    }
+    if (weight_a < 0) weight_a = WeightOf(a, set_a);
+    doc_a.weight = weight_a;
+    doc_b.weight = WeightOf(b, set_b);
+    group->left.push_back(doc_a);
+    group->right.push_back(doc_b);
+    group->judged.push_back(i);
+  }
+  return read_error;
+}
+
+double DedupRun::WeightOf(uint32_t document, std::span<const uint32_t> set) const {
+  if (!weight_of_) return -1.0;
+  double w = weight_of_[document].load(std::memory_order_relaxed);
+  if (w < 0) {
+    w = rule_->Weight(set);
+    weight_of_[document].store(w, std::memory_order_relaxed);
+  }
+  return w;
+}
+
+void DedupRun::RecordVerdicts(const BlockVerdicts& verdicts) {
+  SimilarityHistogram& histogram = report_.similarity_histogram;
   auto bin = [](double similarity) {
     return std::clamp(static_cast<int>(similarity * SimilarityHistogram::kBins + 1e-9), 0,
                       SimilarityHistogram::kBins - 1);
   };
-  for (size_t i = 0; i < block->size(); ++i) {
-    const DuplicateReason reason = (*reason_of)[i];
+  for (size_t i = 0; i < verdicts.pairs.size(); ++i) {
+    const DuplicateReason reason = verdicts.reason_of[i];
+    const double similarity = verdicts.similarity_of[i];
     if (reason == DuplicateReason::kNone) {
       if (verify_) {
         ++histogram.rejected_pairs;
-        if (measured[i] >= 0) {
+        if (verdicts.measured[i] >= 0) {
           ++histogram.rejected_measured;
-          ++histogram.rejected[bin(measured[i])];
+          ++histogram.rejected[bin(verdicts.measured[i])];
         }
       }
       continue;
     }
-    if (verify_ && (*similarity_of)[i] >= 0) ++histogram.accepted[bin((*similarity_of)[i])];
-    const uint32_t a = static_cast<uint32_t>((*block)[i] >> 32);
-    const uint32_t b = static_cast<uint32_t>((*block)[i]);
+    if (verify_ && similarity >= 0) ++histogram.accepted[bin(similarity)];
+    const uint32_t a = static_cast<uint32_t>(verdicts.pairs[i] >> 32);
+    const uint32_t b = static_cast<uint32_t>(verdicts.pairs[i]);
     ++report_.pairs_by_reason[DuplicateReasonName(reason)];
     report_.pairs.push_back(
         {a, b, HammingDistance(report_.documents[a].fingerprint, report_.documents[b].fingerprint),
-         (*similarity_of)[i], reason});
+         similarity, reason});
   }
-  block->clear();
-  similarity_of->clear();
-  reason_of->clear();
-  return Status::Ok();
 }
 
 void DedupRun::FinishVerify(Clock::time_point stage_start) {

@@ -155,6 +155,131 @@ void AppendHistogram(const SimilarityHistogram& histogram, JsonWriter* json) {
   json->EndObject();
 }
 
+// summary.json's parts, in the order they appear.
+
+// What was read: documents, skipped records and fallbacks by reason, failures by code.
+void AppendReadCounts(const DedupReport& report, JsonWriter* json) {
+  uint64_t skipped_total = 0;
+  for (const auto& [reason, count] : report.skipped) skipped_total += count;
+  uint64_t failed_total = 0;
+  for (const auto& [reason, count] : report.failed) failed_total += count;
+  json->Key("documents_read").Uint(report.documents.size() + failed_total);
+  json->Key("documents_fingerprinted").Uint(report.documents.size());
+  json->Key("records_skipped").Uint(skipped_total);
+  json->Key("skipped_by_reason").BeginObject();
+  for (const auto& [reason, count] : report.skipped) json->Key(reason).Uint(count);
+  json->EndObject();
+  json->Key("fallbacks_by_reason").BeginObject();
+  for (const auto& [reason, count] : report.fallbacks) json->Key(reason).Uint(count);
+  json->EndObject();
+  json->Key("duplicate_ids").Uint(report.duplicate_ids);
+  json->Key("fingerprint_failures_by_code").BeginObject();
+  for (const auto& [code, count] : report.failed) json->Key(code).Uint(count);
+  json->EndObject();
+  json->Key("text_bytes").Uint(report.text_bytes);
+}
+
+// The candidate pairs by source and the LSH buckets they came from.
+void AppendCandidateCounts(const DedupReport& report, JsonWriter* json) {
+  json->Key("candidate_pairs").Uint(report.candidate_pairs);
+  json->Key("lsh_candidate_pairs").Uint(report.lsh_candidate_pairs);
+  json->Key("simhash_candidate_pairs").Uint(report.simhash_candidate_pairs);
+  json->Key("simhash_only_candidate_pairs").Uint(report.simhash_only_candidate_pairs);
+  json->Key("simhash_only_accepted_pairs").Uint(report.simhash_only_accepted_pairs);
+  json->Key("lsh_buckets").BeginObject();
+  json->Key("records").Uint(report.lsh_stats.records);
+  json->Key("buckets").Uint(report.lsh_stats.buckets);
+  json->Key("oversized").Uint(report.lsh_stats.oversized_buckets);
+  json->Key("largest").Uint(report.lsh_stats.largest_bucket);
+  json->Key("pairs_before_dedup").Uint(report.lsh_stats.bucket_pairs);
+  json->EndObject();
+}
+
+// The pair rule (neardup/pair_rule.h): accepted pairs by reason, and what the rule was.
+void AppendPairRule(const DedupReport& report, JsonWriter* json) {
+  json->Key("accepted_pairs_by_reason").BeginObject();
+  for (DuplicateReason reason : {DuplicateReason::kExact, DuplicateReason::kWhitespace,
+                                 DuplicateReason::kNearDuplicate, DuplicateReason::kContained}) {
+    const char* name = DuplicateReasonName(reason);
+    auto it = report.pairs_by_reason.find(name);
+    json->Key(name).Uint(it == report.pairs_by_reason.end() ? 0 : it->second);
+  }
+  json->EndObject();
+  json->Key("pair_rule").BeginObject();
+  json->Key("jaccard_threshold").Double(report.rule.jaccard_threshold);
+  json->Key("containment_threshold").Double(report.rule.containment_threshold);
+  json->Key("containment_min_shingles").Double(report.rule.containment_min_shingles);
+  json->Key("containment_min_ratio").Double(report.rule.containment_min_ratio);
+  json->Key("lowest_accepted_jaccard").Double(LowestAcceptedJaccard(report.rule));
+  json->Key("boilerplate").Bool(report.boilerplate);
+  if (report.boilerplate) {
+    json->Key("boilerplate_min_documents").Uint(report.boilerplate_documents);
+    json->Key("frequency_sketch_mb")
+        .Double(static_cast<double>(report.boilerplate_sketch_bytes) / 1e6);
+  }
+  json->EndObject();
+}
+
+// Clusters and the documents they keep and remove.
+void AppendClusterCounts(const DedupReport& report, JsonWriter* json) {
+  json->Key("clusters").Uint(report.clusters.size());
+  uint64_t removed = report.removed_count();
+  json->Key("documents_in_clusters").Uint(removed + report.clusters.size());
+  json->Key("documents_removed").Uint(removed);
+  json->Key("documents_kept").Uint(report.documents.size() - removed);
+}
+
+// Each stage's time, items and rates, and the run's total.
+void AppendStages(const DedupReport& report, JsonWriter* json) {
+  json->Key("stages").BeginArray();
+  for (const StageTiming& stage : report.stages) {
+    json->BeginObject().Key("stage").String(stage.stage).Key("seconds").Double(stage.seconds);
+    json->Key("items").Uint(stage.items);
+    if (stage.peak_memory_bytes > 0) {
+      json->Key("peak_memory_mb").Double(static_cast<double>(stage.peak_memory_bytes) / 1e6);
+    }
+    if (stage.seconds > 0) {
+      json->Key("items_per_second").Double(static_cast<double>(stage.items) / stage.seconds);
+      if (stage.bytes > 0) {
+        json->Key("mb_per_second").Double(static_cast<double>(stage.bytes) / 1e6 / stage.seconds);
+      }
+    }
+    json->EndObject();
+  }
+  json->EndArray();
+  json->Key("total_seconds").Double(report.total_seconds);
+  if (report.total_seconds > 0) {
+    json->Key("documents_per_second")
+        .Double(static_cast<double>(report.documents.size()) / report.total_seconds);
+  }
+}
+
+// The options the run used (the resolved LSH shape, k and verify threshold from the report).
+void AppendOptions(const DedupReport& report, const DedupOptions& options, JsonWriter* json) {
+  json->Key("options").BeginObject();
+  json->Key("bits").Int(options.fingerprint.bits);
+  json->Key("candidates")
+      .String(options.candidates == DedupOptions::Candidates::kLsh       ? "lsh"
+              : options.candidates == DedupOptions::Candidates::kSimHash ? "simhash"
+                                                                         : "lsh+simhash");
+  json->Key("threshold").Double(options.lsh.threshold);
+  json->Key("bands").Int(report.lsh ? report.lsh->bands : 0);
+  json->Key("rows").Int(report.lsh ? report.lsh->rows : 0);
+  json->Key("bucket_window").Uint(options.lsh.bucket_window);
+  json->Key("k").Int(report.k.value_or(-1));
+  json->Key("top_k").Uint(options.fingerprint.features.top_k);
+  json->Key("shingle_size").Int(options.fingerprint.features.shingle_size);
+  json->Key("keep").String(KeepName(options.keep));
+  if (options.keep == KeepPolicy::kField) json->Key("keep_field").String(options.keep_field);
+  json->Key("verify").Double(report.verify_threshold);
+  json->Key("containment").Double(options.containment_threshold);
+  json->Key("containment_min_shingles").Double(options.containment_min_shingles);
+  json->Key("containment_min_ratio").Double(options.containment_min_ratio);
+  json->Key("boilerplate").Bool(options.boilerplate);
+  json->Key("boilerplate_min_documents").Uint(options.boilerplate_options.min_documents);
+  json->EndObject();
+}
+
 }  // namespace
 
 std::string DedupClusterLines(const DedupReport& report) {
@@ -177,117 +302,21 @@ void AppendIdLine(std::string_view id, std::string* out) {
 std::string DedupSummaryJson(const DedupReport& report, const DedupOptions* options) {
   std::string out;
   JsonWriter json(&out);
-  uint64_t skipped_total = 0;
-  for (const auto& [reason, count] : report.skipped) skipped_total += count;
-  uint64_t failed_total = 0;
-  for (const auto& [reason, count] : report.failed) failed_total += count;
   json.BeginObject();
-  json.Key("documents_read").Uint(report.documents.size() + failed_total);
-  json.Key("documents_fingerprinted").Uint(report.documents.size());
-  json.Key("records_skipped").Uint(skipped_total);
-  json.Key("skipped_by_reason").BeginObject();
-  for (const auto& [reason, count] : report.skipped) json.Key(reason).Uint(count);
-  json.EndObject();
-  json.Key("fallbacks_by_reason").BeginObject();
-  for (const auto& [reason, count] : report.fallbacks) json.Key(reason).Uint(count);
-  json.EndObject();
-  json.Key("duplicate_ids").Uint(report.duplicate_ids);
-  json.Key("fingerprint_failures_by_code").BeginObject();
-  for (const auto& [code, count] : report.failed) json.Key(code).Uint(count);
-  json.EndObject();
-  json.Key("text_bytes").Uint(report.text_bytes);
-  json.Key("candidate_pairs").Uint(report.candidate_pairs);
-  json.Key("lsh_candidate_pairs").Uint(report.lsh_candidate_pairs);
-  json.Key("simhash_candidate_pairs").Uint(report.simhash_candidate_pairs);
-  json.Key("simhash_only_candidate_pairs").Uint(report.simhash_only_candidate_pairs);
-  json.Key("simhash_only_accepted_pairs").Uint(report.simhash_only_accepted_pairs);
-  json.Key("lsh_buckets").BeginObject();
-  json.Key("records").Uint(report.lsh_stats.records);
-  json.Key("buckets").Uint(report.lsh_stats.buckets);
-  json.Key("oversized").Uint(report.lsh_stats.oversized_buckets);
-  json.Key("largest").Uint(report.lsh_stats.largest_bucket);
-  json.Key("pairs_before_dedup").Uint(report.lsh_stats.bucket_pairs);
-  json.EndObject();
+  AppendReadCounts(report, &json);
+  AppendCandidateCounts(report, &json);
   json.Key("accepted_pairs").Uint(report.pairs.size());
   AppendHistogram(report.similarity_histogram, &json);
-  // The pair rule (neardup/pair_rule.h): accepted pairs by reason, and what the rule was.
-  json.Key("accepted_pairs_by_reason").BeginObject();
-  for (DuplicateReason reason : {DuplicateReason::kExact, DuplicateReason::kWhitespace,
-                                 DuplicateReason::kNearDuplicate, DuplicateReason::kContained}) {
-    const char* name = DuplicateReasonName(reason);
-    auto it = report.pairs_by_reason.find(name);
-    json.Key(name).Uint(it == report.pairs_by_reason.end() ? 0 : it->second);
-  }
-  json.EndObject();
-  json.Key("pair_rule").BeginObject();
-  json.Key("jaccard_threshold").Double(report.rule.jaccard_threshold);
-  json.Key("containment_threshold").Double(report.rule.containment_threshold);
-  json.Key("containment_min_shingles").Double(report.rule.containment_min_shingles);
-  json.Key("containment_min_ratio").Double(report.rule.containment_min_ratio);
-  json.Key("lowest_accepted_jaccard").Double(LowestAcceptedJaccard(report.rule));
-  json.Key("boilerplate").Bool(report.boilerplate);
-  if (report.boilerplate) {
-    json.Key("boilerplate_min_documents").Uint(report.boilerplate_documents);
-    json.Key("frequency_sketch_mb")
-        .Double(static_cast<double>(report.boilerplate_sketch_bytes) / 1e6);
-  }
-  json.EndObject();
+  AppendPairRule(report, &json);
   // Intermediate data in temporary files (DedupOptions::spill); verification reads the inputs a
   // second time (standard input from its spooled copy).
   json.Key("spill").BeginObject();
   json.Key("enabled").Bool(report.spilled);
   json.Key("peak_mb").Double(static_cast<double>(report.spill_peak_bytes) / 1e6);
   json.EndObject();
-  json.Key("clusters").Uint(report.clusters.size());
-  uint64_t removed = report.removed_count();
-  json.Key("documents_in_clusters").Uint(removed + report.clusters.size());
-  json.Key("documents_removed").Uint(removed);
-  json.Key("documents_kept").Uint(report.documents.size() - removed);
-  json.Key("stages").BeginArray();
-  for (const StageTiming& stage : report.stages) {
-    json.BeginObject().Key("stage").String(stage.stage).Key("seconds").Double(stage.seconds);
-    json.Key("items").Uint(stage.items);
-    if (stage.peak_memory_bytes > 0) {
-      json.Key("peak_memory_mb").Double(static_cast<double>(stage.peak_memory_bytes) / 1e6);
-    }
-    if (stage.seconds > 0) {
-      json.Key("items_per_second").Double(static_cast<double>(stage.items) / stage.seconds);
-      if (stage.bytes > 0) {
-        json.Key("mb_per_second").Double(static_cast<double>(stage.bytes) / 1e6 / stage.seconds);
-      }
-    }
-    json.EndObject();
-  }
-  json.EndArray();
-  json.Key("total_seconds").Double(report.total_seconds);
-  if (report.total_seconds > 0) {
-    json.Key("documents_per_second")
-        .Double(static_cast<double>(report.documents.size()) / report.total_seconds);
-  }
-  if (options) {
-    json.Key("options").BeginObject();
-    json.Key("bits").Int(options->fingerprint.bits);
-    json.Key("candidates")
-        .String(options->candidates == DedupOptions::Candidates::kLsh       ? "lsh"
-                : options->candidates == DedupOptions::Candidates::kSimHash ? "simhash"
-                                                                            : "lsh+simhash");
-    json.Key("threshold").Double(options->lsh.threshold);
-    json.Key("bands").Int(report.lsh ? report.lsh->bands : 0);
-    json.Key("rows").Int(report.lsh ? report.lsh->rows : 0);
-    json.Key("bucket_window").Uint(options->lsh.bucket_window);
-    json.Key("k").Int(report.k.value_or(-1));
-    json.Key("top_k").Uint(options->fingerprint.features.top_k);
-    json.Key("shingle_size").Int(options->fingerprint.features.shingle_size);
-    json.Key("keep").String(KeepName(options->keep));
-    if (options->keep == KeepPolicy::kField) json.Key("keep_field").String(options->keep_field);
-    json.Key("verify").Double(report.verify_threshold);
-    json.Key("containment").Double(options->containment_threshold);
-    json.Key("containment_min_shingles").Double(options->containment_min_shingles);
-    json.Key("containment_min_ratio").Double(options->containment_min_ratio);
-    json.Key("boilerplate").Bool(options->boilerplate);
-    json.Key("boilerplate_min_documents").Uint(options->boilerplate_options.min_documents);
-    json.EndObject();
-  }
+  AppendClusterCounts(report, &json);
+  AppendStages(report, &json);
+  if (options) AppendOptions(report, *options, &json);
   AppendInputs(report, options, &json);
   json.EndObject();
   out.push_back('\n');

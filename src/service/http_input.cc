@@ -6,6 +6,8 @@
 #include <zlib.h>
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <random>
 
 namespace neardup::service {
@@ -344,6 +346,17 @@ Result<std::string> TokenFromFileContents(std::string_view contents, bool* strip
     }
   }
   return std::string(line);
+}
+
+Result<std::string> ReadTokenFile(const std::string& path, bool* stripped_cr) {
+  std::ifstream in(path, std::ios::binary);
+  std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in && !in.eof()) {
+    return Status::InvalidArgument(path + ": cannot read the token file");
+  }
+  Result<std::string> token = TokenFromFileContents(contents, stripped_cr);
+  if (!token.ok()) return Status::InvalidArgument(path + ": " + token.status().message());
+  return token;
 }
 
 }  // namespace neardup::service

@@ -112,6 +112,9 @@ class TokenChecker {
 // removed. `*stripped_cr` is set if a '\r' was removed (worth a warning: the file has CRLF line
 // ends). InvalidArgument if the token is empty or holds whitespace or control characters.
 Result<std::string> TokenFromFileContents(std::string_view contents, bool* stripped_cr);
+// The token of the file at `path` (TokenFromFileContents); `*stripped_cr` as there. Errors name
+// the file: InvalidArgument "PATH: cannot read the token file" or "PATH: token: ...".
+Result<std::string> ReadTokenFile(const std::string& path, bool* stripped_cr);
 
 }  // namespace neardup::service
 

@@ -168,6 +168,16 @@ class ResponseBudget {
   bool any_ = false;
 };
 
+// One metric in Prometheus' text format: its HELP and TYPE lines and its value.
+void AppendMetric(std::string* out, const char* name, const char* help, const char* type,
+                  double value) {
+  *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" +
+          name + " ";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g\n", value);
+  *out += buf;
+}
+
 }  // namespace
 
 struct Server::Impl : HttpApplication {
@@ -719,72 +729,97 @@ struct Server::Impl : HttpApplication {
     reply->Json(ok ? 200 : 503, std::move(out));
   }
 
+  // GET /metrics: the store's, the transport's and the requests' figures in Prometheus' text
+  // format.
   void HandleMetrics(Reply* reply) {
-    const StoreStats s = store->Stats();
     std::string out;
-    auto gauge = [&](const char* name, const char* help, const char* type, double value) {
-      out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" +
-             name + " ";
-      char buf[64];
-      std::snprintf(buf, sizeof(buf), "%.17g\n", value);
-      out += buf;
-    };
-    gauge("neardup_documents", "Live documents in the store.", "gauge", double(s.documents));
-    gauge("neardup_segments", "Segment files.", "gauge", double(s.segments));
-    gauge("neardup_memtable_entries", "Entries not yet in a segment.", "gauge",
-          double(s.memtable_entries));
-    gauge("neardup_disk_bytes", "Bytes of segment files and the log.", "gauge",
-          double(s.disk_bytes));
-    gauge("neardup_wal_syncs_total", "fdatasync calls on the log.", "counter", double(s.wal_syncs));
-    gauge("neardup_writes_total", "Adds and removes acknowledged.", "counter", double(s.writes));
-    gauge("neardup_flushes_total", "Memtable flushes.", "counter", double(s.flushes));
-    gauge("neardup_compactions_total", "Compactions finished.", "counter", double(s.compactions));
-    gauge("neardup_store_wal_dropped_bytes",
-          "Bytes of a damaged or torn last log record dropped when the store was opened (kept "
-          "aside as *.corrupt; see /v1/stats wal_dropped).",
-          "gauge", double(s.wal_dropped_bytes));
+    AppendStoreMetrics(&out);
+    AppendTransportMetrics(&out);
+    AppendRequestCounts(&out);
+    AppendLatencyHistograms(&out);
+    reply->status = 200;
+    reply->body = std::move(out);
+    reply->content_type = "text/plain; version=0.0.4";
+  }
+
+  // The store's sizes, work counters and health.
+  void AppendStoreMetrics(std::string* out) {
+    const StoreStats s = store->Stats();
+    AppendMetric(out, "neardup_documents", "Live documents in the store.", "gauge",
+                 double(s.documents));
+    AppendMetric(out, "neardup_segments", "Segment files.", "gauge", double(s.segments));
+    AppendMetric(out, "neardup_memtable_entries", "Entries not yet in a segment.", "gauge",
+                 double(s.memtable_entries));
+    AppendMetric(out, "neardup_disk_bytes", "Bytes of segment files and the log.", "gauge",
+                 double(s.disk_bytes));
+    AppendMetric(out, "neardup_wal_syncs_total", "fdatasync calls on the log.", "counter",
+                 double(s.wal_syncs));
+    AppendMetric(out, "neardup_writes_total", "Adds and removes acknowledged.", "counter",
+                 double(s.writes));
+    AppendMetric(out, "neardup_flushes_total", "Memtable flushes.", "counter", double(s.flushes));
+    AppendMetric(out, "neardup_compactions_total", "Compactions finished.", "counter",
+                 double(s.compactions));
+    AppendMetric(
+        out, "neardup_store_wal_dropped_bytes",
+        "Bytes of a damaged or torn last log record dropped when the store was opened (kept "
+        "aside as *.corrupt; see /v1/stats wal_dropped).",
+        "gauge", double(s.wal_dropped_bytes));
     const StoreHealth health = store->Health();
-    gauge("neardup_store_healthy", "1 if the store takes writes, 0 if degraded or closed.", "gauge",
-          health.state == StoreState::kOk ? 1 : 0);
-    gauge("neardup_store_write_errors_total", "Failed store writes (log, segment, MANIFEST).",
-          "counter", double(health.write_errors));
-    gauge("neardup_store_recoveries_total", "Times store writes worked again after a failure.",
-          "counter", double(health.recoveries));
+    AppendMetric(out, "neardup_store_healthy",
+                 "1 if the store takes writes, 0 if degraded or closed.", "gauge",
+                 health.state == StoreState::kOk ? 1 : 0);
+    AppendMetric(out, "neardup_store_write_errors_total",
+                 "Failed store writes (log, segment, MANIFEST).", "counter",
+                 double(health.write_errors));
+    AppendMetric(out, "neardup_store_recoveries_total",
+                 "Times store writes worked again after a failure.", "counter",
+                 double(health.recoveries));
+  }
+
+  // The HTTP transport's connections, refusals and buffers, and the server's drop counters.
+  void AppendTransportMetrics(std::string* out) {
     const TransportCounters& t = transport->counters();
-    gauge("neardup_http_open_connections", "Open client connections.", "gauge",
-          double(t.open_connections.load()));
-    gauge("neardup_http_connections_total", "Client connections accepted.", "counter",
-          double(t.connections_total.load()));
-    gauge("neardup_http_timeouts_total",
-          "Connections closed for exceeding the request deadline (from a request's first byte "
-          "to its reply's last).",
-          "counter", double(t.timeouts_total.load()));
-    gauge("neardup_http_incomplete_requests_total",
-          "Requests whose head never completed or was refused as malformed (the client left, "
-          "timed out, or sent an ambiguous or oversized head).",
-          "counter", double(incomplete_total.load()));
-    gauge("neardup_http_malformed_requests_total",
-          "Request heads refused before routing (400 ambiguous framing, 414, 431, 501 transfer "
-          "coding); the connection is closed.",
-          "counter", double(t.malformed_total.load()));
-    gauge("neardup_http_aborted_requests_total",
-          "Requests dropped before a reply (the client left, or its body was cut off).", "counter",
-          double(aborted_total.load()));
-    gauge("neardup_http_body_bytes_total", "Request body bytes received.", "counter",
-          double(t.body_bytes_total.load()));
-    gauge("neardup_http_buffered_bytes",
-          "Bytes held for request bodies being read and replies not yet written.", "gauge",
-          double(t.buffered_bytes.load()));
-    gauge("neardup_http_buffer_full_total",
-          "Requests refused with 503 because max_buffered_bytes was reached.", "counter",
-          double(t.buffer_full_total.load()));
-    gauge("neardup_http_truncated_replies_total",
-          "Replies whose result list was cut at its limit or at max_response_bytes.", "counter",
-          double(truncated_total.load()));
-    gauge("neardup_http_overloaded_total",
-          "Requests refused with 503 because the worker queue was full.", "counter",
-          double(overloaded_total.load()));
-    out +=
+    AppendMetric(out, "neardup_http_open_connections", "Open client connections.", "gauge",
+                 double(t.open_connections.load()));
+    AppendMetric(out, "neardup_http_connections_total", "Client connections accepted.", "counter",
+                 double(t.connections_total.load()));
+    AppendMetric(
+        out, "neardup_http_timeouts_total",
+        "Connections closed for exceeding the request deadline (from a request's first byte "
+        "to its reply's last).",
+        "counter", double(t.timeouts_total.load()));
+    AppendMetric(
+        out, "neardup_http_incomplete_requests_total",
+        "Requests whose head never completed or was refused as malformed (the client left, "
+        "timed out, or sent an ambiguous or oversized head).",
+        "counter", double(incomplete_total.load()));
+    AppendMetric(
+        out, "neardup_http_malformed_requests_total",
+        "Request heads refused before routing (400 ambiguous framing, 414, 431, 501 transfer "
+        "coding); the connection is closed.",
+        "counter", double(t.malformed_total.load()));
+    AppendMetric(out, "neardup_http_aborted_requests_total",
+                 "Requests dropped before a reply (the client left, or its body was cut off).",
+                 "counter", double(aborted_total.load()));
+    AppendMetric(out, "neardup_http_body_bytes_total", "Request body bytes received.", "counter",
+                 double(t.body_bytes_total.load()));
+    AppendMetric(out, "neardup_http_buffered_bytes",
+                 "Bytes held for request bodies being read and replies not yet written.", "gauge",
+                 double(t.buffered_bytes.load()));
+    AppendMetric(out, "neardup_http_buffer_full_total",
+                 "Requests refused with 503 because max_buffered_bytes was reached.", "counter",
+                 double(t.buffer_full_total.load()));
+    AppendMetric(out, "neardup_http_truncated_replies_total",
+                 "Replies whose result list was cut at its limit or at max_response_bytes.",
+                 "counter", double(truncated_total.load()));
+    AppendMetric(out, "neardup_http_overloaded_total",
+                 "Requests refused with 503 because the worker queue was full.", "counter",
+                 double(overloaded_total.load()));
+  }
+
+  // Responses by endpoint and status class (the classes seen).
+  void AppendRequestCounts(std::string* out) {
+    *out +=
         "# HELP neardup_http_requests_total HTTP responses by endpoint and status class "
         "(endpoint \"none\": unknown path or method).\n"
         "# TYPE neardup_http_requests_total counter\n";
@@ -792,11 +827,15 @@ struct Server::Impl : HttpApplication {
       for (int c = 1; c <= 5; ++c) {
         uint64_t n = metrics[e].by_class[c].load();
         if (n == 0) continue;
-        out += std::string("neardup_http_requests_total{endpoint=\"") + kEndpointNames[e] +
-               "\",code=\"" + std::to_string(c) + "xx\"} " + std::to_string(n) + "\n";
+        *out += std::string("neardup_http_requests_total{endpoint=\"") + kEndpointNames[e] +
+                "\",code=\"" + std::to_string(c) + "xx\"} " + std::to_string(n) + "\n";
       }
     }
-    out +=
+  }
+
+  // Each endpoint's request time histogram.
+  void AppendLatencyHistograms(std::string* out) {
+    *out +=
         "# HELP neardup_http_request_duration_seconds Request time from the request line to the "
         "reply.\n"
         "# TYPE neardup_http_request_duration_seconds histogram\n";
@@ -807,21 +846,18 @@ struct Server::Impl : HttpApplication {
       for (size_t b = 0; b < kLatencyBuckets.size(); ++b) {
         cumulative += metrics[e].buckets[b].load();
         std::snprintf(le, sizeof(le), "%g", kLatencyBuckets[b]);
-        out += "neardup_http_request_duration_seconds_bucket{" + label + ",le=\"" + le + "\"} " +
-               std::to_string(cumulative) + "\n";
+        *out += "neardup_http_request_duration_seconds_bucket{" + label + ",le=\"" + le + "\"} " +
+                std::to_string(cumulative) + "\n";
       }
       const uint64_t count = metrics[e].count.load();
-      out += "neardup_http_request_duration_seconds_bucket{" + label + ",le=\"+Inf\"} " +
-             std::to_string(count) + "\n";
+      *out += "neardup_http_request_duration_seconds_bucket{" + label + ",le=\"+Inf\"} " +
+              std::to_string(count) + "\n";
       char sum[64];
       std::snprintf(sum, sizeof(sum), "%.6f", double(metrics[e].micros_sum.load()) / 1e6);
-      out += "neardup_http_request_duration_seconds_sum{" + label + "} " + sum + "\n";
-      out += "neardup_http_request_duration_seconds_count{" + label + "} " + std::to_string(count) +
-             "\n";
+      *out += "neardup_http_request_duration_seconds_sum{" + label + "} " + sum + "\n";
+      *out += "neardup_http_request_duration_seconds_count{" + label + "} " +
+              std::to_string(count) + "\n";
     }
-    reply->status = 200;
-    reply->body = std::move(out);
-    reply->content_type = "text/plain; version=0.0.4";
   }
 };
 

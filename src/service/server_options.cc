@@ -4,13 +4,29 @@
 
 #include "neardup/options.h"
 #include "neardup/server.h"
+#include "service/http_input.h"
 
 namespace neardup::service {
 
 Status ApplyServerOptions(const OptionValues& values, ServerOptions* options) {
+  if (values.Has("token") && values.Has("token_file")) {
+    return Status::InvalidArgument("give " + values.NameOf("token_file") + " or " +
+                                   values.NameOf("token") + ", not both");
+  }
   for (const auto& [key, value] : values.values()) {
     const OptionSpec* spec = FindOption(key);
     if (spec == nullptr || !(spec->scope & kServerScope)) continue;
+    if (key == "token") {
+      options->token = std::get<std::string>(value);
+      continue;
+    }
+    if (key == "token_file") {
+      bool stripped_cr = false;  // a CRLF line end: the command line warns about it
+      Result<std::string> token = ReadTokenFile(std::get<std::string>(value), &stripped_cr);
+      if (!token.ok()) return token.status();
+      options->token = std::move(*token);
+      continue;
+    }
     if (key == "host") {
       options->host = std::get<std::string>(value);
       continue;

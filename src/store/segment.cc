@@ -348,16 +348,11 @@ uint64_t EntryChecksum(const Fingerprint& fingerprint, std::string_view id,
   return checksum;
 }
 
-Status WriteSegment(Env* env, const std::string& path,
-                    const std::shared_ptr<const index::CompiledDesign>& design,
-                    std::vector<SegmentEntry> entries, const SegmentRule* rule,
-                    const BandRows& band_rows) {
-  const int bands = rule != nullptr ? rule->bands : 0;
-  const int bits = design->design.bits;
-  const int words = bits / 64;
-  if (entries.size() >= (uint64_t{1} << 32) - 1) {
-    return Status::ResourceExhausted(path + ": too many entries for one segment");
-  }
+namespace {
+
+// The entries in the file's order: ascending id hash, then id (the order Find's binary search
+// reads), as (id hash, entry number).
+std::vector<std::pair<uint64_t, uint32_t>> IdHashOrder(const std::vector<SegmentEntry>& entries) {
   std::vector<std::pair<uint64_t, uint32_t>> order(entries.size());
   for (size_t i = 0; i < entries.size(); ++i)
     order[i] = {IdHash(entries[i].id), static_cast<uint32_t>(i)};
@@ -365,73 +360,137 @@ Status WriteSegment(Env* env, const std::string& path,
     if (a.first != b.first) return a.first < b.first;
     return entries[a.second].id < entries[b.second].id;
   });
-  const uint64_t n = entries.size();
-  uint64_t live = 0;
-  size_t blob_size = 0;
-  for (const SegmentEntry& e : entries) {
-    live += e.tombstone ? 0 : 1;
-    blob_size += 8 + e.id.size() + e.metadata.size();
-  }
-  // The index section: the live entries' fingerprints, row id = entry number.
+  return order;
+}
+
+// The index section: the live entries' fingerprints, row id = entry number in the file's order.
+std::shared_ptr<const index::TableSegment> BuildIndexImage(
+    const std::vector<SegmentEntry>& entries,
+    const std::vector<std::pair<uint64_t, uint32_t>>& order, uint64_t live, int bits,
+    const std::shared_ptr<const index::CompiledDesign>& design) {
   std::vector<index::SegmentRow> rows;
   rows.reserve(live);
-  for (uint64_t i = 0; i < n; ++i) {
+  for (uint64_t i = 0; i < order.size(); ++i) {
     const SegmentEntry& e = entries[order[i].second];
     if (!e.tombstone) rows.push_back({e.fingerprint.hi, e.fingerprint.lo, i});
   }
-  std::shared_ptr<const index::TableSegment> image =
-      index::TableSegment::Build(std::move(rows), bits, design, /*threads=*/0);
+  return index::TableSegment::Build(std::move(rows), bits, design, /*threads=*/0);
+}
 
-  const size_t fps_offset = kHeaderSize;
-  const size_t offsets_offset = fps_offset + n * words * 8;
-  const size_t blob_offset = offsets_offset + n * 8;
-  const size_t hashes_offset = Align8(blob_offset + blob_size);
-  const size_t checks_offset = hashes_offset + n * 8;  // version 3: per-entry checksums
-  const size_t index_offset = checks_offset + n * 8;
-  const size_t sketch_offset = index_offset + image->image_size();  // images are 8-byte multiples
+// Where WriteSegment puts each section (the order Segment::Open checks).
+struct SegmentLayout {
+  uint64_t n = 0, live = 0;
+  int words = 1;
+  size_t blob_size = 0;
+  size_t fps_offset = 0, offsets_offset = 0, blob_offset = 0, hashes_offset = 0, checks_offset = 0,
+         index_offset = 0, index_size = 0, sketch_offset = 0, file_size = 0;
+};
+
+SegmentLayout PlanLayout(const std::vector<SegmentEntry>& entries, int bits, uint64_t live,
+                         size_t index_size, int bands) {
+  SegmentLayout l;
+  l.n = entries.size();
+  l.live = live;
+  l.words = bits / 64;
+  for (const SegmentEntry& e : entries) l.blob_size += 8 + e.id.size() + e.metadata.size();
+  l.fps_offset = kHeaderSize;
+  l.offsets_offset = l.fps_offset + l.n * l.words * 8;
+  l.blob_offset = l.offsets_offset + l.n * 8;
+  l.hashes_offset = Align8(l.blob_offset + l.blob_size);
+  l.checks_offset = l.hashes_offset + l.n * 8;  // version 3: per-entry checksums
+  l.index_offset = l.checks_offset + l.n * 8;
+  l.index_size = index_size;
+  l.sketch_offset = l.index_offset + index_size;  // images are 8-byte multiples
   const size_t sketch_size = bands > 0 ? SketchSectionSize(entries, bands) : 0;
-  const size_t file_size = sketch_offset + sketch_size + kFooterSize;
+  l.file_size = l.sketch_offset + sketch_size + kFooterSize;
+  return l;
+}
 
-  std::string file(index_offset, '\0');
-  char* base = file.data();
+void Put32(char* base, size_t off, uint32_t v) { std::memcpy(base + off, &v, 4); }
+void Put64(char* base, size_t off, uint64_t v) { std::memcpy(base + off, &v, 8); }
+
+// The header: magic, version, the design's shape, the section table and its checksum.
+void PutHeader(const SegmentLayout& l, const index::CompiledDesign& design, int bands, char* base) {
   std::memcpy(base, kSegmentMagic, 8);
-  auto put32 = [&](size_t off, uint32_t v) { std::memcpy(base + off, &v, 4); };
-  auto put64 = [&](size_t off, uint64_t v) { std::memcpy(base + off, &v, 8); };
-  put32(kOffVersion, kSegmentVersion);
-  put32(kOffBits, bits);
-  put32(kOffMaxK, design->design.indexed_k);
-  put32(kOffTables, static_cast<uint32_t>(design->tables.size()));
-  put64(kOffEntries, n);
-  put64(kOffLive, live);
-  put64(kOffFingerprints, fps_offset);
-  put64(kOffRecordOffsets, offsets_offset);
-  put64(kOffBlob, blob_offset);
-  put64(kOffBlobSize, blob_size);
-  put64(kOffIdHashes, hashes_offset);
-  put64(kOffIndex, index_offset);
-  put64(kOffIndexSize, image->image_size());
-  put64(kOffFileSize, file_size);
-  put64(kOffEntryChecks, checks_offset);
-  if (bands > 0) put64(kOffSketch, sketch_offset);
-  put64(kOffHeaderChecksum, Checksum(base, kOffHeaderChecksum));
+  Put32(base, kOffVersion, kSegmentVersion);
+  Put32(base, kOffBits, design.design.bits);
+  Put32(base, kOffMaxK, design.design.indexed_k);
+  Put32(base, kOffTables, static_cast<uint32_t>(design.tables.size()));
+  Put64(base, kOffEntries, l.n);
+  Put64(base, kOffLive, l.live);
+  Put64(base, kOffFingerprints, l.fps_offset);
+  Put64(base, kOffRecordOffsets, l.offsets_offset);
+  Put64(base, kOffBlob, l.blob_offset);
+  Put64(base, kOffBlobSize, l.blob_size);
+  Put64(base, kOffIdHashes, l.hashes_offset);
+  Put64(base, kOffIndex, l.index_offset);
+  Put64(base, kOffIndexSize, l.index_size);
+  Put64(base, kOffFileSize, l.file_size);
+  Put64(base, kOffEntryChecks, l.checks_offset);
+  if (bands > 0) Put64(base, kOffSketch, l.sketch_offset);
+  Put64(base, kOffHeaderChecksum, Checksum(base, kOffHeaderChecksum));
+}
 
+// The entry sections in the file's order: fingerprints, record offsets (with the tombstone bit),
+// the id/metadata records, id hashes and per-entry checksums.
+void PutEntries(const std::vector<SegmentEntry>& entries,
+                const std::vector<std::pair<uint64_t, uint32_t>>& order, const SegmentLayout& l,
+                char* base) {
   size_t blob_pos = 0;
-  for (uint64_t i = 0; i < n; ++i) {
+  for (uint64_t i = 0; i < l.n; ++i) {
     const SegmentEntry& e = entries[order[i].second];
-    put64(fps_offset + i * words * 8, e.fingerprint.lo);
-    if (words == 2) put64(fps_offset + i * 16 + 8, e.fingerprint.hi);
-    put64(offsets_offset + i * 8, blob_pos | (e.tombstone ? kTombstoneBit : 0));
-    put32(blob_offset + blob_pos, static_cast<uint32_t>(e.id.size()));
-    put32(blob_offset + blob_pos + 4, static_cast<uint32_t>(e.metadata.size()));
-    std::memcpy(base + blob_offset + blob_pos + 8, e.id.data(), e.id.size());
+    Put64(base, l.fps_offset + i * l.words * 8, e.fingerprint.lo);
+    if (l.words == 2) Put64(base, l.fps_offset + i * 16 + 8, e.fingerprint.hi);
+    Put64(base, l.offsets_offset + i * 8, blob_pos | (e.tombstone ? kTombstoneBit : 0));
+    Put32(base, l.blob_offset + blob_pos, static_cast<uint32_t>(e.id.size()));
+    Put32(base, l.blob_offset + blob_pos + 4, static_cast<uint32_t>(e.metadata.size()));
+    std::memcpy(base + l.blob_offset + blob_pos + 8, e.id.data(), e.id.size());
     if (!e.metadata.empty()) {
-      std::memcpy(base + blob_offset + blob_pos + 8 + e.id.size(), e.metadata.data(),
+      std::memcpy(base + l.blob_offset + blob_pos + 8 + e.id.size(), e.metadata.data(),
                   e.metadata.size());
     }
     blob_pos += 8 + e.id.size() + e.metadata.size();
-    put64(hashes_offset + i * 8, order[i].first);
-    put64(checks_offset + i * 8, EntryChecksum(e.fingerprint, e.id, e.metadata, e.tombstone));
+    Put64(base, l.hashes_offset + i * 8, order[i].first);
+    Put64(base, l.checks_offset + i * 8,
+          EntryChecksum(e.fingerprint, e.id, e.metadata, e.tombstone));
   }
+}
+
+// Footer: XXH3-64 of everything before it, computed as the parts are written; then the file is
+// finished and synced.
+Status FinishSegmentFile(StreamingWriter* writer, WritableFile* out) {
+  const uint64_t checksum = writer->FileChecksum();
+  std::string footer(kFooterSize, '\0');
+  std::memcpy(footer.data(), &checksum, 8);
+  std::memcpy(footer.data() + 8, kFooterMagic, 8);
+  writer->Append(footer);
+  Status status = writer->Finish();
+  if (status.ok()) status = out->Sync();
+  return status;
+}
+
+}  // namespace
+
+Status WriteSegment(Env* env, const std::string& path,
+                    const std::shared_ptr<const index::CompiledDesign>& design,
+                    std::vector<SegmentEntry> entries, const SegmentRule* rule,
+                    const BandRows& band_rows) {
+  const int bands = rule != nullptr ? rule->bands : 0;
+  if (entries.size() >= (uint64_t{1} << 32) - 1) {
+    return Status::ResourceExhausted(path + ": too many entries for one segment");
+  }
+  const std::vector<std::pair<uint64_t, uint32_t>> order = IdHashOrder(entries);
+  uint64_t live = 0;
+  for (const SegmentEntry& e : entries) live += e.tombstone ? 0 : 1;
+  std::shared_ptr<const index::TableSegment> image =
+      BuildIndexImage(entries, order, live, design->design.bits, design);
+  const SegmentLayout layout =
+      PlanLayout(entries, design->design.bits, live, image->image_size(), bands);
+
+  // Header and entry sections in memory, then the index image and the sketch section streamed.
+  std::string file(layout.index_offset, '\0');
+  PutHeader(layout, *design, bands, file.data());
+  PutEntries(entries, order, layout, file.data());
   Result<std::unique_ptr<WritableFile>> out = env->NewWritableFile(path);
   if (!out.ok()) return out.status();
   StreamingWriter writer(out->get());
@@ -440,21 +499,13 @@ Status WriteSegment(Env* env, const std::string& path,
   writer.Append(std::string_view(image->image(), image->image_size()));
   image.reset();
   if (bands > 0) WriteSketchSection(entries, order, *rule, band_rows, &writer);
-  if (writer.written() != file_size - kFooterSize) {
+  if (writer.written() != layout.file_size - kFooterSize) {
     (void)writer.Finish();
     return Status::Internal(path + ": segment sections came out at " +
                             std::to_string(writer.written()) + " bytes, not the " +
-                            std::to_string(file_size - kFooterSize) + " planned");
+                            std::to_string(layout.file_size - kFooterSize) + " planned");
   }
-  // Footer: XXH3-64 of everything before it, computed as the parts are written.
-  const uint64_t checksum = writer.FileChecksum();
-  std::string footer(kFooterSize, '\0');
-  std::memcpy(footer.data(), &checksum, 8);
-  std::memcpy(footer.data() + 8, kFooterMagic, 8);
-  writer.Append(footer);
-  Status status = writer.Finish();
-  if (status.ok()) status = (*out)->Sync();
-  return status;
+  return FinishSegmentFile(&writer, out->get());
 }
 
 namespace {
@@ -491,13 +542,14 @@ Status CheckHeader(const std::string& path, const char* base, uint64_t size, int
   return Status::Ok();
 }
 
-}  // namespace
+// A segment file mapped read-only.
+struct MappedFile {
+  const char* base = nullptr;
+  uint64_t size = 0;
+};
 
-Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
-                                               std::shared_ptr<const index::CompiledDesign> design,
-                                               const SegmentRule* rule, bool verify_checksum) {
-  const int bands = rule != nullptr ? rule->bands : 0;
-  const int bits = design->design.bits;
+// Maps `path` (at least a header and a footer long).
+Result<MappedFile> MapSegmentFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return Status::NotFound(path + ": segment file is missing");
@@ -519,98 +571,141 @@ Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
   int err = errno;
   ::close(fd);
   if (map == MAP_FAILED) return ErrnoStatus("mmap", path, err);
-  std::shared_ptr<Segment> seg(new Segment());
+  return MappedFile{static_cast<const char*>(map), size};
+}
+
+// The footer's magic and its checksum of everything before it.
+Status CheckFileChecksum(const std::string& path, const char* base, uint64_t size) {
+  if (std::memcmp(base + size - 8, kFooterMagic, 8) != 0 ||
+      LoadU64(base + size - kFooterSize) != Checksum(base, size - kFooterSize)) {
+    return Status::Corruption(path + ": segment checksum mismatch (file damaged)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// The header's section table, as read (ReadSectionTable checks it against the writer's layout).
+struct Segment::SectionTable {
+  uint64_t n = 0, live = 0, fps = 0, offsets = 0, blob = 0, blob_size = 0, hashes = 0;
+  uint64_t index_offset = 0, index_size = 0, sketch_offset = 0, sketch_size = 0;
+};
+
+Result<std::shared_ptr<Segment>> Segment::Open(const std::string& path,
+                                               std::shared_ptr<const index::CompiledDesign> design,
+                                               const SegmentRule* rule, bool verify_checksum) {
+  const int bands = rule != nullptr ? rule->bands : 0;
+  Result<MappedFile> mapped = MapSegmentFile(path);
+  if (!mapped.ok()) return mapped.status();
+  std::shared_ptr<Segment> seg(new Segment());  // unmaps the file from here on
   seg->path_ = path;
-  seg->base_ = static_cast<const char*>(map);
-  seg->file_size_ = size;
-  const char* base = seg->base_;
-  NEARDUP_RETURN_IF_ERROR(CheckHeader(path, base, size, bits, /*accept_version_2=*/bands == 0));
-  if (verify_checksum) {
-    if (std::memcmp(base + size - 8, kFooterMagic, 8) != 0 ||
-        LoadU64(base + size - kFooterSize) != Checksum(base, size - kFooterSize)) {
-      return Status::Corruption(path + ": segment checksum mismatch (file damaged)");
-    }
-  }
-  seg->bits_ = bits;
-  seg->words_ = bits / 64;
-  seg->indexed_k_ = static_cast<int>(LoadU32(base + kOffMaxK));
-  seg->num_tables_ = static_cast<int>(LoadU32(base + kOffTables));
-  const uint64_t n = LoadU64(base + kOffEntries);
-  const uint64_t live = LoadU64(base + kOffLive);
-  const uint64_t fps = LoadU64(base + kOffFingerprints);
-  const uint64_t offsets = LoadU64(base + kOffRecordOffsets);
-  const uint64_t blob = LoadU64(base + kOffBlob);
-  const uint64_t blob_size = LoadU64(base + kOffBlobSize);
-  const uint64_t hashes = LoadU64(base + kOffIdHashes);
-  const uint64_t index_offset = LoadU64(base + kOffIndex);
-  const uint64_t index_size = LoadU64(base + kOffIndexSize);
-  const uint64_t words = static_cast<uint64_t>(seg->words_);
+  seg->base_ = mapped->base;
+  seg->file_size_ = mapped->size;
+  NEARDUP_RETURN_IF_ERROR(CheckHeader(path, seg->base_, seg->file_size_, design->design.bits,
+                                      /*accept_version_2=*/bands == 0));
+  if (verify_checksum)
+    NEARDUP_RETURN_IF_ERROR(CheckFileChecksum(path, seg->base_, seg->file_size_));
+  SectionTable sections;
+  NEARDUP_RETURN_IF_ERROR(seg->ReadSectionTable(*design, bands, &sections));
+  NEARDUP_RETURN_IF_ERROR(seg->ViewIndexSection(std::move(design), sections));
+  if (bands > 0) NEARDUP_RETURN_IF_ERROR(seg->ViewSketchSection(rule, bands, sections));
+  ::madvise(const_cast<char*>(seg->base_), seg->file_size_, MADV_RANDOM);
+  return seg;
+}
+
+Status Segment::ReadSectionTable(const index::CompiledDesign& design, int bands, SectionTable* t) {
+  const char* base = base_;
+  const uint64_t size = file_size_;
+  bits_ = design.design.bits;
+  words_ = bits_ / 64;
+  indexed_k_ = static_cast<int>(LoadU32(base + kOffMaxK));
+  num_tables_ = static_cast<int>(LoadU32(base + kOffTables));
+  t->n = LoadU64(base + kOffEntries);
+  t->live = LoadU64(base + kOffLive);
+  t->fps = LoadU64(base + kOffFingerprints);
+  t->offsets = LoadU64(base + kOffRecordOffsets);
+  t->blob = LoadU64(base + kOffBlob);
+  t->blob_size = LoadU64(base + kOffBlobSize);
+  t->hashes = LoadU64(base + kOffIdHashes);
+  t->index_offset = LoadU64(base + kOffIndex);
+  t->index_size = LoadU64(base + kOffIndexSize);
+  const uint64_t n = t->n;
+  const uint64_t words = static_cast<uint64_t>(words_);
   const bool version_3 = LoadU32(base + kOffVersion) == kSegmentVersion;
-  const uint64_t sketch_offset = version_3 ? LoadU64(base + kOffSketch) : 0;
+  t->sketch_offset = version_3 ? LoadU64(base + kOffSketch) : 0;
   // A kSimHash store's segment has no sketch section; a kDedup store's must have one.
-  if ((bands > 0) != (sketch_offset != 0)) {
-    return Status::Corruption(path + (bands > 0 ? ": segment has no sketch section, the store "
-                                                  "applies the dedup rule"
-                                                : ": segment has a sketch section, the store "
-                                                  "applies the simhash rule"));
+  if ((bands > 0) != (t->sketch_offset != 0)) {
+    return Status::Corruption(path_ + (bands > 0 ? ": segment has no sketch section, the store "
+                                                   "applies the dedup rule"
+                                                 : ": segment has a sketch section, the store "
+                                                   "applies the simhash rule"));
   }
-  const uint64_t index_end = bands > 0 ? sketch_offset : size - kFooterSize;
-  const uint64_t sketch_size =
-      bands > 0 && sketch_offset + kFooterSize <= size ? size - kFooterSize - sketch_offset : 0;
+  const uint64_t index_end = bands > 0 ? t->sketch_offset : size - kFooterSize;
+  t->sketch_size = bands > 0 && t->sketch_offset + kFooterSize <= size
+                       ? size - kFooterSize - t->sketch_offset
+                       : 0;
   // Every section must follow the writer's layout exactly (no sum below can overflow: each term
   // is checked against the file size first).
   // Version 3 keeps a checksum per entry between the id hashes and the index section.
   const uint64_t checks = version_3 ? LoadU64(base + kOffEntryChecks) : 0;
-  const uint64_t index_after = version_3 ? checks + n * 8 : hashes + n * 8;
+  const uint64_t index_after = version_3 ? checks + n * 8 : t->hashes + n * 8;
   const bool layout_ok =
-      n < (uint64_t{1} << 32) && live <= n && fps == kHeaderSize &&
-      offsets == fps + n * words * 8 && blob == offsets + n * 8 && blob_size <= size &&
-      hashes == Align8(blob + blob_size) && (!version_3 || checks == hashes + n * 8) &&
-      index_offset == index_after && index_size <= size && index_offset <= size &&
-      sketch_offset % 8 == 0 && (bands == 0 || sketch_offset + kFooterSize <= size) &&
-      index_offset + index_size == index_end && seg->indexed_k_ == design->design.indexed_k &&
-      seg->num_tables_ == static_cast<int>(design->tables.size());
-  if (!layout_ok) return Status::Corruption(path + ": segment section table is inconsistent");
-  seg->num_entries_ = static_cast<uint32_t>(n);
-  seg->num_live_ = static_cast<uint32_t>(live);
-  seg->fingerprints_ = reinterpret_cast<const uint64_t*>(base + fps);
-  seg->record_offsets_ = reinterpret_cast<const uint64_t*>(base + offsets);
-  seg->blob_ = base + blob;
-  seg->blob_size_ = blob_size;
-  seg->id_hashes_ = reinterpret_cast<const uint64_t*>(base + hashes);
+      n < (uint64_t{1} << 32) && t->live <= n && t->fps == kHeaderSize &&
+      t->offsets == t->fps + n * words * 8 && t->blob == t->offsets + n * 8 &&
+      t->blob_size <= size && t->hashes == Align8(t->blob + t->blob_size) &&
+      (!version_3 || checks == t->hashes + n * 8) && t->index_offset == index_after &&
+      t->index_size <= size && t->index_offset <= size && t->sketch_offset % 8 == 0 &&
+      (bands == 0 || t->sketch_offset + kFooterSize <= size) &&
+      t->index_offset + t->index_size == index_end && indexed_k_ == design.design.indexed_k &&
+      num_tables_ == static_cast<int>(design.tables.size());
+  if (!layout_ok) return Status::Corruption(path_ + ": segment section table is inconsistent");
+  num_entries_ = static_cast<uint32_t>(n);
+  num_live_ = static_cast<uint32_t>(t->live);
+  fingerprints_ = reinterpret_cast<const uint64_t*>(base + t->fps);
+  record_offsets_ = reinterpret_cast<const uint64_t*>(base + t->offsets);
+  blob_ = base + t->blob;
+  blob_size_ = t->blob_size;
+  id_hashes_ = reinterpret_cast<const uint64_t*>(base + t->hashes);
+  return Status::Ok();
+}
+
+Status Segment::ViewIndexSection(std::shared_ptr<const index::CompiledDesign> design,
+                                 const SectionTable& t) {
   Result<std::shared_ptr<const index::TableSegment>> image = index::TableSegment::View(
-      std::string_view(base + index_offset, index_size), std::move(design), nullptr, path);
+      std::string_view(base_ + t.index_offset, t.index_size), std::move(design), nullptr, path_);
   if (!image.ok()) return image.status();
-  if ((*image)->size() != live) {
-    return Status::Corruption(path + ": index section holds " + std::to_string((*image)->size()) +
-                              " rows, the segment " + std::to_string(live) + " live entries");
+  if ((*image)->size() != t.live) {
+    return Status::Corruption(path_ + ": index section holds " + std::to_string((*image)->size()) +
+                              " rows, the segment " + std::to_string(t.live) + " live entries");
   }
-  seg->index_ = std::move(*image);
-  if (bands > 0) {
-    SketchLayout layout;
-    NEARDUP_RETURN_IF_ERROR(ReadSketchSection(std::string_view(base + sketch_offset, sketch_size),
-                                              path, /*verify_body=*/false, &layout));
-    if (layout.bands != bands || layout.n != n || (rule != nullptr && !(layout.rule == *rule))) {
-      return Status::Corruption(
-          path + ": sketch section holds " + std::to_string(layout.bands) + " bands and " +
-          std::to_string(layout.n) + " entries of another rule or count than the store's " +
-          std::to_string(bands) + " bands and the segment's " + std::to_string(n) + " entries");
-    }
-    seg->bands_ = bands;
-    seg->next_seq_ = layout.next_seq;
-    seg->sketch_rows_ = layout.rows;
-    seg->set_offsets_ = layout.set_offsets;
-    seg->set_blob_ = layout.blob;
-    seg->set_blob_size_ = layout.blob_size;
-    seg->band_tables_ = std::move(layout.band_tables);
-    seg->squeezed_table_ = layout.squeezed_table;
-    // The band directories in RAM (about 16 bytes a document for 30 bands): a check's first
-    // access in each table never waits for the page cache.
-    for (index::KeyTable<uint32_t>& table : seg->band_tables_) table.KeepDirectoryInMemory();
-    seg->squeezed_table_.KeepDirectoryInMemory();
+  index_ = std::move(*image);
+  return Status::Ok();
+}
+
+Status Segment::ViewSketchSection(const SegmentRule* rule, int bands, const SectionTable& t) {
+  SketchLayout layout;
+  NEARDUP_RETURN_IF_ERROR(
+      ReadSketchSection(std::string_view(base_ + t.sketch_offset, t.sketch_size), path_,
+                        /*verify_body=*/false, &layout));
+  if (layout.bands != bands || layout.n != t.n || (rule != nullptr && !(layout.rule == *rule))) {
+    return Status::Corruption(
+        path_ + ": sketch section holds " + std::to_string(layout.bands) + " bands and " +
+        std::to_string(layout.n) + " entries of another rule or count than the store's " +
+        std::to_string(bands) + " bands and the segment's " + std::to_string(t.n) + " entries");
   }
-  ::madvise(map, size, MADV_RANDOM);
-  return seg;
+  bands_ = bands;
+  next_seq_ = layout.next_seq;
+  sketch_rows_ = layout.rows;
+  set_offsets_ = layout.set_offsets;
+  set_blob_ = layout.blob;
+  set_blob_size_ = layout.blob_size;
+  band_tables_ = std::move(layout.band_tables);
+  squeezed_table_ = layout.squeezed_table;
+  // The band directories in RAM (about 16 bytes a document for 30 bands): a check's first
+  // access in each table never waits for the page cache.
+  for (index::KeyTable<uint32_t>& table : band_tables_) table.KeepDirectoryInMemory();
+  squeezed_table_.KeepDirectoryInMemory();
+  return Status::Ok();
 }
 
 bool Segment::has_sketch(uint32_t entry) const {
@@ -723,6 +818,164 @@ void Segment::Search(const Fingerprint& query, int k, std::vector<SegmentHit>* h
   }
 }
 
+namespace {
+
+// A segment file as SalvageSegment reads it: its bytes and the header's section offsets, none
+// trusted (every position is checked against the size before it is read).
+struct SalvageView {
+  const char* base = nullptr;
+  uint64_t size = 0;
+  uint32_t version = 0;
+  uint64_t words = 1, n = 0, fps = 0, offsets = 0, blob = 0, blob_size = 0, hashes = 0;
+};
+
+// The index section's copy of each live entry's fingerprint, when the section is readable.
+struct IndexCopy {
+  bool readable = false;
+  std::vector<std::pair<uint64_t, uint64_t>> fingerprints;  // entry -> (hi, lo)
+  std::vector<bool> in_index;
+};
+
+IndexCopy ReadIndexCopy(const std::string& path, const SalvageView& v,
+                        const std::shared_ptr<const index::CompiledDesign>& design) {
+  IndexCopy copy;
+  const uint64_t index_offset = LoadU64(v.base + kOffIndex);
+  const uint64_t index_size = LoadU64(v.base + kOffIndexSize);
+  if (index_offset % 8 != 0 || index_offset > v.size || index_size > v.size - index_offset) {
+    return copy;
+  }
+  Result<std::shared_ptr<const index::TableSegment>> image = index::TableSegment::View(
+      std::string_view(v.base + index_offset, index_size), design, nullptr, path);
+  if (!image.ok() || v.n >= (uint64_t{1} << 32)) return copy;
+  copy.readable = true;
+  copy.fingerprints.assign(v.n, {0, 0});
+  copy.in_index.assign(v.n, false);
+  const index::TableSegment& t = **image;
+  for (size_t row = 0; row < t.size(); ++row) {
+    const uint64_t entry = t.id(row);
+    if (entry < v.n) {
+      copy.fingerprints[entry] = {t.hi(row), t.lo(row)};
+      copy.in_index[entry] = true;
+    }
+  }
+  return copy;
+}
+
+// A version-3 segment's sketch section, when its own checksums hold, with its band keys by
+// entry.
+struct SalvagedSketch {
+  bool present = false;
+  SketchLayout layout;
+  std::vector<uint32_t> band_keys;
+  std::vector<uint8_t> has_keys;
+};
+
+void ReadSalvagedSketch(const std::string& path, const SalvageView& v, SalvagedSketch* sketch) {
+  if (v.version != kSegmentVersion || LoadU64(v.base + kOffSketch) == 0) return;
+  const uint64_t offset = LoadU64(v.base + kOffSketch);
+  const uint64_t sketch_size = v.size - std::min<uint64_t>(v.size, offset + kFooterSize);
+  if (offset % 8 == 0 && offset + kFooterSize <= v.size &&
+      ReadSketchSection(std::string_view(v.base + offset, sketch_size), path,
+                        /*verify_body=*/true, &sketch->layout)
+          .ok() &&
+      sketch->layout.n == v.n) {
+    sketch->present = true;
+    BandKeysFromTables(sketch->layout.band_tables, v.n, &sketch->band_keys, &sketch->has_keys);
+  }
+}
+
+// Entry i's record: false (and the reason counted in *c) if it lies outside the file or the
+// blob, or is over the limits (checked in a damaged file only: `check`).
+bool ReadSalvageEntry(const SalvageView& v, uint64_t i, bool check, SalvageChecks* c,
+                      SegmentEntry* entry) {
+  const uint64_t fp_pos = v.fps + i * v.words * 8;
+  const uint64_t off_pos = v.offsets + i * 8;
+  if (fp_pos + v.words * 8 > v.size || off_pos + 8 > v.size) {
+    ++c->out_of_bounds;
+    return false;
+  }
+  const uint64_t raw = LoadU64(v.base + off_pos);
+  const uint64_t offset = raw & ~kTombstoneBit;
+  if (offset + 8 > v.blob_size || v.blob + offset + 8 > v.size) {
+    ++c->out_of_bounds;
+    return false;
+  }
+  const uint32_t id_len = LoadU32(v.base + v.blob + offset);
+  const uint32_t meta_len = LoadU32(v.base + v.blob + offset + 4);
+  const uint64_t record_end = v.blob + offset + 8 + id_len + meta_len;
+  if (offset + 8 + id_len + meta_len > v.blob_size || record_end > v.size) {
+    ++c->out_of_bounds;
+    return false;
+  }
+  if (id_len == 0 || (check && (id_len > c->max_id_bytes || meta_len > c->max_metadata_bytes))) {
+    ++c->over_limits;
+    return false;
+  }
+  entry->id = std::string_view(v.base + v.blob + offset + 8, id_len);
+  entry->metadata = std::string_view(v.base + v.blob + offset + 8 + id_len, meta_len);
+  entry->tombstone = (raw & kTombstoneBit) != 0;
+  entry->fingerprint =
+      v.words == 1 ? Fingerprint::From64(LoadU64(v.base + fp_pos))
+                   : Fingerprint::From128(LoadU64(v.base + fp_pos + 8), LoadU64(v.base + fp_pos));
+  return true;
+}
+
+// A damaged segment's entry i against what the segment keeps per entry: its id's hash
+// (id_hashes), for live entries the index section's copy of its fingerprint, and (version 3)
+// its own checksum. False (and the reason counted in *c) if any disagrees.
+bool EntryVouchedFor(const SalvageView& v, uint64_t i, const SegmentEntry& entry,
+                     const IndexCopy& index_copy, SalvageChecks* c) {
+  const uint64_t hash_pos = v.hashes + i * 8;
+  if (hash_pos + 8 > v.size || LoadU64(v.base + hash_pos) != IdHash(entry.id)) {
+    ++c->id_hash_mismatch;
+    return false;
+  }
+  // Version 3: the entry's own checksum covers its fingerprint, id, metadata and tombstone bit.
+  bool checksum_ok = true;
+  const bool has_checksum = v.version == kSegmentVersion;
+  if (has_checksum) {
+    const uint64_t checks = LoadU64(v.base + kOffEntryChecks);
+    const uint64_t check_pos = checks + i * 8;
+    checksum_ok = checks != 0 && check_pos >= checks && check_pos + 8 <= v.size &&
+                  LoadU64(v.base + check_pos) ==
+                      EntryChecksum(entry.fingerprint, entry.id, entry.metadata, entry.tombstone);
+  }
+  if (!entry.tombstone && index_copy.readable &&
+      (!index_copy.in_index[i] || index_copy.fingerprints[i].first != entry.fingerprint.hi ||
+       index_copy.fingerprints[i].second != entry.fingerprint.lo)) {
+    ++c->fingerprint_mismatch;
+    return false;
+  }
+  if (!checksum_ok) {
+    ++c->entry_checksum_mismatch;
+    return false;
+  }
+  // Without the index section's copy, only a version-3 entry checksum vouches for the
+  // fingerprint.
+  if (!entry.tombstone && !index_copy.readable && !has_checksum) ++c->fingerprints_unchecked;
+  return true;
+}
+
+// Entry i's sketch (hashes, sequence number, set, band keys) from the salvaged section.
+void AttachSketch(const SalvagedSketch& sketch, uint64_t i, SegmentEntry* entry) {
+  const SketchLayout& s = sketch.layout;
+  const uint64_t* row = s.rows + i * kSketchRowWords;
+  entry->seq = row[3];
+  const uint64_t from = s.set_offsets[i], to = s.set_offsets[i + 1];
+  if ((row[1] & kHasSketchBit) != 0 && from <= to && to <= s.blob_size) {
+    entry->has_sketch = true;
+    entry->hashes = {row[0], row[1] & ~kHasSketchBit, row[2]};
+    entry->set = std::string_view(s.blob + from, to - from);
+    entry->has_band_keys = sketch.has_keys[i] != 0;
+    if (entry->has_band_keys) {
+      entry->band_keys = std::span<const uint32_t>(sketch.band_keys.data() + i * s.bands,
+                                                   static_cast<size_t>(s.bands));
+    }
+  }
+}
+
+}  // namespace
+
 Result<uint64_t> SalvageSegment(const std::string& path, int bits,
                                 const std::function<void(const SegmentEntry&)>& on_entry,
                                 bool* file_intact, SalvageChecks* checks,
@@ -744,147 +997,38 @@ Result<uint64_t> SalvageSegment(const std::string& path, int bits,
   if (file_intact != nullptr) *file_intact = intact;
   SalvageChecks defaults;
   SalvageChecks& c = checks != nullptr ? *checks : defaults;
-  const uint64_t words = static_cast<uint64_t>(bits / 64);
-  const uint64_t n = LoadU64(base + kOffEntries);
-  const uint64_t fps = LoadU64(base + kOffFingerprints);
-  const uint64_t offsets = LoadU64(base + kOffRecordOffsets);
-  const uint64_t blob = LoadU64(base + kOffBlob);
-  const uint64_t blob_size = LoadU64(base + kOffBlobSize);
-  const uint64_t hashes = LoadU64(base + kOffIdHashes);
-  // In a damaged file every entry is checked against what the segment keeps per entry: its id's
-  // hash (id_hashes) and, for live entries, the index section's copy of its fingerprint.
+  const SalvageView v{base,
+                      size,
+                      LoadU32(base + kOffVersion),
+                      static_cast<uint64_t>(bits / 64),
+                      LoadU64(base + kOffEntries),
+                      LoadU64(base + kOffFingerprints),
+                      LoadU64(base + kOffRecordOffsets),
+                      LoadU64(base + kOffBlob),
+                      LoadU64(base + kOffBlobSize),
+                      LoadU64(base + kOffIdHashes)};
+  // In a damaged file every entry is checked against what the segment keeps per entry.
   const bool check = !intact;
-  std::vector<std::pair<uint64_t, uint64_t>> index_copy;  // entry -> (hi, lo)
-  std::vector<bool> in_index;
-  bool index_readable = false;
-  const uint32_t version = LoadU32(base + kOffVersion);
+  IndexCopy index_copy;
   if (check && c.design != nullptr &&
-      (version == kSegmentVersion || version == kOldSegmentVersion)) {
-    const uint64_t index_offset = LoadU64(base + kOffIndex);
-    const uint64_t index_size = LoadU64(base + kOffIndexSize);
-    if (index_offset % 8 == 0 && index_offset <= size && index_size <= size - index_offset) {
-      Result<std::shared_ptr<const index::TableSegment>> image = index::TableSegment::View(
-          std::string_view(base + index_offset, index_size), c.design, nullptr, path);
-      if (image.ok() && n < (uint64_t{1} << 32)) {
-        index_readable = true;
-        index_copy.assign(n, {0, 0});
-        in_index.assign(n, false);
-        const index::TableSegment& t = **image;
-        for (size_t row = 0; row < t.size(); ++row) {
-          const uint64_t entry = t.id(row);
-          if (entry < n) {
-            index_copy[entry] = {t.hi(row), t.lo(row)};
-            in_index[entry] = true;
-          }
-        }
-      }
-    }
+      (v.version == kSegmentVersion || v.version == kOldSegmentVersion)) {
+    index_copy = ReadIndexCopy(path, v, c.design);
   }
-  // A version-3 segment's sketch section, when its own checksums hold.
-  SketchLayout sketch;
-  bool have_sketch = false;
-  std::vector<uint32_t> band_keys;
-  std::vector<uint8_t> has_keys;
-  if (version == kSegmentVersion && LoadU64(base + kOffSketch) != 0) {
-    const uint64_t offset = LoadU64(base + kOffSketch);
-    const uint64_t sketch_size = size - std::min<uint64_t>(size, offset + kFooterSize);
-    if (offset % 8 == 0 && offset + kFooterSize <= size &&
-        ReadSketchSection(std::string_view(base + offset, sketch_size), path,
-                          /*verify_body=*/true, &sketch)
-            .ok() &&
-        sketch.n == n) {
-      have_sketch = true;
-      BandKeysFromTables(sketch.band_tables, n, &band_keys, &has_keys);
-    }
-  }
+  SalvagedSketch sketch;
+  ReadSalvagedSketch(path, v, &sketch);
   if (sketch_rule != nullptr) {
     *sketch_rule = std::nullopt;
-    if (have_sketch) *sketch_rule = sketch.rule;
+    if (sketch.present) *sketch_rule = sketch.layout.rule;
   }
   uint64_t lost = 0;
-  for (uint64_t i = 0; i < n; ++i) {
-    const uint64_t fp_pos = fps + i * words * 8;
-    const uint64_t off_pos = offsets + i * 8;
-    if (fp_pos + words * 8 > size || off_pos + 8 > size) {
-      ++lost;
-      ++c.out_of_bounds;
-      continue;
-    }
-    const uint64_t raw = LoadU64(base + off_pos);
-    const uint64_t offset = raw & ~kTombstoneBit;
-    if (offset + 8 > blob_size || blob + offset + 8 > size) {
-      ++lost;
-      ++c.out_of_bounds;
-      continue;
-    }
-    const uint32_t id_len = LoadU32(base + blob + offset);
-    const uint32_t meta_len = LoadU32(base + blob + offset + 4);
-    const uint64_t record_end = blob + offset + 8 + id_len + meta_len;
-    if (offset + 8 + id_len + meta_len > blob_size || record_end > size) {
-      ++lost;
-      ++c.out_of_bounds;
-      continue;
-    }
-    if (id_len == 0 || (check && (id_len > c.max_id_bytes || meta_len > c.max_metadata_bytes))) {
-      ++lost;
-      ++c.over_limits;
-      continue;
-    }
+  for (uint64_t i = 0; i < v.n; ++i) {
     SegmentEntry entry;
-    entry.id = std::string_view(base + blob + offset + 8, id_len);
-    entry.metadata = std::string_view(base + blob + offset + 8 + id_len, meta_len);
-    entry.tombstone = (raw & kTombstoneBit) != 0;
-    entry.fingerprint =
-        words == 1 ? Fingerprint::From64(LoadU64(base + fp_pos))
-                   : Fingerprint::From128(LoadU64(base + fp_pos + 8), LoadU64(base + fp_pos));
-    if (check) {
-      const uint64_t hash_pos = hashes + i * 8;
-      if (hash_pos + 8 > size || LoadU64(base + hash_pos) != IdHash(entry.id)) {
-        ++lost;
-        ++c.id_hash_mismatch;
-        continue;
-      }
-      // Version 3: the entry's own checksum covers its fingerprint, id, metadata and tombstone bit.
-      bool checksum_ok = true;
-      const bool has_checksum = version == kSegmentVersion;
-      if (has_checksum) {
-        const uint64_t checks = LoadU64(base + kOffEntryChecks);
-        const uint64_t check_pos = checks + i * 8;
-        checksum_ok = checks != 0 && check_pos >= checks && check_pos + 8 <= size &&
-                      LoadU64(base + check_pos) == EntryChecksum(entry.fingerprint, entry.id,
-                                                                 entry.metadata, entry.tombstone);
-      }
-      if (!entry.tombstone && index_readable &&
-          (!in_index[i] || index_copy[i].first != entry.fingerprint.hi ||
-           index_copy[i].second != entry.fingerprint.lo)) {
-        ++lost;
-        ++c.fingerprint_mismatch;
-        continue;
-      }
-      if (!checksum_ok) {
-        ++lost;
-        ++c.entry_checksum_mismatch;
-        continue;
-      }
-      // Without the index section's copy, only a version-3 entry checksum vouches for the
-      // fingerprint.
-      if (!entry.tombstone && !index_readable && !has_checksum) ++c.fingerprints_unchecked;
+    if (!ReadSalvageEntry(v, i, check, &c, &entry) ||
+        (check && !EntryVouchedFor(v, i, entry, index_copy, &c))) {
+      ++lost;
+      continue;
     }
-    if (have_sketch) {
-      const uint64_t* row = sketch.rows + i * kSketchRowWords;
-      entry.seq = row[3];
-      const uint64_t from = sketch.set_offsets[i], to = sketch.set_offsets[i + 1];
-      if ((row[1] & kHasSketchBit) != 0 && from <= to && to <= sketch.blob_size) {
-        entry.has_sketch = true;
-        entry.hashes = {row[0], row[1] & ~kHasSketchBit, row[2]};
-        entry.set = std::string_view(sketch.blob + from, to - from);
-        entry.has_band_keys = has_keys[i] != 0;
-        if (entry.has_band_keys) {
-          entry.band_keys = std::span<const uint32_t>(band_keys.data() + i * sketch.bands,
-                                                      static_cast<size_t>(sketch.bands));
-        }
-      }
-    }
+    if (sketch.present) AttachSketch(sketch, i, &entry);
     on_entry(entry);
   }
   return lost;

@@ -130,8 +130,15 @@ class Segment {
   const index::KeyTable<uint64_t>& squeezed_table() const { return squeezed_table_; }
 
  private:
+  struct SectionTable;
   Segment() = default;
   bool RecordBounds(uint32_t entry, size_t* begin, uint32_t* id_len, uint32_t* meta_len) const;
+  // Open's steps after the header: the section table read and checked against the writer's
+  // layout (the entry sections viewed), the index section viewed, the sketch section viewed.
+  Status ReadSectionTable(const index::CompiledDesign& design, int bands, SectionTable* table);
+  Status ViewIndexSection(std::shared_ptr<const index::CompiledDesign> design,
+                          const SectionTable& table);
+  Status ViewSketchSection(const SegmentRule* rule, int bands, const SectionTable& table);
 
   std::string path_;
   const char* base_ = nullptr;

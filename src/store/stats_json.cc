@@ -19,6 +19,9 @@ void WriteStoreStatsFields(const StoreStats& stats, JsonWriter* writer) {
   writer->Key("wal_syncs").Uint(stats.wal_syncs);
   writer->Key("open_seconds").Double(stats.open_seconds);
   writer->Key("bits").Int(stats.bits);
+  writer->Key("indexed_k").Int(stats.indexed_k);
+  // The old name of indexed_k, kept for one release so that no client breaks silently
+  // (deprecated in docs/api.md and docs/openapi.yaml; removed in the release after).
   writer->Key("max_k").Int(stats.indexed_k);
   writer->Key("index_design").String(stats.index_design);
   writer->Key("index_bytes_per_fingerprint").Double(stats.index_bytes_per_fingerprint);
