@@ -25,7 +25,18 @@ for library in "$scratch"/prefix/lib*/libneardup.so "$scratch"/prefix/lib*/libne
       exit 1
     fi
   done
+  # cmake/exports.map: nothing but neardup's own names (no std:: or boost:: template instances).
+  foreign=$(cut -c20- <<<"$exported" |
+    grep -v '^\(\(typeinfo\|typeinfo name\|vtable\|VTT\|guard variable\) for \|\(non-\)\?virtual thunk to \)\?neardup::' || true)
+  if [ -n "$foreign" ]; then
+    echo "install: $library exports symbols outside namespace neardup (cmake/exports.map):" >&2
+    head -n 5 <<<"$foreign" >&2
+    exit 1
+  fi
 done
+# Every installed declaration that needs a symbol carries NEARDUP_EXPORT and is exported.
+/usr/bin/python3 "$root/scripts/check_exports.py" "$scratch/prefix/include" \
+  "$scratch"/prefix/lib*/libneardup.so "$scratch"/prefix/lib*/libneardup_service.so
 grep -q 'neardup::Fingerprinter::Create' <<<"$(nm -D -C --defined-only "$scratch"/prefix/lib*/libneardup.so)"
 grep -q 'neardup::service::Server::Create' <<<"$(nm -D -C --defined-only "$scratch"/prefix/lib*/libneardup_service.so)"
 test -x "$scratch/prefix/bin/neardup"

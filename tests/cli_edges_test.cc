@@ -390,6 +390,29 @@ TEST_F(CliEdgesTest, IndexAddSkipsAndCountsBadRecordsAndReportsReplacedOnes) {
   EXPECT_NE(out.find("\"documents\":2"), std::string::npos) << out;
 }
 
+// The replaced count is the store's live count before and after, so it holds across batches,
+// flushed segments and removed ids (a removed id added again is new, not a replacement).
+TEST_F(CliEdgesTest, IndexAddCountsReplacementsAcrossBatchesSegmentsAndRemovals) {
+  ASSERT_EQ(Run("index create st"), 0);
+  Write("first.jsonl", JsonLine("a", kBase) + JsonLine("b", kOther) + JsonLine("c", kThird));
+  std::string out, err;
+  ASSERT_EQ(Run("index add st first.jsonl --batch 1 --memtable-limit 1 --no-compact", &out, &err),
+            0)
+      << err;
+  EXPECT_NE(err.find("added 3 documents to st (3 new, 0 documents replaced)"), std::string::npos)
+      << err;
+  ASSERT_EQ(Run("index remove st b", &out, &err), 0) << err;
+  // "a" is stored (in a segment), "b" was removed, "c" is stored, "d" is new, "a" again in a later
+  // batch of the same run.
+  Write("second.jsonl", JsonLine("a", kOther) + JsonLine("b", kBase) + JsonLine("c", kBase) +
+                            JsonLine("d", kThird) + JsonLine("a", kThird));
+  ASSERT_EQ(Run("index add st second.jsonl --batch 2 --memtable-limit 2", &out, &err), 0) << err;
+  EXPECT_NE(err.find("added 5 documents to st (2 new, 3 documents replaced)"), std::string::npos)
+      << err;
+  ASSERT_EQ(Run("index stats st", &out, &err), 0) << err;
+  EXPECT_NE(out.find("\"documents\":4"), std::string::npos) << out;
+}
+
 // A `neardup serve` child with its standard error in a file; the port from its first stdout line.
 class Serve {
  public:

@@ -29,7 +29,8 @@ TEST(DedupClusterTest, ConnectedComponentsAndKeepFirst) {
                                      Doc("c", 0b0011, 20), Doc("d", 0xF0F0F0F0, 5),
                                      Doc("e", 0b0111, 40)};
   // a~b, b~c (chain), e alone except e~c; d alone.
-  std::vector<DuplicatePair> pairs = {{0, 1, 1, -1}, {1, 2, 1, -1}, {2, 4, 1, -1}};
+  std::vector<DuplicatePair> pairs = {
+      {0, 1, 1, std::nullopt}, {1, 2, 1, std::nullopt}, {2, 4, 1, std::nullopt}};
   std::vector<DedupCluster> clusters;
   std::vector<bool> removed;
   BuildClusters(docs, pairs, KeepPolicy::kFirst, &clusters, &removed);
@@ -46,13 +47,16 @@ TEST(DedupClusterTest, ConnectedComponentsAndKeepFirst) {
   EXPECT_EQ(clusters[0].removed[2].document, 4u);
   EXPECT_EQ(clusters[0].removed[2].via, 2u);
   EXPECT_EQ(clusters[0].removed[2].distance_to_kept, 3);
+  for (const ClusterMember& m : clusters[0].removed) {
+    EXPECT_FALSE(m.similarity_to_via.has_value()) << m.document;  // unverified pairs: unset
+  }
   EXPECT_EQ(removed, (std::vector<bool>{false, true, true, false, true}));
 }
 
 TEST(DedupClusterTest, KeepLongestAndField) {
   std::vector<DedupDocument> docs = {Doc("a", 1, 10, 0, 1.0), Doc("b", 3, 30, 0, std::nullopt),
                                      Doc("c", 7, 20, 0, 5.0)};
-  std::vector<DuplicatePair> pairs = {{0, 1, 1, -1}, {1, 2, 1, -1}};
+  std::vector<DuplicatePair> pairs = {{0, 1, 1, std::nullopt}, {1, 2, 1, std::nullopt}};
   std::vector<DedupCluster> clusters;
   std::vector<bool> removed;
   BuildClusters(docs, pairs, KeepPolicy::kLongest, &clusters, &removed);
@@ -74,6 +78,8 @@ TEST(DedupClusterTest, ExactDuplicateReasonAndTieBreak) {
   ASSERT_EQ(clusters.size(), 1u);
   EXPECT_EQ(clusters[0].kept, 0u);  // equal length: the first wins
   EXPECT_EQ(clusters[0].removed[0].reason, "exact_duplicate");
+  ASSERT_TRUE(clusters[0].removed[0].similarity_to_via.has_value());
+  EXPECT_EQ(*clusters[0].removed[0].similarity_to_via, 1.0);  // the pair's similarity, carried
 }
 
 TEST(DedupClusterTest, ParseKeepPolicy) {

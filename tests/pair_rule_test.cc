@@ -20,7 +20,7 @@ namespace {
 std::vector<uint32_t> Sorted(std::set<uint32_t> values) { return {values.begin(), values.end()}; }
 
 PairDocument Doc(const std::vector<uint32_t>& set, uint64_t id) {
-  return PairDocument{id, 100 + id, id * 7 + 1, set, -1};
+  return PairDocument{id, 100 + id, id * 7 + 1, set, std::nullopt};
 }
 
 // The rule written out from its definition in neardup/pair_rule.h, with std::set and a weight
@@ -217,7 +217,7 @@ TEST(PairRuleTest, ExactAndWhitespaceReasonsComeFirst) {
   auto rule = PairRule::Create(PairRuleOptions{});
   ASSERT_TRUE(rule.ok());
   std::vector<uint32_t> a = {1, 2, 3}, b = {7, 8, 9};
-  PairDocument x{5, 10, 6, a, -1}, y{5, 10, 99, b, -1};
+  PairDocument x{5, 10, 6, a, std::nullopt}, y{5, 10, 99, b, std::nullopt};
   EXPECT_EQ(rule->Decide(x, y).reason, DuplicateReason::kExact);
   y.content_hash = 4;
   EXPECT_EQ(rule->Decide(x, y).reason, DuplicateReason::kNone);

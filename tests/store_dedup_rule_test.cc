@@ -124,7 +124,7 @@ TEST_F(StoreDedupRuleTest, EachReasonWithTheVerifiedJaccard) {
   auto judged = JudgePair(kText, edited, dedup);
   ASSERT_TRUE(judged.ok());
   EXPECT_TRUE(judged->duplicate);
-  EXPECT_DOUBLE_EQ(near.duplicates[0].similarity, judged->jaccard);
+  EXPECT_DOUBLE_EQ(near.duplicates[0].similarity.value_or(-1), judged->jaccard);
 
   CheckResult other = Check(*store, "e",
                             "An entirely different sentence about databases, "
@@ -162,7 +162,7 @@ TEST_F(StoreDedupRuleTest, DecisionsEqualJudgePair) {
     if (judged->duplicate && found != result.duplicates.end()) {
       ++duplicates;
       if (found->reason == DuplicateReason::kNearDuplicate) {
-        EXPECT_DOUBLE_EQ(found->similarity, judged->jaccard);
+        EXPECT_DOUBLE_EQ(found->similarity.value_or(-1), judged->jaccard);
       }
     }
   }
@@ -276,8 +276,8 @@ TEST_F(StoreDedupRuleTest, AnswersSurviveFlushCompactionReopenAndReplay) {
       CheckResult r = Check(store, "q", SubstituteWords(texts[i], 0.03, rng), AddMode::kNever);
       std::string line;
       for (const StoredDocument& d : r.duplicates) {
-        line +=
-            d.id + ":" + DuplicateReasonName(d.reason) + ":" + std::to_string(d.similarity) + " ";
+        line += d.id + ":" + DuplicateReasonName(d.reason) + ":" +
+                std::to_string(d.similarity.value_or(-1)) + " ";
       }
       out.push_back(line);
     }
@@ -652,7 +652,7 @@ TEST_F(StoreDedupRuleTest, TheContainmentOptionsAreRecorded) {
   CheckResult contained = Check(*store, "99", at_99, AddMode::kNever);
   ASSERT_EQ(contained.duplicates.size(), 1u);
   EXPECT_EQ(contained.duplicates[0].reason, DuplicateReason::kContained);
-  EXPECT_DOUBLE_EQ(contained.duplicates[0].similarity, pair_99->containment);
+  EXPECT_DOUBLE_EQ(contained.duplicates[0].similarity.value_or(-1), pair_99->containment);
   store.reset();
 
   // A value given at open must be the recorded one.

@@ -174,6 +174,9 @@ TEST_F(StoreTest, CheckAndAdd) {
   ASSERT_EQ(second->duplicates.size(), 1u);
   EXPECT_EQ(second->duplicates[0].id, "p1");
   EXPECT_EQ(second->duplicates[0].distance, 1);
+  // A kSimHash store verifies no shingles: the similarity is unset, the reason near_duplicate.
+  EXPECT_FALSE(second->duplicates[0].similarity.has_value());
+  EXPECT_EQ(second->duplicates[0].reason, DuplicateReason::kNearDuplicate);
   EXPECT_EQ(store->Get("p2").status().code(), StatusCode::kNotFound);
   auto third = store->CheckAndAdd({"p3", Fp(0b0111), ""}, 3, true);
   ASSERT_TRUE(third.ok());

@@ -171,8 +171,8 @@ struct DuplicatePair {
   uint32_t b = 0;
   int distance = 0;  // Hamming distance of the fingerprints
   // The pair rule's similarity for `reason` (Jaccard, or containment for kContained; 1 for exact
-  // and whitespace duplicates), or -1 when verification was off.
-  double similarity = -1;
+  // and whitespace duplicates); unset when verification was off.
+  std::optional<double> similarity;
   DuplicateReason reason = DuplicateReason::kNearDuplicate;
 };
 
@@ -181,7 +181,8 @@ struct ClusterMember {
   int distance_to_kept = 0;  // Hamming distance of fingerprints
   uint32_t via = 0;          // the member that linked this one (the kept one when direct)
   int distance_to_via = 0;
-  double similarity_to_via = -1;
+  // The pair (via, this member)'s DuplicatePair::similarity (unset when verification was off).
+  std::optional<double> similarity_to_via;
   // "exact_duplicate" (byte-identical to the kept one), "near_duplicate" or "contained" (paired
   // directly with the kept one, for that reason of the pair rule), or "chained" (linked through
   // another member).

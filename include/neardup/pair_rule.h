@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -157,9 +158,9 @@ struct PairDocument {
   uint64_t text_bytes = 0;     // its length
   uint64_t squeezed_hash = 0;  // XXH3-64 of the text without whitespace (WhitespaceFreeHash)
   std::span<const uint32_t> shingles;  // sorted distinct narrowed shingle hashes
-  // The weighted size of `shingles` (PairRule::Weight), or < 0 to let Decide compute it. Callers
+  // The weighted size of `shingles` (PairRule::Weight); unset lets Decide compute it. Callers
   // that judge one document against many compute it once.
-  double weight = -1;
+  std::optional<double> weight;
 };
 
 // The facts of a document computed from its text, owning its set.
@@ -168,7 +169,9 @@ struct DocumentFacts {
   uint64_t text_bytes = 0;
   uint64_t squeezed_hash = 0;
   std::vector<uint32_t> shingles;
-  PairDocument view() const { return {content_hash, text_bytes, squeezed_hash, shingles, -1}; }
+  PairDocument view() const {
+    return {content_hash, text_bytes, squeezed_hash, shingles, std::nullopt};
+  }
 };
 
 // XXH3-64 of `text` with ASCII whitespace, U+00A0 and U+3000 removed: the whitespace_duplicate

@@ -93,8 +93,8 @@ struct NEARDUP_EXPORT StoreOptions {
   std::string fingerprint_options;
   // The duplicate rule; nullopt: the store's (kDedup for a new store).
   std::optional<StoreRule> rule;
-  // kDedup: the Jaccard threshold (also the verification threshold), bands and rows (0: chosen
-  // from the threshold by ChooseLshParameters), bucket window and seed. nullopt: the store's
+  // kDedup: the Jaccard threshold (also the verification threshold), bands and rows (unset:
+  // chosen from the threshold by ChooseLshParameters), bucket window and seed. nullopt: the store's
   // (MinHashLshOptions{} for a new store: threshold 0.5, as `neardup dedup`).
   std::optional<MinHashLshOptions> lsh;
   // kDedup: the `contained` reason of the store's pair rule (PairRuleOptions: a pair whose smaller
@@ -148,9 +148,9 @@ struct StoredDocument {
   Fingerprint fingerprint;
   std::string metadata;  // opaque caller bytes (e.g. a JSON object), may be empty
   int distance = 0;      // Hamming distance to the query's fingerprint (Search and checks only)
-  // Checks only: the verified shingle Jaccard (1 for exact and whitespace-only copies); -1 when
-  // not computed (a kSimHash store).
-  double similarity = -1;
+  // Checks only: the verified shingle Jaccard (1 for exact and whitespace-only copies); unset
+  // when not computed (a kSimHash store, Get and Search).
+  std::optional<double> similarity;
   // Checks only: why it is a duplicate (neardup/pair_rule.h; DuplicateReasonName gives the API's
   // string). kNearDuplicate in a kSimHash store (within distance k).
   DuplicateReason reason = DuplicateReason::kNearDuplicate;

@@ -223,7 +223,7 @@ class DedupResult:
                 member = {"id": ids[doc], "index": index[doc], "bytes": sizes[doc],
                           "distance": dist, "reason": reason, "via": ids[via],
                           "distance_to_via": dist_via}
-                if sim_via >= 0:
+                if sim_via is not None:
                     member["similarity_to_via"] = sim_via
                 entry["removed"].append(member)
             self.clusters.append(entry)

@@ -870,7 +870,7 @@ py::tuple SharedOf(py::handle hash_array, py::handle doc_array) {
 // The facts of document x the pair rule reads from hashes (no shingles).
 PairDocument HashFacts(const View<uint64_t>& content, const View<uint64_t>& bytes,
                        const View<uint64_t>& squeezed, uint32_t x) {
-  return PairDocument{content[x], bytes[x], squeezed[x], {}, 0};
+  return PairDocument{content[x], bytes[x], squeezed[x], {}, std::nullopt};
 }
 
 // The candidate pairs (a, b: document indices into the per-document columns) and the columns
@@ -1000,7 +1000,7 @@ py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle content
                                                        set_offsets[x + 1] - set_offsets[x]);
             doc_y.shingles = std::span<const uint32_t>(set_values.data() + set_offsets[y],
                                                        set_offsets[y + 1] - set_offsets[y]);
-            doc_x.weight = doc_y.weight = -1;  // unweighted: the set sizes
+            doc_x.weight = doc_y.weight = std::nullopt;  // unweighted: the set sizes
             const PairDecision decision =
                 reachable ? rule->DecideFast(doc_x, doc_y) : PairDecision{};
             similarity[i] = decision.similarity;
@@ -1092,8 +1092,10 @@ py::tuple Clusters(py::handle hi_array, py::handle lo_array, int bits, py::handl
     if (pair_reason[i] == 0 || pair_reason[i] > static_cast<uint8_t>(DuplicateReason::kContained)) {
       throw py::value_error("pair reason out of range");
     }
-    pairs[i] = {a[i], b[i], distance[i], similarity[i],
-                static_cast<DuplicateReason>(pair_reason[i])};
+    pairs[i] = {
+        a[i], b[i], distance[i],
+        similarity[i] >= 0 ? std::optional<double>(similarity[i]) : std::nullopt,  // -1: unset
+        static_cast<DuplicateReason>(pair_reason[i])};
   }
   std::vector<int64_t> kept(n, -1), via(n, -1);
   std::vector<int32_t> to_kept(n, 0), to_via(n, 0);
@@ -1112,7 +1114,7 @@ py::tuple Clusters(py::handle hi_array, py::handle lo_array, int bits, py::handl
         via[m.document] = m.via;
         to_kept[m.document] = m.distance_to_kept;
         to_via[m.document] = m.distance_to_via;
-        sim_via[m.document] = m.similarity_to_via;
+        sim_via[m.document] = m.similarity_to_via.value_or(-1);
         auto it = std::find(reasons.begin(), reasons.end(), m.reason);
         if (it == reasons.end()) it = reasons.insert(reasons.end(), m.reason);
         reason[m.document] = static_cast<uint8_t>(it - reasons.begin());
@@ -1188,7 +1190,7 @@ py::bytes ClusterLines(py::handle id_offsets_array, py::handle id_blob_array,
       cm.distance_to_kept = distance[m];
       cm.via = via[m];
       cm.distance_to_via = distance_to_via[m];
-      cm.similarity_to_via = similarity[m];
+      if (similarity[m] >= 0) cm.similarity_to_via = similarity[m];  // -1: unset
       cm.reason = reasons[reason[m]];
       cm.via_reason = static_cast<DuplicateReason>(via_reason[m]);
       entry.removed.push_back(std::move(cm));

@@ -876,8 +876,8 @@ py::dict DecidePairsOfArrays(py::handle left_hashes, const py::list& left_sets,
   for (size_t i = 0; i < n; ++i) {
     const uint64_t* l = &left.hashes[3 * i];
     const uint64_t* r = &right.hashes[3 * i];
-    a[i] = {l[0], l[1], l[2], left.sets[i], -1};
-    b[i] = {r[0], r[1], r[2], right.sets[i], -1};
+    a[i] = {l[0], l[1], l[2], left.sets[i], std::nullopt};
+    b[i] = {r[0], r[1], r[2], right.sets[i], std::nullopt};
   }
   std::vector<PairDecision> decisions;
   {
@@ -1600,8 +1600,7 @@ class PyStore {
       py::list duplicates;
       for (const StoredDocument& dup : result.duplicates) {
         py::dict d = StoredToDict(dup, true);
-        d["similarity"] =
-            dup.similarity >= 0 ? py::object(py::float_(dup.similarity)) : py::object(py::none());
+        d["similarity"] = dup.similarity ? py::object(py::float_(*dup.similarity)) : py::none();
         d["reason"] = DuplicateReasonName(dup.reason);
         duplicates.append(d);
       }

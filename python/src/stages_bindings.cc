@@ -212,8 +212,10 @@ py::list BuildClustersOf(py::handle hi_a, py::handle lo_a, int bits, py::handle 
       throw py::value_error("pair " + std::to_string(i) + ": (" + std::to_string(x) + ", " +
                             std::to_string(y) + ") is not a < b < " + std::to_string(n));
     }
+    // NaN (or a negative value) = unverified.
+    const double value = similarity.span()[i];
     pairs[i] = {static_cast<uint32_t>(x), static_cast<uint32_t>(y), distance.span()[i],
-                similarity.span()[i]};
+                value >= 0 ? std::optional<double>(value) : std::nullopt};
   }
   std::vector<DedupCluster> clusters;
   std::vector<bool> removed;

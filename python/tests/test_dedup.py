@@ -79,6 +79,23 @@ def test_iterables_and_skips():
     assert scored.keep == ["q"]
 
 
+def test_unverified_pairs_have_no_similarity():
+    """Without verification (SimHash candidates, verify=0) a pair has no similarity: a removed
+    member has no "similarity_to_via" (not -1), and the clusters frame holds None; a verified run
+    carries the pair rule's similarity."""
+    body = ("the quick brown fox jumps over the lazy dog near the river bank today and then it "
+            "runs far away into the green forest where nobody can see it any more ") * 3
+    docs = [("a", body), ("b", body + " again"), ("c", "nothing like the others at all, no")]
+    unverified = neardup.dedup(docs, candidates="simhash", verify=0, k=8)
+    assert unverified.remove == ["b"]
+    member = unverified.clusters[0]["removed"][0]
+    assert "similarity_to_via" not in member
+    assert unverified.clusters_frame()["similarity_to_via"].isna().all()
+    verified = neardup.dedup(docs)
+    assert verified.remove == ["b"]
+    assert 0.5 <= verified.clusters[0]["removed"][0]["similarity_to_via"] <= 1
+
+
 def test_in_memory_dedup_writes_no_file(binary, devpairs_docs, tmp_path, monkeypatch):
     """neardup.dedup hands the rows to the library in memory: no file is opened or created, and
     the answer is the command's."""

@@ -117,6 +117,14 @@ def test_whitespace_rule_merge_and_clusters():
         np.array([0], dtype=np.uint64), np.array([1], dtype=np.uint64),
         np.array([0], dtype=np.int32), np.array([0.9]), "longest")
     assert clusters == [(1, [(0, 0, 1, 0, 0.9, "near_duplicate")])]
+    # An unverified pair (NaN similarity) has none: None, not -1.
+    unverified = stages.build_clusters(
+        zeros, np.array([1, 1, 9], dtype=np.uint64), 64, np.array([10, 20, 30], dtype=np.uint64),
+        np.array([10, 20, 30], dtype=np.uint64), np.array([1, 2, 3], dtype=np.uint64),
+        np.full(3, np.nan),
+        np.array([0], dtype=np.uint64), np.array([1], dtype=np.uint64),
+        np.array([0], dtype=np.int32), np.array([np.nan]), "longest")
+    assert unverified == [(1, [(0, 0, 1, 0, None, "near_duplicate")])]
     with pytest.raises(ValueError, match="a < b"):
         stages.build_clusters(
             zeros, zeros, 64, zeros, zeros, zeros, np.full(3, np.nan),

@@ -2,13 +2,13 @@
 // the command line (the same directory `neardup serve` and the library open).
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 
 #include "cli/command.h"
 #include "cli/fingerprint_flags.h"
@@ -84,8 +84,8 @@ void PrintDocument(const StoredDocument& doc, bool with_distance) {
 void WriteDuplicate(JsonWriter& w, const StoredDocument& doc) {
   w.BeginObject().Key("id").String(doc.id).Key("fingerprint").String(ToHex(doc.fingerprint));
   w.Key("reason").String(DuplicateReasonName(doc.reason)).Key("similarity");
-  if (doc.similarity >= 0) {
-    w.Double(doc.similarity);
+  if (doc.similarity) {
+    w.Double(*doc.similarity);
   } else {
     w.Null();
   }
@@ -293,6 +293,15 @@ class BatchAdder {
     return args_.check.empty() ? Add(documents) : Check(documents, sources);
   }
 
+  // Without --check: the documents that replaced a stored one, from the store's live count before
+  // and after (this process is the store's only writer, under its lock, and only adds: each added
+  // document either raised the count by one or replaced a live one). A per-document Get cost ~8 %
+  // of a bulk load's CPU.
+  void CountReplaced(uint64_t documents_before, uint64_t documents_after) {
+    if (!args_.check.empty()) return;
+    replaced_ = added_ - std::min<uint64_t>(added_, documents_after - documents_before);
+  }
+
   const std::map<std::string, uint64_t>& failed() const { return failed_; }
   size_t added() const { return added_; }
   size_t replaced() const { return replaced_; }
@@ -343,12 +352,8 @@ class BatchAdder {
   }
 
   // Without --check: every document is added; one whose id is stored already (or comes earlier
-  // in this batch) replaces that one.
+  // in this batch) replaces that one (counted at the end by CountReplaced, not looked up here).
   Status Add(const std::vector<DocumentInput>& documents) {
-    std::set<std::string_view> in_batch;
-    for (const DocumentInput& document : documents) {
-      if (!in_batch.insert(document.id).second || store_->Get(document.id).ok()) ++replaced_;
-    }
     NEARDUP_RETURN_IF_ERROR(store_->AddBatch(documents));
     added_ += documents.size();
     return Status::Ok();
@@ -431,6 +436,7 @@ int RunAdd(const IndexArgs& args) {
   TextPipeline pipeline(reader->get(), args.batch, args.input.threads(), fingerprint_options,
                         sketcher->get(), initial.bits);
   Status status = pipeline.Run([&adder](TextBatch& batch) { return adder.Consume(batch); });
+  if (status.ok()) adder.CountReplaced(initial.documents, store.Stats().documents);
   if (status.ok()) status = store.Flush();
   if (status.ok() && args.compact) status = store.Compact();
   if (status.ok()) status = store.Close();
@@ -575,8 +581,8 @@ class CorpusQuery {
         w.BeginObject().Key("id").String(m.id).Key("location").String(m.location);
         w.Key("bytes").Uint(m.bytes).Key("distance").Int(m.match.distance);
         w.Key("reason").String(DuplicateReasonName(m.match.reason)).Key("similarity");
-        if (m.match.similarity >= 0) {
-          w.Double(m.match.similarity);
+        if (m.match.similarity) {
+          w.Double(*m.match.similarity);
         } else {
           w.Null();
         }

@@ -513,8 +513,8 @@ class DedupRun {
   // below the rule's plain floor settled without a weight, the others gathered in `group` for
   // DecidePairs.
   Status GatherGroup(size_t first, size_t last, PairGroup* group, BlockVerdicts* verdicts) const;
-  // The weighted size of a document's set, computed once per run (-1 without weights).
-  double WeightOf(uint32_t document, std::span<const uint32_t> set) const;
+  // The weighted size of a document's set, computed once per run (unset without weights).
+  std::optional<double> WeightOf(uint32_t document, std::span<const uint32_t> set) const;
   // The block's duplicates into the report (pairs, counts by reason) and every verdict into
   // the similarity histogram.
   void RecordVerdicts(const BlockVerdicts& verdicts);
@@ -1265,7 +1265,7 @@ Status DedupRun::VerifyCandidates() {
 
 PairDocument DedupRun::HashFacts(uint32_t document) const {
   const DedupDocument& d = report_.documents[document];
-  return PairDocument{d.content_hash, d.text_bytes, d.squeezed_hash, {}, 0};
+  return PairDocument{d.content_hash, d.text_bytes, d.squeezed_hash, {}, std::nullopt};
 }
 
 Status DedupRun::SetOf(uint32_t document, std::vector<uint32_t>* buffer,
@@ -1365,7 +1365,7 @@ Status DedupRun::GatherGroup(size_t first, size_t last, PairGroup* group,
   size_t used_a = 0, used_b = 0;  // buffers taken in this group
   std::span<const uint32_t> set_a;
   uint32_t loaded_a = UINT32_MAX;
-  double weight_a = -1;
+  std::optional<double> weight_a;
   for (size_t i = first; i < last; ++i) {
     if (verdicts->similarity_of[i] != -2) continue;
     const uint32_t a = static_cast<uint32_t>(verdicts->pairs[i] >> 32);
@@ -1374,7 +1374,7 @@ Status DedupRun::GatherGroup(size_t first, size_t last, PairGroup* group,
     if (a != loaded_a) {  // pairs come sorted by a: one read per document a
       status = SetOf(a, &group->buffers_a[used_a++], &set_a);
       loaded_a = a;
-      weight_a = -1;  // looked up when a pair of a passes the floor
+      weight_a.reset();  // looked up when a pair of a passes the floor
     }
     std::span<const uint32_t> set_b;
     if (status.ok()) status = SetOf(b, &group->buffers_b[used_b++], &set_b);
@@ -1392,7 +1392,7 @@ Status DedupRun::GatherGroup(size_t first, size_t last, PairGroup* group,
       if (verify_ && verdicts->Sampled(i)) verdicts->measured[i] = Jaccard32(set_a, set_b);
       continue;
     }
-    if (weight_a < 0) weight_a = WeightOf(a, set_a);
+    if (!weight_a) weight_a = WeightOf(a, set_a);
     doc_a.weight = weight_a;
     doc_b.weight = WeightOf(b, set_b);
     group->left.push_back(doc_a);
@@ -1402,8 +1402,8 @@ Status DedupRun::GatherGroup(size_t first, size_t last, PairGroup* group,
   return read_error;
 }
 
-double DedupRun::WeightOf(uint32_t document, std::span<const uint32_t> set) const {
-  if (!weight_of_) return -1.0;
+std::optional<double> DedupRun::WeightOf(uint32_t document, std::span<const uint32_t> set) const {
+  if (!weight_of_) return std::nullopt;
   double w = weight_of_[document].load(std::memory_order_relaxed);
   if (w < 0) {
     w = rule_->Weight(set);
@@ -1437,7 +1437,7 @@ void DedupRun::RecordVerdicts(const BlockVerdicts& verdicts) {
     ++report_.pairs_by_reason[DuplicateReasonName(reason)];
     report_.pairs.push_back(
         {a, b, HammingDistance(report_.documents[a].fingerprint, report_.documents[b].fingerprint),
-         similarity, reason});
+         similarity >= 0 ? std::optional<double>(similarity) : std::nullopt, reason});
   }
 }
 

@@ -58,8 +58,8 @@ void AppendClusterLine(const DedupReport& report, const DedupCluster& cluster, s
     json.Key("via").String(report.documents[member.via].id);
     json.Key("via_reason").String(DuplicateReasonName(member.via_reason));
     json.Key("distance_to_via").Int(member.distance_to_via);
-    if (member.similarity_to_via >= 0) {
-      json.Key("similarity_to_via").Double(member.similarity_to_via);
+    if (member.similarity_to_via) {
+      json.Key("similarity_to_via").Double(*member.similarity_to_via);
     }
     json.EndObject();
   }

@@ -470,8 +470,8 @@ PairDecision PairRule::Measure(const PairDocument& a, const PairDocument& b, boo
       return decision;
     }
   }
-  const double wx = a.weight >= 0 ? a.weight : Weight(x);
-  const double wy = b.weight >= 0 ? b.weight : Weight(y);
+  const double wx = a.weight ? *a.weight : Weight(x);
+  const double wy = b.weight ? *b.weight : Weight(y);
   const double small = std::min(wx, wy), large = std::max(wx, wy);
   decision.size_guard = o.containment_threshold > 0 && small > 0 &&
                         small >= o.containment_min_shingles &&

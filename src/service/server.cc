@@ -69,8 +69,8 @@ void WriteDuplicate(JsonWriter& w, const StoredDocument& doc) {
   w.BeginObject().Key("id").String(doc.id).Key("fingerprint").String(ToHex(doc.fingerprint));
   w.Key("reason").String(DuplicateReasonName(doc.reason));
   w.Key("similarity");
-  if (doc.similarity >= 0) {
-    w.Double(doc.similarity);
+  if (doc.similarity) {
+    w.Double(*doc.similarity);
   } else {
     w.Null();
   }

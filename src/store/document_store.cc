@@ -1431,6 +1431,68 @@ Status DocumentStoreImpl::CompactRange(bool all) {
   return status;
 }
 
+// A merge's surviving entries (views into `inputs`, newest first): the newest version of every id
+// wins; tombstones go when `drop_tombstones`. `sketched`: the inputs have band tables (a kDedup
+// store). Sets (*kept)[s][i] to the index in `entries` of input s's entry i (UINT32_MAX if
+// dropped). Sized once for every input entry: growing by doubling held up to 1.5x their 128 B.
+void GatherSurvivors(const std::vector<std::shared_ptr<Segment>>& inputs, bool sketched,
+                     bool drop_tombstones, std::vector<SegmentEntry>* entries,
+                     std::vector<std::vector<uint32_t>>* kept) {
+  size_t total = 0;
+  for (const std::shared_ptr<Segment>& input : inputs) total += input->size();
+  entries->reserve(total);
+  std::unordered_set<std::string_view> seen;
+  seen.reserve(total);
+  for (size_t s = inputs.size(); s-- > 0;) {
+    const Segment& seg = *inputs[s];
+    (*kept)[s].assign(seg.size(), UINT32_MAX);
+    std::vector<uint8_t> keyed(seg.size(), 0);
+    if (sketched) {
+      const index::KeyTable<uint32_t>& table = seg.band_table(0);
+      for (size_t i = 0; i < table.size(); ++i) {
+        if (table.row_at(i) < seg.size()) keyed[table.row_at(i)] = 1;
+      }
+    }
+    for (uint32_t i = 0; i < seg.size(); ++i) {
+      std::string_view id = seg.id(i);
+      if (!seen.insert(id).second) continue;
+      if (seg.tombstone(i) && drop_tombstones) continue;
+      SegmentEntry e;
+      e.id = id;
+      e.fingerprint = seg.fingerprint(i);
+      e.metadata = seg.metadata(i);
+      e.tombstone = seg.tombstone(i);
+      if (seg.has_sketch(i)) {
+        e.has_sketch = true;
+        e.has_band_keys = keyed[i] != 0;
+        e.hashes = seg.hashes(i);
+        e.set = seg.set_bytes(i);
+      }
+      e.seq = seg.seq(i);
+      (*kept)[s][i] = static_cast<uint32_t>(entries->size());
+      entries->push_back(e);
+    }
+  }
+}
+
+// Band `band`'s rows of a merge's output: each surviving entry's key from the input tables, with
+// its index in `entries` (see GatherSurvivors).
+void AppendBandRows(const std::vector<std::shared_ptr<Segment>>& inputs,
+                    const std::vector<std::vector<uint32_t>>& kept, int band,
+                    const std::vector<SegmentEntry>& entries,
+                    std::vector<index::KeyRow<uint32_t>>* rows) {
+  for (size_t s = 0; s < inputs.size(); ++s) {
+    const index::KeyTable<uint32_t>& table = inputs[s]->band_table(band);
+    for (size_t i = 0; i < table.size(); ++i) {
+      const uint32_t entry = table.row_at(i);
+      if (entry >= kept[s].size() || kept[s][entry] == UINT32_MAX) continue;
+      const uint32_t out = kept[s][entry];
+      if (!entries[out].has_band_keys) continue;
+      rows->push_back({table.key_at(i), out, entries[out].seq});
+    }
+  }
+}
+
 Status DocumentStoreImpl::CompactRangeNow(bool all) {
   if (options_.read_only) return Status::InvalidArgument(dir_ + ": store is open read-only");
   std::lock_guard<std::mutex> run_lock(compact_run_mu_);
@@ -1457,53 +1519,19 @@ Status DocumentStoreImpl::CompactRangeNow(bool all) {
   std::vector<SegmentEntry> entries;
   // Per input, entry -> index into `entries` of its surviving version (UINT32_MAX if dropped).
   std::vector<std::vector<uint32_t>> kept(inputs.size());
-  std::unordered_set<std::string_view> seen;
-  for (size_t s = inputs.size(); s-- > 0;) {
-    const Segment& seg = *inputs[s];
-    kept[s].assign(seg.size(), UINT32_MAX);
-    std::vector<uint8_t> keyed(seg.size(), 0);
-    if (bands_ > 0) {
-      const index::KeyTable<uint32_t>& table = seg.band_table(0);
-      for (size_t i = 0; i < table.size(); ++i) {
-        if (table.row_at(i) < seg.size()) keyed[table.row_at(i)] = 1;
-      }
-    }
-    for (uint32_t i = 0; i < seg.size(); ++i) {
-      std::string_view id = seg.id(i);
-      if (!seen.insert(id).second) continue;
-      if (seg.tombstone(i) && drop_tombstones) continue;
-      SegmentEntry e;
-      e.id = id;
-      e.fingerprint = seg.fingerprint(i);
-      e.metadata = seg.metadata(i);
-      e.tombstone = seg.tombstone(i);
-      if (seg.has_sketch(i)) {
-        e.has_sketch = true;
-        e.has_band_keys = keyed[i] != 0;
-        e.hashes = seg.hashes(i);
-        e.set = seg.set_bytes(i);
-      }
-      e.seq = seg.seq(i);
-      kept[s][i] = static_cast<uint32_t>(entries.size());
-      entries.push_back(e);
-    }
-  }
+  GatherSurvivors(inputs, bands_ > 0, drop_tombstones, &entries, &kept);
   auto band_rows = [&](int band, const std::vector<SegmentEntry>& entries,
                        std::vector<index::KeyRow<uint32_t>>* rows) {
-    for (size_t s = 0; s < inputs.size(); ++s) {
-      const index::KeyTable<uint32_t>& table = inputs[s]->band_table(band);
-      for (size_t i = 0; i < table.size(); ++i) {
-        const uint32_t entry = table.row_at(i);
-        if (entry >= kept[s].size() || kept[s][entry] == UINT32_MAX) continue;
-        const uint32_t out = kept[s][entry];
-        if (!entries[out].has_band_keys) continue;
-        rows->push_back({table.key_at(i), out, entries[out].seq});
-      }
-    }
+    AppendBandRows(inputs, kept, band, entries, rows);
+  };
+  // The inputs' pages WriteSegment has read (sets as they stream, each band's rows) need not stay
+  // mapped: the merge of a whole store then holds ~0.1 GB of them, not all (~1.2 GB at 1M).
+  auto release_inputs = [&inputs] {
+    for (const std::shared_ptr<Segment>& input : inputs) input->ReleasePages();
   };
   const std::string path = store::JoinPath(dir_, store::SegmentFileName(number));
-  if (Status written =
-          store::WriteSegment(fs_, path, design_, std::move(entries), segment_rule(), band_rows);
+  if (Status written = store::WriteSegment(fs_, path, design_, std::move(entries), segment_rule(),
+                                           band_rows, release_inputs);
       !written.ok()) {
     (void)fs_->Remove(path);
     return written;
@@ -1821,13 +1849,15 @@ void DocumentStoreImpl::FindDuplicatesLocked(const DocumentInput& doc, int k,
   std::vector<Candidate> candidates;
   DedupCandidatesLocked(doc, pending, &candidates);
   const DocumentSketch& sketch = *doc.sketch;
-  PairDocument checked{sketch.content_hash, sketch.text_bytes, sketch.squeezed_hash, {}, -1};
+  PairDocument checked{
+      sketch.content_hash, sketch.text_bytes, sketch.squeezed_hash, {}, std::nullopt};
   std::vector<uint32_t> decoded;
   for (const Candidate& c : candidates) {
     // The pair rule, as dedup's verification applies it to a candidate pair: exact and
     // whitespace-only copies by the hashes alone (a whitespace-table candidate that is neither is
     // no candidate), then a band candidate by its shingle sets.
-    PairDocument stored{c.hashes.content_hash, c.hashes.text_bytes, c.hashes.squeezed_hash, {}, -1};
+    PairDocument stored{
+        c.hashes.content_hash, c.hashes.text_bytes, c.hashes.squeezed_hash, {}, std::nullopt};
     checked.shingles = {};
     PairDecision decision = pair_rule_->Decide(checked, stored);
     const bool by_hash = decision.reason == DuplicateReason::kExact ||

@@ -153,7 +153,8 @@ size_t SketchSectionSize(const std::vector<SegmentEntry>& entries, int bands) {
 // Streams the sketch section of `entries` in file order (`order[i].second` indexes `entries`).
 void WriteSketchSection(const std::vector<SegmentEntry>& entries,
                         const std::vector<std::pair<uint64_t, uint32_t>>& order,
-                        const SegmentRule& rule, const BandRows& band_rows, StreamingWriter* out) {
+                        const SegmentRule& rule, const BandRows& band_rows,
+                        const std::function<void()>& release_inputs, StreamingWriter* out) {
   const int bands = rule.bands;
   const uint64_t n = entries.size();
   std::vector<uint32_t> file_entry(n);  // entries index -> entry number in the file
@@ -189,13 +190,22 @@ void WriteSketchSection(const std::vector<SegmentEntry>& entries,
     flush_chunk(false);
   }
   flush_chunk(true);
+  constexpr size_t kReleaseEvery = size_t{64} << 20;  // bytes of sets between release_inputs
+  size_t since_release = 0;
   for (uint64_t i = 0; i < n; ++i) {
     const SegmentEntry& e = entries[order[i].second];
-    if (e.has_sketch && !e.tombstone) out->Append(e.set);
+    if (!e.has_sketch || e.tombstone) continue;
+    out->Append(e.set);
+    since_release += e.set.size();
+    if (release_inputs && since_release >= kReleaseEvery) {
+      release_inputs();
+      since_release = 0;
+    }
   }
   out->Pad8();
   std::vector<index::KeyRow<uint32_t>> rows;
   for (int b = 0; b < bands; ++b) {
+    if (release_inputs) release_inputs();
     rows.clear();
     if (band_rows) band_rows(b, entries, &rows);
     for (index::KeyRow<uint32_t>& row : rows) row.row = file_entry[row.row];
@@ -474,7 +484,7 @@ Status FinishSegmentFile(StreamingWriter* writer, WritableFile* out) {
 Status WriteSegment(Env* env, const std::string& path,
                     const std::shared_ptr<const index::CompiledDesign>& design,
                     std::vector<SegmentEntry> entries, const SegmentRule* rule,
-                    const BandRows& band_rows) {
+                    const BandRows& band_rows, const std::function<void()>& release_inputs) {
   const int bands = rule != nullptr ? rule->bands : 0;
   if (entries.size() >= (uint64_t{1} << 32) - 1) {
     return Status::ResourceExhausted(path + ": too many entries for one segment");
@@ -498,7 +508,7 @@ Status WriteSegment(Env* env, const std::string& path,
   std::string().swap(file);
   writer.Append(std::string_view(image->image(), image->image_size()));
   image.reset();
-  if (bands > 0) WriteSketchSection(entries, order, *rule, band_rows, &writer);
+  if (bands > 0) WriteSketchSection(entries, order, *rule, band_rows, release_inputs, &writer);
   if (writer.written() != layout.file_size - kFooterSize) {
     (void)writer.Finish();
     return Status::Internal(path + ": segment sections came out at " +
@@ -729,6 +739,11 @@ std::string_view Segment::set_bytes(uint32_t entry) const {
 
 Segment::~Segment() {
   if (base_ != nullptr) ::munmap(const_cast<char*>(base_), file_size_);
+}
+
+void Segment::ReleasePages() const {
+  // A read-only shared mapping: MADV_DONTNEED only unmaps the pages (no data is lost); advisory.
+  if (base_ != nullptr) ::madvise(const_cast<char*>(base_), file_size_, MADV_DONTNEED);
 }
 
 Fingerprint Segment::fingerprint(uint32_t entry) const {

@@ -67,11 +67,15 @@ using BandRows = std::function<void(int band, const std::vector<SegmentEntry>& e
 // of format version 3 with a sketch section: the entries' sketches and one key table per band
 // (rows from `band_rows`) plus one of the whitespace-free hashes; without, version 2. Entries are
 // reordered by id hash. The sketch section is streamed to the file (band by band), so a large
-// compaction does not hold it in memory. The caller fsyncs the directory (the MANIFEST write does).
+// compaction does not hold it in memory; `release_inputs` (if given) is called every 64 MiB of
+// sets streamed and before each band's rows are asked for: a compaction drops its input segments'
+// mapped pages there (Segment::ReleasePages), which the entries' views may still be read from
+// (they map again). The caller fsyncs the directory (the MANIFEST write does).
 Status WriteSegment(Env* env, const std::string& path,
                     const std::shared_ptr<const index::CompiledDesign>& design,
                     std::vector<SegmentEntry> entries, const SegmentRule* rule = nullptr,
-                    const BandRows& band_rows = nullptr);
+                    const BandRows& band_rows = nullptr,
+                    const std::function<void()>& release_inputs = nullptr);
 
 // A hit inside one segment.
 struct SegmentHit {
@@ -96,6 +100,10 @@ class Segment {
 
   const std::string& path() const { return path_; }
   uint64_t file_size() const { return file_size_; }
+  // Drops this process's mapping of the file's pages (they stay in the page cache, and the next
+  // read maps them again): a compaction that has streamed a segment's sets calls it, so a merge of
+  // the whole store does not hold every input page resident at once.
+  void ReleasePages() const;
   uint32_t size() const { return num_entries_; }
   uint32_t live() const { return num_live_; }
   int indexed_k() const { return indexed_k_; }
