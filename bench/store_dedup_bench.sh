@@ -11,8 +11,10 @@
 #     and RssFile (mapped segment pages touched) after the load runs, divided by the documents;
 #   * under wrk on this machine (client and server on the same cores): text check-and-add
 #     (POST /v1/check, the dedup rule; texts of ../shared/corpus with a random word appended, so
-#     most are new documents and some near-duplicates) and fingerprint queries (GET /v1/query,
-#     k = 3), with p50 and p99;
+#     most are near-duplicates of earlier checks after a while; and bench/check_new_text.lua, new
+#     documents only, each added through the log sync) and fingerprint queries (GET /v1/query,
+#     k = 3, and the batch form, 100 fingerprints a POST), with p50 and p99;
+#   * fingerprint queries in process (bench/store_query_bench.cc: the library without HTTP);
 #   * the fingerprint + sketch pass alone on one thread (DocumentSketcher over the same texts):
 #     the bound of the text checks, so the check throughput can be read against it.
 #
@@ -130,12 +132,23 @@ URL=http://127.0.0.1:$PORT
 echo "server memory after opening:"; rss
 run healthz_baseline "$URL/healthz"
 run query_fingerprint_k3 -s "$HERE/query_fingerprint.lua" "$URL"
+# The batch form of the same queries, 100 fingerprints a request (POST /v1/query "fingerprints").
+NEARDUP_BENCH_BATCH=100 wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency \
+  -s "$HERE/query_fingerprint_batch.lua" "$URL" |
+  awk '/fingerprint queries\/s/ {q = $3} $1 == "99%" {p = $2}
+       END {printf "%-28s %12s queries/s (100 a request), request p99 %s\n", "query_fingerprint_batch100", q, p}'
 run check_and_add_text -s "$HERE/check_text.lua" "$URL"
+# Checks of documents new to the store: each one added, through the commit queue and its log sync.
+run check_new_text -s "$HERE/check_new_text.lua" "$URL"
 echo "server memory after the runs:"; rss
 curl -s "$URL/v1/stats"; echo
 kill -TERM "$SERVER_PID"
 wait "$SERVER_PID" && echo "server exited 0 after SIGTERM"
 SERVER_PID=
+
+# Fingerprint queries in process (DocumentStore::Search, no HTTP), one thread and all cores.
+"$(dirname "$BIN")/store_query_bench" "$STORE" "$WORK/queries.txt" --seconds 5 ||
+  echo "library queries: store_query_bench missing beside $BIN (cmake --build build --target store_query_bench)"
 
 # The text pass alone, on one thread: fingerprint, then fingerprint + sketch, of the check texts
 # (the same texts as check_and_add_text) and of the corpus's first documents.

@@ -310,6 +310,72 @@ TEST_F(ServerApiTest, MetadataVerbatimAndBatchesWithARepeatedIdRefused) {
   EXPECT_NE(stats->body.find(R"("documents":1)"), std::string::npos) << stats->body;
 }
 
+// The batch form of a fingerprint query answers each fingerprint as its own query would, in order.
+TEST_F(ServerApiTest, ABatchOfFingerprintQueriesAnswersEachAsItsOwnQuery) {
+  ServerProcess server(dir_, {"--max-batch", "3"});
+  auto client = server.Client();
+  auto added = client->Post(
+      "/v1/documents",
+      R"({"documents":[{"id":"a","fingerprint":"00000000000000ff","metadata":{"n":1}},)"
+      R"({"id":"b","fingerprint":"00000000000000fc"},{"id":"c","fingerprint":"ffff000000000000"}]})",
+      "application/json");
+  ASSERT_TRUE(added);
+  ASSERT_EQ(added->status, 200) << added->body;
+  const std::vector<std::string> queries = {"00000000000000fe", "0f0f0f0f0f0f0f0f",
+                                            "ffff000000000001"};
+  auto batch = client->Post("/v1/query",
+                            R"({"k":2,"fingerprints":[")" + queries[0] + R"(",")" + queries[1] +
+                                R"(",")" + queries[2] + R"("]})",
+                            "application/json");
+  ASSERT_TRUE(batch);
+  ASSERT_EQ(batch->status, 200) << batch->body;
+  EXPECT_EQ(batch->body.rfind(R"({"k":2,"results":[)", 0), 0u) << batch->body;
+  // Each element is {"fingerprint", "results", "truncated"}, the same results as the single query.
+  size_t at = 0;
+  for (const std::string& q : queries) {
+    auto single = client->Get("/v1/query?k=2&fingerprint=" + q);
+    ASSERT_TRUE(single);
+    ASSERT_EQ(single->status, 200) << single->body;
+    const size_t from = single->body.find(R"("results":)");
+    ASSERT_NE(from, std::string::npos);
+    const std::string element =
+        R"({"fingerprint":")" + q + "\"," + single->body.substr(from, single->body.size() - from);
+    const size_t found = batch->body.find(element.substr(0, element.size() - 1), at);
+    ASSERT_NE(found, std::string::npos) << element << " in " << batch->body;
+    at = found + 1;  // in query order
+  }
+  EXPECT_NE(batch->body.find(R"("results":[],"truncated":false)"), std::string::npos)
+      << batch->body;  // 0f0f... matches nothing
+  // limit applies per fingerprint: 00..fe has two documents within 2.
+  auto limited = client->Post(
+      "/v1/query", R"({"k":2,"limit":1,"fingerprints":["00000000000000fe"]})", "application/json");
+  ASSERT_TRUE(limited);
+  EXPECT_NE(limited->body.find(R"("truncated":true)"), std::string::npos) << limited->body;
+  EXPECT_EQ(limited->body.find(R"("id":"b")"), std::string::npos) << limited->body;
+  // Errors name the element; the batch is bounded by --max-batch.
+  ExpectJsonError(client->Post("/v1/query", R"({"fingerprints":[]})", "application/json"), 400,
+                  "fingerprints: must not be empty");
+  ExpectJsonError(
+      client->Post("/v1/query", R"({"fingerprints":["00000000000000fe",7]})", "application/json"),
+      400, "fingerprints[1]: must be a string");
+  ExpectJsonError(client->Post("/v1/query", R"({"fingerprints":["00000000000000fe","00ff"]})",
+                               "application/json"),
+                  400, "fingerprints[1]");
+  ExpectJsonError(
+      client->Post("/v1/query", R"({"fingerprints":"00000000000000fe"})", "application/json"), 400,
+      "fingerprints: must be an array");
+  ExpectJsonError(
+      client->Post("/v1/query",
+                   R"({"fingerprint":"00000000000000fe","fingerprints":["00000000000000fe"]})",
+                   "application/json"),
+      400, "give exactly one");
+  ExpectJsonError(client->Post("/v1/query",
+                               R"({"fingerprints":["00000000000000fe","00000000000000fe",)"
+                               R"("00000000000000fe","00000000000000fe"]})",
+                               "application/json"),
+                  413, "exceeds the batch limit of 3");
+}
+
 TEST_F(ServerApiTest, EveryResponseIsCountedInMetrics) {
   ServerProcess server(dir_, {"--max-query-body-bytes", "1000", "--token", "t"});
   auto client = server.Client();

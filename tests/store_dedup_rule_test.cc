@@ -491,6 +491,60 @@ TEST_F(StoreDedupRuleTest, ReadsSeeEveryAcknowledgedDocumentDuringFlushesAndComp
 // A check-and-add (kIfNew) of a document whose duplicate is stored is answered without a place in
 // the commit queue: the same duplicates, limit and truncation as a lookup, nothing written, and
 // no log sync; a new document still goes through the queue and is added; a closed store refuses.
+// A batch whose documents all have stored duplicates writes nothing (no log write, no sync) and
+// answers what a lookup would; one new document sends the whole batch through the queue, where the
+// later documents are also checked against it.
+TEST_F(StoreDedupRuleTest, ABatchOfDocumentsThatAllHaveStoredDuplicatesWritesNothing) {
+  StoreOptions options;
+  options.sync_mode = SyncMode::kEveryWrite;
+  auto store = Open(options);
+  ASSERT_TRUE(store);
+  EXPECT_TRUE(Check(*store, "a", kText, AddMode::kIfNew).added);
+  const StoreStats before = store->Stats();
+  std::vector<DocumentInput> dups = {Doc("c", kText + " today"), Doc("d", kText),
+                                     Doc("e", "again " + kText)};
+  CheckOptions if_new;
+  if_new.add = AddMode::kIfNew;
+  CheckOptions never;
+  never.add = AddMode::kNever;
+  auto found = store->CheckBatch(dups, if_new);
+  auto lookup = store->CheckBatch(dups, never);
+  ASSERT_TRUE(found.ok() && lookup.ok());
+  for (size_t i = 0; i < dups.size(); ++i) {
+    EXPECT_FALSE((*found)[i].added);
+    ASSERT_EQ((*found)[i].duplicates.size(), 1u) << i;
+    EXPECT_EQ((*found)[i].duplicates[0].id, "a");
+    EXPECT_EQ((*found)[i].duplicates[0].reason, (*lookup)[i].duplicates[0].reason);
+    EXPECT_EQ((*found)[i].duplicates[0].similarity, (*lookup)[i].duplicates[0].similarity);
+  }
+  EXPECT_EQ(store->Stats().writes, before.writes);
+  EXPECT_EQ(store->Stats().wal_syncs, before.wal_syncs);
+  // A new document in the middle: it is added, the later copy of it duplicates it, the stored
+  // duplicates are not added. One write of one document, one sync.
+  const std::string other =
+      "Write-ahead logs make a store durable: each batch is appended and synced before it is "
+      "acknowledged, and a crash replays what was synced";
+  std::vector<DocumentInput> mixed = {Doc("c", kText + " today"), Doc("f", other),
+                                      Doc("g", other + " again")};
+  auto decided = store->CheckBatch(mixed, if_new);
+  ASSERT_TRUE(decided.ok()) << decided.status().ToString();
+  EXPECT_FALSE((*decided)[0].added);
+  EXPECT_TRUE((*decided)[1].added);
+  EXPECT_TRUE((*decided)[1].duplicates.empty());
+  EXPECT_FALSE((*decided)[2].added);
+  ASSERT_EQ((*decided)[2].duplicates.size(), 1u);
+  EXPECT_EQ((*decided)[2].duplicates[0].id, "f");
+  EXPECT_EQ(store->Stats().writes, before.writes + 1);
+  EXPECT_EQ(store->Stats().wal_syncs, before.wal_syncs + 1);
+  EXPECT_EQ(store->Stats().documents, 2u);
+  // A bad document is named, whichever path the batch would take.
+  std::vector<DocumentInput> bad = {Doc("c", kText), Doc("", kText)};
+  auto refused = store->CheckBatch(bad, if_new);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("document 1"), std::string::npos)
+      << refused.status().ToString();
+}
+
 TEST_F(StoreDedupRuleTest, ACheckThatFindsADuplicateWritesNothing) {
   StoreOptions options;
   options.sync_mode = SyncMode::kEveryWrite;

@@ -6,15 +6,18 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
+#include <vector>
 
 #include "neardup/brute_force_index.h"
 #include "neardup/store.h"
 #include "simhash_store.h"
+#include "store/segment.h"
 
 namespace neardup {
 namespace {
@@ -351,6 +354,32 @@ TEST(StoreOptionsTest, RecordedFingerprintOptionsMustBeReadable) {
   EXPECT_EQ((*store)->Stats().bits, 128);
   ASSERT_TRUE((*store)->Close().ok());
   fs::remove_all(dir);
+}
+
+// Segment::Find's search of the sorted id hashes equals std::lower_bound on uniform, skewed and
+// repetitive arrays, for keys present, absent and at both ends.
+TEST(LowerBoundUniformTest, EqualsLowerBound) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 300; ++round) {
+    const size_t n = round < 20 ? static_cast<size_t>(round) : 1 + rng() % 3000;
+    std::vector<uint64_t> a(n);
+    const int kind = round % 4;
+    for (uint64_t& v : a) {
+      if (kind == 0) v = rng();                        // uniform
+      if (kind == 1) v = rng() >> (rng() % 64);        // skewed to small values
+      if (kind == 2) v = rng() % 5;                    // long runs of equal values
+      if (kind == 3) v = ~uint64_t{0} - rng() % 1000;  // crowded at the top
+    }
+    std::sort(a.begin(), a.end());
+    std::vector<uint64_t> keys = {0, 1, ~uint64_t{0}, ~uint64_t{0} - 1};
+    for (int i = 0; i < 50; ++i) keys.push_back(rng() >> (rng() % 64));
+    for (size_t i = 0; i < n && i < 50; ++i) keys.push_back(a[rng() % n]);
+    for (uint64_t key : keys) {
+      EXPECT_EQ(store::LowerBoundUniform(a.data(), n, key) - a.data(),
+                std::lower_bound(a.begin(), a.end(), key) - a.begin())
+          << "n " << n << " kind " << kind << " key " << key;
+    }
+  }
 }
 
 TEST(MemoryBudgetTest, ParsesBytesAndBytesPerFingerprint) {

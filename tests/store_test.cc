@@ -6,12 +6,16 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <random>
 #include <thread>
 
+#include "neardup/env.h"
 #include "neardup/store.h"
 #include "simhash_store.h"
 
@@ -278,6 +282,152 @@ void CheckExactness(const std::string& dir, int bits) {
 
 TEST_F(StoreTest, SearchIsExact64) { CheckExactness(dir_, 64); }
 TEST_F(StoreTest, SearchIsExact128) { CheckExactness(dir_, 128); }
+
+// The memtable indexes what was added at its first search (not at each add): readers that all
+// arrive at once after a batch of adds (and after replacements) each find every document, once.
+TEST_F(StoreTest, ConcurrentFirstSearchesOfTheMemtableSeeEveryDocumentOnce) {
+  StoreOptions options;
+  options.rule = StoreRule::kSimHash;
+  options.memtable_limit = 100000;
+  options.sync_mode = SyncMode::kNone;
+  auto store = OpenStore(options);
+  ASSERT_TRUE(store);
+  constexpr int kDocs = 3000;
+  auto fp_of = [](int i, int round) {
+    return Fp((uint64_t(i) * 0x9E3779B97F4A7C15ull) ^ (uint64_t(round) << 62));
+  };
+  for (int round = 0; round < 3; ++round) {
+    // Round 0 adds every id, rounds 1 and 2 replace every third one with a new fingerprint.
+    std::vector<std::string> ids;
+    std::vector<DocumentInput> docs;
+    for (int i = 0; i < kDocs; ++i) {
+      if (round > 0 && i % 3 != 0) continue;
+      ids.push_back("d" + std::to_string(i));
+    }
+    for (size_t j = 0; j < ids.size(); ++j) {
+      const int i = std::stoi(ids[j].substr(1));
+      docs.push_back({ids[j], fp_of(i, round), ""});
+    }
+    ASSERT_TRUE(store->AddBatch(docs).ok());
+    EXPECT_EQ(store->Stats().memtable_entries, uint64_t{kDocs});
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> readers;
+    for (int t = 0; t < 4; ++t) {
+      readers.emplace_back([&, t] {
+        for (int n = 0; n < kDocs; ++n) {
+          const int i = (n + t * 751) % kDocs;
+          const int newest = i % 3 == 0 ? round : 0;
+          auto hits = store->Search(fp_of(i, newest), 0);
+          if (!hits.ok() || hits->size() != 1 || (*hits)[0].id != "d" + std::to_string(i))
+            wrong.fetch_add(1);
+          if (newest > 0) {  // the replaced version is gone
+            auto old = store->Search(fp_of(i, 0), 0);
+            if (!old.ok() || !old->empty()) wrong.fetch_add(1);
+          }
+        }
+      });
+    }
+    for (auto& reader : readers) reader.join();
+    EXPECT_EQ(wrong.load(), 0) << "round " << round;
+  }
+  EXPECT_EQ(store->Stats().segments, 0u);  // all of it was in the memtable
+}
+
+// The operating system's Env, whose log syncs block while the gate is closed.
+class GatedSyncEnv : public Env {
+ public:
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = false;
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  // Waits until a log sync is blocked at the gate.
+  void WaitForBlockedSync() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return blocked_ > 0; });
+  }
+  Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
+    return Wrap(Env::Default()->NewWritableFile(path));
+  }
+  Result<std::unique_ptr<WritableFile>> ReopenWritableFile(const std::string& path) override {
+    return Wrap(Env::Default()->ReopenWritableFile(path));
+  }
+  Status Rename(const std::string& from, const std::string& to) override {
+    return Env::Default()->Rename(from, to);
+  }
+  Status Remove(const std::string& path) override { return Env::Default()->Remove(path); }
+  Status SyncDir(const std::string& dir) override { return Env::Default()->SyncDir(dir); }
+
+ private:
+  class File : public WritableFile {
+   public:
+    File(GatedSyncEnv* env, std::unique_ptr<WritableFile> base)
+        : env_(env), base_(std::move(base)) {}
+    Status Append(std::string_view data) override { return base_->Append(data); }
+    Status Sync() override {
+      if (path().find("wal-") != std::string::npos) {
+        std::unique_lock<std::mutex> lock(env_->mu_);
+        ++env_->blocked_;
+        env_->cv_.notify_all();
+        env_->cv_.wait(lock, [&] { return env_->open_; });
+        --env_->blocked_;
+      }
+      return base_->Sync();
+    }
+    Status Truncate(uint64_t size) override { return base_->Truncate(size); }
+    const std::string& path() const override { return base_->path(); }
+
+   private:
+    GatedSyncEnv* env_;
+    std::unique_ptr<WritableFile> base_;
+  };
+  Result<std::unique_ptr<WritableFile>> Wrap(Result<std::unique_ptr<WritableFile>> file) {
+    if (!file.ok()) return file.status();
+    return std::unique_ptr<WritableFile>(new File(this, std::move(*file)));
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = true;
+  int blocked_ = 0;
+};
+
+// Group commit: a writer alone in the queue waits the window for others; writers that queued up
+// while the previous group synced its log commit at once, without a second wait.
+TEST_F(StoreTest, WritersQueuedDuringASyncDoNotWaitTheGroupCommitWindowAgain) {
+  GatedSyncEnv env;
+  StoreOptions options;
+  options.rule = StoreRule::kSimHash;
+  options.sync_mode = SyncMode::kGroupCommit;
+  options.group_commit_interval_ms = 1000;
+  options.env = &env;
+  auto store = OpenStore(options);
+  ASSERT_TRUE(store);
+  using Clock = std::chrono::steady_clock;
+  env.Close();
+  const auto start = Clock::now();
+  std::thread first([&] { EXPECT_TRUE(store->Add({"a", Fp(1), ""}).ok()); });
+  env.WaitForBlockedSync();  // "a" waited the window alone and now syncs
+  EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(900));
+  std::vector<std::thread> queued;
+  for (int i = 0; i < 3; ++i) {
+    queued.emplace_back([&, i] {
+      EXPECT_TRUE(store->Add({"q" + std::to_string(i), Fp(100 + i), ""}).ok());
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // they queue behind "a"
+  const auto released = Clock::now();
+  env.Open();
+  first.join();
+  for (auto& t : queued) t.join();
+  EXPECT_LT(Clock::now() - released, std::chrono::milliseconds(600));
+  EXPECT_EQ(store->Stats().documents, 4u);
+  // One log sync for "a", one for the three queued behind it.
+  EXPECT_EQ(store->Stats().wal_syncs, 2u);
+}
 
 TEST_F(StoreTest, ReadersRunDuringWritesAndCompaction) {
   StoreOptions options;

@@ -44,8 +44,9 @@ enum class SyncMode {
   // Every write batch is fdatasync'ed before it is acknowledged. Concurrent writers share one
   // fsync (group commit). Survives kill -9 and power loss.
   kEveryWrite,
-  // Like kEveryWrite, but the writer that leads a batch first waits group_commit_interval_ms for
-  // more writers to join, trading latency for fewer fsyncs. Survives kill -9 and power loss.
+  // Like kEveryWrite, but a writer that leads a batch alone first waits group_commit_interval_ms
+  // for more writers to join, trading latency for fewer fsyncs (writers that queued up during the
+  // previous batch's fsync are committed at once). Survives kill -9 and power loss.
   kGroupCommit,
   // Written to the OS but never fsync'ed by a write (only by Flush/Close). Survives kill -9 but NOT
   // power loss. For bulk loading.

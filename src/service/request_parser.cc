@@ -178,6 +178,34 @@ Status ParseFingerprintField(std::string_view text, const std::string& field,
   return Status::Ok();
 }
 
+// The "fingerprints" array of a batch query: 1..max_batch hex fingerprints of the store's width.
+Status ParseFingerprintList(element value, const std::string& field, const RequestLimits& limits,
+                            std::vector<Fingerprint>* out) {
+  simdjson::dom::array array;
+  if (value.get_array().get(array) != simdjson::SUCCESS) {
+    return Status::InvalidArgument(field + ": must be an array of fingerprints");
+  }
+  if (array.size() == 0) return Status::InvalidArgument(field + ": must not be empty");
+  if (array.size() > limits.max_batch) {
+    return Status::ResourceExhausted(field + ": " + std::to_string(array.size()) +
+                                     " fingerprints exceeds the batch limit of " +
+                                     std::to_string(limits.max_batch));
+  }
+  out->reserve(array.size());
+  size_t index = 0;
+  for (element item : array) {
+    const std::string name = field + "[" + std::to_string(index++) + "]";
+    std::string_view s;
+    if (item.get_string().get(s) != simdjson::SUCCESS) {
+      return Status::InvalidArgument(name + ": must be a string");
+    }
+    Fingerprint fp;
+    NEARDUP_RETURN_IF_ERROR(ParseFingerprintField(s, name, limits, &fp));
+    out->push_back(fp);
+  }
+  return Status::Ok();
+}
+
 Status ParseText(element value, const std::string& field, const RequestLimits& limits,
                  std::optional<std::string>* text) {
   std::string_view s;
@@ -415,6 +443,9 @@ Result<QueryRequest> ParseQueryRequest(std::string_view body, const RequestLimit
       Fingerprint fp;
       NEARDUP_RETURN_IF_ERROR(ParseFingerprintField(s, field, limits, &fp));
       request.fingerprint = fp;
+    } else if (key == "fingerprints") {
+      NEARDUP_RETURN_IF_ERROR(ParseFingerprintList(value, field, limits, &request.fingerprints));
+      request.batch = true;
     } else if (key == "k") {
       NEARDUP_RETURN_IF_ERROR(ParseK(value, field, limits, &request.k));
     } else if (key == "limit") {
@@ -423,8 +454,10 @@ Result<QueryRequest> ParseQueryRequest(std::string_view body, const RequestLimit
       return Status::InvalidArgument(field + ": unknown field");
     }
   }
-  if (request.text.has_value() == request.fingerprint.has_value()) {
-    return Status::InvalidArgument("text/fingerprint: give exactly one of them");
+  const int given =
+      int{request.text.has_value()} + int{request.fingerprint.has_value()} + int{request.batch};
+  if (given != 1) {
+    return Status::InvalidArgument("text/fingerprint/fingerprints: give exactly one of them");
   }
   return request;
 }

@@ -49,6 +49,9 @@ struct CheckRequest {
 struct QueryRequest {
   std::optional<std::string> text;
   std::optional<Fingerprint> fingerprint;
+  // The batch form {"fingerprints": [...]}: each searched with the same k and limit (`batch`).
+  std::vector<Fingerprint> fingerprints;
+  bool batch = false;
   int k = 3;
   size_t limit = 100;
 };
@@ -59,7 +62,8 @@ Result<AddRequest> ParseAddRequest(std::string_view body, const RequestLimits& l
 // "limit" (1..limits.max_limit, default limits.default_limit), or the batch form
 // {"documents": [doc, ...], "k", "add", "limit"} (at most limits.max_batch documents).
 Result<CheckRequest> ParseCheckRequest(std::string_view body, const RequestLimits& limits);
-// POST /v1/query: {"text" | "fingerprint", "k", "limit"}.
+// POST /v1/query: {"text" | "fingerprint", "k", "limit"}, or the batch form
+// {"fingerprints": [hex, ...], "k", "limit"} (1..limits.max_batch fingerprints).
 Result<QueryRequest> ParseQueryRequest(std::string_view body, const RequestLimits& limits);
 // GET /v1/query?fingerprint=..&k=..&limit=..: the same from URL parameters (`get` returns the
 // parameter's value or nullopt).

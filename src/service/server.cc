@@ -356,6 +356,7 @@ struct Server::Impl : HttpApplication {
   bool trim_done = false;  // guarded by stop_mutex
   std::thread trimmer;
 
+  static constexpr size_t kInlineQueryBodyBytes = 512;
   // Whether a request is cheap and bounded enough to answer on the polling thread, skipping the
   // hand-off to a worker: health, metrics, stats, gets, and fingerprint queries that the permuted
   // tables answer (k <= the store's indexed_k). Text (fingerprinting), writes (fsync) and scans go
@@ -375,6 +376,9 @@ struct Server::Impl : HttpApplication {
           const std::optional<std::string> k = Arg(c, "k");
           return !k.has_value() || (k->size() <= 2 && std::atoi(k->c_str()) <= store_indexed_k);
         }
+        // A one-fingerprint body is small; a larger one (a text, or a batch of fingerprints that
+        // would hold this thread for milliseconds) goes to a worker without being parsed twice.
+        if (body.size() > kInlineQueryBodyBytes) return false;
         Result<QueryRequest> query = ParseQueryRequest(body, options.limits);
         return query.ok() && query->fingerprint.has_value() && query->k <= store_indexed_k;
       }
@@ -574,7 +578,37 @@ struct Server::Impl : HttpApplication {
     return truncated;
   }
 
+  // The batch form: each fingerprint searched with the same k and limit, answered in order as
+  // {"k", "results": [{"fingerprint", "results", "truncated"}, ...]}. One max_response_bytes budget
+  // covers the whole reply; a query whose documents do not fit says "truncated".
+  void QueryBatch(const QueryRequest& request, Reply* reply) {
+    SearchReservation reservation(transport.get(), SearchBytes(request.limit));
+    if (!reservation.ok()) return Busy(reply);
+    std::string out;
+    out.reserve(request.fingerprints.size() * 160);
+    JsonWriter w(&out);
+    w.BeginObject().Key("k").Int(request.k).Key("results").BeginArray();
+    ResponseBudget budget(options.max_response_bytes);
+    for (const Fingerprint& fp : request.fingerprints) {
+      Result<std::vector<StoredDocument>> found = store->Search(fp, request.k, request.limit + 1);
+      if (!found.ok()) return reply->Error(found.status());
+      w.BeginObject().Key("fingerprint").String(ToHex(fp)).Key("results").BeginArray();
+      budget.NewArray();
+      size_t written = 0;
+      for (const StoredDocument& d : *found) {
+        if (written == request.limit || !budget.Append(&out, d, true)) break;
+        ++written;
+      }
+      const bool truncated = written < found->size();
+      if (truncated) truncated_total.fetch_add(1, std::memory_order_relaxed);
+      w.EndArray().Key("truncated").Bool(truncated).EndObject();
+    }
+    w.EndArray().EndObject();
+    reply->Json(200, std::move(out));
+  }
+
   void Query(const QueryRequest& request, Reply* reply) {
+    if (request.batch) return QueryBatch(request, reply);
     if (request.text.has_value() && sketcher != nullptr) {
       // A kDedup store answers a text with its rule: a check that adds nothing.
       DocumentSketch sketch;

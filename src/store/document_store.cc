@@ -188,6 +188,10 @@ class DocumentStoreImpl : public DocumentStore {
   Status CheckCompatible(const Manifest& manifest);
   // The rule's options from options_ (a new store) or the MANIFEST; sets bands_ and friends.
   Status ResolveRule(const Manifest* manifest, std::optional<store::ManifestRule>* rule);
+  // ResolveRule's steps: a new store's rule from options_; an existing store's recorded rule
+  // against the options given (`where` starts the error message).
+  Status ResolveNewRule(std::optional<store::ManifestRule>* rule_out) const;
+  Status CheckRecordedRule(const store::ManifestRule& recorded, const std::string& where) const;
   // Whether StoreOptions sets any containment option.
   bool ContainmentGiven() const {
     return options_.containment_threshold || options_.containment_min_shingles ||
@@ -232,9 +236,16 @@ class DocumentStoreImpl : public DocumentStore {
   // of `pending` (null: none), sorted (see CheckResult).
   void FindDuplicatesLocked(const DocumentInput& doc, int k, const Pending* pending,
                             std::vector<StoredDocument>* out) const;
+  // CommitGroup's decisions, under the shared state lock (see there).
+  int64_t DecideGroupLocked(std::vector<Writer*>& group, Pending* pending) const;
   // kDedup: the candidates of `doc` (whitespace-free hash, then each band's bucket).
   void DedupCandidatesLocked(const DocumentInput& doc, const Pending* pending,
                              std::vector<Candidate>* out) const;
+  // DedupCandidatesLocked's gathering of one document's candidates (each once, by id), and its
+  // two steps.
+  struct CandidateSink;
+  void WhitespaceCandidatesLocked(CandidateSink& sink) const;
+  void BandCandidatesLocked(CandidateSink& sink) const;
   // Adds the ops of `pending` not yet indexed to its band and whitespace indexes.
   void IndexPending(const Pending& pending) const;
   // The segments a background compaction merges: the newest ones, as long as the next older one
@@ -665,64 +676,44 @@ Status DocumentStoreImpl::CheckCompatible(const Manifest& manifest) {
   return Status::Ok();
 }
 
-Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
-                                      std::optional<store::ManifestRule>* rule_out) {
-  const std::string where = dir_ + ": store was created with ";
-  if (manifest == nullptr) {  // a new store
-    if (options_.rule.value_or(StoreRule::kDedup) == StoreRule::kSimHash) {
-      if (options_.lsh)
-        return Status::InvalidArgument("StoreOptions.lsh: a kSimHash store has no LSH options");
-      if (ContainmentGiven())
-        return Status::InvalidArgument(
-            "StoreOptions.containment_*: a kSimHash store has no pair rule");
-      return Status::Ok();
-    }
-    const MinHashLshOptions lsh = options_.lsh.value_or(MinHashLshOptions{});
-    store::ManifestRule rule;
-    const PairRuleOptions defaults;
-    rule.containment_threshold =
-        options_.containment_threshold.value_or(defaults.containment_threshold);
-    rule.containment_min_shingles =
-        options_.containment_min_shingles.value_or(defaults.containment_min_shingles);
-    rule.containment_min_ratio =
-        options_.containment_min_ratio.value_or(defaults.containment_min_ratio);
-    PairRuleOptions pair_rule = StorePairRule(rule);
-    pair_rule.jaccard_threshold = lsh.threshold;
-    NEARDUP_RETURN_IF_ERROR(ValidatePairRuleOptions(pair_rule).WithContext("StoreOptions"));
-    // Bands and rows as dedup chooses them for this threshold (ResolveDedupLsh: down to the
-    // lowest Jaccard the pair rule accepts), so the store finds the candidates dedup finds.
-    Result<LshParameters> parameters = DedupLshParameters(lsh, rule);
-    if (!parameters.ok()) return parameters.status().WithContext("StoreOptions.lsh");
-    rule.threshold = lsh.threshold;
-    rule.bands = parameters->bands;
-    rule.rows = parameters->rows;
-    rule.bucket_window = lsh.bucket_window;
-    rule.seed = lsh.seed;
-    *rule_out = rule;
-    return Status::Ok();
-  }
-  const StoreRule rule = manifest->rule ? StoreRule::kDedup : StoreRule::kSimHash;
-  if (options_.rule && *options_.rule != rule) {
-    return Status::InvalidArgument(where + "the " + StoreRuleName(rule) + " rule, not " +
-                                   StoreRuleName(*options_.rule) +
-                                   " (docs/storage_format.md says how to rebuild a store)");
-  }
-  if (!manifest->rule) {
-    if (options_.lsh || ContainmentGiven()) {
+// A new store's rule, from the options (none for a kSimHash store).
+Status DocumentStoreImpl::ResolveNewRule(std::optional<store::ManifestRule>* rule_out) const {
+  if (options_.rule.value_or(StoreRule::kDedup) == StoreRule::kSimHash) {
+    if (options_.lsh)
+      return Status::InvalidArgument("StoreOptions.lsh: a kSimHash store has no LSH options");
+    if (ContainmentGiven())
       return Status::InvalidArgument(
-          where +
-          "the simhash rule (format version 2): it has no LSH or containment options to compare "
-          "with StoreOptions");
-    }
-    bands_ = 0;
+          "StoreOptions.containment_*: a kSimHash store has no pair rule");
     return Status::Ok();
   }
-  const store::ManifestRule& recorded = *manifest->rule;
-  lsh_.threshold = recorded.threshold;
-  lsh_.parameters = LshParameters{recorded.bands, recorded.rows};
-  lsh_.bucket_window = recorded.bucket_window;
-  lsh_.seed = recorded.seed;
-  // Containment options given must be the recorded ones.
+  const MinHashLshOptions lsh = options_.lsh.value_or(MinHashLshOptions{});
+  store::ManifestRule rule;
+  const PairRuleOptions defaults;
+  rule.containment_threshold =
+      options_.containment_threshold.value_or(defaults.containment_threshold);
+  rule.containment_min_shingles =
+      options_.containment_min_shingles.value_or(defaults.containment_min_shingles);
+  rule.containment_min_ratio =
+      options_.containment_min_ratio.value_or(defaults.containment_min_ratio);
+  PairRuleOptions pair_rule = StorePairRule(rule);
+  pair_rule.jaccard_threshold = lsh.threshold;
+  NEARDUP_RETURN_IF_ERROR(ValidatePairRuleOptions(pair_rule).WithContext("StoreOptions"));
+  // Bands and rows as dedup chooses them for this threshold (ResolveDedupLsh: down to the
+  // lowest Jaccard the pair rule accepts), so the store finds the candidates dedup finds.
+  Result<LshParameters> parameters = DedupLshParameters(lsh, rule);
+  if (!parameters.ok()) return parameters.status().WithContext("StoreOptions.lsh");
+  rule.threshold = lsh.threshold;
+  rule.bands = parameters->bands;
+  rule.rows = parameters->rows;
+  rule.bucket_window = lsh.bucket_window;
+  rule.seed = lsh.seed;
+  *rule_out = rule;
+  return Status::Ok();
+}
+
+// Options given to the open of an existing kDedup store must be the recorded ones.
+Status DocumentStoreImpl::CheckRecordedRule(const store::ManifestRule& recorded,
+                                            const std::string& where) const {
   const std::pair<const std::optional<double>*, double> containment[] = {
       {&options_.containment_threshold, recorded.containment_threshold},
       {&options_.containment_min_shingles, recorded.containment_min_shingles},
@@ -757,6 +748,35 @@ Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
           (wanted.seed != recorded.seed ? " (and another seed)" : ""));
     }
   }
+  return Status::Ok();
+}
+
+Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
+                                      std::optional<store::ManifestRule>* rule_out) {
+  const std::string where = dir_ + ": store was created with ";
+  if (manifest == nullptr) return ResolveNewRule(rule_out);  // a new store
+  const StoreRule rule = manifest->rule ? StoreRule::kDedup : StoreRule::kSimHash;
+  if (options_.rule && *options_.rule != rule) {
+    return Status::InvalidArgument(where + "the " + StoreRuleName(rule) + " rule, not " +
+                                   StoreRuleName(*options_.rule) +
+                                   " (docs/storage_format.md says how to rebuild a store)");
+  }
+  if (!manifest->rule) {
+    if (options_.lsh || ContainmentGiven()) {
+      return Status::InvalidArgument(
+          where +
+          "the simhash rule (format version 2): it has no LSH or containment options to compare "
+          "with StoreOptions");
+    }
+    bands_ = 0;
+    return Status::Ok();
+  }
+  const store::ManifestRule& recorded = *manifest->rule;
+  lsh_.threshold = recorded.threshold;
+  lsh_.parameters = LshParameters{recorded.bands, recorded.rows};
+  lsh_.bucket_window = recorded.bucket_window;
+  lsh_.seed = recorded.seed;
+  NEARDUP_RETURN_IF_ERROR(CheckRecordedRule(recorded, where));
   bands_ = recorded.bands;
   lsh_tag_ = LshTag(LshParameters{recorded.bands, recorded.rows}, recorded.seed);
   pair_rule_options_ = StorePairRule(recorded);
@@ -876,26 +896,35 @@ Result<std::vector<CheckResult>> DocumentStoreImpl::CheckBatch(std::span<const D
     }
     return results;
   }
-  if (options.add == AddMode::kIfNew && docs.size() == 1 && !options_.read_only) {
-    // A document with a duplicate already stored is not added: its answer needs no place in the
-    // commit queue (no wait for another writer's fsync). What is visible here is durable (the
-    // memtable takes a group's writes after its log sync), so the answer is the one the queue
-    // would give at this moment. Without a duplicate, the queue decides again, atomically with
-    // the add.
-    NEARDUP_RETURN_IF_ERROR(ValidateDoc(docs[0]));
+  if (options.add == AddMode::kIfNew && !docs.empty() && !options_.read_only) {
+    // A document with a duplicate already stored is not added: when every document of the batch
+    // has one, nothing is written and the answer needs no place in the commit queue (no wait for
+    // another writer's fsync). What is visible here is durable (the memtable takes a group's
+    // writes after its log sync), so the answer is the one the queue would give at this moment
+    // (no earlier document of the batch is added, so none is a duplicate). Otherwise, from the
+    // first document without a stored duplicate, the queue decides the whole batch again,
+    // atomically with its adds.
+    for (size_t i = 0; i < docs.size(); ++i) {
+      Status status = ValidateDoc(docs[i]);
+      if (!status.ok())
+        return docs.size() > 1 ? status.WithContext("document " + std::to_string(i)) : status;
+    }
     {
       std::lock_guard<std::mutex> lock(writer_mu_);
       if (closed_) return Status::InvalidArgument(dir_ + ": store is closed");
     }
     std::shared_lock<std::shared_mutex> state(state_mu_);
-    if (mem_ != nullptr) {
-      FindDuplicatesLocked(docs[0], options.k, nullptr, &results[0].duplicates);
-      if (!results[0].duplicates.empty()) {
-        searches_.fetch_add(1, std::memory_order_relaxed);
-        Truncate(options.limit, &results[0]);
-        return results;
-      }
+    bool all_found = mem_ != nullptr;
+    for (size_t i = 0; i < docs.size() && all_found; ++i) {
+      FindDuplicatesLocked(docs[i], options.k, nullptr, &results[i].duplicates);
+      all_found = !results[i].duplicates.empty();
     }
+    if (all_found) {
+      searches_.fetch_add(docs.size(), std::memory_order_relaxed);
+      for (CheckResult& result : results) Truncate(options.limit, &result);
+      return results;
+    }
+    for (CheckResult& result : results) result.duplicates.clear();
   }
   Writer w;
   w.kind = Writer::kCheck;
@@ -948,9 +977,11 @@ Status DocumentStoreImpl::Commit(Writer* writer) {
   writers_.push_back(writer);
   while (!writer->done && writer != writers_.front()) writer->cv.wait(lock);
   if (writer->done) return writer->status;
-  // This writer leads a group.
+  // This writer leads a group. Alone in the queue, it waits the group-commit window for others to
+  // join (fewer fsyncs at low concurrency); when writers queued up behind it during the previous
+  // group's commit, they are the group, and waiting would only leave the disk and the CPU idle.
   if (options_.sync_mode == SyncMode::kGroupCommit && options_.group_commit_interval_ms > 0 &&
-      writer->kind != Writer::kFlush) {
+      writer->kind != Writer::kFlush && writers_.size() == 1) {
     lock.unlock();
     std::this_thread::sleep_for(std::chrono::milliseconds(options_.group_commit_interval_ms));
     lock.lock();
@@ -972,75 +1003,82 @@ Status DocumentStoreImpl::Commit(Writer* writer) {
   return writer->status;
 }
 
+// Decides every writer's operations in queue order, into `pending` (the latest op per id, and the
+// adds' sketches: earlier writers of the group are not yet applied). Returns the change in live
+// documents.
+int64_t DocumentStoreImpl::DecideGroupLocked(std::vector<Writer*>& group, Pending* pending) const {
+  std::vector<WalOp>& ops = pending->ops;
+  int64_t live_delta = 0;
+  auto exists = [&](std::string_view id) {
+    auto it = pending->latest.find(id);
+    if (it != pending->latest.end()) return ops[it->second].type == WalOpType::kAdd;
+    return LookupLocked(id).has_value();
+  };
+  auto add_op = [&](const DocumentInput& doc, SketchRecord* sketch) {
+    bool existed = exists(doc.id);
+    if (!existed) ++live_delta;
+    WalOp op;
+    op.type = WalOpType::kAdd;
+    op.id.assign(doc.id);
+    op.fingerprint = doc.fingerprint;
+    op.metadata.assign(doc.metadata);
+    if (sketch != nullptr) {
+      op.has_sketch = true;
+      op.sketch = std::move(*sketch);
+    }
+    pending->latest[op.id] = ops.size();
+    ops.push_back(std::move(op));
+    pending->sketches.push_back(sketch != nullptr ? doc.sketch : nullptr);
+    return existed;
+  };
+  for (Writer* w : group) {
+    w->status = Status::Ok();
+    auto sketch_of = [&](size_t i) { return bands_ > 0 ? &w->sketches[i] : nullptr; };
+    switch (w->kind) {
+      case Writer::kFlush:
+        break;
+      case Writer::kAdd:
+        for (size_t i = 0; i < w->docs.size(); ++i) w->replaced = add_op(w->docs[i], sketch_of(i));
+        break;
+      case Writer::kRemove: {
+        if (!exists(w->remove_id)) {
+          w->status = Status::NotFound("id: no document \"" + std::string(w->remove_id) + "\"");
+          break;
+        }
+        --live_delta;
+        WalOp op;
+        op.type = WalOpType::kRemove;
+        op.id.assign(w->remove_id);
+        pending->latest[op.id] = ops.size();
+        ops.push_back(std::move(op));
+        pending->sketches.push_back(nullptr);
+        break;
+      }
+      case Writer::kCheck: {
+        for (size_t i = 0; i < w->docs.size(); ++i) {
+          const DocumentInput& doc = w->docs[i];
+          CheckResult& result = (*w->results)[i];
+          FindDuplicatesLocked(doc, w->check.k, pending, &result.duplicates);
+          if (w->check.add == AddMode::kAlways || result.duplicates.empty()) {
+            result.added = true;
+            result.replaced = add_op(doc, sketch_of(i));
+          }
+          Truncate(w->check.limit, &result);
+        }
+        break;
+      }
+    }
+  }
+  return live_delta;
+}
+
 Status DocumentStoreImpl::CommitGroup(std::vector<Writer*>& group, bool force_flush) {
-  // Decide every writer's operations in queue order. Earlier writers of the group are not yet
-  // applied, so their ops (the latest per id, and the adds' sketches) are kept in `pending`.
   Pending pending;
   std::vector<WalOp>& ops = pending.ops;
   int64_t live_delta = 0;
   {
     std::shared_lock<std::shared_mutex> state(state_mu_);
-    auto exists = [&](std::string_view id) {
-      auto it = pending.latest.find(id);
-      if (it != pending.latest.end()) return ops[it->second].type == WalOpType::kAdd;
-      return LookupLocked(id).has_value();
-    };
-    auto add_op = [&](const DocumentInput& doc, SketchRecord* sketch) {
-      bool existed = exists(doc.id);
-      if (!existed) ++live_delta;
-      WalOp op;
-      op.type = WalOpType::kAdd;
-      op.id.assign(doc.id);
-      op.fingerprint = doc.fingerprint;
-      op.metadata.assign(doc.metadata);
-      if (sketch != nullptr) {
-        op.has_sketch = true;
-        op.sketch = std::move(*sketch);
-      }
-      pending.latest[op.id] = ops.size();
-      ops.push_back(std::move(op));
-      pending.sketches.push_back(sketch != nullptr ? doc.sketch : nullptr);
-      return existed;
-    };
-    for (Writer* w : group) {
-      w->status = Status::Ok();
-      auto sketch_of = [&](size_t i) { return bands_ > 0 ? &w->sketches[i] : nullptr; };
-      switch (w->kind) {
-        case Writer::kFlush:
-          break;
-        case Writer::kAdd:
-          for (size_t i = 0; i < w->docs.size(); ++i)
-            w->replaced = add_op(w->docs[i], sketch_of(i));
-          break;
-        case Writer::kRemove: {
-          if (!exists(w->remove_id)) {
-            w->status = Status::NotFound("id: no document \"" + std::string(w->remove_id) + "\"");
-            break;
-          }
-          --live_delta;
-          WalOp op;
-          op.type = WalOpType::kRemove;
-          op.id.assign(w->remove_id);
-          pending.latest[op.id] = ops.size();
-          ops.push_back(std::move(op));
-          pending.sketches.push_back(nullptr);
-          break;
-        }
-        case Writer::kCheck: {
-          for (size_t i = 0; i < w->docs.size(); ++i) {
-            const DocumentInput& doc = w->docs[i];
-            CheckResult& result = (*w->results)[i];
-            FindDuplicatesLocked(doc, w->check.k, &pending, &result.duplicates);
-            if (w->check.add == AddMode::kAlways || result.duplicates.empty()) {
-              result.added = true;
-              result.replaced = add_op(doc, sketch_of(i));
-            }
-            Truncate(w->check.limit, &result);
-          }
-          break;
-        }
-      }
-    }
+    live_delta = DecideGroupLocked(group, &pending);
   }
   if (!ops.empty()) {
     std::string payload;
@@ -1629,140 +1667,156 @@ void DocumentStoreImpl::IndexPending(const Pending& pending) const {
   }
 }
 
-void DocumentStoreImpl::DedupCandidatesLocked(const DocumentInput& doc, const Pending* pending,
-                                              std::vector<Candidate>* out) const {
-  const DocumentSketch& sketch = *doc.sketch;
-  if (pending != nullptr) IndexPending(*pending);
-  const size_t window = lsh_.bucket_window;
-  const size_t max_visits = window * kMaxVisitsPerWindow;
-  std::unordered_map<std::string_view, size_t> by_id;  // candidate id -> index in *out
-  auto excluded = [&](std::string_view id) {
+struct DocumentStoreImpl::CandidateSink {
+  const DocumentStoreImpl& store;
+  const DocumentInput& doc;
+  const DocumentSketch& sketch;
+  const Pending* pending;  // or null
+  size_t window;
+  size_t max_visits;
+  std::vector<Candidate>* out;
+  std::unordered_map<std::string_view, size_t> by_id{};  // candidate id -> index in *out
+
+  bool Excluded(std::string_view id) const {
     return id == doc.id || (pending != nullptr && pending->Shadows(id));
-  };
-  auto add = [&](Candidate candidate) {
+  }
+  void Add(const Candidate& candidate) {
     auto [it, inserted] = by_id.try_emplace(candidate.id, out->size());
     if (inserted) {
       out->push_back(candidate);
     } else {
       (*out)[it->second].lsh |= candidate.lsh;
     }
-  };
-  auto from_memtable = [&](const MemTable::Entry& entry, bool lsh) {
-    add({*entry.id, entry.fingerprint, entry.metadata, entry.sketch.hashes, entry.sketch.set,
+  }
+  void FromMemtable(const MemTable::Entry& entry, bool lsh) {
+    Add({*entry.id, entry.fingerprint, entry.metadata, entry.sketch.hashes, entry.sketch.set,
          nullptr, lsh});
-  };
-  auto from_segment = [&](size_t s, uint32_t entry, bool lsh) {
-    const Segment& seg = *segments_[s];
-    add({seg.id(entry), seg.fingerprint(entry), seg.metadata(entry), seg.hashes(entry),
+  }
+  void FromSegment(size_t s, uint32_t entry, bool lsh) {
+    const Segment& seg = *store.segments_[s];
+    Add({seg.id(entry), seg.fingerprint(entry), seg.metadata(entry), seg.hashes(entry),
          seg.set_bytes(entry), nullptr, lsh});
-  };
-  auto from_pending = [&](uint32_t op, bool lsh) {
+  }
+  void FromPending(uint32_t op, bool lsh) {
     const WalOp& o = pending->ops[op];
-    add({o.id,
+    Add({o.id,
          o.fingerprint,
          o.metadata,
          o.sketch.hashes,
          {},
          &pending->sketches[op]->shingles,
          lsh});
-  };
+  }
+  // Whether a pending op may be a candidate (live, another id).
+  bool PendingLive(uint32_t op) const { return pending->Live(op) && pending->ops[op].id != doc.id; }
   // A stored entry of segment s is live when nothing newer holds its id.
-  auto segment_live = [&](size_t s, uint32_t entry, std::string_view* id) {
-    const Segment& seg = *segments_[s];
+  bool SegmentLive(size_t s, uint32_t entry) const {
+    const Segment& seg = *store.segments_[s];
     if (entry >= seg.size() || seg.tombstone(entry) || !seg.has_sketch(entry)) return false;
-    *id = seg.id(entry);
-    return !id->empty() && !excluded(*id) && !ShadowedLocked(*id, s);
-  };
+    const std::string_view id = seg.id(entry);
+    return !id.empty() && !Excluded(id) && !store.ShadowedLocked(id, s);
+  }
+};
 
-  // The whitespace-free hash: the oldest `window` live documents with it (dedup pairs every
-  // document with the first one of its hash), oldest layer first.
-  {
-    size_t taken = 0, visits = 0;
-    for (size_t s = 0; s < segments_.size() && taken < window && visits < max_visits; ++s) {
-      const index::KeyTable<uint64_t>& table = segments_[s]->squeezed_table();
-      auto [begin, end] = table.Equal(sketch.squeezed_hash);
-      for (size_t i = begin; i < end && taken < window && ++visits <= max_visits; ++i) {
-        std::string_view id;
-        if (!segment_live(s, table.row_at(i), &id)) continue;
-        from_segment(s, table.row_at(i), false);
-        ++taken;
-      }
-    }
-    if (taken < window && imm_) {
-      imm_->ForEachWithSqueezed(sketch.squeezed_hash, max_visits, [&](const MemTable::Entry& e) {
-        if (excluded(*e.id) || mem_->Find(*e.id) != nullptr) return true;
-        from_memtable(e, false);
-        return ++taken < window;
-      });
-    }
-    if (taken < window) {
-      mem_->ForEachWithSqueezed(sketch.squeezed_hash, max_visits, [&](const MemTable::Entry& e) {
-        if (excluded(*e.id)) return true;
-        from_memtable(e, false);
-        return ++taken < window;
-      });
-    }
-    if (pending != nullptr && taken < window) {
-      auto it = pending->squeezed.find(sketch.squeezed_hash);
-      if (it != pending->squeezed.end()) {
-        for (uint32_t op : it->second) {
-          if (taken >= window) break;
-          if (!pending->Live(op) || pending->ops[op].id == doc.id) continue;
-          from_pending(op, false);
-          ++taken;
-        }
-      }
+void DocumentStoreImpl::DedupCandidatesLocked(const DocumentInput& doc, const Pending* pending,
+                                              std::vector<Candidate>* out) const {
+  if (pending != nullptr) IndexPending(*pending);
+  const size_t window = lsh_.bucket_window;
+  CandidateSink sink{*this, doc, *doc.sketch, pending, window, window * kMaxVisitsPerWindow, out};
+  WhitespaceCandidatesLocked(sink);
+  if (static_cast<int>(doc.sketch->band_keys.size()) != bands_) return;  // no shingles: no buckets
+  BandCandidatesLocked(sink);
+}
+
+// The whitespace-free hash: the oldest `window` live documents with it (dedup pairs every document
+// with the first one of its hash), oldest layer first.
+void DocumentStoreImpl::WhitespaceCandidatesLocked(CandidateSink& sink) const {
+  const uint64_t hash = sink.sketch.squeezed_hash;
+  const size_t window = sink.window;
+  size_t taken = 0, visits = 0;
+  for (size_t s = 0; s < segments_.size() && taken < window && visits < sink.max_visits; ++s) {
+    const index::KeyTable<uint64_t>& table = segments_[s]->squeezed_table();
+    auto [begin, end] = table.Equal(hash);
+    for (size_t i = begin; i < end && taken < window && ++visits <= sink.max_visits; ++i) {
+      if (!sink.SegmentLive(s, table.row_at(i))) continue;
+      sink.FromSegment(s, table.row_at(i), false);
+      ++taken;
     }
   }
-  if (static_cast<int>(sketch.band_keys.size()) != bands_) return;  // no shingles: no buckets
-  // Every segment's bucket of every band, looked up together (their cache misses overlap).
+  if (taken < window && imm_) {
+    imm_->ForEachWithSqueezed(hash, sink.max_visits, [&](const MemTable::Entry& e) {
+      if (sink.Excluded(*e.id) || mem_->Find(*e.id) != nullptr) return true;
+      sink.FromMemtable(e, false);
+      return ++taken < window;
+    });
+  }
+  if (taken < window) {
+    mem_->ForEachWithSqueezed(hash, sink.max_visits, [&](const MemTable::Entry& e) {
+      if (sink.Excluded(*e.id)) return true;
+      sink.FromMemtable(e, false);
+      return ++taken < window;
+    });
+  }
+  if (sink.pending == nullptr || taken >= window) return;
+  auto it = sink.pending->squeezed.find(hash);
+  if (it == sink.pending->squeezed.end()) return;
+  for (uint32_t op : it->second) {
+    if (taken >= window) break;
+    if (!sink.PendingLive(op)) continue;
+    sink.FromPending(op, false);
+    ++taken;
+  }
+}
+
+// Each band's bucket: its newest `window` live documents (dedup's bucket rule pairs a document with
+// the `window` before it in its bucket), newest layer first. Every segment's bucket of every band
+// is looked up first, together (their cache misses overlap).
+void DocumentStoreImpl::BandCandidatesLocked(CandidateSink& sink) const {
+  const std::vector<uint32_t>& keys = sink.sketch.band_keys;
+  const size_t bands = static_cast<size_t>(bands_);
   thread_local std::vector<const index::KeyTable<uint32_t>*> tables;
   thread_local std::vector<std::pair<size_t, size_t>> ranges;
-  tables.resize(static_cast<size_t>(bands_));
-  ranges.resize(segments_.size() * static_cast<size_t>(bands_));
+  tables.resize(bands);
+  ranges.resize(segments_.size() * bands);
   for (size_t s = 0; s < segments_.size(); ++s) {
-    for (int b = 0; b < bands_; ++b) tables[b] = &segments_[s]->band_table(b);
-    index::KeyTable<uint32_t>::EqualMany(tables, sketch.band_keys,
-                                         ranges.data() + s * static_cast<size_t>(bands_));
+    for (size_t b = 0; b < bands; ++b) tables[b] = &segments_[s]->band_table(static_cast<int>(b));
+    index::KeyTable<uint32_t>::EqualMany(tables, keys, ranges.data() + s * bands);
   }
-  // Each band's bucket: its newest `window` live documents (dedup's bucket rule pairs a document
-  // with the `window` before it in its bucket), newest layer first.
+  const size_t window = sink.window;
   for (int b = 0; b < bands_; ++b) {
-    const uint32_t key = sketch.band_keys[b];
+    const uint32_t key = keys[b];
     size_t taken = 0;
-    if (pending != nullptr) {
-      auto it = pending->bands.find(uint64_t(b) << 32 | key);
-      if (it != pending->bands.end()) {
+    if (sink.pending != nullptr) {
+      auto it = sink.pending->bands.find(uint64_t(b) << 32 | key);
+      if (it != sink.pending->bands.end()) {
         for (size_t i = it->second.size(); i-- > 0 && taken < window;) {
-          const uint32_t op = it->second[i];
-          if (!pending->Live(op) || pending->ops[op].id == doc.id) continue;
-          from_pending(op, true);
+          if (!sink.PendingLive(it->second[i])) continue;
+          sink.FromPending(it->second[i], true);
           ++taken;
         }
       }
     }
     if (taken < window) {
-      mem_->ForEachInBucket(b, key, max_visits, [&](const MemTable::Entry& e) {
-        if (excluded(*e.id)) return true;
-        from_memtable(e, true);
+      mem_->ForEachInBucket(b, key, sink.max_visits, [&](const MemTable::Entry& e) {
+        if (sink.Excluded(*e.id)) return true;
+        sink.FromMemtable(e, true);
         return ++taken < window;
       });
     }
     if (taken < window && imm_) {
-      imm_->ForEachInBucket(b, key, max_visits, [&](const MemTable::Entry& e) {
-        if (excluded(*e.id) || mem_->Find(*e.id) != nullptr) return true;
-        from_memtable(e, true);
+      imm_->ForEachInBucket(b, key, sink.max_visits, [&](const MemTable::Entry& e) {
+        if (sink.Excluded(*e.id) || mem_->Find(*e.id) != nullptr) return true;
+        sink.FromMemtable(e, true);
         return ++taken < window;
       });
     }
     size_t visits = 0;
-    for (size_t s = segments_.size(); s-- > 0 && taken < window && visits < max_visits;) {
+    for (size_t s = segments_.size(); s-- > 0 && taken < window && visits < sink.max_visits;) {
       const index::KeyTable<uint32_t>& table = segments_[s]->band_table(b);
-      const auto [begin, end] = ranges[s * static_cast<size_t>(bands_) + b];
-      for (size_t i = end; i-- > begin && taken < window && ++visits <= max_visits;) {
-        std::string_view id;
-        if (!segment_live(s, table.row_at(i), &id)) continue;
-        from_segment(s, table.row_at(i), true);
+      const auto [begin, end] = ranges[s * bands + static_cast<size_t>(b)];
+      for (size_t i = end; i-- > begin && taken < window && ++visits <= sink.max_visits;) {
+        if (!sink.SegmentLive(s, table.row_at(i))) continue;
+        sink.FromSegment(s, table.row_at(i), true);
         ++taken;
       }
     }

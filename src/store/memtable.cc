@@ -34,20 +34,32 @@ void MemTable::Put(WalOp&& op) {
   entry.fingerprint = op.fingerprint;
   entry.metadata = std::move(op.metadata);
   entry.seq = next_seq_++;
-  for (size_t t = 0; t < design_->tables.size(); ++t) {
-    const index::CompiledTable& table = design_->tables[t];
-    hamming_chains_[t].Insert(table.KeyOf(table.Project(op.fingerprint.hi, op.fingerprint.lo)),
-                              slot);
-  }
   payload_bytes_ += entry.metadata.size();
   if (bands_ == 0 || !op.has_sketch) return;
   entry.has_sketch = true;
   entry.sketch = std::move(op.sketch);
   payload_bytes_ += entry.sketch.set.size() + entry.sketch.band_keys.size() * 4;
-  squeezed_chains_.Insert(entry.sketch.hashes.squeezed_hash, slot);
-  if (static_cast<int>(entry.sketch.band_keys.size()) == bands_) {
-    for (int b = 0; b < bands_; ++b) band_chains_[b].Insert(entry.sketch.band_keys[b], slot);
+}
+
+void MemTable::IndexNewEntries() const {
+  std::lock_guard<std::mutex> lock(index_mu_);
+  const size_t end = slots_.size();
+  for (size_t slot = indexed_.load(std::memory_order_relaxed); slot < end; ++slot) {
+    const Entry& entry = slots_[slot];
+    if (entry.tombstone) continue;
+    const auto row = static_cast<uint32_t>(slot);
+    for (size_t t = 0; t < design_->tables.size(); ++t) {
+      const index::CompiledTable& table = design_->tables[t];
+      hamming_chains_[t].Insert(
+          table.KeyOf(table.Project(entry.fingerprint.hi, entry.fingerprint.lo)), row);
+    }
+    if (!entry.has_sketch) continue;
+    squeezed_chains_.Insert(entry.sketch.hashes.squeezed_hash, row);
+    if (static_cast<int>(entry.sketch.band_keys.size()) == bands_) {
+      for (int b = 0; b < bands_; ++b) band_chains_[b].Insert(entry.sketch.band_keys[b], row);
+    }
   }
+  indexed_.store(end, std::memory_order_release);
 }
 
 void MemTable::CollectWithin(const Fingerprint& query, int k, std::vector<uint32_t>* found) const {
@@ -82,6 +94,7 @@ void MemTable::CollectWithin(const Fingerprint& query, int k, std::vector<uint32
 }
 
 size_t MemTable::MemoryBytes() const {
+  std::lock_guard<std::mutex> lock(index_mu_);
   size_t bytes = payload_bytes_ + slots_.size() * sizeof(Entry) + ids_.size() * 16 +
                  squeezed_chains_.MemoryBytes();
   for (const auto& chains : hamming_chains_) bytes += chains.MemoryBytes();

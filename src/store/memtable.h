@@ -4,14 +4,22 @@
 // and one for the whitespace-free hash. It is the store's one in-memory layer: no index inside it
 // keeps a buffer, merges or tombstones of its own.
 //
+// The tables are built lazily: Put only appends the entry (and its id), and the first search
+// after some Puts indexes them. A bulk load that never searches (`neardup index add`) thus never
+// builds them: a memtable entry costs its payload and about 200 bytes instead of another ~1.6 KB
+// of hash-table slots (41 tables of a dedup store), and the time to fill them.
+//
 // Internal header. Not thread-safe: the store reads it under its shared state lock and calls Put
-// under the exclusive one.
+// under the exclusive one (the lazy indexing is serialised by a mutex of its own, so concurrent
+// readers under the shared lock may all search).
 #ifndef NEARDUP_STORE_MEMTABLE_H_
 #define NEARDUP_STORE_MEMTABLE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -65,6 +73,7 @@ class MemTable {
       }
       return;
     }
+    EnsureIndexed();
     std::vector<uint32_t> found;
     CollectWithin(query, k, &found);
     for (uint32_t slot : found) {
@@ -77,6 +86,7 @@ class MemTable {
   // returns true; stops after `max_visits` versions (live or not) have been looked at.
   template <typename Fn>
   void ForEachInBucket(int band, uint32_t key, size_t max_visits, Fn&& fn) const {
+    EnsureIndexed();
     size_t visits = 0;
     band_chains_[band].ForEachNewest(key, [&](uint32_t slot) {
       if (++visits > max_visits) return false;
@@ -87,6 +97,7 @@ class MemTable {
   // The same for the whitespace-free hash, oldest first.
   template <typename Fn>
   void ForEachWithSqueezed(uint64_t hash, size_t max_visits, Fn&& fn) const {
+    EnsureIndexed();
     size_t visits = 0;
     squeezed_chains_.ForEachOldest(hash, [&](uint32_t slot) {
       if (++visits > max_visits) return false;
@@ -106,15 +117,24 @@ class MemTable {
  private:
   // Slots of live entries within k (k <= max_k), each once, ascending.
   void CollectWithin(const Fingerprint& query, int k, std::vector<uint32_t>* found) const;
+  // Inserts the entries Put since the last call into the tables (once, whichever reader comes
+  // first; the others wait for it).
+  void EnsureIndexed() const {
+    if (indexed_.load(std::memory_order_acquire) < slots_.size()) IndexNewEntries();
+  }
+  void IndexNewEntries() const;
 
   std::shared_ptr<const index::CompiledDesign> design_;
   int bands_;
   uint64_t next_seq_;
   std::deque<Entry> slots_;  // every version, in order of writing
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> ids_;  // -> newest slot
-  std::vector<index::KeyChains<uint64_t>> hamming_chains_;  // per table of the design
-  std::vector<index::KeyChains<uint32_t>> band_chains_;     // per band
-  index::KeyChains<uint64_t> squeezed_chains_{/*track_oldest=*/true};
+  // The tables (filled by IndexNewEntries, under index_mu_, for the slots before indexed_).
+  mutable std::vector<index::KeyChains<uint64_t>> hamming_chains_;  // per table of the design
+  mutable std::vector<index::KeyChains<uint32_t>> band_chains_;     // per band
+  mutable index::KeyChains<uint64_t> squeezed_chains_{/*track_oldest=*/true};
+  mutable std::mutex index_mu_;
+  mutable std::atomic<size_t> indexed_{0};
   size_t payload_bytes_ = 0;  // ids, metadata and sketches held
 };
 

@@ -780,9 +780,37 @@ std::string_view Segment::metadata(uint32_t entry) const {
   return std::string_view(blob_ + begin + id_len, meta_len);
 }
 
+const uint64_t* LowerBoundUniform(const uint64_t* sorted, size_t n, uint64_t key) {
+  if (n == 0) return sorted;
+  // `key` is near key / 2^64 of the way in (within ~sqrt(n) for uniform values): start there and
+  // gallop out to bounds, then binary-search between them.
+  const auto guess = static_cast<size_t>((static_cast<unsigned __int128>(key) * n) >> 64);  // < n
+  size_t lo, hi;  // the answer is in [lo, hi], and hi == n or sorted[hi] >= key
+  if (sorted[guess] < key) {
+    lo = guess + 1;
+    hi = lo;
+    for (size_t step = 1; hi < n && sorted[hi] < key; step *= 2) {
+      lo = hi + 1;
+      hi = std::min(n, hi + step);
+    }
+  } else {
+    hi = guess;
+    lo = hi;
+    for (size_t step = 1; lo > 0; step *= 2) {
+      const size_t probe = lo > step ? lo - step : 0;
+      if (sorted[probe] < key) {
+        lo = probe + 1;
+        break;
+      }
+      hi = lo = probe;
+    }
+  }
+  return std::lower_bound(sorted + lo, sorted + hi, key);
+}
+
 int64_t Segment::Find(std::string_view id) const {
   const uint64_t hash = IdHash(id);
-  const uint64_t* first = std::lower_bound(id_hashes_, id_hashes_ + num_entries_, hash);
+  const uint64_t* first = LowerBoundUniform(id_hashes_, num_entries_, hash);
   for (const uint64_t* p = first; p != id_hashes_ + num_entries_ && *p == hash; ++p) {
     const auto entry = static_cast<uint32_t>(p - id_hashes_);
     if (this->id(entry) == id) return entry;
