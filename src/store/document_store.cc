@@ -213,6 +213,9 @@ class DocumentStoreImpl : public DocumentStore {
   // Writes imm_ (if any) to a segment and swaps the MANIFEST; times itself.
   Status FlushImmutable();
   Status FlushImmutableNow();
+  // Removes the logs numbered [first, active_wal_number_): consumed once the MANIFEST that no
+  // longer names them is durable (a failure leaves them for the next open to remove).
+  void RemoveConsumedLogs(uint64_t first);
   Status WriteManifestLocked(const std::vector<uint64_t>& numbers);  // manifest_mu_ held
   void BackgroundLoop();
   void MaybeScheduleCompaction();
@@ -1254,6 +1257,45 @@ Status DocumentStoreImpl::FlushImmutable() {
   return status;
 }
 
+// A memtable's entries as a segment's, newest version of each id first, and the memtable entry
+// each came from (its band keys are read from there).
+std::vector<SegmentEntry> SegmentEntriesOf(const MemTable& imm, int bands,
+                                           std::vector<const MemTable::Entry*>* sources) {
+  std::vector<SegmentEntry> entries;
+  entries.reserve(imm.size());
+  sources->reserve(imm.size());
+  imm.ForEachNewest([&](const MemTable::Entry& entry) {
+    SegmentEntry e;
+    e.id = *entry.id;
+    e.fingerprint = entry.fingerprint;
+    e.metadata = entry.metadata;
+    e.tombstone = entry.tombstone;
+    if (entry.has_sketch) {
+      e.has_sketch = true;
+      e.has_band_keys = static_cast<int>(entry.sketch.band_keys.size()) == bands;
+      e.hashes = entry.sketch.hashes;
+      e.set = entry.sketch.set;
+    }
+    e.seq = entry.seq;
+    entries.push_back(e);
+    sources->push_back(&entry);
+  });
+  return entries;
+}
+
+void DocumentStoreImpl::RemoveConsumedLogs(uint64_t first) {
+  Result<std::vector<std::string>> files = store::ListDataFiles(dir_);
+  if (!files.ok()) return;
+  for (const std::string& name : *files) {
+    bool is_segment;
+    uint64_t number;
+    if (store::ParseFileName(name, &is_segment, &number) && !is_segment && number >= first &&
+        number < active_wal_number_) {
+      (void)fs_->Remove(store::JoinPath(dir_, name));
+    }
+  }
+}
+
 Status DocumentStoreImpl::FlushImmutableNow() {
   std::lock_guard<std::mutex> run_lock(flush_run_mu_);
   const MemTable* imm;
@@ -1262,26 +1304,8 @@ Status DocumentStoreImpl::FlushImmutableNow() {
     imm = imm_.get();  // immutable until reset below, by this thread only
   }
   if (imm == nullptr) return Status::Ok();
-  std::vector<SegmentEntry> entries;
   std::vector<const MemTable::Entry*> sources;
-  entries.reserve(imm->size());
-  sources.reserve(imm->size());
-  imm->ForEachNewest([&](const MemTable::Entry& entry) {
-    SegmentEntry e;
-    e.id = *entry.id;
-    e.fingerprint = entry.fingerprint;
-    e.metadata = entry.metadata;
-    e.tombstone = entry.tombstone;
-    if (entry.has_sketch) {
-      e.has_sketch = true;
-      e.has_band_keys = static_cast<int>(entry.sketch.band_keys.size()) == bands_;
-      e.hashes = entry.sketch.hashes;
-      e.set = entry.sketch.set;
-    }
-    e.seq = entry.seq;
-    entries.push_back(e);
-    sources.push_back(&entry);
-  });
+  std::vector<SegmentEntry> entries = SegmentEntriesOf(*imm, bands_, &sources);
   // The band keys band-major, gathered in one pass over the entries (each band's rows are then
   // read from one contiguous column).
   std::vector<uint32_t> keyed;  // entries with band keys
@@ -1346,17 +1370,7 @@ Status DocumentStoreImpl::FlushImmutableNow() {
     segment_numbers_ = numbers;
     imm_.reset();
   }
-  // The logs before the MANIFEST's are consumed.
-  if (Result<std::vector<std::string>> files = store::ListDataFiles(dir_); files.ok()) {
-    for (const std::string& name : *files) {
-      bool is_segment;
-      uint64_t number;
-      if (store::ParseFileName(name, &is_segment, &number) && !is_segment &&
-          number >= flushed_log && number < active_wal_number_) {
-        (void)fs_->Remove(store::JoinPath(dir_, name));
-      }
-    }
-  }
+  RemoveConsumedLogs(flushed_log);  // the logs before the MANIFEST's
   flushes_.fetch_add(1, std::memory_order_relaxed);
   MaybeScheduleCompaction();
   return Status::Ok();
