@@ -413,6 +413,39 @@ TEST_F(CliEdgesTest, IndexAddCountsReplacementsAcrossBatchesSegmentsAndRemovals)
   EXPECT_NE(out.find("\"documents\":4"), std::string::npos) << out;
 }
 
+// index add merges all segments at its end only when the run added at least as many documents as
+// the store held, so a few documents added to a large store do not rewrite it; it says so.
+TEST_F(CliEdgesTest, IndexAddMergesAllOnlyWhenTheInputIsAsLargeAsTheStore) {
+  ASSERT_EQ(Run("index create st"), 0);
+  std::string many, few;
+  for (int i = 0; i < 12; ++i) {
+    many += JsonLine("m" + std::to_string(i), std::string(kBase) + " " + std::to_string(i));
+  }
+  for (int i = 0; i < 3; ++i) {
+    few += JsonLine("f" + std::to_string(i), std::string(kOther) + " " + std::to_string(i));
+  }
+  Write("many.jsonl", many);
+  Write("few.jsonl", few);
+  std::string out, err;
+  auto segments = [&] {
+    EXPECT_EQ(Run("index stats st", &out, &err), 0) << err;
+    const size_t at = out.find("\"segments\":");
+    return at == std::string::npos ? -1 : std::atoi(out.c_str() + at + 11);
+  };
+  ASSERT_EQ(Run("index add st many.jsonl --batch 2 --memtable-limit 2", &out, &err), 0) << err;
+  EXPECT_EQ(err.find("no final merge"), std::string::npos) << err;
+  EXPECT_EQ(segments(), 1);
+  ASSERT_EQ(Run("index add st few.jsonl --batch 1 --memtable-limit 1", &out, &err), 0) << err;
+  EXPECT_NE(err.find("no final merge: 3 documents added to a store of 12 documents"),
+            std::string::npos)
+      << err;
+  EXPECT_GT(segments(), 1);
+  ASSERT_EQ(Run("index compact st", &out, &err), 0) << err;
+  EXPECT_EQ(segments(), 1);
+  ASSERT_EQ(Run("index stats st", &out, &err), 0) << err;
+  EXPECT_NE(out.find("\"documents\":15"), std::string::npos) << out;
+}
+
 // A `neardup serve` child with its standard error in a file; the port from its first stdout line.
 class Serve {
  public:

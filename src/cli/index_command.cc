@@ -414,7 +414,9 @@ int RunAdd(const IndexArgs& args) {
   // Bulk loading: a big memtable, flushed in the background while reading goes on; the
   // size-tiered background compaction keeps the segments few while adding (each document is
   // rewritten about log2(documents / memtable) times); then, unless --no-compact, one merge of
-  // all (it needs room for a second copy of the store for a moment).
+  // all (it needs room for a second copy of the store for a moment) when this run added at least
+  // as many documents as the store held, so the merge costs at most about twice the input: a few
+  // documents added to a large store do not rewrite it (`index compact` merges all on demand).
   StoreOptions options;
   options.create_if_missing = false;
   options.memtable_limit = kBulkMemtableLimit;
@@ -438,7 +440,8 @@ int RunAdd(const IndexArgs& args) {
   Status status = pipeline.Run([&adder](TextBatch& batch) { return adder.Consume(batch); });
   if (status.ok()) adder.CountReplaced(initial.documents, store.Stats().documents);
   if (status.ok()) status = store.Flush();
-  if (status.ok() && args.compact) status = store.Compact();
+  const bool merge_all = args.compact && adder.added() >= initial.documents;
+  if (status.ok() && merge_all) status = store.Compact();
   if (status.ok()) status = store.Close();
   if (!status.ok()) return Fail(status);
   std::map<std::string, uint64_t> skipped = (*reader)->skipped();
@@ -454,6 +457,14 @@ int RunAdd(const IndexArgs& args) {
                  Count(adder.duplicates(), "document").c_str());
   }
   std::fputc('\n', stderr);
+  if (args.compact && !merge_all) {
+    std::fprintf(stderr,
+                 "neardup: index add: no final merge: %s added to a store of %s (it merges all "
+                 "when a run adds at least as many as the store held; `neardup index compact %s` "
+                 "merges all now)\n",
+                 Count(adder.added(), "document").c_str(),
+                 Count(initial.documents, "document").c_str(), args.dir.c_str());
+  }
   return kExitOk;
 }
 
@@ -836,8 +847,9 @@ CLI::App* SetupAdd(CLI::App* app, IndexArgs* args) {
   args->store.Declare(add, StoreFlags::kWriting);
   args->store.ShowDefault("memtable_limit", std::to_string(kBulkMemtableLimit));
   add->add_flag("!--no-compact", args->compact,
-                "skip the final merge of all segments (the background compaction still keeps "
-                "them few; the merge needs room for a second copy of the store)");
+                "skip the final merge of all segments, made by default when this run adds at "
+                "least as many documents as the store held (the background compaction still "
+                "keeps them few; the merge needs room for a second copy of the store)");
   add->add_option("--check", args->check,
                   "check each document with the store's rule (against the store and the earlier "
                   "documents of its batch) and print those with duplicates as JSONL; if-new adds "
