@@ -487,10 +487,15 @@ def _buckets_task(run: _Run, d: int) -> dict:
     if bands:
         buckets, docs = _neardup._dask_band_records(band_codes, band_offsets, row_bits,
                                                     list(range(run.nparts)), d, bands)
-        a, b, stats = _neardup._dask_bucket_pairs(buckets, docs, run.resolved["bucket_window"])
+        a, b, counts = _neardup.stages.lsh_bucket_pairs(buckets, docs,
+                                                        run.resolved["bucket_window"])
+        stats = {"records": counts["records"], "buckets": counts["buckets"],
+                 "oversized": counts["oversized_buckets"], "largest": counts["largest_bucket"],
+                 "pairs_before_dedup": counts["bucket_pairs"]}
         del buckets, docs
         a_all.append(a), b_all.append(b), flags_all.append(np.full(len(a), _FROM_LSH, np.uint8))
-    a, b = _neardup._dask_first_pairs(cat(ws_hashes, np.uint64), cat(ws_docs, np.uint64))
+    a, b = _neardup.stages.first_of_equal_hash_pairs(cat(ws_hashes, np.uint64),
+                                                     cat(ws_docs, np.uint64))
     a_all.append(a), b_all.append(b), flags_all.append(np.full(len(a), _WHITESPACE, np.uint8))
     simhash_pairs = 0
     if sh["keys"]:

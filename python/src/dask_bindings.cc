@@ -10,14 +10,14 @@
 //                       band keys and narrowed shingle set from one normalisation); the band keys,
 //                       whitespace-free hashes and id hashes come out grouped by the shuffle
 //                       partition they go to
-//   _dask_bucket_pairs  the LSH bucket rule over (band key, document) records
-//   _dask_first_pairs   each document paired with the first of equal hash (whitespace rule)
 //   _dask_shared        the documents whose hash (of their id) is shared
 //   _dask_verify        the pair rule over candidate pairs: exact, whitespace-only, or shingle
 //                       Jaccard at the threshold
 //   _dask_gather_coded_sets / _dask_gather_strings   rows of a stored column
 //   _dask_clusters      components and the keep decision (BuildClusters) over arrays
 //   _dask_cluster_lines clusters.jsonl lines, written by the library's serializer
+// The LSH bucket rule and the whitespace rule are the public stages' (neardup._neardup.stages:
+// lsh_bucket_pairs, first_of_equal_hash_pairs), called by dask.py directly.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -798,52 +798,6 @@ void ForEachGroup(std::vector<std::pair<uint64_t, uint64_t>>& records, Fn fn) {
     fn(begin, end);
     begin = end;
   }
-}
-
-// Pairs as two arrays (a, b).
-py::tuple PairArrays(const std::vector<LshPair>& pairs) {
-  std::vector<uint64_t> a, b;
-  a.reserve(pairs.size());
-  b.reserve(pairs.size());
-  for (const LshPair& pair : pairs) {
-    a.push_back(pair.a);
-    b.push_back(pair.b);
-  }
-  return py::make_tuple(Take(std::move(a)), Take(std::move(b)));
-}
-
-// The LSH stage (LshBucketRecordPairs) over one shuffle partition's records (bucket = band << 32
-// | key, document number): the distinct pairs (sorted by (a, b)) and the bucket counts
-// summary.json reports.
-py::tuple BucketPairsOf(py::handle bucket_array, py::handle doc_array, uint32_t window) {
-  View<uint64_t> buckets(bucket_array), docs(doc_array);
-  if (buckets.size() != docs.size()) throw py::value_error("bucket and doc sizes differ");
-  LshJoinStats stats;
-  std::vector<LshPair> pairs;
-  {
-    py::gil_scoped_release release;
-    pairs = LshBucketRecordPairs(buckets.span(), docs.span(), window, &stats);
-  }
-  py::dict counts;
-  counts["records"] = stats.records;
-  counts["buckets"] = stats.buckets;
-  counts["oversized"] = stats.oversized_buckets;
-  counts["largest"] = stats.largest_bucket;
-  counts["pairs_before_dedup"] = stats.bucket_pairs;
-  py::tuple ab = PairArrays(pairs);
-  return py::make_tuple(ab[0], ab[1], counts);
-}
-
-// The whitespace rule (FirstOfEqualHashPairs): (first, document) of equal hashes.
-py::tuple FirstPairs(py::handle hash_array, py::handle doc_array) {
-  View<uint64_t> hashes(hash_array), docs(doc_array);
-  if (hashes.size() != docs.size()) throw py::value_error("hash and doc sizes differ");
-  std::vector<LshPair> pairs;
-  {
-    py::gil_scoped_release release;
-    pairs = FirstOfEqualHashPairs(hashes.span(), docs.span());
-  }
-  return PairArrays(pairs);
 }
 
 // The documents whose hash is shared with another document (sorted), and for each the first
@@ -1742,9 +1696,6 @@ py::bytes RowsJsonl(const py::list& ids, const py::list& texts, const py::object
 void RegisterDaskBindings(py::module_& m) {
   m.def("_dask_read", &ReadPartition, py::arg("source"), py::arg("options"), py::arg("key"),
         py::arg("dests"), py::arg("threads") = 0, py::arg("max_warnings") = 1000);
-  m.def("_dask_bucket_pairs", &BucketPairsOf, py::arg("buckets"), py::arg("docs"),
-        py::arg("window"));
-  m.def("_dask_first_pairs", &FirstPairs, py::arg("hashes"), py::arg("docs"));
   m.def("_dask_shared", &SharedOf, py::arg("hashes"), py::arg("docs"));
   m.def("_dask_verify", &VerifyPairs, py::arg("a"), py::arg("b"), py::arg("content_hash"),
         py::arg("text_bytes"), py::arg("squeezed_hash"), py::arg("set_sizes"),
