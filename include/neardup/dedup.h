@@ -90,6 +90,11 @@ struct DedupOptions {
   double containment_threshold = PairRuleOptions().containment_threshold;
   double containment_min_shingles = PairRuleOptions().containment_min_shingles;
   double containment_min_ratio = PairRuleOptions().containment_min_ratio;
+  // The pair rule's `edited` reason: a pair of plain shingle Jaccard >= edited_min_jaccard whose
+  // unit (word / Han character) sets reach a Jaccard of edited_threshold; 0 turns it off.
+  // Verification then keeps each needed document's unit set beside its shingle set.
+  double edited_threshold = PairRuleOptions().edited_threshold;
+  double edited_min_jaccard = PairRuleOptions().edited_min_jaccard;
   // Boilerplate weights (neardup/pair_rule.h): the per-document pass counts every shingle's
   // document frequency in a count-min sketch of at most boilerplate_sketch_bytes (the input's
   // size rounded up to a power of two when smaller), and verification weighs a shingle found in

@@ -52,6 +52,8 @@ const char* DuplicateReasonName(DuplicateReason reason) {
       return "near_duplicate";
     case DuplicateReason::kContained:
       return "contained";
+    case DuplicateReason::kEdited:
+      return "edited";
   }
   return "none";
 }
@@ -70,6 +72,14 @@ Status ValidatePairRuleOptions(const PairRuleOptions& options) {
   if (!in_unit(options.containment_min_ratio)) {
     return Status::InvalidArgument("containment_min_ratio must be in [0, 1]");
   }
+  if (!in_unit(options.edited_threshold)) {
+    return Status::InvalidArgument("edited_threshold must be in [0, 1] (0 = off)");
+  }
+  if (!in_unit(options.edited_min_jaccard) ||
+      (options.edited_threshold > 0 && options.edited_min_jaccard == 0)) {
+    return Status::InvalidArgument(
+        "edited_min_jaccard must be in (0, 1] (in [0, 1] while edited_threshold is 0)");
+  }
   return Status::Ok();
 }
 
@@ -80,6 +90,7 @@ double LowestAcceptedJaccard(const PairRuleOptions& options) {
     const double contained = c * r / (1 + r - c * r);
     lowest = std::min(lowest, contained);
   }
+  if (options.edited_threshold > 0) lowest = std::min(lowest, options.edited_min_jaccard);
   return lowest;
 }
 
@@ -526,6 +537,8 @@ PairRuleOptions ResolvePairRule(const DedupOptions& options) {
   rule.containment_threshold = options.containment_threshold;
   rule.containment_min_shingles = options.containment_min_shingles;
   rule.containment_min_ratio = options.containment_min_ratio;
+  rule.edited_threshold = options.edited_threshold;
+  rule.edited_min_jaccard = options.edited_min_jaccard;
   return rule;
 }
 

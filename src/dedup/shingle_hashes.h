@@ -28,6 +28,16 @@ bool SameNormalization(const FingerprintOptions& fingerprint, const NormalizeOpt
 void ShingleHashesInOrder(std::string_view normalized, std::vector<uint64_t>* units,
                           std::vector<uint64_t>* shingles);
 
+// The unit set's hash of a unit hash from ShingleHashesInOrder (a domain apart from the
+// shingles'): ShingleSimilarity::Units holds UnitSetHash of each unit.
+constexpr uint64_t kUnitDomain = 0x756e697473657431ULL;  // "unitset1"
+uint64_t UnitSetHash(uint64_t unit);
+
+// The narrowed unit set from ShingleHashesInOrder's `units` (order and repeats do not matter):
+// exactly ShingleSimilarity::Narrow() of ShingleSimilarity::UnitsOfNormalized(). Clears `narrow`
+// first.
+void NarrowedUnitSet(std::span<const uint64_t> units_in_order, std::vector<uint32_t>* narrow);
+
 // The narrowed set of any shingle hashes (order and repeats do not matter): exactly
 // ShingleSimilarity::Narrow() of their sorted distinct set. Clears `narrow` first.
 void NarrowedSet(std::span<const uint64_t> shingles, std::vector<uint32_t>* narrow);

@@ -222,6 +222,19 @@ void ShingleHashesInOrder(std::string_view normal, std::vector<uint64_t>* units,
   shingles->resize(made);
 }
 
+uint64_t UnitSetHash(uint64_t unit) { return Mix(kUnitDomain, unit); }
+
+void NarrowedUnitSet(std::span<const uint64_t> units_in_order, std::vector<uint32_t>* narrow) {
+  narrow->resize(units_in_order.size());
+  uint32_t* out = narrow->data();
+  for (size_t i = 0; i < units_in_order.size(); ++i) {
+    const uint64_t h = UnitSetHash(units_in_order[i]);
+    out[i] = static_cast<uint32_t>(h ^ (h >> 32));
+  }
+  SortHashValues(narrow);
+  narrow->erase(std::unique(narrow->begin(), narrow->end()), narrow->end());
+}
+
 void NarrowedSet(std::span<const uint64_t> shingles, std::vector<uint32_t>* narrow) {
   narrow->resize(shingles.size());
   uint32_t* out = narrow->data();
@@ -273,6 +286,40 @@ void ShingleSimilarity::ShinglesOfNormalized(std::string_view normal,
   ShingleHashesInOrder(normal, &units, shingles);
   std::sort(shingles->begin(), shingles->end());
   shingles->erase(std::unique(shingles->begin(), shingles->end()), shingles->end());
+}
+
+Status ShingleSimilarity::Units(std::string_view text, std::vector<uint64_t>* units) const {
+  units->clear();
+  std::string normal;
+  NEARDUP_RETURN_IF_ERROR(impl_->normalizer->Normalize(text, &normal));
+  UnitsOfNormalized(normal, units);
+  return Status::Ok();
+}
+
+void ShingleSimilarity::UnitsOfNormalized(std::string_view normal, std::vector<uint64_t>* units) {
+  std::vector<uint64_t> shingles;
+  ShinglesAndUnitsOfNormalized(normal, &shingles, units);
+}
+
+void ShingleSimilarity::ShinglesAndUnitsOfNormalized(std::string_view normal,
+                                                     std::vector<uint64_t>* shingles,
+                                                     std::vector<uint64_t>* units) {
+  ShingleHashesInOrder(normal, units, shingles);
+  std::sort(shingles->begin(), shingles->end());
+  shingles->erase(std::unique(shingles->begin(), shingles->end()), shingles->end());
+  for (uint64_t& unit : *units) unit = UnitSetHash(unit);
+  std::sort(units->begin(), units->end());
+  units->erase(std::unique(units->begin(), units->end()), units->end());
+}
+
+Status ShingleSimilarity::ShinglesAndUnits(std::string_view text, std::vector<uint64_t>* shingles,
+                                           std::vector<uint64_t>* units) const {
+  shingles->clear();
+  units->clear();
+  std::string normal;
+  NEARDUP_RETURN_IF_ERROR(impl_->normalizer->Normalize(text, &normal));
+  ShinglesAndUnitsOfNormalized(normal, shingles, units);
+  return Status::Ok();
 }
 
 namespace {
@@ -391,9 +438,10 @@ Status ComputeDocumentFacts(std::string_view text, const ShingleSimilarity& shin
   facts->content_hash = XXH3_64bits(text.data(), text.size());
   facts->text_bytes = text.size();
   facts->squeezed_hash = SqueezedHash(text);
-  std::vector<uint64_t> wide;
-  NEARDUP_RETURN_IF_ERROR(shingler.Shingles(text, &wide));
+  std::vector<uint64_t> wide, units;
+  NEARDUP_RETURN_IF_ERROR(shingler.ShinglesAndUnits(text, &wide, &units));
   ShingleSimilarity::Narrow(wide, &facts->shingles);
+  ShingleSimilarity::Narrow(units, &facts->units);
   return Status::Ok();
 }
 
