@@ -106,6 +106,12 @@ struct NEARDUP_EXPORT StoreOptions {
   std::optional<double> containment_threshold;
   std::optional<double> containment_min_shingles;
   std::optional<double> containment_min_ratio;
+  // kDedup: the `edited` reason of the store's pair rule (PairRuleOptions::edited_threshold, 0 =
+  // off, and edited_min_jaccard). Recorded at creation like the containment options; a store
+  // created before the reason existed answers with it off, and asking such a store for another
+  // value is an error. Each nullopt: the store's (PairRuleOptions{}'s for a new store).
+  std::optional<double> edited_threshold;
+  std::optional<double> edited_min_jaccard;
 
   SyncMode sync_mode = SyncMode::kEveryWrite;
   int group_commit_interval_ms = 2;  // for SyncMode::kGroupCommit
@@ -293,6 +299,9 @@ class NEARDUP_EXPORT DocumentStore {
   // kDedup stores: the LSH options sketches must be made with (DocumentSketcher::Create); a
   // kSimHash store: nullopt.
   virtual std::optional<MinHashLshOptions> LshOptions() const = 0;
+  // kDedup stores whose pair rule has the `edited` reason on: sketches must carry the unit set
+  // (DocumentSketcher::Create with with_units), else an add or check is refused.
+  virtual bool SketchesNeedUnits() const = 0;
 
   virtual StoreStats Stats() const = 0;
   // Cheap (one mutex); safe to call from a health check at any rate.

@@ -375,6 +375,8 @@ class _Run:
         self.simhash_expected = float(max(1, 40_000 * nparts))
         self.bands = resolved["bands"] if resolved["use_lsh"] else 0
         self.verify = resolved["verify"]
+        # The pair rule's `edited` reason on: the unit sets travel beside the shingle sets.
+        self.units = self.verify > 0 and resolved["edited"] > 0
 
     def path(self, stage: str, name: str) -> str:
         return os.path.join(self.work, stage, name)
@@ -393,7 +395,8 @@ def _documents_task(run: _Run, index: int, source: dict) -> dict:
     got = _neardup._dask_read(source, run.options, run.key, run.dests, run.threads)
     facts = {name: got[name] for name in (
         "id_blob", "id_offsets", "line", "hi", "lo", "text_bytes", "normalized_bytes",
-        "content_hash", "squeezed_hash", "score", "set_offsets", "set_codes", "set_sizes")}
+        "content_hash", "squeezed_hash", "score", "set_offsets", "set_codes", "set_sizes",
+        *(("unit_offsets", "unit_codes") if run.units else ()))}
     n = len(got["hi"])
     keys = {name: got[name] for name in ("band_offsets", "band_codes", "ws_offsets", "ws_hashes",
                                          "ws_rows", "idh_offsets", "idh_hashes", "idh_rows")}
@@ -663,6 +666,7 @@ def _verify_task(run: _Run, p: int, doc_starts: List[int], level: int) -> dict:
               table["set_sizes"])
     set_offsets = np.zeros(len(docs) + 1, np.uint64)
     set_values = np.zeros(0, np.uint32)
+    units = (set_offsets, set_values) if run.units else ()
     # The run's document numbers (for the histogram's sample).
     canonical = (np.asarray(doc_starts, np.uint64)[(docs >> np.uint64(32)).astype(np.int64)] +
                  (docs & _LOW)).astype(np.uint64)
@@ -673,10 +677,12 @@ def _verify_task(run: _Run, p: int, doc_starts: List[int], level: int) -> dict:
         needed[ia[need]] = True
         needed[ib[need]] = True
         set_offsets, set_values = _sets_of(run, docs, needed, shuffled, p)
+        if run.units:
+            units = _sets_of(run, docs, needed, shuffled, p, "unit_offsets", "unit_codes")
     # THE pair rule (neardup/pair_rule.h), as dedup's verification applies it.
     similarity, reason, measured, _ = _neardup._dask_verify(
         ia, ib, *hashes, set_offsets, set_values, canonical, level, run.options, run.key,
-        run.threads)
+        run.threads, *units)
     accepted = reason != 0
     # The similarity histogram of summary.json: accepted pairs by similarity, rejected ones
     # counted and the sample of them measured, by bin.
@@ -734,9 +740,11 @@ def _facts_of(run: _Run, gids: np.ndarray, columns: Sequence[str], shuffled: Opt
     return out
 
 
-def _sets_of(run: _Run, gids: np.ndarray, needed: np.ndarray, shuffled: dict, home: int) -> tuple:
-    """The narrowed shingle sets of documents `gids` (sorted) where `needed` (others empty), as a
-    CSR (offsets, values) in the order of gids."""
+def _sets_of(run: _Run, gids: np.ndarray, needed: np.ndarray, shuffled: dict, home: int,
+             offsets_name: str = "set_offsets", codes_name: str = "set_codes") -> tuple:
+    """The narrowed shingle sets (or, with the unit columns' names, unit sets) of documents
+    `gids` (sorted) where `needed` (others empty), as a CSR (offsets, values) in the order of
+    gids."""
     part = (gids >> np.uint64(32)).astype(np.int64)
     bounds = np.searchsorted(part, np.arange(run.nparts + 1))
     lengths = np.zeros(len(gids), np.uint64)
@@ -745,8 +753,8 @@ def _sets_of(run: _Run, gids: np.ndarray, needed: np.ndarray, shuffled: dict, ho
         where = np.flatnonzero(needed[bounds[q]:bounds[q + 1]]) + bounds[q]
         rows = (gids[where] & _LOW).astype(np.uint64)
         facts = _Arrays(run.path("documents", f"p{q:06d}.facts"))
-        offsets, got, nbytes = _neardup._dask_gather_coded_sets(facts["set_offsets"],
-                                                                facts["set_codes"], rows)
+        offsets, got, nbytes = _neardup._dask_gather_coded_sets(facts[offsets_name],
+                                                                facts[codes_name], rows)
         lengths[where] = np.diff(offsets)
         values.append((where, offsets, got))
         if q != home:

@@ -1170,6 +1170,7 @@ py::dict ResolveDedupOptions(const py::dict& kwargs) {
   out["bucket_window"] = options.lsh.bucket_window;
   out["seed"] = options.lsh.seed;
   out["verify"] = ResolveVerifyThreshold(options);
+  out["edited"] = ResolvePairRule(options).edited_threshold;  // Dask keeps unit sets when > 0
   out["keep_field"] = options.keep_field;
   out["t2s"] = options.fingerprint.normalize.traditional_to_simplified;
   out["id_field"] = options.reader.id_field;
@@ -1464,7 +1465,7 @@ class PyStore {
       if (spec == nullptr || name == "replace_invalid_utf8") UnknownOption(name);
       if ((spec->scope & kStoreScope) || name == "threshold" || name == "bands" || name == "rows" ||
           name == "bucket_window" || name == "containment" || name == "containment_min_shingles" ||
-          name == "containment_min_ratio") {
+          name == "containment_min_ratio" || name == "edited" || name == "edited_min_jaccard") {
         store_keywords[key] = value;
       } else if (spec->scope & kFingerprintScope) {
         fingerprint_keywords[key] = value;
@@ -1493,7 +1494,8 @@ class PyStore {
     store_ = std::move(*opened);
     // A dedup-rule store sketches texts with its LSH options (a SimHash store has none).
     if (const std::optional<MinHashLshOptions> lsh = store_->LshOptions()) {
-      auto sketcher = DocumentSketcher::Create(fingerprint_options_, *lsh);
+      auto sketcher =
+          DocumentSketcher::Create(fingerprint_options_, *lsh, store_->SketchesNeedUnits());
       if (!sketcher.ok()) {
         (void)store_->Close();
         store_.reset();
@@ -1734,6 +1736,8 @@ class PyStore {
       out["containment"] = s.pair_rule.containment_threshold;
       out["containment_min_shingles"] = s.pair_rule.containment_min_shingles;
       out["containment_min_ratio"] = s.pair_rule.containment_min_ratio;
+      out["edited"] = s.pair_rule.edited_threshold;
+      out["edited_min_jaccard"] = s.pair_rule.edited_min_jaccard;
     }
     return out;
   }

@@ -675,23 +675,28 @@ Status OptionValues::ApplyTo(StoreOptions* options) const {
   // none is given, so that an existing store is opened with its own (a given one must agree).
   const bool lsh_given = Has("threshold") || Has("bands") || Has("rows") || Has("bucket_window");
   const bool containment_given = Has("containment_threshold") || Has("containment_min_shingles") ||
-                                 Has("containment_min_ratio");
+                                 Has("containment_min_ratio") || Has("edited_threshold") ||
+                                 Has("edited_min_jaccard");
   const OptionValue* rule = Find("rule");
   const bool simhash = rule != nullptr && std::get<std::string>(*rule) == "simhash";
   if (simhash && containment_given) {
-    return Status::InvalidArgument(NameOf("containment_threshold") + ", " +
-                                   NameOf("containment_min_shingles") + " and " +
-                                   NameOf("containment_min_ratio") + " set the dedup rule, not " +
-                                   NameOf("rule") + " simhash");
+    return Status::InvalidArgument(
+        NameOf("containment_threshold") + ", " + NameOf("containment_min_shingles") + ", " +
+        NameOf("containment_min_ratio") + ", " + NameOf("edited_threshold") + " and " +
+        NameOf("edited_min_jaccard") + " set the dedup rule, not " + NameOf("rule") + " simhash");
   }
-  // The `contained` reason of the dedup rule (recorded by a new store, checked against an
-  // existing one's).
+  // The `contained` and `edited` reasons of the dedup rule (recorded by a new store, checked
+  // against an existing one's).
   if (const OptionValue* v = Find("containment_threshold"))
     options->containment_threshold = std::get<double>(*v);
   if (const OptionValue* v = Find("containment_min_shingles"))
     options->containment_min_shingles = std::get<double>(*v);
   if (const OptionValue* v = Find("containment_min_ratio"))
     options->containment_min_ratio = std::get<double>(*v);
+  if (const OptionValue* v = Find("edited_threshold"))
+    options->edited_threshold = std::get<double>(*v);
+  if (const OptionValue* v = Find("edited_min_jaccard"))
+    options->edited_min_jaccard = std::get<double>(*v);
   if (rule != nullptr || lsh_given) {
     options->rule = simhash ? StoreRule::kSimHash : StoreRule::kDedup;
   }
