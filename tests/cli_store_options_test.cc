@@ -282,5 +282,31 @@ TEST_F(CliStoreOptionsTest, ServeRecordsTheFlagsOfANewStoreAndRefusesOthersLater
   EXPECT_NE(err.find("64-bit, indexed_k 3)"), std::string::npos) << err;
 }
 
+// --edited (issue 25): `index create` records the reason (index stats and the create line say it);
+// a store created without it answers with it off, and `serve` or `index create` asking such a
+// store for it is refused naming the option, not silently ignored.
+TEST_F(CliStoreOptionsTest, TheEditedReasonIsRecordedOrRefusedNeverIgnored) {
+  std::string out, err;
+  ASSERT_EQ(Run("index create e --edited 0.7 --edited-min-jaccard 0.4", &out, &err), 0) << err;
+  EXPECT_NE(err.find("edited 0.7 (shingle Jaccard >= 0.4)"), std::string::npos) << err;
+  ASSERT_EQ(Run("index stats e", &out, &err), 0) << err;
+  EXPECT_NE(out.find(R"("edited":0.7,"edited_min_jaccard":0.4)"), std::string::npos) << out;
+  ASSERT_EQ(Run("index add e docs.jsonl", &out, &err), 0) << err;
+
+  ASSERT_EQ(Run("index create plain", &out, &err), 0) << err;
+  ASSERT_EQ(Run("index stats plain", &out, &err), 0) << err;
+  EXPECT_NE(out.find(R"("edited":0,)"), std::string::npos) << out;
+  const std::string plain = (dir_ / "plain").string();
+  for (const std::string& command :
+       {"serve " + plain + " --port 0 --edited 0.7", "index create " + plain + " --edited 0.7"}) {
+    EXPECT_NE(Run(command, &out, &err), 0) << command;
+    EXPECT_NE(err.find("edited threshold 0, not 0.7"), std::string::npos) << command << ": " << err;
+  }
+  EXPECT_EQ(Run("index create bad --edited 1.5", &out, &err), 2) << err;
+  EXPECT_NE(err.find("--edited"), std::string::npos) << err;
+  EXPECT_EQ(Run("index create sim --rule simhash --edited 0.7", &out, &err), 2) << err;
+  EXPECT_NE(err.find("--edited"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace neardup

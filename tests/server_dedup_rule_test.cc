@@ -4,7 +4,8 @@
 // links (the same duplicate components). Also: each duplicate carries reason, similarity and
 // distance; the batch form checks in order against the earlier documents of the batch; a text
 // query applies the rule; bare fingerprints are refused by a dedup-rule store; the answers survive
-// a restart.
+// a restart; the `edited` reason (issue 25) of a store created with --edited, its reason and
+// recorded options through the API.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <simdjson.h>
@@ -58,7 +59,7 @@ std::vector<std::string> DuplicateIds(simdjson::dom::element result) {
     ids.push_back(std::string(d["id"].get_string().value()));
     const std::string_view reason = d["reason"].get_string().value();
     EXPECT_TRUE(reason == "exact_duplicate" || reason == "whitespace_duplicate" ||
-                reason == "contained" || reason == "near_duplicate")
+                reason == "contained" || reason == "near_duplicate" || reason == "edited")
         << reason;
     const double similarity = d["similarity"].get_double().value();
     EXPECT_GE(similarity, 0.5);
@@ -182,6 +183,50 @@ TEST_F(ServerDedupRuleTest, BatchFormQueryAndRefusals) {
     simdjson::dom::parser parser;
     simdjson::dom::element again = parser.parse(res->body).value();
     EXPECT_EQ(DuplicateIds(again), std::vector<std::string>{"a"});
+  }
+}
+
+// A store created by `neardup serve --edited 0.7` answers a lightly edited copy (every 12th of
+// 300 words replaced: shingle Jaccard about 0.6, below the 0.8 threshold) with reason "edited" and
+// its unit-set Jaccard, says its options in /v1/stats, and keeps them after a restart without the
+// flags.
+TEST_F(ServerDedupRuleTest, TheEditedReasonOfAStoreCreatedWithIt) {
+  std::string original, copy;
+  for (int i = 0; i < 300; ++i) {
+    original += (i ? " " : "") + std::string("token") + std::to_string(i);
+    copy += (i ? " " : "") + std::string(i % 12 == 6 ? "changed" : "token") + std::to_string(i);
+  }
+  for (int run = 0; run < 2; ++run) {
+    std::vector<std::string> flags = {"--rule", "dedup"};
+    if (run == 0) {
+      flags.insert(flags.end(), {"--threshold", "0.8", "--edited", "0.7", "--edited-min-jaccard",
+                                 "0.3"});
+    }
+    ServerProcess server(dir_, flags);
+    auto client = server.Client();
+    simdjson::dom::parser parser;
+    if (run == 0) {
+      auto res = client->Post("/v1/check", CheckBody("original", original, "if_unique"),
+                              "application/json");
+      ASSERT_TRUE(res);
+      ASSERT_EQ(res->status, 200) << res->body;
+    }
+    auto res = client->Post("/v1/check", CheckBody("copy", copy, "never"), "application/json");
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+    simdjson::dom::element result = parser.parse(res->body).value();
+    EXPECT_EQ(DuplicateIds(result), std::vector<std::string>{"original"}) << res->body;
+    simdjson::dom::element first = result["duplicates"].at(0).value();
+    EXPECT_EQ(first["reason"].get_string().value(), "edited") << res->body;
+    EXPECT_GE(first["similarity"].get_double().value(), 0.7);
+    res = client->Get("/v1/stats");
+    ASSERT_TRUE(res);
+    EXPECT_NE(res->body.find(R"("edited":0.7,"edited_min_jaccard":0.3)"), std::string::npos)
+        << res->body;
+    EXPECT_NE(res->body.find(R"("verification_form":"narrowed32-elias-fano+units")"),
+              std::string::npos)
+        << res->body;
+    EXPECT_EQ(server.Terminate(), 0);
   }
 }
 

@@ -24,7 +24,9 @@ error unless ``progress=False``):
    the distinct keys in the one set codec, src/common/set_codec.h, with a bit and the row of each
    record: about 4.5 bytes per band and document), whitespace-free hashes and id hashes are
    written grouped by the shuffle partition that owns them; the per-document facts and the
-   shingle sets (the same codec) stay in the partition's own file.
+   shingle sets (the same codec) stay in the partition's own file, with, when the rule's
+   ``edited`` reason is on, each document's narrowed unit (word / Han character) set beside its
+   shingle set.
 2. ``buckets``, per shuffle partition: the LSH bucket rule over its band keys, the
    whitespace-only pairs, the SimHash join's buckets (when it runs), shared ids; the candidate
    pairs go to the partition of their first document.
@@ -32,9 +34,9 @@ error unless ``progress=False``):
    first: the run's count sets the sample of rejected pairs summary.json's similarity histogram
    measures, as in the command), judged by THE pair rule
    (neardup/pair_rule.h: exact and whitespace duplicates from hashes, near_duplicate and
-   contained from the shingle sets). Of the other partitions' documents in these pairs only the
-   facts the rule needs are read, and a set only when the pair's set sizes allow the rule's
-   lowest accepted Jaccard.
+   contained from the shingle sets, edited from the shingle and unit sets). Of the other
+   partitions' documents in these pairs only the facts the rule needs are read, and a set only
+   when the pair's set sizes allow the rule's lowest accepted Jaccard.
 4. ``components``: connected components of the accepted pairs (one union-find when they fit in
    one task, else min-label propagation over ``ceil(pairs / component_pairs)`` partitions, with
    the rounds reported) and the keep decision per cluster (BuildClusters).
@@ -1364,8 +1366,8 @@ def dedup(data: Any, output: Optional[str] = None, *, text_field: Optional[str] 
     Without ``output`` the files go to a temporary directory, removed with the result.
 
     Options are those of :func:`neardup.dedup` (``threshold``, ``candidates``, ``bands``,
-    ``rows``, ``bucket_window``, ``k``, ``verify``, ``keep``, ``bits``, ``strict``, fingerprint
-    options; ``threads``: the library's threads inside each task, default 1, Dask's workers being
+    ``rows``, ``bucket_window``, ``k``, ``verify``, ``keep``, ``bits``, ``strict``, the pair
+    rule's ``containment`` and ``edited`` options, fingerprint options; ``threads``: the library's threads inside each task, default 1, Dask's workers being
     the parallelism). ``shuffle_partitions``: the partitions of the candidate stage (default: as
     many as the input's); ``component_pairs``: accepted pairs one components task may hold (more
     pairs are joined by min-label propagation over several tasks); ``progress``: a line per
