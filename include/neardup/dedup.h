@@ -332,6 +332,9 @@ struct PairJudgement {
   double containment = 0;
   double plain_jaccard = 0;
   bool size_guard = false;  // the smaller document passes the containment size guard
+  // The plain Jaccard of the two unit sets (words, Han characters), which `edited` compares
+  // (measured whether or not that reason is on).
+  double unit_jaccard = 0;
   // The pair rule's reason (kNone: not duplicates by the rule), whatever the candidate stages.
   DuplicateReason reason = DuplicateReason::kNone;
   bool verified = false;  // the rule accepts the pair by its sets (or verification is off)

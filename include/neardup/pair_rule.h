@@ -269,6 +269,8 @@ class NEARDUP_EXPORT PairRule {
         frequencies_(frequencies),
         boilerplate_documents_(boilerplate_documents) {}
   PairDecision Measure(const PairDocument& a, const PairDocument& b, bool fast) const;
+  // Whether `edited` is on and both documents give the sets it compares.
+  bool EditedApplies(const PairDocument& a, const PairDocument& b) const;
 
   PairRuleOptions options_;
   const ShingleFrequencies* frequencies_ = nullptr;

@@ -46,8 +46,17 @@ struct PlanArgs {
 // Dedup's options of the LSH plan. Given: whether it was asked for (a threshold, bands or rows).
 constexpr std::string_view kLshPlanKeys[] = {"threshold", "bands", "rows"};
 // ... and what it shows of the pair rule, which only the LSH plan uses.
-constexpr std::string_view kRuleKeys[] = {"verify_threshold", "containment_threshold",
-                                          "containment_min_shingles", "containment_min_ratio"};
+constexpr std::string_view kRuleKeys[] = {"verify_threshold",         "containment_threshold",
+                                          "containment_min_shingles", "containment_min_ratio",
+                                          "edited_threshold",         "edited_min_jaccard"};
+
+// The lowest Jaccard of a pair `contained` accepts (LowestAcceptedJaccard of that reason alone).
+double LowestContainedJaccard(const PairRuleOptions& rule) {
+  PairRuleOptions contained = rule;
+  contained.jaccard_threshold = 1;
+  contained.edited_threshold = 0;
+  return LowestAcceptedJaccard(contained);
+}
 
 // Dedup's plan for a threshold: the pair rule verification applies, the LSH stage that finds its
 // pairs, and the probability that a pair of each similarity is found.
@@ -83,9 +92,18 @@ int PrintLshPlan(const PlanArgs& args) {
         "smaller holding >= %.0f shingles and >= %.0f%% of the larger's (a contained pair can "
         "have a Jaccard as low as %.3f)\n",
         100 * rule.containment_threshold, rule.containment_min_shingles,
-        100 * rule.containment_min_ratio, lowest);
+        100 * rule.containment_min_ratio, LowestContainedJaccard(rule));
   } else {
     std::printf("  contained: off\n");
+  }
+  if (rule.edited_threshold > 0) {
+    std::printf(
+        "  edited: plain shingle Jaccard >= %.2f and plain Jaccard of the unit sets (words, Han "
+        "characters) >= %.2f: a lightly edited copy (an edit breaks up to 3 shingles but 1 "
+        "unit)\n",
+        rule.edited_min_jaccard, rule.edited_threshold);
+  } else {
+    std::printf("  edited: off (--edited S turns it on)\n");
   }
   std::printf(
       "  boilerplate: off by default (every shingle weighs 1); with --boilerplate, a shingle "
@@ -115,11 +133,16 @@ int PrintLshPlan(const PlanArgs& args) {
   for (int j = 1; j <= 9; ++j) std::printf(" %6.0e", 1 - LshCandidateProbability(j / 10.0, p));
   std::printf("\n  accepted  ");
   for (int j = 1; j <= 9; ++j) {
-    std::printf(" %6s", rule.jaccard_threshold <= 0 || j / 10.0 >= rule.jaccard_threshold - 1e-9
-                            ? "yes"
-                            : "no");
+    const double jaccard = j / 10.0;
+    const bool near = rule.jaccard_threshold <= 0 || jaccard >= rule.jaccard_threshold - 1e-9;
+    const bool edited = rule.edited_threshold > 0 && jaccard >= rule.edited_min_jaccard - 1e-9;
+    std::printf(" %6s", near ? "yes" : edited ? "edited" : "no");
   }
   std::printf("\n");
+  if (rule.edited_threshold > 0) {
+    std::printf("  (edited: accepted when the unit Jaccard also reaches %.2f)\n",
+                rule.edited_threshold);
+  }
   if (rule.containment_threshold > 0) {
     std::printf(
         "\ncontained pairs (the smaller set a fraction r of the larger's size, containment c): "

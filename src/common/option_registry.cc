@@ -128,6 +128,15 @@ const OptionSpec kOptions[] = {
     {"containment_min_ratio", "containment_min_ratio", false, T::kDouble, kD, "0.6", 0, 1, nullptr,
      "... and at least this fraction of the larger one's (a quote does not swallow an article)", "",
      nullptr, false},
+    {"edited_threshold", "edited", false, T::kDouble, kD, "0", 0, 1, nullptr,
+     "a pair whose word / Han-character unit sets reach this Jaccard is a duplicate (reason "
+     "\"edited\": a lightly edited copy) when its shingle Jaccard reaches --edited-min-jaccard; "
+     "0 = off",
+     "", nullptr, false},
+    {"edited_min_jaccard", "edited_min_jaccard", false, T::kDouble, kD, "0.45", 0, 1, nullptr,
+     "... the shingle Jaccard an edited pair needs at least (> 0; the LSH stage is planned down "
+     "to it)",
+     "", nullptr, false},
     {"boilerplate", "boilerplate", false, T::kBool, kD, nullptr, 0, 0, nullptr,
      "weigh down shingles found in many documents of the inputs (counted in the first pass: "
      "templates, footers); off by default because the answer then depends on the corpus "

@@ -23,6 +23,8 @@ struct DocumentPass::Impl {
   bool share_normalization = false;
   // The normalised text is kept: for the shingles, or for keep longest.
   bool need_normalized = false;
+  // The pair rule's `edited` reason is on: sets come with their unit sets.
+  bool with_units = false;
 };
 
 DocumentPass::DocumentPass(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -49,6 +51,7 @@ Result<std::unique_ptr<DocumentPass>> DocumentPass::Create(const DedupOptions& o
   impl->share_normalization =
       impl->use_lsh && SameNormalization(options.fingerprint, impl->shingler->normalize_options());
   impl->need_normalized = impl->share_normalization || options.keep == KeepPolicy::kLongest;
+  impl->with_units = options.edited_threshold > 0;
   return std::unique_ptr<DocumentPass>(new DocumentPass(std::move(impl)));
 }
 
@@ -70,17 +73,30 @@ Status DocumentPass::Fingerprint(std::string_view text, Scratch* scratch,
 bool DocumentPass::Sketch(std::string_view text, Scratch* scratch, std::span<uint32_t> keys,
                           bool want_set) const {
   scratch->set.clear();
+  scratch->unit_set.clear();
   scratch->shingled = false;
+  const bool with_units = want_set && impl_->with_units;
   if (impl_->share_normalization) {
     // The shingle hashes in text order: the signature and the narrowed set ignore order and
     // repeats, so the 64-bit set is never sorted.
     ShingleHashesInOrder(scratch->normalized, &scratch->units, &scratch->shingles);
-  } else if (!impl_->shingler->Shingles(text, &scratch->shingles).ok()) {
+  } else if (!(with_units
+                   ? impl_->shingler->ShinglesAndUnits(text, &scratch->shingles, &scratch->units)
+                   : impl_->shingler->Shingles(text, &scratch->shingles))
+                  .ok()) {
     return false;  // a text that cannot be shingled has no shingles
   }
   scratch->shingled = true;
   const bool has_keys = impl_->lsh->BandKeysOf(scratch->shingles, keys);
   if (want_set) NarrowedSet(scratch->shingles, &scratch->set);
+  if (with_units) {
+    // In text order from the shared cut, else ShinglesAndUnits' sorted unit set.
+    if (impl_->share_normalization) {
+      NarrowedUnitSet(scratch->units, &scratch->unit_set);
+    } else {
+      NarrowedSet(scratch->units, &scratch->unit_set);
+    }
+  }
   return has_keys;
 }
 
