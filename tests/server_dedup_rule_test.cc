@@ -199,8 +199,8 @@ TEST_F(ServerDedupRuleTest, TheEditedReasonOfAStoreCreatedWithIt) {
   for (int run = 0; run < 2; ++run) {
     std::vector<std::string> flags = {"--rule", "dedup"};
     if (run == 0) {
-      flags.insert(flags.end(), {"--threshold", "0.8", "--edited", "0.7", "--edited-min-jaccard",
-                                 "0.3"});
+      flags.insert(flags.end(),
+                   {"--threshold", "0.8", "--edited", "0.7", "--edited-min-jaccard", "0.3"});
     }
     ServerProcess server(dir_, flags);
     auto client = server.Client();

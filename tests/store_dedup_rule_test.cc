@@ -933,7 +933,9 @@ TEST_F(StoreDedupRuleTest, TheEditedReasonIsRecordedAndAnswered) {
     EXPECT_EQ(found.duplicates[0].id, "original");
     EXPECT_EQ(found.duplicates[0].reason, DuplicateReason::kEdited);
     EXPECT_GE(found.duplicates[0].similarity.value_or(-1), 0.7);
-    EXPECT_TRUE(Check(*store, "original", original, AddMode::kNever).duplicates.size() == 1);
+    CheckResult exact = Check(*store, "probe", original, AddMode::kNever);
+    ASSERT_EQ(exact.duplicates.size(), 1u);
+    EXPECT_EQ(exact.duplicates[0].reason, DuplicateReason::kExact);
   }
   // Another value at open is refused, naming the option.
   StoreOptions other;

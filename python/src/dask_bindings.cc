@@ -1093,7 +1093,7 @@ py::tuple Clusters(py::handle hi_array, py::handle lo_array, int bits, py::handl
   std::vector<DuplicatePair> pairs(a.size());
   for (size_t i = 0; i < pairs.size(); ++i) {
     if (a[i] >= n || b[i] >= n) throw py::value_error("pair names a document out of range");
-    if (pair_reason[i] == 0 || pair_reason[i] > static_cast<uint8_t>(DuplicateReason::kContained)) {
+    if (pair_reason[i] == 0 || pair_reason[i] > static_cast<uint8_t>(DuplicateReason::kEdited)) {
       throw py::value_error("pair reason out of range");
     }
     pairs[i] = {
@@ -1186,7 +1186,7 @@ py::bytes ClusterLines(py::handle id_offsets_array, py::handle id_blob_array,
     entry.kept = kept[c];
     for (uint64_t m = member_offsets[c]; m < member_offsets[c + 1]; ++m) {
       if (member[m] >= n || via[m] >= n || reason[m] >= reasons.size() || kept[c] >= n ||
-          via_reason[m] > static_cast<uint8_t>(DuplicateReason::kContained)) {
+          via_reason[m] > static_cast<uint8_t>(DuplicateReason::kEdited)) {
         throw py::value_error("cluster member out of range");
       }
       ClusterMember cm;

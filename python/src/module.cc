@@ -1984,7 +1984,7 @@ void RegisterDedupBindings(py::module_& m) {
   m.def("_document_facts", &DocumentFactsOf, py::arg("texts"), py::arg("t2s") = true,
         py::arg("threads") = 0);
   m.attr("_REASONS") = py::make_tuple("none", "exact_duplicate", "whitespace_duplicate",
-                                      "near_duplicate", "contained");
+                                      "near_duplicate", "contained", "edited");
   m.def("_dedup_files", &DedupFiles, py::arg("inputs"), py::arg("output_dir"), py::arg("options"),
         py::arg("memory") = py::dict(), py::arg("force") = false, py::arg("write_kept") = "");
   m.def("_resolve_dedup_options", &ResolveDedupOptions, py::arg("options"));
