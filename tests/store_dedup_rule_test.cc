@@ -937,6 +937,18 @@ TEST_F(StoreDedupRuleTest, TheEditedReasonIsRecordedAndAnswered) {
     ASSERT_EQ(exact.duplicates.size(), 1u);
     EXPECT_EQ(exact.duplicates[0].reason, DuplicateReason::kExact);
   }
+  // `neardup index recover` keeps the rule (from the MANIFEST) and the unit sets.
+  auto report = RecoverStore(dir_);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    EXPECT_EQ(store->Stats().pair_rule.edited_threshold, 0.7);
+    SketchFor(*store);
+    CheckResult found = Check(*store, "copy", copy, AddMode::kNever);
+    ASSERT_EQ(found.duplicates.size(), 1u);
+    EXPECT_EQ(found.duplicates[0].reason, DuplicateReason::kEdited);
+  }
   // Another value at open is refused, naming the option.
   StoreOptions other;
   other.edited_threshold = 0.5;

@@ -171,11 +171,12 @@ class Recovery {
             path, bits_, [](const store::SegmentEntry&) {}, nullptr, nullptr, &found);
         if (found) {
           rule_ = found;
-          // Segments do not record the containment options (the MANIFEST does since version 4).
+          // Segments do not record the containment and edited options (the MANIFEST does).
           report_.messages.push_back(
               path +
               ": the store's dedup rule read from this segment; its containment options are "
-              "not recorded there: set to 0.9 / 30 / 0.6 (those of a version-3 MANIFEST)");
+              "not recorded there: set to 0.9 / 30 / 0.6 (those of a version-3 MANIFEST); nor is "
+              "the edited reason: off");
         }
       }
       Result<std::shared_ptr<store::Segment>> seg =
