@@ -175,8 +175,8 @@ struct DuplicatePair {
   uint32_t a = 0;
   uint32_t b = 0;
   int distance = 0;  // Hamming distance of the fingerprints
-  // The pair rule's similarity for `reason` (Jaccard, or containment for kContained; 1 for exact
-  // and whitespace duplicates); unset when verification was off.
+  // The pair rule's similarity for `reason` (Jaccard, containment for kContained, unit Jaccard for
+  // kEdited; 1 for exact and whitespace duplicates); unset when verification was off.
   std::optional<double> similarity = std::nullopt;
   DuplicateReason reason = DuplicateReason::kNearDuplicate;
 };

@@ -791,6 +791,8 @@ Status OptionValues::Renamed(const Status& status) const {
       {"shingle_size must be in", "shingle", " must be in"},
       {"char_ngram_size must be in", "ngram", " must be in"},
       {"bits must be 64 or 128", "bits", " must be 64 or 128"},
+      {"edited_threshold must be in", "edited_threshold", " must be in"},
+      {"edited_min_jaccard must be in", "edited_min_jaccard", " must be in"},
   };
   std::string message = status.message();
   for (const Phrase& phrase : kPhrases) {

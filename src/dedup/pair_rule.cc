@@ -78,7 +78,7 @@ Status ValidatePairRuleOptions(const PairRuleOptions& options) {
   if (!in_unit(options.edited_min_jaccard) ||
       (options.edited_threshold > 0 && options.edited_min_jaccard == 0)) {
     return Status::InvalidArgument(
-        "edited_min_jaccard must be in (0, 1] (in [0, 1] while edited_threshold is 0)");
+        "edited_min_jaccard must be in (0, 1] when the edited reason is on");
   }
   return Status::Ok();
 }
