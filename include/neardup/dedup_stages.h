@@ -105,6 +105,10 @@ struct DocumentColumns {
   // With sets: document i's narrowed shingle set is set_values[set_offsets[i], set_offsets[i+1]).
   std::vector<uint64_t> set_offsets;
   std::vector<uint32_t> set_values;
+  // With sets and the pair rule's `edited` reason on (DedupOptions::edited_threshold > 0): its
+  // narrowed unit set, unit_values[unit_offsets[i], unit_offsets[i+1]) (from the same cut).
+  std::vector<uint64_t> unit_offsets;
+  std::vector<uint32_t> unit_values;
   size_t size() const { return status.size(); }
 };
 

@@ -521,7 +521,6 @@ class PartitionReader {
     for (const Document& doc : docs) texts_.push_back(doc.text);
     ComputeDocumentColumns(pass_, texts_, want_sets_, threads_, &facts_);
     if (want_sets_ && !pass_.uses_lsh()) ComputeSecondPassSets();
-    if (want_units_) ComputeUnitSets();
     for (size_t i = 0; i < docs.size(); ++i) {
       const Document& doc = docs[i];
       if (!facts_.status[i].ok()) {
@@ -536,34 +535,24 @@ class PartitionReader {
     return Status::Ok();
   }
 
-  // The sets the run's verification reads when the pass has no LSH stage (RunDedup's second pass
-  // computes them so).
+  // The sets (and, with the `edited` reason on, unit sets) the run's verification reads when the
+  // pass has no LSH stage (RunDedup's second pass computes them so).
   void ComputeSecondPassSets() {
     second_sets_.assign(texts_.size(), {});
+    second_units_.assign(want_units_ ? texts_.size() : 0, {});
     ParallelFor(
         texts_.size(), threads_,
         [&](size_t begin, size_t end) {
-          std::vector<uint64_t> wide;
+          std::vector<uint64_t> wide, units;
           for (size_t i = begin; i < end; ++i) {
-            if (facts_.status[i].ok() && pass_.shingler().Shingles(texts_[i], &wide).ok()) {
+            if (!facts_.status[i].ok()) continue;
+            if (want_units_) {  // and the unit sets of the `edited` reason, from the same cut
+              if (pass_.shingler().ShinglesAndUnits(texts_[i], &wide, &units).ok()) {
+                ShingleSimilarity::Narrow(wide, &second_sets_[i]);
+                ShingleSimilarity::Narrow(units, &second_units_[i]);
+              }
+            } else if (pass_.shingler().Shingles(texts_[i], &wide).ok()) {
               ShingleSimilarity::Narrow(wide, &second_sets_[i]);
-            }
-          }
-        },
-        8);
-  }
-
-  // The narrowed unit sets of the batch's documents that have facts (ShingleSimilarity::Units,
-  // Narrow: what dedup's verification keeps for the `edited` reason).
-  void ComputeUnitSets() {
-    unit_sets_.assign(texts_.size(), {});
-    ParallelFor(
-        texts_.size(), threads_,
-        [&](size_t begin, size_t end) {
-          std::vector<uint64_t> wide;
-          for (size_t i = begin; i < end; ++i) {
-            if (facts_.status[i].ok() && pass_.shingler().Units(texts_[i], &wide).ok()) {
-              ShingleSimilarity::Narrow(wide, &unit_sets_[i]);
             }
           }
         },
@@ -605,8 +594,13 @@ class PartitionReader {
       c->set_offsets.push_back(c->set_codes.size());
       c->set_sizes.push_back(static_cast<uint32_t>(set.size()));
     }
-    if (want_units_) {
-      EncodeShingleSet(unit_sets_[i], &c->unit_codes);
+    if (want_units_) {  // the pass's (from its one cut), or the second pass's
+      std::span<const uint32_t> units =
+          pass_.uses_lsh()
+              ? std::span<const uint32_t>(facts_.unit_values.data() + facts_.unit_offsets[i],
+                                          facts_.unit_offsets[i + 1] - facts_.unit_offsets[i])
+              : std::span<const uint32_t>(second_units_[i]);
+      EncodeShingleSet(units, &c->unit_codes);
       c->unit_offsets.push_back(c->unit_codes.size());
     }
   }
@@ -620,8 +614,8 @@ class PartitionReader {
   // Reused from batch to batch.
   std::vector<std::string_view> texts_;
   DocumentColumns facts_;
-  std::vector<std::vector<uint32_t>> second_sets_;  // without the LSH stage
-  std::vector<std::vector<uint32_t>> unit_sets_;    // with the edited reason on
+  std::vector<std::vector<uint32_t>> second_sets_;   // without the LSH stage
+  std::vector<std::vector<uint32_t>> second_units_;  // ... and their unit sets (edited on)
 };
 
 // A partition's records grouped by the shuffle partition (of `dests`) they go to.

@@ -122,7 +122,11 @@ def test_devpairs_same_as_cli(client, binary, devpairs_docs, tmp_path):
      ["--threshold", "0.8", "--bucket-window", "2", "--candidates", "lsh"]),
     ({"k": 3, "verify": 0, "candidates": "lsh+simhash"},
      ["-k", "3", "--verify", "0", "--candidates", "lsh+simhash"]),
+    # The edited reason (68 edited pairs here; 2 with the SimHash candidates alone, whose sets
+    # and unit sets come from a second cut of the texts).
     ({"edited": 0.7, "threshold": 0.6}, ["--edited", "0.7", "--threshold", "0.6"]),
+    ({"edited": 0.7, "threshold": 0.6, "candidates": "simhash", "k": 8},
+     ["--edited", "0.7", "--threshold", "0.6", "--candidates", "simhash", "-k", "8"]),
 ])
 def test_generated_same_as_cli(client, binary, generated, tmp_path, options, flags):
     path, frame = generated

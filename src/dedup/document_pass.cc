@@ -107,6 +107,24 @@ const Fingerprinter& DocumentPass::fingerprinter() const { return *impl_->finger
 const ShingleSimilarity& DocumentPass::shingler() const { return *impl_->shingler; }
 const MinHashLsh& DocumentPass::lsh() const { return *impl_->lsh; }
 
+namespace {
+
+// The CSR (offsets, values) of n documents' sets from their sizes and the chunks' arenas.
+void JoinArenas(const std::vector<uint64_t>& sizes,
+                const std::vector<std::pair<size_t, std::vector<uint32_t>>>& arenas,
+                std::vector<uint64_t>* offsets, std::vector<uint32_t>* values) {
+  const size_t n = sizes.size();
+  offsets->resize(n + 1);
+  (*offsets)[0] = 0;
+  for (size_t i = 0; i < n; ++i) (*offsets)[i + 1] = (*offsets)[i] + sizes[i];
+  values->resize((*offsets)[n]);
+  for (const auto& [first, chunk] : arenas) {
+    std::copy(chunk.begin(), chunk.end(), values->begin() + (*offsets)[first]);
+  }
+}
+
+}  // namespace
+
 void ComputeDocumentColumns(const DocumentPass& pass, std::span<const std::string_view> texts,
                             bool with_sets, int threads, DocumentColumns* columns) {
   const size_t n = texts.size();
@@ -124,16 +142,20 @@ void ComputeDocumentColumns(const DocumentPass& pass, std::span<const std::strin
   out.has_keys.assign(n, 0);
   out.set_offsets.clear();
   out.set_values.clear();
-  // Each chunk's sets go to an arena of its own, joined in document order at the end.
-  std::vector<uint64_t> set_sizes(with_sets ? n : 0, 0);
+  out.unit_offsets.clear();
+  out.unit_values.clear();
+  const bool with_units = with_sets && pass.options().edited_threshold > 0;
+  // Each chunk's sets (and unit sets) go to an arena of its own, joined in document order at the
+  // end.
+  std::vector<uint64_t> set_sizes(with_sets ? n : 0, 0), unit_sizes(with_units ? n : 0, 0);
   std::mutex arenas_mutex;
-  std::vector<std::pair<size_t, std::vector<uint32_t>>> arenas;  // (first document, values)
+  std::vector<std::pair<size_t, std::vector<uint32_t>>> arenas, unit_arenas;  // (first, values)
   ParallelFor(
       n, threads > 0 ? threads : DefaultThreadCount(),
       [&](size_t begin, size_t end) {
         DocumentPass::Scratch scratch;
         DedupDocument facts;
-        std::vector<uint32_t> arena;
+        std::vector<uint32_t> arena, unit_arena;
         for (size_t i = begin; i < end; ++i) {
           out.status[i] = pass.Fingerprint(texts[i], &scratch, &facts);
           out.text_bytes[i] = facts.text_bytes;
@@ -150,21 +172,21 @@ void ComputeDocumentColumns(const DocumentPass& pass, std::span<const std::strin
             set_sizes[i] = scratch.set.size();
             arena.insert(arena.end(), scratch.set.begin(), scratch.set.end());
           }
+          if (with_units) {
+            unit_sizes[i] = scratch.unit_set.size();
+            unit_arena.insert(unit_arena.end(), scratch.unit_set.begin(), scratch.unit_set.end());
+          }
         }
         if (with_sets) {
           std::lock_guard<std::mutex> lock(arenas_mutex);
           arenas.emplace_back(begin, std::move(arena));
+          if (with_units) unit_arenas.emplace_back(begin, std::move(unit_arena));
         }
       },
       16);
   if (!with_sets) return;
-  out.set_offsets.resize(n + 1);
-  out.set_offsets[0] = 0;
-  for (size_t i = 0; i < n; ++i) out.set_offsets[i + 1] = out.set_offsets[i] + set_sizes[i];
-  out.set_values.resize(out.set_offsets[n]);
-  for (const auto& [first, values] : arenas) {
-    std::copy(values.begin(), values.end(), out.set_values.begin() + out.set_offsets[first]);
-  }
+  JoinArenas(set_sizes, arenas, &out.set_offsets, &out.set_values);
+  if (with_units) JoinArenas(unit_sizes, unit_arenas, &out.unit_offsets, &out.unit_values);
 }
 
 }  // namespace neardup
