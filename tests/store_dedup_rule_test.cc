@@ -853,11 +853,11 @@ TEST_F(StoreDedupRuleTest, BadContainmentOptionsAreRefusedAtCreation) {
 // A text of `n` distinct words, and a copy with every `every`-th word replaced: a lightly edited
 // copy, whose shingle Jaccard falls by three shingles a replaced word while its unit (word) set
 // loses one word.
-std::string DistinctWords(int n, int every) {
+std::string DistinctWords(int n, int every, const std::string& word = "token") {
   std::string text;
   for (int i = 0; i < n; ++i) {
     const bool replaced = every > 0 && i % every == every / 2;
-    text += (i ? " " : "") + std::string(replaced ? "changed" : "token") + std::to_string(i);
+    text += (i ? " " : "") + (replaced ? "changed" : word) + std::to_string(i);
   }
   return text;
 }
@@ -891,9 +891,18 @@ TEST_F(StoreDedupRuleTest, TheEditedReasonIsRecordedAndAnswered) {
     SketchFor(*store);
     EXPECT_TRUE(Check(*store, "original", original, AddMode::kIfNew).added);
     EXPECT_TRUE(Check(*store, "other", Words(200), AddMode::kIfNew).added);
-    CheckResult pending = Check(*store, "copy", copy, AddMode::kNever);
-    ASSERT_EQ(pending.duplicates.size(), 1u);
-    EXPECT_EQ(pending.duplicates[0].reason, DuplicateReason::kEdited);
+    CheckResult stored = Check(*store, "copy", copy, AddMode::kNever);
+    ASSERT_EQ(stored.duplicates.size(), 1u);
+    EXPECT_EQ(stored.duplicates[0].reason, DuplicateReason::kEdited);
+    // Within one batch, against an earlier document of the batch (not yet in the memtable).
+    std::vector<DocumentInput> batch = {Doc("b1", DistinctWords(300, 0, "item")),
+                                        Doc("b2", DistinctWords(300, 12, "item"))};
+    auto decided = store->CheckBatch(batch, CheckOptions{});
+    ASSERT_TRUE(decided.ok()) << decided.status().ToString();
+    EXPECT_TRUE((*decided)[0].added);
+    ASSERT_EQ((*decided)[1].duplicates.size(), 1u);
+    EXPECT_EQ((*decided)[1].duplicates[0].id, "b1");
+    EXPECT_EQ((*decided)[1].duplicates[0].reason, DuplicateReason::kEdited);
     // A sketch made without units is refused, not judged without them.
     auto bare = DocumentSketcher::Create(FingerprintOptions{}, *store->LshOptions());
     ASSERT_TRUE(bare.ok());
