@@ -154,8 +154,9 @@ struct StoredDocument {
   Fingerprint fingerprint;
   std::string metadata;  // opaque caller bytes (e.g. a JSON object), may be empty
   int distance = 0;      // Hamming distance to the query's fingerprint (Search and checks only)
-  // Checks only: the verified shingle Jaccard (1 for exact and whitespace-only copies); unset
-  // when not computed (a kSimHash store, Get and Search).
+  // Checks only: the reason's similarity (PairDecision::similarity: the verified shingle Jaccard,
+  // the containment for kContained, the unit-set Jaccard for kEdited; 1 for exact and
+  // whitespace-only copies); unset when not computed (a kSimHash store, Get and Search).
   std::optional<double> similarity = std::nullopt;
   // Checks only: why it is a duplicate (neardup/pair_rule.h; DuplicateReasonName gives the API's
   // string). kNearDuplicate in a kSimHash store (within distance k).
@@ -230,11 +231,12 @@ struct StoreStats {
   std::string fingerprint_options;  // as recorded at creation
   StoreRule rule = StoreRule::kSimHash;
   // kDedup stores: the LSH options recorded at creation (bands and rows resolved), and the
-  // verification form of the shingle sets (e.g. "narrowed32-elias-fano").
+  // verification form of the shingle sets (e.g. "narrowed32-elias-fano"; with the edited reason
+  // on, "narrowed32-elias-fano+units": the unit sets are kept too).
   MinHashLshOptions lsh;
   std::string verification_form;
   // kDedup stores: the pair rule the store answers with (jaccard_threshold = lsh.threshold, and the
-  // containment options recorded at creation).
+  // containment and edited options recorded at creation).
   PairRuleOptions pair_rule;
   StoreHealth health;  // same as Health()
   // A damaged or torn last log record found at open: its bytes were dropped from the log (an
