@@ -993,6 +993,53 @@ TEST_F(StoreDedupRuleTest, TheEditedReasonIsRecordedAndAnswered) {
   EXPECT_TRUE(DocumentStore::Open(dir_, on).ok());
 }
 
+// A version-5 MANIFEST whose edited options are out of range, or whose verification form does not
+// match them, is Corruption at open, naming what is wrong.
+TEST_F(StoreDedupRuleTest, ARecordedEditedRuleOutOfRangeIsAnOpenError) {
+  StoreOptions create;
+  create.edited_threshold = 0.7;
+  {
+    auto store = Open(create);
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(store->Close().ok());
+  }
+  auto manifest = store::ReadManifest(dir_);
+  ASSERT_TRUE(manifest.ok() && manifest->rule);
+  const store::Manifest good = *manifest;
+  struct Damage {
+    double threshold, min_jaccard;
+    uint32_t form;
+    const char* named;
+  } damages[] = {{1.5, 0.45, store::kShingleAndUnitSetForm, "edited_threshold"},
+                 {0.7, 0, store::kShingleAndUnitSetForm, "edited_min_jaccard"},
+                 {0.7, 0.45, store::kShingleSetForm, "out of range"}};
+  for (const Damage& damage : damages) {
+    store::Manifest bad = good;
+    bad.rule->edited_threshold = damage.threshold;
+    bad.rule->edited_min_jaccard = damage.min_jaccard;
+    bad.rule->verification_form = damage.form;
+    {
+      std::ofstream out(store::JoinPath(dir_, store::kManifestName),
+                        std::ios::binary | std::ios::trunc);
+      out << store::EncodeManifest(bad);
+    }
+    auto opened = DocumentStore::Open(dir_, StoreOptions{});
+    ASSERT_FALSE(opened.ok()) << damage.named;
+    EXPECT_EQ(opened.status().code(), StatusCode::kCorruption);
+    EXPECT_NE(opened.status().message().find("MANIFEST rule fields out of range"),
+              std::string::npos)
+        << opened.status().ToString();
+    EXPECT_NE(opened.status().message().find(damage.named), std::string::npos)
+        << opened.status().ToString();
+  }
+  {
+    std::ofstream out(store::JoinPath(dir_, store::kManifestName),
+                      std::ios::binary | std::ios::trunc);
+    out << store::EncodeManifest(good);
+  }
+  EXPECT_TRUE(DocumentStore::Open(dir_, StoreOptions{}).ok());
+}
+
 TEST_F(StoreDedupRuleTest, BadEditedOptionsAreRefusedAtCreation) {
   StoreOptions bad;
   bad.edited_threshold = 1.5;
