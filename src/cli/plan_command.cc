@@ -81,7 +81,7 @@ void PrintAcceptedPairs(const PairRuleOptions& rule) {
   }
   if (rule.edited_threshold > 0) {
     std::printf(
-        "  edited: plain shingle Jaccard >= %.2f and plain Jaccard of the unit sets (words, Han "
+        "  edited: plain shingle Jaccard >= %.2f and multiset Jaccard of the units (words, Han "
         "characters) >= %.2f: a lightly edited copy (an edit breaks up to 3 shingles but 1 "
         "unit)\n",
         rule.edited_min_jaccard, rule.edited_threshold);
