@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -121,8 +122,15 @@ std::vector<uint64_t> ReferenceUnits(std::string_view normal) {
   std::vector<uint64_t> units;
   std::vector<bool> is_character;
   ReferenceCut(normal, &units, &is_character);
-  for (uint64_t& unit : units) unit = ReferenceMix(0x756e697473657431ULL, unit);
-  return SortedDistinct(units);
+  // The multiset: a unit seen c times gives h, Mix(h, 1), ..., Mix(h, c - 1).
+  std::map<uint64_t, uint64_t> counts;
+  for (uint64_t unit : units) ++counts[ReferenceMix(0x756e697473657431ULL, unit)];
+  std::vector<uint64_t> elements;
+  for (const auto& [h, count] : counts) {
+    elements.push_back(h);
+    for (uint64_t k = 1; k < count; ++k) elements.push_back(ReferenceMix(h, k));
+  }
+  return SortedDistinct(elements);
 }
 
 // The fast splitter gives the reference's set, in text order with repeats; the public
@@ -458,9 +466,9 @@ TEST(ShingleHashesTest, UnitSetsMatchTheReferenceSplitter) {
   }
 }
 
-// Each Han character is one unit, each other run of letters and digits one word unit; repeats
-// count once, the text is normalised (case folded) first, and a unit's hash is not the hash of
-// the one-unit text's shingle.
+// Each Han character is one unit, each other run of letters and digits one word unit; each
+// occurrence counts (a multiset), order does not, the text is normalised (case folded) first, and
+// a unit's hash is not the hash of the one-unit text's shingle.
 TEST(ShingleHashesTest, UnitsOfMixedScriptText) {
   auto shingler = ShingleSimilarity::Create(true);
   ASSERT_TRUE(shingler.ok());
@@ -468,11 +476,16 @@ TEST(ShingleHashesTest, UnitsOfMixedScriptText) {
   // mixed, 中, 文, words, 和, english123, 混, 合
   ASSERT_TRUE((*shingler)->Units("mixed中文words和english123混合", &units).ok());
   EXPECT_EQ(units.size(), 8u);
+  // hello x3, 世 x2, 界 x1: six elements.
   ASSERT_TRUE((*shingler)->Units("Hello HELLO 世界 hello 世", &units).ok());
-  EXPECT_EQ(units.size(), 3u);
+  EXPECT_EQ(units.size(), 6u);
   std::vector<uint64_t> other;
+  ASSERT_TRUE((*shingler)->Units("世 hello 界 世 hello hello", &other).ok());
+  EXPECT_EQ(units, other);  // a multiset: order does not matter ...
   ASSERT_TRUE((*shingler)->Units("世界 hello", &other).ok());
-  EXPECT_EQ(units, other);  // a set: order and repeats do not matter
+  EXPECT_EQ(other.size(), 3u);  // ... repeats do: {hello, 世, 界} is a subset of the six
+  EXPECT_TRUE(std::includes(units.begin(), units.end(), other.begin(), other.end()));
+  EXPECT_DOUBLE_EQ(ShingleSimilarity::Jaccard(units, other), 0.5);
   ASSERT_TRUE((*shingler)->ShinglesAndUnits("Hello HELLO 世界 hello 世", &shingles, &other).ok());
   EXPECT_EQ(units, other);
   ASSERT_TRUE((*shingler)->Units("word", &units).ok());

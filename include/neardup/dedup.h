@@ -125,7 +125,8 @@ struct DedupOptions {
   // else in memory) while they fit in this many bytes, so verification reads them instead of
   // reading and normalising the documents in its pairs a second time. The documents after the
   // first one that does not fit go through that second pass. The same pairs and clusters at any
-  // value; 0 always uses the second pass.
+  // value; 0 always uses the second pass. With edited_threshold > 0 each document's unit set is
+  // kept beside its shingle set and counts against this too.
   uint64_t first_pass_set_bytes = uint64_t{256} << 20;
   // Documents in memory in the fingerprinting stage: two batches of half this size alternate (one
   // fingerprinted while the next is read).

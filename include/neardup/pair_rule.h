@@ -11,11 +11,13 @@
 //   contained             Containment(A, B) >= containment_threshold, and the smaller document
 //                         passes the size guard (below);
 //   edited                (when edited_threshold > 0) the plain Jaccard of the shingle sets
-//                         >= edited_min_jaccard and the plain Jaccard of the unit sets (UA, UB)
-//                         >= edited_threshold: a lightly edited copy. A word edit breaks up to
-//                         three shingles but only one unit, while text shared by a template
-//                         weighs the same in both measures, so edited copies stand out by their
-//                         units where their shingle Jaccard sits among template-sharing pages.
+//                         >= edited_min_jaccard and the plain Jaccard of the unit sets (UA, UB:
+//                         the units' multisets, so this is the multiset Jaccard of the words and
+//                         Han characters) >= edited_threshold: a lightly edited copy. A word edit
+//                         breaks up to three shingles but only one unit, while text shared by a
+//                         template weighs the same in both measures, so edited copies stand out by
+//                         their units where their shingle Jaccard sits among template-sharing
+//                         pages.
 //
 // A and B are the documents' verification shingle sets in dedup's compact form (sorted distinct
 // 32-bit values, ShingleSimilarity::Narrow; see neardup/shingles.h). Each shingle weighs 1,

@@ -11,8 +11,13 @@
 // passage has the same shingles whatever text surrounds it (a Chinese article in an English page).
 //
 // The units themselves form a second set (Units): the pair rule's `edited` reason compares it,
-// since a word edit breaks up to three shingles but only one unit. Unit hashes are mixed with a
-// domain constant of their own, apart from the shingle hashes.
+// since a word edit breaks up to three shingles but only one unit. It is the units' multiset, one
+// element per occurrence (the k-th repeat of a unit is an element of its own), so its Jaccard is
+// the multiset Jaccard of the units, sum of the smaller counts over sum of the larger: two pages
+// that merely use the same words or characters (a set Jaccard of 0.75 is common between distinct
+// Chinese or Japanese pages in one template) score lower than an edited copy, which keeps its
+// counts. Unit hashes are mixed with a domain constant of their own, apart from the shingle
+// hashes.
 //
 // Thread safety: a ShingleSimilarity is immutable after Create(); Shingles() may run on any number
 // of threads at once.
@@ -44,9 +49,10 @@ class NEARDUP_EXPORT ShingleSimilarity {
   // The same from a text already normalised with normalize_options() (e.g. the Fingerprinter's
   // normalised text when its options are the same): Shingles(t) == ShinglesOfNormalized(N(t)).
   static void ShinglesOfNormalized(std::string_view normalized, std::vector<uint64_t>* shingles);
-  // Sorted, distinct 64-bit hashes of the units of `text` (valid UTF-8), cut exactly as for the
-  // shingles: each Han / kana / Thai / ... character one unit, every other run of letters, digits
-  // and marks one word unit. A text without units yields none.
+  // The unit multiset of `text` (valid UTF-8) as sorted, distinct 64-bit hashes, one per
+  // occurrence of a unit (above); the units are cut exactly as for the shingles: each Han / kana
+  // / Thai / ... character one unit, every other run of letters, digits and marks one word unit.
+  // A text without units yields none.
   Status Units(std::string_view text, std::vector<uint64_t>* units) const;
   // The same from a normalised text: Units(t) == UnitsOfNormalized(N(t)).
   static void UnitsOfNormalized(std::string_view normalized, std::vector<uint64_t>* units);

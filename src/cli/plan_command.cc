@@ -58,25 +58,8 @@ double LowestContainedJaccard(const PairRuleOptions& rule) {
   return LowestAcceptedJaccard(contained);
 }
 
-// Dedup's plan for a threshold: the pair rule verification applies, the LSH stage that finds its
-// pairs, and the probability that a pair of each similarity is found.
-int PrintLshPlan(const PlanArgs& args) {
-  DedupOptions options;
-  OptionValues values(OptionNaming::kFlag);
-  Status valid = args.dedup_flags.Collect(&values);
-  if (valid.ok()) valid = values.ApplyTo(&options);  // ValidateDedupOptions, flags named
-  if (!valid.ok()) {
-    PrintError(valid);
-    return kExitUsage;
-  }
-  auto lsh = ResolveDedupLsh(options);
-  if (!lsh.ok()) {
-    PrintError(values.Renamed(lsh.status()));
-    return kExitUsage;
-  }
-  const PairRuleOptions rule = ResolvePairRule(options);
-  const LshParameters p = *lsh->parameters;
-  const double lowest = LowestAcceptedJaccard(rule);
+// What verification accepts under `rule`, reason by reason.
+void PrintAcceptedPairs(const PairRuleOptions& rule) {
   std::printf("What verification accepts (the pair rule, neardup/pair_rule.h):\n");
   std::printf(
       "  exact_duplicate / whitespace_duplicate: identical texts, or identical but for "
@@ -98,7 +81,7 @@ int PrintLshPlan(const PlanArgs& args) {
   }
   if (rule.edited_threshold > 0) {
     std::printf(
-        "  edited: plain shingle Jaccard >= %.2f and plain Jaccard of the unit sets (words, Han "
+        "  edited: plain shingle Jaccard >= %.2f and multiset Jaccard of the units (words, Han "
         "characters) >= %.2f: a lightly edited copy (an edit breaks up to 3 shingles but 1 "
         "unit)\n",
         rule.edited_min_jaccard, rule.edited_threshold);
@@ -110,6 +93,28 @@ int PrintLshPlan(const PlanArgs& args) {
       "found in F or more documents of the corpus weighs F / df (F >= %u, counted in dedup's "
       "first pass) and the similarities above are weighted\n\n",
       BoilerplateOptions().min_documents);
+}
+
+// Dedup's plan for a threshold: the pair rule verification applies, the LSH stage that finds its
+// pairs, and the probability that a pair of each similarity is found.
+int PrintLshPlan(const PlanArgs& args) {
+  DedupOptions options;
+  OptionValues values(OptionNaming::kFlag);
+  Status valid = args.dedup_flags.Collect(&values);
+  if (valid.ok()) valid = values.ApplyTo(&options);  // ValidateDedupOptions, flags named
+  if (!valid.ok()) {
+    PrintError(valid);
+    return kExitUsage;
+  }
+  auto lsh = ResolveDedupLsh(options);
+  if (!lsh.ok()) {
+    PrintError(values.Renamed(lsh.status()));
+    return kExitUsage;
+  }
+  const PairRuleOptions rule = ResolvePairRule(options);
+  const LshParameters p = *lsh->parameters;
+  const double lowest = LowestAcceptedJaccard(rule);
+  PrintAcceptedPairs(rule);
   std::printf(
       "MinHash LSH plan: %d bands x %d rows = %d signature values%s; pairs down to Jaccard %.3f "
       "are candidates with probability %.3f\n",

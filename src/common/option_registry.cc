@@ -129,7 +129,8 @@ const OptionSpec kOptions[] = {
      "... and at least this fraction of the larger one's (a quote does not swallow an article)", "",
      nullptr, false},
     {"edited_threshold", "edited", false, T::kDouble, kD, "0", 0, 1, nullptr,
-     "a pair whose word / Han-character unit sets reach this Jaccard is a duplicate (reason "
+     "a pair whose words / Han characters (counted: multiset Jaccard) reach this Jaccard is a "
+     "duplicate (reason "
      "\"edited\": a lightly edited copy) when its shingle Jaccard reaches --edited-min-jaccard; "
      "0 = off",
      "", nullptr, false},

@@ -224,15 +224,24 @@ void ShingleHashesInOrder(std::string_view normal, std::vector<uint64_t>* units,
 
 uint64_t UnitSetHash(uint64_t unit) { return Mix(kUnitDomain, unit); }
 
-void NarrowedUnitSet(std::span<const uint64_t> units_in_order, std::vector<uint32_t>* narrow) {
-  narrow->resize(units_in_order.size());
-  uint32_t* out = narrow->data();
-  for (size_t i = 0; i < units_in_order.size(); ++i) {
-    const uint64_t h = UnitSetHash(units_in_order[i]);
-    out[i] = static_cast<uint32_t>(h ^ (h >> 32));
+void UnitMultiset(std::vector<uint64_t>* units) {
+  for (uint64_t& unit : *units) unit = UnitSetHash(unit);
+  std::sort(units->begin(), units->end());
+  // The k-th repeat of a value (k >= 1) becomes Mix(value, k): one element per occurrence.
+  for (size_t i = 0; i < units->size();) {
+    const uint64_t value = (*units)[i];
+    size_t j = i + 1;
+    for (; j < units->size() && (*units)[j] == value; ++j) (*units)[j] = Mix(value, j - i);
+    i = j;
   }
-  SortHashValues(narrow);
-  narrow->erase(std::unique(narrow->begin(), narrow->end()), narrow->end());
+  std::sort(units->begin(), units->end());
+  units->erase(std::unique(units->begin(), units->end()), units->end());
+}
+
+void NarrowedUnitSet(std::span<const uint64_t> units_in_order, std::vector<uint32_t>* narrow) {
+  std::vector<uint64_t> units(units_in_order.begin(), units_in_order.end());
+  UnitMultiset(&units);
+  NarrowedSet(units, narrow);
 }
 
 void NarrowedSet(std::span<const uint64_t> shingles, std::vector<uint32_t>* narrow) {
@@ -307,9 +316,7 @@ void ShingleSimilarity::ShinglesAndUnitsOfNormalized(std::string_view normal,
   ShingleHashesInOrder(normal, units, shingles);
   std::sort(shingles->begin(), shingles->end());
   shingles->erase(std::unique(shingles->begin(), shingles->end()), shingles->end());
-  for (uint64_t& unit : *units) unit = UnitSetHash(unit);
-  std::sort(units->begin(), units->end());
-  units->erase(std::unique(units->begin(), units->end()), units->end());
+  UnitMultiset(units);
 }
 
 Status ShingleSimilarity::ShinglesAndUnits(std::string_view text, std::vector<uint64_t>* shingles,
