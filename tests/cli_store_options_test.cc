@@ -282,5 +282,32 @@ TEST_F(CliStoreOptionsTest, ServeRecordsTheFlagsOfANewStoreAndRefusesOthersLater
   EXPECT_NE(err.find("64-bit, indexed_k 3)"), std::string::npos) << err;
 }
 
+// --edited (issue 25): `index create` records the reason (index stats and the create line say it);
+// a store created without it answers with it off, and `serve` asking such a store for it is
+// refused naming the option, not silently ignored (`index add` takes no rule flag at all).
+TEST_F(CliStoreOptionsTest, TheEditedReasonIsRecordedOrRefusedNeverIgnored) {
+  std::string out, err;
+  ASSERT_EQ(Run("index create e --edited 0.7 --edited-min-jaccard 0.4", &out, &err), 0) << err;
+  EXPECT_NE(err.find("edited 0.7 (shingle Jaccard >= 0.4)"), std::string::npos) << err;
+  ASSERT_EQ(Run("index stats e", &out, &err), 0) << err;
+  EXPECT_NE(out.find(R"("edited":0.7,"edited_min_jaccard":0.4)"), std::string::npos) << out;
+  ASSERT_EQ(Run("index add e docs.jsonl", &out, &err), 0) << err;
+
+  ASSERT_EQ(Run("index create plain", &out, &err), 0) << err;
+  ASSERT_EQ(Run("index stats plain", &out, &err), 0) << err;
+  EXPECT_NE(out.find(R"("edited":0,)"), std::string::npos) << out;
+  const std::string plain = (dir_ / "plain").string();
+  // Refused at start like any other recorded option (--ngram, --containment): exit 1.
+  EXPECT_EQ(Run("serve " + plain + " --port 0 --edited 0.7", &out, &err), 1) << err;
+  EXPECT_NE(err.find("created with edited threshold 0, not 0.7"), std::string::npos) << err;
+  // `index add` takes no rule flags: a usage error.
+  EXPECT_EQ(Run("index add " + plain + " docs.jsonl --edited 0.7", &out, &err), 2) << err;
+  EXPECT_NE(err.find("--edited"), std::string::npos) << err;
+  EXPECT_EQ(Run("index create bad --edited 1.5", &out, &err), 2) << err;
+  EXPECT_NE(err.find("--edited"), std::string::npos) << err;
+  EXPECT_EQ(Run("index create sim --rule simhash --edited 0.7", &out, &err), 2) << err;
+  EXPECT_NE(err.find("--edited"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace neardup

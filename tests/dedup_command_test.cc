@@ -274,6 +274,62 @@ TEST_F(DedupCommandTest, SummaryRecordsTheRuleUsed) {
   EXPECT_EQ(Run("dedup " + Inputs() + " --bands 4", nullptr, &err), 2);
 }
 
+// The pair rule's `edited` reason end to end: a 300-word text with one word in eight replaced
+// (shingle Jaccard ~0.48, below the near_duplicate threshold; its word sets still ~0.8 alike) is
+// a duplicate with --edited 0.7 and not without; the same output at 1 and 2 threads; summary.json,
+// clusters.jsonl, explain and eval name the reason, and plan shows it.
+TEST_F(DedupCommandTest, EditedReasonFindsALightlyEditedCopy) {
+  const std::string base = MakeText(77, 300);
+  std::vector<int> positions;
+  for (int i = 0; i < 35; ++i) positions.push_back(5 + 8 * i);
+  Write("edited.jsonl", JsonLine("base", base) + JsonLine("copy", EditWords(base, positions)) +
+                            JsonLine("other", MakeText(78, 300)));
+  const std::string input = (dir_ / "edited.jsonl").string();
+  fs::path off = dir_ / "off", one = dir_ / "one", two = dir_ / "two";
+  ASSERT_EQ(Run("dedup " + input + " -q -o " + off.string()), 0);
+  EXPECT_EQ(ReadFile(off / "remove.txt"), "");
+  ASSERT_EQ(Run("dedup " + input + " -q --edited 0.7 -j 1 -o " + one.string()), 0);
+  ASSERT_EQ(Run("dedup " + input + " -q --edited 0.7 -j 2 -o " + two.string()), 0);
+  EXPECT_EQ(ReadFile(one / "remove.txt"), "copy\n");
+  for (const char* file : {"clusters.jsonl", "keep.txt", "remove.txt"}) {
+    EXPECT_EQ(ReadFile(one / file), ReadFile(two / file)) << file;
+  }
+  EXPECT_NE(ReadFile(one / "clusters.jsonl").find("\"reason\":\"edited\""), std::string::npos);
+  const std::string summary = ReadFile(one / "summary.json");
+  EXPECT_NE(summary.find("\"edited\":1}"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"edited_threshold\":0.7,\"edited_min_jaccard\":0.45"), std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("\"lowest_accepted_jaccard\":0.45"), std::string::npos) << summary;
+  std::string out;
+  ASSERT_EQ(Run("explain --file " + input + " base copy --edited 0.7", &out), 0);
+  EXPECT_NE(out.find("pair rule: edited"), std::string::npos) << out;
+  EXPECT_NE(out.find("near-duplicate: yes (edited)"), std::string::npos) << out;
+  EXPECT_NE(out.find("unit similarity: Jaccard 0."), std::string::npos) << out;
+  ASSERT_EQ(Run("explain --file " + input + " base copy", &out), 0);
+  EXPECT_NE(out.find("near-duplicate: no"), std::string::npos) << out;
+  EXPECT_NE(out.find("(edited off)"), std::string::npos) << out;
+  ASSERT_EQ(Run("explain --file " + input + " base copy --edited 0.7 --json", &out), 0);
+  EXPECT_NE(out.find("\"reason\":\"edited\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"unit_jaccard\":0."), std::string::npos) << out;
+  Write("labels.tsv", "s\tbase\tcopy\tnear_dup_real\ns\tbase\tother\tnegative_random\n");
+  ASSERT_EQ(Run("eval --pairs " + (dir_ / "labels.tsv").string() + " --docs " + input +
+                    " --edited 0.7 --json",
+                &out),
+            0);
+  EXPECT_NE(out.find("\"accepted_pairs_by_reason\":{\"edited\":1}"), std::string::npos) << out;
+  ASSERT_EQ(
+      Run("eval --pairs " + (dir_ / "labels.tsv").string() + " --docs " + input + " --edited 0.7",
+          &out),
+      0);
+  EXPECT_NE(out.find("Accepted pairs by reason: edited 1"), std::string::npos) << out;
+  ASSERT_EQ(Run("plan --threshold 0.5 --edited 0.7", &out), 0);
+  EXPECT_NE(out.find("edited: plain shingle Jaccard >= 0.45"), std::string::npos) << out;
+  EXPECT_NE(out.find("41 bands x 3 rows"), std::string::npos) << out;
+  std::string err;
+  EXPECT_EQ(Run("dedup " + input + " --edited 0.7 --edited-min-jaccard 0", nullptr, &err), 2);
+  EXPECT_NE(err.find("--edited-min-jaccard"), std::string::npos) << err;
+}
+
 TEST_F(DedupCommandTest, PlanPrintsTheLshTradeOff) {
   std::string out;
   ASSERT_EQ(Run("plan --threshold 0.5 -n 1e6", &out), 0);

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -194,6 +195,56 @@ TEST_F(DedupSpillTest, SameResultWhateverTheFirstPassSetBudget) {
       }
     }
   }
+}
+
+// The pair rule's `edited` reason: verification keeps each document's unit set beside its
+// shingle set on every path (first-pass sets, all, some or none; spilled or in memory; any thread
+// count), with the same pairs; it finds edited copies the rule without it
+// misses, and changes nothing else.
+TEST_F(DedupSpillTest, EditedReasonSameResultOnEveryPath) {
+  DedupOptions base = Options(true);
+  base.edited_threshold = 0.7;
+  base.first_pass_set_bytes = 0;
+  base.threads = 1;
+  auto reference = RunDedup(inputs_, base);
+  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+  EXPECT_GT(reference->pairs_by_reason["edited"], 5u);
+  DedupOptions without = base;
+  without.edited_threshold = 0;
+  auto off = RunDedup(inputs_, without);
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_EQ(off->pairs_by_reason.count("edited"), 0u);
+  EXPECT_GT(reference->removed_count(), off->removed_count());
+  // Every pair the rule without `edited` accepts is accepted with it, for the same reason.
+  std::map<std::pair<uint32_t, uint32_t>, DuplicateReason> with_reason;
+  for (const DuplicatePair& pair : reference->pairs) with_reason[{pair.a, pair.b}] = pair.reason;
+  for (const DuplicatePair& pair : off->pairs) {
+    auto it = with_reason.find({pair.a, pair.b});
+    ASSERT_NE(it, with_reason.end()) << pair.a << " " << pair.b;
+    EXPECT_EQ(it->second, pair.reason);
+  }
+  for (bool spill : {true, false}) {
+    for (uint64_t budget : {uint64_t{20000}, DedupOptions().first_pass_set_bytes}) {
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "spill " << spill << " budget " << budget << " threads " << threads);
+        DedupOptions options = base;
+        options.spill = spill;
+        options.first_pass_set_bytes = budget;
+        options.threads = threads;
+        auto run = RunDedup(inputs_, options);
+        ASSERT_TRUE(run.ok()) << run.status().ToString();
+        ExpectSameResult(*reference, *run);
+      }
+    }
+  }
+  // With the SimHash join too, its extra candidates are verified with the same rule.
+  DedupOptions both = base;
+  both.candidates = DedupOptions::Candidates::kLshAndSimHash;
+  both.k = 8;
+  auto joined = RunDedup(inputs_, both);
+  ASSERT_TRUE(joined.ok()) << joined.status().ToString();
+  EXPECT_GE(joined->pairs_by_reason["edited"], reference->pairs_by_reason["edited"]);
 }
 
 TEST_F(DedupSpillTest, TemporaryFilesNeverAppearAndLeaveNothingBehind) {

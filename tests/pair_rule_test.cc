@@ -466,5 +466,212 @@ TEST(ShingleFrequenciesTest, CountersSaturate) {
   EXPECT_EQ(sketch.Estimate(42), 65535u);
 }
 
+// ---- the `edited` reason ------------------------------------------------------------------------
+
+// The rule with `edited`, written out from its definition: the reference above, then, for a pair
+// no earlier reason accepts, plain shingle Jaccard >= edited_min_jaccard and plain unit Jaccard
+// >= edited_threshold (whatever the weights).
+PairDecision EditedReference(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
+                             const std::vector<uint32_t>& ua, const std::vector<uint32_t>& ub,
+                             const PairRuleOptions& o,
+                             const std::function<double(uint32_t)>& weight, bool weighted) {
+  PairDecision d = Reference(a, b, o, weight, weighted);
+  if (d.duplicate() || o.edited_threshold == 0 || o.jaccard_threshold == 0 || a.empty() ||
+      b.empty() || ua.empty() || ub.empty()) {
+    return d;
+  }
+  auto plain = [](const std::vector<uint32_t>& x, const std::vector<uint32_t>& y) {
+    std::set<uint32_t> sx(x.begin(), x.end());
+    size_t common = 0;
+    for (uint32_t v : y) common += sx.count(v);
+    return static_cast<double>(common) / static_cast<double>(x.size() + y.size() - common);
+  };
+  if (plain(a, b) < o.edited_min_jaccard) return d;
+  d.unit_jaccard = plain(ua, ub);
+  if (*d.unit_jaccard >= o.edited_threshold) {
+    d.reason = DuplicateReason::kEdited;
+    d.similarity = *d.unit_jaccard;
+  }
+  return d;
+}
+
+PairDocument WithUnits(PairDocument doc, const std::vector<uint32_t>& units) {
+  doc.units = units;
+  return doc;
+}
+
+// Decide and DecideFast against the reference, units drawn like the sets (every overlap), with
+// and without boilerplate weights; the size bound and the weighted floor never rule out an
+// accepted pair.
+TEST(PairRuleTest, EditedMatchesReferenceOnRandomSets) {
+  std::mt19937_64 rng(11);
+  ShingleFrequencies frequencies(1 << 20);
+  std::uniform_int_distribution<uint32_t> common(0, 39), rare(40, 5000);
+  for (int d = 0; d < 400; ++d) {
+    std::set<uint32_t> set;
+    for (int i = 0; i < 30; ++i) set.insert(common(rng));
+    for (int i = 0; i < 20; ++i) set.insert(rare(rng));
+    frequencies.AddDocument(Sorted(set));
+  }
+  auto weight = [&](uint32_t s) {
+    const double df = frequencies.Estimate(s);
+    return df < 20 ? 1.0 : 20.0 / df;
+  };
+  std::vector<PairRuleOptions> options(4);
+  options[0] = {0.5, 0.9, 30, 0.6, 0.7, 0.45};
+  options[1] = {0.7, 0, 30, 0.6, 0.5, 0.3};
+  options[2] = {0.5, 0.9, 10, 0.2, 0.6, 0.1};  // below the weighted floor
+  options[3] = {0.6, 0.8, 0, 0, 1.0, 1.0};
+  RandomPairs pairs, units;
+  int edited = 0, unit_measured = 0, stopped = 0;
+  for (bool weighted : {false, true}) {
+    for (const PairRuleOptions& o : options) {
+      auto rule = weighted ? PairRule::Create(o, &frequencies) : PairRule::Create(o);
+      ASSERT_TRUE(rule.ok()) << rule.status().ToString();
+      for (int round = 0; round < 1500; ++round) {
+        auto [a, b] = pairs.Next(round % 2 == 0 ? 1000 : 6000);
+        auto [ua, ub] = units.Next(round % 3 == 0 ? 500 : 1u << 20);
+        const PairDecision want = EditedReference(
+            a, b, ua, ub, o,
+            weighted ? std::function<double(uint32_t)>(weight) : [](uint32_t) { return 1.0; },
+            weighted);
+        const PairDocument da = WithUnits(Doc(a, 1), ua), db = WithUnits(Doc(b, 2), ub);
+        const PairDecision full = rule->Decide(da, db);
+        ExpectSame(full, want, "Decide");
+        EXPECT_EQ(full.unit_jaccard.has_value(), want.unit_jaccard.has_value());
+        if (full.unit_jaccard && want.unit_jaccard) {
+          EXPECT_NEAR(*full.unit_jaccard, *want.unit_jaccard, 1e-12);
+        }
+        const PairDecision fast = rule->DecideFast(da, db);
+        ExpectSame(fast, want, "DecideFast");
+        if (want.reason == DuplicateReason::kEdited) {
+          ASSERT_TRUE(fast.unit_jaccard.has_value());
+          EXPECT_NEAR(*fast.unit_jaccard, *want.unit_jaccard, 1e-12);
+        }
+        if (want.duplicate()) {
+          EXPECT_TRUE(rule->MayAcceptBySizes(a.size(), b.size()));
+          EXPECT_TRUE(rule->PassesPlainFloor(da, db));
+        }
+        // Without units the reason never applies.
+        EXPECT_NE(rule->Decide(Doc(a, 1), Doc(b, 2)).reason, DuplicateReason::kEdited);
+        edited += want.reason == DuplicateReason::kEdited;
+        unit_measured += want.unit_jaccard.has_value();
+        stopped += !fast.measured;
+      }
+    }
+  }
+  // The random pairs reach every branch.
+  EXPECT_GT(edited, 300);
+  EXPECT_GT(unit_measured, edited + 300);
+  EXPECT_GT(stopped, 1000);
+}
+
+// n values from `first` on.
+std::vector<uint32_t> Span(uint32_t first, uint32_t n) {
+  std::vector<uint32_t> values(n);
+  for (uint32_t i = 0; i < n; ++i) values[i] = first + i;
+  return values;
+}
+
+std::vector<uint32_t> Join(std::vector<uint32_t> a, const std::vector<uint32_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  std::sort(a.begin(), a.end());
+  return a;
+}
+
+TEST(PairRuleTest, EditedAtItsEdges) {
+  PairRuleOptions o;  // near_duplicate at 0.5, contained at 0.9
+  o.edited_threshold = 0.7;
+  o.edited_min_jaccard = 0.45;
+  auto rule = PairRule::Create(o);
+  ASSERT_TRUE(rule.ok());
+  // Shingles: 45 shared of a union of 100 (exactly 0.45), or 44 of 100 (just below).
+  const std::vector<uint32_t> at_a = Join(Span(0, 45), Span(1000, 27));
+  const std::vector<uint32_t> at_b = Join(Span(0, 45), Span(2000, 28));
+  const std::vector<uint32_t> below_a = Join(Span(0, 44), Span(1000, 28));
+  const std::vector<uint32_t> below_b = Join(Span(0, 44), Span(2000, 28));
+  // Units: 70 shared of a union of 100 (exactly 0.7), or 69 of 100.
+  const std::vector<uint32_t> units_at_a = Join(Span(0, 70), Span(1000, 15));
+  const std::vector<uint32_t> units_at_b = Join(Span(0, 70), Span(2000, 15));
+  const std::vector<uint32_t> units_below_a = Join(Span(0, 69), Span(1000, 15));
+  const std::vector<uint32_t> units_below_b = Join(Span(0, 69), Span(2000, 16));
+  auto decide = [&](const std::vector<uint32_t>& a, const std::vector<uint32_t>& b,
+                    const std::vector<uint32_t>& ua, const std::vector<uint32_t>& ub, bool fast) {
+    const PairDocument da = WithUnits(Doc(a, 1), ua), db = WithUnits(Doc(b, 2), ub);
+    return fast ? rule->DecideFast(da, db) : rule->Decide(da, db);
+  };
+  for (bool fast : {false, true}) {
+    SCOPED_TRACE(fast ? "DecideFast" : "Decide");
+    PairDecision d = decide(at_a, at_b, units_at_a, units_at_b, fast);
+    EXPECT_EQ(d.reason, DuplicateReason::kEdited);
+    EXPECT_DOUBLE_EQ(d.jaccard, 0.45);
+    EXPECT_DOUBLE_EQ(d.similarity, 0.7);
+    ASSERT_TRUE(d.unit_jaccard.has_value());
+    EXPECT_DOUBLE_EQ(*d.unit_jaccard, 0.7);
+    EXPECT_EQ(decide(at_a, at_b, units_below_a, units_below_b, fast).reason,
+              DuplicateReason::kNone);
+    EXPECT_EQ(decide(below_a, below_b, units_at_a, units_at_b, fast).reason,
+              DuplicateReason::kNone);
+    // Units unknown on one side: never edited.
+    EXPECT_EQ(decide(at_a, at_b, units_at_a, {}, fast).reason, DuplicateReason::kNone);
+  }
+  // Decide measures the unit Jaccard of a pair that reaches the shingle floor only.
+  ASSERT_TRUE(decide(at_a, at_b, units_below_a, units_below_b, false).unit_jaccard.has_value());
+  EXPECT_DOUBLE_EQ(*decide(at_a, at_b, units_below_a, units_below_b, false).unit_jaccard, 0.69);
+  EXPECT_FALSE(decide(below_a, below_b, units_at_a, units_at_b, false).unit_jaccard.has_value());
+  // The earlier reasons come first: a near_duplicate with similar units stays near_duplicate.
+  const std::vector<uint32_t> near_b = Join(Span(0, 45), Span(2000, 10));
+  EXPECT_EQ(decide(at_a, near_b, units_at_a, units_at_b, false).reason,
+            DuplicateReason::kNearDuplicate);
+  // Off (the default): the same pair is none.
+  auto off = PairRule::Create(PairRuleOptions());
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(PairRuleOptions().edited_threshold, 0);
+  EXPECT_EQ(
+      off->Decide(WithUnits(Doc(at_a, 1), units_at_a), WithUnits(Doc(at_b, 2), units_at_b)).reason,
+      DuplicateReason::kNone);
+  EXPECT_STREQ(DuplicateReasonName(DuplicateReason::kEdited), "edited");
+}
+
+TEST(PairRuleTest, EditedLowersTheAcceptedJaccardAndTheSizeBound) {
+  PairRuleOptions o;
+  o.containment_threshold = 0;
+  o.edited_threshold = 0.7;
+  o.edited_min_jaccard = 0.45;
+  EXPECT_EQ(LowestAcceptedJaccard(o), 0.45);
+  auto rule = PairRule::Create(o);
+  ASSERT_TRUE(rule.ok());
+  EXPECT_TRUE(rule->MayAcceptBySizes(45, 100));
+  EXPECT_FALSE(rule->MayAcceptBySizes(44, 100));
+  // Above the other reasons' lowest, it changes nothing.
+  o.edited_min_jaccard = 0.6;
+  EXPECT_EQ(LowestAcceptedJaccard(o), 0.5);
+  // With weights, a floor below kPlainJaccardFloor lowers the bound there too.
+  ShingleFrequencies frequencies(1 << 16);
+  o.edited_min_jaccard = 0.1;
+  auto weighted = PairRule::Create(o, &frequencies);
+  ASSERT_TRUE(weighted.ok());
+  EXPECT_TRUE(weighted->MayAcceptBySizes(10, 100));
+  EXPECT_FALSE(weighted->MayAcceptBySizes(9, 100));
+}
+
+TEST(PairRuleTest, RejectsBadEditedOptions) {
+  PairRuleOptions o;
+  o.edited_threshold = 1.5;
+  EXPECT_FALSE(PairRule::Create(o).ok());
+  o.edited_threshold = NAN;
+  EXPECT_FALSE(PairRule::Create(o).ok());
+  o.edited_threshold = 0.7;
+  o.edited_min_jaccard = 0;  // a pair sharing nothing would be edited
+  EXPECT_FALSE(PairRule::Create(o).ok());
+  o.edited_min_jaccard = -0.1;
+  EXPECT_FALSE(PairRule::Create(o).ok());
+  o.edited_min_jaccard = 1;
+  EXPECT_TRUE(PairRule::Create(o).ok());
+  o.edited_threshold = 0;  // off: the floor is not used
+  o.edited_min_jaccard = 0;
+  EXPECT_TRUE(PairRule::Create(o).ok());
+}
+
 }  // namespace
 }  // namespace neardup

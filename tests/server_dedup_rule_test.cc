@@ -4,7 +4,8 @@
 // links (the same duplicate components). Also: each duplicate carries reason, similarity and
 // distance; the batch form checks in order against the earlier documents of the batch; a text
 // query applies the rule; bare fingerprints are refused by a dedup-rule store; the answers survive
-// a restart.
+// a restart; the `edited` reason (issue 25) of a store created with --edited, its reason and
+// recorded options through the API.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <simdjson.h>
@@ -12,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -58,7 +60,7 @@ std::vector<std::string> DuplicateIds(simdjson::dom::element result) {
     ids.push_back(std::string(d["id"].get_string().value()));
     const std::string_view reason = d["reason"].get_string().value();
     EXPECT_TRUE(reason == "exact_duplicate" || reason == "whitespace_duplicate" ||
-                reason == "contained" || reason == "near_duplicate")
+                reason == "contained" || reason == "near_duplicate" || reason == "edited")
         << reason;
     const double similarity = d["similarity"].get_double().value();
     EXPECT_GE(similarity, 0.5);
@@ -68,33 +70,42 @@ std::vector<std::string> DuplicateIds(simdjson::dom::element result) {
   return ids;
 }
 
-TEST_F(ServerDedupRuleTest, StreamingThroughTheServerEqualsDedup) {
-  const Corpus corpus = PlantedCorpus(400, 100);
+// Streams `corpus` through a server started with `flags` (one /v1/check each, "add": "always")
+// and runs dedup with `options` on the same documents: their duplicate components must be the
+// same. Returns how many streamed duplicates had reason `count_reason`.
+size_t ExpectStreamingEqualsDedup(const std::string& dir, const Corpus& corpus,
+                                  const std::vector<std::string>& flags, DedupOptions options,
+                                  const std::string& count_reason) {
   {
-    std::ofstream out(dir_ + ".jsonl", std::ios::binary);
+    std::ofstream out(dir + ".jsonl", std::ios::binary);
     for (size_t i = 0; i < corpus.ids.size(); ++i) {
       out << testing_files::JsonLine(corpus.ids[i], corpus.texts[i]);
     }
   }
   std::vector<std::pair<std::string, std::string>> streamed;
+  size_t counted = 0;
   {
-    ServerProcess server(dir_, {"--rule", "dedup", "--memtable-limit", "150"});
+    ServerProcess server(dir, flags);
     auto client = server.Client();
     simdjson::dom::parser parser;
     for (size_t i = 0; i < corpus.ids.size(); ++i) {
       auto res = client->Post("/v1/check", CheckBody(corpus.ids[i], corpus.texts[i], "always"),
                               "application/json");
-      ASSERT_TRUE(res);
-      ASSERT_EQ(res->status, 200) << res->body;
+      EXPECT_TRUE(res);
+      if (!res) return counted;
+      EXPECT_EQ(res->status, 200) << res->body;
       simdjson::dom::element result = parser.parse(res->body).value();
       EXPECT_TRUE(result["added"].get_bool().value());
       for (const std::string& id : DuplicateIds(result)) streamed.push_back({corpus.ids[i], id});
+      for (simdjson::dom::element d : result["duplicates"].get_array()) {
+        counted += d["reason"].get_string().value() == count_reason;
+      }
     }
   }
-  DedupOptions options;
   options.threads = 2;
-  auto report = RunDedup({dir_ + ".jsonl"}, options);
-  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  auto report = RunDedup({dir + ".jsonl"}, options);
+  EXPECT_TRUE(report.ok()) << report.status().ToString();
+  if (!report.ok()) return counted;
   std::vector<std::pair<std::string, std::string>> batch;
   for (const DuplicatePair& pair : report->pairs) {
     batch.push_back({report->documents[pair.a].id, report->documents[pair.b].id});
@@ -102,6 +113,30 @@ TEST_F(ServerDedupRuleTest, StreamingThroughTheServerEqualsDedup) {
   const auto s = Components(streamed), b = Components(batch);
   EXPECT_GT(b.size(), 20u);
   EXPECT_EQ(s, b) << "streamed " << s.size() << " components, dedup " << b.size();
+  return counted;
+}
+
+TEST_F(ServerDedupRuleTest, StreamingThroughTheServerEqualsDedup) {
+  ExpectStreamingEqualsDedup(dir_, PlantedCorpus(400, 100),
+                             {"--rule", "dedup", "--memtable-limit", "150"}, DedupOptions{}, "");
+}
+
+// The same with the `edited` reason on (issue 25), and lightly edited copies (12 % of the words
+// replaced) among the documents: some pairs only `edited` accepts.
+TEST_F(ServerDedupRuleTest, StreamingWithTheEditedReasonEqualsDedup) {
+  Corpus corpus = PlantedCorpus(300, 40);
+  std::mt19937_64 rng(25);
+  const std::vector<std::string> base = SampleTexts(150);
+  for (size_t i = 0; i < base.size(); i += 2) {
+    corpus.ids.push_back("d" + std::to_string(i));
+    corpus.texts.push_back(SubstituteWords(base[i], 0.12, rng));
+  }
+  DedupOptions options;
+  options.edited_threshold = 0.7;
+  const size_t edited = ExpectStreamingEqualsDedup(
+      dir_, corpus, {"--rule", "dedup", "--memtable-limit", "150", "--edited", "0.7"}, options,
+      "edited");
+  EXPECT_GT(edited, 0u);
 }
 
 TEST_F(ServerDedupRuleTest, BatchFormQueryAndRefusals) {
@@ -182,6 +217,50 @@ TEST_F(ServerDedupRuleTest, BatchFormQueryAndRefusals) {
     simdjson::dom::parser parser;
     simdjson::dom::element again = parser.parse(res->body).value();
     EXPECT_EQ(DuplicateIds(again), std::vector<std::string>{"a"});
+  }
+}
+
+// A store created by `neardup serve --edited 0.7` answers a lightly edited copy (every 12th of
+// 300 words replaced: shingle Jaccard about 0.6, below the 0.8 threshold) with reason "edited" and
+// its unit-set Jaccard, says its options in /v1/stats, and keeps them after a restart without the
+// flags.
+TEST_F(ServerDedupRuleTest, TheEditedReasonOfAStoreCreatedWithIt) {
+  std::string original, copy;
+  for (int i = 0; i < 300; ++i) {
+    original += (i ? " " : "") + std::string("token") + std::to_string(i);
+    copy += (i ? " " : "") + std::string(i % 12 == 6 ? "changed" : "token") + std::to_string(i);
+  }
+  for (int run = 0; run < 2; ++run) {
+    std::vector<std::string> flags = {"--rule", "dedup"};
+    if (run == 0) {
+      flags.insert(flags.end(),
+                   {"--threshold", "0.8", "--edited", "0.7", "--edited-min-jaccard", "0.3"});
+    }
+    ServerProcess server(dir_, flags);
+    auto client = server.Client();
+    simdjson::dom::parser parser;
+    if (run == 0) {
+      auto res = client->Post("/v1/check", CheckBody("original", original, "if_unique"),
+                              "application/json");
+      ASSERT_TRUE(res);
+      ASSERT_EQ(res->status, 200) << res->body;
+    }
+    auto res = client->Post("/v1/check", CheckBody("copy", copy, "never"), "application/json");
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+    simdjson::dom::element result = parser.parse(res->body).value();
+    EXPECT_EQ(DuplicateIds(result), std::vector<std::string>{"original"}) << res->body;
+    simdjson::dom::element first = result["duplicates"].at(0).value();
+    EXPECT_EQ(first["reason"].get_string().value(), "edited") << res->body;
+    EXPECT_GE(first["similarity"].get_double().value(), 0.7);
+    res = client->Get("/v1/stats");
+    ASSERT_TRUE(res);
+    EXPECT_NE(res->body.find(R"("edited":0.7,"edited_min_jaccard":0.3)"), std::string::npos)
+        << res->body;
+    EXPECT_NE(res->body.find(R"("verification_form":"narrowed32-elias-fano+units")"),
+              std::string::npos)
+        << res->body;
+    EXPECT_EQ(server.Terminate(), 0);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -49,9 +50,11 @@ uint64_t ReferenceMix(uint64_t h, uint64_t unit) {
   return h * 0xff51afd7ed558ccdULL;
 }
 
-std::vector<uint64_t> ReferenceShingles(std::string_view normal) {
-  std::vector<uint64_t> units, shingles;
-  std::vector<bool> is_character;
+// The text's unit hashes in order (XXH3-64 of each unit's bytes) and which are character units.
+void ReferenceCut(std::string_view normal, std::vector<uint64_t>* units_out,
+                  std::vector<bool>* is_character_out) {
+  std::vector<uint64_t>& units = *units_out;
+  std::vector<bool>& is_character = *is_character_out;
   size_t word_start = std::string::npos;
   auto end_word = [&](size_t end) {
     if (word_start != std::string::npos) {
@@ -83,6 +86,12 @@ std::vector<uint64_t> ReferenceShingles(std::string_view normal) {
     i += len;
   }
   end_word(normal.size());
+}
+
+std::vector<uint64_t> ReferenceShingles(std::string_view normal) {
+  std::vector<uint64_t> units, shingles;
+  std::vector<bool> is_character;
+  ReferenceCut(normal, &units, &is_character);
   if (units.empty()) return shingles;
   // A shingle starting at a character unit spans 5 units, one starting at a word 3.
   for (size_t start = 0; start < units.size(); ++start) {
@@ -106,6 +115,22 @@ std::vector<uint64_t> SortedDistinct(std::vector<uint64_t> values) {
   std::sort(values.begin(), values.end());
   values.erase(std::unique(values.begin(), values.end()), values.end());
   return values;
+}
+
+// The unit set: each unit's hash mixed with the unit domain, sorted and distinct.
+std::vector<uint64_t> ReferenceUnits(std::string_view normal) {
+  std::vector<uint64_t> units;
+  std::vector<bool> is_character;
+  ReferenceCut(normal, &units, &is_character);
+  // The multiset: a unit seen c times gives h, Mix(h, 1), ..., Mix(h, c - 1).
+  std::map<uint64_t, uint64_t> counts;
+  for (uint64_t unit : units) ++counts[ReferenceMix(0x756e697473657431ULL, unit)];
+  std::vector<uint64_t> elements;
+  for (const auto& [h, count] : counts) {
+    elements.push_back(h);
+    for (uint64_t k = 1; k < count; ++k) elements.push_back(ReferenceMix(h, k));
+  }
+  return SortedDistinct(elements);
 }
 
 // The fast splitter gives the reference's set, in text order with repeats; the public
@@ -404,6 +429,72 @@ TEST(ShingleHashesTest, SqueezedHashMatchesTheDefinition) {
   for (size_t i = 0; i < long_text.size(); i += 97) long_text[i] = ' ';
   EXPECT_EQ(SqueezedHash(long_text), ReferenceSqueezedHash(long_text));
   EXPECT_EQ(SqueezedHash("a b"), ReferenceSqueezedHash("ab"));
+}
+
+// ---- Unit sets (the pair rule's `edited` reason).
+
+// The unit sets from every path (alone, with the shingles from one cut, narrowed from the
+// splitter's in-order units) equal the reference splitter's.
+TEST(ShingleHashesTest, UnitSetsMatchTheReferenceSplitter) {
+  const std::vector<std::string> texts = {"",
+                                          "   ",
+                                          "one",
+                                          "one two one",
+                                          "the quick brown fox jumps over the lazy dog",
+                                          "中文的文本很好，我们今天去北京。中文的文本很好",
+                                          "日本語のテキストです。カタカナとひらがな",
+                                          "ภาษาไทยไม่มีช่องว่าง ระหว่างคำ",
+                                          "mixed中文words和english123混合",
+                                          "Привет мир, как дела? Ελληνικά",
+                                          "supplementary han 𠀀𠀁𠀂 and words",
+                                          "\xff\xfe bad bytes \xc3 in \xe4\xb8 the middle"};
+  for (const std::string& text : texts) {
+    SCOPED_TRACE(text);
+    const std::vector<uint64_t> reference = ReferenceUnits(text);
+    std::vector<uint64_t> units, shingles, both_units;
+    ShingleSimilarity::UnitsOfNormalized(text, &units);
+    EXPECT_EQ(units, reference);
+    ShingleSimilarity::ShinglesAndUnitsOfNormalized(text, &shingles, &both_units);
+    EXPECT_EQ(both_units, reference);
+    EXPECT_EQ(shingles, ReferenceShingles(text));
+    std::vector<uint64_t> in_order_units, in_order_shingles;
+    ShingleHashesInOrder(text, &in_order_units, &in_order_shingles);
+    std::vector<uint32_t> narrowed, expected;
+    NarrowedUnitSet(in_order_units, &narrowed);
+    ShingleSimilarity::Narrow(reference, &expected);
+    EXPECT_EQ(narrowed, expected);
+  }
+}
+
+// Each Han character is one unit, each other run of letters and digits one word unit; each
+// occurrence counts (a multiset), order does not, the text is normalised (case folded) first, and
+// a unit's hash is not the hash of the one-unit text's shingle.
+TEST(ShingleHashesTest, UnitsOfMixedScriptText) {
+  auto shingler = ShingleSimilarity::Create(true);
+  ASSERT_TRUE(shingler.ok());
+  std::vector<uint64_t> units, shingles;
+  // mixed, 中, 文, words, 和, english123, 混, 合
+  ASSERT_TRUE((*shingler)->Units("mixed中文words和english123混合", &units).ok());
+  EXPECT_EQ(units.size(), 8u);
+  // hello x3, 世 x2, 界 x1: six elements.
+  ASSERT_TRUE((*shingler)->Units("Hello HELLO 世界 hello 世", &units).ok());
+  EXPECT_EQ(units.size(), 6u);
+  std::vector<uint64_t> other;
+  ASSERT_TRUE((*shingler)->Units("世 hello 界 世 hello hello", &other).ok());
+  EXPECT_EQ(units, other);  // a multiset: order does not matter ...
+  ASSERT_TRUE((*shingler)->Units("世界 hello", &other).ok());
+  EXPECT_EQ(other.size(), 3u);  // ... repeats do: {hello, 世, 界} is a subset of the six
+  EXPECT_TRUE(std::includes(units.begin(), units.end(), other.begin(), other.end()));
+  EXPECT_DOUBLE_EQ(ShingleSimilarity::Jaccard(units, other), 0.5);
+  ASSERT_TRUE((*shingler)->ShinglesAndUnits("Hello HELLO 世界 hello 世", &shingles, &other).ok());
+  EXPECT_EQ(units, other);
+  ASSERT_TRUE((*shingler)->Units("word", &units).ok());
+  ASSERT_TRUE((*shingler)->Shingles("word", &shingles).ok());
+  ASSERT_EQ(units.size(), 1u);
+  ASSERT_EQ(shingles.size(), 1u);
+  EXPECT_NE(units[0], shingles[0]);
+  ASSERT_TRUE((*shingler)->Units(" ,. ", &units).ok());
+  EXPECT_TRUE(units.empty());
 }
 
 }  // namespace

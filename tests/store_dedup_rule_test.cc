@@ -58,9 +58,11 @@ class StoreDedupRuleTest : public ::testing::Test {
     return store.ok() ? std::move(*store) : nullptr;
   }
 
-  // Sketches texts with the LSH options of `store` (a threshold other than 0.5).
+  // Sketches texts with the LSH options of `store` (a threshold other than 0.5) and the unit
+  // sets its rule may need.
   void SketchFor(const DocumentStore& store) {
-    auto sketcher = DocumentSketcher::Create(FingerprintOptions{}, *store.LshOptions());
+    auto sketcher = DocumentSketcher::Create(FingerprintOptions{}, *store.LshOptions(),
+                                             store.SketchesNeedUnits());
     ASSERT_TRUE(sketcher.ok()) << sketcher.status().ToString();
     sketcher_ = std::move(*sketcher);
   }
@@ -846,6 +848,268 @@ TEST_F(StoreDedupRuleTest, BadContainmentOptionsAreRefusedAtCreation) {
   simhash.rule = StoreRule::kSimHash;
   simhash.containment_threshold = 0.9;
   EXPECT_EQ(DocumentStore::Open(dir_, simhash).status().code(), StatusCode::kInvalidArgument);
+}
+
+// A text of `n` distinct words, and a copy with every `every`-th word replaced: a lightly edited
+// copy, whose shingle Jaccard falls by three shingles a replaced word while its unit (word) set
+// loses one word.
+std::string DistinctWords(int n, int every, const std::string& word = "token") {
+  std::string text;
+  for (int i = 0; i < n; ++i) {
+    const bool replaced = every > 0 && i % every == every / 2;
+    text += (i ? " " : "") + (replaced ? "changed" : word) + std::to_string(i);
+  }
+  return text;
+}
+
+// The `edited` reason in the store (issue 25): recorded at creation (MANIFEST version 5, unit sets
+// stored after the shingle sets), answered as JudgePair answers, after log replay, flush and
+// compaction too; another value at open is refused, as is a sketch without units.
+TEST_F(StoreDedupRuleTest, TheEditedReasonIsRecordedAndAnswered) {
+  const std::string original = DistinctWords(300, 0), copy = DistinctWords(300, 12);
+  DedupOptions judge;
+  judge.lsh.threshold = 0.8;
+  judge.edited_threshold = 0.7;
+  judge.edited_min_jaccard = 0.3;
+  auto judged = JudgePair(copy, original, judge);
+  ASSERT_TRUE(judged.ok()) << judged.status().ToString();
+  ASSERT_EQ(judged->reason, DuplicateReason::kEdited);
+  ASSERT_LT(judged->jaccard, 0.8);
+  judge.edited_threshold = 0;
+  ASSERT_FALSE(JudgePair(copy, original, judge)->duplicate);
+
+  StoreOptions create;
+  create.lsh = MinHashLshOptions{};
+  create.lsh->threshold = 0.8;
+  create.edited_threshold = 0.7;
+  create.edited_min_jaccard = 0.3;
+  create.compaction_trigger = 0;
+  {
+    auto store = Open(create);
+    ASSERT_TRUE(store);
+    EXPECT_TRUE(store->SketchesNeedUnits());
+    SketchFor(*store);
+    EXPECT_TRUE(Check(*store, "original", original, AddMode::kIfNew).added);
+    EXPECT_TRUE(Check(*store, "other", Words(200), AddMode::kIfNew).added);
+    CheckResult stored = Check(*store, "copy", copy, AddMode::kNever);
+    ASSERT_EQ(stored.duplicates.size(), 1u);
+    EXPECT_EQ(stored.duplicates[0].reason, DuplicateReason::kEdited);
+    // Within one batch, against an earlier document of the batch (not yet in the memtable).
+    std::vector<DocumentInput> batch = {Doc("b1", DistinctWords(300, 0, "item")),
+                                        Doc("b2", DistinctWords(300, 12, "item"))};
+    auto decided = store->CheckBatch(batch, CheckOptions{});
+    ASSERT_TRUE(decided.ok()) << decided.status().ToString();
+    EXPECT_TRUE((*decided)[0].added);
+    ASSERT_EQ((*decided)[1].duplicates.size(), 1u);
+    EXPECT_EQ((*decided)[1].duplicates[0].id, "b1");
+    EXPECT_EQ((*decided)[1].duplicates[0].reason, DuplicateReason::kEdited);
+    // A sketch made without units is refused, not judged without them.
+    auto bare = DocumentSketcher::Create(FingerprintOptions{}, *store->LshOptions());
+    ASSERT_TRUE(bare.ok());
+    DocumentSketch sketch;
+    DocumentInput doc;
+    doc.id = "bare";
+    ASSERT_TRUE((*bare)->Sketch(copy, &doc.fingerprint, &sketch).ok());
+    doc.sketch = &sketch;
+    auto refused = store->CheckBatch(std::span<const DocumentInput>(&doc, 1), CheckOptions{});
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.status().message().find("unit set"), std::string::npos);
+    ASSERT_TRUE(store->Close().ok());
+  }
+  auto manifest = store::ReadManifest(dir_);
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  EXPECT_EQ(manifest->version, 5);
+  ASSERT_TRUE(manifest->rule);
+  EXPECT_EQ(manifest->rule->verification_form, store::kShingleAndUnitSetForm);
+  // Reopened (the log replayed), flushed to a segment, compacted: the same answer.
+  for (int step = 0; step < 3; ++step) {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    const StoreStats stats = store->Stats();
+    EXPECT_EQ(stats.pair_rule.edited_threshold, 0.7);
+    EXPECT_EQ(stats.pair_rule.edited_min_jaccard, 0.3);
+    EXPECT_EQ(stats.verification_form, "narrowed32-elias-fano+units");
+    SketchFor(*store);
+    if (step == 1) {
+      ASSERT_TRUE(store->Flush().ok());
+    }
+    if (step == 2) {
+      ASSERT_TRUE(store->Compact().ok());
+    }
+    CheckResult found = Check(*store, "copy", copy, AddMode::kNever);
+    ASSERT_EQ(found.duplicates.size(), 1u) << "step " << step;
+    EXPECT_EQ(found.duplicates[0].id, "original");
+    EXPECT_EQ(found.duplicates[0].reason, DuplicateReason::kEdited);
+    EXPECT_GE(found.duplicates[0].similarity.value_or(-1), 0.7);
+    CheckResult exact = Check(*store, "probe", original, AddMode::kNever);
+    ASSERT_EQ(exact.duplicates.size(), 1u);
+    EXPECT_EQ(exact.duplicates[0].reason, DuplicateReason::kExact);
+  }
+  // `neardup index recover` keeps the rule (from the MANIFEST) and the unit sets.
+  auto report = RecoverStore(dir_);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  {
+    auto store = Open();
+    ASSERT_TRUE(store);
+    EXPECT_EQ(store->Stats().pair_rule.edited_threshold, 0.7);
+    SketchFor(*store);
+    CheckResult found = Check(*store, "copy", copy, AddMode::kNever);
+    ASSERT_EQ(found.duplicates.size(), 1u);
+    EXPECT_EQ(found.duplicates[0].reason, DuplicateReason::kEdited);
+  }
+  // Another value at open is refused, naming the option.
+  StoreOptions other;
+  other.edited_threshold = 0.5;
+  auto refused = DocumentStore::Open(dir_, other);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("edited threshold 0.7, not 0.5"), std::string::npos)
+      << refused.status().ToString();
+
+  // A store of the defaults (the reason off) keeps MANIFEST version 4 and its sets alone, answers
+  // the pair `none`, and refuses to be opened with the reason on.
+  fs::remove_all(dir_);
+  StoreOptions defaults;
+  defaults.lsh = create.lsh;
+  {
+    auto plain = Open(defaults);
+    ASSERT_TRUE(plain);
+    EXPECT_FALSE(plain->SketchesNeedUnits());
+    EXPECT_EQ(plain->Stats().pair_rule.edited_threshold, 0);
+    SketchFor(*plain);
+    EXPECT_TRUE(Check(*plain, "original", original, AddMode::kIfNew).added);
+    EXPECT_TRUE(Check(*plain, "copy", copy, AddMode::kNever).duplicates.empty());
+  }
+  EXPECT_EQ(store::ReadManifest(dir_)->version, 4);
+  StoreOptions on;
+  on.edited_threshold = 0.7;
+  refused = DocumentStore::Open(dir_, on);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("edited threshold 0, not 0.7"), std::string::npos)
+      << refused.status().ToString();
+  on.edited_threshold = 0;
+  EXPECT_TRUE(DocumentStore::Open(dir_, on).ok());
+}
+
+// A version-5 MANIFEST whose edited options are out of range, or whose verification form does not
+// match them, is Corruption at open, naming what is wrong.
+TEST_F(StoreDedupRuleTest, ARecordedEditedRuleOutOfRangeIsAnOpenError) {
+  StoreOptions create;
+  create.edited_threshold = 0.7;
+  {
+    auto store = Open(create);
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(store->Close().ok());
+  }
+  auto manifest = store::ReadManifest(dir_);
+  ASSERT_TRUE(manifest.ok() && manifest->rule);
+  const store::Manifest good = *manifest;
+  struct Damage {
+    double threshold, min_jaccard;
+    uint32_t form;
+    const char* named;
+  } damages[] = {{1.5, 0.45, store::kShingleAndUnitSetForm, "edited_threshold"},
+                 {0.7, 0, store::kShingleAndUnitSetForm, "edited_min_jaccard"},
+                 {0.7, 0.45, store::kShingleSetForm, "out of range"}};
+  for (const Damage& damage : damages) {
+    store::Manifest bad = good;
+    bad.rule->edited_threshold = damage.threshold;
+    bad.rule->edited_min_jaccard = damage.min_jaccard;
+    bad.rule->verification_form = damage.form;
+    {
+      std::ofstream out(store::JoinPath(dir_, store::kManifestName),
+                        std::ios::binary | std::ios::trunc);
+      out << store::EncodeManifest(bad);
+    }
+    auto opened = DocumentStore::Open(dir_, StoreOptions{});
+    ASSERT_FALSE(opened.ok()) << damage.named;
+    EXPECT_EQ(opened.status().code(), StatusCode::kCorruption);
+    EXPECT_NE(opened.status().message().find("MANIFEST rule fields out of range"),
+              std::string::npos)
+        << opened.status().ToString();
+    EXPECT_NE(opened.status().message().find(damage.named), std::string::npos)
+        << opened.status().ToString();
+  }
+  {
+    std::ofstream out(store::JoinPath(dir_, store::kManifestName),
+                      std::ios::binary | std::ios::trunc);
+    out << store::EncodeManifest(good);
+  }
+  EXPECT_TRUE(DocumentStore::Open(dir_, StoreOptions{}).ok());
+}
+
+TEST_F(StoreDedupRuleTest, BadEditedOptionsAreRefusedAtCreation) {
+  StoreOptions bad;
+  bad.edited_threshold = 1.5;
+  auto refused = DocumentStore::Open(dir_, bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("edited"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_FALSE(fs::exists(store::JoinPath(dir_, store::kManifestName)));
+  StoreOptions simhash;
+  simhash.rule = StoreRule::kSimHash;
+  simhash.edited_threshold = 0.7;
+  EXPECT_EQ(DocumentStore::Open(dir_, simhash).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Streaming with the `edited` reason on links the same documents as RunDedup with it: the planted
+// corpus plus lightly edited copies (12 % of the words replaced), some of which only `edited`
+// accepts.
+TEST_F(StoreDedupRuleTest, StreamingEqualsBatchWithTheEditedReason) {
+  Corpus corpus = PlantedCorpus(300, 40);
+  std::mt19937_64 rng(25);
+  const std::vector<std::string> base = SampleTexts(150);
+  for (size_t i = 0; i < base.size(); i += 2) {
+    corpus.ids.push_back("d" + std::to_string(i));
+    corpus.texts.push_back(SubstituteWords(base[i], 0.12, rng));
+  }
+  const std::string file = dir_ + ".jsonl";
+  {
+    std::ofstream out(file, std::ios::binary);
+    for (size_t i = 0; i < corpus.ids.size(); ++i) {
+      out << testing_files::JsonLine(corpus.ids[i], corpus.texts[i]);
+    }
+  }
+  StoreOptions options;
+  options.memtable_limit = 97;  // the stream crosses flushes and compactions
+  options.compaction_trigger = 3;
+  options.sync_mode = SyncMode::kNone;
+  options.edited_threshold = 0.7;
+  auto store = Open(options);
+  ASSERT_TRUE(store);
+  SketchFor(*store);
+  std::vector<std::pair<std::string, std::string>> streamed;
+  size_t streamed_edited = 0;
+  for (size_t i = 0; i < corpus.ids.size(); ++i) {
+    CheckResult result = Check(*store, corpus.ids[i], corpus.texts[i], AddMode::kAlways);
+    for (const StoredDocument& d : result.duplicates) {
+      streamed.push_back({corpus.ids[i], d.id});
+      streamed_edited += d.reason == DuplicateReason::kEdited;
+    }
+  }
+  DedupOptions dedup;
+  dedup.threads = 2;
+  dedup.edited_threshold = 0.7;
+  auto report = RunDedup({file}, dedup);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  std::vector<std::pair<std::string, std::string>> batch;
+  for (const DuplicatePair& pair : report->pairs) {
+    batch.push_back({report->documents[pair.a].id, report->documents[pair.b].id});
+  }
+  EXPECT_GT(report->pairs_by_reason["edited"], 0u);
+  EXPECT_GT(streamed_edited, 0u);
+  const auto s = Components(streamed), b = Components(batch);
+  EXPECT_GT(b.size(), 20u);
+  EXPECT_EQ(s, b) << "streamed " << s.size() << " components, batch " << b.size();
+  // Without the reason, fewer documents are linked: it found pairs of its own.
+  dedup.edited_threshold = 0;
+  auto without = RunDedup({file}, dedup);
+  ASSERT_TRUE(without.ok());
+  EXPECT_LT(without->pairs.size(), report->pairs.size());
+  fs::remove(file);
 }
 
 }  // namespace

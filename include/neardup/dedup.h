@@ -90,6 +90,11 @@ struct DedupOptions {
   double containment_threshold = PairRuleOptions().containment_threshold;
   double containment_min_shingles = PairRuleOptions().containment_min_shingles;
   double containment_min_ratio = PairRuleOptions().containment_min_ratio;
+  // The pair rule's `edited` reason: a pair of plain shingle Jaccard >= edited_min_jaccard whose
+  // unit (word / Han character) sets reach a Jaccard of edited_threshold; 0 turns it off.
+  // Verification then keeps each needed document's unit set beside its shingle set.
+  double edited_threshold = PairRuleOptions().edited_threshold;
+  double edited_min_jaccard = PairRuleOptions().edited_min_jaccard;
   // Boilerplate weights (neardup/pair_rule.h): the per-document pass counts every shingle's
   // document frequency in a count-min sketch of at most boilerplate_sketch_bytes (the input's
   // size rounded up to a power of two when smaller), and verification weighs a shingle found in
@@ -120,7 +125,8 @@ struct DedupOptions {
   // else in memory) while they fit in this many bytes, so verification reads them instead of
   // reading and normalising the documents in its pairs a second time. The documents after the
   // first one that does not fit go through that second pass. The same pairs and clusters at any
-  // value; 0 always uses the second pass.
+  // value; 0 always uses the second pass. With edited_threshold > 0 each document's unit set is
+  // kept beside its shingle set and counts against this too.
   uint64_t first_pass_set_bytes = uint64_t{256} << 20;
   // Documents in memory in the fingerprinting stage: two batches of half this size alternate (one
   // fingerprinted while the next is read).
@@ -170,8 +176,8 @@ struct DuplicatePair {
   uint32_t a = 0;
   uint32_t b = 0;
   int distance = 0;  // Hamming distance of the fingerprints
-  // The pair rule's similarity for `reason` (Jaccard, or containment for kContained; 1 for exact
-  // and whitespace duplicates); unset when verification was off.
+  // The pair rule's similarity for `reason` (Jaccard, containment for kContained, unit Jaccard for
+  // kEdited; 1 for exact and whitespace duplicates); unset when verification was off.
   std::optional<double> similarity = std::nullopt;
   DuplicateReason reason = DuplicateReason::kNearDuplicate;
 };
@@ -327,6 +333,9 @@ struct PairJudgement {
   double containment = 0;
   double plain_jaccard = 0;
   bool size_guard = false;  // the smaller document passes the containment size guard
+  // The plain Jaccard of the two unit sets (words, Han characters), which `edited` compares
+  // (measured whether or not that reason is on).
+  double unit_jaccard = 0;
   // The pair rule's reason (kNone: not duplicates by the rule), whatever the candidate stages.
   DuplicateReason reason = DuplicateReason::kNone;
   bool verified = false;  // the rule accepts the pair by its sets (or verification is off)

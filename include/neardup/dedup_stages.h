@@ -61,7 +61,10 @@ class NEARDUP_EXPORT DocumentPass {
     std::string normalized;  // the normalised text of the last Fingerprint (when needed)
     std::vector<uint64_t> units, shingles;
     std::vector<uint32_t> set;  // the narrowed shingle set of the last Sketch(want_set)
-    bool shingled = false;      // the last Sketch could cut the text into shingles
+    // The narrowed unit set of the last Sketch(want_set) when the pair rule's `edited` reason
+    // is on (DedupOptions::edited_threshold > 0; else empty).
+    std::vector<uint32_t> unit_set;
+    bool shingled = false;  // the last Sketch could cut the text into shingles
   };
 
   // Step 1: sets facts->fingerprint, text_bytes, content_hash (XXH3-64 of the text),
@@ -72,7 +75,8 @@ class NEARDUP_EXPORT DocumentPass {
 
   // Step 2, with the LSH stage (uses_lsh()): after an OK Fingerprint of the same text with the
   // same scratch, the text's band keys into keys[0, bands()) and, when `want_set`, its narrowed
-  // shingle set into scratch->set (ShingleSimilarity::Narrow; empty when it has no shingles).
+  // shingle set into scratch->set (ShingleSimilarity::Narrow; empty when it has no shingles)
+  // and, with `edited` on, its narrowed unit set into scratch->unit_set (from the same cut).
   // False for a text without shingles: it has no band keys (`keys` is then unspecified).
   bool Sketch(std::string_view text, Scratch* scratch, std::span<uint32_t> keys,
               bool want_set) const;
@@ -101,6 +105,10 @@ struct DocumentColumns {
   // With sets: document i's narrowed shingle set is set_values[set_offsets[i], set_offsets[i+1]).
   std::vector<uint64_t> set_offsets;
   std::vector<uint32_t> set_values;
+  // With sets and the pair rule's `edited` reason on (DedupOptions::edited_threshold > 0): its
+  // narrowed unit set, unit_values[unit_offsets[i], unit_offsets[i+1]) (from the same cut).
+  std::vector<uint64_t> unit_offsets;
+  std::vector<uint32_t> unit_values;
   size_t size() const { return status.size(); }
 };
 

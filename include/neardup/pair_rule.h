@@ -9,7 +9,15 @@
 //   whitespace_duplicate  identical once every whitespace character is removed;
 //   near_duplicate        Jaccard(A, B) >= jaccard_threshold;
 //   contained             Containment(A, B) >= containment_threshold, and the smaller document
-//                         passes the size guard (below).
+//                         passes the size guard (below);
+//   edited                (when edited_threshold > 0) the plain Jaccard of the shingle sets
+//                         >= edited_min_jaccard and the plain Jaccard of the unit sets (UA, UB:
+//                         the units' multisets, so this is the multiset Jaccard of the words and
+//                         Han characters) >= edited_threshold: a lightly edited copy. A word edit
+//                         breaks up to three shingles but only one unit, while text shared by a
+//                         template weighs the same in both measures, so edited copies stand out by
+//                         their units where their shingle Jaccard sits among template-sharing
+//                         pages.
 //
 // A and B are the documents' verification shingle sets in dedup's compact form (sorted distinct
 // 32-bit values, ShingleSimilarity::Narrow; see neardup/shingles.h). Each shingle weighs 1,
@@ -23,11 +31,13 @@
 //   size guard        min(w(A), w(B)) >= containment_min_shingles and
 //                     min(w(A), w(B)) >= containment_min_ratio * max(w(A), w(B))
 //
-// so a one-line quote does not swallow an article. With weights, a pair must also share a plain
-// (unweighted) Jaccard of at least kPlainJaccardFloor = 0.2: below it two texts share too little
-// to be copies whatever their weights (and the LSH stage would rarely propose them), and most
-// candidate pairs are settled by counts before a weight is looked up. Without frequencies every
-// weight is 1 and the rule depends on nothing but the two documents.
+// so a one-line quote does not swallow an article. `edited` always uses the plain (unweighted)
+// measures; UA and UB are the documents' unit sets (ShingleSimilarity::Units, narrowed), and a
+// document whose unit set is not given (empty) is never `edited`. With weights, a pair must also
+// share a plain (unweighted) Jaccard of at least kPlainJaccardFloor = 0.2: below it two texts share
+// too little to be copies whatever their weights (and the LSH stage would rarely propose them), and
+// most candidate pairs are settled by counts before a weight is looked up. Without frequencies
+// every weight is 1 and the rule depends on nothing but the two documents.
 //
 // Thread safety: a PairRule and a frozen ShingleFrequencies are immutable and may be used from any
 // number of threads at once; ShingleFrequencies::AddDocument is not thread-safe.
@@ -56,9 +66,10 @@ enum class DuplicateReason : uint8_t {
   kWhitespace,     // identical but for whitespace
   kNearDuplicate,  // Jaccard >= jaccard_threshold
   kContained,      // the smaller inside the larger, size guard met
+  kEdited,         // shingle Jaccard >= edited_min_jaccard, unit Jaccard >= edited_threshold
 };
 
-// "none", "exact_duplicate", "whitespace_duplicate", "near_duplicate", "contained".
+// "none", "exact_duplicate", "whitespace_duplicate", "near_duplicate", "contained", "edited".
 NEARDUP_EXPORT const char* DuplicateReasonName(DuplicateReason reason);
 
 struct PairRuleOptions {
@@ -72,6 +83,11 @@ struct PairRuleOptions {
   double containment_min_shingles = 30;
   // ... and at least this fraction of the larger one's; in [0, 1].
   double containment_min_ratio = 0.6;
+  // edited: the plain Jaccard of the unit sets >= this; in [0, 1]; 0 turns the reason off.
+  double edited_threshold = 0;
+  // ... and the plain shingle Jaccard >= this; in (0, 1] when the reason is on, so that a pair
+  // sharing no shingle is never `edited`.
+  double edited_min_jaccard = 0.45;
 };
 
 // InvalidArgument naming the option, or OK.
@@ -81,7 +97,7 @@ NEARDUP_EXPORT Status ValidatePairRuleOptions(const PairRuleOptions& options);
 // boilerplate aside: the candidate stage has to find pairs down to this. It is the smaller of
 // jaccard_threshold and, with containment on, c * r / (1 + r - c * r) for c =
 // containment_threshold and r = containment_min_ratio (a set of r times the other's size, a
-// fraction c of it inside the other).
+// fraction c of it inside the other), and, with `edited` on, edited_min_jaccard.
 NEARDUP_EXPORT double LowestAcceptedJaccard(const PairRuleOptions& options);
 
 // Document frequencies of shingles counted over a corpus in a bounded summary: a count-min sketch
@@ -161,6 +177,9 @@ struct PairDocument {
   // The weighted size of `shingles` (PairRule::Weight); unset lets Decide compute it. Callers
   // that judge one document against many compute it once.
   std::optional<double> weight = std::nullopt;
+  // Sorted distinct narrowed unit hashes (ShingleSimilarity::Units, Narrow), for `edited`;
+  // empty = unknown (the reason cannot apply).
+  std::span<const uint32_t> units = {};
 };
 
 // The facts of a document computed from its text, owning its set.
@@ -169,8 +188,9 @@ struct DocumentFacts {
   uint64_t text_bytes = 0;
   uint64_t squeezed_hash = 0;
   std::vector<uint32_t> shingles;
+  std::vector<uint32_t> units;
   PairDocument view() const {
-    return {content_hash, text_bytes, squeezed_hash, shingles, std::nullopt};
+    return {content_hash, text_bytes, squeezed_hash, shingles, std::nullopt, units};
   }
 };
 
@@ -178,7 +198,8 @@ struct DocumentFacts {
 // test (the hash dedup computes per document).
 NEARDUP_EXPORT uint64_t WhitespaceFreeHash(std::string_view text);
 
-// The facts of `text` (valid UTF-8), its shingles cut by `shingler` and narrowed, as dedup does.
+// The facts of `text` (valid UTF-8), its shingles and units cut by `shingler` and narrowed, as
+// dedup does.
 NEARDUP_EXPORT Status ComputeDocumentFacts(std::string_view text, const ShingleSimilarity& shingler,
                                            DocumentFacts* facts);
 
@@ -186,11 +207,16 @@ struct PairDecision {
   DuplicateReason reason = DuplicateReason::kNone;
   bool duplicate() const { return reason != DuplicateReason::kNone; }
   // The reason's similarity: 1 for exact and whitespace duplicates, the Jaccard for
-  // near_duplicate and for a pair that is none, the containment for contained.
+  // near_duplicate and for a pair that is none, the containment for contained, the unit Jaccard
+  // for edited.
   double similarity = 0;
   double jaccard = 0;       // weighted Jaccard (1 for exact and whitespace duplicates)
   double containment = 0;   // weighted containment of the smaller in the larger
   bool size_guard = false;  // the smaller document passes the containment size guard
+  // The plain Jaccard of the unit sets, when the `edited` test measured it (the reason on, both
+  // unit sets given, the plain shingle Jaccard at least edited_min_jaccard, and no earlier
+  // reason held); DecideFast may leave it unset for a pair it rejects.
+  std::optional<double> unit_jaccard;
   // False when DecideFast stopped early: the pair is not a duplicate, and jaccard / containment
   // are not computed (0).
   bool measured = true;
@@ -214,17 +240,18 @@ class NEARDUP_EXPORT PairRule {
   PairDecision DecideFast(const PairDocument& a, const PairDocument& b) const;
 
   // False when the pair cannot be a duplicate by its sets because its plain Jaccard is below
-  // kPlainJaccardFloor (with weights; always true without): a cheap test that needs no weight,
+  // kPlainJaccardFloor and (with `edited` on and both unit sets given) below edited_min_jaccard
+  // (with weights; always true without): a cheap test that needs no weight,
   // for callers that look weights up only for the pairs that pass it. Decide applies it too.
   bool PassesPlainFloor(const PairDocument& a, const PairDocument& b) const;
 
   // The size bound: false when a pair whose (plain) shingle sets hold size_a and size_b values
   // cannot be a near_duplicate or contained pair whatever the sets hold, because its plain Jaccard
   // is at most min / max and that is below LowestAcceptedJaccard(options()) (with weights: below
-  // kPlainJaccardFloor), or because one set is empty. Exact and whitespace duplicates are decided
-  // from hashes, not by this. It never rules out a pair Decide accepts, so callers may skip
-  // reading the sets of a pair it rules out (Dask does); with verification off
-  // (jaccard_threshold 0) it is always true.
+  // kPlainJaccardFloor and, with `edited` on, edited_min_jaccard), or because one set is empty.
+  // Exact and whitespace duplicates are decided from hashes, not by this. It never rules out a pair
+  // Decide accepts, so callers may skip reading the sets of a pair it rules out (Dask does); with
+  // verification off (jaccard_threshold 0) it is always true.
   bool MayAcceptBySizes(uint64_t size_a, uint64_t size_b) const;
 
   // The weight of one shingle (1, or F / df for boilerplate) and of a set.
@@ -244,6 +271,8 @@ class NEARDUP_EXPORT PairRule {
         frequencies_(frequencies),
         boilerplate_documents_(boilerplate_documents) {}
   PairDecision Measure(const PairDocument& a, const PairDocument& b, bool fast) const;
+  // Whether `edited` is on and both documents give the sets it compares.
+  bool EditedApplies(const PairDocument& a, const PairDocument& b) const;
 
   PairRuleOptions options_;
   const ShingleFrequencies* frequencies_ = nullptr;

@@ -10,6 +10,15 @@
 // reference similarity; the size is chosen where each shingle starts, not per document, so a
 // passage has the same shingles whatever text surrounds it (a Chinese article in an English page).
 //
+// The units themselves form a second set (Units): the pair rule's `edited` reason compares it,
+// since a word edit breaks up to three shingles but only one unit. It is the units' multiset, one
+// element per occurrence (the k-th repeat of a unit is an element of its own), so its Jaccard is
+// the multiset Jaccard of the units, sum of the smaller counts over sum of the larger: two pages
+// that merely use the same words or characters (a set Jaccard of 0.75 is common between distinct
+// Chinese or Japanese pages in one template) score lower than an edited copy, which keeps its
+// counts. Unit hashes are mixed with a domain constant of their own, apart from the shingle
+// hashes.
+//
 // Thread safety: a ShingleSimilarity is immutable after Create(); Shingles() may run on any number
 // of threads at once.
 #ifndef NEARDUP_SHINGLES_H_
@@ -40,6 +49,20 @@ class NEARDUP_EXPORT ShingleSimilarity {
   // The same from a text already normalised with normalize_options() (e.g. the Fingerprinter's
   // normalised text when its options are the same): Shingles(t) == ShinglesOfNormalized(N(t)).
   static void ShinglesOfNormalized(std::string_view normalized, std::vector<uint64_t>* shingles);
+  // The unit multiset of `text` (valid UTF-8) as sorted, distinct 64-bit hashes, one per
+  // occurrence of a unit (above); the units are cut exactly as for the shingles: each Han / kana
+  // / Thai / ... character one unit, every other run of letters, digits and marks one word unit.
+  // A text without units yields none.
+  Status Units(std::string_view text, std::vector<uint64_t>* units) const;
+  // The same from a normalised text: Units(t) == UnitsOfNormalized(N(t)).
+  static void UnitsOfNormalized(std::string_view normalized, std::vector<uint64_t>* units);
+  // Both sets from one cut of the text (what dedup uses when it needs both):
+  // ShinglesOfNormalized(n) and UnitsOfNormalized(n).
+  static void ShinglesAndUnitsOfNormalized(std::string_view normalized,
+                                           std::vector<uint64_t>* shingles,
+                                           std::vector<uint64_t>* units);
+  Status ShinglesAndUnits(std::string_view text, std::vector<uint64_t>* shingles,
+                          std::vector<uint64_t>* units) const;
   // The normalisation applied before shingling.
   const NormalizeOptions& normalize_options() const;
 
@@ -49,7 +72,8 @@ class NEARDUP_EXPORT ShingleSimilarity {
   static double Jaccard32(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b);
   // The compact form dedup verifies with: each hash folded to 32 bits (h ^ h >> 32), sorted and
   // distinct. A collision among a few thousand shingles is rare enough (p ~ 1e-6 per document
-  // pair) not to move a Jaccard value measurably, and it halves the memory.
+  // pair) not to move a Jaccard value measurably, and it halves the memory. Unit sets are
+  // narrowed the same way.
   static void Narrow(const std::vector<uint64_t>& shingles, std::vector<uint32_t>* narrow);
   // The verification similarity of two texts, exactly as dedup computes it: Jaccard32 of the
   // narrowed shingle sets.

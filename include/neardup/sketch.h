@@ -35,6 +35,11 @@ struct DocumentSketch {
   // The narrowed shingle set (ShingleSimilarity::Narrow: sorted distinct 32-bit values) that the
   // Jaccard verification compares.
   std::vector<uint32_t> shingles;
+  // The narrowed unit set (words, Han characters: ShingleSimilarity's units) that the pair rule's
+  // `edited` reason compares; made only by a sketcher created with units (a store whose rule has
+  // the reason on needs them), else empty.
+  std::vector<uint32_t> units;
+  bool has_units = false;  // the sketcher made `units`
   // Which LSH parameters made band_keys (LshTag, neardup/minhash_lsh.h); a store refuses a
   // sketch made with others.
   uint64_t lsh_tag = 0;
@@ -42,9 +47,11 @@ struct DocumentSketch {
 
 class NEARDUP_EXPORT DocumentSketcher {
  public:
-  // InvalidArgument naming the option for bad fingerprint or LSH options.
+  // InvalidArgument naming the option for bad fingerprint or LSH options. `with_units`: Sketch
+  // also makes the unit set (for a store whose pair rule has the `edited` reason on).
   static Result<std::unique_ptr<DocumentSketcher>> Create(const FingerprintOptions& fingerprint,
-                                                          const MinHashLshOptions& lsh);
+                                                          const MinHashLshOptions& lsh,
+                                                          bool with_units = false);
   ~DocumentSketcher();
   DocumentSketcher(const DocumentSketcher&) = delete;
   DocumentSketcher& operator=(const DocumentSketcher&) = delete;
@@ -55,6 +62,7 @@ class NEARDUP_EXPORT DocumentSketcher {
   const Fingerprinter& fingerprinter() const;
   const MinHashLsh& lsh() const;
   uint64_t lsh_tag() const;
+  bool with_units() const;
 
  private:
   struct NEARDUP_HIDDEN Impl;

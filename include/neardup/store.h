@@ -106,6 +106,12 @@ struct NEARDUP_EXPORT StoreOptions {
   std::optional<double> containment_threshold;
   std::optional<double> containment_min_shingles;
   std::optional<double> containment_min_ratio;
+  // kDedup: the `edited` reason of the store's pair rule (PairRuleOptions::edited_threshold, 0 =
+  // off, and edited_min_jaccard). Recorded at creation like the containment options; a store
+  // created before the reason existed answers with it off, and asking such a store for another
+  // value is an error. Each nullopt: the store's (PairRuleOptions{}'s for a new store).
+  std::optional<double> edited_threshold;
+  std::optional<double> edited_min_jaccard;
 
   SyncMode sync_mode = SyncMode::kEveryWrite;
   int group_commit_interval_ms = 2;  // for SyncMode::kGroupCommit
@@ -148,8 +154,9 @@ struct StoredDocument {
   Fingerprint fingerprint;
   std::string metadata;  // opaque caller bytes (e.g. a JSON object), may be empty
   int distance = 0;      // Hamming distance to the query's fingerprint (Search and checks only)
-  // Checks only: the verified shingle Jaccard (1 for exact and whitespace-only copies); unset
-  // when not computed (a kSimHash store, Get and Search).
+  // Checks only: the reason's similarity (PairDecision::similarity: the verified shingle Jaccard,
+  // the containment for kContained, the unit-set Jaccard for kEdited; 1 for exact and
+  // whitespace-only copies); unset when not computed (a kSimHash store, Get and Search).
   std::optional<double> similarity = std::nullopt;
   // Checks only: why it is a duplicate (neardup/pair_rule.h; DuplicateReasonName gives the API's
   // string). kNearDuplicate in a kSimHash store (within distance k).
@@ -224,11 +231,12 @@ struct StoreStats {
   std::string fingerprint_options;  // as recorded at creation
   StoreRule rule = StoreRule::kSimHash;
   // kDedup stores: the LSH options recorded at creation (bands and rows resolved), and the
-  // verification form of the shingle sets (e.g. "narrowed32-elias-fano").
+  // verification form of the shingle sets (e.g. "narrowed32-elias-fano"; with the edited reason
+  // on, "narrowed32-elias-fano+units": the unit sets are kept too).
   MinHashLshOptions lsh;
   std::string verification_form;
   // kDedup stores: the pair rule the store answers with (jaccard_threshold = lsh.threshold, and the
-  // containment options recorded at creation).
+  // containment and edited options recorded at creation).
   PairRuleOptions pair_rule;
   StoreHealth health;  // same as Health()
   // A damaged or torn last log record found at open: its bytes were dropped from the log (an
@@ -293,6 +301,9 @@ class NEARDUP_EXPORT DocumentStore {
   // kDedup stores: the LSH options sketches must be made with (DocumentSketcher::Create); a
   // kSimHash store: nullopt.
   virtual std::optional<MinHashLshOptions> LshOptions() const = 0;
+  // kDedup stores whose pair rule has the `edited` reason on: sketches must carry the unit set
+  // (DocumentSketcher::Create with with_units), else an add or check is refused.
+  virtual bool SketchesNeedUnits() const = 0;
 
   virtual StoreStats Stats() const = 0;
   // Cheap (one mutex); safe to call from a health check at any rate.

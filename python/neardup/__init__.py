@@ -177,7 +177,9 @@ def shingles(texts: Sequence[str], *, t2s: bool = True, threads: int = 0) -> lis
 
 # ---- dedup ---------------------------------------------------------------------------------------
 
-_REASONS = ("exact_duplicate", "near_duplicate", "chained")
+# A removed document's reason (clusters.jsonl's "reason"): linked to the kept one by the pair
+# rule's exact_duplicate, near_duplicate, contained or edited, or through another member.
+_REASONS = ("exact_duplicate", "near_duplicate", "contained", "edited", "chained")
 
 
 class DedupResult:
@@ -385,7 +387,9 @@ def dedup(documents: Any, **options: Any) -> DedupResult:
     dicts, or plain strings (ids ``"0"``, ``"1"``, ...). Options are the flags of ``neardup dedup``:
     ``threshold`` (shingle Jaccard of a duplicate, 0.5), ``candidates`` ("lsh+simhash" | "lsh" |
     "simhash"; the command's default), ``bands`` / ``rows`` (0 = from the threshold), ``bucket_window`` (64), ``k`` (the
-    SimHash join distance, 3), ``verify`` (None = the threshold; 0 = off), ``keep`` ("first" |
+    SimHash join distance, 3), ``verify`` (None = the threshold; 0 = off), ``containment`` (0.9;
+    the ``contained`` reason, 0 = off), ``edited`` (0 = off; the ``edited`` reason: unit Jaccard
+    at least this, with a shingle Jaccard of at least ``edited_min_jaccard``, 0.45), ``keep`` ("first" |
     "longest" | "field:NAME"), ``bits``, ``tokenizer``, ``shingle``, ``top_k``, ``no_t2s``, ...
     ``threads`` (0 = all cores), ``temp_dir`` (where the run's unlinked temporary files go, as
     ``--temp-dir``; None = ``$TMPDIR``, else /tmp).

@@ -24,7 +24,9 @@ error unless ``progress=False``):
    the distinct keys in the one set codec, src/common/set_codec.h, with a bit and the row of each
    record: about 4.5 bytes per band and document), whitespace-free hashes and id hashes are
    written grouped by the shuffle partition that owns them; the per-document facts and the
-   shingle sets (the same codec) stay in the partition's own file.
+   shingle sets (the same codec) stay in the partition's own file, with, when the rule's
+   ``edited`` reason is on, each document's narrowed unit (word / Han character) set beside its
+   shingle set.
 2. ``buckets``, per shuffle partition: the LSH bucket rule over its band keys, the
    whitespace-only pairs, the SimHash join's buckets (when it runs), shared ids; the candidate
    pairs go to the partition of their first document.
@@ -32,9 +34,9 @@ error unless ``progress=False``):
    first: the run's count sets the sample of rejected pairs summary.json's similarity histogram
    measures, as in the command), judged by THE pair rule
    (neardup/pair_rule.h: exact and whitespace duplicates from hashes, near_duplicate and
-   contained from the shingle sets). Of the other partitions' documents in these pairs only the
-   facts the rule needs are read, and a set only when the pair's set sizes allow the rule's
-   lowest accepted Jaccard.
+   contained from the shingle sets, edited from the shingle and unit sets). Of the other
+   partitions' documents in these pairs only the facts the rule needs are read, and a set only
+   when the pair's set sizes allow the rule's lowest accepted Jaccard.
 4. ``components``: connected components of the accepted pairs (one union-find when they fit in
    one task, else min-label propagation over ``ceil(pairs / component_pairs)`` partitions, with
    the rounds reported) and the keep decision per cluster (BuildClusters).
@@ -375,6 +377,8 @@ class _Run:
         self.simhash_expected = float(max(1, 40_000 * nparts))
         self.bands = resolved["bands"] if resolved["use_lsh"] else 0
         self.verify = resolved["verify"]
+        # The pair rule's `edited` reason on: the unit sets travel beside the shingle sets.
+        self.units = self.verify > 0 and resolved["edited"] > 0
 
     def path(self, stage: str, name: str) -> str:
         return os.path.join(self.work, stage, name)
@@ -393,7 +397,8 @@ def _documents_task(run: _Run, index: int, source: dict) -> dict:
     got = _neardup._dask_read(source, run.options, run.key, run.dests, run.threads)
     facts = {name: got[name] for name in (
         "id_blob", "id_offsets", "line", "hi", "lo", "text_bytes", "normalized_bytes",
-        "content_hash", "squeezed_hash", "score", "set_offsets", "set_codes", "set_sizes")}
+        "content_hash", "squeezed_hash", "score", "set_offsets", "set_codes", "set_sizes",
+        *(("unit_offsets", "unit_codes") if run.units else ()))}
     n = len(got["hi"])
     keys = {name: got[name] for name in ("band_offsets", "band_codes", "ws_offsets", "ws_hashes",
                                          "ws_rows", "idh_offsets", "idh_hashes", "idh_rows")}
@@ -663,6 +668,7 @@ def _verify_task(run: _Run, p: int, doc_starts: List[int], level: int) -> dict:
               table["set_sizes"])
     set_offsets = np.zeros(len(docs) + 1, np.uint64)
     set_values = np.zeros(0, np.uint32)
+    units = (set_offsets, set_values) if run.units else ()
     # The run's document numbers (for the histogram's sample).
     canonical = (np.asarray(doc_starts, np.uint64)[(docs >> np.uint64(32)).astype(np.int64)] +
                  (docs & _LOW)).astype(np.uint64)
@@ -673,10 +679,12 @@ def _verify_task(run: _Run, p: int, doc_starts: List[int], level: int) -> dict:
         needed[ia[need]] = True
         needed[ib[need]] = True
         set_offsets, set_values = _sets_of(run, docs, needed, shuffled, p)
+        if run.units:
+            units = _sets_of(run, docs, needed, shuffled, p, "unit_offsets", "unit_codes")
     # THE pair rule (neardup/pair_rule.h), as dedup's verification applies it.
     similarity, reason, measured, _ = _neardup._dask_verify(
         ia, ib, *hashes, set_offsets, set_values, canonical, level, run.options, run.key,
-        run.threads)
+        run.threads, *units)
     accepted = reason != 0
     # The similarity histogram of summary.json: accepted pairs by similarity, rejected ones
     # counted and the sample of them measured, by bin.
@@ -734,9 +742,11 @@ def _facts_of(run: _Run, gids: np.ndarray, columns: Sequence[str], shuffled: Opt
     return out
 
 
-def _sets_of(run: _Run, gids: np.ndarray, needed: np.ndarray, shuffled: dict, home: int) -> tuple:
-    """The narrowed shingle sets of documents `gids` (sorted) where `needed` (others empty), as a
-    CSR (offsets, values) in the order of gids."""
+def _sets_of(run: _Run, gids: np.ndarray, needed: np.ndarray, shuffled: dict, home: int,
+             offsets_name: str = "set_offsets", codes_name: str = "set_codes") -> tuple:
+    """The narrowed shingle sets (or, with the unit columns' names, unit sets) of documents
+    `gids` (sorted) where `needed` (others empty), as a CSR (offsets, values) in the order of
+    gids."""
     part = (gids >> np.uint64(32)).astype(np.int64)
     bounds = np.searchsorted(part, np.arange(run.nparts + 1))
     lengths = np.zeros(len(gids), np.uint64)
@@ -745,8 +755,8 @@ def _sets_of(run: _Run, gids: np.ndarray, needed: np.ndarray, shuffled: dict, ho
         where = np.flatnonzero(needed[bounds[q]:bounds[q + 1]]) + bounds[q]
         rows = (gids[where] & _LOW).astype(np.uint64)
         facts = _Arrays(run.path("documents", f"p{q:06d}.facts"))
-        offsets, got, nbytes = _neardup._dask_gather_coded_sets(facts["set_offsets"],
-                                                                facts["set_codes"], rows)
+        offsets, got, nbytes = _neardup._dask_gather_coded_sets(facts[offsets_name],
+                                                                facts[codes_name], rows)
         lengths[where] = np.diff(offsets)
         values.append((where, offsets, got))
         if q != home:
@@ -1356,8 +1366,8 @@ def dedup(data: Any, output: Optional[str] = None, *, text_field: Optional[str] 
     Without ``output`` the files go to a temporary directory, removed with the result.
 
     Options are those of :func:`neardup.dedup` (``threshold``, ``candidates``, ``bands``,
-    ``rows``, ``bucket_window``, ``k``, ``verify``, ``keep``, ``bits``, ``strict``, fingerprint
-    options; ``threads``: the library's threads inside each task, default 1, Dask's workers being
+    ``rows``, ``bucket_window``, ``k``, ``verify``, ``keep``, ``bits``, ``strict``, the pair
+    rule's ``containment`` and ``edited`` options, fingerprint options; ``threads``: the library's threads inside each task, default 1, Dask's workers being
     the parallelism). ``shuffle_partitions``: the partitions of the candidate stage (default: as
     many as the input's); ``component_pairs``: accepted pairs one components task may hold (more
     pairs are joined by min-label propagation over several tasks); ``progress``: a line per

@@ -457,6 +457,9 @@ struct PartitionColumns {
   std::vector<double> scores;
   std::vector<uint32_t> keys, set_sizes;
   std::string set_codes;
+  // With the pair rule's `edited` reason on: the coded narrowed unit sets, as the shingle sets.
+  std::vector<uint64_t> unit_offsets{0};
+  std::string unit_codes;
   std::vector<uint8_t> has_keys;
   uint64_t total_text_bytes = 0;
   std::map<std::string, uint64_t> failed, skipped, fallbacks;
@@ -483,11 +486,12 @@ Result<size_t> ReadBatch(DocumentReader* reader, std::vector<Document>* docs, bo
 class PartitionReader {
  public:
   PartitionReader(const DocumentPass& pass, const DocumentReaderOptions& reader_options,
-                  const PlaceRewriter& rewrite, bool want_sets, int threads)
+                  const PlaceRewriter& rewrite, bool want_sets, bool want_units, int threads)
       : pass_(pass),
         reader_options_(reader_options),
         rewrite_(rewrite),
         want_sets_(want_sets),
+        want_units_(want_units),
         threads_(threads) {}
 
   // Every document of `input` (call without the GIL).
@@ -531,16 +535,23 @@ class PartitionReader {
     return Status::Ok();
   }
 
-  // The sets the run's verification reads when the pass has no LSH stage (RunDedup's second pass
-  // computes them so).
+  // The sets (and, with the `edited` reason on, unit sets) the run's verification reads when the
+  // pass has no LSH stage (RunDedup's second pass computes them so).
   void ComputeSecondPassSets() {
     second_sets_.assign(texts_.size(), {});
+    second_units_.assign(want_units_ ? texts_.size() : 0, {});
     ParallelFor(
         texts_.size(), threads_,
         [&](size_t begin, size_t end) {
-          std::vector<uint64_t> wide;
+          std::vector<uint64_t> wide, units;
           for (size_t i = begin; i < end; ++i) {
-            if (facts_.status[i].ok() && pass_.shingler().Shingles(texts_[i], &wide).ok()) {
+            if (!facts_.status[i].ok()) continue;
+            if (want_units_) {  // and the unit sets of the `edited` reason, from the same cut
+              if (pass_.shingler().ShinglesAndUnits(texts_[i], &wide, &units).ok()) {
+                ShingleSimilarity::Narrow(wide, &second_sets_[i]);
+                ShingleSimilarity::Narrow(units, &second_units_[i]);
+              }
+            } else if (pass_.shingler().Shingles(texts_[i], &wide).ok()) {
               ShingleSimilarity::Narrow(wide, &second_sets_[i]);
             }
           }
@@ -583,17 +594,28 @@ class PartitionReader {
       c->set_offsets.push_back(c->set_codes.size());
       c->set_sizes.push_back(static_cast<uint32_t>(set.size()));
     }
+    if (want_units_) {  // the pass's (from its one cut), or the second pass's
+      std::span<const uint32_t> units =
+          pass_.uses_lsh()
+              ? std::span<const uint32_t>(facts_.unit_values.data() + facts_.unit_offsets[i],
+                                          facts_.unit_offsets[i + 1] - facts_.unit_offsets[i])
+              : std::span<const uint32_t>(second_units_[i]);
+      EncodeShingleSet(units, &c->unit_codes);
+      c->unit_offsets.push_back(c->unit_codes.size());
+    }
   }
 
   const DocumentPass& pass_;
   const DocumentReaderOptions& reader_options_;
   const PlaceRewriter& rewrite_;
   const bool want_sets_;
+  const bool want_units_;
   const int threads_;
   // Reused from batch to batch.
   std::vector<std::string_view> texts_;
   DocumentColumns facts_;
-  std::vector<std::vector<uint32_t>> second_sets_;  // without the LSH stage
+  std::vector<std::vector<uint32_t>> second_sets_;   // without the LSH stage
+  std::vector<std::vector<uint32_t>> second_units_;  // ... and their unit sets (edited on)
 };
 
 // A partition's records grouped by the shuffle partition (of `dests`) they go to.
@@ -724,6 +746,8 @@ py::dict PartitionDict(PartitionColumns&& c, PartitionRecords&& r) {
   out["set_offsets"] = Take(std::move(c.set_offsets));
   out["set_codes"] = Take(std::vector<uint8_t>(c.set_codes.begin(), c.set_codes.end()));
   out["set_sizes"] = Take(std::move(c.set_sizes));
+  out["unit_offsets"] = Take(std::move(c.unit_offsets));
+  out["unit_codes"] = Take(std::vector<uint8_t>(c.unit_codes.begin(), c.unit_codes.end()));
   out["band_offsets"] = Take(std::move(r.band_offsets));
   out["band_codes"] = Take(std::vector<uint8_t>(r.band_codes.begin(), r.band_codes.end()));
   out["row_bits"] = BitsFor(n == 0 ? 0 : n - 1);
@@ -763,12 +787,14 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
     if (warnings->size() < max_warnings) warnings->push_back(rewrite(message));
   };
   const bool want_sets = ResolveVerifyThreshold(options) > 0;
+  // The unit sets only when the pair rule's `edited` reason is on (no cost otherwise).
+  const bool want_units = want_sets && ResolvePairRule(options).edited_threshold > 0;
 
   PartitionColumns columns;
   Status error;
   {
     py::gil_scoped_release release;
-    error = PartitionReader(*pass, reader_options, rewrite, want_sets, threads)
+    error = PartitionReader(*pass, reader_options, rewrite, want_sets, want_units, threads)
                 .Read(in.input, &columns);
   }
   if (!error.ok()) ThrowStatus(Status(error.code(), rewrite(error.message())));
@@ -777,6 +803,7 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
     columns.set_offsets.assign(n + 1, 0);
     columns.set_sizes.assign(n, 0);
   }
+  if (!want_units) columns.unit_offsets.assign(n + 1, 0);
   PartitionRecords records;
   {
     py::gil_scoped_release release;
@@ -902,12 +929,14 @@ py::array_t<bool> NeedsShingles(py::handle a_array, py::handle b_array, py::hand
 // sizes decide it); with verification off, every other pair is a near_duplicate of similarity -1.
 // Returns (similarity f64, reason u8 = DuplicateReason; 0: not duplicates, measured f64: the
 // exact Jaccard of a rejected pair in the histogram's sample at `level` (see NeedsShingles), else
-// -1, sample_level u8: its SampleLevel).
+// -1, sample_level u8: its SampleLevel). With the rule's `edited` reason on, unit_offsets /
+// unit_values give the documents' narrowed unit sets the same way (required then).
 py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle content_array,
                       py::handle bytes_array, py::handle squeezed_array, py::handle sizes_array,
                       py::handle set_offsets_array, py::handle set_values_array,
                       py::handle canonical_array, int level, const py::dict& kwargs,
-                      const std::string& key, int threads) {
+                      const std::string& key, int threads, py::handle unit_offsets_array,
+                      py::handle unit_values_array) {
   PairColumns c(a_array, b_array, content_array, bytes_array, squeezed_array, sizes_array);
   View<uint64_t> canonical(canonical_array);
   if (canonical.size() != c.content.size()) throw py::value_error("canonical of a different size");
@@ -916,11 +945,20 @@ py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle content
   const size_t n = c.content.size();
   const std::shared_ptr<const PairRule> rule = RuleFor(kwargs, key);
   const bool verify = rule->options().jaccard_threshold > 0;
+  const bool units = verify && rule->options().edited_threshold > 0;
+  if (units && (unit_offsets_array.is_none() || unit_values_array.is_none())) {
+    throw py::value_error("the edited reason needs unit_offsets and unit_values");
+  }
+  View<uint64_t> unit_offsets(units ? unit_offsets_array : set_offsets_array);
+  View<uint32_t> unit_values(units ? unit_values_array : set_values_array);
   if (verify) {
-    if (set_offsets.size() != n + 1) throw py::value_error("set offsets of a different size");
-    for (size_t i = 0; i < n; ++i) {
-      if (set_offsets[i + 1] < set_offsets[i] || set_offsets[i + 1] > set_values.size()) {
-        throw py::value_error("set offsets out of range");
+    for (const auto& [offsets, values] :
+         {std::pair{&set_offsets, &set_values}, std::pair{&unit_offsets, &unit_values}}) {
+      if (offsets->size() != n + 1) throw py::value_error("set offsets of a different size");
+      for (size_t i = 0; i < n; ++i) {
+        if ((*offsets)[i + 1] < (*offsets)[i] || (*offsets)[i + 1] > values->size()) {
+          throw py::value_error("set offsets out of range");
+        }
       }
     }
   }
@@ -955,6 +993,12 @@ py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle content
             doc_y.shingles = std::span<const uint32_t>(set_values.data() + set_offsets[y],
                                                        set_offsets[y + 1] - set_offsets[y]);
             doc_x.weight = doc_y.weight = std::nullopt;  // unweighted: the set sizes
+            if (units) {
+              doc_x.units = std::span<const uint32_t>(unit_values.data() + unit_offsets[x],
+                                                      unit_offsets[x + 1] - unit_offsets[x]);
+              doc_y.units = std::span<const uint32_t>(unit_values.data() + unit_offsets[y],
+                                                      unit_offsets[y + 1] - unit_offsets[y]);
+            }
             const PairDecision decision =
                 reachable ? rule->DecideFast(doc_x, doc_y) : PairDecision{};
             similarity[i] = decision.similarity;
@@ -1043,7 +1087,7 @@ py::tuple Clusters(py::handle hi_array, py::handle lo_array, int bits, py::handl
   std::vector<DuplicatePair> pairs(a.size());
   for (size_t i = 0; i < pairs.size(); ++i) {
     if (a[i] >= n || b[i] >= n) throw py::value_error("pair names a document out of range");
-    if (pair_reason[i] == 0 || pair_reason[i] > static_cast<uint8_t>(DuplicateReason::kContained)) {
+    if (pair_reason[i] == 0 || pair_reason[i] > static_cast<uint8_t>(DuplicateReason::kEdited)) {
       throw py::value_error("pair reason out of range");
     }
     pairs[i] = {
@@ -1136,7 +1180,7 @@ py::bytes ClusterLines(py::handle id_offsets_array, py::handle id_blob_array,
     entry.kept = kept[c];
     for (uint64_t m = member_offsets[c]; m < member_offsets[c + 1]; ++m) {
       if (member[m] >= n || via[m] >= n || reason[m] >= reasons.size() || kept[c] >= n ||
-          via_reason[m] > static_cast<uint8_t>(DuplicateReason::kContained)) {
+          via_reason[m] > static_cast<uint8_t>(DuplicateReason::kEdited)) {
         throw py::value_error("cluster member out of range");
       }
       ClusterMember cm;
@@ -1700,7 +1744,8 @@ void RegisterDaskBindings(py::module_& m) {
   m.def("_dask_verify", &VerifyPairs, py::arg("a"), py::arg("b"), py::arg("content_hash"),
         py::arg("text_bytes"), py::arg("squeezed_hash"), py::arg("set_sizes"),
         py::arg("set_offsets"), py::arg("set_values"), py::arg("canonical"), py::arg("level"),
-        py::arg("options"), py::arg("key"), py::arg("threads") = 0);
+        py::arg("options"), py::arg("key"), py::arg("threads") = 0,
+        py::arg("unit_offsets") = py::none(), py::arg("unit_values") = py::none());
   m.def("_dask_distances", &Distances);
   m.def("_dask_gather_strings", &GatherStrings, py::arg("offsets"), py::arg("blob"),
         py::arg("rows"));

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -834,9 +835,10 @@ class PyShingleFrequencies {
 struct FactArrays {
   std::vector<uint64_t> hashes;
   std::vector<std::vector<uint32_t>> sets;
+  std::vector<std::vector<uint32_t>> units;  // empty: not given (the `edited` reason cannot apply)
 };
 
-FactArrays TakeFacts(py::handle hashes, const py::list& sets, const char* side) {
+FactArrays TakeFacts(py::handle hashes, const py::list& sets, py::handle units, const char* side) {
   auto array = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(hashes);
   if (!array || array.ndim() != 2 || array.shape(1) != 3) {
     throw py::type_error(std::string(side) +
@@ -852,18 +854,32 @@ FactArrays TakeFacts(py::handle hashes, const py::list& sets, const char* side) 
   facts.hashes.assign(array.data(), array.data() + 3 * n);
   facts.sets.reserve(n);
   for (py::handle set : sets) facts.sets.push_back(U32(set));
+  if (!units.is_none()) {
+    if (!py::isinstance<py::list>(units)) {
+      throw py::type_error(std::string(side) + "_units: expected a list of uint32 arrays or None");
+    }
+    const py::list list = py::reinterpret_borrow<py::list>(units);
+    if (list.size() != n) {
+      throw py::value_error(std::string(side) + "_units: " + std::to_string(list.size()) +
+                            " unit sets for " + std::to_string(n) + " rows of hashes");
+    }
+    facts.units.reserve(n);
+    for (py::handle set : list) facts.units.push_back(U32(set));
+  }
   return facts;
 }
 
 // The pair rule of `options` (dedup's keywords) applied to pairs i = (left i, right i): a dict
 // of arrays reason (uint8, DuplicateReason: 0 none, 1 exact_duplicate, 2 whitespace_duplicate,
-// 3 near_duplicate, 4 contained), similarity, jaccard and containment (float64).
+// 3 near_duplicate, 4 contained, 5 edited), similarity, jaccard, containment and unit_jaccard
+// (float64; NaN where not measured). The unit sets (optional lists, as _document_facts gives
+// them) let the `edited` reason apply.
 py::dict DecidePairsOfArrays(py::handle left_hashes, const py::list& left_sets,
                              py::handle right_hashes, const py::list& right_sets,
                              const py::dict& options, const PyShingleFrequencies* frequencies,
-                             int threads) {
-  FactArrays left = TakeFacts(left_hashes, left_sets, "left");
-  FactArrays right = TakeFacts(right_hashes, right_sets, "right");
+                             int threads, py::handle left_units, py::handle right_units) {
+  FactArrays left = TakeFacts(left_hashes, left_sets, left_units, "left");
+  FactArrays right = TakeFacts(right_hashes, right_sets, right_units, "right");
   if (left.sets.size() != right.sets.size()) {
     throw py::value_error("left and right differ in length");
   }
@@ -878,6 +894,8 @@ py::dict DecidePairsOfArrays(py::handle left_hashes, const py::list& left_sets,
     const uint64_t* r = &right.hashes[3 * i];
     a[i] = {l[0], l[1], l[2], left.sets[i], std::nullopt};
     b[i] = {r[0], r[1], r[2], right.sets[i], std::nullopt};
+    if (!left.units.empty()) a[i].units = left.units[i];
+    if (!right.units.empty()) b[i].units = right.units[i];
   }
   std::vector<PairDecision> decisions;
   {
@@ -885,22 +903,25 @@ py::dict DecidePairsOfArrays(py::handle left_hashes, const py::list& left_sets,
     neardup::DecidePairs(rule, a, b, threads, &decisions);  // the verification stage
   }
   std::vector<uint8_t> reason(n);
-  std::vector<double> similarity(n), jaccard(n), containment(n);
+  std::vector<double> similarity(n), jaccard(n), containment(n), unit_jaccard(n);
   for (size_t i = 0; i < n; ++i) {
     reason[i] = static_cast<uint8_t>(decisions[i].reason);
     similarity[i] = decisions[i].similarity;
     jaccard[i] = decisions[i].jaccard;
     containment[i] = decisions[i].containment;
+    unit_jaccard[i] = decisions[i].unit_jaccard.value_or(std::numeric_limits<double>::quiet_NaN());
   }
   py::dict out;
   out["reason"] = ToArray(reason);
   out["similarity"] = ToArray(similarity);
   out["jaccard"] = ToArray(jaccard);
   out["containment"] = ToArray(containment);
+  out["unit_jaccard"] = ToArray(unit_jaccard);
   return out;
 }
 
-// The facts of each text as dedup computes them: {"hashes": (n, 3) uint64, "sets": [uint32]}.
+// The facts of each text as dedup computes them: {"hashes": (n, 3) uint64, "sets": [uint32],
+// "units": [uint32]} (the narrowed shingle and unit sets).
 py::dict DocumentFactsOf(py::handle texts, bool traditional_to_simplified, int threads) {
   TextBatch batch(texts);
   auto shingler = Unwrap(ShingleSimilarity::Create(traditional_to_simplified));
@@ -920,16 +941,18 @@ py::dict DocumentFactsOf(py::handle texts, bool traditional_to_simplified, int t
   for (const Status& error : errors) Check(error);
   py::array_t<uint64_t> hashes({static_cast<py::ssize_t>(batch.size()), py::ssize_t{3}});
   uint64_t* h = hashes.mutable_data();
-  py::list sets;
+  py::list sets, units;
   for (size_t i = 0; i < facts.size(); ++i) {
     h[3 * i] = facts[i].content_hash;
     h[3 * i + 1] = facts[i].text_bytes;
     h[3 * i + 2] = facts[i].squeezed_hash;
     sets.append(ToArray(facts[i].shingles));
+    units.append(ToArray(facts[i].units));
   }
   py::dict out;
   out["hashes"] = hashes;
   out["sets"] = sets;
+  out["units"] = units;
   return out;
 }
 
@@ -1170,6 +1193,7 @@ py::dict ResolveDedupOptions(const py::dict& kwargs) {
   out["bucket_window"] = options.lsh.bucket_window;
   out["seed"] = options.lsh.seed;
   out["verify"] = ResolveVerifyThreshold(options);
+  out["edited"] = ResolvePairRule(options).edited_threshold;  // Dask keeps unit sets when > 0
   out["keep_field"] = options.keep_field;
   out["t2s"] = options.fingerprint.normalize.traditional_to_simplified;
   out["id_field"] = options.reader.id_field;
@@ -1464,7 +1488,7 @@ class PyStore {
       if (spec == nullptr || name == "replace_invalid_utf8") UnknownOption(name);
       if ((spec->scope & kStoreScope) || name == "threshold" || name == "bands" || name == "rows" ||
           name == "bucket_window" || name == "containment" || name == "containment_min_shingles" ||
-          name == "containment_min_ratio") {
+          name == "containment_min_ratio" || name == "edited" || name == "edited_min_jaccard") {
         store_keywords[key] = value;
       } else if (spec->scope & kFingerprintScope) {
         fingerprint_keywords[key] = value;
@@ -1493,7 +1517,8 @@ class PyStore {
     store_ = std::move(*opened);
     // A dedup-rule store sketches texts with its LSH options (a SimHash store has none).
     if (const std::optional<MinHashLshOptions> lsh = store_->LshOptions()) {
-      auto sketcher = DocumentSketcher::Create(fingerprint_options_, *lsh);
+      auto sketcher =
+          DocumentSketcher::Create(fingerprint_options_, *lsh, store_->SketchesNeedUnits());
       if (!sketcher.ok()) {
         (void)store_->Close();
         store_.reset();
@@ -1734,6 +1759,8 @@ class PyStore {
       out["containment"] = s.pair_rule.containment_threshold;
       out["containment_min_shingles"] = s.pair_rule.containment_min_shingles;
       out["containment_min_ratio"] = s.pair_rule.containment_min_ratio;
+      out["edited"] = s.pair_rule.edited_threshold;
+      out["edited_min_jaccard"] = s.pair_rule.edited_min_jaccard;
     }
     return out;
   }
@@ -1976,11 +2003,12 @@ void RegisterDedupBindings(py::module_& m) {
           [](const py::bytes& bytes) { return PyShingleFrequencies::Deserialize(bytes); }));
   m.def("_decide_pairs", &DecidePairsOfArrays, py::arg("left_hashes"), py::arg("left_sets"),
         py::arg("right_hashes"), py::arg("right_sets"), py::arg("options") = py::dict(),
-        py::arg("frequencies") = nullptr, py::arg("threads") = 0);
+        py::arg("frequencies") = nullptr, py::arg("threads") = 0,
+        py::arg("left_units") = py::none(), py::arg("right_units") = py::none());
   m.def("_document_facts", &DocumentFactsOf, py::arg("texts"), py::arg("t2s") = true,
         py::arg("threads") = 0);
   m.attr("_REASONS") = py::make_tuple("none", "exact_duplicate", "whitespace_duplicate",
-                                      "near_duplicate", "contained");
+                                      "near_duplicate", "contained", "edited");
   m.def("_dedup_files", &DedupFiles, py::arg("inputs"), py::arg("output_dir"), py::arg("options"),
         py::arg("memory") = py::dict(), py::arg("force") = false, py::arg("write_kept") = "");
   m.def("_resolve_dedup_options", &ResolveDedupOptions, py::arg("options"));

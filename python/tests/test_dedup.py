@@ -227,3 +227,62 @@ def test_texts_without_features_are_counted_the_same_by_cli_and_python(binary, t
     assert (remove, keep) == (result.remove, result.keep)
     with open(tmp_path / "cli" / "summary.json", encoding="utf-8") as f:
         assert json.load(f)["fingerprint_failures_by_code"] == {"no_features": 3}
+
+
+def _edited_pair():
+    """A 300-word text and a copy with one word in eight replaced: shingle Jaccard ~0.48 (below
+    the default threshold), word sets ~0.8 alike."""
+    import random
+    rng = random.Random(5)
+    vocabulary = ["w%d" % i for i in range(2000)]
+    words = [rng.choice(vocabulary) for _ in range(300)]
+    copy = list(words)
+    for i in range(5, 285, 8):
+        copy[i] = "edit%d" % i
+    return " ".join(words), " ".join(copy)
+
+
+def test_edited_keyword_finds_a_lightly_edited_copy():
+    base, copy = _edited_pair()
+    other = " ".join("v%d" % i for i in range(300))
+    docs = [("base", base), ("copy", copy), ("other", other)]
+    assert neardup.dedup(docs).remove == []
+    result = neardup.dedup(docs, edited=0.7)
+    assert result.remove == ["copy"]
+    member = result.clusters[0]["removed"][0]
+    assert member["reason"] == "edited" and member["reason"] in neardup._REASONS
+    assert 0.7 <= member["similarity_to_via"] <= 1
+    assert result.summary["accepted_pairs_by_reason"]["edited"] == 1
+    assert result.summary["pair_rule"]["edited_threshold"] == 0.7
+    assert result.summary["pair_rule"]["edited_min_jaccard"] == 0.45
+    # The shingle floor: above the pair's shingle Jaccard, the reason no longer applies.
+    assert neardup.dedup(docs, edited=0.7, edited_min_jaccard=0.6).remove == []
+    with pytest.raises(ValueError, match="^edited_min_jaccard") as error:
+        neardup.dedup(docs, edited=0.7, edited_min_jaccard=0)
+    assert "--" not in str(error.value)
+    with pytest.raises(ValueError, match="^edited must be in"):
+        neardup.dedup(docs, edited=1.5)
+
+
+def test_decide_pairs_with_unit_sets():
+    """The private rule bindings Dask builds on: _document_facts gives the unit sets, and
+    _decide_pairs applies `edited` only when they are given."""
+    from neardup import _neardup
+    base, copy = _edited_pair()
+    facts = _neardup._document_facts([base, copy])
+    assert len(facts["units"]) == 2 and len(facts["units"][0]) > 100
+    assert _neardup._REASONS[5] == "edited"
+    left = (facts["hashes"][:1], facts["sets"][:1])
+    right = (facts["hashes"][1:], facts["sets"][1:])
+    plain = _neardup._decide_pairs(*left, *right, options={"edited": 0.7})
+    assert plain["reason"][0] == 0
+    decided = _neardup._decide_pairs(*left, *right, options={"edited": 0.7},
+                                     left_units=facts["units"][:1],
+                                     right_units=facts["units"][1:])
+    assert decided["reason"][0] == 5
+    assert 0.45 <= decided["jaccard"][0] < 0.5
+    assert decided["unit_jaccard"][0] == decided["similarity"][0] >= 0.7
+    with pytest.raises(ValueError, match="left_units"):
+        _neardup._decide_pairs(*left, *right, left_units=[], right_units=facts["units"][1:])
+    with pytest.raises(TypeError, match="right_units"):
+        _neardup._decide_pairs(*left, *right, left_units=facts["units"][:1], right_units=7)

@@ -255,3 +255,31 @@ def test_store_records_its_containment_options(tmp_path):
         neardup.Store(path, containment=0.9)
     with pytest.raises(ValueError, match="containment"):
         neardup.Store(str(tmp_path / "other"), containment=1.5)
+
+
+def test_store_records_its_edited_options(tmp_path):
+    """The `edited` reason of a new dedup-rule store (issue 25) is recorded with its rule: a
+    lightly edited copy (every 12th of 300 words replaced, below the 0.8 threshold) is `edited`
+    after reopening, stats() shows the options, and another value at open is refused; a store
+    created without it answers with it off and refuses it."""
+    path = str(tmp_path / "store")
+    original = " ".join("token%d" % i for i in range(300))
+    copy = " ".join(("changed%d" if i % 12 == 6 else "token%d") % i for i in range(300))
+    with neardup.Store(path, sync="none", threshold=0.8, edited=0.7,
+                       edited_min_jaccard=0.3) as store:
+        assert store.check(original, id="original")["added"]
+    with neardup.Store(path) as store:
+        stats = store.stats()
+        assert (stats["edited"], stats["edited_min_jaccard"]) == (0.7, 0.3)
+        found = store.check(copy, add="never")["duplicates"]
+        assert [(d["id"], d["reason"]) for d in found] == [("original", "edited")]
+        assert found[0]["similarity"] >= 0.7
+    with pytest.raises(ValueError, match="edited"):
+        neardup.Store(path, edited=0.5)
+    plain = str(tmp_path / "plain")
+    with neardup.Store(plain, sync="none", threshold=0.8) as store:
+        assert store.stats()["edited"] == 0
+        assert store.check(original, id="original")["added"]
+        assert store.check(copy, add="never")["duplicates"] == []
+    with pytest.raises(ValueError, match="edited"):
+        neardup.Store(plain, edited=0.7)

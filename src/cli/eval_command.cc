@@ -306,6 +306,11 @@ class EvalMarkdown {
          ", top-k=" + std::to_string(options.fingerprint.features.top_k) +
          ", shingle=" + std::to_string(options.fingerprint.features.shingle_size) +
          ", verify=" + Fixed(report.verify_threshold) +
+         ", containment=" + Fixed(report.rule.containment_threshold) +
+         (report.rule.edited_threshold > 0
+              ? ", edited=" + Fixed(report.rule.edited_threshold) +
+                    " (shingle Jaccard >= " + Fixed(report.rule.edited_min_jaccard) + ")"
+              : std::string(", edited=off")) +
          ", t2s=" + (options.fingerprint.normalize.traditional_to_simplified ? "on" : "off") +
          ", strip-markup=" + (options.fingerprint.normalize.strip_markup ? "on" : "off"));
     Line("");
@@ -319,6 +324,12 @@ class EvalMarkdown {
          ", removed: " + std::to_string(report.removed_count()) +
          ", labelled pairs: " + std::to_string(run_.pairs.size()) +
          " (missing: " + std::to_string(run_.methods[0].scores.overall.missing) + ")");
+    std::string reasons;
+    for (const auto& [reason, count] : report.pairs_by_reason) {
+      reasons += (reasons.empty() ? "" : ", ") + reason + " " + std::to_string(count);
+    }
+    Line("");
+    Line("Accepted pairs by reason: " + (reasons.empty() ? std::string("none") : reasons));
   }
 
   void Overall() {
@@ -558,11 +569,17 @@ std::string EvalJson(const EvalRun& run) {
   json.Key("verify").Double(report.verify_threshold);
   json.Key("shingle").Int(options.fingerprint.features.shingle_size);
   json.Key("t2s").Bool(options.fingerprint.normalize.traditional_to_simplified);
+  json.Key("containment").Double(report.rule.containment_threshold);
+  json.Key("edited").Double(report.rule.edited_threshold);
+  json.Key("edited_min_jaccard").Double(report.rule.edited_min_jaccard);
   json.EndObject();
   json.Key("documents").Uint(report.documents.size());
   json.Key("text_bytes").Uint(report.text_bytes);
   json.Key("candidate_pairs").Uint(report.candidate_pairs);
   json.Key("accepted_pairs").Uint(report.pairs.size());
+  json.Key("accepted_pairs_by_reason").BeginObject();
+  for (const auto& [reason, count] : report.pairs_by_reason) json.Key(reason).Uint(count);
+  json.EndObject();
   json.Key("clusters").Uint(report.clusters.size());
   json.Key("removed").Uint(report.removed_count());
   json.Key("labelled_pairs").Uint(run.pairs.size());

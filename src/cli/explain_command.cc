@@ -212,6 +212,9 @@ void PrintJson(const Explanation& e) {
   json.Key("boilerplate_min_documents").Uint(verdict.boilerplate_documents);
   json.Key("verify_threshold").Double(verdict.verify_threshold);
   json.Key("containment_threshold").Double(verdict.rule.containment_threshold);
+  json.Key("unit_jaccard").Double(verdict.unit_jaccard);
+  json.Key("edited_threshold").Double(verdict.rule.edited_threshold);
+  json.Key("edited_min_jaccard").Double(verdict.rule.edited_min_jaccard);
   json.Key("reason").String(DuplicateReasonName(verdict.reason));
   json.Key("exact").Bool(verdict.exact).Key("whitespace_only").Bool(verdict.whitespace_only);
   json.Key("near_duplicate").Bool(verdict.duplicate);
@@ -267,6 +270,16 @@ void PrintText(const Explanation& e, const DedupOptions& options) {
       "(contained at >= %.2f, size guard %s)\n",
       verdict.jaccard, verdict.verify_threshold, verdict.containment,
       verdict.rule.containment_threshold, verdict.size_guard ? "met" : "not met");
+  if (verdict.rule.edited_threshold > 0) {
+    std::printf(
+        "unit similarity: Jaccard %.3f of the word / character sets (edited at >= %.2f with "
+        "plain shingle Jaccard >= %.2f; plain shingle Jaccard %.3f)\n",
+        verdict.unit_jaccard, verdict.rule.edited_threshold, verdict.rule.edited_min_jaccard,
+        verdict.plain_jaccard);
+  } else {
+    std::printf("unit similarity: Jaccard %.3f of the word / character sets (edited off)\n",
+                verdict.unit_jaccard);
+  }
   std::printf("pair rule: %s\n", verdict.verify_threshold <= 0
                                      ? "verification off"
                                      : DuplicateReasonName(verdict.reason));
@@ -274,6 +287,7 @@ void PrintText(const Explanation& e, const DedupOptions& options) {
               verdict.exact             ? " (identical texts)"
               : verdict.whitespace_only ? " (identical but for whitespace)"
               : verdict.duplicate && verdict.reason == DuplicateReason::kContained ? " (contained)"
+              : verdict.duplicate && verdict.reason == DuplicateReason::kEdited    ? " (edited)"
                                                                                    : "");
   auto print_list = [](const char* title, const std::vector<const WeightedFeature*>& features) {
     std::printf("%s:", title);

@@ -266,6 +266,11 @@ int RunCreate(const IndexArgs& args) {
                   stats.pair_rule.containment_threshold, stats.pair_rule.containment_min_shingles,
                   stats.pair_rule.containment_min_ratio);
     rule = buffer;
+    if (stats.pair_rule.edited_threshold > 0) {
+      std::snprintf(buffer, sizeof(buffer), ", edited %g (shingle Jaccard >= %g)",
+                    stats.pair_rule.edited_threshold, stats.pair_rule.edited_min_jaccard);
+      rule += buffer;
+    }
   }
   std::fprintf(
       stderr,

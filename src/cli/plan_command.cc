@@ -46,8 +46,54 @@ struct PlanArgs {
 // Dedup's options of the LSH plan. Given: whether it was asked for (a threshold, bands or rows).
 constexpr std::string_view kLshPlanKeys[] = {"threshold", "bands", "rows"};
 // ... and what it shows of the pair rule, which only the LSH plan uses.
-constexpr std::string_view kRuleKeys[] = {"verify_threshold", "containment_threshold",
-                                          "containment_min_shingles", "containment_min_ratio"};
+constexpr std::string_view kRuleKeys[] = {"verify_threshold",         "containment_threshold",
+                                          "containment_min_shingles", "containment_min_ratio",
+                                          "edited_threshold",         "edited_min_jaccard"};
+
+// The lowest Jaccard of a pair `contained` accepts (LowestAcceptedJaccard of that reason alone).
+double LowestContainedJaccard(const PairRuleOptions& rule) {
+  PairRuleOptions contained = rule;
+  contained.jaccard_threshold = 1;
+  contained.edited_threshold = 0;
+  return LowestAcceptedJaccard(contained);
+}
+
+// What verification accepts under `rule`, reason by reason.
+void PrintAcceptedPairs(const PairRuleOptions& rule) {
+  std::printf("What verification accepts (the pair rule, neardup/pair_rule.h):\n");
+  std::printf(
+      "  exact_duplicate / whitespace_duplicate: identical texts, or identical but for "
+      "whitespace (from hashes, whatever the candidate stage)\n");
+  if (rule.jaccard_threshold > 0) {
+    std::printf("  near_duplicate: shingle Jaccard >= %.2f\n", rule.jaccard_threshold);
+  } else {
+    std::printf("  near_duplicate: every candidate pair (verification off)\n");
+  }
+  if (rule.containment_threshold > 0) {
+    std::printf(
+        "  contained: at least %.0f%% of the smaller document's shingles in the larger one, the "
+        "smaller holding >= %.0f shingles and >= %.0f%% of the larger's (a contained pair can "
+        "have a Jaccard as low as %.3f)\n",
+        100 * rule.containment_threshold, rule.containment_min_shingles,
+        100 * rule.containment_min_ratio, LowestContainedJaccard(rule));
+  } else {
+    std::printf("  contained: off\n");
+  }
+  if (rule.edited_threshold > 0) {
+    std::printf(
+        "  edited: plain shingle Jaccard >= %.2f and multiset Jaccard of the units (words, Han "
+        "characters) >= %.2f: a lightly edited copy (an edit breaks up to 3 shingles but 1 "
+        "unit)\n",
+        rule.edited_min_jaccard, rule.edited_threshold);
+  } else {
+    std::printf("  edited: off (--edited S turns it on)\n");
+  }
+  std::printf(
+      "  boilerplate: off by default (every shingle weighs 1); with --boilerplate, a shingle "
+      "found in F or more documents of the corpus weighs F / df (F >= %u, counted in dedup's "
+      "first pass) and the similarities above are weighted\n\n",
+      BoilerplateOptions().min_documents);
+}
 
 // Dedup's plan for a threshold: the pair rule verification applies, the LSH stage that finds its
 // pairs, and the probability that a pair of each similarity is found.
@@ -68,30 +114,7 @@ int PrintLshPlan(const PlanArgs& args) {
   const PairRuleOptions rule = ResolvePairRule(options);
   const LshParameters p = *lsh->parameters;
   const double lowest = LowestAcceptedJaccard(rule);
-  std::printf("What verification accepts (the pair rule, neardup/pair_rule.h):\n");
-  std::printf(
-      "  exact_duplicate / whitespace_duplicate: identical texts, or identical but for "
-      "whitespace (from hashes, whatever the candidate stage)\n");
-  if (rule.jaccard_threshold > 0) {
-    std::printf("  near_duplicate: shingle Jaccard >= %.2f\n", rule.jaccard_threshold);
-  } else {
-    std::printf("  near_duplicate: every candidate pair (verification off)\n");
-  }
-  if (rule.containment_threshold > 0) {
-    std::printf(
-        "  contained: at least %.0f%% of the smaller document's shingles in the larger one, the "
-        "smaller holding >= %.0f shingles and >= %.0f%% of the larger's (a contained pair can "
-        "have a Jaccard as low as %.3f)\n",
-        100 * rule.containment_threshold, rule.containment_min_shingles,
-        100 * rule.containment_min_ratio, lowest);
-  } else {
-    std::printf("  contained: off\n");
-  }
-  std::printf(
-      "  boilerplate: off by default (every shingle weighs 1); with --boilerplate, a shingle "
-      "found in F or more documents of the corpus weighs F / df (F >= %u, counted in dedup's "
-      "first pass) and the similarities above are weighted\n\n",
-      BoilerplateOptions().min_documents);
+  PrintAcceptedPairs(rule);
   std::printf(
       "MinHash LSH plan: %d bands x %d rows = %d signature values%s; pairs down to Jaccard %.3f "
       "are candidates with probability %.3f\n",
@@ -115,11 +138,16 @@ int PrintLshPlan(const PlanArgs& args) {
   for (int j = 1; j <= 9; ++j) std::printf(" %6.0e", 1 - LshCandidateProbability(j / 10.0, p));
   std::printf("\n  accepted  ");
   for (int j = 1; j <= 9; ++j) {
-    std::printf(" %6s", rule.jaccard_threshold <= 0 || j / 10.0 >= rule.jaccard_threshold - 1e-9
-                            ? "yes"
-                            : "no");
+    const double jaccard = j / 10.0;
+    const bool near = rule.jaccard_threshold <= 0 || jaccard >= rule.jaccard_threshold - 1e-9;
+    const bool edited = rule.edited_threshold > 0 && jaccard >= rule.edited_min_jaccard - 1e-9;
+    std::printf(" %6s", near ? "yes" : edited ? "edited" : "no");
   }
   std::printf("\n");
+  if (rule.edited_threshold > 0) {
+    std::printf("  (edited: accepted when the unit Jaccard also reaches %.2f)\n",
+                rule.edited_threshold);
+  }
   if (rule.containment_threshold > 0) {
     std::printf(
         "\ncontained pairs (the smaller set a fraction r of the larger's size, containment c): "

@@ -88,6 +88,11 @@ void PrintStoreLine(const std::string& dir, const StoreStats& stats,
                   stats.pair_rule.containment_threshold, stats.pair_rule.containment_min_shingles,
                   stats.pair_rule.containment_min_ratio);
     rule = buffer;
+    if (stats.pair_rule.edited_threshold > 0) {
+      std::snprintf(buffer, sizeof(buffer), ", edited %g (shingle Jaccard >= %g)",
+                    stats.pair_rule.edited_threshold, stats.pair_rule.edited_min_jaccard);
+      rule += buffer;
+    }
   }
   std::fprintf(stderr,
                "neardup serve: %s: rule %s; %d-bit, indexed_k %d, index design: %s (%.0f B/fp); "

@@ -24,8 +24,9 @@
 namespace neardup::cli {
 
 // The store's flags, made from the option registry (neardup/options.h, kStoreScope and dedup's
-// LSH and containment options for the rule of a new store): --rule, --threshold, --bands, --rows,
-// --bucket-window, --containment, --containment-min-shingles, --containment-min-ratio, --indexed-k,
+// LSH, containment and edited options for the rule of a new store): --rule, --threshold, --bands,
+// --rows, --bucket-window, --containment, --containment-min-shingles, --containment-min-ratio,
+// --edited, --edited-min-jaccard, --indexed-k,
 // --memory-budget, --expected-size, --sync, --group-commit-ms, --memtable-limit,
 // --wal-flush-bytes, --no-verify (the old names --max-k and --expected-documents work, with a
 // warning); names, help, defaults and checks are the registry's, as Python's Store keywords.
@@ -40,6 +41,8 @@ class StoreFlags {
                                                    "containment_threshold",
                                                    "containment_min_shingles",
                                                    "containment_min_ratio",
+                                                   "edited_threshold",
+                                                   "edited_min_jaccard",
                                                    "indexed_k",
                                                    "memory_budget",
                                                    "expected_size"};
@@ -75,13 +78,13 @@ class StoreFlags {
   RegistryFlags flags_;
 };
 
-// The sketcher of texts for `store` (kDedup: its LSH options), with the fingerprint options the
-// store recorded; null for a kSimHash store.
+// The sketcher of texts for `store` (kDedup: its LSH options, and unit sets when its pair rule
+// needs them), with the fingerprint options the store recorded; null for a kSimHash store.
 inline Result<std::unique_ptr<DocumentSketcher>> SketcherForStore(
     const DocumentStore& store, const FingerprintOptions& fingerprint) {
   const std::optional<MinHashLshOptions> lsh = store.LshOptions();
   if (!lsh) return std::unique_ptr<DocumentSketcher>();
-  return DocumentSketcher::Create(fingerprint, *lsh);
+  return DocumentSketcher::Create(fingerprint, *lsh, store.SketchesNeedUnits());
 }
 
 // Creates a store at `dir` with `options`, recording the fingerprint options `flags` choose.

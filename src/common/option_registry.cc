@@ -128,6 +128,16 @@ const OptionSpec kOptions[] = {
     {"containment_min_ratio", "containment_min_ratio", false, T::kDouble, kD, "0.6", 0, 1, nullptr,
      "... and at least this fraction of the larger one's (a quote does not swallow an article)", "",
      nullptr, false},
+    {"edited_threshold", "edited", false, T::kDouble, kD, "0", 0, 1, nullptr,
+     "a pair whose words / Han characters (counted: multiset Jaccard) reach this Jaccard is a "
+     "duplicate (reason "
+     "\"edited\": a lightly edited copy) when its shingle Jaccard reaches --edited-min-jaccard; "
+     "0 = off",
+     "", nullptr, false},
+    {"edited_min_jaccard", "edited_min_jaccard", false, T::kDouble, kD, "0.45", 0, 1, nullptr,
+     "... the shingle Jaccard an edited pair needs at least (> 0; the LSH stage is planned down "
+     "to it)",
+     "", nullptr, false},
     {"boilerplate", "boilerplate", false, T::kBool, kD, nullptr, 0, 0, nullptr,
      "weigh down shingles found in many documents of the inputs (counted in the first pass: "
      "templates, footers); off by default because the answer then depends on the corpus "
@@ -675,23 +685,28 @@ Status OptionValues::ApplyTo(StoreOptions* options) const {
   // none is given, so that an existing store is opened with its own (a given one must agree).
   const bool lsh_given = Has("threshold") || Has("bands") || Has("rows") || Has("bucket_window");
   const bool containment_given = Has("containment_threshold") || Has("containment_min_shingles") ||
-                                 Has("containment_min_ratio");
+                                 Has("containment_min_ratio") || Has("edited_threshold") ||
+                                 Has("edited_min_jaccard");
   const OptionValue* rule = Find("rule");
   const bool simhash = rule != nullptr && std::get<std::string>(*rule) == "simhash";
   if (simhash && containment_given) {
-    return Status::InvalidArgument(NameOf("containment_threshold") + ", " +
-                                   NameOf("containment_min_shingles") + " and " +
-                                   NameOf("containment_min_ratio") + " set the dedup rule, not " +
-                                   NameOf("rule") + " simhash");
+    return Status::InvalidArgument(
+        NameOf("containment_threshold") + ", " + NameOf("containment_min_shingles") + ", " +
+        NameOf("containment_min_ratio") + ", " + NameOf("edited_threshold") + " and " +
+        NameOf("edited_min_jaccard") + " set the dedup rule, not " + NameOf("rule") + " simhash");
   }
-  // The `contained` reason of the dedup rule (recorded by a new store, checked against an
-  // existing one's).
+  // The `contained` and `edited` reasons of the dedup rule (recorded by a new store, checked
+  // against an existing one's).
   if (const OptionValue* v = Find("containment_threshold"))
     options->containment_threshold = std::get<double>(*v);
   if (const OptionValue* v = Find("containment_min_shingles"))
     options->containment_min_shingles = std::get<double>(*v);
   if (const OptionValue* v = Find("containment_min_ratio"))
     options->containment_min_ratio = std::get<double>(*v);
+  if (const OptionValue* v = Find("edited_threshold"))
+    options->edited_threshold = std::get<double>(*v);
+  if (const OptionValue* v = Find("edited_min_jaccard"))
+    options->edited_min_jaccard = std::get<double>(*v);
   if (rule != nullptr || lsh_given) {
     options->rule = simhash ? StoreRule::kSimHash : StoreRule::kDedup;
   }
@@ -777,6 +792,8 @@ Status OptionValues::Renamed(const Status& status) const {
       {"shingle_size must be in", "shingle", " must be in"},
       {"char_ngram_size must be in", "ngram", " must be in"},
       {"bits must be 64 or 128", "bits", " must be 64 or 128"},
+      {"edited_threshold must be in", "edited_threshold", " must be in"},
+      {"edited_min_jaccard must be in", "edited_min_jaccard", " must be in"},
   };
   std::string message = status.message();
   for (const Phrase& phrase : kPhrases) {

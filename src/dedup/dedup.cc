@@ -106,8 +106,9 @@ std::unordered_map<uint32_t, ClusterMember> LinkFromKept(
       if (IsExactDuplicate(documents[other], documents[kept])) {
         member.reason = "exact_duplicate";
       } else if (current == kept) {
-        member.reason =
-            edge->reason == DuplicateReason::kContained ? "contained" : "near_duplicate";
+        member.reason = edge->reason == DuplicateReason::kContained ? "contained"
+                        : edge->reason == DuplicateReason::kEdited  ? "edited"
+                                                                    : "near_duplicate";
       } else {
         member.reason = "chained";
       }
@@ -337,6 +338,10 @@ Result<PairJudgement> JudgePair(std::string_view a, std::string_view b, const De
   judgement.jaccard = decision.jaccard;
   judgement.containment = decision.containment;
   judgement.size_guard = decision.size_guard;
+  judgement.unit_jaccard = decision.unit_jaccard.value_or(
+      facts_a.units.empty() || facts_b.units.empty()
+          ? 0.0
+          : ShingleSimilarity::Jaccard32(facts_a.units, facts_b.units));
   judgement.verified = judgement.verify_threshold <= 0 || decision.duplicate();
   judgement.duplicate = judgement.whitespace_only ||
                         ((judgement.lsh_candidate || judgement.within_k) && judgement.verified);
@@ -363,6 +368,31 @@ ShingleFrequencies FrequencySketchFor(uint64_t input_bytes, const DedupOptions& 
     }
   }
   return ShingleFrequencies(bytes, sample_every);
+}
+
+// A document's verification record: its narrowed shingle set and, with the pair rule's `edited`
+// reason on, its narrowed unit set followed by the shingle set's size, in one run of values
+// wherever verification keeps the sets (stage 1's arenas and first sets, LoadShingles' slots,
+// their spill files).
+void AppendRecord(std::span<const uint32_t> shingles, std::span<const uint32_t> units,
+                  bool with_units, std::vector<uint32_t>* out) {
+  out->insert(out->end(), shingles.begin(), shingles.end());
+  if (!with_units) return;
+  out->insert(out->end(), units.begin(), units.end());
+  out->push_back(static_cast<uint32_t>(shingles.size()));
+}
+
+// The record's shingle and unit sets.
+void SplitRecord(std::span<const uint32_t> record, bool with_units,
+                 std::span<const uint32_t>* shingles, std::span<const uint32_t>* units) {
+  *units = {};
+  if (!with_units || record.empty() || record.back() >= record.size()) {
+    *shingles = with_units ? std::span<const uint32_t>() : record;
+    return;
+  }
+  const size_t count = record.back();
+  *shingles = record.first(count);
+  *units = record.subspan(count, record.size() - 1 - count);
 }
 
 // Sources of a candidate pair (PairRun::source bits).
@@ -521,8 +551,8 @@ class DedupRun {
   // A document's facts for the pair rule without its set (the hashes decide exact and
   // whitespace-only pairs).
   PairDocument HashFacts(uint32_t document) const;
-  // The shingle set of `document`: kept from stage 1, or loaded by LoadShingles (read into the
-  // first elements of `buffer` when spilled).
+  // The verification record (AppendRecord) of `document`: kept from stage 1, or loaded by
+  // LoadShingles (read into the first elements of `buffer` when spilled).
   Status SetOf(uint32_t document, std::vector<uint32_t>* buffer,
                std::span<const uint32_t>* set) const;
   // Frees the candidates and shingles, records the verify stage and counts SimHash-only pairs.
@@ -569,6 +599,9 @@ class DedupRun {
   // first_offsets_[d + 1]) of first_sets_ (in memory) or of first_file_ (spilling). Kept while
   // they fit in options_.first_pass_set_bytes (the LSH stage cuts the shingles anyway).
   bool keep_sets_ = false;
+  // The pair rule's `edited` reason is on: each kept set is a record with its unit set
+  // (AppendRecord).
+  bool with_units_ = false;
   // A batch's narrowed sets: each worker chunk appends its documents' sets to an arena of its
   // own; Batch::set_of[i] = (arena, offset, size) of batch document i.
   struct SetRef {
@@ -674,6 +707,7 @@ Status DedupRun::ReadAndFingerprint() {
   const auto stage_start = Clock::now();
   keys_ = BandKeyTable(use_lsh_ && !spill_ ? bands_ : 0);
   keep_sets_ = use_lsh_ && verify_ && options_.first_pass_set_bytes > 0;
+  with_units_ = options_.edited_threshold > 0;
   jieba_wanted_ = options_.fingerprint.profile != HashProfile::kYanyiwuSimhash &&
                   options_.fingerprint.features.tokenizer == Tokenizer::kAuto &&
                   options_.fingerprint.features.jieba_dir.empty();
@@ -802,8 +836,9 @@ DedupRun::PassTimes DedupRun::FingerprintBatch(Batch* batch,
           text, &scratch, std::span<uint32_t>(batch->keys.data() + i * bands_, bands_),
           batch->with_sets || counted);
       if (batch->with_sets) {
-        batch->set_of[i] = {0, static_cast<uint32_t>(scratch.set.size()), arena.size()};
-        arena.insert(arena.end(), scratch.set.begin(), scratch.set.end());
+        const size_t at = arena.size();
+        AppendRecord(scratch.set, scratch.unit_set, with_units_, &arena);
+        batch->set_of[i] = {0, static_cast<uint32_t>(arena.size() - at), at};
         arena_documents.push_back(i);
       }
       if (counted && scratch.shingled) {
@@ -1209,12 +1244,23 @@ Status DedupRun::FlushShingles(std::vector<std::pair<uint32_t, std::string>>* pe
   ParallelFor(
       pending->size(), threads_,
       [&](size_t begin, size_t end) {
-        std::vector<uint64_t> wide;
+        std::vector<uint64_t> wide, units;
+        std::vector<uint32_t> shingle_set, unit_set;
         for (size_t i = begin; i < end; ++i) {
-          std::vector<uint32_t>& narrow = (*computed)[i];
-          narrow.clear();
-          if (!pass_->shingler().Shingles((*pending)[i].second, &wide).ok()) continue;
-          ShingleSimilarity::Narrow(wide, &narrow);
+          std::vector<uint32_t>& record = (*computed)[i];
+          record.clear();
+          shingle_set.clear();
+          unit_set.clear();
+          const std::string& text = (*pending)[i].second;
+          if (with_units_) {
+            if (pass_->shingler().ShinglesAndUnits(text, &wide, &units).ok()) {
+              ShingleSimilarity::Narrow(wide, &shingle_set);
+              ShingleSimilarity::Narrow(units, &unit_set);
+            }
+            AppendRecord(shingle_set, unit_set, true, &record);
+          } else if (pass_->shingler().Shingles(text, &wide).ok()) {
+            ShingleSimilarity::Narrow(wide, &record);
+          }
         }
       },
       8);
@@ -1363,7 +1409,7 @@ Status DedupRun::GatherGroup(size_t first, size_t last, PairGroup* group,
   group->judged.clear();
   Status read_error;
   size_t used_a = 0, used_b = 0;  // buffers taken in this group
-  std::span<const uint32_t> set_a;
+  std::span<const uint32_t> set_a, units_a;
   uint32_t loaded_a = UINT32_MAX;
   std::optional<double> weight_a;
   for (size_t i = first; i < last; ++i) {
@@ -1372,20 +1418,25 @@ Status DedupRun::GatherGroup(size_t first, size_t last, PairGroup* group,
     const uint32_t b = static_cast<uint32_t>(verdicts->pairs[i]);
     Status status;
     if (a != loaded_a) {  // pairs come sorted by a: one read per document a
-      status = SetOf(a, &group->buffers_a[used_a++], &set_a);
+      std::span<const uint32_t> record_a;
+      status = SetOf(a, &group->buffers_a[used_a++], &record_a);
+      SplitRecord(record_a, with_units_, &set_a, &units_a);
       loaded_a = a;
       weight_a.reset();  // looked up when a pair of a passes the floor
     }
-    std::span<const uint32_t> set_b;
-    if (status.ok()) status = SetOf(b, &group->buffers_b[used_b++], &set_b);
+    std::span<const uint32_t> record_b, set_b, units_b;
+    if (status.ok()) status = SetOf(b, &group->buffers_b[used_b++], &record_b);
     if (!status.ok()) {
       read_error = status;
       loaded_a = UINT32_MAX;
       continue;
     }
+    SplitRecord(record_b, with_units_, &set_b, &units_b);
     PairDocument doc_a = HashFacts(a), doc_b = HashFacts(b);
     doc_a.shingles = set_a;
     doc_b.shingles = set_b;
+    doc_a.units = units_a;
+    doc_b.units = units_b;
     if (!rule_->PassesPlainFloor(doc_a, doc_b)) {  // settled without a weight
       verdicts->similarity_of[i] = 0;
       verdicts->reason_of[i] = DuplicateReason::kNone;

@@ -40,6 +40,8 @@ Status OptionValues::ApplyTo(DedupOptions* options) const {
       options->containment_min_shingles = std::get<double>(value);
     }
     if (key == "containment_min_ratio") options->containment_min_ratio = std::get<double>(value);
+    if (key == "edited_threshold") options->edited_threshold = std::get<double>(value);
+    if (key == "edited_min_jaccard") options->edited_min_jaccard = std::get<double>(value);
     if (key == "boilerplate") options->boilerplate = std::get<bool>(value);
     if (key == "boilerplate_min_documents") {
       options->boilerplate_options.min_documents = static_cast<uint32_t>(std::get<int64_t>(value));

@@ -198,8 +198,9 @@ void AppendCandidateCounts(const DedupReport& report, JsonWriter* json) {
 // The pair rule (neardup/pair_rule.h): accepted pairs by reason, and what the rule was.
 void AppendPairRule(const DedupReport& report, JsonWriter* json) {
   json->Key("accepted_pairs_by_reason").BeginObject();
-  for (DuplicateReason reason : {DuplicateReason::kExact, DuplicateReason::kWhitespace,
-                                 DuplicateReason::kNearDuplicate, DuplicateReason::kContained}) {
+  for (DuplicateReason reason :
+       {DuplicateReason::kExact, DuplicateReason::kWhitespace, DuplicateReason::kNearDuplicate,
+        DuplicateReason::kContained, DuplicateReason::kEdited}) {
     const char* name = DuplicateReasonName(reason);
     auto it = report.pairs_by_reason.find(name);
     json->Key(name).Uint(it == report.pairs_by_reason.end() ? 0 : it->second);
@@ -210,6 +211,8 @@ void AppendPairRule(const DedupReport& report, JsonWriter* json) {
   json->Key("containment_threshold").Double(report.rule.containment_threshold);
   json->Key("containment_min_shingles").Double(report.rule.containment_min_shingles);
   json->Key("containment_min_ratio").Double(report.rule.containment_min_ratio);
+  json->Key("edited_threshold").Double(report.rule.edited_threshold);
+  json->Key("edited_min_jaccard").Double(report.rule.edited_min_jaccard);
   json->Key("lowest_accepted_jaccard").Double(LowestAcceptedJaccard(report.rule));
   json->Key("boilerplate").Bool(report.boilerplate);
   if (report.boilerplate) {
@@ -275,6 +278,8 @@ void AppendOptions(const DedupReport& report, const DedupOptions& options, JsonW
   json->Key("containment").Double(options.containment_threshold);
   json->Key("containment_min_shingles").Double(options.containment_min_shingles);
   json->Key("containment_min_ratio").Double(options.containment_min_ratio);
+  json->Key("edited").Double(options.edited_threshold);
+  json->Key("edited_min_jaccard").Double(options.edited_min_jaccard);
   json->Key("boilerplate").Bool(options.boilerplate);
   json->Key("boilerplate_min_documents").Uint(options.boilerplate_options.min_documents);
   json->EndObject();

@@ -23,6 +23,8 @@ struct DocumentPass::Impl {
   bool share_normalization = false;
   // The normalised text is kept: for the shingles, or for keep longest.
   bool need_normalized = false;
+  // The pair rule's `edited` reason is on: sets come with their unit sets.
+  bool with_units = false;
 };
 
 DocumentPass::DocumentPass(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -49,6 +51,7 @@ Result<std::unique_ptr<DocumentPass>> DocumentPass::Create(const DedupOptions& o
   impl->share_normalization =
       impl->use_lsh && SameNormalization(options.fingerprint, impl->shingler->normalize_options());
   impl->need_normalized = impl->share_normalization || options.keep == KeepPolicy::kLongest;
+  impl->with_units = options.edited_threshold > 0;
   return std::unique_ptr<DocumentPass>(new DocumentPass(std::move(impl)));
 }
 
@@ -70,17 +73,30 @@ Status DocumentPass::Fingerprint(std::string_view text, Scratch* scratch,
 bool DocumentPass::Sketch(std::string_view text, Scratch* scratch, std::span<uint32_t> keys,
                           bool want_set) const {
   scratch->set.clear();
+  scratch->unit_set.clear();
   scratch->shingled = false;
+  const bool with_units = want_set && impl_->with_units;
   if (impl_->share_normalization) {
     // The shingle hashes in text order: the signature and the narrowed set ignore order and
     // repeats, so the 64-bit set is never sorted.
     ShingleHashesInOrder(scratch->normalized, &scratch->units, &scratch->shingles);
-  } else if (!impl_->shingler->Shingles(text, &scratch->shingles).ok()) {
+  } else if (!(with_units
+                   ? impl_->shingler->ShinglesAndUnits(text, &scratch->shingles, &scratch->units)
+                   : impl_->shingler->Shingles(text, &scratch->shingles))
+                  .ok()) {
     return false;  // a text that cannot be shingled has no shingles
   }
   scratch->shingled = true;
   const bool has_keys = impl_->lsh->BandKeysOf(scratch->shingles, keys);
   if (want_set) NarrowedSet(scratch->shingles, &scratch->set);
+  if (with_units) {
+    // In text order from the shared cut, else ShinglesAndUnits' sorted unit set.
+    if (impl_->share_normalization) {
+      NarrowedUnitSet(scratch->units, &scratch->unit_set);
+    } else {
+      NarrowedSet(scratch->units, &scratch->unit_set);
+    }
+  }
   return has_keys;
 }
 
@@ -90,6 +106,24 @@ const DedupOptions& DocumentPass::options() const { return impl_->options; }
 const Fingerprinter& DocumentPass::fingerprinter() const { return *impl_->fingerprinter; }
 const ShingleSimilarity& DocumentPass::shingler() const { return *impl_->shingler; }
 const MinHashLsh& DocumentPass::lsh() const { return *impl_->lsh; }
+
+namespace {
+
+// The CSR (offsets, values) of n documents' sets from their sizes and the chunks' arenas.
+void JoinArenas(const std::vector<uint64_t>& sizes,
+                const std::vector<std::pair<size_t, std::vector<uint32_t>>>& arenas,
+                std::vector<uint64_t>* offsets, std::vector<uint32_t>* values) {
+  const size_t n = sizes.size();
+  offsets->resize(n + 1);
+  (*offsets)[0] = 0;
+  for (size_t i = 0; i < n; ++i) (*offsets)[i + 1] = (*offsets)[i] + sizes[i];
+  values->resize((*offsets)[n]);
+  for (const auto& [first, chunk] : arenas) {
+    std::copy(chunk.begin(), chunk.end(), values->begin() + (*offsets)[first]);
+  }
+}
+
+}  // namespace
 
 void ComputeDocumentColumns(const DocumentPass& pass, std::span<const std::string_view> texts,
                             bool with_sets, int threads, DocumentColumns* columns) {
@@ -108,16 +142,20 @@ void ComputeDocumentColumns(const DocumentPass& pass, std::span<const std::strin
   out.has_keys.assign(n, 0);
   out.set_offsets.clear();
   out.set_values.clear();
-  // Each chunk's sets go to an arena of its own, joined in document order at the end.
-  std::vector<uint64_t> set_sizes(with_sets ? n : 0, 0);
+  out.unit_offsets.clear();
+  out.unit_values.clear();
+  const bool with_units = with_sets && pass.options().edited_threshold > 0;
+  // Each chunk's sets (and unit sets) go to an arena of its own, joined in document order at the
+  // end.
+  std::vector<uint64_t> set_sizes(with_sets ? n : 0, 0), unit_sizes(with_units ? n : 0, 0);
   std::mutex arenas_mutex;
-  std::vector<std::pair<size_t, std::vector<uint32_t>>> arenas;  // (first document, values)
+  std::vector<std::pair<size_t, std::vector<uint32_t>>> arenas, unit_arenas;  // (first, values)
   ParallelFor(
       n, threads > 0 ? threads : DefaultThreadCount(),
       [&](size_t begin, size_t end) {
         DocumentPass::Scratch scratch;
         DedupDocument facts;
-        std::vector<uint32_t> arena;
+        std::vector<uint32_t> arena, unit_arena;
         for (size_t i = begin; i < end; ++i) {
           out.status[i] = pass.Fingerprint(texts[i], &scratch, &facts);
           out.text_bytes[i] = facts.text_bytes;
@@ -134,21 +172,21 @@ void ComputeDocumentColumns(const DocumentPass& pass, std::span<const std::strin
             set_sizes[i] = scratch.set.size();
             arena.insert(arena.end(), scratch.set.begin(), scratch.set.end());
           }
+          if (with_units) {
+            unit_sizes[i] = scratch.unit_set.size();
+            unit_arena.insert(unit_arena.end(), scratch.unit_set.begin(), scratch.unit_set.end());
+          }
         }
         if (with_sets) {
           std::lock_guard<std::mutex> lock(arenas_mutex);
           arenas.emplace_back(begin, std::move(arena));
+          if (with_units) unit_arenas.emplace_back(begin, std::move(unit_arena));
         }
       },
       16);
   if (!with_sets) return;
-  out.set_offsets.resize(n + 1);
-  out.set_offsets[0] = 0;
-  for (size_t i = 0; i < n; ++i) out.set_offsets[i + 1] = out.set_offsets[i] + set_sizes[i];
-  out.set_values.resize(out.set_offsets[n]);
-  for (const auto& [first, values] : arenas) {
-    std::copy(values.begin(), values.end(), out.set_values.begin() + out.set_offsets[first]);
-  }
+  JoinArenas(set_sizes, arenas, &out.set_offsets, &out.set_values);
+  if (with_units) JoinArenas(unit_sizes, unit_arenas, &out.unit_offsets, &out.unit_values);
 }
 
 }  // namespace neardup

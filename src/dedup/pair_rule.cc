@@ -52,6 +52,8 @@ const char* DuplicateReasonName(DuplicateReason reason) {
       return "near_duplicate";
     case DuplicateReason::kContained:
       return "contained";
+    case DuplicateReason::kEdited:
+      return "edited";
   }
   return "none";
 }
@@ -70,6 +72,14 @@ Status ValidatePairRuleOptions(const PairRuleOptions& options) {
   if (!in_unit(options.containment_min_ratio)) {
     return Status::InvalidArgument("containment_min_ratio must be in [0, 1]");
   }
+  if (!in_unit(options.edited_threshold)) {
+    return Status::InvalidArgument("edited_threshold must be in [0, 1] (0 = off)");
+  }
+  if (!in_unit(options.edited_min_jaccard) ||
+      (options.edited_threshold > 0 && options.edited_min_jaccard == 0)) {
+    return Status::InvalidArgument(
+        "edited_min_jaccard must be in (0, 1] when the edited reason is on");
+  }
   return Status::Ok();
 }
 
@@ -80,6 +90,7 @@ double LowestAcceptedJaccard(const PairRuleOptions& options) {
     const double contained = c * r / (1 + r - c * r);
     lowest = std::min(lowest, contained);
   }
+  if (options.edited_threshold > 0) lowest = std::min(lowest, options.edited_min_jaccard);
   return lowest;
 }
 
@@ -316,9 +327,16 @@ uint64_t PlainNeed(size_t nx, size_t ny, double t) {
 
 }  // namespace
 
+bool PairRule::EditedApplies(const PairDocument& a, const PairDocument& b) const {
+  return options_.edited_threshold > 0 && !a.units.empty() && !b.units.empty() &&
+         !a.shingles.empty() && !b.shingles.empty();
+}
+
 bool PairRule::PassesPlainFloor(const PairDocument& a, const PairDocument& b) const {
   if (frequencies_ == nullptr || a.shingles.empty() || b.shingles.empty()) return true;
-  const uint64_t need = PlainNeed(a.shingles.size(), b.shingles.size(), kPlainJaccardFloor);
+  const size_t na = a.shingles.size(), nb = b.shingles.size();
+  uint64_t need = PlainNeed(na, nb, kPlainJaccardFloor);
+  if (EditedApplies(a, b)) need = std::min(need, PlainNeed(na, nb, options_.edited_min_jaccard));
   return CommonCount(a.shingles, b.shingles, need, true) >= need;
 }
 
@@ -327,8 +345,8 @@ bool PairRule::MayAcceptBySizes(uint64_t size_a, uint64_t size_b) const {
   const uint64_t small = std::min(size_a, size_b), large = std::max(size_a, size_b);
   // A document without shingles resembles nothing but its own copies (Measure).
   if (small == 0) return false;
-  const double lowest =
-      frequencies_ != nullptr ? kPlainJaccardFloor : LowestAcceptedJaccard(options_);
+  double lowest = frequencies_ != nullptr ? kPlainJaccardFloor : LowestAcceptedJaccard(options_);
+  if (options_.edited_threshold > 0) lowest = std::min(lowest, options_.edited_min_jaccard);
   // A margin, so that rounding never rules out a pair the rule's own arithmetic accepts.
   return static_cast<double>(small) >= lowest * static_cast<double>(large) * (1 - 1e-9);
 }
@@ -350,15 +368,17 @@ bool DecideByHashes(const PairDocument& a, const PairDocument& b, PairDecision* 
 }
 
 // The shared count of two sets whose every weight is 1. The pair is a duplicate iff the
-// intersection reaches `need` (exactly, with Classify's own arithmetic), so with `can_stop` the
-// merge stops once it cannot reach it: nullopt then (not measured).
+// intersection reaches `need` (exactly, with Classify's own arithmetic) or, for `edited`,
+// `also_need` (more than either size when that reason cannot apply), so with `can_stop` the
+// merge stops once it cannot reach either: nullopt then (not measured).
 // (SharedCount and SharedWeight stay out of line: their merge loops compile tighter on their own.
 // Callgrind, neardup dedup of devpairs: inlined, Measure took 6.7 % more instructions than the
 // undivided function; out of line, 2.4 % fewer.)
 [[gnu::noinline]] std::optional<double> SharedCount(std::span<const uint32_t> x,
                                                     std::span<const uint32_t> y,
                                                     const PairRuleOptions& o, bool size_guard,
-                                                    double small, bool can_stop) {
+                                                    double small, uint64_t also_need,
+                                                    bool can_stop) {
   const size_t nx = x.size(), ny = y.size();
   const uint64_t smaller = std::min(nx, ny);
   uint64_t need = smaller + 1;
@@ -374,6 +394,7 @@ bool DecideByHashes(const PairDocument& a, const PairDocument& b, PairDecision* 
       need = std::min(need, SmallestReaching(o.containment_threshold * small, smaller,
                                              o.containment_threshold, containment_of));
     }
+    need = std::min(need, also_need);  // what `edited` needs
     if (need > smaller) return std::nullopt;
   }
   size_t i = 0, j = 0;
@@ -459,16 +480,26 @@ PairDecision PairRule::Measure(const PairDocument& a, const PairDocument& b, boo
   if (DecideByHashes(a, b, &decision)) return decision;
   const PairRuleOptions& o = options_;
   const std::span<const uint32_t> x = a.shingles, y = b.shingles;
+  const size_t nx = x.size(), ny = y.size();
+  // `edited` needs a plain shared count of edited_need (more than either size: cannot apply).
+  const bool edited = o.jaccard_threshold > 0 && EditedApplies(a, b);
+  const uint64_t edited_need =
+      edited ? PlainNeed(nx, ny, o.edited_min_jaccard) : std::max(nx, ny) + 1;
+  // The plain shared count, when known exactly.
+  std::optional<uint64_t> plain;
   // With boilerplate weights, a pair must share a plain Jaccard of kPlainJaccardFloor first
-  // (settled by counts, before any weight is looked up).
+  // (settled by counts, before any weight is looked up), unless it may be `edited`.
   bool below_floor = false;
   if (frequencies_ != nullptr && !x.empty() && !y.empty() && o.jaccard_threshold > 0) {
-    const uint64_t need = PlainNeed(x.size(), y.size(), kPlainJaccardFloor);
-    below_floor = CommonCount(x, y, need, fast) < need;
-    if (below_floor && fast) {
+    const uint64_t floor_need = PlainNeed(nx, ny, kPlainJaccardFloor);
+    const uint64_t need = std::min(floor_need, edited_need);
+    const uint64_t common = CommonCount(x, y, need, fast);
+    below_floor = common < floor_need;
+    if (common < need && fast) {
       decision.measured = false;
       return decision;
     }
+    plain = common;  // exact: CommonCount stops only below `need`
   }
   const double wx = a.weight ? *a.weight : Weight(x);
   const double wy = b.weight ? *b.weight : Weight(y);
@@ -483,16 +514,38 @@ PairDecision PairRule::Measure(const PairDocument& a, const PairDocument& b, boo
   }
   const bool can_stop = fast && o.jaccard_threshold > 0;
   // Without boilerplate in either set every weight is 1: the count path decides exactly the same.
-  const bool unweighted = frequencies_ == nullptr || (wx == static_cast<double>(x.size()) &&
-                                                      wy == static_cast<double>(y.size()));
-  const std::optional<double> shared =
-      unweighted ? SharedCount(x, y, o, decision.size_guard, small, can_stop)
-                 : SharedWeight(*this, x, y, o, wx, wy, decision.size_guard, small, can_stop);
-  if (!shared) {
+  const bool unweighted =
+      frequencies_ == nullptr || (wx == static_cast<double>(nx) && wy == static_cast<double>(ny));
+  auto shared_of = [&](bool stop) {
+    return unweighted ? SharedCount(x, y, o, decision.size_guard, small, edited_need, stop)
+                      : SharedWeight(*this, x, y, o, wx, wy, decision.size_guard, small, stop);
+  };
+  std::optional<double> shared = shared_of(can_stop);
+  if (shared) {
+    Classify(*shared, wx, wy, small, below_floor, o, &decision);
+    if (unweighted) plain = static_cast<uint64_t>(*shared);
+  } else {
     decision.measured = false;
-    return decision;
   }
-  Classify(*shared, wx, wy, small, below_floor, o, &decision);
+  if (decision.duplicate() || !edited) return decision;
+  // edited: the plain measures, whatever the weights.
+  // (Unset only when SharedCount stopped early: below every need, edited_need included.)
+  if (!plain || *plain < edited_need) return decision;
+  const size_t ux = a.units.size(), uy = b.units.size();
+  const uint64_t unit_need = PlainNeed(ux, uy, o.edited_threshold);
+  const uint64_t unit_common = CommonCount(a.units, b.units, unit_need, fast);
+  if (unit_common < unit_need && fast) return decision;
+  decision.unit_jaccard =
+      static_cast<double>(unit_common) / static_cast<double>(ux + uy - unit_common);
+  if (unit_common < unit_need) return decision;
+  // Accepted: every value as Decide measures it.
+  if (!shared) {
+    shared = shared_of(false);
+    Classify(*shared, wx, wy, small, below_floor, o, &decision);
+    decision.measured = true;
+  }
+  decision.reason = DuplicateReason::kEdited;
+  decision.similarity = *decision.unit_jaccard;
   return decision;
 }
 
@@ -526,6 +579,8 @@ PairRuleOptions ResolvePairRule(const DedupOptions& options) {
   rule.containment_threshold = options.containment_threshold;
   rule.containment_min_shingles = options.containment_min_shingles;
   rule.containment_min_ratio = options.containment_min_ratio;
+  rule.edited_threshold = options.edited_threshold;
+  rule.edited_min_jaccard = options.edited_min_jaccard;
   return rule;
 }
 

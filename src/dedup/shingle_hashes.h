@@ -28,6 +28,22 @@ bool SameNormalization(const FingerprintOptions& fingerprint, const NormalizeOpt
 void ShingleHashesInOrder(std::string_view normalized, std::vector<uint64_t>* units,
                           std::vector<uint64_t>* shingles);
 
+// The unit set's hash of a unit hash from ShingleHashesInOrder (a domain apart from the
+// shingles'): the first occurrence of a unit in ShingleSimilarity::Units is UnitSetHash(unit).
+constexpr uint64_t kUnitDomain = 0x756e697473657431ULL;  // "unitset1"
+uint64_t UnitSetHash(uint64_t unit);
+
+// ShingleHashesInOrder's `units` (in place) -> the unit multiset as a sorted distinct set: one
+// element per occurrence, the k-th repeat (k >= 1) of a unit's hash h = UnitSetHash(unit) being
+// Mix(h, k), so the Jaccard of two such sets is the multiset Jaccard of the units, the sum of the
+// smaller counts over the sum of the larger. Order does not matter; repeats do.
+void UnitMultiset(std::vector<uint64_t>* units);
+
+// The narrowed unit set from ShingleHashesInOrder's `units` (order does not matter, repeats do):
+// exactly ShingleSimilarity::Narrow() of ShingleSimilarity::UnitsOfNormalized(). Clears `narrow`
+// first.
+void NarrowedUnitSet(std::span<const uint64_t> units_in_order, std::vector<uint32_t>* narrow);
+
 // The narrowed set of any shingle hashes (order and repeats do not matter): exactly
 // ShingleSimilarity::Narrow() of their sorted distinct set. Clears `narrow` first.
 void NarrowedSet(std::span<const uint64_t> shingles, std::vector<uint32_t>* narrow);

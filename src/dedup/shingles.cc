@@ -222,6 +222,28 @@ void ShingleHashesInOrder(std::string_view normal, std::vector<uint64_t>* units,
   shingles->resize(made);
 }
 
+uint64_t UnitSetHash(uint64_t unit) { return Mix(kUnitDomain, unit); }
+
+void UnitMultiset(std::vector<uint64_t>* units) {
+  for (uint64_t& unit : *units) unit = UnitSetHash(unit);
+  std::sort(units->begin(), units->end());
+  // The k-th repeat of a value (k >= 1) becomes Mix(value, k): one element per occurrence.
+  for (size_t i = 0; i < units->size();) {
+    const uint64_t value = (*units)[i];
+    size_t j = i + 1;
+    for (; j < units->size() && (*units)[j] == value; ++j) (*units)[j] = Mix(value, j - i);
+    i = j;
+  }
+  std::sort(units->begin(), units->end());
+  units->erase(std::unique(units->begin(), units->end()), units->end());
+}
+
+void NarrowedUnitSet(std::span<const uint64_t> units_in_order, std::vector<uint32_t>* narrow) {
+  std::vector<uint64_t> units(units_in_order.begin(), units_in_order.end());
+  UnitMultiset(&units);
+  NarrowedSet(units, narrow);
+}
+
 void NarrowedSet(std::span<const uint64_t> shingles, std::vector<uint32_t>* narrow) {
   narrow->resize(shingles.size());
   uint32_t* out = narrow->data();
@@ -273,6 +295,38 @@ void ShingleSimilarity::ShinglesOfNormalized(std::string_view normal,
   ShingleHashesInOrder(normal, &units, shingles);
   std::sort(shingles->begin(), shingles->end());
   shingles->erase(std::unique(shingles->begin(), shingles->end()), shingles->end());
+}
+
+Status ShingleSimilarity::Units(std::string_view text, std::vector<uint64_t>* units) const {
+  units->clear();
+  std::string normal;
+  NEARDUP_RETURN_IF_ERROR(impl_->normalizer->Normalize(text, &normal));
+  UnitsOfNormalized(normal, units);
+  return Status::Ok();
+}
+
+void ShingleSimilarity::UnitsOfNormalized(std::string_view normal, std::vector<uint64_t>* units) {
+  std::vector<uint64_t> shingles;
+  ShinglesAndUnitsOfNormalized(normal, &shingles, units);
+}
+
+void ShingleSimilarity::ShinglesAndUnitsOfNormalized(std::string_view normal,
+                                                     std::vector<uint64_t>* shingles,
+                                                     std::vector<uint64_t>* units) {
+  ShingleHashesInOrder(normal, units, shingles);
+  std::sort(shingles->begin(), shingles->end());
+  shingles->erase(std::unique(shingles->begin(), shingles->end()), shingles->end());
+  UnitMultiset(units);
+}
+
+Status ShingleSimilarity::ShinglesAndUnits(std::string_view text, std::vector<uint64_t>* shingles,
+                                           std::vector<uint64_t>* units) const {
+  shingles->clear();
+  units->clear();
+  std::string normal;
+  NEARDUP_RETURN_IF_ERROR(impl_->normalizer->Normalize(text, &normal));
+  ShinglesAndUnitsOfNormalized(normal, shingles, units);
+  return Status::Ok();
 }
 
 namespace {
@@ -391,9 +445,10 @@ Status ComputeDocumentFacts(std::string_view text, const ShingleSimilarity& shin
   facts->content_hash = XXH3_64bits(text.data(), text.size());
   facts->text_bytes = text.size();
   facts->squeezed_hash = SqueezedHash(text);
-  std::vector<uint64_t> wide;
-  NEARDUP_RETURN_IF_ERROR(shingler.Shingles(text, &wide));
+  std::vector<uint64_t> wide, units;
+  NEARDUP_RETURN_IF_ERROR(shingler.ShinglesAndUnits(text, &wide, &units));
   ShingleSimilarity::Narrow(wide, &facts->shingles);
+  ShingleSimilarity::Narrow(units, &facts->units);
   return Status::Ok();
 }
 

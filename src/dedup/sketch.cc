@@ -17,21 +17,22 @@ struct DocumentSketcher::Impl {
   MinHashLsh lsh;
   bool share_normalization = false;
   uint64_t tag = 0;
+  bool with_units = false;
 };
 
 DocumentSketcher::DocumentSketcher(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 DocumentSketcher::~DocumentSketcher() = default;
 
 Result<std::unique_ptr<DocumentSketcher>> DocumentSketcher::Create(
-    const FingerprintOptions& fingerprint, const MinHashLshOptions& lsh_options) {
+    const FingerprintOptions& fingerprint, const MinHashLshOptions& lsh_options, bool with_units) {
   auto fingerprinter = Fingerprinter::Create(fingerprint);
   if (!fingerprinter.ok()) return fingerprinter.status().WithContext("fingerprint options");
   auto similarity = ShingleSimilarity::Create(fingerprint.normalize.traditional_to_simplified);
   if (!similarity.ok()) return similarity.status();
   auto lsh = MinHashLsh::Create(lsh_options);
   if (!lsh.ok()) return lsh.status();
-  auto impl = std::unique_ptr<Impl>(
-      new Impl{std::move(*fingerprinter), std::move(*similarity), std::move(*lsh), false, 0});
+  auto impl = std::unique_ptr<Impl>(new Impl{std::move(*fingerprinter), std::move(*similarity),
+                                             std::move(*lsh), false, 0, with_units});
   impl->share_normalization = SameNormalization(fingerprint, impl->similarity->normalize_options());
   impl->tag = LshTag(impl->lsh.parameters(), lsh_options.seed);
   return std::unique_ptr<DocumentSketcher>(new DocumentSketcher(std::move(impl)));
@@ -40,7 +41,7 @@ Result<std::unique_ptr<DocumentSketcher>> DocumentSketcher::Create(
 Status DocumentSketcher::Sketch(std::string_view text, Fingerprint* fingerprint,
                                 DocumentSketch* sketch) const {
   thread_local std::string normalized;
-  thread_local std::vector<uint64_t> units, shingles;
+  thread_local std::vector<uint64_t> units, shingles, unit_set;
   // The pair rule's hash facts (PairDocument), as dedup's per-document pass computes them.
   sketch->content_hash = XXH3_64bits(text.data(), text.size());
   sketch->text_bytes = text.size();
@@ -51,8 +52,17 @@ Status DocumentSketcher::Sketch(std::string_view text, Fingerprint* fingerprint,
                                : impl_->fingerprinter->Compute(text);
   if (!fp.ok()) return fp.status();
   *fingerprint = *fp;
+  sketch->has_units = impl_->with_units;
+  sketch->units.clear();
   if (impl_->share_normalization) {
     ShingleHashesInOrder(normalized, &units, &shingles);
+    if (impl_->with_units) NarrowedUnitSet(units, &sketch->units);
+  } else if (impl_->with_units) {
+    if (impl_->similarity->ShinglesAndUnits(text, &shingles, &unit_set).ok()) {
+      ShingleSimilarity::Narrow(unit_set, &sketch->units);
+    } else {
+      shingles.clear();
+    }
   } else if (!impl_->similarity->Shingles(text, &shingles).ok()) {
     shingles.clear();  // as dedup: a text that cannot be shingled has no shingles
   }
@@ -65,5 +75,6 @@ Status DocumentSketcher::Sketch(std::string_view text, Fingerprint* fingerprint,
 const Fingerprinter& DocumentSketcher::fingerprinter() const { return *impl_->fingerprinter; }
 const MinHashLsh& DocumentSketcher::lsh() const { return impl_->lsh; }
 uint64_t DocumentSketcher::lsh_tag() const { return impl_->tag; }
+bool DocumentSketcher::with_units() const { return impl_->with_units; }
 
 }  // namespace neardup

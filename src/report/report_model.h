@@ -33,7 +33,7 @@ struct ShownDocument {
 // A removed member of a cluster.
 struct ShownMember {
   ShownDocument document;
-  std::string reason;  // exact_duplicate, near_duplicate, chained
+  std::string reason;  // exact_duplicate, near_duplicate, contained, edited, chained
   std::string via;     // id of the member it was linked through
   std::string via_location;
   int distance = 0;                    // fingerprint distance to the kept document

@@ -59,6 +59,8 @@ using store::WalWriter;
 constexpr size_t kMaxVisitsPerWindow = 8;
 
 constexpr const char* kVerificationForm = "narrowed32-elias-fano";
+// ... with the `edited` reason on: the shingle set, then the unit set, both so.
+constexpr const char* kUnitsVerificationForm = "narrowed32-elias-fano+units";
 
 // Keeps the first `limit` duplicates (0: all).
 void Truncate(size_t limit, CheckResult* result) {
@@ -74,17 +76,19 @@ bool BySimilarityThenId(const StoredDocument& a, const StoredDocument& b) {
   return a.similarity != b.similarity ? a.similarity > b.similarity : a.id < b.id;
 }
 
-// Dedup's options with the containment options a kDedup store's MANIFEST records.
+// Dedup's options with the containment and edited options a kDedup store's MANIFEST records.
 DedupOptions RecordedContainment(const store::ManifestRule& rule) {
   DedupOptions dedup;
   dedup.containment_threshold = rule.containment_threshold;
   dedup.containment_min_shingles = rule.containment_min_shingles;
   dedup.containment_min_ratio = rule.containment_min_ratio;
+  dedup.edited_threshold = rule.edited_threshold;
+  dedup.edited_min_jaccard = rule.edited_min_jaccard;
   return dedup;
 }
 
 // The pair rule of a kDedup store as its MANIFEST records it: dedup's (ResolvePairRule) for the
-// store's threshold and recorded containment options.
+// store's threshold and recorded containment and edited options.
 PairRuleOptions StorePairRule(const store::ManifestRule& rule) {
   DedupOptions dedup = RecordedContainment(rule);
   dedup.lsh.threshold = rule.threshold;
@@ -128,9 +132,10 @@ struct Candidate {
   Fingerprint fingerprint;
   std::string_view metadata;
   store::PairHashes hashes;
-  std::string_view set_bytes;                  // a stored document's encoded set
-  const std::vector<uint32_t>* set = nullptr;  // a pending document's set
-  bool lsh = false;                            // shares a band bucket (else only the hash)
+  std::string_view set_bytes;                    // a stored document's encoded set(s)
+  const std::vector<uint32_t>* set = nullptr;    // a pending document's set
+  const std::vector<uint32_t>* units = nullptr;  // ... and its unit set
+  bool lsh = false;                              // shares a band bucket (else only the hash)
 };
 
 class DocumentStoreImpl : public DocumentStore {
@@ -157,6 +162,7 @@ class DocumentStoreImpl : public DocumentStore {
                                               const CheckOptions& options) override;
   Result<CheckResult> CheckAndAdd(const DocumentInput& doc, int k, bool always_add) override;
   std::optional<MinHashLshOptions> LshOptions() const override;
+  bool SketchesNeedUnits() const override;
   Result<std::vector<StoredDocument>> Search(const Fingerprint& query, int k,
                                              size_t limit) const override;
   Result<StoredDocument> Get(std::string_view id) const override;
@@ -192,10 +198,11 @@ class DocumentStoreImpl : public DocumentStore {
   // against the options given (`where` starts the error message).
   Status ResolveNewRule(std::optional<store::ManifestRule>* rule_out) const;
   Status CheckRecordedRule(const store::ManifestRule& recorded, const std::string& where) const;
-  // Whether StoreOptions sets any containment option.
+  // Whether StoreOptions sets any containment or edited option.
   bool ContainmentGiven() const {
     return options_.containment_threshold || options_.containment_min_shingles ||
-           options_.containment_min_ratio;
+           options_.containment_min_ratio || options_.edited_threshold ||
+           options_.edited_min_jaccard;
   }
   // allow_empty_id: a lookup (AddMode::kNever) needs no id.
   Status ValidateDoc(const DocumentInput& doc, bool allow_empty_id = false) const;
@@ -272,6 +279,8 @@ class DocumentStoreImpl : public DocumentStore {
   int bands_ = 0;
   MinHashLshOptions lsh_;
   PairRuleOptions pair_rule_options_;  // kDedup: the recorded pair rule (StorePairRule)
+  // kDedup with the edited reason on: sketches carry unit sets, stored after the shingle sets.
+  bool with_units() const { return bands_ > 0 && pair_rule_options_.edited_threshold > 0; }
   uint64_t lsh_tag_ = 0;
   store::SegmentRule segment_rule_;  // the rule as segments record it (kDedup)
   // kDedup: THE pair rule (neardup/pair_rule.h) with the store's recorded threshold and
@@ -686,7 +695,7 @@ Status DocumentStoreImpl::ResolveNewRule(std::optional<store::ManifestRule>* rul
       return Status::InvalidArgument("StoreOptions.lsh: a kSimHash store has no LSH options");
     if (ContainmentGiven())
       return Status::InvalidArgument(
-          "StoreOptions.containment_*: a kSimHash store has no pair rule");
+          "StoreOptions.containment_*, edited_*: a kSimHash store has no pair rule");
     return Status::Ok();
   }
   const MinHashLshOptions lsh = options_.lsh.value_or(MinHashLshOptions{});
@@ -698,6 +707,10 @@ Status DocumentStoreImpl::ResolveNewRule(std::optional<store::ManifestRule>* rul
       options_.containment_min_shingles.value_or(defaults.containment_min_shingles);
   rule.containment_min_ratio =
       options_.containment_min_ratio.value_or(defaults.containment_min_ratio);
+  rule.edited_threshold = options_.edited_threshold.value_or(defaults.edited_threshold);
+  rule.edited_min_jaccard = options_.edited_min_jaccard.value_or(defaults.edited_min_jaccard);
+  rule.verification_form =
+      rule.edited_threshold > 0 ? store::kShingleAndUnitSetForm : store::kShingleSetForm;
   PairRuleOptions pair_rule = StorePairRule(rule);
   pair_rule.jaccard_threshold = lsh.threshold;
   NEARDUP_RETURN_IF_ERROR(ValidatePairRuleOptions(pair_rule).WithContext("StoreOptions"));
@@ -717,13 +730,17 @@ Status DocumentStoreImpl::ResolveNewRule(std::optional<store::ManifestRule>* rul
 // Options given to the open of an existing kDedup store must be the recorded ones.
 Status DocumentStoreImpl::CheckRecordedRule(const store::ManifestRule& recorded,
                                             const std::string& where) const {
+  // A store created before the edited reason answers with it off (edited threshold 0).
   const std::pair<const std::optional<double>*, double> containment[] = {
       {&options_.containment_threshold, recorded.containment_threshold},
       {&options_.containment_min_shingles, recorded.containment_min_shingles},
-      {&options_.containment_min_ratio, recorded.containment_min_ratio}};
+      {&options_.containment_min_ratio, recorded.containment_min_ratio},
+      {&options_.edited_threshold, recorded.edited_threshold},
+      {&options_.edited_min_jaccard, recorded.edited_min_jaccard}};
   const char* const containment_names[] = {"containment threshold", "containment_min_shingles",
-                                           "containment_min_ratio"};
-  for (size_t i = 0; i < 3; ++i) {
+                                           "containment_min_ratio", "edited threshold",
+                                           "edited_min_jaccard"};
+  for (size_t i = 0; i < std::size(containment); ++i) {
     const auto& [given, value] = containment[i];
     if (*given && **given != value) {
       char buffer[160];
@@ -768,8 +785,8 @@ Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
     if (options_.lsh || ContainmentGiven()) {
       return Status::InvalidArgument(
           where +
-          "the simhash rule (format version 2): it has no LSH or containment options to compare "
-          "with StoreOptions");
+          "the simhash rule (format version 2): it has no LSH, containment or edited options to "
+          "compare with StoreOptions");
     }
     bands_ = 0;
     return Status::Ok();
@@ -803,7 +820,8 @@ Status DocumentStoreImpl::PrepareDocs(std::span<const DocumentInput> docs,
   }
   if (bands_ == 0) return Status::Ok();
   sketches->resize(docs.size());
-  for (size_t i = 0; i < docs.size(); ++i) (*sketches)[i] = SketchRecord::From(*docs[i].sketch);
+  for (size_t i = 0; i < docs.size(); ++i)
+    (*sketches)[i] = SketchRecord::From(*docs[i].sketch, with_units());
   return Status::Ok();
 }
 
@@ -834,6 +852,12 @@ Status DocumentStoreImpl::ValidateDoc(const DocumentInput& doc, bool allow_empty
       return Status::InvalidArgument(
           "sketch: made with other LSH parameters than the store's (make sketches with a "
           "DocumentSketcher created from the store's LshOptions())");
+    }
+    if (with_units() && !doc.sketch->has_units) {
+      return Status::InvalidArgument(
+          "sketch: has no unit set, which this store's pair rule (the `edited` reason) needs "
+          "(make sketches with a DocumentSketcher created with_units, as SketchesNeedUnits() "
+          "says)");
     }
     if (!doc.sketch->band_keys.empty() &&
         doc.sketch->band_keys.size() != static_cast<size_t>(bands_)) {
@@ -956,6 +980,8 @@ std::optional<MinHashLshOptions> DocumentStoreImpl::LshOptions() const {
   if (bands_ == 0) return std::nullopt;
   return lsh_;
 }
+
+bool DocumentStoreImpl::SketchesNeedUnits() const { return with_units(); }
 
 Status DocumentStoreImpl::Remove(std::string_view id) {
   if (id.empty()) return Status::InvalidArgument("id: must not be empty");
@@ -1189,6 +1215,9 @@ Status DocumentStoreImpl::WriteManifestLocked(const std::vector<uint64_t>& numbe
     rule.containment_threshold = pair_rule_options_.containment_threshold;
     rule.containment_min_shingles = pair_rule_options_.containment_min_shingles;
     rule.containment_min_ratio = pair_rule_options_.containment_min_ratio;
+    rule.edited_threshold = pair_rule_options_.edited_threshold;
+    rule.edited_min_jaccard = pair_rule_options_.edited_min_jaccard;
+    rule.verification_form = with_units() ? store::kShingleAndUnitSetForm : store::kShingleSetForm;
     m.rule = rule;
   }
   return store::WriteManifest(fs_, dir_, m);
@@ -1704,12 +1733,12 @@ struct DocumentStoreImpl::CandidateSink {
   }
   void FromMemtable(const MemTable::Entry& entry, bool lsh) {
     Add({*entry.id, entry.fingerprint, entry.metadata, entry.sketch.hashes, entry.sketch.set,
-         nullptr, lsh});
+         nullptr, nullptr, lsh});
   }
   void FromSegment(size_t s, uint32_t entry, bool lsh) {
     const Segment& seg = *store.segments_[s];
     Add({seg.id(entry), seg.fingerprint(entry), seg.metadata(entry), seg.hashes(entry),
-         seg.set_bytes(entry), nullptr, lsh});
+         seg.set_bytes(entry), nullptr, nullptr, lsh});
   }
   void FromPending(uint32_t op, bool lsh) {
     const WalOp& o = pending->ops[op];
@@ -1719,6 +1748,7 @@ struct DocumentStoreImpl::CandidateSink {
          o.sketch.hashes,
          {},
          &pending->sketches[op]->shingles,
+         &pending->sketches[op]->units,
          lsh});
   }
   // Whether a pending op may be a candidate (live, another id).
@@ -1865,7 +1895,7 @@ void DocumentStoreImpl::FindDuplicatesLocked(const DocumentInput& doc, int k,
   const DocumentSketch& sketch = *doc.sketch;
   PairDocument checked{
       sketch.content_hash, sketch.text_bytes, sketch.squeezed_hash, {}, std::nullopt};
-  std::vector<uint32_t> decoded;
+  std::vector<uint32_t> decoded, decoded_units;
   for (const Candidate& c : candidates) {
     // The pair rule, as dedup's verification applies it to a candidate pair: exact and
     // whitespace-only copies by the hashes alone (a whitespace-table candidate that is neither is
@@ -1873,18 +1903,26 @@ void DocumentStoreImpl::FindDuplicatesLocked(const DocumentInput& doc, int k,
     PairDocument stored{
         c.hashes.content_hash, c.hashes.text_bytes, c.hashes.squeezed_hash, {}, std::nullopt};
     checked.shingles = {};
+    checked.units = {};
     PairDecision decision = pair_rule_->Decide(checked, stored);
     const bool by_hash = decision.reason == DuplicateReason::kExact ||
                          decision.reason == DuplicateReason::kWhitespace;
     if (!by_hash) {
       if (!c.lsh) continue;
       const std::vector<uint32_t>* set = c.set;
+      const std::vector<uint32_t>* units = c.units;
       if (set == nullptr) {
-        (void)DecodeShingleSet(c.set_bytes, &decoded);  // damage decodes to no set
+        // Damage decodes to no set.
+        (void)store::DecodeSketchSets(c.set_bytes, with_units(), &decoded, &decoded_units);
         set = &decoded;
+        units = &decoded_units;
       }
       checked.shingles = sketch.shingles;
       stored.shingles = *set;
+      if (with_units()) {
+        checked.units = sketch.units;
+        stored.units = *units;
+      }
       decision = pair_rule_->DecideFast(checked, stored);
       if (!decision.duplicate()) continue;
     }
@@ -1955,7 +1993,7 @@ StoreStats DocumentStoreImpl::Stats() const {
   stats.rule = bands_ > 0 ? StoreRule::kDedup : StoreRule::kSimHash;
   if (bands_ > 0) {
     stats.lsh = lsh_;
-    stats.verification_form = kVerificationForm;
+    stats.verification_form = with_units() ? kUnitsVerificationForm : kVerificationForm;
     stats.pair_rule = pair_rule_options_;
   }
   stats.health = Health();

@@ -17,6 +17,7 @@ constexpr char kManifestMagic[8] = {'N', 'D', 'U', 'P', 'M', 'A', 'N', '\0'};
 // 2: + index design, fingerprint options; 3: + the duplicate rule; 4: + its containment options.
 // Versions 2 (a kSimHash store) and 3 (read with the kVersion3Containment* values) are still read;
 // every MANIFEST is written as version 4.
+constexpr uint32_t kEditedManifestVersion = 5;  // written only when the edited reason is on
 constexpr uint32_t kManifestVersion = 4;
 constexpr uint32_t kRuleManifestVersion = 3;
 constexpr uint32_t kOldManifestVersion = 2;
@@ -38,8 +39,9 @@ constexpr uint32_t kRuleSimHash = 0, kRuleDedup = 1;
 }  // namespace
 
 std::string EncodeManifest(const Manifest& m) {
+  const bool edited = m.rule && m.rule->edited_threshold > 0;
   std::string out(kManifestMagic, 8);
-  PutU32(&out, kManifestVersion);
+  PutU32(&out, edited ? kEditedManifestVersion : kManifestVersion);
   PutU32(&out, static_cast<uint32_t>(m.bits));
   PutU32(&out, static_cast<uint32_t>(m.indexed_k));
   PutU32(&out, 0);
@@ -63,6 +65,10 @@ std::string EncodeManifest(const Manifest& m) {
   PutF64(&out, rule.containment_threshold);
   PutF64(&out, rule.containment_min_shingles);
   PutF64(&out, rule.containment_min_ratio);
+  if (edited) {
+    PutF64(&out, rule.edited_threshold);
+    PutF64(&out, rule.edited_min_jaccard);
+  }
   PutU64(&out, Checksum(out));
   return out;
 }
@@ -92,8 +98,8 @@ Result<Manifest> ReadManifest(const std::string& dir, bool accept_version_1) {
     return Status::Corruption(path + ": MANIFEST is truncated");
   }
   const bool version_1 = version == 1 && accept_version_1;
-  if (version != kManifestVersion && version != kRuleManifestVersion &&
-      version != kOldManifestVersion && !version_1) {
+  if (version != kEditedManifestVersion && version != kManifestVersion &&
+      version != kRuleManifestVersion && version != kOldManifestVersion && !version_1) {
     return Status::Unsupported(
         path + ": MANIFEST version " + std::to_string(version) + " is not supported" +
         (version < kOldManifestVersion ? " (written by an older neardup: `neardup index recover` "
@@ -132,7 +138,9 @@ Result<Manifest> ReadManifest(const std::string& dir, bool accept_version_1) {
         !reader.U32(&rule.verification_form) || !reader.U64(&rule.seed) ||
         (version >= 4 && (!ReadF64(&reader, &rule.containment_threshold) ||
                           !ReadF64(&reader, &rule.containment_min_shingles) ||
-                          !ReadF64(&reader, &rule.containment_min_ratio)))) {
+                          !ReadF64(&reader, &rule.containment_min_ratio))) ||
+        (version >= 5 && (!ReadF64(&reader, &rule.edited_threshold) ||
+                          !ReadF64(&reader, &rule.edited_min_jaccard)))) {
       return Status::Corruption(path + ": MANIFEST is truncated");
     }
     if (kind == kRuleSimHash) {
@@ -141,7 +149,9 @@ Result<Manifest> ReadManifest(const std::string& dir, bool accept_version_1) {
     }
     if (kind != kRuleDedup || !(rule.threshold > 0 && rule.threshold < 1) || bands < 1 ||
         rows < 1 || bands > 1024 || rows > 64 || rule.bucket_window < 1 ||
-        rule.verification_form != 1) {
+        rule.verification_form !=
+            (rule.edited_threshold > 0 ? kShingleAndUnitSetForm : kShingleSetForm) ||
+        (version >= 5) != (rule.edited_threshold > 0)) {
       return Status::Corruption(path + ": MANIFEST rule fields out of range");
     }
     PairRuleOptions pair_rule;
@@ -149,6 +159,8 @@ Result<Manifest> ReadManifest(const std::string& dir, bool accept_version_1) {
     pair_rule.containment_threshold = rule.containment_threshold;
     pair_rule.containment_min_shingles = rule.containment_min_shingles;
     pair_rule.containment_min_ratio = rule.containment_min_ratio;
+    pair_rule.edited_threshold = rule.edited_threshold;
+    pair_rule.edited_min_jaccard = rule.edited_min_jaccard;
     if (Status valid = ValidatePairRuleOptions(pair_rule); !valid.ok()) {
       return Status::Corruption(path + ": MANIFEST rule fields out of range: " + valid.message());
     }

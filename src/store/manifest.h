@@ -21,25 +21,40 @@ namespace neardup::store {
 constexpr double kVersion3ContainmentThreshold = 0.9;
 constexpr double kVersion3ContainmentMinShingles = 30;
 constexpr double kVersion3ContainmentMinRatio = 0.6;
+// The `edited` options a MANIFEST before version 5 (which did not record them) is read with: the
+// reason off, as such stores answered.
+constexpr double kVersion4EditedMinJaccard = 0.45;
 
-// The duplicate rule of a kDedup store (MANIFEST version 3; the containment options since 4).
+// Verification forms (ManifestRule::verification_form): what a stored sketch's set bytes hold.
+// 1: the narrowed shingle set (common/set_codec.h); 2: that, then the narrowed unit set (the
+// `edited` reason's; version 5, only when the reason is on).
+constexpr uint32_t kShingleSetForm = 1;
+constexpr uint32_t kShingleAndUnitSetForm = 2;
+
+// The duplicate rule of a kDedup store (MANIFEST version 3; the containment options since 4; the
+// edited options since 5, written only when the reason is on, so a store without it stays
+// readable by the releases before it).
 struct ManifestRule {
   double threshold = 0.5;
   int bands = 0;
   int rows = 0;
   uint32_t bucket_window = 64;
   uint64_t seed = 0;
-  uint32_t verification_form = 1;  // 1: narrowed 32-bit set, Elias-Fano (common/set_codec.h)
+  uint32_t verification_form = kShingleSetForm;  // kShingleAndUnitSetForm iff edited is on
   // The `contained` reason of the pair rule (PairRuleOptions; jaccard_threshold is `threshold`).
   double containment_threshold = kVersion3ContainmentThreshold;
   double containment_min_shingles = kVersion3ContainmentMinShingles;
   double containment_min_ratio = kVersion3ContainmentMinRatio;
+  // The `edited` reason (PairRuleOptions::edited_threshold, 0 = off, and edited_min_jaccard).
+  double edited_threshold = 0;
+  double edited_min_jaccard = kVersion4EditedMinJaccard;
 };
 
 struct Manifest {
   // 1: written before the design was recorded (read only for recovery); 2: before the duplicate
   // rule was recorded (a kSimHash store); 3: with the rule; 4: with the rule's containment
-  // options. EncodeManifest writes 4.
+  // options; 5: with the rule's edited options. EncodeManifest writes 5 when the rule's edited
+  // reason is on, else 4.
   int version = 2;
   int bits = 64;
   int indexed_k = 3;

@@ -171,11 +171,12 @@ class Recovery {
             path, bits_, [](const store::SegmentEntry&) {}, nullptr, nullptr, &found);
         if (found) {
           rule_ = found;
-          // Segments do not record the containment options (the MANIFEST does since version 4).
+          // Segments do not record the containment and edited options (the MANIFEST does).
           report_.messages.push_back(
               path +
               ": the store's dedup rule read from this segment; its containment options are "
-              "not recorded there: set to 0.9 / 30 / 0.6 (those of a version-3 MANIFEST)");
+              "not recorded there: set to 0.9 / 30 / 0.6 (those of a version-3 MANIFEST); nor is "
+              "the edited reason: off");
         }
       }
       Result<std::shared_ptr<store::Segment>> seg =
@@ -343,6 +344,9 @@ class Recovery {
       rule.containment_threshold = containment_.containment_threshold;
       rule.containment_min_shingles = containment_.containment_min_shingles;
       rule.containment_min_ratio = containment_.containment_min_ratio;
+      rule.edited_threshold = containment_.edited_threshold;
+      rule.edited_min_jaccard = containment_.edited_min_jaccard;
+      rule.verification_form = containment_.verification_form;
       fresh.rule = rule;
     }
     uint64_t next = max_number_ + 1;
@@ -382,7 +386,8 @@ class Recovery {
   std::vector<uint64_t> segment_numbers_, wal_numbers_;
   std::optional<IndexDesign> design_;
   std::optional<store::SegmentRule> rule_;  // a kDedup store's rule
-  // Its containment options: the MANIFEST's, else those of a version-3 MANIFEST.
+  // Its containment and edited options and verification form: the MANIFEST's, else those of a
+  // version-3 MANIFEST (a lost MANIFEST loses the edited reason: stored unit sets are ignored).
   store::ManifestRule containment_;
   uint64_t next_seq_ = 0;  // for the log's adds
   std::shared_ptr<const index::CompiledDesign> compiled_;

@@ -1,5 +1,6 @@
 // What a kDedup store keeps of a document's DocumentSketch (neardup/sketch.h), in every layer (log
-// op, memtable, segment): the pair rule's hashes, the band keys and the encoded shingle set.
+// op, memtable, segment): the pair rule's hashes, the band keys and the encoded shingle set (and,
+// in a store whose rule has the `edited` reason on, the encoded unit set after it).
 //
 // Internal header. A plain value.
 #ifndef NEARDUP_STORE_SKETCH_RECORD_H_
@@ -7,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/set_codec.h"
@@ -25,16 +27,30 @@ struct PairHashes {
 struct SketchRecord {
   PairHashes hashes;
   std::vector<uint32_t> band_keys;  // `bands` keys, or empty (no shingles)
-  std::string set;                  // EncodeShingleSet of the narrowed shingle set
+  // EncodeShingleSet of the narrowed shingle set, then, with units (verification form 2,
+  // store/manifest.h), EncodeShingleSet of the narrowed unit set.
+  std::string set;
 
-  static SketchRecord From(const DocumentSketch& sketch) {
+  static SketchRecord From(const DocumentSketch& sketch, bool with_units) {
     SketchRecord record;
     record.hashes = {sketch.content_hash, sketch.text_bytes, sketch.squeezed_hash};
     record.band_keys = sketch.band_keys;
     EncodeShingleSet(sketch.shingles, &record.set);
+    if (with_units) EncodeShingleSet(sketch.units, &record.set);
     return record;
   }
 };
+
+// The sets of a record's `set` bytes: the shingle set and, when `with_units`, the unit set after
+// it. False when the bytes are damaged: the sets are then empty (a damaged unit set leaves the
+// shingle set), and the pair rule finds no duplicate by them.
+inline bool DecodeSketchSets(std::string_view bytes, bool with_units,
+                             std::vector<uint32_t>* shingles, std::vector<uint32_t>* units) {
+  size_t used = 0;
+  units->clear();
+  if (!DecodeShingleSet(bytes, shingles, &used)) return false;
+  return !with_units || DecodeShingleSet(bytes.substr(used), units);
+}
 
 }  // namespace neardup::store
 

@@ -37,6 +37,8 @@ void WriteStoreStatsFields(const StoreStats& stats, JsonWriter* writer) {
     writer->Key("containment").Double(stats.pair_rule.containment_threshold);
     writer->Key("containment_min_shingles").Double(stats.pair_rule.containment_min_shingles);
     writer->Key("containment_min_ratio").Double(stats.pair_rule.containment_min_ratio);
+    writer->Key("edited").Double(stats.pair_rule.edited_threshold);
+    writer->Key("edited_min_jaccard").Double(stats.pair_rule.edited_min_jaccard);
   }
   writer->Key("state").String(StoreStateName(stats.health.state));
   writer->Key("state_reason").String(stats.health.reason);
