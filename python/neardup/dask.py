@@ -1430,8 +1430,13 @@ def dedup(data: Any, output: Optional[str] = None, *, text_field: Optional[str] 
 
     Options are those of :func:`neardup.dedup` (``threshold``, ``candidates``, ``bands``,
     ``rows``, ``bucket_window``, ``k``, ``verify``, ``keep``, ``bits``, ``strict``, the pair
-    rule's ``containment`` and ``edited`` options, fingerprint options; ``threads``: the library's threads inside each task, default 1, Dask's workers being
-    the parallelism). ``shuffle_partitions``: the partitions of the candidate stage (default: as
+    rule's ``containment`` and ``edited`` options, ``boilerplate`` weights, fingerprint options;
+    ``threads``: the library's threads inside each task, default 1, Dask's workers being the
+    parallelism). ``boilerplate=True`` gives the command's answers: the shingles' document
+    frequencies are counted per group of partitions (at most 8) in the command's sketch (a
+    quarter of the input's size, at most 64 MiB; above 64 MB of input one document in s, by its
+    number in reading order) and merged, and each worker process holds the merged sketch while
+    verifying (see docs/scale.md). ``shuffle_partitions``: the partitions of the candidate stage (default: as
     many as the input's); ``component_pairs``: accepted pairs one components task may hold (more
     pairs are joined by min-label propagation over several tasks); ``progress``: a line per
     stage on standard error (False: none; a callable: receives the lines); ``work_dir``: where
