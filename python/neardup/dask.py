@@ -456,13 +456,16 @@ def _file_documents_task(run: _Run, index: int, part: dict, lines: Optional[dict
 
 # Stage 1b: boilerplate frequencies ----------------------------------------------------------
 
-# At most this many partial frequency sketches (each at most boilerplate_sketch_bytes, 64 MiB by
-# default) are counted in parallel and written before one task merges them.
+# The frequencies are counted by one task per group of consecutive partitions, a group per
+# _FREQUENCY_GROUP_BYTES of input, at most _FREQUENCY_GROUPS of them (each group's sketch, at most
+# boilerplate_sketch_bytes, 64 MiB by default, is written, then one task merges them): counting
+# is cheap (one document in s above 64 MB), writing and reading sketches is not.
 _FREQUENCY_GROUPS = 8
+_FREQUENCY_GROUP_BYTES = 256 << 20
 
 
-def _frequency_groups(nparts: int) -> List[range]:
-    groups = min(nparts, _FREQUENCY_GROUPS)
+def _frequency_groups(nparts: int, input_bytes: int) -> List[range]:
+    groups = max(1, min(nparts, _FREQUENCY_GROUPS, input_bytes // _FREQUENCY_GROUP_BYTES))
     bounds = [nparts * g // groups for g in range(groups + 1)]
     return [range(bounds[g], bounds[g + 1]) for g in range(groups)]
 
@@ -1433,14 +1436,16 @@ def dedup(data: Any, output: Optional[str] = None, *, text_field: Optional[str] 
     rule's ``containment`` and ``edited`` options, ``boilerplate`` weights, fingerprint options;
     ``threads``: the library's threads inside each task, default 1, Dask's workers being the
     parallelism). ``boilerplate=True`` gives the command's answers: the shingles' document
-    frequencies are counted per group of partitions (at most 8) in the command's sketch (a
-    quarter of the input's size, at most 64 MiB; above 64 MB of input one document in s, by its
-    number in reading order) and merged, and each worker process holds the merged sketch while
-    verifying (see docs/scale.md). ``shuffle_partitions``: the partitions of the candidate stage (default: as
-    many as the input's); ``component_pairs``: accepted pairs one components task may hold (more
-    pairs are joined by min-label propagation over several tasks); ``progress``: a line per
-    stage on standard error (False: none; a callable: receives the lines); ``work_dir``: where
-    the intermediate files go (default ``output/.neardup-work``, or a temporary directory).
+    frequencies are counted per group of partitions (one per 256 MiB of input, at most 8) in the
+    command's sketch (a quarter of the input's size, at most 64 MiB; above 64 MB of input one
+    document in s, by its number in reading order; for a DataFrame the input's size is that of
+    its partitions' JSONL) and merged, and each worker process holds the merged sketch while
+    verifying (see docs/scale.md). ``shuffle_partitions``: the partitions of the candidate stage
+    (default: as many as the input's); ``component_pairs``: accepted pairs one components task
+    may hold (more pairs are joined by min-label propagation over several tasks);
+    ``progress``: a line per stage on standard error (False: none; a callable: receives the
+    lines); ``work_dir``: where the intermediate files go (default ``output/.neardup-work``, or
+    a temporary directory).
     """
     if "text" in options or "id" in options:
         for old, new in (("text", "text_field"), ("id", "id_field")):
@@ -1617,7 +1622,7 @@ def _run(data, ddf, source, output, temporary, work, key, library, resolved, fie
         else:  # the partitions' JSONL, read from memory
             input_bytes = sum(c["input_bytes"] for c in docs)
         firsts = np.concatenate([[0], np.cumsum([c["read"] for c in docs])]).tolist()
-        groups = _frequency_groups(nparts)
+        groups = _frequency_groups(nparts, input_bytes)
         stage("frequencies", [(_count_frequencies_task, run, g, parts, firsts, input_bytes)
                               for g, parts in enumerate(groups)],
               lambda r: sum(c["counted_documents"] for c in r))

@@ -298,7 +298,8 @@ std::string ReadRange(const std::string& path, uint64_t start, uint64_t end);
 // THE pair rule (neardup/pair_rule.h) of one option set (ResolvePairRule), built once per process
 // and shared by its tasks; with boilerplate weights, `frequencies` names the run's merged
 // frequency sketch (a file written by _DaskFrequencies.save), read once per process and kept
-// with the rule (PairRule::Create with the options' BoilerplateOptions, as dedup does).
+// with the rule (PairRule::Create with the options' BoilerplateOptions, as dedup does); a
+// process keeps the rule of one such sketch at a time.
 std::shared_ptr<const PairRule> RuleFor(const py::dict& kwargs, const std::string& key,
                                         const std::string& frequencies = std::string()) {
   struct Held {
@@ -333,6 +334,9 @@ std::shared_ptr<const PairRule> RuleFor(const py::dict& kwargs, const std::strin
   if (!created.ok()) ThrowStatus(created.status());
   held->rule.emplace(std::move(*created));
   std::lock_guard<std::mutex> lock(mutex);
+  if (held->sketch) {  // one run's sketch at a time (up to 64 MiB): drop the others' rules
+    std::erase_if(cache, [](const auto& entry) { return entry.second->sketch != nullptr; });
+  }
   auto it = cache.emplace(cache_key, std::move(held)).first;
   return std::shared_ptr<const PairRule>(it->second, &*it->second->rule);
 }

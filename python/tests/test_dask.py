@@ -352,15 +352,18 @@ def _template_files(directory):
     ({}, []),
     ({"edited": 0.8}, ["--edited", "0.8"]),  # the batch-cleaning rule for crawls
 ])
-def test_boilerplate_same_as_cli(client, binary, tmp_path, options, flags):
+def test_boilerplate_same_as_cli(client, binary, tmp_path, monkeypatch, options, flags):
     """Boilerplate weights (issue 25): Dask counts the shingle frequencies per group of
     partitions, as the command counts them over the whole input (the same sketch, documents
     sampled by their reading number), merges the sketches and verifies with the same weighted
     pair rule: the command's files byte for byte and its summary, boilerplate fields included."""
     inputs = _template_files(tmp_path / "in")
+    monkeypatch.setattr(nd, "_FREQUENCY_GROUP_BYTES", 1)  # as many groups as allowed: 8
     result = nd.dedup_files(inputs, str(tmp_path / "dask"), blocksize=16 << 10,
                             boilerplate=True, progress=False, **options)
     assert result.summary["dask"]["partitions"] >= 9  # several partial sketches merged
+    stages = {s["stage"]: s for s in result.summary["stages"]}
+    assert stages["frequencies"]["tasks"] == 8 and stages["frequency-merge"]["tasks"] == 1
     run_cli(binary, "dedup", "-q", *inputs, "-o", str(tmp_path / "cli"), "--boilerplate", *flags)
     same_files(tmp_path / "dask", tmp_path / "cli")
     with open(tmp_path / "cli" / "summary.json", encoding="utf-8") as f:
