@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -1017,6 +1018,20 @@ py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle content
   }
   std::vector<double> similarity(c.a.size(), -1), measured(c.a.size(), -1);
   std::vector<uint8_t> reason(c.a.size(), 0), sample_level(c.a.size(), 0);
+  // With boilerplate weights, each document's weighted size, computed once (-1: not yet).
+  std::unique_ptr<std::atomic<double>[]> weight_of;
+  if (verify && rule->weighted() && n > 0) {
+    weight_of = std::make_unique<std::atomic<double>[]>(n);
+    for (size_t d = 0; d < n; ++d) weight_of[d].store(-1, std::memory_order_relaxed);
+  }
+  auto WeightOf = [&](uint32_t d, std::span<const uint32_t> set) {
+    double w = weight_of[d].load(std::memory_order_relaxed);
+    if (w < 0) {
+      w = rule->Weight(set);
+      weight_of[d].store(w, std::memory_order_relaxed);
+    }
+    return w;
+  };
   {
     py::gil_scoped_release release;
     ParallelFor(
@@ -1045,13 +1060,19 @@ py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle content
                                                        set_offsets[x + 1] - set_offsets[x]);
             doc_y.shingles = std::span<const uint32_t>(set_values.data() + set_offsets[y],
                                                        set_offsets[y + 1] - set_offsets[y]);
-            doc_x.weight = doc_y.weight =
-                std::nullopt;  // the rule weighs the sets (PairRule::Weight)
             if (units) {
               doc_x.units = std::span<const uint32_t>(unit_values.data() + unit_offsets[x],
                                                       unit_offsets[x + 1] - unit_offsets[x]);
               doc_y.units = std::span<const uint32_t>(unit_values.data() + unit_offsets[y],
                                                       unit_offsets[y + 1] - unit_offsets[y]);
+            }
+            if (weight_of && reachable) {  // as dedup: the plain floor first, then the weights
+              if (!rule->PassesPlainFloor(doc_x, doc_y)) {
+                if (sampled >= level) measured[i] = Jaccard32(doc_x.shingles, doc_y.shingles);
+                continue;
+              }
+              doc_x.weight = WeightOf(x, doc_x.shingles);
+              doc_y.weight = WeightOf(y, doc_y.shingles);
             }
             const PairDecision decision =
                 reachable ? rule->DecideFast(doc_x, doc_y) : PairDecision{};
