@@ -395,6 +395,29 @@ def test_boilerplate_same_as_cli(client, binary, tmp_path, monkeypatch, options,
     assert len(plain.remove & pages) > 100
 
 
+def test_boilerplate_dataframe_same_as_python(client, tmp_path):
+    """A DataFrame with boilerplate weights: the input's size is its partitions' JSONL (the
+    sketch's size comes from it, as neardup.dedup's from its one JSONL buffer); the same
+    answer as neardup.dedup on the same rows."""
+    import neardup
+
+    rows = []
+    for path in _template_files(tmp_path / "in"):
+        with open(path, "rb") as f:
+            for line in f:
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:
+                    pass
+    frame = pd.DataFrame(rows)
+    got = nd.dedup(dd.from_pandas(frame, npartitions=5, sort=False), boilerplate=True,
+                   progress=False)
+    ref = neardup.dedup(list(zip(frame["id"], frame["text"])), boilerplate=True)
+    assert got.summary["pair_rule"] == ref.summary["pair_rule"]
+    assert got.summary["pair_rule"]["boilerplate"] is True
+    assert got.remove == set(ref.remove) and len(got.remove) > 40
+
+
 def test_boilerplate_sketch_sampled_by_reading_number(tmp_path):
     """Above 64 MB of input dedup counts one document in s (FrequencySketchFor): the Dask sketch
     counts a partition's documents by their reading number in the whole input (its first plus
