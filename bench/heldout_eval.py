@@ -49,7 +49,9 @@ import time
 # Boilerplate weights are shown for reference only, never chosen: their counts depend on the
 # corpus, so the answer for a pair would depend on what else was in the run (docs/quality.md).
 REFERENCE_ONLY = {"T=0.50, --boilerplate", "T=0.45, --boilerplate", "T=0.40, --boilerplate",
-                  "T=0.45, --boilerplate, F=50", "T=0.45, --boilerplate, F=100"}
+                  "T=0.45, --boilerplate, F=50", "T=0.45, --boilerplate, F=100",
+                  "T=0.50, --boilerplate, edited 0.8", "T=0.45, --boilerplate, edited 0.8",
+                  "T=0.40, --boilerplate, edited 0.8 from J 0.4"}
 RULES = [
     ("T=0.50 (defaults)", []),
     ("T=0.40", ["--threshold", "0.4"]),
@@ -68,6 +70,19 @@ RULES = [
      ["--threshold", "0.45", "--boilerplate", "--boilerplate-min-documents", "50"]),
     ("T=0.45, --boilerplate, F=100",
      ["--threshold", "0.45", "--boilerplate", "--boilerplate-min-documents", "100"]),
+    # The `edited` reason (shingle Jaccard >= the floor, 0.45 unless given, and the units'
+    # multiset Jaccard >= S): S and the floor tried here.
+    ("T=0.50, edited 0.7", ["--edited", "0.7"]),
+    ("T=0.50, edited 0.75", ["--edited", "0.75"]),
+    ("T=0.50, edited 0.8", ["--edited", "0.8"]),
+    ("T=0.50, edited 0.85", ["--edited", "0.85"]),
+    ("T=0.50, edited 0.8 from J 0.4", ["--edited", "0.8", "--edited-min-jaccard", "0.4"]),
+    ("T=0.45, edited 0.8", ["--threshold", "0.45", "--edited", "0.8"]),
+    ("T=0.50, --boilerplate, edited 0.8", ["--boilerplate", "--edited", "0.8"]),
+    ("T=0.45, --boilerplate, edited 0.8", ["--threshold", "0.45", "--boilerplate", "--edited",
+                                           "0.8"]),
+    ("T=0.40, --boilerplate, edited 0.8 from J 0.4",
+     ["--threshold", "0.4", "--boilerplate", "--edited", "0.8", "--edited-min-jaccard", "0.4"]),
 ]
 # --curve: the fraction flagged per label by threshold (docs/quality.md's precision / recall
 # curve), every other option at its default.
@@ -240,6 +255,9 @@ def main():
                         "instead of the clusters (both documents in one cluster, the default)")
     parser.add_argument("--reuse", action="store_true",
                         help="read the runs already in --work instead of running them again")
+    parser.add_argument("--show", action="append", default=[], metavar="RULE",
+                        help="also show this rule (a name of RULES, e.g. a reference-only one) in "
+                        "the held-out stress table; may be repeated")
     parser.add_argument("--curve", action="store_true",
                         help="print the fraction flagged per label at thresholds 0.3 .. 0.8 (all "
                         "pairs, both data sets) instead of the held-out choice")
@@ -318,6 +336,11 @@ def main():
     print(f"\n## Stress set, held-out half (the rule chosen on all of devpairs + the choice half: "
           f"{chosen})\n")
     shown = [chosen] + ([DEFAULTS] if chosen != DEFAULTS else [])
+    for name in args.show:
+        if name not in results:
+            sys.exit(f"heldout_eval: --show {name!r} is not a rule here")
+        if name not in shown:
+            shown.append(name)
     scores = {name: score([r for r in results[name]["stress"].rows if held_out_half(r[3])])
               for name in shown}
     print("| label | class | pairs | " + " | ".join(shown) + " |")
