@@ -251,6 +251,10 @@ void TagOccurrences(std::span<const uint64_t> units, Element element) {
     key[slot] = h;
     element(i, k == 0 ? h : Mix(h, k));
   }
+  if (mask >= (size_t{1} << 16)) {  // a huge document's table is not kept for the thread's life
+    std::vector<uint64_t>().swap(keys);
+    std::vector<uint32_t>().swap(counts);
+  }
 }
 
 }  // namespace
