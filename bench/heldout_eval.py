@@ -332,6 +332,19 @@ def main():
               f"{s['precision']:.3f} | {recall} | {f1} | {low} | {high} | {d_f1} | {d_low} | "
               f"{d_high} |")
 
+    for name in args.show:
+        print(f"\n## devpairs by set with {name} (not chosen: shown with --show)\n")
+        print("| set | positives | negatives | precision | recall | F1 | lowest positive label | "
+              "highest negative FP |")
+        print("|---|---|---|---|---|---|---|---|")
+        for held in sorted({p["set"] for p in dev_pairs}):
+            s = score([r for r in results[name]["dev"].rows if r[0] == held])
+            low, high = extremes(s)
+            f1 = f"{s['f1']:.3f}" if s["positives"] else "n/a"
+            recall = f"{s['recall']:.3f}" if s["positives"] else "n/a"
+            print(f"| {held} | {s['positives']} | {s['negatives']} | {s['precision']:.3f} | "
+                  f"{recall} | {f1} | {low} | {high} |")
+
     chosen = best(results, choice)
     print(f"\n## Stress set, held-out half (the rule chosen on all of devpairs + the choice half: "
           f"{chosen})\n")
