@@ -25,6 +25,8 @@ flag_sets=(
   "--threshold 0.4"
   "--no-boilerplate --containment 0"
   "--boilerplate --tokenizer char --ngram 3"
+  "--edited 0.8"
+  "--edited 0.7 --edited-min-jaccard 0.4 --candidates lsh+simhash --in-memory"
 )
 failed=0
 for i in "${!flag_sets[@]}"; do

@@ -135,6 +135,14 @@ std::vector<uint64_t> ReferenceUnits(std::string_view normal) {
 
 // The fast splitter gives the reference's set, in text order with repeats; the public
 // ShinglesOfNormalized gives exactly the reference.
+std::vector<uint32_t> ReferenceNarrow(const std::vector<uint64_t>& shingles) {
+  std::vector<uint32_t> narrow;
+  for (uint64_t h : shingles) narrow.push_back(static_cast<uint32_t>(h ^ (h >> 32)));
+  std::sort(narrow.begin(), narrow.end());
+  narrow.erase(std::unique(narrow.begin(), narrow.end()), narrow.end());
+  return narrow;
+}
+
 void ExpectSameShingles(std::string_view text) {
   std::vector<uint64_t> units, in_order, sorted;
   ShingleHashesInOrder(text, &units, &in_order);
@@ -142,6 +150,13 @@ void ExpectSameShingles(std::string_view text) {
   EXPECT_EQ(SortedDistinct(in_order), reference) << "text: " << text;
   ShingleSimilarity::ShinglesOfNormalized(text, &sorted);
   EXPECT_EQ(sorted, reference) << "text: " << text;
+  // The unit multiset, 64-bit and narrowed from the in-order units.
+  const std::vector<uint64_t> reference_units = ReferenceUnits(text);
+  ShingleSimilarity::UnitsOfNormalized(text, &sorted);
+  EXPECT_EQ(sorted, reference_units) << "text: " << text;
+  std::vector<uint32_t> narrowed;
+  NarrowedUnitSet(units, &narrowed);
+  EXPECT_EQ(narrowed, ReferenceNarrow(reference_units)) << "text: " << text;
 }
 
 TEST(ShingleHashesTest, SameSetsAsTheReferenceSplitter) {
@@ -274,14 +289,6 @@ TEST(ShingleHashesTest, SameSetsOnTheDevCorpus) {
 }
 
 // ---- Narrowed sets.
-
-std::vector<uint32_t> ReferenceNarrow(const std::vector<uint64_t>& shingles) {
-  std::vector<uint32_t> narrow;
-  for (uint64_t h : shingles) narrow.push_back(static_cast<uint32_t>(h ^ (h >> 32)));
-  std::sort(narrow.begin(), narrow.end());
-  narrow.erase(std::unique(narrow.begin(), narrow.end()), narrow.end());
-  return narrow;
-}
 
 TEST(ShingleHashesTest, NarrowedSetIsSortedDistinctWhateverTheValues) {
   std::mt19937_64 random(5);
@@ -463,6 +470,37 @@ TEST(ShingleHashesTest, UnitSetsMatchTheReferenceSplitter) {
     NarrowedUnitSet(in_order_units, &narrowed);
     ShingleSimilarity::Narrow(reference, &expected);
     EXPECT_EQ(narrowed, expected);
+  }
+}
+
+// The occurrence tagging agrees with counting whatever the repeats: random unit hashes drawn
+// from pools of 1 to 5,000 values (a few units repeated thousands of times, or nearly all
+// distinct), sizes up and down so the per-thread table is reused at every size.
+TEST(ShingleHashesTest, UnitMultisetMatchesCountingOnRandomRepeats) {
+  std::mt19937_64 random(25);
+  const size_t sizes[] = {0, 1, 2, 3, 17, 64, 65, 1000, 5, 20000, 300, 1, 70000, 9};
+  const size_t pools[] = {1, 2, 7, 100, 5000};
+  for (size_t n : sizes) {
+    for (size_t pool : pools) {
+      SCOPED_TRACE(testing::Message() << "n " << n << " pool " << pool);
+      std::vector<uint64_t> values(pool);
+      for (uint64_t& value : values) value = random();
+      std::vector<uint64_t> units(n);
+      for (uint64_t& unit : units) unit = values[random() % pool];
+      std::map<uint64_t, uint64_t> counts;
+      for (uint64_t unit : units) ++counts[ReferenceMix(0x756e697473657431ULL, unit)];
+      std::vector<uint64_t> elements;
+      for (const auto& [h, count] : counts) {
+        elements.push_back(h);
+        for (uint64_t k = 1; k < count; ++k) elements.push_back(ReferenceMix(h, k));
+      }
+      const std::vector<uint64_t> reference = SortedDistinct(elements);
+      std::vector<uint32_t> narrowed;
+      NarrowedUnitSet(units, &narrowed);
+      EXPECT_EQ(narrowed, ReferenceNarrow(reference));
+      UnitMultiset(&units);
+      EXPECT_EQ(units, reference);
+    }
   }
 }
 

@@ -32,6 +32,7 @@
 #include "neardup/hamming_join.h"
 #include "neardup/jieba.h"
 #include "neardup/shingles.h"
+#include "neardup/text.h"
 
 namespace neardup {
 
@@ -525,8 +526,9 @@ class DedupRun {
   // Reads the inputs again and keeps the narrowed (32-bit) shingle sets of the documents with
   // a slot (spilled to a temporary file when spilling).
   Status LoadShingles();
-  // Shingles of the pending documents, stored by slot.
-  Status FlushShingles(std::vector<std::pair<uint32_t, std::string>>* pending,
+  // Shingles of the pending documents, stored by slot. `normalizer` normalises as the shingler.
+  Status FlushShingles(const TextNormalizer& normalizer,
+                       std::vector<std::pair<uint32_t, std::string>>* pending,
                        std::vector<std::vector<uint32_t>>* computed);
   // Merges the candidates again and verifies them in blocks.
   Status VerifyCandidates();
@@ -1203,6 +1205,8 @@ Status DedupRun::LoadShingles() {
     shingles_.resize(needed_);
   }
   NEARDUP_RETURN_IF_ERROR(reader_->Rewind());
+  auto normalizer = TextNormalizer::Create(pass_->shingler().normalize_options());
+  if (!normalizer.ok()) return normalizer.status();
   // Walk the inputs again; the i-th successfully fingerprinted document is documents[i].
   // Documents that failed fingerprinting are recognised by (file, line) and skipped.
   size_t next_doc = 0;
@@ -1221,11 +1225,11 @@ Status DedupRun::LoadShingles() {
     verified_bytes_ += doc.text.size();
     pending.emplace_back(s, std::move(doc.text));
     if (pending.size() >= options_.batch_size) {
-      NEARDUP_RETURN_IF_ERROR(FlushShingles(&pending, &computed));
+      NEARDUP_RETURN_IF_ERROR(FlushShingles(**normalizer, &pending, &computed));
     }
     if (progress_ && next_doc % 1024 == 0) progress_("verify", next_doc, n_, next_doc);
   }
-  NEARDUP_RETURN_IF_ERROR(FlushShingles(&pending, &computed));
+  NEARDUP_RETURN_IF_ERROR(FlushShingles(**normalizer, &pending, &computed));
   std::vector<std::vector<uint32_t>>().swap(computed);
   if (spill_) {
     // Slots are numbered in document order, so the file holds the sets in slot order.
@@ -1238,13 +1242,17 @@ Status DedupRun::LoadShingles() {
   return Status::Ok();
 }
 
-Status DedupRun::FlushShingles(std::vector<std::pair<uint32_t, std::string>>* pending,
+Status DedupRun::FlushShingles(const TextNormalizer& normalizer,
+                               std::vector<std::pair<uint32_t, std::string>>* pending,
                                std::vector<std::vector<uint32_t>>* computed) {
   computed->resize(pending->size());
   ParallelFor(
       pending->size(), threads_,
       [&](size_t begin, size_t end) {
-        std::vector<uint64_t> wide, units;
+        // The sets of ShingleSimilarity::ShinglesAndUnits, narrowed, made as stage 1 makes them
+        // (shingle_hashes.h): from the hashes in text order, with no 64-bit set sorted.
+        std::string normal;
+        std::vector<uint64_t> units, shingles;
         std::vector<uint32_t> shingle_set, unit_set;
         for (size_t i = begin; i < end; ++i) {
           std::vector<uint32_t>& record = (*computed)[i];
@@ -1252,15 +1260,12 @@ Status DedupRun::FlushShingles(std::vector<std::pair<uint32_t, std::string>>* pe
           shingle_set.clear();
           unit_set.clear();
           const std::string& text = (*pending)[i].second;
-          if (with_units_) {
-            if (pass_->shingler().ShinglesAndUnits(text, &wide, &units).ok()) {
-              ShingleSimilarity::Narrow(wide, &shingle_set);
-              ShingleSimilarity::Narrow(units, &unit_set);
-            }
-            AppendRecord(shingle_set, unit_set, true, &record);
-          } else if (pass_->shingler().Shingles(text, &wide).ok()) {
-            ShingleSimilarity::Narrow(wide, &record);
+          if (normalizer.Normalize(text, &normal).ok()) {  // else: no shingles
+            ShingleHashesInOrder(normal, &units, &shingles);
+            NarrowedSet(shingles, with_units_ ? &shingle_set : &record);
+            if (with_units_) NarrowedUnitSet(units, &unit_set);
           }
+          if (with_units_) AppendRecord(shingle_set, unit_set, true, &record);
         }
       },
       8);

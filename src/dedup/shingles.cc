@@ -224,24 +224,59 @@ void ShingleHashesInOrder(std::string_view normal, std::vector<uint64_t>* units,
 
 uint64_t UnitSetHash(uint64_t unit) { return Mix(kUnitDomain, unit); }
 
-void UnitMultiset(std::vector<uint64_t>* units) {
-  for (uint64_t& unit : *units) unit = UnitSetHash(unit);
-  std::sort(units->begin(), units->end());
-  // The k-th repeat of a value (k >= 1) becomes Mix(value, k): one element per occurrence.
-  for (size_t i = 0; i < units->size();) {
-    const uint64_t value = (*units)[i];
-    size_t j = i + 1;
-    for (; j < units->size() && (*units)[j] == value; ++j) (*units)[j] = Mix(value, j - i);
-    i = j;
+namespace {
+
+// The occurrence tags of a unit multiset without sorting: calls element(i, value) for each unit
+// hash units[i], value being h = UnitSetHash(units[i]) at a unit's first occurrence and
+// Mix(h, k) at its k-th repeat (k >= 1, in text order). Which of equal units gets which k does
+// not matter (they are equal), so the values are exactly those UnitMultiset's sorted runs give.
+// An open-addressing table of the distinct hashes counts the occurrences: expected O(n).
+template <typename Element>
+void TagOccurrences(std::span<const uint64_t> units, Element element) {
+  const size_t n = units.size();
+  if (n == 0) return;
+  const int bits = std::max(4, static_cast<int>(std::bit_width(2 * n - 1)));  // >= 2n slots
+  const size_t mask = (size_t{1} << bits) - 1;
+  thread_local std::vector<uint64_t> keys;
+  thread_local std::vector<uint32_t> counts;  // occurrences so far; 0 = an empty slot
+  keys.resize(mask + 1);
+  counts.assign(mask + 1, 0);
+  uint64_t* key = keys.data();
+  uint32_t* count = counts.data();
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t h = UnitSetHash(units[i]);
+    size_t slot = static_cast<size_t>(h >> (64 - bits));  // Mix's top bits are its best mixed
+    while (count[slot] != 0 && key[slot] != h) slot = (slot + 1) & mask;
+    const uint32_t k = count[slot]++;
+    key[slot] = h;
+    element(i, k == 0 ? h : Mix(h, k));
   }
+  if (mask >= (size_t{1} << 16)) {  // a huge document's table is not kept for the thread's life
+    std::vector<uint64_t>().swap(keys);
+    std::vector<uint32_t>().swap(counts);
+  }
+}
+
+}  // namespace
+
+void UnitMultiset(std::vector<uint64_t>* units) {
+  // The k-th repeat of a value (k >= 1) becomes Mix(value, k): one element per occurrence.
+  uint64_t* out = units->data();
+  TagOccurrences(*units, [out](size_t i, uint64_t value) { out[i] = value; });
   std::sort(units->begin(), units->end());
   units->erase(std::unique(units->begin(), units->end()), units->end());
 }
 
 void NarrowedUnitSet(std::span<const uint64_t> units_in_order, std::vector<uint32_t>* narrow) {
-  std::vector<uint64_t> units(units_in_order.begin(), units_in_order.end());
-  UnitMultiset(&units);
-  NarrowedSet(units, narrow);
+  // Narrowing commutes with taking the distinct values, so the occurrence tags are narrowed as
+  // they come and only the 32-bit values are sorted.
+  narrow->resize(units_in_order.size());
+  uint32_t* out = narrow->data();
+  TagOccurrences(units_in_order, [out](size_t i, uint64_t value) {
+    out[i] = static_cast<uint32_t>(value ^ (value >> 32));
+  });
+  SortHashValues(narrow);
+  narrow->erase(std::unique(narrow->begin(), narrow->end()), narrow->end());
 }
 
 void NarrowedSet(std::span<const uint64_t> shingles, std::vector<uint32_t>* narrow) {
