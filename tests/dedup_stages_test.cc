@@ -283,5 +283,33 @@ TEST(DocumentColumnsTest, SameFactsAsRunDedupFromOneNormalisation) {
   }
 }
 
+// The boilerplate weights' sketch of a run, from the input's size (dedup and neardup.dask alike):
+// a quarter of the input rounded up to a power of two, at most boilerplate_sketch_bytes; above
+// 64 MB of input one document in s (a power of two, at most 64) is counted.
+TEST(FrequencySketchForTest, SizeAndSamplingFollowTheInputSize) {
+  DedupOptions options;
+  options.boilerplate = true;
+  struct Case {
+    uint64_t input_bytes;
+    size_t bytes;
+    uint32_t sample_every;
+  } cases[] = {{0, size_t{64} << 20, 1},
+               {1000, 64 << 10, 1},
+               {1 << 20, 256 << 10, 1},
+               {uint64_t{64} << 20, 16 << 20, 1},
+               {(uint64_t{64} << 20) + 1, 16 << 20, 2},
+               {uint64_t{200} << 20, 64 << 20, 4},
+               {uint64_t{10} << 30, 64 << 20, 64}};
+  for (const Case& c : cases) {
+    const ShingleFrequencies sketch = FrequencySketchFor(c.input_bytes, options);
+    EXPECT_EQ(sketch.memory_bytes(), c.bytes) << c.input_bytes;
+    EXPECT_EQ(sketch.sample_every(), c.sample_every) << c.input_bytes;
+    EXPECT_EQ(sketch.seed(), ShingleFrequencies::kDefaultSeed);
+    EXPECT_EQ(sketch.counted_documents(), 0u);
+  }
+  options.boilerplate_sketch_bytes = 1 << 20;  // the cap
+  EXPECT_EQ(FrequencySketchFor(uint64_t{200} << 20, options).memory_bytes(), size_t{1} << 20);
+}
+
 }  // namespace
 }  // namespace neardup

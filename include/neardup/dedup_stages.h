@@ -118,6 +118,17 @@ NEARDUP_EXPORT void ComputeDocumentColumns(const DocumentPass& pass,
                                            std::span<const std::string_view> texts, bool with_sets,
                                            int threads, DocumentColumns* columns);
 
+// The boilerplate weights' frequency sketch of a run (DedupOptions::boilerplate, with the LSH
+// stage and verification on) over `input_bytes` of input (DocumentReader::total_input_bytes():
+// the on-disk sizes of the input files, or the bytes of in-memory inputs; 0: unknown): its size
+// (at most boilerplate_sketch_bytes) and sample_every() s, empty. The run counts (AddDocument,
+// the narrowed shingle set of the facts above) document number i (reading order, numbering every
+// document the reader gives, those that cannot be fingerprinted included) when i % s == 0 and it
+// has shingles; Merge() of sketches counted over parts of the input gives the sketch of the
+// whole, and PairRule::Create(rule, &sketch, options.boilerplate_options) the run's weights.
+NEARDUP_EXPORT ShingleFrequencies FrequencySketchFor(uint64_t input_bytes,
+                                                     const DedupOptions& options);
+
 // ---- 2. candidates ----------------------------------------------------------------------------
 
 // The bucket of band `band`'s key `key`: records with equal values are one LSH bucket.

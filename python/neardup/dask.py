@@ -379,6 +379,10 @@ class _Run:
         self.verify = resolved["verify"]
         # The pair rule's `edited` reason on: the unit sets travel beside the shingle sets.
         self.units = self.verify > 0 and resolved["edited"] > 0
+        # Boilerplate weights on: the documents' reading numbers travel beside their sets, and
+        # verification reads the run's merged frequency sketch (set once it is counted).
+        self.boilerplate = bool(_neardup._dask_uses_boilerplate(options))
+        self.frequencies = ""
 
     def path(self, stage: str, name: str) -> str:
         return os.path.join(self.work, stage, name)
@@ -398,7 +402,8 @@ def _documents_task(run: _Run, index: int, source: dict) -> dict:
     facts = {name: got[name] for name in (
         "id_blob", "id_offsets", "line", "hi", "lo", "text_bytes", "normalized_bytes",
         "content_hash", "squeezed_hash", "score", "set_offsets", "set_codes", "set_sizes",
-        *(("unit_offsets", "unit_codes") if run.units else ()))}
+        *(("unit_offsets", "unit_codes") if run.units else ()),
+        *(("read_index",) if run.boilerplate else ()))}
     n = len(got["hi"])
     keys = {name: got[name] for name in ("band_offsets", "band_codes", "ws_offsets", "ws_hashes",
                                          "ws_rows", "idh_offsets", "idh_hashes", "idh_rows")}
@@ -411,6 +416,8 @@ def _documents_task(run: _Run, index: int, source: dict) -> dict:
     _save(run.path("documents", f"p{index:06d}.keys"), keys)
     counts = dict(got["counts"])
     counts["documents"] = n
+    # The partition's input bytes (in memory: what the reader counts as the input's size).
+    counts["input_bytes"] = len(source["data"]) if source["data"] is not None else 0
     counts["name"] = source["name"]
     counts["rows_as_lines"] = source["data"] is not None
     _write_json(run.path("documents", f"p{index:06d}.json"), counts)
@@ -445,6 +452,62 @@ def _frame_documents_task(run: _Run, index: int, frame, fields: dict) -> dict:
 
 def _file_documents_task(run: _Run, index: int, part: dict, lines: Optional[dict]) -> dict:
     return _documents_task(run, index, _source_of(part, lines))
+
+
+# Stage 1b: boilerplate frequencies ----------------------------------------------------------
+
+# The frequencies are counted by one task per group of consecutive partitions, a group per
+# _FREQUENCY_GROUP_BYTES of input, at most _FREQUENCY_GROUPS of them (each group's sketch, at most
+# boilerplate_sketch_bytes, 64 MiB by default, is written, then one task merges them): counting
+# is cheap (one document in s above 64 MB), writing and reading sketches is not.
+_FREQUENCY_GROUPS = 8
+_FREQUENCY_GROUP_BYTES = 256 << 20
+
+
+def _frequency_groups(nparts: int, input_bytes: int) -> List[range]:
+    groups = max(1, min(nparts, _FREQUENCY_GROUPS, input_bytes // _FREQUENCY_GROUP_BYTES))
+    bounds = [nparts * g // groups for g in range(groups + 1)]
+    return [range(bounds[g], bounds[g + 1]) for g in range(groups)]
+
+
+def _count_frequencies_task(run: _Run, g: int, parts: range, firsts: List[int],
+                            input_bytes: int) -> dict:
+    """Counts the shingle frequencies of partitions `parts` as dedup's first pass counts them
+    (the sketch of FrequencySketchFor(input_bytes), documents sampled by their reading number:
+    firsts[p] is partition p's first)."""
+    done = _done(run.path("frequencies", f"g{g:06d}.json"))
+    if done is not None:
+        return done
+    sketch = _neardup._DaskFrequencies(run.options, input_bytes)
+    for p in parts:
+        facts = _Arrays(run.path("documents", f"p{p:06d}.facts"))
+        sketch.add(firsts[p], facts["set_offsets"], facts["set_codes"], facts["read_index"])
+    sketch.save(run.path("frequencies", f"g{g:06d}.sketch"))
+    counts = {"counted_documents": sketch.counted_documents, "shingles": sketch.total,
+              "sketch_bytes": sketch.memory_bytes}
+    _write_json(run.path("frequencies", f"g{g:06d}.json"), counts)
+    return counts
+
+
+def _merge_frequencies_task(run: _Run, groups: int, input_bytes: int) -> dict:
+    """The run's frequency sketch: the merge of the groups' sketches, and its boilerplate bar F."""
+    done = _done(run.path("frequencies", "merged.json"))
+    if done is not None:
+        return done
+    sketch = _neardup._DaskFrequencies(run.options, input_bytes)
+    for g in range(groups):
+        sketch.merge_file(run.path("frequencies", f"g{g:06d}.sketch"))
+    sketch.save(run.path("frequencies", "merged.sketch"))
+    counts = {"counted_documents": sketch.counted_documents, "shingles": sketch.total,
+              "sketch_bytes": sketch.memory_bytes, "sample_every": sketch.sample_every,
+              "documents": sketch.boilerplate_documents(run.options)}
+    _write_json(run.path("frequencies", "merged.json"), counts)
+    for g in range(groups):
+        try:
+            os.remove(run.path("frequencies", f"g{g:06d}.sketch"))
+        except OSError:
+            pass
+    return counts
 
 
 # Stage 2: buckets ----------------------------------------------------------------------------
@@ -674,7 +737,7 @@ def _verify_task(run: _Run, p: int, doc_starts: List[int], level: int) -> dict:
                  (docs & _LOW)).astype(np.uint64)
     if run.verify > 0 and len(a):
         need = _neardup._dask_needs_shingles(ia, ib, *hashes, canonical, level, run.options,
-                                             run.key)
+                                             run.key, run.frequencies)
         needed = np.zeros(len(docs), bool)
         needed[ia[need]] = True
         needed[ib[need]] = True
@@ -684,7 +747,7 @@ def _verify_task(run: _Run, p: int, doc_starts: List[int], level: int) -> dict:
     # THE pair rule (neardup/pair_rule.h), as dedup's verification applies it.
     similarity, reason, measured, _ = _neardup._dask_verify(
         ia, ib, *hashes, set_offsets, set_values, canonical, level, run.options, run.key,
-        run.threads, *units)
+        run.threads, *(units or (None, None)), run.frequencies)
     accepted = reason != 0
     # The similarity histogram of summary.json: accepted pairs by similarity, rejected ones
     # counted and the sample of them measured, by bin.
@@ -1276,7 +1339,8 @@ def _join_parts(paths: List[str], target: str) -> None:
 
 def _summary(docs: list, buckets: list, verify: list, outputs: list, library: dict,
              stages: list, total: float, duplicate_ids: int, work_bytes: int,
-             dask_info: dict, input_files: List[str], verifying: bool) -> dict:
+             dask_info: dict, input_files: List[str], verifying: bool,
+             frequencies: Optional[dict] = None) -> dict:
     """summary.json: the library's serializer over the run's counts (the schema of
     `neardup dedup`), plus "dask"."""
     def merged(name):
@@ -1307,6 +1371,8 @@ def _summary(docs: list, buckets: list, verify: list, outputs: list, library: di
         "lsh_buckets": lsh, "spill_bytes": work_bytes,
         "stages": [(s["stage"], s["seconds"], s["items"]) for s in stages],
         "total_seconds": total, "input_files": input_files,
+        "boilerplate": None if frequencies is None else {
+            "documents": frequencies["documents"], "sketch_bytes": frequencies["sketch_bytes"]},
     }
     options = {k: v for k, v in library.items() if k not in ("id_field", "text_field", "lines")}
     summary = json.loads(_neardup._dask_summary_json(options, counts))
@@ -1367,12 +1433,19 @@ def dedup(data: Any, output: Optional[str] = None, *, text_field: Optional[str] 
 
     Options are those of :func:`neardup.dedup` (``threshold``, ``candidates``, ``bands``,
     ``rows``, ``bucket_window``, ``k``, ``verify``, ``keep``, ``bits``, ``strict``, the pair
-    rule's ``containment`` and ``edited`` options, fingerprint options; ``threads``: the library's threads inside each task, default 1, Dask's workers being
-    the parallelism). ``shuffle_partitions``: the partitions of the candidate stage (default: as
-    many as the input's); ``component_pairs``: accepted pairs one components task may hold (more
-    pairs are joined by min-label propagation over several tasks); ``progress``: a line per
-    stage on standard error (False: none; a callable: receives the lines); ``work_dir``: where
-    the intermediate files go (default ``output/.neardup-work``, or a temporary directory).
+    rule's ``containment`` and ``edited`` options, ``boilerplate`` weights, fingerprint options;
+    ``threads``: the library's threads inside each task, default 1, Dask's workers being the
+    parallelism). ``boilerplate=True`` gives the command's answers: the shingles' document
+    frequencies are counted per group of partitions (one per 256 MiB of input, at most 8) in the
+    command's sketch (a quarter of the input's size, at most 64 MiB; above 64 MB of input one
+    document in s, by its number in reading order; for a DataFrame the input's size is that of
+    its partitions' JSONL) and merged, and each worker process holds the merged sketch while
+    verifying (see docs/scale.md). ``shuffle_partitions``: the partitions of the candidate stage
+    (default: as many as the input's); ``component_pairs``: accepted pairs one components task
+    may hold (more pairs are joined by min-label propagation over several tasks);
+    ``progress``: a line per stage on standard error (False: none; a callable: receives the
+    lines); ``work_dir``: where the intermediate files go (default ``output/.neardup-work``, or
+    a temporary directory).
     """
     if "text" in options or "id" in options:
         for old, new in (("text", "text_field"), ("id", "id_field")):
@@ -1398,10 +1471,6 @@ def dedup(data: Any, output: Optional[str] = None, *, text_field: Optional[str] 
         raise ValueError("threads: expected 0 (all cores) or more")
     resolved = _neardup._resolve_dedup_options(
         {**options, "text_field": text_field, "id_field": id_field})  # validates before any work
-    if _neardup._dask_uses_boilerplate(options):
-        raise ValueError("boilerplate=True: neardup.dask does not apply boilerplate weights (they "
-                         "need shingle frequencies counted over the whole input); use "
-                         "neardup.dedup or `neardup dedup --boilerplate`")
     if format not in ("auto", "jsonl", "parquet"):
         raise ValueError('format: expected "auto", "jsonl" or "parquet"')
     if format == "parquet" and not _parquet_available():
@@ -1493,7 +1562,8 @@ def _run(data, ddf, source, output, temporary, work, key, library, resolved, fie
     _check_workers_see(work, say)
     token = dask.base.tokenize(key, work)[:8]
     engines_key = json.dumps(library, sort_keys=True, default=str)
-    for stage in ("documents", "buckets", "verify", "components", "keep", "outputs"):
+    for stage in ("documents", "frequencies", "buckets", "verify", "components", "keep",
+                  "outputs"):
         os.makedirs(os.path.join(work, stage), exist_ok=True)
     staging = os.path.join(work, "out")
     os.makedirs(os.path.join(staging, "decisions"), exist_ok=True)
@@ -1537,6 +1607,28 @@ def _run(data, ddf, source, output, temporary, work, key, library, resolved, fie
     n = sum(c["documents"] for c in docs)
     if n == 0:
         raise ValueError("no document was read (every record was skipped or the input is empty)")
+    # 1b. Boilerplate weights: the shingle frequencies counted as dedup counts them (the sketch
+    # of the input's size, documents sampled by their number in reading order), per group of
+    # partitions, merged into one sketch that verification's pair rule reads.
+    frequencies = None
+    if run.boilerplate:
+        if source is not None:  # the reader's total_input_bytes: the files' sizes on disk
+            input_bytes = 0
+            for name in source.files:
+                try:
+                    input_bytes += os.path.getsize(name)
+                except OSError:
+                    pass
+        else:  # the partitions' JSONL, read from memory
+            input_bytes = sum(c["input_bytes"] for c in docs)
+        firsts = np.concatenate([[0], np.cumsum([c["read"] for c in docs])]).tolist()
+        groups = _frequency_groups(nparts, input_bytes)
+        stage("frequencies", [(_count_frequencies_task, run, g, parts, firsts, input_bytes)
+                              for g, parts in enumerate(groups)],
+              lambda r: sum(c["counted_documents"] for c in r))
+        frequencies = stage("frequency-merge",
+                            [(_merge_frequencies_task, run, len(groups), input_bytes)])[0]
+        run.frequencies = run.path("frequencies", "merged.sketch")
     # 2-3. Candidates and verification.
     buckets = stage("buckets", [(_buckets_task, run, d) for d in range(dests)],
                     lambda r: sum(c["pairs"] for c in r))
@@ -1603,7 +1695,7 @@ def _run(data, ddf, source, output, temporary, work, key, library, resolved, fie
     total = time.time() - started
     summary = _summary(docs, buckets, verify, outs, library, stages, total, duplicate_ids,
                        _dir_bytes(work), dask_info, source.files if source is not None else [],
-                       run.verify > 0)
+                       run.verify > 0, frequencies)
     with open(os.path.join(staging, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=1)
         f.write("\n")
@@ -1617,7 +1709,8 @@ def _run(data, ddf, source, output, temporary, work, key, library, resolved, fie
         return DaskDedupResult(output, summary, texts)
     result = DaskDedupResult(staging, summary, texts)
     if not keep_work:
-        for stage_name in ("documents", "buckets", "verify", "components", "keep", "outputs"):
+        for stage_name in ("documents", "frequencies", "buckets", "verify", "components", "keep",
+                           "outputs"):
             shutil.rmtree(os.path.join(work, stage_name), ignore_errors=True)
     weakref.finalize(result, shutil.rmtree, temporary, True)
     return result

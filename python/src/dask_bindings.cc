@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -33,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -292,22 +294,52 @@ std::shared_ptr<const DocumentPass> PassFor(const py::dict& kwargs, const std::s
   return cache.emplace(key, std::move(pass)).first->second;
 }
 
+std::string ReadRange(const std::string& path, uint64_t start, uint64_t end);
+
 // THE pair rule (neardup/pair_rule.h) of one option set (ResolvePairRule), built once per process
-// and shared by its tasks. Boilerplate weights are not applied (no frequencies).
-std::shared_ptr<const PairRule> RuleFor(const py::dict& kwargs, const std::string& key) {
+// and shared by its tasks; with boilerplate weights, `frequencies` names the run's merged
+// frequency sketch (a file written by _DaskFrequencies.save), read once per process and kept
+// with the rule (PairRule::Create with the options' BoilerplateOptions, as dedup does); a
+// process keeps the rule of one such sketch at a time.
+std::shared_ptr<const PairRule> RuleFor(const py::dict& kwargs, const std::string& key,
+                                        const std::string& frequencies = std::string()) {
+  struct Held {
+    std::unique_ptr<ShingleFrequencies> sketch;  // null: no weights
+    std::optional<PairRule> rule;
+  };
   static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<const PairRule>> cache;
+  static std::map<std::string, std::shared_ptr<const Held>> cache;
+  const std::string cache_key = key + '\n' + frequencies;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
+    auto it = cache.find(cache_key);
+    if (it != cache.end()) return std::shared_ptr<const PairRule>(it->second, &*it->second->rule);
   }
   const DedupOptions options = DedupOptionsFromKeywords(kwargs);
-  Result<PairRule> created = PairRule::Create(ResolvePairRule(options));
+  auto held = std::make_shared<Held>();
+  if (!frequencies.empty()) {
+    FILE* file = std::fopen(frequencies.c_str(), "rb");
+    if (file == nullptr) {
+      ThrowStatus(Status::IoError(frequencies + ": cannot open: " + std::strerror(errno)));
+    }
+    std::fseek(file, 0, SEEK_END);
+    const long size = std::ftell(file);
+    std::fclose(file);
+    Result<ShingleFrequencies> sketch =
+        ShingleFrequencies::Deserialize(ReadRange(frequencies, 0, size < 0 ? 0 : size));
+    if (!sketch.ok()) ThrowStatus(sketch.status().WithContext(frequencies));
+    held->sketch = std::make_unique<ShingleFrequencies>(std::move(*sketch));
+  }
+  Result<PairRule> created =
+      PairRule::Create(ResolvePairRule(options), held->sketch.get(), options.boilerplate_options);
   if (!created.ok()) ThrowStatus(created.status());
-  auto rule = std::make_shared<const PairRule>(std::move(*created));
+  held->rule.emplace(std::move(*created));
   std::lock_guard<std::mutex> lock(mutex);
-  return cache.emplace(key, std::move(rule)).first->second;
+  if (held->sketch) {  // one run's sketch at a time (up to 64 MiB): drop the others' rules
+    std::erase_if(cache, [](const auto& entry) { return entry.second->sketch != nullptr; });
+  }
+  auto it = cache.emplace(cache_key, std::move(held)).first;
+  return std::shared_ptr<const PairRule>(it->second, &*it->second->rule);
 }
 
 // Rewrites the places the reader names ("opened:LINE..." or "opened") to the partition's own
@@ -461,6 +493,10 @@ struct PartitionColumns {
   std::vector<uint64_t> unit_offsets{0};
   std::string unit_codes;
   std::vector<uint8_t> has_keys;
+  // With boilerplate weights: each document's number among the documents the reader gave (those
+  // that could not be fingerprinted included), which the frequency count samples by.
+  std::vector<uint32_t> read_index;
+  uint64_t read = 0;  // the documents the reader gave
   uint64_t total_text_bytes = 0;
   std::map<std::string, uint64_t> failed, skipped, fallbacks;
 };
@@ -486,13 +522,15 @@ Result<size_t> ReadBatch(DocumentReader* reader, std::vector<Document>* docs, bo
 class PartitionReader {
  public:
   PartitionReader(const DocumentPass& pass, const DocumentReaderOptions& reader_options,
-                  const PlaceRewriter& rewrite, bool want_sets, bool want_units, int threads)
+                  const PlaceRewriter& rewrite, bool want_sets, bool want_units, int threads,
+                  bool want_read_index)
       : pass_(pass),
         reader_options_(reader_options),
         rewrite_(rewrite),
         want_sets_(want_sets),
         want_units_(want_units),
-        threads_(threads) {}
+        threads_(threads),
+        want_read_index_(want_read_index) {}
 
   // Every document of `input` (call without the GIL).
   Status Read(const std::string& input, PartitionColumns* columns) {
@@ -526,12 +564,21 @@ class PartitionReader {
       if (!facts_.status[i].ok()) {
         const Status& failure = facts_.status[i];
         if (reader_options_.strict) return failure.WithContext(rewrite_(doc.location));
-        ++columns->failed[StatusCodeName(failure.code())];
+        // Counted by the command's names (dedup.cc): markup-only texts as "no_features".
+        ++columns->failed[Fingerprinter::IsNoFeatures(failure) ? "no_features"
+                                                               : StatusCodeName(failure.code())];
         reader_options_.on_warning(doc.location + ": cannot fingerprint: " + failure.ToString());
         continue;
       }
+      if (want_read_index_) {
+        if (columns->read + i > UINT32_MAX) {
+          return Status::ResourceExhausted("more than 4294967295 documents in a partition");
+        }
+        columns->read_index.push_back(static_cast<uint32_t>(columns->read + i));
+      }
       AddDocument(doc, i, columns);
     }
+    columns->read += docs.size();
     return Status::Ok();
   }
 
@@ -611,6 +658,7 @@ class PartitionReader {
   const bool want_sets_;
   const bool want_units_;
   const int threads_;
+  const bool want_read_index_;
   // Reused from batch to batch.
   std::vector<std::string_view> texts_;
   DocumentColumns facts_;
@@ -716,6 +764,7 @@ py::dict CountsDict(const PartitionColumns& c, const std::vector<std::string>& w
                     uint64_t warning_count) {
   py::dict counts;
   counts["documents"] = c.hi.size();
+  counts["read"] = c.read;
   counts["text_bytes"] = c.total_text_bytes;
   py::dict skipped_dict, fallback_dict, failed_dict;
   for (const auto& [reason, count] : c.skipped) AddCount(&skipped_dict, reason, count);
@@ -748,6 +797,7 @@ py::dict PartitionDict(PartitionColumns&& c, PartitionRecords&& r) {
   out["set_sizes"] = Take(std::move(c.set_sizes));
   out["unit_offsets"] = Take(std::move(c.unit_offsets));
   out["unit_codes"] = Take(std::vector<uint8_t>(c.unit_codes.begin(), c.unit_codes.end()));
+  out["read_index"] = Take(std::move(c.read_index));
   out["band_offsets"] = Take(std::move(r.band_offsets));
   out["band_codes"] = Take(std::vector<uint8_t>(r.band_codes.begin(), r.band_codes.end()));
   out["row_bits"] = BitsFor(n == 0 ? 0 : n - 1);
@@ -789,12 +839,15 @@ py::dict ReadPartition(const py::dict& source, const py::dict& kwargs, const std
   const bool want_sets = ResolveVerifyThreshold(options) > 0;
   // The unit sets only when the pair rule's `edited` reason is on (no cost otherwise).
   const bool want_units = want_sets && ResolvePairRule(options).edited_threshold > 0;
+  // The documents' reading numbers only when boilerplate weights are counted (UsesBoilerplate).
+  const bool want_read_index = want_sets && pass->uses_lsh() && options.boilerplate;
 
   PartitionColumns columns;
   Status error;
   {
     py::gil_scoped_release release;
-    error = PartitionReader(*pass, reader_options, rewrite, want_sets, want_units, threads)
+    error = PartitionReader(*pass, reader_options, rewrite, want_sets, want_units, threads,
+                            want_read_index)
                 .Read(in.input, &columns);
   }
   if (!error.ok()) ThrowStatus(Status(error.code(), rewrite(error.message())));
@@ -904,11 +957,12 @@ bool ByHashes(const PairDecision& decision) {
 py::array_t<bool> NeedsShingles(py::handle a_array, py::handle b_array, py::handle content_array,
                                 py::handle bytes_array, py::handle squeezed_array,
                                 py::handle sizes_array, py::handle canonical_array, int level,
-                                const py::dict& kwargs, const std::string& key) {
+                                const py::dict& kwargs, const std::string& key,
+                                const std::string& frequencies) {
   PairColumns c(a_array, b_array, content_array, bytes_array, squeezed_array, sizes_array);
   View<uint64_t> canonical(canonical_array);
   if (canonical.size() != c.content.size()) throw py::value_error("canonical of a different size");
-  const std::shared_ptr<const PairRule> rule = RuleFor(kwargs, key);
+  const std::shared_ptr<const PairRule> rule = RuleFor(kwargs, key, frequencies);
   const bool verify = rule->options().jaccard_threshold > 0;
   py::array_t<bool> out(static_cast<py::ssize_t>(c.a.size()));
   bool* need = out.mutable_data();
@@ -936,14 +990,14 @@ py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle content
                       py::handle set_offsets_array, py::handle set_values_array,
                       py::handle canonical_array, int level, const py::dict& kwargs,
                       const std::string& key, int threads, py::handle unit_offsets_array,
-                      py::handle unit_values_array) {
+                      py::handle unit_values_array, const std::string& frequencies) {
   PairColumns c(a_array, b_array, content_array, bytes_array, squeezed_array, sizes_array);
   View<uint64_t> canonical(canonical_array);
   if (canonical.size() != c.content.size()) throw py::value_error("canonical of a different size");
   View<uint64_t> set_offsets(set_offsets_array);
   View<uint32_t> set_values(set_values_array);
   const size_t n = c.content.size();
-  const std::shared_ptr<const PairRule> rule = RuleFor(kwargs, key);
+  const std::shared_ptr<const PairRule> rule = RuleFor(kwargs, key, frequencies);
   const bool verify = rule->options().jaccard_threshold > 0;
   const bool units = verify && rule->options().edited_threshold > 0;
   if (units && (unit_offsets_array.is_none() || unit_values_array.is_none())) {
@@ -964,6 +1018,20 @@ py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle content
   }
   std::vector<double> similarity(c.a.size(), -1), measured(c.a.size(), -1);
   std::vector<uint8_t> reason(c.a.size(), 0), sample_level(c.a.size(), 0);
+  // With boilerplate weights, each document's weighted size, computed once (-1: not yet).
+  std::unique_ptr<std::atomic<double>[]> weight_of;
+  if (verify && rule->weighted() && n > 0) {
+    weight_of = std::make_unique<std::atomic<double>[]>(n);
+    for (size_t d = 0; d < n; ++d) weight_of[d].store(-1, std::memory_order_relaxed);
+  }
+  auto WeightOf = [&](uint32_t d, std::span<const uint32_t> set) {
+    double w = weight_of[d].load(std::memory_order_relaxed);
+    if (w < 0) {
+      w = rule->Weight(set);
+      weight_of[d].store(w, std::memory_order_relaxed);
+    }
+    return w;
+  };
   {
     py::gil_scoped_release release;
     ParallelFor(
@@ -992,12 +1060,19 @@ py::tuple VerifyPairs(py::handle a_array, py::handle b_array, py::handle content
                                                        set_offsets[x + 1] - set_offsets[x]);
             doc_y.shingles = std::span<const uint32_t>(set_values.data() + set_offsets[y],
                                                        set_offsets[y + 1] - set_offsets[y]);
-            doc_x.weight = doc_y.weight = std::nullopt;  // unweighted: the set sizes
             if (units) {
               doc_x.units = std::span<const uint32_t>(unit_values.data() + unit_offsets[x],
                                                       unit_offsets[x + 1] - unit_offsets[x]);
               doc_y.units = std::span<const uint32_t>(unit_values.data() + unit_offsets[y],
                                                       unit_offsets[y + 1] - unit_offsets[y]);
+            }
+            if (weight_of && reachable) {  // as dedup: the plain floor first, then the weights
+              if (!rule->PassesPlainFloor(doc_x, doc_y)) {
+                if (sampled >= level) measured[i] = Jaccard32(doc_x.shingles, doc_y.shingles);
+                continue;
+              }
+              doc_x.weight = WeightOf(x, doc_x.shingles);
+              doc_y.weight = WeightOf(y, doc_y.shingles);
             }
             const PairDecision decision =
                 reachable ? rule->DecideFast(doc_x, doc_y) : PairDecision{};
@@ -1292,6 +1367,12 @@ std::string SummaryJson(const py::dict& kwargs, const py::dict& counts) {
   if (use_simhash) report.k = options.k;
   report.verify_threshold = std::max(0.0, ResolveVerifyThreshold(options));
   report.rule = ResolvePairRule(options);
+  if (counts.contains("boilerplate") && !counts["boilerplate"].is_none()) {
+    py::dict boilerplate = counts["boilerplate"];
+    report.boilerplate = true;
+    report.boilerplate_documents = py::cast<uint32_t>(boilerplate["documents"]);
+    report.boilerplate_sketch_bytes = py::cast<uint64_t>(boilerplate["sketch_bytes"]);
+  }
   for (auto [key, value] : py::cast<py::dict>(counts["pairs_by_reason"])) {
     report.pairs_by_reason[py::cast<std::string>(key)] = py::cast<uint64_t>(value);
   }
@@ -1469,6 +1550,94 @@ py::tuple BandRecords(const py::list& codes, const py::list& offsets, const py::
 
 // Rows `rows` of coded sets (offsets n + 1 over `codes`): the sets decoded, as a CSR (offsets,
 // values), and the coded bytes they took.
+// The boilerplate weights' frequency sketch of a neardup.dask run, counted and merged as dedup's
+// first pass counts it (FrequencySketchFor; see neardup/dedup_stages.h): one per group of
+// partitions, saved to a work file, merged into the run's sketch that verification reads.
+class DaskFrequencies {
+ public:
+  // The empty sketch of a run with these options over `input_bytes` of input.
+  DaskFrequencies(const py::dict& kwargs, uint64_t input_bytes)
+      : sketch_(FrequencySketchFor(input_bytes, DedupOptionsFromKeywords(kwargs))) {}
+
+  // Counts a partition's documents as dedup does: row r (its coded narrowed shingle set
+  // set_codes[set_offsets[r], set_offsets[r + 1])) when its reading number, first +
+  // read_index[r], is a multiple of sample_every() and it has shingles.
+  void Add(uint64_t first, py::handle offsets_array, py::handle codes_array,
+           py::handle read_index_array) {
+    View<uint64_t> offsets(offsets_array);
+    View<uint8_t> codes(codes_array);
+    View<uint32_t> read_index(read_index_array);
+    if (offsets.size() != read_index.size() + 1) {
+      throw py::value_error("read_index and set_offsets do not match");
+    }
+    for (size_t r = 0; r < read_index.size(); ++r) {
+      if (offsets[r + 1] < offsets[r] || offsets[r + 1] > codes.size()) {
+        throw py::value_error("set offsets out of range");
+      }
+    }
+    bool ok = true;
+    {
+      py::gil_scoped_release release;
+      const uint32_t every = sketch_.sample_every();
+      std::vector<uint32_t> set;
+      for (size_t r = 0; r < read_index.size() && ok; ++r) {
+        if ((first + read_index[r]) % every != 0 || offsets[r + 1] == offsets[r]) continue;
+        size_t used = 0;
+        ok = DecodeShingleSet(
+                 std::string_view(reinterpret_cast<const char*>(codes.data()) + offsets[r],
+                                  offsets[r + 1] - offsets[r]),
+                 &set, &used) &&
+             used == offsets[r + 1] - offsets[r];
+        if (ok && !set.empty()) sketch_.AddDocument(set);
+      }
+    }
+    if (!ok) ThrowStatus(Status::Corruption("a shingle set does not decode"));
+  }
+
+  // Adds the counts of a sketch saved by Save() (same size, sampling and seed).
+  void MergeFile(const std::string& path) {
+    FILE* file = std::fopen(path.c_str(), "rb");
+    if (file == nullptr)
+      ThrowStatus(Status::IoError(path + ": cannot open: " + std::strerror(errno)));
+    std::fseek(file, 0, SEEK_END);
+    const long size = std::ftell(file);
+    std::fclose(file);
+    Result<ShingleFrequencies> other =
+        ShingleFrequencies::Deserialize(ReadRange(path, 0, size < 0 ? 0 : size));
+    if (!other.ok()) ThrowStatus(other.status().WithContext(path));
+    Status merged = sketch_.Merge(*other);
+    if (!merged.ok()) ThrowStatus(merged.WithContext(path));
+  }
+
+  // Writes the sketch to `path` (through a temporary file renamed over it).
+  void Save(const std::string& path) const {
+    const std::string bytes = sketch_.Serialize();
+    const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+    FILE* file = std::fopen(tmp.c_str(), "wb");
+    if (file == nullptr)
+      ThrowStatus(Status::IoError(tmp + ": cannot open: " + std::strerror(errno)));
+    const bool written = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
+    if (std::fclose(file) != 0 || !written || std::rename(tmp.c_str(), path.c_str()) != 0) {
+      std::remove(tmp.c_str());
+      ThrowStatus(Status::IoError(path + ": cannot write: " + std::strerror(errno)));
+    }
+  }
+
+  // F of the weights a PairRule with this sketch applies (PairRule::boilerplate_documents()).
+  uint32_t BoilerplateDocuments(const py::dict& kwargs) const {
+    const DedupOptions options = DedupOptionsFromKeywords(kwargs);
+    Result<PairRule> rule =
+        PairRule::Create(ResolvePairRule(options), &sketch_, options.boilerplate_options);
+    if (!rule.ok()) ThrowStatus(rule.status());
+    return rule->boilerplate_documents();
+  }
+
+  const ShingleFrequencies& sketch() const { return sketch_; }
+
+ private:
+  ShingleFrequencies sketch_;
+};
+
 py::tuple GatherCodedSets(py::handle offsets_array, py::handle codes_array, py::handle rows_array) {
   View<uint64_t> offsets(offsets_array), rows(rows_array);
   View<uint8_t> codes(codes_array);
@@ -1745,7 +1914,8 @@ void RegisterDaskBindings(py::module_& m) {
         py::arg("text_bytes"), py::arg("squeezed_hash"), py::arg("set_sizes"),
         py::arg("set_offsets"), py::arg("set_values"), py::arg("canonical"), py::arg("level"),
         py::arg("options"), py::arg("key"), py::arg("threads") = 0,
-        py::arg("unit_offsets") = py::none(), py::arg("unit_values") = py::none());
+        py::arg("unit_offsets") = py::none(), py::arg("unit_values") = py::none(),
+        py::arg("frequencies") = "");
   m.def("_dask_distances", &Distances);
   m.def("_dask_gather_strings", &GatherStrings, py::arg("offsets"), py::arg("blob"),
         py::arg("rows"));
@@ -1758,7 +1928,7 @@ void RegisterDaskBindings(py::module_& m) {
   m.def("_dask_is_jsonl", [](const std::string& path) { return IsJsonlPath(path); });
   m.def("_dask_needs_shingles", &NeedsShingles, py::arg("a"), py::arg("b"), py::arg("content_hash"),
         py::arg("text_bytes"), py::arg("squeezed_hash"), py::arg("set_sizes"), py::arg("canonical"),
-        py::arg("level"), py::arg("options"), py::arg("key"));
+        py::arg("level"), py::arg("options"), py::arg("key"), py::arg("frequencies") = "");
   m.def("_dask_components", &Components);
   m.def("_dask_write_id_parts", &WriteIdParts);
   m.def("_dask_band_records", &BandRecords);
@@ -1768,7 +1938,7 @@ void RegisterDaskBindings(py::module_& m) {
   m.def("_dask_rows_jsonl", &RowsJsonl, py::arg("ids"), py::arg("texts"), py::arg("scores"),
         py::arg("score_field"));
   // Whether a dedup run with these options applies boilerplate weights (counted over the whole
-  // input in the first pass: not done by neardup.dask).
+  // input: neardup.dask's `frequencies` stage).
   m.def(
       "_dask_uses_boilerplate",
       [](const py::dict& kwargs) {
@@ -1778,6 +1948,21 @@ void RegisterDaskBindings(py::module_& m) {
       },
       py::arg("options"));
   m.def("_dask_summary_json", &SummaryJson, py::arg("options"), py::arg("counts"));
+  py::class_<DaskFrequencies>(m, "_DaskFrequencies")
+      .def(py::init<const py::dict&, uint64_t>(), py::arg("options"), py::arg("input_bytes"))
+      .def("add", &DaskFrequencies::Add, py::arg("first"), py::arg("set_offsets"),
+           py::arg("set_codes"), py::arg("read_index"))
+      .def("merge_file", &DaskFrequencies::MergeFile, py::arg("path"))
+      .def("save", &DaskFrequencies::Save, py::arg("path"))
+      .def("boilerplate_documents", &DaskFrequencies::BoilerplateDocuments, py::arg("options"))
+      .def_property_readonly("memory_bytes",
+                             [](const DaskFrequencies& f) { return f.sketch().memory_bytes(); })
+      .def_property_readonly("sample_every",
+                             [](const DaskFrequencies& f) { return f.sketch().sample_every(); })
+      .def_property_readonly(
+          "counted_documents",
+          [](const DaskFrequencies& f) { return f.sketch().counted_documents(); })
+      .def_property_readonly("total", [](const DaskFrequencies& f) { return f.sketch().total(); });
 }
 
 }  // namespace neardup::python

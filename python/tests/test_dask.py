@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 
 import neardup.dask as nd
-from conftest import ROOT, write_jsonl
+from neardup import _neardup
+from conftest import ROOT, run_cli, write_jsonl
 from test_dedup import cli_dedup, comparable
 
 dd = pytest.importorskip("dask.dataframe")
@@ -309,6 +310,164 @@ def test_output_refused_unless_force_and_then_replaced(client, generated, tmp_pa
     assert not (tmp_path / "in" / "out").exists()
 
 
+def _template_files(directory):
+    """Pages of 8 sites, each page a site's header and footer (boilerplate: 60 to 70 pages of a
+    site share them) around a short body of its own; long articles copied into another site's
+    template, or copied with every tenth word replaced; over three files, with records the
+    reader skips and one it cannot fingerprint (markup only), so that reading numbers and
+    document numbers differ."""
+    rng = np.random.default_rng(2025)
+    words = [f"w{i}" for i in range(30000)]
+    sites = [(" ".join(rng.choice(words, 60)), " ".join(rng.choice(words, 50)))
+             for _ in range(8)]
+    rows = []
+    for i in range(520):
+        header, footer = sites[i % 8]
+        rows.append({"id": f"page-{i}", "text": f"{header} {' '.join(rng.choice(words, 12))} "
+                                                f"{footer}"})
+        if i % 13 == 0:  # an article, and its copy in another site's template
+            body = list(rng.choice(words, 400))
+            rows.append({"id": f"article-{i}", "text": f"{header} {' '.join(body)} {footer}"})
+            other_header, other_footer = sites[(i + 3) % 8]
+            rows.append({"id": f"moved-{i}",
+                         "text": f"{other_header} {' '.join(body)} {other_footer}"})
+            edited = [f"e{i}_{j}" if j % 10 == 4 else w for j, w in enumerate(body)]
+            rows.append({"id": f"edited-{i}", "text": f"{header} {' '.join(edited)} {footer}"})
+    paths = [directory / "a.jsonl", directory / "b.jsonl", directory / "c.jsonl"]
+    os.makedirs(directory, exist_ok=True)
+    cut = [0, len(rows) // 3, 2 * len(rows) // 3, len(rows)]
+    for f, path in enumerate(paths):
+        with open(path, "wb") as out:
+            for row in rows[cut[f]:cut[f + 1]]:
+                out.write(json.dumps(row).encode() + b"\n")
+                if len(row["id"]) == 8 and row["id"].endswith("7"):
+                    out.write(b"{not json\n")  # skipped
+            if f == 1:  # skipped, and a document without features (read, not fingerprinted)
+                out.write(b'{"id": "bad", "text": "caf\xe9 ' + b"x " * 40 + b'"}\n')
+                out.write(b'{"id": "markup", "text": "<b></b> <i> </i>"}\n')
+    return [str(p) for p in paths]
+
+
+@pytest.mark.parametrize("options,flags", [
+    ({}, []),
+    ({"edited": 0.8}, ["--edited", "0.8"]),  # the batch-cleaning rule for crawls
+])
+def test_boilerplate_same_as_cli(client, binary, tmp_path, monkeypatch, options, flags):
+    """Boilerplate weights (issue 25): Dask counts the shingle frequencies per group of
+    partitions, as the command counts them over the whole input (the same sketch, documents
+    sampled by their reading number), merges the sketches and verifies with the same weighted
+    pair rule: the command's files byte for byte and its summary, boilerplate fields included."""
+    inputs = _template_files(tmp_path / "in")
+    monkeypatch.setattr(nd, "_FREQUENCY_GROUP_BYTES", 1)  # as many groups as allowed: 8
+    result = nd.dedup_files(inputs, str(tmp_path / "dask"), blocksize=16 << 10,
+                            boilerplate=True, progress=False, **options)
+    assert result.summary["dask"]["partitions"] >= 9  # several partial sketches merged
+    stages = {s["stage"]: s for s in result.summary["stages"]}
+    assert stages["frequencies"]["tasks"] == 8 and stages["frequency-merge"]["tasks"] == 1
+    run_cli(binary, "dedup", "-q", *inputs, "-o", str(tmp_path / "cli"), "--boilerplate", *flags)
+    same_files(tmp_path / "dask", tmp_path / "cli")
+    with open(tmp_path / "cli" / "summary.json", encoding="utf-8") as f:
+        cli = json.load(f)
+    for key in cli:
+        if key not in _RUN_KEYS:
+            assert result.summary[key] == cli[key], key
+    assert cli["pair_rule"]["boilerplate"] is True
+    assert cli["pair_rule"]["boilerplate_min_documents"] >= 20
+    assert cli["pair_rule"]["frequency_sketch_mb"] > 0
+    assert cli["documents_read"] > cli["documents_fingerprinted"]  # the markup one
+    assert cli["records_skipped"] > 0
+    assert [s["stage"] for s in result.summary["stages"]][1:3] == ["frequencies",
+                                                                  "frequency-merge"]
+    removed = result.remove
+    assert {f"moved-{i}" for i in range(0, 520, 13)} <= removed  # copies in another template
+    assert {f"edited-{i}" for i in range(0, 520, 13)} <= removed
+    pages = {f"page-{i}" for i in range(520)}
+    if options.get("edited"):
+        # Sibling pages are 110 template words and 12 of their own: their word multisets are
+        # 82 % the same, so `edited` (unweighted by design) takes them, as the command does.
+        assert result.summary["accepted_pairs_by_reason"]["edited"] > 0
+        return
+    assert len(removed & pages) < 10
+    # Without the weights, pages that share only their site's template are duplicates: the
+    # weights changed the answer, in Dask as in the command.
+    plain = nd.dedup_files(inputs, str(tmp_path / "plain"), blocksize=16 << 10, progress=False)
+    assert plain.summary["pair_rule"]["boilerplate"] is False
+    assert len(plain.remove & pages) > 100
+
+
+def test_boilerplate_dataframe_same_as_python(client, tmp_path):
+    """A DataFrame with boilerplate weights: the input's size is its partitions' JSONL (the
+    sketch's size comes from it, as neardup.dedup's from its one JSONL buffer); the same
+    answer as neardup.dedup on the same rows."""
+    import neardup
+
+    rows = []
+    for path in _template_files(tmp_path / "in"):
+        with open(path, "rb") as f:
+            for line in f:
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:
+                    pass
+    frame = pd.DataFrame(rows)
+    got = nd.dedup(dd.from_pandas(frame, npartitions=5, sort=False), boilerplate=True,
+                   progress=False)
+    ref = neardup.dedup(list(zip(frame["id"], frame["text"])), boilerplate=True)
+    assert got.summary["pair_rule"] == ref.summary["pair_rule"]
+    assert got.summary["pair_rule"]["boilerplate"] is True
+    assert got.remove == set(ref.remove) and len(got.remove) > 40
+
+
+def test_boilerplate_sketch_sampled_by_reading_number(tmp_path):
+    """Above 64 MB of input dedup counts one document in s (FrequencySketchFor): the Dask sketch
+    counts a partition's documents by their reading number in the whole input (its first plus
+    read_index, which counts a document that cannot be fingerprinted too), so the partitions'
+    sketches merge into the sketch of one count over all documents, sampled alike."""
+    rng = np.random.default_rng(3)
+    texts = [" ".join(f"w{x}" for x in rng.integers(0, 900, 60)) for _ in range(90)]
+    lines = [json.dumps({"id": f"d{i}", "text": t}).encode() for i, t in enumerate(texts)]
+    lines.insert(33, b'{"id": "markup", "text": "<b></b> <i> </i>"}')  # read, not fingerprinted
+    options = {"boilerplate": True}
+    key = json.dumps(options)
+
+    def read(chunk, name):
+        source = {"name": name, "path": None, "data": b"\n".join(chunk) + b"\n", "start": 0,
+                  "end": -1, "first_line": 1, "line_shift": -1}
+        return _neardup._dask_read(source, options, key, 1, 1)
+
+    whole, parts = read(lines, "all"), [read(lines[:50], "p0"), read(lines[50:], "p1")]
+    assert whole["counts"]["read"] == 91 and whole["counts"]["documents"] == 90
+    assert parts[0]["counts"]["read"] == 50 and parts[0]["read_index"][-1] == 49
+
+    def sketch(got, first, every_bytes):
+        s = _neardup._DaskFrequencies(options, every_bytes)
+        s.add(first, got["set_offsets"], got["set_codes"], got["read_index"])
+        return s
+
+    for input_bytes, every in ((1 << 20, 1), (200 << 20, 4)):
+        one = sketch(whole, 0, input_bytes)
+        assert one.sample_every == every
+        assert one.counted_documents == len([i for i in range(91) if i % every == 0 and i != 33])
+        merged = sketch(parts[0], 0, input_bytes)
+        sketch(parts[1], 50, input_bytes).save(str(tmp_path / "p1"))
+        merged.merge_file(str(tmp_path / "p1"))
+        one.save(str(tmp_path / "one"))
+        merged.save(str(tmp_path / "merged"))
+        assert (tmp_path / "one").read_bytes() == (tmp_path / "merged").read_bytes()
+        assert merged.counted_documents == one.counted_documents
+        # Counted from the wrong first number, the partition's sample differs.
+        if every > 1:
+            shifted = sketch(parts[0], 0, input_bytes)
+            sketch(parts[1], 51, input_bytes).save(str(tmp_path / "p1"))
+            shifted.merge_file(str(tmp_path / "p1"))
+            shifted.save(str(tmp_path / "shifted"))
+            assert (tmp_path / "shifted").read_bytes() != (tmp_path / "one").read_bytes()
+    assert _neardup._DaskFrequencies(options, 200 << 20).memory_bytes == 64 << 20
+    with pytest.raises(ValueError, match="read_index"):
+        _neardup._DaskFrequencies(options, 1 << 20).add(
+            0, whole["set_offsets"], whole["set_codes"], whole["read_index"][:-1])
+
+
 def test_options_checked_before_any_work(tmp_path):
     frame = dd.from_pandas(pd.DataFrame({"id": ["a"], "text": ["x"]}), npartitions=1)
     out = tmp_path / "out"
@@ -320,8 +479,6 @@ def test_options_checked_before_any_work(tmp_path):
         nd.dedup(frame, str(out), format="csv")
     with pytest.raises(ValueError, match="threads"):
         nd.dedup(frame, str(out), threads=-1)
-    with pytest.raises(ValueError, match="boilerplate"):  # not applied by Dask: refused
-        nd.dedup(frame, str(out), boilerplate=True)
     if not nd._parquet_available():
         with pytest.raises(ImportError, match="pyarrow"):
             nd.dedup(frame, str(out), format="parquet")

@@ -349,8 +349,6 @@ Result<PairJudgement> JudgePair(std::string_view a, std::string_view b, const De
   return judgement;
 }
 
-namespace {
-
 // The frequency sketch of a run over `input_bytes` of input (0: unknown): a quarter of the
 // input's size rounded up to a power of two, at most boilerplate_sketch_bytes (a shingle takes
 // about 4 to 8 bytes of text, so its counters stay lightly loaded); above 64 MB of input one
@@ -370,6 +368,8 @@ ShingleFrequencies FrequencySketchFor(uint64_t input_bytes, const DedupOptions& 
   }
   return ShingleFrequencies(bytes, sample_every);
 }
+
+namespace {
 
 // A document's verification record: its narrowed shingle set and, with the pair rule's `edited`
 // reason on, its narrowed unit set followed by the shingle set's size, in one run of values
