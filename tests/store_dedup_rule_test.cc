@@ -446,6 +446,12 @@ TEST_F(StoreDedupRuleTest, ReadsSeeEveryAcknowledgedDocumentDuringFlushesAndComp
   std::atomic<bool> stop{false};
   std::atomic<int> misses{0}, checks{0};
   std::thread writer([&] {
+    // Readers stop when the writer does, also when one of its assertions ends it early (else they
+    // would wait for it forever).
+    struct StopReaders {
+      std::atomic<bool>* stop;
+      ~StopReaders() { *stop = true; }
+    } stop_readers{&stop};
     for (int n = 0; n < 600; ++n) {
       DocumentSketch sketch;
       DocumentInput doc;
@@ -456,7 +462,6 @@ TEST_F(StoreDedupRuleTest, ReadsSeeEveryAcknowledgedDocumentDuringFlushesAndComp
       ASSERT_TRUE(store->Add(doc).ok());
       acknowledged = n + 1;
     }
-    stop = true;
   });
   std::vector<std::thread> readers;
   for (int r = 0; r < 2; ++r) {
