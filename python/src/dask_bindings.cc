@@ -295,6 +295,8 @@ std::shared_ptr<const DocumentPass> PassFor(const py::dict& kwargs, const std::s
 }
 
 std::string ReadRange(const std::string& path, uint64_t start, uint64_t end);
+// A frequency sketch saved by _DaskFrequencies.save (ShingleFrequencies::Serialize).
+ShingleFrequencies ReadFrequencySketch(const std::string& path);
 
 // THE pair rule (neardup/pair_rule.h) of one option set (ResolvePairRule), built once per process
 // and shared by its tasks; with boilerplate weights, `frequencies` names the run's merged
@@ -318,17 +320,7 @@ std::shared_ptr<const PairRule> RuleFor(const py::dict& kwargs, const std::strin
   const DedupOptions options = DedupOptionsFromKeywords(kwargs);
   auto held = std::make_shared<Held>();
   if (!frequencies.empty()) {
-    FILE* file = std::fopen(frequencies.c_str(), "rb");
-    if (file == nullptr) {
-      ThrowStatus(Status::IoError(frequencies + ": cannot open: " + std::strerror(errno)));
-    }
-    std::fseek(file, 0, SEEK_END);
-    const long size = std::ftell(file);
-    std::fclose(file);
-    Result<ShingleFrequencies> sketch =
-        ShingleFrequencies::Deserialize(ReadRange(frequencies, 0, size < 0 ? 0 : size));
-    if (!sketch.ok()) ThrowStatus(sketch.status().WithContext(frequencies));
-    held->sketch = std::make_unique<ShingleFrequencies>(std::move(*sketch));
+    held->sketch = std::make_unique<ShingleFrequencies>(ReadFrequencySketch(frequencies));
   }
   Result<PairRule> created =
       PairRule::Create(ResolvePairRule(options), held->sketch.get(), options.boilerplate_options);
@@ -378,6 +370,20 @@ std::string ReadRange(const std::string& path, uint64_t start, uint64_t end) {
   std::fclose(file);
   if (got != bytes.size()) ThrowStatus(Status::IoError(path + ": short read"));
   return bytes;
+}
+
+ShingleFrequencies ReadFrequencySketch(const std::string& path) {
+  FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    ThrowStatus(Status::IoError(path + ": cannot open: " + std::strerror(errno)));
+  }
+  std::fseek(file, 0, SEEK_END);
+  const long size = std::ftell(file);
+  std::fclose(file);
+  Result<ShingleFrequencies> sketch =
+      ShingleFrequencies::Deserialize(ReadRange(path, 0, size < 0 ? 0 : size));
+  if (!sketch.ok()) ThrowStatus(sketch.status().WithContext(path));
+  return std::move(*sketch);
 }
 
 // The `lines` task of neardup.dask: the byte range [start, end) of a file of `size` bytes with
@@ -1596,16 +1602,7 @@ class DaskFrequencies {
 
   // Adds the counts of a sketch saved by Save() (same size, sampling and seed).
   void MergeFile(const std::string& path) {
-    FILE* file = std::fopen(path.c_str(), "rb");
-    if (file == nullptr)
-      ThrowStatus(Status::IoError(path + ": cannot open: " + std::strerror(errno)));
-    std::fseek(file, 0, SEEK_END);
-    const long size = std::ftell(file);
-    std::fclose(file);
-    Result<ShingleFrequencies> other =
-        ShingleFrequencies::Deserialize(ReadRange(path, 0, size < 0 ? 0 : size));
-    if (!other.ok()) ThrowStatus(other.status().WithContext(path));
-    Status merged = sketch_.Merge(*other);
+    Status merged = sketch_.Merge(ReadFrequencySketch(path));
     if (!merged.ok()) ThrowStatus(merged.WithContext(path));
   }
 
