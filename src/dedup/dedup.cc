@@ -384,8 +384,9 @@ bool SampledPair(uint64_t packed, uint64_t mask) {
 constexpr double kEditedDeferred = -3;
 
 // A block of candidate pairs being verified: the pairs (sorted by a), what is decided of each
-// (similarity_of -2: still to judge by the sets; kEditedDeferred: to judge again with unit sets), and the exact Jaccard of the rejected pairs the
-// histogram samples (`measured`, -1 = not measured).
+// (similarity_of -2: still to judge by the sets; kEditedDeferred: to judge again with unit sets),
+// and the exact Jaccard of the rejected pairs the histogram samples (`measured`, -1 = not
+// measured).
 struct BlockVerdicts {
   std::span<const uint64_t> pairs;
   std::vector<double>& similarity_of;
@@ -1586,10 +1587,10 @@ Status DedupRun::JudgeDeferredEdited() {
     for (size_t j = 0; j < decisions.size(); ++j) {
       const PairDecision& decision = decisions[j];
       const uint64_t packed = deferred_edited_[first + j];
-      const double measured = decision.reason == DuplicateReason::kNone &&
-                                      SampledPair(packed, sample_mask)
-                                  ? Jaccard32(left[j].shingles, right[j].shingles)
-                                  : -1;
+      const double measured =
+          decision.reason == DuplicateReason::kNone && SampledPair(packed, sample_mask)
+              ? Jaccard32(left[j].shingles, right[j].shingles)
+              : -1;
       RecordVerdict(packed, decision.reason, decision.similarity, measured);
     }
   }
