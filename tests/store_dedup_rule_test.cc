@@ -1100,6 +1100,71 @@ TEST_F(StoreDedupRuleTest, RecoverWithoutTheManifestReadsTheEditedReasonFromTheS
   }
 }
 
+// Sets of both kinds in one directory (never written by one store: here a segment of another store
+// with the same LSH plan but the reason off, put beside a store's own): recovery without the
+// MANIFEST records the reason off and drops the unit sets, counting them, so the recorded rule
+// still matches every set; every document is kept and found by its text.
+TEST_F(StoreDedupRuleTest, RecoverWithoutTheManifestOfMixedSetsTurnsTheEditedReasonOff) {
+  const std::string original = DistinctWords(300, 0), copy = DistinctWords(300, 12);
+  StoreOptions create;
+  create.lsh = MinHashLshOptions{};
+  create.lsh->threshold = 0.8;
+  create.lsh->parameters = LshParameters{41, 3};  // the same plan either way: the rules agree
+  const std::string other_dir = dir_ + "_other";
+  fs::remove_all(other_dir);
+  for (const double edited : {0.0, 0.7}) {
+    create.edited_threshold = edited;
+    const std::string dir = edited > 0 ? dir_ : other_dir;
+    auto store = DocumentStore::Open(dir, create);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    SketchFor(**store);
+    const std::string id = edited > 0 ? "original" : "foreign";
+    const std::string text = edited > 0 ? original : DistinctWords(200, 0, "foreign");
+    EXPECT_TRUE(Check(**store, id, text, AddMode::kIfNew).added);
+    ASSERT_TRUE((*store)->Flush().ok());
+    ASSERT_TRUE((*store)->Close().ok());
+  }
+  // The other store's segment, under a number after the store's own files.
+  auto files = store::ListDataFiles(other_dir);
+  ASSERT_TRUE(files.ok()) << files.status().ToString();
+  int copied = 0;
+  for (const std::string& name : *files) {
+    bool is_segment = false;
+    uint64_t number = 0;
+    if (!store::ParseFileName(name, &is_segment, &number) || !is_segment) continue;
+    fs::copy_file(store::JoinPath(other_dir, name),
+                  store::JoinPath(dir_, store::SegmentFileName(1000 + number)));
+    ++copied;
+  }
+  fs::remove_all(other_dir);
+  ASSERT_EQ(copied, 1);
+  ASSERT_TRUE(fs::remove(store::JoinPath(dir_, store::kManifestName)));
+  auto report = RecoverStore(dir_);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->documents, 2u);
+  std::string messages;
+  for (const std::string& m : report->messages) messages += m + "\n";
+  EXPECT_NE(messages.find("the sets of 1 documents hold unit sets and those of 1 do not: the "
+                          "edited reason off, the unit sets dropped"),
+            std::string::npos)
+      << messages;
+  auto manifest = store::ReadManifest(dir_);
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  ASSERT_TRUE(manifest->rule);
+  EXPECT_EQ(manifest->version, 4);
+  EXPECT_EQ(manifest->rule->verification_form, store::kShingleSetForm);
+  auto store = Open();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->Stats().pair_rule.edited_threshold, 0);
+  CheckResult exact = Check(*store, "probe", original, AddMode::kNever);
+  ASSERT_EQ(exact.duplicates.size(), 1u);
+  EXPECT_EQ(exact.duplicates[0].id, "original");
+  EXPECT_EQ(
+      Check(*store, "probe2", DistinctWords(200, 0, "foreign"), AddMode::kNever).duplicates.size(),
+      1u);
+  EXPECT_TRUE(Check(*store, "copy", copy, AddMode::kNever).duplicates.empty());
+}
+
 // A version-5 MANIFEST whose edited options are out of range, or whose verification form does not
 // match them, is Corruption at open, naming what is wrong.
 TEST_F(StoreDedupRuleTest, ARecordedEditedRuleOutOfRangeIsAnOpenError) {
