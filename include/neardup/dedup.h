@@ -91,7 +91,8 @@ struct DedupOptions {
   double containment_min_shingles = PairRuleOptions().containment_min_shingles;
   double containment_min_ratio = PairRuleOptions().containment_min_ratio;
   // The pair rule's `edited` reason: a pair of plain shingle Jaccard >= edited_min_jaccard whose
-  // unit (word / Han character) sets reach a Jaccard of edited_threshold; 0 turns it off.
+  // unit (word / Han character) sets reach a Jaccard of edited_threshold; on by default (0.8, from
+  // PairRuleOptions), 0 turns it off.
   // Verification then judges every candidate by its shingle sets first (PairRule::DeferredUnits)
   // and builds unit sets only for the documents of the pairs that reach the unit comparison, in
   // one more walk over the inputs for those documents (none when no pair reaches it).
