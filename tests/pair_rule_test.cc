@@ -19,6 +19,19 @@ namespace {
 
 std::vector<uint32_t> Sorted(std::set<uint32_t> values) { return {values.begin(), values.end()}; }
 
+// Counts a corpus of 400 random documents into `frequencies`: values below 40 are in many of them
+// (boilerplate), the rest in few.
+void CountBoilerplateCorpus(uint64_t seed, ShingleFrequencies* frequencies) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<uint32_t> common(0, 39), rare(40, 5000);
+  for (int d = 0; d < 400; ++d) {
+    std::set<uint32_t> set;
+    for (int i = 0; i < 30; ++i) set.insert(common(rng));
+    for (int i = 0; i < 20; ++i) set.insert(rare(rng));
+    frequencies->AddDocument(Sorted(set));
+  }
+}
+
 PairDocument Doc(const std::vector<uint32_t>& set, uint64_t id) {
   return PairDocument{id, 100 + id, id * 7 + 1, set, std::nullopt};
 }
@@ -133,16 +146,8 @@ TEST(PairRuleTest, MatchesReferenceOnRandomSetsWithoutWeights) {
 }
 
 TEST(PairRuleTest, MatchesReferenceOnRandomSetsWithBoilerplateWeights) {
-  // A corpus where values below 40 are in many documents (boilerplate), the rest in few.
-  std::mt19937_64 rng(7);
   ShingleFrequencies frequencies(1 << 20);
-  std::uniform_int_distribution<uint32_t> common(0, 39), rare(40, 5000);
-  for (int d = 0; d < 400; ++d) {
-    std::set<uint32_t> set;
-    for (int i = 0; i < 30; ++i) set.insert(common(rng));
-    for (int i = 0; i < 20; ++i) set.insert(rare(rng));
-    frequencies.AddDocument(Sorted(set));
-  }
+  CountBoilerplateCorpus(7, &frequencies);
   BoilerplateOptions boilerplate;
   boilerplate.min_documents = 20;
   RandomPairs pairs;
@@ -515,16 +520,7 @@ struct EditedCases {
       {0.5, 0.9, 10, 0.2, 0.6, 0.1},  // below the weighted floor
       {0.6, 0.8, 0, 0, 1.0, 1.0},
   };
-  EditedCases() {
-    std::mt19937_64 rng(11);
-    std::uniform_int_distribution<uint32_t> common(0, 39), rare(40, 5000);
-    for (int d = 0; d < 400; ++d) {
-      std::set<uint32_t> set;
-      for (int i = 0; i < 30; ++i) set.insert(common(rng));
-      for (int i = 0; i < 20; ++i) set.insert(rare(rng));
-      frequencies.AddDocument(Sorted(set));
-    }
-  }
+  EditedCases() { CountBoilerplateCorpus(11, &frequencies); }
 };
 
 TEST(PairRuleTest, EditedMatchesReferenceOnRandomSets) {
