@@ -6,7 +6,7 @@ frequency stages' share, and whether each Dask run wrote the files of `neardup d
 same options (byte for byte). Same-run ratios are the figures to read on a busy machine.
 
     PYTHONPATH=build/python /usr/bin/python3 bench/dask_boilerplate_bench.py
-    PYTHONPATH=build/python /usr/bin/python3 bench/dask_boilerplate_bench.py --edited 0.8
+    PYTHONPATH=build/python /usr/bin/python3 bench/dask_boilerplate_bench.py --edited 0
 """
 import argparse
 import glob
@@ -39,7 +39,8 @@ def main():
     parser.add_argument("inputs", nargs="*", help="JSONL files (default: ../shared's)")
     parser.add_argument("--binary", default=os.path.join(ROOT, "build", "neardup"))
     parser.add_argument("--blocksize", type=int, default=8 << 20, help="bytes per partition")
-    parser.add_argument("--edited", type=float, default=0, help="also edited=S (0: off)")
+    parser.add_argument("--edited", type=float, default=None,
+                        help="edited=S for both runs (0: off; default: the rule's default, 0.8)")
     parser.add_argument("--repeat", type=int, default=1, help="pairs of runs (alternating)")
     args = parser.parse_args()
     inputs = args.inputs
@@ -53,8 +54,8 @@ def main():
 
     import neardup.dask as nd
 
-    extra = {"edited": args.edited} if args.edited else {}
-    flags = ["--edited", str(args.edited)] if args.edited else []
+    extra = {"edited": args.edited} if args.edited is not None else {}
+    flags = ["--edited", str(args.edited)] if args.edited is not None else []
     size = sum(os.path.getsize(p) for p in inputs)
     print(f"{len(inputs)} files, {size / 1e6:.1f} MB, blocksize {args.blocksize >> 20} MiB, "
           f"options {extra or 'default'}")

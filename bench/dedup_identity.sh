@@ -15,8 +15,12 @@ if [ ! -d "$shared/corpus" ] || [ ! -f "$shared/devpairs/docs.jsonl" ]; then
   exit 0
 fi
 inputs=("$shared"/corpus/*.jsonl "$shared"/devpairs/docs.jsonl)
+# "" is the default rule: it differs between two binaries on either side of a change of the
+# defaults (the `edited` reason on since 2026-11-27); "--edited 0" and "--edited 0.8" compare the
+# two rules as such.
 flag_sets=(
   ""
+  "--edited 0"
   "--candidates lsh+simhash"
   "--threshold 0.7"
   "--keep longest --verify 0.3"

@@ -37,7 +37,11 @@ fill() {
 # digest DIR: md5 of each store file but the lock.
 digest() { (cd "$1" && find . -type f ! -name LOCK | sort | xargs md5sum); }
 
-variants=("--rule dedup" "--rule simhash" "--rule simhash --bits 128" "--rule dedup --bits 128")
+# "--rule dedup" alone is the default rule: it differs between two binaries on either side of a
+# change of the defaults (the `edited` reason on since 2026-11-27); the explicit --edited variants
+# compare the two rules as such.
+variants=("--rule dedup" "--rule dedup --edited 0" "--rule dedup --edited 0.8" "--rule simhash"
+  "--rule simhash --bits 128" "--rule dedup --bits 128")
 for i in "${!variants[@]}"; do
   # shellcheck disable=SC2086
   fill "$old" "$work/old" ${variants[$i]}

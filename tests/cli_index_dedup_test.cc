@@ -63,11 +63,13 @@ class CliIndexDedupTest : public ::testing::Test {
 TEST_F(CliIndexDedupTest, QueryACorpusAgainstTheStoreAndAddOnlyWhatIsNew) {
   std::string out, err;
   ASSERT_EQ(Run("index create st", &out, &err), 0) << err;
-  EXPECT_NE(err.find("rule dedup, threshold 0.5, 30 bands of 3 rows"), std::string::npos) << err;
+  // The default rule: LSH planned down to the `edited` reason's floor (0.45), 41 x 3.
+  EXPECT_NE(err.find("rule dedup, threshold 0.5, 41 bands of 3 rows"), std::string::npos) << err;
+  EXPECT_NE(err.find("edited 0.8 (shingle Jaccard >= 0.45)"), std::string::npos) << err;
   Write("base.jsonl", Line("a", kA) + Line("c", kC));
   ASSERT_EQ(Run("index add st base.jsonl", &out, &err), 0) << err;
   ASSERT_EQ(Run("index stats st", &out, &err), 0) << err;
-  EXPECT_NE(out.find(R"("rule":"dedup","threshold":0.5,"bands":30,"rows":3)"), std::string::npos)
+  EXPECT_NE(out.find(R"("rule":"dedup","threshold":0.5,"bands":41,"rows":3)"), std::string::npos)
       << out;
   EXPECT_NE(out.find(R"("documents":2)"), std::string::npos) << out;
 

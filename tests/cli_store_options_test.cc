@@ -6,8 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -282,9 +284,11 @@ TEST_F(CliStoreOptionsTest, ServeRecordsTheFlagsOfANewStoreAndRefusesOthersLater
   EXPECT_NE(err.find("64-bit, indexed_k 3)"), std::string::npos) << err;
 }
 
-// --edited (issue 25): `index create` records the reason (index stats and the create line say it);
-// a store created without it answers with it off, and `serve` asking such a store for it is
-// refused naming the option, not silently ignored (`index add` takes no rule flag at all).
+// --edited (issue 25; on by default at 0.8): `index create` records the reason (index stats and
+// the create line say it); a store created with it off (--edited 0, as every store made before the
+// default turned it on) is added to and queried with the default options and answers with it off,
+// its recorded rule never rewritten; `serve` asking such a store for it, even for the default
+// value, is refused naming the option, not silently ignored (`index add` takes no rule flag).
 TEST_F(CliStoreOptionsTest, TheEditedReasonIsRecordedOrRefusedNeverIgnored) {
   std::string out, err;
   ASSERT_EQ(Run("index create e --edited 0.7 --edited-min-jaccard 0.4", &out, &err), 0) << err;
@@ -293,11 +297,78 @@ TEST_F(CliStoreOptionsTest, TheEditedReasonIsRecordedOrRefusedNeverIgnored) {
   EXPECT_NE(out.find(R"("edited":0.7,"edited_min_jaccard":0.4)"), std::string::npos) << out;
   ASSERT_EQ(Run("index add e docs.jsonl", &out, &err), 0) << err;
 
-  ASSERT_EQ(Run("index create plain", &out, &err), 0) << err;
-  ASSERT_EQ(Run("index stats plain", &out, &err), 0) << err;
-  EXPECT_NE(out.find(R"("edited":0,)"), std::string::npos) << out;
+  // The default: on at 0.8, the LSH plan reaching its floor (41 x 3 at 0.5).
+  ASSERT_EQ(Run("index create dflt", &out, &err), 0) << err;
+  EXPECT_NE(err.find("41 bands of 3 rows"), std::string::npos) << err;
+  EXPECT_NE(err.find("edited 0.8 (shingle Jaccard >= 0.45)"), std::string::npos) << err;
+  ASSERT_EQ(Run("index stats dflt", &out, &err), 0) << err;
+  EXPECT_NE(out.find(R"("edited":0.8,"edited_min_jaccard":0.45)"), std::string::npos) << out;
+
+  // A lightly edited copy (every 12th of 300 words replaced: shingle Jaccard ~0.6, below the
+  // threshold 0.8; its words 0.85 alike): a duplicate only by the `edited` reason.
+  std::string original, copy;
+  for (int i = 0; i < 300; ++i) {
+    original += (i ? " " : "") + std::string("token") + std::to_string(i);
+    copy += (i ? " " : "") + std::string(i % 12 == 6 ? "changed" : "token") + std::to_string(i);
+  }
+  std::ofstream(dir_ / "original.jsonl")
+      << "{\"id\":\"original\",\"text\":\"" << original << "\"}\n";
+  std::ofstream(dir_ / "copy.jsonl") << "{\"id\":\"copy\",\"text\":\"" << copy << "\"}\n";
+  ASSERT_EQ(Run("index create on --threshold 0.8", &out, &err), 0) << err;
+  ASSERT_EQ(Run("index add on original.jsonl", &out, &err), 0) << err;
+  ASSERT_EQ(Run("index query on copy.jsonl", &out, &err), 0) << err;
+  EXPECT_NE(out.find(R"("reason":"edited")"), std::string::npos) << out;
+
+  ASSERT_EQ(Run("index create plain --edited 0 --threshold 0.8", &out, &err), 0) << err;
+  EXPECT_NE(err.find("edited off"), std::string::npos) << err;
   const std::string plain = (dir_ / "plain").string();
-  // Refused at start like any other recorded option (--ngram, --containment): exit 1.
+  const std::string manifest_path = (dir_ / "plain" / "MANIFEST").string();
+  auto manifest_version = [&] {
+    const std::string bytes = ReadFile(manifest_path);
+    uint32_t version = 0;
+    if (bytes.size() >= 12) std::memcpy(&version, bytes.data() + 8, 4);  // after the magic
+    return version;
+  };
+  EXPECT_EQ(manifest_version(), 4u);
+  // The default options: added to and queried with the reason off, the rule kept as recorded.
+  ASSERT_EQ(Run("index add plain original.jsonl", &out, &err), 0) << err;
+  ASSERT_EQ(Run("index query plain copy.jsonl", &out, &err), 0) << err;
+  EXPECT_EQ(out.find(R"("reason")"), std::string::npos) << out;
+  EXPECT_NE(err.find("0 duplicate stored ones"), std::string::npos) << err;
+  ASSERT_EQ(Run("index compact plain", &out, &err), 0) << err;
+  ASSERT_EQ(Run("index stats plain", &out, &err), 0) << err;
+  EXPECT_NE(out.find(R"("verification_form":"narrowed32-elias-fano",)"), std::string::npos) << out;
+  EXPECT_NE(out.find(R"("edited":0,)"), std::string::npos) << out;
+  EXPECT_NE(out.find(R"("documents":1,)"), std::string::npos) << out;
+  EXPECT_EQ(manifest_version(), 4u);
+  // Served with the default options: it starts, says the reason is off, adds and answers with it
+  // off (the copy is no duplicate), and /v1/stats shows edited 0.
+  {
+    testing::ServerProcess server(plain, {"--rule", "dedup"});
+    ASSERT_GT(server.port(), 0);
+    httplib::Client client("127.0.0.1", server.port());
+    auto checked =
+        client.Post("/v1/check", "{\"id\":\"copy\",\"text\":\"" + copy + "\",\"add\":\"never\"}",
+                    "application/json");
+    ASSERT_TRUE(checked);
+    EXPECT_EQ(checked->status, 200) << checked->body;
+    EXPECT_NE(checked->body.find(R"("duplicates":[])"), std::string::npos) << checked->body;
+    auto added =
+        client.Post("/v1/documents", std::string("{\"id\":\"a\",\"text\":\"") + kText + "\"}",
+                    "application/json");
+    ASSERT_TRUE(added);
+    EXPECT_EQ(added->status, 200) << added->body;
+    auto stats = client.Get("/v1/stats");
+    ASSERT_TRUE(stats);
+    EXPECT_NE(stats->body.find(R"("edited":0,)"), std::string::npos) << stats->body;
+    EXPECT_NE(stats->body.find(R"("documents":2,)"), std::string::npos) << stats->body;
+    EXPECT_EQ(server.Terminate(), 0);
+  }
+  EXPECT_EQ(manifest_version(), 4u);
+  // Refused at start like any other recorded option (--ngram, --containment): exit 1, also for
+  // the default value given explicitly.
+  EXPECT_EQ(Run("serve " + plain + " --port 0 --edited 0.8", &out, &err), 1) << err;
+  EXPECT_NE(err.find("created with edited threshold 0, not 0.8"), std::string::npos) << err;
   EXPECT_EQ(Run("serve " + plain + " --port 0 --edited 0.7", &out, &err), 1) << err;
   EXPECT_NE(err.find("created with edited threshold 0, not 0.7"), std::string::npos) << err;
   // `index add` takes no rule flags: a usage error.

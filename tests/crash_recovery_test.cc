@@ -47,21 +47,26 @@ struct CrashDoc {
   Fingerprint fingerprint;
   DocumentSketch sketch;
 };
-const DocumentSketcher& Sketcher() {
+// Sketches as a client makes them: from the store's resolved rule (its LSH plan, and unit sets
+// when its `edited` reason is on). Every dedup-rule store here is made with CrashOptions.
+const DocumentSketcher& Sketcher(const DocumentStore& store) {
   static const DocumentSketcher* sketcher =
-      DocumentSketcher::Create(FingerprintOptions{}, MinHashLshOptions{})->release();
+      DocumentSketcher::Create(FingerprintOptions{}, *store.LshOptions(), store.SketchesNeedUnits())
+          ->release();
   return *sketcher;
 }
-CrashDoc DocOf(uint64_t n, StoreRule rule) {
+CrashDoc DocOf(uint64_t n, StoreRule rule, const DocumentStore& store) {
   CrashDoc doc;
   if (rule == StoreRule::kSimHash) {
     doc.fingerprint = Fingerprint::From64(n * 0x9E3779B97F4A7C15ull + 1);
-  } else if (!Sketcher().Sketch(TextOf(n), &doc.fingerprint, &doc.sketch).ok()) {
+  } else if (!Sketcher(store).Sketch(TextOf(n), &doc.fingerprint, &doc.sketch).ok()) {
     ADD_FAILURE() << "cannot sketch document " << n;
   }
   return doc;
 }
-Fingerprint FingerprintOf(uint64_t n, StoreRule rule) { return DocOf(n, rule).fingerprint; }
+Fingerprint FingerprintOf(uint64_t n, StoreRule rule, const DocumentStore& store) {
+  return DocOf(n, rule, store).fingerprint;
+}
 
 StoreOptions CrashOptions(StoreRule rule) {
   StoreOptions options;
@@ -92,7 +97,7 @@ StoreOptions CrashOptions(StoreRule rule) {
     if (choice < 6) {
       uint64_t n = next++;
       const std::string id = IdOf(n), metadata = MetadataOf(n);
-      const CrashDoc doc = DocOf(n, rule);
+      const CrashDoc doc = DocOf(n, rule, store);
       DocumentInput input{id, doc.fingerprint, metadata};
       if (rule == StoreRule::kDedup) input.sketch = &doc.sketch;
       send('A', n);
@@ -113,7 +118,7 @@ StoreOptions CrashOptions(StoreRule rule) {
       for (uint64_t i = n; i < n + 5; ++i) {
         ids.push_back(IdOf(i));
         metas.push_back(MetadataOf(i));
-        made.push_back(DocOf(i, rule));
+        made.push_back(DocOf(i, rule, store));
       }
       for (int i = 0; i < 5; ++i) {
         docs.push_back({ids[i], made[i].fingerprint, metas[i]});
@@ -239,7 +244,7 @@ TEST_P(CrashRecoveryTest, AcknowledgedWritesSurviveKill9) {
         auto doc = store.Get(IdOf(i));
         if (doc.ok()) {
           ++present;
-          EXPECT_EQ(doc->fingerprint, FingerprintOf(i, rule));
+          EXPECT_EQ(doc->fingerprint, FingerprintOf(i, rule, store));
           EXPECT_EQ(doc->metadata, MetadataOf(i));
         }
         expected[i] = doc.ok();
@@ -255,7 +260,7 @@ TEST_P(CrashRecoveryTest, AcknowledgedWritesSurviveKill9) {
       if (should_exist) {
         ASSERT_TRUE(doc.ok()) << "round " << round << ": acknowledged " << IdOf(n) << " lost";
         ++present_checked;
-        EXPECT_EQ(doc->fingerprint, FingerprintOf(n, rule));
+        EXPECT_EQ(doc->fingerprint, FingerprintOf(n, rule, store));
         EXPECT_EQ(doc->metadata, MetadataOf(n));
       } else {
         EXPECT_FALSE(doc.ok()) << "round " << round << ": removed " << IdOf(n) << " is back";
@@ -265,14 +270,14 @@ TEST_P(CrashRecoveryTest, AcknowledgedWritesSurviveKill9) {
     int checked = 0;
     for (const auto& [n, should_exist] : expected) {
       if (!should_exist || (n % 7) != 0 || ++checked > 20) continue;
-      auto hits = store.Search(FingerprintOf(n, rule), 0);
+      auto hits = store.Search(FingerprintOf(n, rule, store), 0);
       ASSERT_TRUE(hits.ok());
       bool found = false;
       for (const auto& hit : *hits) found |= hit.id == IdOf(n);
       EXPECT_TRUE(found) << IdOf(n);
       if (rule == StoreRule::kDedup) {
         // The rule finds it: an exact duplicate of its text.
-        const CrashDoc doc = DocOf(n, rule);
+        const CrashDoc doc = DocOf(n, rule, store);
         DocumentInput probe{"probe", doc.fingerprint, ""};
         probe.sketch = &doc.sketch;
         CheckOptions lookup;

@@ -148,7 +148,8 @@ TEST(JudgePairTest, AppliesTheDedupRule) {
   EXPECT_GT(near->shared_bands, 0);
   EXPECT_TRUE(near->lsh_candidate);
   EXPECT_TRUE(near->duplicate);
-  EXPECT_EQ(near->lsh, (LshParameters{30, 3}));
+  // The default rule's plan: down to the `edited` reason's shingle Jaccard, 0.45 (30 x 3 without).
+  EXPECT_EQ(near->lsh, (LshParameters{41, 3}));
   auto far = JudgePair(base, other, options);
   ASSERT_TRUE(far.ok());
   EXPECT_LT(far->jaccard, 0.1);
@@ -159,12 +160,19 @@ TEST(JudgePairTest, AppliesTheDedupRule) {
   ASSERT_TRUE(spaced.ok());
   EXPECT_TRUE(spaced->whitespace_only);
   EXPECT_TRUE(spaced->duplicate);
-  // A stricter threshold turns the edited copy into a distinct document.
+  // A stricter threshold leaves the one-word edit to the `edited` reason (on by default: the
+  // units' multiset Jaccard is above 0.8), and without that reason makes it a distinct document.
   options.lsh.threshold = 0.95;
   auto strict = JudgePair(base, edited, options);
   ASSERT_TRUE(strict.ok());
+  EXPECT_TRUE(strict->duplicate);
+  EXPECT_EQ(strict->reason, DuplicateReason::kEdited);
+  options.edited_threshold = 0;
+  strict = JudgePair(base, edited, options);
+  ASSERT_TRUE(strict.ok());
   EXPECT_FALSE(strict->verified);
   EXPECT_FALSE(strict->duplicate);
+  options.edited_threshold = DedupOptions().edited_threshold;
   // With the SimHash join on, a pair within k is a candidate too.
   options.lsh.threshold = 0.5;
   options.candidates = DedupOptions::Candidates::kLshAndSimHash;

@@ -199,10 +199,12 @@ TEST_F(DedupCommandTest, SameResultWhateverThreadsAndInputOrder) {
 
 TEST_F(DedupCommandTest, VerificationThresholdDropsPairsBelowIt) {
   // base-edit differs from base in 2 of 160 words: its Jaccard is high but below 0.99, while the
-  // exact and whitespace-only copies always pass. Its containment is high too, so the contained
-  // reason is turned off (or made as strict) for the pair to be dropped.
+  // exact and whitespace-only copies always pass. Its containment is high too, and so are its
+  // words (the `edited` reason, on by default), so the contained and edited reasons are turned off
+  // (or made as strict) for the pair to be dropped.
   fs::path out = dir_ / "out";
-  ASSERT_EQ(Run("dedup " + Inputs() + " -o " + out.string() + " -q --verify 0.99 --containment 0"),
+  ASSERT_EQ(Run("dedup " + Inputs() + " -o " + out.string() +
+                " -q --verify 0.99 --containment 0 --edited 0"),
             0);
   std::string remove = ReadFile(out / "remove.txt");
   EXPECT_NE(remove.find("base-copy\n"), std::string::npos) << remove;
@@ -250,8 +252,12 @@ TEST_F(DedupCommandTest, SummaryRecordsTheRuleUsed) {
   std::string summary = ReadFile(out / "summary.json");
   EXPECT_NE(summary.find("\"candidates\":\"lsh\""), std::string::npos) << summary;
   EXPECT_NE(summary.find("\"threshold\":0.5"), std::string::npos) << summary;
-  EXPECT_NE(summary.find("\"bands\":30"), std::string::npos) << summary;
+  // The default rule has the `edited` reason on (0.8, shingle Jaccard >= 0.45): the LSH plan
+  // reaches down to 0.45, 41 x 3 (30 x 3 with --edited 0, below).
+  EXPECT_NE(summary.find("\"bands\":41"), std::string::npos) << summary;
   EXPECT_NE(summary.find("\"rows\":3"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"edited\":0.8,\"edited_min_jaccard\":0.45"), std::string::npos)
+      << summary;
   EXPECT_NE(summary.find("\"k\":-1"), std::string::npos) << summary;  // SimHash join off
   EXPECT_NE(summary.find("\"verify\":0.5"), std::string::npos) << summary;
   // Boilerplate weights are opt-in: by default the rule depends on the two documents only.
@@ -260,8 +266,12 @@ TEST_F(DedupCommandTest, SummaryRecordsTheRuleUsed) {
   summary = ReadFile(out / "summary.json");
   EXPECT_NE(summary.find("\"boilerplate\":true"), std::string::npos) << summary;
   EXPECT_NE(summary.find("\"boilerplate_min_documents\""), std::string::npos) << summary;
+  ASSERT_EQ(Run("dedup " + Inputs() + " -o " + out.string() + " -q --force --edited 0"), 0);
+  summary = ReadFile(out / "summary.json");
+  EXPECT_NE(summary.find("\"bands\":30"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"edited\":0,"), std::string::npos) << summary;
   ASSERT_EQ(Run("dedup " + Inputs() + " -o " + out.string() +
-                " -q --force --threshold 0.8 --containment 0 --candidates lsh+simhash"),
+                " -q --force --threshold 0.8 --containment 0 --edited 0 --candidates lsh+simhash"),
             0);
   summary = ReadFile(out / "summary.json");
   EXPECT_NE(summary.find("\"bands\":17"), std::string::npos) << summary;
@@ -275,9 +285,10 @@ TEST_F(DedupCommandTest, SummaryRecordsTheRuleUsed) {
 }
 
 // The pair rule's `edited` reason end to end: a 300-word text with one word in eight replaced
-// (shingle Jaccard ~0.48, below the near_duplicate threshold; its word sets still ~0.8 alike) is
-// a duplicate with --edited 0.7 and not without; the same output at 1 and 2 threads; summary.json,
-// clusters.jsonl, explain and eval name the reason, and plan shows it.
+// (shingle Jaccard ~0.48, below the near_duplicate threshold; its word multisets 0.791 alike) is
+// a duplicate with --edited 0.7, and neither with the default 0.8 nor with --edited 0 (off); the
+// same output at 1 and 2 threads; summary.json, clusters.jsonl, explain and eval name the reason,
+// and plan shows it.
 TEST_F(DedupCommandTest, EditedReasonFindsALightlyEditedCopy) {
   const std::string base = MakeText(77, 300);
   std::vector<int> positions;
@@ -287,6 +298,8 @@ TEST_F(DedupCommandTest, EditedReasonFindsALightlyEditedCopy) {
   const std::string input = (dir_ / "edited.jsonl").string();
   fs::path off = dir_ / "off", one = dir_ / "one", two = dir_ / "two";
   ASSERT_EQ(Run("dedup " + input + " -q -o " + off.string()), 0);
+  EXPECT_EQ(ReadFile(off / "remove.txt"), "");
+  ASSERT_EQ(Run("dedup " + input + " -q --edited 0 -f -o " + off.string()), 0);
   EXPECT_EQ(ReadFile(off / "remove.txt"), "");
   ASSERT_EQ(Run("dedup " + input + " -q --edited 0.7 -j 1 -o " + one.string()), 0);
   ASSERT_EQ(Run("dedup " + input + " -q --edited 0.7 -j 2 -o " + two.string()), 0);
@@ -306,6 +319,12 @@ TEST_F(DedupCommandTest, EditedReasonFindsALightlyEditedCopy) {
   EXPECT_NE(out.find("near-duplicate: yes (edited)"), std::string::npos) << out;
   EXPECT_NE(out.find("unit similarity: Jaccard 0."), std::string::npos) << out;
   ASSERT_EQ(Run("explain --file " + input + " base copy", &out), 0);
+  EXPECT_NE(out.find("near-duplicate: no"), std::string::npos) << out;
+  EXPECT_NE(out.find("unit similarity: Jaccard 0.791 of the word / character sets (edited at >= "
+                     "0.80 with plain shingle Jaccard >= 0.45"),
+            std::string::npos)
+      << out;
+  ASSERT_EQ(Run("explain --file " + input + " base copy --edited 0", &out), 0);
   EXPECT_NE(out.find("near-duplicate: no"), std::string::npos) << out;
   EXPECT_NE(out.find("(edited off)"), std::string::npos) << out;
   ASSERT_EQ(Run("explain --file " + input + " base copy --edited 0.7 --json", &out), 0);
@@ -332,10 +351,24 @@ TEST_F(DedupCommandTest, EditedReasonFindsALightlyEditedCopy) {
 
 TEST_F(DedupCommandTest, PlanPrintsTheLshTradeOff) {
   std::string out;
+  // The default rule: the `edited` reason on (0.8), so the plan reaches its floor, 0.45.
   ASSERT_EQ(Run("plan --threshold 0.5 -n 1e6", &out), 0);
+  EXPECT_NE(out.find("edited: plain shingle Jaccard >= 0.45 and multiset Jaccard of the units "
+                     "(words, Han characters) >= 0.80"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("41 bands x 3 rows = 123 signature values (chosen for the lowest Jaccard the "
+                     "rule accepts); pairs down to Jaccard 0.450 are candidates with probability "
+                     "0.980"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("0.996"), std::string::npos) << out;  // P(found) at J = 0.5
+  EXPECT_NE(out.find("expected candidate pairs among n = 1e+06"), std::string::npos) << out;
+  // Without it: the threshold's plan.
+  ASSERT_EQ(Run("plan --threshold 0.5 -n 1e6 --edited 0", &out), 0);
+  EXPECT_NE(out.find("edited: off"), std::string::npos) << out;
   EXPECT_NE(out.find("30 bands x 3 rows"), std::string::npos) << out;
   EXPECT_NE(out.find("0.982"), std::string::npos) << out;  // P(found) at J = 0.5
-  EXPECT_NE(out.find("expected candidate pairs among n = 1e+06"), std::string::npos) << out;
 }
 
 TEST_F(DedupCommandTest, ExplainTwoDocuments) {
@@ -350,8 +383,15 @@ TEST_F(DedupCommandTest, ExplainTwoDocuments) {
       Run("explain --file " + (dir_ / "a.jsonl").string() + " base base-edit --verify 0.99", &out),
       0);
   EXPECT_NE(out.find("near-duplicate: yes (contained)"), std::string::npos) << out;
+  // Without containment, its words (2 of 160 changed) still make it `edited` (on by default) ...
   ASSERT_EQ(Run("explain --file " + (dir_ / "a.jsonl").string() +
                     " base base-edit --verify 0.99 --containment 0",
+                &out),
+            0);
+  EXPECT_NE(out.find("near-duplicate: yes (edited)"), std::string::npos) << out;
+  // ... and without that reason too it is distinct.
+  ASSERT_EQ(Run("explain --file " + (dir_ / "a.jsonl").string() +
+                    " base base-edit --verify 0.99 --containment 0 --edited 0",
                 &out),
             0);
   EXPECT_NE(out.find("near-duplicate: no"), std::string::npos) << out;

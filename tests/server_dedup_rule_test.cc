@@ -121,6 +121,16 @@ TEST_F(ServerDedupRuleTest, StreamingThroughTheServerEqualsDedup) {
                              {"--rule", "dedup", "--memtable-limit", "150"}, DedupOptions{}, "");
 }
 
+// The same with the `edited` reason off (--edited 0 on both sides: the rule of every store made
+// before the reason was on by default).
+TEST_F(ServerDedupRuleTest, StreamingWithTheEditedReasonOffEqualsDedup) {
+  DedupOptions off;
+  off.edited_threshold = 0;
+  ExpectStreamingEqualsDedup(dir_, PlantedCorpus(400, 100),
+                             {"--rule", "dedup", "--memtable-limit", "150", "--edited", "0"}, off,
+                             "");
+}
+
 // The same with the `edited` reason on (issue 25), and lightly edited copies (12 % of the words
 // replaced) among the documents: some pairs only `edited` accepts.
 TEST_F(ServerDedupRuleTest, StreamingWithTheEditedReasonEqualsDedup) {
@@ -199,7 +209,10 @@ TEST_F(ServerDedupRuleTest, BatchFormQueryAndRefusals) {
     res = client->Get("/v1/stats");
     ASSERT_TRUE(res);
     EXPECT_NE(res->body.find(R"("rule":"dedup")"), std::string::npos) << res->body;
-    EXPECT_NE(res->body.find(R"("bands":30)"), std::string::npos) << res->body;
+    // The default rule: 41 bands (down to the `edited` reason's floor), the reason on at 0.8.
+    EXPECT_NE(res->body.find(R"("bands":41)"), std::string::npos) << res->body;
+    EXPECT_NE(res->body.find(R"("edited":0.8,"edited_min_jaccard":0.45)"), std::string::npos)
+        << res->body;
     // ... with the recorded containment options (dedup's defaults for this store).
     EXPECT_NE(res->body.find(R"("containment":0.9,"containment_min_shingles":30,)"
                              R"("containment_min_ratio":0.6)"),

@@ -40,9 +40,6 @@ class StoreDedupDamageTest : public ::testing::Test {
              ::testing::UnitTest::GetInstance()->current_test_info()->name()))
                .string();
     fs::remove_all(dir_);
-    auto sketcher = DocumentSketcher::Create(FingerprintOptions{}, MinHashLshOptions{});
-    ASSERT_TRUE(sketcher.ok());
-    sketcher_ = std::move(*sketcher);
     options_.memtable_limit = 100;
     options_.compaction_trigger = 0;
     options_.sync_mode = SyncMode::kNone;
@@ -51,6 +48,11 @@ class StoreDedupDamageTest : public ::testing::Test {
     {
       auto store = DocumentStore::Open(dir_, options_);
       ASSERT_TRUE(store.ok()) << store.status().ToString();
+      // Sketches as the store resolved its rule (the LSH plan, and unit sets with `edited` on).
+      auto sketcher = DocumentSketcher::Create(FingerprintOptions{}, *(*store)->LshOptions(),
+                                               (*store)->SketchesNeedUnits());
+      ASSERT_TRUE(sketcher.ok()) << sketcher.status().ToString();
+      sketcher_ = std::move(*sketcher);
       for (int i = 0; i < 200; ++i) ASSERT_TRUE(Add(**store, i).ok());
       ASSERT_TRUE((*store)->Close().ok());
     }
@@ -214,7 +216,11 @@ TEST_F(StoreDedupDamageTest, RecoverRestoresTheRuleWithoutTheManifest) {
   const StoreStats stats = (*store)->Stats();
   EXPECT_EQ(stats.rule, StoreRule::kDedup);
   EXPECT_EQ(stats.lsh.threshold, 0.5);
-  EXPECT_EQ(stats.lsh.parameters->bands, 30);
+  // The default rule's plan (41 x 3: down to the `edited` reason's floor), and that reason on: the
+  // sets hold unit sets (its threshold is not in the segments: the default, which it was).
+  EXPECT_EQ(stats.lsh.parameters->bands, 41);
+  EXPECT_EQ(stats.pair_rule.edited_threshold, 0.8);
+  EXPECT_EQ(stats.verification_form, "narrowed32-elias-fano+units");
   EXPECT_EQ(CountFound(**store, 0, 230), 230);
 }
 

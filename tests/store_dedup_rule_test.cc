@@ -46,20 +46,22 @@ class StoreDedupRuleTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
-    auto sketcher = DocumentSketcher::Create(FingerprintOptions{}, MinHashLshOptions{});
-    ASSERT_TRUE(sketcher.ok()) << sketcher.status().ToString();
-    sketcher_ = std::move(*sketcher);
   }
   void TearDown() override { fs::remove_all(dir_); }
 
+  // Opens the store and, for a dedup-rule store, sketches texts as its resolved rule says
+  // (SketchFor): the LSH plan depends on the whole rule (41 x 3 with the default `edited`
+  // reason, 30 x 3 without it), so a sketcher made from default options would not fit.
   std::unique_ptr<DocumentStore> Open(StoreOptions options = {}) {
     auto store = DocumentStore::Open(dir_, options);
     EXPECT_TRUE(store.ok()) << store.status().ToString();
-    return store.ok() ? std::move(*store) : nullptr;
+    if (!store.ok()) return nullptr;
+    if ((*store)->LshOptions()) SketchFor(**store);
+    return std::move(*store);
   }
 
-  // Sketches texts with the LSH options of `store` (a threshold other than 0.5) and the unit
-  // sets its rule may need.
+  // Sketches texts with the LSH options of `store` (its resolved plan) and the unit sets its rule
+  // may need.
   void SketchFor(const DocumentStore& store) {
     auto sketcher = DocumentSketcher::Create(
         FingerprintOptions{}, *store.LshOptions(), store.SketchesNeedUnits(),
@@ -104,7 +106,9 @@ TEST_F(StoreDedupRuleTest, EachReasonWithTheVerifiedJaccard) {
   auto store = Open();
   ASSERT_TRUE(store);
   EXPECT_EQ(store->Stats().rule, StoreRule::kDedup);
-  EXPECT_EQ(store->Stats().lsh.parameters->bands, 30);
+  // The default rule: LSH planned down to the `edited` reason's floor, 0.45.
+  EXPECT_EQ(store->Stats().lsh.parameters->bands, 41);
+  EXPECT_EQ(store->Stats().pair_rule.edited_threshold, 0.8);
   EXPECT_TRUE(Check(*store, "a", kText, AddMode::kIfNew).added);
 
   CheckResult exact = Check(*store, "b", kText, AddMode::kNever);
@@ -341,11 +345,8 @@ TEST_F(StoreDedupRuleTest, TheBucketWindowBoundsAHotBucket) {
   options.sync_mode = SyncMode::kNone;
   options.lsh = MinHashLshOptions{};
   options.lsh->bucket_window = 16;
-  auto store = Open(options);
+  auto store = Open(options);  // and its sketcher
   ASSERT_TRUE(store);
-  auto sketcher = DocumentSketcher::Create(FingerprintOptions{}, *store->LshOptions());
-  ASSERT_TRUE(sketcher.ok());
-  sketcher_ = std::move(*sketcher);
   for (int i = 0; i < 200; ++i) {
     char id[16];
     std::snprintf(id, sizeof(id), "c%03d", i);
@@ -699,6 +700,7 @@ TEST_F(StoreDedupRuleTest, AVersion3ManifestAnswersWithTheContainmentItWasAnswer
   create.lsh = MinHashLshOptions{};
   create.lsh->threshold = 0.8;
   create.containment_min_shingles = 500;  // the contained copy (78 shingles) is too small
+  create.edited_threshold = 0;            // as every store of version 3 (before the reason)
   {
     auto store = Open(create);
     ASSERT_TRUE(store);
@@ -832,11 +834,16 @@ TEST_F(StoreDedupRuleTest, RecoverKeepsTheContainmentOptions) {
   for (const std::string& m : report->messages) messages += m + "\n";
   EXPECT_NE(messages.find("containment options are not recorded there"), std::string::npos)
       << messages;
+  // The store was made with the default rule: its sets hold unit sets, so `edited` is on.
+  EXPECT_NE(messages.find("the sets hold unit sets, so the edited reason was on"),
+            std::string::npos)
+      << messages;
   auto store = Open();
   ASSERT_TRUE(store);
   EXPECT_EQ(store->Stats().pair_rule.containment_threshold, 0.9);
   EXPECT_EQ(store->Stats().pair_rule.containment_min_shingles, 30);
   EXPECT_EQ(store->Stats().pair_rule.containment_min_ratio, 0.6);
+  EXPECT_EQ(store->Stats().pair_rule.edited_threshold, 0.8);
   EXPECT_EQ(Check(*store, "b", kText, AddMode::kNever).duplicates.size(), 1u);
 }
 
@@ -982,13 +989,15 @@ TEST_F(StoreDedupRuleTest, TheEditedReasonIsRecordedAndAnswered) {
   EXPECT_NE(refused.status().message().find("edited threshold 0.7, not 0.5"), std::string::npos)
       << refused.status().ToString();
 
-  // A store of the defaults (the reason off) keeps MANIFEST version 4 and its sets alone, answers
-  // the pair `none`, and refuses to be opened with the reason on.
+  // A store created with the reason off (edited_threshold 0, as every store made before the
+  // reason was on by default) keeps MANIFEST version 4 and its sets alone, answers the pair
+  // `none`, and refuses to be opened with the reason on.
   fs::remove_all(dir_);
-  StoreOptions defaults;
-  defaults.lsh = create.lsh;
+  StoreOptions off;
+  off.lsh = create.lsh;
+  off.edited_threshold = 0;
   {
-    auto plain = Open(defaults);
+    auto plain = Open(off);
     ASSERT_TRUE(plain);
     EXPECT_FALSE(plain->SketchesNeedUnits());
     EXPECT_EQ(plain->Stats().pair_rule.edited_threshold, 0);
@@ -1006,6 +1015,164 @@ TEST_F(StoreDedupRuleTest, TheEditedReasonIsRecordedAndAnswered) {
       << refused.status().ToString();
   on.edited_threshold = 0;
   EXPECT_TRUE(DocumentStore::Open(dir_, on).ok());
+  // Opened with the default options (the reason on at 0.8 for a new store), it answers with its
+  // recorded rule, off, and is added to, flushed and compacted without its rule rewritten.
+  {
+    auto plain = Open(StoreOptions{});
+    ASSERT_TRUE(plain);
+    EXPECT_FALSE(plain->SketchesNeedUnits());
+    EXPECT_EQ(plain->Stats().pair_rule.edited_threshold, 0);
+    EXPECT_EQ(plain->Stats().verification_form, "narrowed32-elias-fano");
+    EXPECT_TRUE(Check(*plain, "copy", copy, AddMode::kNever).duplicates.empty());
+    EXPECT_TRUE(Check(*plain, "other", Words(200), AddMode::kIfNew).added);
+    ASSERT_TRUE(plain->Flush().ok());
+    ASSERT_TRUE(plain->Compact().ok());
+    EXPECT_TRUE(Check(*plain, "copy", copy, AddMode::kNever).duplicates.empty());
+    ASSERT_TRUE(plain->Close().ok());
+  }
+  auto manifest_after = store::ReadManifest(dir_);
+  ASSERT_TRUE(manifest_after.ok()) << manifest_after.status().ToString();
+  EXPECT_EQ(manifest_after->version, 4);
+  ASSERT_TRUE(manifest_after->rule);
+  EXPECT_EQ(manifest_after->rule->edited_threshold, 0);
+  EXPECT_EQ(manifest_after->rule->verification_form, store::kShingleSetForm);
+  // An explicitly given default value is another value: refused, naming both.
+  on.edited_threshold = 0.8;
+  refused = DocumentStore::Open(dir_, on);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("edited threshold 0, not 0.8"), std::string::npos)
+      << refused.status().ToString();
+}
+
+// Without the MANIFEST, recovery reads whether the `edited` reason was on from the sets (segments
+// do not record its options): a store whose sets hold unit sets gets the reason on with the
+// defaults (its own threshold is lost; the report says so), one whose sets do not gets it off, so
+// the recorded rule never contradicts the sets; both answer an edited copy as they say.
+TEST_F(StoreDedupRuleTest, RecoverWithoutTheManifestReadsTheEditedReasonFromTheSets) {
+  // Every 12th of 300 words replaced: shingle Jaccard ~0.6, units 0.85; below the 0.8 threshold,
+  // so only `edited` accepts the pair.
+  const std::string original = DistinctWords(300, 0), copy = DistinctWords(300, 12);
+  for (const double edited : {0.7, 0.0}) {
+    SCOPED_TRACE(edited);
+    fs::remove_all(dir_);
+    StoreOptions create;
+    create.lsh = MinHashLshOptions{};
+    create.lsh->threshold = 0.8;
+    create.edited_threshold = edited;
+    {
+      auto store = Open(create);
+      ASSERT_TRUE(store);
+      EXPECT_TRUE(Check(*store, "original", original, AddMode::kIfNew).added);
+      EXPECT_TRUE(Check(*store, "other", Words(200), AddMode::kIfNew).added);
+      ASSERT_TRUE(store->Flush().ok());
+      EXPECT_TRUE(Check(*store, "logged", DistinctWords(150, 0, "logged"), AddMode::kIfNew)
+                      .added);  // in the log
+      ASSERT_TRUE(store->Close().ok());
+    }
+    ASSERT_TRUE(fs::remove(store::JoinPath(dir_, store::kManifestName)));
+    auto report = RecoverStore(dir_);
+    ASSERT_TRUE(report.ok()) << report.status().ToString();
+    EXPECT_EQ(report->documents, 3u);
+    std::string messages;
+    for (const std::string& m : report->messages) messages += m + "\n";
+    auto manifest = store::ReadManifest(dir_);
+    ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+    ASSERT_TRUE(manifest->rule);
+    auto store = Open();  // the default options
+    ASSERT_TRUE(store);
+    if (edited > 0) {
+      EXPECT_NE(messages.find("the sets hold unit sets, so the edited reason was on; its threshold "
+                              "is not known: set to the default, 0.8 (shingle Jaccard >= 0.45)"),
+                std::string::npos)
+          << messages;
+      EXPECT_EQ(manifest->version, 5);
+      EXPECT_EQ(manifest->rule->verification_form, store::kShingleAndUnitSetForm);
+      EXPECT_EQ(store->Stats().pair_rule.edited_threshold, 0.8);
+      EXPECT_EQ(store->Stats().pair_rule.edited_min_jaccard, 0.45);
+      CheckResult found = Check(*store, "copy", copy, AddMode::kNever);
+      ASSERT_EQ(found.duplicates.size(), 1u);
+      EXPECT_EQ(found.duplicates[0].id, "original");
+      EXPECT_EQ(found.duplicates[0].reason, DuplicateReason::kEdited);
+    } else {
+      EXPECT_NE(messages.find("the sets hold no unit sets, so the edited reason: off"),
+                std::string::npos)
+          << messages;
+      EXPECT_EQ(manifest->version, 4);
+      EXPECT_EQ(manifest->rule->verification_form, store::kShingleSetForm);
+      EXPECT_EQ(store->Stats().pair_rule.edited_threshold, 0);
+      EXPECT_TRUE(Check(*store, "copy", copy, AddMode::kNever).duplicates.empty());
+    }
+    // Every document is still found by its own text, whichever form.
+    EXPECT_EQ(Check(*store, "probe", original, AddMode::kNever).duplicates.size(), 1u);
+    EXPECT_EQ(
+        Check(*store, "probe2", DistinctWords(150, 0, "logged"), AddMode::kNever).duplicates.size(),
+        1u);
+  }
+}
+
+// Sets of both kinds in one directory (never written by one store: here a segment of another store
+// with the same LSH plan but the reason off, put beside a store's own): recovery without the
+// MANIFEST records the reason off and drops the unit sets, counting them, so the recorded rule
+// still matches every set; every document is kept and found by its text.
+TEST_F(StoreDedupRuleTest, RecoverWithoutTheManifestOfMixedSetsTurnsTheEditedReasonOff) {
+  const std::string original = DistinctWords(300, 0), copy = DistinctWords(300, 12);
+  StoreOptions create;
+  create.lsh = MinHashLshOptions{};
+  create.lsh->threshold = 0.8;
+  create.lsh->parameters = LshParameters{41, 3};  // the same plan either way: the rules agree
+  const std::string other_dir = dir_ + "_other";
+  fs::remove_all(other_dir);
+  for (const double edited : {0.0, 0.7}) {
+    create.edited_threshold = edited;
+    const std::string dir = edited > 0 ? dir_ : other_dir;
+    auto store = DocumentStore::Open(dir, create);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    SketchFor(**store);
+    const std::string id = edited > 0 ? "original" : "foreign";
+    const std::string text = edited > 0 ? original : DistinctWords(200, 0, "foreign");
+    EXPECT_TRUE(Check(**store, id, text, AddMode::kIfNew).added);
+    ASSERT_TRUE((*store)->Flush().ok());
+    ASSERT_TRUE((*store)->Close().ok());
+  }
+  // The other store's segment, under a number after the store's own files.
+  auto files = store::ListDataFiles(other_dir);
+  ASSERT_TRUE(files.ok()) << files.status().ToString();
+  int copied = 0;
+  for (const std::string& name : *files) {
+    bool is_segment = false;
+    uint64_t number = 0;
+    if (!store::ParseFileName(name, &is_segment, &number) || !is_segment) continue;
+    fs::copy_file(store::JoinPath(other_dir, name),
+                  store::JoinPath(dir_, store::SegmentFileName(1000 + number)));
+    ++copied;
+  }
+  fs::remove_all(other_dir);
+  ASSERT_EQ(copied, 1);
+  ASSERT_TRUE(fs::remove(store::JoinPath(dir_, store::kManifestName)));
+  auto report = RecoverStore(dir_);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->documents, 2u);
+  std::string messages;
+  for (const std::string& m : report->messages) messages += m + "\n";
+  EXPECT_NE(messages.find("the sets of 1 documents hold unit sets and those of 1 do not: the "
+                          "edited reason off, the unit sets dropped"),
+            std::string::npos)
+      << messages;
+  auto manifest = store::ReadManifest(dir_);
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  ASSERT_TRUE(manifest->rule);
+  EXPECT_EQ(manifest->version, 4);
+  EXPECT_EQ(manifest->rule->verification_form, store::kShingleSetForm);
+  auto store = Open();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->Stats().pair_rule.edited_threshold, 0);
+  CheckResult exact = Check(*store, "probe", original, AddMode::kNever);
+  ASSERT_EQ(exact.duplicates.size(), 1u);
+  EXPECT_EQ(exact.duplicates[0].id, "original");
+  EXPECT_EQ(
+      Check(*store, "probe2", DistinctWords(200, 0, "foreign"), AddMode::kNever).duplicates.size(),
+      1u);
+  EXPECT_TRUE(Check(*store, "copy", copy, AddMode::kNever).duplicates.empty());
 }
 
 // A version-5 MANIFEST whose edited options are out of range, or whose verification form does not

@@ -33,9 +33,12 @@ std::string TextOf(uint64_t n) {
   for (int i = 0; i < 30; ++i) text += " v" + std::to_string(words() % 4000);
   return text;
 }
-const DocumentSketcher& Sketcher() {
+// Sketches as a client makes them: from the store's resolved rule (its LSH plan, and unit sets
+// when its `edited` reason is on). Every dedup-rule store here has the default rule.
+const DocumentSketcher& Sketcher(const DocumentStore& store) {
   static const DocumentSketcher* sketcher =
-      DocumentSketcher::Create(FingerprintOptions{}, MinHashLshOptions{})->release();
+      DocumentSketcher::Create(FingerprintOptions{}, *store.LshOptions(), store.SketchesNeedUnits())
+          ->release();
   return *sketcher;
 }
 // Document n of a store of `rule`: a dedup-rule store's carries the sketch of its text.
@@ -43,16 +46,18 @@ struct Made {
   Fingerprint fingerprint;
   DocumentSketch sketch;
 };
-Made Make(uint64_t n, StoreRule rule) {
+Made Make(uint64_t n, StoreRule rule, const DocumentStore& store) {
   Made made;
   if (rule == StoreRule::kSimHash) {
     made.fingerprint = Fingerprint::From64(n * 0x9E3779B97F4A7C15ull + 11);
   } else {
-    EXPECT_TRUE(Sketcher().Sketch(TextOf(n), &made.fingerprint, &made.sketch).ok());
+    EXPECT_TRUE(Sketcher(store).Sketch(TextOf(n), &made.fingerprint, &made.sketch).ok());
   }
   return made;
 }
-Fingerprint FpOf(uint64_t n, StoreRule rule) { return Make(n, rule).fingerprint; }
+Fingerprint FpOf(uint64_t n, StoreRule rule, const DocumentStore& store) {
+  return Make(n, rule, store).fingerprint;
+}
 std::string IdOf(uint64_t n) { return "id-" + std::to_string(n); }
 std::string MetaOf(uint64_t n) { return "{\"n\":" + std::to_string(n) + "}"; }
 
@@ -70,10 +75,15 @@ struct Round {
   std::map<uint64_t, IdHistory> ids;
   std::vector<std::vector<uint64_t>> batches;
   std::atomic<uint64_t> seq{0};
+  std::atomic<int> running{0};  // writers not yet stopped
 };
 
 void Writer(DocumentStore* store, StoreRule rule, Round* round, uint64_t first, unsigned seed,
             const std::atomic<bool>* stop) {
+  struct Stopped {
+    std::atomic<int>* running;
+    ~Stopped() { --*running; }
+  } stopped{&round->running};
   std::mt19937 rng(seed);
   uint64_t next = first;
   std::vector<uint64_t> mine;
@@ -82,7 +92,7 @@ void Writer(DocumentStore* store, StoreRule rule, Round* round, uint64_t first, 
     if (choice < 5) {
       const uint64_t n = next++;
       const std::string id = IdOf(n), meta = MetaOf(n);
-      const Made made = Make(n, rule);
+      const Made made = Make(n, rule, *store);
       DocumentInput input{id, made.fingerprint, meta};
       if (rule == StoreRule::kDedup) input.sketch = &made.sketch;
       Status status = store->Add(input);
@@ -103,7 +113,7 @@ void Writer(DocumentStore* store, StoreRule rule, Round* round, uint64_t first, 
       }
       std::vector<Made> made;
       std::vector<DocumentInput> docs;
-      for (int i = 0; i < 4; ++i) made.push_back(Make(ns[i], rule));
+      for (int i = 0; i < 4; ++i) made.push_back(Make(ns[i], rule, *store));
       for (int i = 0; i < 4; ++i) {
         docs.push_back({ids[i], made[i].fingerprint, metas[i]});
         if (rule == StoreRule::kDedup) docs.back().sketch = &made[i].sketch;
@@ -171,21 +181,27 @@ void RunMode(SyncMode mode, const char* name, StoreRule rule = StoreRule::kSimHa
       std::atomic<bool> stop{false};
       const int threads = mode == SyncMode::kGroupCommit ? 4 : 1;
       std::vector<std::thread> writers;
+      round.running = threads;
       for (int t = 0; t < threads; ++t)
         writers.emplace_back(Writer, &store, rule, &round, uint64_t(t) * 1000000,
                              unsigned(r * 10 + t), &stop);
       const uint64_t cut_at = 20 + rng() % 150;
       const uint64_t flush_at = cut_at / 2;
-      while (round.seq.load() < cut_at) {
+      // Until the cut, or until every writer has stopped (a refused write: reported below).
+      while (round.seq.load() < cut_at && round.running.load() > 0) {
         if (mode == SyncMode::kNone && flushed_seq == 0 && round.seq.load() >= flush_at) {
           const uint64_t before = round.seq.load();
           if (store.Flush().ok()) flushed_seq = before;
         }
         std::this_thread::sleep_for(std::chrono::microseconds(200));
       }
+      const bool writers_failed = round.seq.load() < cut_at;
       fault_fs.SetActive(false);  // the power goes off
       stop = true;
       for (std::thread& t : writers) t.join();
+      ASSERT_FALSE(writers_failed) << name << " round " << r
+                                   << ": every writer stopped before the power cut (a write "
+                                      "was refused with the power on)";
       (void)store.Close();  // fails: nothing more reaches the disk
     }
     dropped_total += fault_fs.PowerCut(&rng, /*torn=*/r % 2 == 1);
@@ -199,10 +215,10 @@ void RunMode(SyncMode mode, const char* name, StoreRule rule = StoreRule::kSimHa
     for (const auto& [n, h] : round.ids) {
       auto doc = store.Get(IdOf(n));
       if (doc.ok()) {
-        EXPECT_EQ(doc->fingerprint, FpOf(n, rule));
+        EXPECT_EQ(doc->fingerprint, FpOf(n, rule, store));
         EXPECT_EQ(doc->metadata, MetaOf(n));
         if (rule == StoreRule::kDedup) {  // the rule finds it by its text
-          const Made made = Make(n, rule);
+          const Made made = Make(n, rule, store);
           DocumentInput probe{"probe", made.fingerprint, ""};
           probe.sketch = &made.sketch;
           CheckOptions lookup;

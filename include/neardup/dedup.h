@@ -91,7 +91,8 @@ struct DedupOptions {
   double containment_min_shingles = PairRuleOptions().containment_min_shingles;
   double containment_min_ratio = PairRuleOptions().containment_min_ratio;
   // The pair rule's `edited` reason: a pair of plain shingle Jaccard >= edited_min_jaccard whose
-  // unit (word / Han character) sets reach a Jaccard of edited_threshold; 0 turns it off.
+  // unit (word / Han character) sets reach a Jaccard of edited_threshold; on by default (0.8, from
+  // PairRuleOptions), 0 turns it off.
   // Verification then keeps each needed document's unit set beside its shingle set.
   double edited_threshold = PairRuleOptions().edited_threshold;
   double edited_min_jaccard = PairRuleOptions().edited_min_jaccard;

@@ -133,6 +133,10 @@ class Store(_neardup.Store):
     ``neardup dedup`` (exact copy, whitespace-only copy, or a MinHash LSH candidate whose verified
     shingle Jaccard reaches ``threshold``, 0.5 by default; ``bands``, ``rows`` and
     ``bucket_window`` as in :func:`dedup`), applied by the same code; such a store takes texts.
+    Its ``containment*`` and ``edited`` options (``edited`` 0.8 by default, 0 = off;
+    ``edited_min_jaccard`` 0.45) are recorded with the rule: an existing store answers with its
+    own whatever the defaults (one made with ``edited=0``, or before the reason was on by default,
+    answers with it off), and a keyword giving another value raises ``ValueError``.
     ``rule="simhash"`` stores bare fingerprints and finds those within Hamming distance ``k``.
 
     - ``check(text, id=None, add="if_new", metadata=None, k=3)
@@ -388,7 +392,7 @@ def dedup(documents: Any, **options: Any) -> DedupResult:
     ``threshold`` (shingle Jaccard of a duplicate, 0.5), ``candidates`` ("lsh+simhash" | "lsh" |
     "simhash"; the command's default), ``bands`` / ``rows`` (0 = from the threshold), ``bucket_window`` (64), ``k`` (the
     SimHash join distance, 3), ``verify`` (None = the threshold; 0 = off), ``containment`` (0.9;
-    the ``contained`` reason, 0 = off), ``edited`` (0 = off; the ``edited`` reason: unit Jaccard
+    the ``contained`` reason, 0 = off), ``edited`` (0.8, 0 = off; the ``edited`` reason: unit Jaccard
     at least this, with a shingle Jaccard of at least ``edited_min_jaccard``, 0.45), ``keep`` ("first" |
     "longest" | "field:NAME"), ``bits``, ``tokenizer``, ``shingle``, ``top_k``, ``no_t2s``, ...
     ``threads`` (0 = all cores), ``temp_dir`` (where the run's unlinked temporary files go, as

@@ -117,6 +117,7 @@ def test_devpairs_same_as_cli(client, binary, devpairs_docs, tmp_path):
 
 @pytest.mark.parametrize("options,flags", [
     ({}, []),
+    ({"edited": 0}, ["--edited", "0"]),  # the `edited` reason off (on by default)
     ({"k": 6, "keep": "longest", "verify": 0.5, "candidates": "simhash"},
      ["-k", "6", "--keep", "longest", "--verify", "0.5", "--candidates", "simhash"]),
     ({"threshold": 0.8, "bucket_window": 2, "candidates": "lsh"},
@@ -349,8 +350,8 @@ def _template_files(directory):
 
 
 @pytest.mark.parametrize("options,flags", [
-    ({}, []),
-    ({"edited": 0.8}, ["--edited", "0.8"]),  # the batch-cleaning rule for crawls
+    ({"edited": 0}, ["--edited", "0"]),  # the weights alone
+    ({}, []),  # with the default `edited` reason (0.8): the batch-cleaning rule for crawls
 ])
 def test_boilerplate_same_as_cli(client, binary, tmp_path, monkeypatch, options, flags):
     """Boilerplate weights (issue 25): Dask counts the shingle frequencies per group of
@@ -382,7 +383,8 @@ def test_boilerplate_same_as_cli(client, binary, tmp_path, monkeypatch, options,
     assert {f"moved-{i}" for i in range(0, 520, 13)} <= removed  # copies in another template
     assert {f"edited-{i}" for i in range(0, 520, 13)} <= removed
     pages = {f"page-{i}" for i in range(520)}
-    if options.get("edited"):
+    if result.summary["pair_rule"]["edited_threshold"] > 0:
+        assert result.summary["pair_rule"]["edited_threshold"] == 0.8
         # Sibling pages are 110 template words and 12 of their own: their word multisets are
         # 82 % the same, so `edited` (unweighted by design) takes them, as the command does.
         assert result.summary["accepted_pairs_by_reason"]["edited"] > 0
@@ -390,7 +392,8 @@ def test_boilerplate_same_as_cli(client, binary, tmp_path, monkeypatch, options,
     assert len(removed & pages) < 10
     # Without the weights, pages that share only their site's template are duplicates: the
     # weights changed the answer, in Dask as in the command.
-    plain = nd.dedup_files(inputs, str(tmp_path / "plain"), blocksize=16 << 10, progress=False)
+    plain = nd.dedup_files(inputs, str(tmp_path / "plain"), blocksize=16 << 10, progress=False,
+                           **options)
     assert plain.summary["pair_rule"]["boilerplate"] is False
     assert len(plain.remove & pages) > 100
 
@@ -622,15 +625,27 @@ def test_array_calls_reject_inconsistent_arrays():
         m._dask_band_records([np.array([5, 1, 0], np.uint8)], [u64(0, 3)], [4], [0], 0, 1)
     with pytest.raises(ValueError):
         m._dask_band_records([np.zeros(3, np.uint8)], [u64(0, 3)], [40], [0], 0, 1)
+    # The default rule: its `edited` reason is on, so the calls take the documents' unit sets too
+    # (empty here: no pair is `edited`), and refuse to go without them.
     opts = {"threshold": 0.5}
+    no_units = {"unit_offsets": u64(0, 0, 0), "unit_values": np.zeros(0, np.uint32)}
+    with pytest.raises(ValueError, match="unit_offsets and unit_values"):
+        m._dask_verify(np.array([0], np.uint32), np.array([1], np.uint32), u64(1, 2), u64(3, 3),
+                       u64(7, 8), np.array([1, 1], np.uint32), u64(0, 1, 2),
+                       np.array([1, 5], np.uint32), u64(0, 1), 0, opts, "t")
     with pytest.raises(ValueError):  # a pair names document 5 of 2
         m._dask_verify(np.array([0], np.uint32), np.array([5], np.uint32), u64(1, 2), u64(3, 3),
                        u64(7, 8), np.array([1, 1], np.uint32), u64(0, 0, 0),
-                       np.zeros(0, np.uint32), u64(0, 1), 0, opts, "t")
+                       np.zeros(0, np.uint32), u64(0, 1), 0, opts, "t", **no_units)
     with pytest.raises(ValueError):  # set offsets beyond the values
         m._dask_verify(np.array([0], np.uint32), np.array([1], np.uint32), u64(1, 2), u64(3, 3),
                        u64(7, 8), np.array([1, 1], np.uint32), u64(0, 9, 9),
-                       np.zeros(2, np.uint32), u64(0, 1), 0, opts, "t")
+                       np.zeros(2, np.uint32), u64(0, 1), 0, opts, "t", **no_units)
+    with pytest.raises(ValueError):  # unit offsets beyond the values
+        m._dask_verify(np.array([0], np.uint32), np.array([1], np.uint32), u64(1, 2), u64(3, 3),
+                       u64(7, 8), np.array([1, 1], np.uint32), u64(0, 1, 2),
+                       np.array([1, 5], np.uint32), u64(0, 1), 0, opts, "t",
+                       unit_offsets=u64(0, 9, 9), unit_values=np.zeros(2, np.uint32))
     with pytest.raises(ValueError):  # a pair reason that is none
         m._dask_clusters(u64(1, 2), u64(1, 2), 64, u64(3, 3), u64(3, 3), u64(1, 2),
                          np.zeros(2), np.array([0], np.uint32), np.array([1], np.uint32),
@@ -639,7 +654,8 @@ def test_array_calls_reject_inconsistent_arrays():
     similarity, reason = m._dask_verify(
         np.array([0, 0], np.uint32), np.array([1, 2], np.uint32), u64(1, 2, 1), u64(3, 3, 3),
         u64(7, 8, 7), np.array([2, 2, 2], np.uint32), u64(0, 2, 4, 6),
-        np.array([1, 5, 1, 5, 1, 5], np.uint32), u64(0, 1, 2), 0, opts, "t")[:2]
+        np.array([1, 5, 1, 5, 1, 5], np.uint32), u64(0, 1, 2), 0, opts, "t",
+        unit_offsets=u64(0, 0, 0, 0), unit_values=np.zeros(0, np.uint32))[:2]
     assert [m._REASONS[r] for r in reason] == ["near_duplicate", "exact_duplicate"]
     assert similarity.tolist() == [1.0, 1.0]
     # A rejected pair is measured (its exact Jaccard, for summary.json's histogram) when in the
@@ -647,7 +663,7 @@ def test_array_calls_reject_inconsistent_arrays():
     similarity, reason, measured, _ = m._dask_verify(
         np.array([0], np.uint32), np.array([1], np.uint32), u64(1, 2), u64(3, 3), u64(7, 8),
         np.array([2, 2], np.uint32), u64(0, 2, 4), np.array([1, 5, 1, 6], np.uint32), u64(0, 1),
-        0, opts, "t")
+        0, opts, "t", **no_units)
     assert reason.tolist() == [0] and measured.tolist() == [1 / 3]
     with pytest.raises(ValueError):
         m._dask_write_id_parts(u64(0, 50), np.zeros(2, np.uint8), np.zeros(1, np.uint8),

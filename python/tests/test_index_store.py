@@ -261,7 +261,9 @@ def test_store_records_its_edited_options(tmp_path):
     """The `edited` reason of a new dedup-rule store (issue 25) is recorded with its rule: a
     lightly edited copy (every 12th of 300 words replaced, below the 0.8 threshold) is `edited`
     after reopening, stats() shows the options, and another value at open is refused; a store
-    created without it answers with it off and refuses it."""
+    created with the defaults has it on at 0.8; one created with edited=0 (as every store made
+    before the default turned it on) answers with it off when reopened with the defaults, and
+    refuses it, also the default value given explicitly."""
     path = str(tmp_path / "store")
     original = " ".join("token%d" % i for i in range(300))
     copy = " ".join(("changed%d" if i % 12 == 6 else "token%d") % i for i in range(300))
@@ -276,10 +278,25 @@ def test_store_records_its_edited_options(tmp_path):
         assert found[0]["similarity"] >= 0.7
     with pytest.raises(ValueError, match="edited"):
         neardup.Store(path, edited=0.5)
+    default = str(tmp_path / "default")
+    with neardup.Store(default, sync="none", threshold=0.8) as store:
+        stats = store.stats()
+        assert (stats["edited"], stats["edited_min_jaccard"]) == (0.8, 0.45)
+        assert (stats["bands"], stats["rows"]) == (41, 3)  # planned down to the floor, 0.45
+        assert store.check(original, id="original")["added"]
+        found = store.check(copy, add="never")["duplicates"]
+        assert [(d["id"], d["reason"]) for d in found] == [("original", "edited")]
     plain = str(tmp_path / "plain")
-    with neardup.Store(plain, sync="none", threshold=0.8) as store:
+    with neardup.Store(plain, sync="none", threshold=0.8, edited=0) as store:
         assert store.stats()["edited"] == 0
         assert store.check(original, id="original")["added"]
         assert store.check(copy, add="never")["duplicates"] == []
-    with pytest.raises(ValueError, match="edited"):
-        neardup.Store(plain, edited=0.7)
+    with neardup.Store(plain, sync="none") as store:  # the default options
+        stats = store.stats()
+        assert stats["edited"] == 0 and stats["bands"] == 28  # 0.8's plan with containment
+        assert store.check(copy, add="never")["duplicates"] == []
+        assert store.check(copy, id="copy")["added"]
+        assert store.stats()["documents"] == 2
+    for value in (0.7, 0.8):
+        with pytest.raises(ValueError, match="edited threshold 0, not %g" % value):
+            neardup.Store(plain, edited=value)

@@ -22,7 +22,10 @@ def test_document_columns_match_the_fingerprinter_and_the_lsh():
     fingerprinter = neardup.Fingerprinter()
     assert [int(x) for x in columns["lo"]] == [fingerprinter.fingerprint(t) for t in TEXTS]
     assert list(columns["text_bytes"]) == [len(t.encode()) for t in TEXTS]
-    lsh = neardup.MinHashLsh()
+    # The default rule's LSH plan reaches down to the `edited` reason's floor (0.45): 41 x 3, the
+    # threshold's alone (MinHashLsh's default) with edited=0.
+    assert documents.bands == 41 and stages.DocumentPass(edited=0).bands == 30
+    lsh = neardup.MinHashLsh(bands=41, rows=3)
     keys, has = lsh.band_keys(TEXTS)
     assert columns["band_keys"].shape == (len(TEXTS), documents.bands)
     assert np.array_equal(columns["band_keys"][has], keys[has])

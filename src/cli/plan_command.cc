@@ -83,10 +83,11 @@ void PrintAcceptedPairs(const PairRuleOptions& rule) {
     std::printf(
         "  edited: plain shingle Jaccard >= %.2f and multiset Jaccard of the units (words, Han "
         "characters) >= %.2f: a lightly edited copy (an edit breaks up to 3 shingles but 1 "
-        "unit)\n",
+        "unit; --edited 0 turns it off)\n",
         rule.edited_min_jaccard, rule.edited_threshold);
   } else {
-    std::printf("  edited: off (--edited S turns it on)\n");
+    std::printf("  edited: off (--edited S turns it on; the default is %.2f)\n",
+                PairRuleOptions().edited_threshold);
   }
   std::printf(
       "  boilerplate: off by default (every shingle weighs 1); with --boilerplate, a shingle "

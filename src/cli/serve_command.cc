@@ -92,6 +92,8 @@ void PrintStoreLine(const std::string& dir, const StoreStats& stats,
       std::snprintf(buffer, sizeof(buffer), ", edited %g (shingle Jaccard >= %g)",
                     stats.pair_rule.edited_threshold, stats.pair_rule.edited_min_jaccard);
       rule += buffer;
+    } else {
+      rule += ", edited off";  // recorded so (--edited 0, or a store made before it was on)
     }
   }
   std::fprintf(stderr,

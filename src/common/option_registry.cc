@@ -128,7 +128,7 @@ const OptionSpec kOptions[] = {
     {"containment_min_ratio", "containment_min_ratio", false, T::kDouble, kD, "0.6", 0, 1, nullptr,
      "... and at least this fraction of the larger one's (a quote does not swallow an article)", "",
      nullptr, false},
-    {"edited_threshold", "edited", false, T::kDouble, kD, "0", 0, 1, nullptr,
+    {"edited_threshold", "edited", false, T::kDouble, kD, "0.8", 0, 1, nullptr,
      "a pair whose words / Han characters (counted: multiset Jaccard) reach this Jaccard is a "
      "duplicate (reason "
      "\"edited\": a lightly edited copy) when its shingle Jaccard reaches --edited-min-jaccard; "

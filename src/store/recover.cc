@@ -6,11 +6,15 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 
+#include "common/set_codec.h"
 #include "index/table_segment.h"
+#include "neardup/pair_rule.h"
 #include "neardup/store.h"
 #include "store/file_system.h"
 #include "store/manifest.h"
@@ -171,12 +175,13 @@ class Recovery {
             path, bits_, [](const store::SegmentEntry&) {}, nullptr, nullptr, &found);
         if (found) {
           rule_ = found;
-          // Segments do not record the containment and edited options (the MANIFEST does).
-          report_.messages.push_back(
+          // Segments do not record the containment and edited options (the MANIFEST does):
+          // RestoreEditedReason finishes this line once every set has been read.
+          rule_message_ =
               path +
               ": the store's dedup rule read from this segment; its containment options are "
-              "not recorded there: set to 0.9 / 30 / 0.6 (those of a version-3 MANIFEST); nor is "
-              "the edited reason: off");
+              "not recorded there: set to 0.9 / 30 / 0.6 (those of a version-3 MANIFEST); nor "
+              "are the edited options: ";
         }
       }
       Result<std::shared_ptr<store::Segment>> seg =
@@ -274,6 +279,62 @@ class Recovery {
         consumed_.push_back(path);
       }
     }
+  }
+
+  // Without the MANIFEST, whether the rule's `edited` reason was on is read from the sets: a store
+  // with it on keeps each document's unit set after its shingle set (verification form 2), one
+  // without it the shingle set alone. The threshold itself is not recorded anywhere but the
+  // MANIFEST: a store whose sets hold unit sets gets PairRuleOptions' defaults (and the report
+  // says so), one whose sets do not (or that has no set) gets the reason off, so the recorded
+  // rule never contradicts what the sets hold. Sets of both kinds (never written by one store):
+  // the reason off and the unit sets dropped, counted.
+  void RestoreEditedReason() {
+    if (manifest_ok_ || !rule_) return;
+    uint64_t with_units = 0, without_units = 0;
+    for (const auto& [id, doc] : docs_) {
+      if (doc.tombstone || !doc.has_sketch) continue;
+      const int form = SetForm(doc.sketch.set, nullptr);
+      with_units += form == 2 ? 1 : 0;
+      without_units += form == 1 ? 1 : 0;
+    }
+    char buffer[320];
+    if (with_units > 0 && without_units == 0) {
+      const PairRuleOptions defaults;
+      containment_.edited_threshold = defaults.edited_threshold;
+      containment_.edited_min_jaccard = defaults.edited_min_jaccard;
+      containment_.verification_form = store::kShingleAndUnitSetForm;
+      std::snprintf(buffer, sizeof(buffer),
+                    "the sets hold unit sets, so the edited reason was on; its threshold is not "
+                    "known: set to the default, %g (shingle Jaccard >= %g)",
+                    defaults.edited_threshold, defaults.edited_min_jaccard);
+    } else if (with_units > 0) {
+      for (auto& [id, doc] : docs_) {
+        size_t used = 0;
+        if (!doc.tombstone && doc.has_sketch && SetForm(doc.sketch.set, &used) == 2)
+          doc.sketch.set.resize(used);
+      }
+      std::snprintf(buffer, sizeof(buffer),
+                    "the sets of %llu documents hold unit sets and those of %llu do not: the "
+                    "edited reason off, the unit sets dropped",
+                    static_cast<unsigned long long>(with_units),
+                    static_cast<unsigned long long>(without_units));
+    } else {
+      std::snprintf(buffer, sizeof(buffer), "%s, so the edited reason: off",
+                    without_units > 0 ? "the sets hold no unit sets" : "no set to read them from");
+    }
+    report_.messages.push_back(rule_message_ + buffer);
+  }
+
+  // What a sketch's set bytes hold: 1 the shingle set alone, 2 a shingle set and a unit set after
+  // it (*shingle_bytes, if given, gets the shingle set's length), 0 neither (damaged).
+  static int SetForm(std::string_view bytes, size_t* shingle_bytes) {
+    std::vector<uint32_t> set;
+    size_t used = 0, unit_used = 0;
+    if (!DecodeShingleSet(bytes, &set, &used)) return 0;
+    if (shingle_bytes) *shingle_bytes = used;
+    if (used == bytes.size()) return 1;
+    const std::string_view units = bytes.substr(used);
+    return DecodeShingleSet(units, &set, &unit_used) && unit_used == units.size() ? 2 : 0;
   }
 
   // Writes the survivors as one segment plus an empty log and a fresh MANIFEST, renames damaged
@@ -387,9 +448,10 @@ class Recovery {
   std::optional<IndexDesign> design_;
   std::optional<store::SegmentRule> rule_;  // a kDedup store's rule
   // Its containment and edited options and verification form: the MANIFEST's, else those of a
-  // version-3 MANIFEST (a lost MANIFEST loses the edited reason: stored unit sets are ignored).
+  // version-3 MANIFEST and the edited reason as the sets say (RestoreEditedReason).
   store::ManifestRule containment_;
-  uint64_t next_seq_ = 0;  // for the log's adds
+  std::string rule_message_;  // the report's line on a rule read from a segment
+  uint64_t next_seq_ = 0;     // for the log's adds
   std::shared_ptr<const index::CompiledDesign> compiled_;
   std::unordered_map<std::string, RecoveredDoc> docs_;
   std::vector<std::string> damaged_;   // renamed to *.corrupt
@@ -406,6 +468,7 @@ Result<RecoveryReport> RecoverStore(const std::string& dir) {
   recovery.ReadSegments();
   recovery.CountMissingDocuments();
   recovery.ReplayLogs();
+  recovery.RestoreEditedReason();
   NEARDUP_RETURN_IF_ERROR(recovery.WriteRecoveredStore());
   return std::move(recovery.report());
 }
