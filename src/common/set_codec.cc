@@ -57,6 +57,18 @@ inline uint64_t GetBits(const uint8_t* p, size_t size, size_t bit, int width) {
 
 }  // namespace
 
+int SetCodecLowBits(uint64_t n, int universe_bits) {
+  return LowBits(n, std::clamp(universe_bits, 1, 32));
+}
+
+int EncodedLowBits(std::string_view bytes) {
+  const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
+  size_t pos = 0;
+  uint64_t n = 0;
+  if (!GetVarint(p, bytes.size(), &pos, &n) || n == 0 || pos >= bytes.size()) return -1;
+  return p[pos];
+}
+
 void EncodeShingleSet(std::span<const uint32_t> set, std::string* out, int universe_bits) {
   const uint64_t n = set.size();
   PutVarint(n, out);

@@ -28,6 +28,13 @@ namespace neardup {
 // default, the shingle sets') writes exactly the bytes written before the argument existed.
 void EncodeShingleSet(std::span<const uint32_t> set, std::string* out, int universe_bits = 32);
 
+// The number of low bits L the encoder chooses for n values in a universe of 2^universe_bits:
+// floor(log2(2^universe_bits / n)), at least 0. With EncodedLowBits it tells which universe wrote
+// a set (a store's recovery tells 20-bit unit sets from 32-bit ones so).
+int SetCodecLowBits(uint64_t n, int universe_bits);
+// The L byte of the encoding at the start of `bytes`; -1 for an empty set or damaged bytes.
+int EncodedLowBits(std::string_view bytes);
+
 // Decodes one set from the start of `bytes` into `set` (cleared first); *used (if given) gets the
 // bytes read. False, with `set` cleared, when the bytes are not a valid encoding (truncated, a
 // value past 32 bits, more values than bytes): damage, never an out-of-bounds read.
