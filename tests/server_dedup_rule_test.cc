@@ -270,7 +270,7 @@ TEST_F(ServerDedupRuleTest, TheEditedReasonOfAStoreCreatedWithIt) {
     ASSERT_TRUE(res);
     EXPECT_NE(res->body.find(R"("edited":0.7,"edited_min_jaccard":0.3)"), std::string::npos)
         << res->body;
-    EXPECT_NE(res->body.find(R"("verification_form":"narrowed32-elias-fano+units")"),
+    EXPECT_NE(res->body.find(R"("verification_form":"narrowed32-elias-fano+units20")"),
               std::string::npos)
         << res->body;
     EXPECT_EQ(server.Terminate(), 0);

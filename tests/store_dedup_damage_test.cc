@@ -217,10 +217,10 @@ TEST_F(StoreDedupDamageTest, RecoverRestoresTheRuleWithoutTheManifest) {
   EXPECT_EQ(stats.rule, StoreRule::kDedup);
   EXPECT_EQ(stats.lsh.threshold, 0.5);
   // The default rule's plan (41 x 3: down to the `edited` reason's floor), and that reason on: the
-  // sets hold unit sets (its threshold is not in the segments: the default, which it was).
+  // sets hold 20-bit unit sets (its threshold is not in the segments: the default, which it was).
   EXPECT_EQ(stats.lsh.parameters->bands, 41);
   EXPECT_EQ(stats.pair_rule.edited_threshold, 0.8);
-  EXPECT_EQ(stats.verification_form, "narrowed32-elias-fano+units");
+  EXPECT_EQ(stats.verification_form, "narrowed32-elias-fano+units20");
   EXPECT_EQ(CountFound(**store, 0, 230), 230);
 }
 

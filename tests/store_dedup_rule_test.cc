@@ -63,8 +63,9 @@ class StoreDedupRuleTest : public ::testing::Test {
   // Sketches texts with the LSH options of `store` (its resolved plan) and the unit sets its rule
   // may need.
   void SketchFor(const DocumentStore& store) {
-    auto sketcher = DocumentSketcher::Create(FingerprintOptions{}, *store.LshOptions(),
-                                             store.SketchesNeedUnits());
+    auto sketcher = DocumentSketcher::Create(
+        FingerprintOptions{}, *store.LshOptions(), store.SketchesNeedUnits(),
+        store.SketchesNeedUnits() ? store.SketchUnitBits() : ShingleSimilarity::kUnitBits);
     ASSERT_TRUE(sketcher.ok()) << sketcher.status().ToString();
     sketcher_ = std::move(*sketcher);
   }
@@ -834,7 +835,7 @@ TEST_F(StoreDedupRuleTest, RecoverKeepsTheContainmentOptions) {
   EXPECT_NE(messages.find("containment options are not recorded there"), std::string::npos)
       << messages;
   // The store was made with the default rule: its sets hold unit sets, so `edited` is on.
-  EXPECT_NE(messages.find("the sets hold unit sets, so the edited reason was on"),
+  EXPECT_NE(messages.find("the sets hold 20-bit unit sets, so the edited reason was on"),
             std::string::npos)
       << messages;
   auto store = Open();
@@ -927,13 +928,22 @@ TEST_F(StoreDedupRuleTest, TheEditedReasonIsRecordedAndAnswered) {
     ASSERT_FALSE(refused.ok());
     EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(refused.status().message().find("unit set"), std::string::npos);
+    // So is one with unit sets of another width than the store's (20 bits: form 3).
+    EXPECT_EQ(store->SketchUnitBits(), ShingleSimilarity::kUnitBits);
+    auto wide = DocumentSketcher::Create(FingerprintOptions{}, *store->LshOptions(), true, 32);
+    ASSERT_TRUE(wide.ok());
+    ASSERT_TRUE((*wide)->Sketch(copy, &doc.fingerprint, &sketch).ok());
+    refused = store->CheckBatch(std::span<const DocumentInput>(&doc, 1), CheckOptions{});
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("32-bit elements, this store's"), std::string::npos)
+        << refused.status().ToString();
     ASSERT_TRUE(store->Close().ok());
   }
   auto manifest = store::ReadManifest(dir_);
   ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
   EXPECT_EQ(manifest->version, 5);
   ASSERT_TRUE(manifest->rule);
-  EXPECT_EQ(manifest->rule->verification_form, store::kShingleAndUnitSetForm);
+  EXPECT_EQ(manifest->rule->verification_form, store::kShingleAndUnit20SetForm);
   // Reopened (the log replayed), flushed to a segment, compacted: the same answer.
   for (int step = 0; step < 3; ++step) {
     auto store = Open();
@@ -941,7 +951,7 @@ TEST_F(StoreDedupRuleTest, TheEditedReasonIsRecordedAndAnswered) {
     const StoreStats stats = store->Stats();
     EXPECT_EQ(stats.pair_rule.edited_threshold, 0.7);
     EXPECT_EQ(stats.pair_rule.edited_min_jaccard, 0.3);
-    EXPECT_EQ(stats.verification_form, "narrowed32-elias-fano+units");
+    EXPECT_EQ(stats.verification_form, "narrowed32-elias-fano+units20");
     SketchFor(*store);
     if (step == 1) {
       ASSERT_TRUE(store->Flush().ok());
@@ -1071,12 +1081,13 @@ TEST_F(StoreDedupRuleTest, RecoverWithoutTheManifestReadsTheEditedReasonFromTheS
     auto store = Open();  // the default options
     ASSERT_TRUE(store);
     if (edited > 0) {
-      EXPECT_NE(messages.find("the sets hold unit sets, so the edited reason was on; its threshold "
+      EXPECT_NE(messages.find("the sets hold 20-bit unit sets, so the edited reason was on; its "
+                              "threshold "
                               "is not known: set to the default, 0.8 (shingle Jaccard >= 0.45)"),
                 std::string::npos)
           << messages;
       EXPECT_EQ(manifest->version, 5);
-      EXPECT_EQ(manifest->rule->verification_form, store::kShingleAndUnitSetForm);
+      EXPECT_EQ(manifest->rule->verification_form, store::kShingleAndUnit20SetForm);
       EXPECT_EQ(store->Stats().pair_rule.edited_threshold, 0.8);
       EXPECT_EQ(store->Stats().pair_rule.edited_min_jaccard, 0.45);
       CheckResult found = Check(*store, "copy", copy, AddMode::kNever);
@@ -1167,6 +1178,115 @@ TEST_F(StoreDedupRuleTest, RecoverWithoutTheManifestOfMixedSetsTurnsTheEditedRea
 
 // A version-5 MANIFEST whose edited options are out of range, or whose verification form does not
 // match them, is Corruption at open, naming what is wrong.
+// A store created with 32-bit unit sets (verification form 2, before they were 20 bits wide)
+// keeps answering with them: it says so (SketchUnitBits 32, stats "+units"), refuses sketches of
+// 20-bit unit sets, naming itself, and its edited similarity is the 32-bit unit Jaccard, in the
+// memtable, after a flush, a compaction, a reopen and `index recover` without its MANIFEST; the
+// MANIFEST keeps form 2.
+TEST_F(StoreDedupRuleTest, AStoreOfThirtyTwoBitUnitSetsKeepsAnsweringWithThem) {
+  auto shingler =
+      ShingleSimilarity::Create(FingerprintOptions{}.normalize.traditional_to_simplified);
+  ASSERT_TRUE(shingler.ok());
+  auto unit_jaccard = [&](const std::string& a, const std::string& b, int bits) {
+    std::vector<uint64_t> units;
+    std::vector<uint32_t> na, nb;
+    EXPECT_TRUE((*shingler)->Units(a, &units).ok());
+    ShingleSimilarity::NarrowUnits(units, &na, bits);
+    EXPECT_TRUE((*shingler)->Units(b, &units).ok());
+    ShingleSimilarity::NarrowUnits(units, &nb, bits);
+    return ShingleSimilarity::Jaccard32(na, nb);
+  };
+  // A pair whose 20-bit unit Jaccard differs from its 32-bit one (a collision among its ~600
+  // units: a few percent of word choices), so the width the store answers with shows.
+  std::string original, copy;
+  for (int i = 0; i < 400 && original.empty(); ++i) {
+    const std::string word = "w" + std::to_string(i) + "x";
+    const std::string a = DistinctWords(300, 0, word), b = DistinctWords(300, 12, word);
+    if (unit_jaccard(a, b, 32) != unit_jaccard(a, b, ShingleSimilarity::kUnitBits)) {
+      original = a;
+      copy = b;
+    }
+  }
+  ASSERT_FALSE(original.empty());
+  const double j32 = unit_jaccard(original, copy, 32);
+  StoreOptions create;
+  create.lsh = MinHashLshOptions{};
+  create.lsh->threshold = 0.8;
+  create.edited_threshold = 0.7;
+  create.edited_min_jaccard = 0.3;
+  create.compaction_trigger = 0;
+  {
+    auto store = Open(create);
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(store->Close().ok());
+  }
+  // Made form 2, as the release before 20-bit unit sets wrote it (nothing stored yet).
+  auto manifest = store::ReadManifest(dir_);
+  ASSERT_TRUE(manifest.ok() && manifest->rule);
+  manifest->rule->verification_form = store::kShingleAndUnitSetForm;
+  {
+    std::ofstream out(store::JoinPath(dir_, store::kManifestName),
+                      std::ios::binary | std::ios::trunc);
+    out << store::EncodeManifest(*manifest);
+  }
+  for (int step = 0; step < 5; ++step) {
+    SCOPED_TRACE(testing::Message() << "step " << step);
+    if (step == 4) {
+      // Without its MANIFEST, recovery reads the width from the sets: form 2 again (the edited
+      // threshold, not recorded in the sets, becomes the default 0.8, which the pair reaches).
+      ASSERT_TRUE(fs::remove(store::JoinPath(dir_, store::kManifestName)));
+      auto report = RecoverStore(dir_);
+      ASSERT_TRUE(report.ok()) << report.status().ToString();
+      std::string messages;
+      for (const std::string& m : report->messages) messages += m + "\n";
+      EXPECT_NE(messages.find("the sets hold 32-bit unit sets, so the edited reason was on"),
+                std::string::npos)
+          << messages;
+    }
+    auto store = Open();
+    ASSERT_TRUE(store);
+    EXPECT_TRUE(store->SketchesNeedUnits());
+    EXPECT_EQ(store->SketchUnitBits(), 32);
+    EXPECT_EQ(store->Stats().verification_form, "narrowed32-elias-fano+units");
+    if (step == 0) {
+      // A sketch of 20-bit unit sets is refused, naming the store and the widths.
+      auto narrow = DocumentSketcher::Create(FingerprintOptions{}, *store->LshOptions(), true);
+      ASSERT_TRUE(narrow.ok());
+      DocumentSketch sketch;
+      DocumentInput doc;
+      doc.id = "narrow";
+      ASSERT_TRUE((*narrow)->Sketch(copy, &doc.fingerprint, &sketch).ok());
+      doc.sketch = &sketch;
+      auto refused = store->CheckBatch(std::span<const DocumentInput>(&doc, 1), CheckOptions{});
+      ASSERT_FALSE(refused.ok());
+      EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(refused.status().message().find("20-bit elements, this store's (" + dir_ + ") 32"),
+                std::string::npos)
+          << refused.status().ToString();
+      SketchFor(*store);
+      EXPECT_TRUE(Check(*store, "original", original, AddMode::kIfNew).added);
+    }
+    SketchFor(*store);
+    if (step == 1) {
+      ASSERT_TRUE(store->Flush().ok());
+    }
+    if (step == 2) {
+      EXPECT_TRUE(Check(*store, "other", Words(200), AddMode::kIfNew).added);
+      ASSERT_TRUE(store->Flush().ok());
+      ASSERT_TRUE(store->Compact().ok());
+    }
+    CheckResult found = Check(*store, "copy", copy, AddMode::kNever);
+    ASSERT_EQ(found.duplicates.size(), 1u);
+    EXPECT_EQ(found.duplicates[0].id, "original");
+    EXPECT_EQ(found.duplicates[0].reason, DuplicateReason::kEdited);
+    EXPECT_EQ(found.duplicates[0].similarity.value_or(-1), j32);
+    ASSERT_TRUE(store->Close().ok());
+    auto recorded = store::ReadManifest(dir_);
+    ASSERT_TRUE(recorded.ok() && recorded->rule);
+    EXPECT_EQ(recorded->rule->verification_form, store::kShingleAndUnitSetForm);
+  }
+}
+
 TEST_F(StoreDedupRuleTest, ARecordedEditedRuleOutOfRangeIsAnOpenError) {
   StoreOptions create;
   create.edited_threshold = 0.7;
@@ -1182,9 +1302,10 @@ TEST_F(StoreDedupRuleTest, ARecordedEditedRuleOutOfRangeIsAnOpenError) {
     double threshold, min_jaccard;
     uint32_t form;
     const char* named;
-  } damages[] = {{1.5, 0.45, store::kShingleAndUnitSetForm, "edited_threshold"},
-                 {0.7, 0, store::kShingleAndUnitSetForm, "edited_min_jaccard"},
-                 {0.7, 0.45, store::kShingleSetForm, "out of range"}};
+  } damages[] = {{1.5, 0.45, store::kShingleAndUnit20SetForm, "edited_threshold"},
+                 {0.7, 0, store::kShingleAndUnit20SetForm, "edited_min_jaccard"},
+                 {0.7, 0.45, store::kShingleSetForm, "out of range"},
+                 {0.7, 0.45, 4, "out of range"}};
   for (const Damage& damage : damages) {
     store::Manifest bad = good;
     bad.rule->edited_threshold = damage.threshold;

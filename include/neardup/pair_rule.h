@@ -32,7 +32,7 @@
 //                     min(w(A), w(B)) >= containment_min_ratio * max(w(A), w(B))
 //
 // so a one-line quote does not swallow an article. `edited` always uses the plain (unweighted)
-// measures; UA and UB are the documents' unit sets (ShingleSimilarity::Units, narrowed), and a
+// measures; UA and UB are the documents' unit sets (ShingleSimilarity::Units, NarrowUnits), and a
 // document whose unit set is not given (empty) is never `edited`. With weights, a pair must also
 // share a plain (unweighted) Jaccard of at least kPlainJaccardFloor = 0.2: below it two texts share
 // too little to be copies whatever their weights (and the LSH stage would rarely propose them), and
@@ -178,8 +178,9 @@ struct PairDocument {
   // The weighted size of `shingles` (PairRule::Weight); unset lets Decide compute it. Callers
   // that judge one document against many compute it once.
   std::optional<double> weight = std::nullopt;
-  // Sorted distinct narrowed unit hashes (ShingleSimilarity::Units, Narrow), for `edited`;
-  // empty = unknown (the reason cannot apply).
+  // Sorted distinct narrowed unit hashes (ShingleSimilarity::Units, NarrowUnits: 20-bit values,
+  // kUnitBits; both documents' of one width), for `edited`; empty = unknown (the reason cannot
+  // apply).
   std::span<const uint32_t> units = {};
 };
 

@@ -21,6 +21,7 @@
 #include "neardup/fingerprint.h"
 #include "neardup/fingerprinter.h"
 #include "neardup/minhash_lsh.h"
+#include "neardup/shingles.h"
 #include "neardup/status.h"
 
 namespace neardup {
@@ -40,6 +41,7 @@ struct DocumentSketch {
   // the reason on needs them), else empty.
   std::vector<uint32_t> units;
   bool has_units = false;  // the sketcher made `units`
+  int unit_bits = 0;       // ... of values this wide (DocumentSketcher::unit_bits); else 0
   // Which LSH parameters made band_keys (LshTag, neardup/minhash_lsh.h); a store refuses a
   // sketch made with others.
   uint64_t lsh_tag = 0;
@@ -48,10 +50,13 @@ struct DocumentSketch {
 class NEARDUP_EXPORT DocumentSketcher {
  public:
   // InvalidArgument naming the option for bad fingerprint or LSH options. `with_units`: Sketch
-  // also makes the unit set (for a store whose pair rule has the `edited` reason on).
-  static Result<std::unique_ptr<DocumentSketcher>> Create(const FingerprintOptions& fingerprint,
-                                                          const MinHashLshOptions& lsh,
-                                                          bool with_units = false);
+  // also makes the unit set (for a store whose pair rule has the `edited` reason on) of
+  // `unit_bits`-bit values (ShingleSimilarity::NarrowUnits): kUnitBits, what the pair rule
+  // compares everywhere, or 32 for a store of verification form 2 (as
+  // DocumentStore::SketchUnitBits() says); any other width is InvalidArgument.
+  static Result<std::unique_ptr<DocumentSketcher>> Create(
+      const FingerprintOptions& fingerprint, const MinHashLshOptions& lsh, bool with_units = false,
+      int unit_bits = ShingleSimilarity::kUnitBits);
   ~DocumentSketcher();
   DocumentSketcher(const DocumentSketcher&) = delete;
   DocumentSketcher& operator=(const DocumentSketcher&) = delete;
@@ -63,6 +68,7 @@ class NEARDUP_EXPORT DocumentSketcher {
   const MinHashLsh& lsh() const;
   uint64_t lsh_tag() const;
   bool with_units() const;
+  int unit_bits() const;  // the width of the unit sets made (0 without units)
 
  private:
   struct NEARDUP_HIDDEN Impl;

@@ -232,7 +232,8 @@ struct StoreStats {
   StoreRule rule = StoreRule::kSimHash;
   // kDedup stores: the LSH options recorded at creation (bands and rows resolved), and the
   // verification form of the shingle sets (e.g. "narrowed32-elias-fano"; with the edited reason
-  // on, "narrowed32-elias-fano+units": the unit sets are kept too).
+  // on, "narrowed32-elias-fano+units20": the 20-bit unit sets are kept too, or
+  // "narrowed32-elias-fano+units" in a store made with 32-bit unit sets, verification form 2).
   MinHashLshOptions lsh;
   std::string verification_form;
   // kDedup stores: the pair rule the store answers with (jaccard_threshold = lsh.threshold, and the
@@ -304,6 +305,11 @@ class NEARDUP_EXPORT DocumentStore {
   // kDedup stores whose pair rule has the `edited` reason on: sketches must carry the unit set
   // (DocumentSketcher::Create with with_units), else an add or check is refused.
   virtual bool SketchesNeedUnits() const = 0;
+  // ... and the width of their unit elements (DocumentSketcher::Create's unit_bits):
+  // ShingleSimilarity::kUnitBits (20), or 32 in a store created with 32-bit unit sets
+  // (verification form 2), which keeps answering with them; a sketch of another width is
+  // refused. 0 when SketchesNeedUnits() is false.
+  virtual int SketchUnitBits() const = 0;
 
   virtual StoreStats Stats() const = 0;
   // Cheap (one mutex); safe to call from a health check at any rate.

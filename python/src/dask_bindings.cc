@@ -602,7 +602,7 @@ class PartitionReader {
             if (want_units_) {  // and the unit sets of the `edited` reason, from the same cut
               if (pass_.shingler().ShinglesAndUnits(texts_[i], &wide, &units).ok()) {
                 ShingleSimilarity::Narrow(wide, &second_sets_[i]);
-                ShingleSimilarity::Narrow(units, &second_units_[i]);
+                ShingleSimilarity::NarrowUnits(units, &second_units_[i]);
               }
             } else if (pass_.shingler().Shingles(texts_[i], &wide).ok()) {
               ShingleSimilarity::Narrow(wide, &second_sets_[i]);
@@ -653,7 +653,7 @@ class PartitionReader {
               ? std::span<const uint32_t>(facts_.unit_values.data() + facts_.unit_offsets[i],
                                           facts_.unit_offsets[i + 1] - facts_.unit_offsets[i])
               : std::span<const uint32_t>(second_units_[i]);
-      EncodeShingleSet(units, &c->unit_codes);
+      EncodeShingleSet(units, &c->unit_codes, ShingleSimilarity::kUnitBits);
       c->unit_offsets.push_back(c->unit_codes.size());
     }
   }

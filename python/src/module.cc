@@ -1517,8 +1517,10 @@ class PyStore {
     store_ = std::move(*opened);
     // A dedup-rule store sketches texts with its LSH options (a SimHash store has none).
     if (const std::optional<MinHashLshOptions> lsh = store_->LshOptions()) {
+      const bool units = store_->SketchesNeedUnits();
       auto sketcher =
-          DocumentSketcher::Create(fingerprint_options_, *lsh, store_->SketchesNeedUnits());
+          DocumentSketcher::Create(fingerprint_options_, *lsh, units,
+                                   units ? store_->SketchUnitBits() : ShingleSimilarity::kUnitBits);
       if (!sketcher.ok()) {
         (void)store_->Close();
         store_.reset();

@@ -286,6 +286,13 @@ def test_decide_pairs_with_unit_sets():
     assert decided["reason"][0] == 5
     assert 0.45 <= decided["jaccard"][0] < 0.5
     assert decided["unit_jaccard"][0] == decided["similarity"][0] >= 0.7
+    # The unit sets are the 20-bit ones every front end compares (ShingleSimilarity::kUnitBits),
+    # sorted and distinct, and the unit Jaccard is theirs.
+    a, b = (set(int(v) for v in units) for units in facts["units"])
+    for units in facts["units"]:
+        assert int(units.max()) < 1 << 20 and len(set(units.tolist())) == len(units)
+        assert units.tolist() == sorted(units.tolist())
+    assert decided["unit_jaccard"][0] == len(a & b) / len(a | b)
     with pytest.raises(ValueError, match="left_units"):
         _neardup._decide_pairs(*left, *right, left_units=[], right_units=facts["units"][1:])
     with pytest.raises(TypeError, match="right_units"):

@@ -84,7 +84,9 @@ inline Result<std::unique_ptr<DocumentSketcher>> SketcherForStore(
     const DocumentStore& store, const FingerprintOptions& fingerprint) {
   const std::optional<MinHashLshOptions> lsh = store.LshOptions();
   if (!lsh) return std::unique_ptr<DocumentSketcher>();
-  return DocumentSketcher::Create(fingerprint, *lsh, store.SketchesNeedUnits());
+  return DocumentSketcher::Create(
+      fingerprint, *lsh, store.SketchesNeedUnits(),
+      store.SketchesNeedUnits() ? store.SketchUnitBits() : ShingleSimilarity::kUnitBits);
 }
 
 // Creates a store at `dir` with `options`, recording the fingerprint options `flags` choose.

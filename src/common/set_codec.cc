@@ -1,6 +1,7 @@
 // Elias-Fano coding of shingle sets; see set_codec.h.
 #include "common/set_codec.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -33,11 +34,11 @@ bool GetVarint(const uint8_t* p, size_t size, size_t* pos, uint64_t* v) {
   return false;
 }
 
-// The number of low bits for n values below 2^32: floor(log2(2^32 / n)), at least 0.
-int LowBits(uint64_t n) {
+// The number of low bits for n values below 2^universe: floor(log2(2^universe / n)), at least 0.
+int LowBits(uint64_t n, int universe) {
   if (n == 0) return 0;
   const int log2n = 63 - std::countl_zero(n);
-  return log2n >= 32 ? 0 : 32 - log2n - ((n & (n - 1)) != 0 ? 1 : 0);
+  return log2n >= universe ? 0 : universe - log2n - ((n & (n - 1)) != 0 ? 1 : 0);
 }
 
 // Little-endian bit reader over bytes.
@@ -56,11 +57,24 @@ inline uint64_t GetBits(const uint8_t* p, size_t size, size_t bit, int width) {
 
 }  // namespace
 
-void EncodeShingleSet(std::span<const uint32_t> set, std::string* out) {
+int SetCodecLowBits(uint64_t n, int universe_bits) {
+  return LowBits(n, std::clamp(universe_bits, 1, 32));
+}
+
+int EncodedLowBits(std::string_view bytes) {
+  const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
+  size_t pos = 0;
+  uint64_t n = 0;
+  if (!GetVarint(p, bytes.size(), &pos, &n) || n == 0 || pos >= bytes.size()) return -1;
+  return p[pos];
+}
+
+void EncodeShingleSet(std::span<const uint32_t> set, std::string* out, int universe_bits) {
   const uint64_t n = set.size();
   PutVarint(n, out);
   if (n == 0) return;
-  const int low = LowBits(n);
+  // A value past the universe (misuse) still encodes exactly: only the upper part grows.
+  const int low = LowBits(n, std::clamp(universe_bits, 1, 32));
   const uint64_t upper_bits = n + (uint64_t{set.back()} >> low) + 1;
   out->push_back(static_cast<char>(low));
   PutVarint(upper_bits, out);

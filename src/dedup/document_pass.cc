@@ -94,7 +94,7 @@ bool DocumentPass::Sketch(std::string_view text, Scratch* scratch, std::span<uin
     if (impl_->share_normalization) {
       NarrowedUnitSet(scratch->units, &scratch->unit_set);
     } else {
-      NarrowedSet(scratch->units, &scratch->unit_set);
+      ShingleSimilarity::NarrowUnits(scratch->units, &scratch->unit_set);
     }
   }
   return has_keys;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "neardup/fingerprinter.h"
+#include "neardup/shingles.h"
 #include "neardup/text.h"
 
 namespace neardup {
@@ -40,9 +41,15 @@ uint64_t UnitSetHash(uint64_t unit);
 void UnitMultiset(std::vector<uint64_t>* units);
 
 // The narrowed unit set from ShingleHashesInOrder's `units` (order does not matter, repeats do):
-// exactly ShingleSimilarity::Narrow() of ShingleSimilarity::UnitsOfNormalized(). Clears `narrow`
-// first.
-void NarrowedUnitSet(std::span<const uint64_t> units_in_order, std::vector<uint32_t>* narrow);
+// exactly ShingleSimilarity::NarrowUnits(ShingleSimilarity::UnitsOfNormalized(), bits). Clears
+// `narrow` first.
+void NarrowedUnitSet(std::span<const uint64_t> units_in_order, std::vector<uint32_t>* narrow,
+                     int bits = ShingleSimilarity::kUnitBits);
+
+// A sorted distinct set of 32-bit narrowed unit values -> its `bits`-bit form (in place): each
+// value's top `bits` bits (a monotone fold, so the order holds), neighbours merged. bits = 32:
+// unchanged.
+void FoldUnitSet(std::vector<uint32_t>* set, int bits);
 
 // The narrowed set of any shingle hashes (order and repeats do not matter): exactly
 // ShingleSimilarity::Narrow() of their sorted distinct set. Clears `narrow` first.

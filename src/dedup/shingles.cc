@@ -267,9 +267,18 @@ void UnitMultiset(std::vector<uint64_t>* units) {
   units->erase(std::unique(units->begin(), units->end()), units->end());
 }
 
-void NarrowedUnitSet(std::span<const uint64_t> units_in_order, std::vector<uint32_t>* narrow) {
+void FoldUnitSet(std::vector<uint32_t>* set, int bits) {
+  if (bits >= 32) return;
+  const int shift = 32 - std::max(bits, 1);
+  for (uint32_t& value : *set) value >>= shift;
+  set->erase(std::unique(set->begin(), set->end()), set->end());
+}
+
+void NarrowedUnitSet(std::span<const uint64_t> units_in_order, std::vector<uint32_t>* narrow,
+                     int bits) {
   // Narrowing commutes with taking the distinct values, so the occurrence tags are narrowed as
-  // they come and only the 32-bit values are sorted.
+  // they come and only the 32-bit values are sorted; the fold to `bits` is monotone, so it
+  // follows the sort.
   narrow->resize(units_in_order.size());
   uint32_t* out = narrow->data();
   TagOccurrences(units_in_order, [out](size_t i, uint64_t value) {
@@ -277,6 +286,7 @@ void NarrowedUnitSet(std::span<const uint64_t> units_in_order, std::vector<uint3
   });
   SortHashValues(narrow);
   narrow->erase(std::unique(narrow->begin(), narrow->end()), narrow->end());
+  FoldUnitSet(narrow, bits);
 }
 
 void NarrowedSet(std::span<const uint64_t> shingles, std::vector<uint32_t>* narrow) {
@@ -456,6 +466,12 @@ void ShingleSimilarity::Narrow(const std::vector<uint64_t>& shingles,
   NarrowedSet(shingles, narrow);
 }
 
+void ShingleSimilarity::NarrowUnits(const std::vector<uint64_t>& units,
+                                    std::vector<uint32_t>* narrow, int bits) {
+  NarrowedSet(units, narrow);
+  FoldUnitSet(narrow, bits);
+}
+
 Result<double> ShingleSimilarity::VerifiedJaccard(std::string_view a, std::string_view b) const {
   std::vector<uint64_t> wide;
   std::vector<uint32_t> na, nb;
@@ -483,7 +499,7 @@ Status ComputeDocumentFacts(std::string_view text, const ShingleSimilarity& shin
   std::vector<uint64_t> wide, units;
   NEARDUP_RETURN_IF_ERROR(shingler.ShinglesAndUnits(text, &wide, &units));
   ShingleSimilarity::Narrow(wide, &facts->shingles);
-  ShingleSimilarity::Narrow(units, &facts->units);
+  ShingleSimilarity::NarrowUnits(units, &facts->units);
   return Status::Ok();
 }
 

@@ -59,8 +59,12 @@ using store::WalWriter;
 constexpr size_t kMaxVisitsPerWindow = 8;
 
 constexpr const char* kVerificationForm = "narrowed32-elias-fano";
-// ... with the `edited` reason on: the shingle set, then the unit set, both so.
+// ... with the `edited` reason on: the shingle set, then the 20-bit unit set, both so (form 3);
+// in a store made with 32-bit unit sets, those (form 2).
+constexpr const char* kUnits20VerificationForm = "narrowed32-elias-fano+units20";
 constexpr const char* kUnitsVerificationForm = "narrowed32-elias-fano+units";
+static_assert(store::UnitBitsOfForm(store::kShingleAndUnit20SetForm) ==
+              ShingleSimilarity::kUnitBits);
 
 // Keeps the first `limit` duplicates (0: all).
 void Truncate(size_t limit, CheckResult* result) {
@@ -163,6 +167,7 @@ class DocumentStoreImpl : public DocumentStore {
   Result<CheckResult> CheckAndAdd(const DocumentInput& doc, int k, bool always_add) override;
   std::optional<MinHashLshOptions> LshOptions() const override;
   bool SketchesNeedUnits() const override;
+  int SketchUnitBits() const override;
   Result<std::vector<StoredDocument>> Search(const Fingerprint& query, int k,
                                              size_t limit) const override;
   Result<StoredDocument> Get(std::string_view id) const override;
@@ -281,6 +286,9 @@ class DocumentStoreImpl : public DocumentStore {
   PairRuleOptions pair_rule_options_;  // kDedup: the recorded pair rule (StorePairRule)
   // kDedup with the edited reason on: sketches carry unit sets, stored after the shingle sets.
   bool with_units() const { return bands_ > 0 && pair_rule_options_.edited_threshold > 0; }
+  // The recorded verification form (store/manifest.h; kDedup): whether unit sets are 20 or 32 bits.
+  uint32_t verification_form_ = store::kShingleSetForm;
+  int unit_bits() const { return with_units() ? store::UnitBitsOfForm(verification_form_) : 0; }
   uint64_t lsh_tag_ = 0;
   store::SegmentRule segment_rule_;  // the rule as segments record it (kDedup)
   // kDedup: THE pair rule (neardup/pair_rule.h) with the store's recorded threshold and
@@ -710,7 +718,7 @@ Status DocumentStoreImpl::ResolveNewRule(std::optional<store::ManifestRule>* rul
   rule.edited_threshold = options_.edited_threshold.value_or(defaults.edited_threshold);
   rule.edited_min_jaccard = options_.edited_min_jaccard.value_or(defaults.edited_min_jaccard);
   rule.verification_form =
-      rule.edited_threshold > 0 ? store::kShingleAndUnitSetForm : store::kShingleSetForm;
+      rule.edited_threshold > 0 ? store::kShingleAndUnit20SetForm : store::kShingleSetForm;
   PairRuleOptions pair_rule = StorePairRule(rule);
   pair_rule.jaccard_threshold = lsh.threshold;
   NEARDUP_RETURN_IF_ERROR(ValidatePairRuleOptions(pair_rule).WithContext("StoreOptions"));
@@ -800,6 +808,7 @@ Status DocumentStoreImpl::ResolveRule(const Manifest* manifest,
   bands_ = recorded.bands;
   lsh_tag_ = LshTag(LshParameters{recorded.bands, recorded.rows}, recorded.seed);
   pair_rule_options_ = StorePairRule(recorded);
+  verification_form_ = recorded.verification_form;
   auto pair_rule = PairRule::Create(pair_rule_options_);
   if (!pair_rule.ok()) {
     return Status::Corruption(store::JoinPath(dir_, store::kManifestName) + ": " +
@@ -821,7 +830,7 @@ Status DocumentStoreImpl::PrepareDocs(std::span<const DocumentInput> docs,
   if (bands_ == 0) return Status::Ok();
   sketches->resize(docs.size());
   for (size_t i = 0; i < docs.size(); ++i)
-    (*sketches)[i] = SketchRecord::From(*docs[i].sketch, with_units());
+    (*sketches)[i] = SketchRecord::From(*docs[i].sketch, unit_bits());
   return Status::Ok();
 }
 
@@ -858,6 +867,12 @@ Status DocumentStoreImpl::ValidateDoc(const DocumentInput& doc, bool allow_empty
           "sketch: has no unit set, which this store's pair rule (the `edited` reason) needs "
           "(make sketches with a DocumentSketcher created with_units, as SketchesNeedUnits() "
           "says)");
+    }
+    if (with_units() && doc.sketch->unit_bits != unit_bits()) {
+      return Status::InvalidArgument(
+          "sketch: its unit set has " + std::to_string(doc.sketch->unit_bits) +
+          "-bit elements, this store's (" + dir_ + ") " + std::to_string(unit_bits()) +
+          " (make sketches with a DocumentSketcher created with the store's SketchUnitBits())");
     }
     if (!doc.sketch->band_keys.empty() &&
         doc.sketch->band_keys.size() != static_cast<size_t>(bands_)) {
@@ -982,6 +997,7 @@ std::optional<MinHashLshOptions> DocumentStoreImpl::LshOptions() const {
 }
 
 bool DocumentStoreImpl::SketchesNeedUnits() const { return with_units(); }
+int DocumentStoreImpl::SketchUnitBits() const { return unit_bits(); }
 
 Status DocumentStoreImpl::Remove(std::string_view id) {
   if (id.empty()) return Status::InvalidArgument("id: must not be empty");
@@ -1217,7 +1233,7 @@ Status DocumentStoreImpl::WriteManifestLocked(const std::vector<uint64_t>& numbe
     rule.containment_min_ratio = pair_rule_options_.containment_min_ratio;
     rule.edited_threshold = pair_rule_options_.edited_threshold;
     rule.edited_min_jaccard = pair_rule_options_.edited_min_jaccard;
-    rule.verification_form = with_units() ? store::kShingleAndUnitSetForm : store::kShingleSetForm;
+    rule.verification_form = verification_form_;
     m.rule = rule;
   }
   return store::WriteManifest(fs_, dir_, m);
@@ -1993,7 +2009,9 @@ StoreStats DocumentStoreImpl::Stats() const {
   stats.rule = bands_ > 0 ? StoreRule::kDedup : StoreRule::kSimHash;
   if (bands_ > 0) {
     stats.lsh = lsh_;
-    stats.verification_form = with_units() ? kUnitsVerificationForm : kVerificationForm;
+    stats.verification_form = unit_bits() == 32 ? kUnitsVerificationForm
+                              : unit_bits() > 0 ? kUnits20VerificationForm
+                                                : kVerificationForm;
     stats.pair_rule = pair_rule_options_;
   }
   stats.health = Health();

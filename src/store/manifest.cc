@@ -149,8 +149,9 @@ Result<Manifest> ReadManifest(const std::string& dir, bool accept_version_1) {
     }
     if (kind != kRuleDedup || !(rule.threshold > 0 && rule.threshold < 1) || bands < 1 ||
         rows < 1 || bands > 1024 || rows > 64 || rule.bucket_window < 1 ||
-        rule.verification_form !=
-            (rule.edited_threshold > 0 ? kShingleAndUnitSetForm : kShingleSetForm) ||
+        (rule.edited_threshold > 0 ? rule.verification_form != kShingleAndUnitSetForm &&
+                                         rule.verification_form != kShingleAndUnit20SetForm
+                                   : rule.verification_form != kShingleSetForm) ||
         (version >= 5) != (rule.edited_threshold > 0)) {
       return Status::Corruption(path + ": MANIFEST rule fields out of range");
     }

@@ -26,10 +26,17 @@ constexpr double kVersion3ContainmentMinRatio = 0.6;
 constexpr double kVersion4EditedMinJaccard = 0.45;
 
 // Verification forms (ManifestRule::verification_form): what a stored sketch's set bytes hold.
-// 1: the narrowed shingle set (common/set_codec.h); 2: that, then the narrowed unit set (the
-// `edited` reason's; version 5, only when the reason is on).
+// 1: the narrowed shingle set (common/set_codec.h); 2: that, then the narrowed 32-bit unit set
+// (the `edited` reason's; version 5, only when the reason is on; written by stores created
+// before the unit sets were 20 bits wide, which keep it); 3: the same with 20-bit unit sets
+// (ShingleSimilarity::kUnitBits; what a store created with the reason on writes now).
 constexpr uint32_t kShingleSetForm = 1;
 constexpr uint32_t kShingleAndUnitSetForm = 2;
+constexpr uint32_t kShingleAndUnit20SetForm = 3;
+// The width of the unit elements of a verification form (0: it keeps no unit sets).
+constexpr int UnitBitsOfForm(uint32_t form) {
+  return form == kShingleAndUnitSetForm ? 32 : form == kShingleAndUnit20SetForm ? 20 : 0;
+}
 
 // The duplicate rule of a kDedup store (MANIFEST version 3; the containment options since 4; the
 // edited options since 5, written only when the reason is on, so a store without it stays
@@ -40,7 +47,8 @@ struct ManifestRule {
   int rows = 0;
   uint32_t bucket_window = 64;
   uint64_t seed = 0;
-  uint32_t verification_form = kShingleSetForm;  // kShingleAndUnitSetForm iff edited is on
+  // kShingleAndUnitSetForm or kShingleAndUnit20SetForm iff edited is on
+  uint32_t verification_form = kShingleSetForm;
   // The `contained` reason of the pair rule (PairRuleOptions; jaccard_threshold is `threshold`).
   double containment_threshold = kVersion3ContainmentThreshold;
   double containment_min_shingles = kVersion3ContainmentMinShingles;

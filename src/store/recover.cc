@@ -282,42 +282,56 @@ class Recovery {
   }
 
   // Without the MANIFEST, whether the rule's `edited` reason was on is read from the sets: a store
-  // with it on keeps each document's unit set after its shingle set (verification form 2), one
-  // without it the shingle set alone. The threshold itself is not recorded anywhere but the
-  // MANIFEST: a store whose sets hold unit sets gets PairRuleOptions' defaults (and the report
-  // says so), one whose sets do not (or that has no set) gets the reason off, so the recorded
-  // rule never contradicts what the sets hold. Sets of both kinds (never written by one store):
-  // the reason off and the unit sets dropped, counted.
+  // with it on keeps each document's unit set after its shingle set (verification form 3: 20-bit
+  // unit sets; form 2 in a store created before them: 32-bit ones, told apart by the encoding's
+  // number of low bits), one without it the shingle set alone. The threshold itself is not
+  // recorded anywhere but the MANIFEST: a store whose sets hold unit sets gets PairRuleOptions'
+  // defaults (and the report says so), one whose sets do not (or that has no set) gets the reason
+  // off, so the recorded rule never contradicts what the sets hold. Sets of both kinds, or unit
+  // sets of both widths (never written by one store): the reason off and the unit sets dropped,
+  // counted.
   void RestoreEditedReason() {
     if (manifest_ok_ || !rule_) return;
-    uint64_t with_units = 0, without_units = 0;
+    uint64_t units20 = 0, units32 = 0, either = 0, without_units = 0;
     for (const auto& [id, doc] : docs_) {
       if (doc.tombstone || !doc.has_sketch) continue;
       const int form = SetForm(doc.sketch.set, nullptr);
-      with_units += form == 2 ? 1 : 0;
-      without_units += form == 1 ? 1 : 0;
+      units32 += form == store::kShingleAndUnitSetForm ? 1 : 0;
+      units20 += form == store::kShingleAndUnit20SetForm ? 1 : 0;
+      either += form == kEitherUnitForm ? 1 : 0;
+      without_units += form == store::kShingleSetForm ? 1 : 0;
     }
+    const uint64_t with_units = units20 + units32 + either;
     char buffer[320];
-    if (with_units > 0 && without_units == 0) {
+    if (with_units > 0 && without_units == 0 && (units20 == 0 || units32 == 0)) {
       const PairRuleOptions defaults;
       containment_.edited_threshold = defaults.edited_threshold;
       containment_.edited_min_jaccard = defaults.edited_min_jaccard;
-      containment_.verification_form = store::kShingleAndUnitSetForm;
+      containment_.verification_form =
+          units32 > 0 ? store::kShingleAndUnitSetForm : store::kShingleAndUnit20SetForm;
       std::snprintf(buffer, sizeof(buffer),
-                    "the sets hold unit sets, so the edited reason was on; its threshold is not "
-                    "known: set to the default, %g (shingle Jaccard >= %g)",
-                    defaults.edited_threshold, defaults.edited_min_jaccard);
+                    "the sets hold %d-bit unit sets, so the edited reason was on; its threshold "
+                    "is not known: set to the default, %g (shingle Jaccard >= %g)",
+                    units32 > 0 ? 32 : 20, defaults.edited_threshold, defaults.edited_min_jaccard);
     } else if (with_units > 0) {
       for (auto& [id, doc] : docs_) {
         size_t used = 0;
-        if (!doc.tombstone && doc.has_sketch && SetForm(doc.sketch.set, &used) == 2)
+        if (!doc.tombstone && doc.has_sketch && SetForm(doc.sketch.set, &used) > 1)
           doc.sketch.set.resize(used);
       }
-      std::snprintf(buffer, sizeof(buffer),
-                    "the sets of %llu documents hold unit sets and those of %llu do not: the "
-                    "edited reason off, the unit sets dropped",
-                    static_cast<unsigned long long>(with_units),
-                    static_cast<unsigned long long>(without_units));
+      if (without_units > 0) {
+        std::snprintf(buffer, sizeof(buffer),
+                      "the sets of %llu documents hold unit sets and those of %llu do not: the "
+                      "edited reason off, the unit sets dropped",
+                      static_cast<unsigned long long>(with_units),
+                      static_cast<unsigned long long>(without_units));
+      } else {
+        std::snprintf(buffer, sizeof(buffer),
+                      "the sets of %llu documents hold 20-bit unit sets and those of %llu 32-bit "
+                      "ones: the edited reason off, the unit sets dropped",
+                      static_cast<unsigned long long>(units20),
+                      static_cast<unsigned long long>(units32));
+      }
     } else {
       std::snprintf(buffer, sizeof(buffer), "%s, so the edited reason: off",
                     without_units > 0 ? "the sets hold no unit sets" : "no set to read them from");
@@ -325,16 +339,26 @@ class Recovery {
     report_.messages.push_back(rule_message_ + buffer);
   }
 
-  // What a sketch's set bytes hold: 1 the shingle set alone, 2 a shingle set and a unit set after
-  // it (*shingle_bytes, if given, gets the shingle set's length), 0 neither (damaged).
+  // What a sketch's set bytes hold: the verification form (store/manifest.h: 1 the shingle set
+  // alone, 2 a shingle set and a 32-bit unit set after it, 3 one with a 20-bit unit set),
+  // kEitherUnitForm for a unit set of either width (empty), 0 none (damaged). *shingle_bytes, if
+  // given, gets the shingle set's length. The width is the universe the encoder chose L for.
+  static constexpr int kEitherUnitForm = 23;
   static int SetForm(std::string_view bytes, size_t* shingle_bytes) {
     std::vector<uint32_t> set;
     size_t used = 0, unit_used = 0;
     if (!DecodeShingleSet(bytes, &set, &used)) return 0;
     if (shingle_bytes) *shingle_bytes = used;
-    if (used == bytes.size()) return 1;
+    if (used == bytes.size()) return store::kShingleSetForm;
     const std::string_view units = bytes.substr(used);
-    return DecodeShingleSet(units, &set, &unit_used) && unit_used == units.size() ? 2 : 0;
+    if (!DecodeShingleSet(units, &set, &unit_used) || unit_used != units.size()) return 0;
+    if (set.empty()) return kEitherUnitForm;
+    const int low = EncodedLowBits(units);
+    const bool fits20 = low == SetCodecLowBits(set.size(), 20) && set.back() < (1u << 20);
+    const bool fits32 = low == SetCodecLowBits(set.size(), 32);
+    if (fits20 && fits32) return kEitherUnitForm;
+    if (fits20) return store::kShingleAndUnit20SetForm;
+    return fits32 ? store::kShingleAndUnitSetForm : 0;
   }
 
   // Writes the survivors as one segment plus an empty log and a fresh MANIFEST, renames damaged

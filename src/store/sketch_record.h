@@ -27,16 +27,17 @@ struct PairHashes {
 struct SketchRecord {
   PairHashes hashes;
   std::vector<uint32_t> band_keys;  // `bands` keys, or empty (no shingles)
-  // EncodeShingleSet of the narrowed shingle set, then, with units (verification form 2,
-  // store/manifest.h), EncodeShingleSet of the narrowed unit set.
+  // EncodeShingleSet of the narrowed shingle set, then, with units (verification forms 2 and 3,
+  // store/manifest.h), EncodeShingleSet of the narrowed unit set (universe 2^unit_bits).
   std::string set;
 
-  static SketchRecord From(const DocumentSketch& sketch, bool with_units) {
+  // unit_bits: 0 (no unit set), 32 (form 2) or 20 (form 3).
+  static SketchRecord From(const DocumentSketch& sketch, int unit_bits) {
     SketchRecord record;
     record.hashes = {sketch.content_hash, sketch.text_bytes, sketch.squeezed_hash};
     record.band_keys = sketch.band_keys;
     EncodeShingleSet(sketch.shingles, &record.set);
-    if (with_units) EncodeShingleSet(sketch.units, &record.set);
+    if (unit_bits > 0) EncodeShingleSet(sketch.units, &record.set, unit_bits);
     return record;
   }
 };
