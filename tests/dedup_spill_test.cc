@@ -66,13 +66,17 @@ class DedupSpillTest : public ::testing::Test {
     std::vector<std::string> originals;
     for (int i = 0; i < 300; ++i) originals.push_back(MakeText(&random, 60 + i % 90));
     std::string a, b;
-    for (int i = 0; i < 300; ++i) a += JsonLine("o" + std::to_string(i), originals[i]);
+    auto add = [this](std::string* file, const std::string& id, const std::string& text) {
+      *file += JsonLine(id, text);
+      texts_[id] = text;
+    };
+    for (int i = 0; i < 300; ++i) add(&a, "o" + std::to_string(i), originals[i]);
     a += JsonLine("empty", "") + "{\"id\": \"broken\", \"text\": \n";
     for (int i = 0; i < 300; i += 2) {
       const int edits = 1 + static_cast<int>(random() % 25);
-      b += JsonLine("e" + std::to_string(i), Edit(&random, originals[i], edits));
-      if (i % 10 == 0) b += JsonLine("x" + std::to_string(i), originals[i]);
-      if (i % 14 == 0) b += JsonLine("w" + std::to_string(i), "  " + originals[i] + "\n\n");
+      add(&b, "e" + std::to_string(i), Edit(&random, originals[i], edits));
+      if (i % 10 == 0) add(&b, "x" + std::to_string(i), originals[i]);
+      if (i % 14 == 0) add(&b, "w" + std::to_string(i), "  " + originals[i] + "\n\n");
     }
     Write("a.jsonl", a);
     Write("b.jsonl", b);
@@ -94,6 +98,7 @@ class DedupSpillTest : public ::testing::Test {
 
   fs::path dir_;
   std::vector<std::string> inputs_;
+  std::map<std::string, std::string> texts_;  // by id, of the documents with a text
 };
 
 // Everything a user sees of a run, for comparing two runs.
@@ -197,9 +202,10 @@ TEST_F(DedupSpillTest, SameResultWhateverTheFirstPassSetBudget) {
   }
 }
 
-// The pair rule's `edited` reason: verification keeps each document's unit set beside its
-// shingle set on every path (first-pass sets, all, some or none; spilled or in memory; any thread
-// count), with the same pairs; it finds edited copies the rule without it
+// The pair rule's `edited` reason: verification builds unit sets only for the pairs the rule
+// decides `edited` with PairRule::DeferredUnits, and judges those again with them, on every path
+// (first-pass sets, all, some or none; spilled or in memory; any thread count), with the same
+// pairs, in pair order, each as JudgePair decides it; it finds edited copies the rule without it
 // misses, and changes nothing else.
 TEST_F(DedupSpillTest, EditedReasonSameResultOnEveryPath) {
   DedupOptions base = Options(true);
@@ -215,6 +221,22 @@ TEST_F(DedupSpillTest, EditedReasonSameResultOnEveryPath) {
   ASSERT_TRUE(off.ok()) << off.status().ToString();
   EXPECT_EQ(off->pairs_by_reason.count("edited"), 0u);
   EXPECT_GT(reference->removed_count(), off->removed_count());
+  // Each accepted pair, judged apart (the unit sets of both texts at hand), in pair order.
+  for (size_t i = 0; i < reference->pairs.size(); ++i) {
+    const DuplicatePair& pair = reference->pairs[i];
+    if (i > 0) {
+      const DuplicatePair& before = reference->pairs[i - 1];
+      EXPECT_TRUE(before.a < pair.a || (before.a == pair.a && before.b < pair.b)) << i;
+    }
+    auto judged = JudgePair(texts_.at(reference->documents[pair.a].id),
+                            texts_.at(reference->documents[pair.b].id), base);
+    ASSERT_TRUE(judged.ok()) << judged.status().ToString();
+    EXPECT_EQ(judged->reason, pair.reason) << i;
+    if (pair.reason == DuplicateReason::kEdited) {
+      ASSERT_TRUE(pair.similarity.has_value());
+      EXPECT_NEAR(judged->unit_jaccard, *pair.similarity, 1e-12) << i;
+    }
+  }
   // Every pair the rule without `edited` accepts is accepted with it, for the same reason.
   std::map<std::pair<uint32_t, uint32_t>, DuplicateReason> with_reason;
   for (const DuplicatePair& pair : reference->pairs) with_reason[{pair.a, pair.b}] = pair.reason;
@@ -235,6 +257,11 @@ TEST_F(DedupSpillTest, EditedReasonSameResultOnEveryPath) {
         auto run = RunDedup(inputs_, options);
         ASSERT_TRUE(run.ok()) << run.status().ToString();
         ExpectSameResult(*reference, *run);
+        for (size_t i = 0; i < run->pairs.size() && i < reference->pairs.size(); ++i) {
+          EXPECT_EQ(run->pairs[i].reason, reference->pairs[i].reason) << i;
+        }
+        EXPECT_EQ(run->similarity_histogram.rejected, reference->similarity_histogram.rejected);
+        EXPECT_EQ(run->similarity_histogram.accepted, reference->similarity_histogram.accepted);
       }
     }
   }

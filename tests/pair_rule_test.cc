@@ -19,6 +19,19 @@ namespace {
 
 std::vector<uint32_t> Sorted(std::set<uint32_t> values) { return {values.begin(), values.end()}; }
 
+// Counts a corpus of 400 random documents into `frequencies`: values below 40 are in many of them
+// (boilerplate), the rest in few.
+void CountBoilerplateCorpus(uint64_t seed, ShingleFrequencies* frequencies) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<uint32_t> common(0, 39), rare(40, 5000);
+  for (int d = 0; d < 400; ++d) {
+    std::set<uint32_t> set;
+    for (int i = 0; i < 30; ++i) set.insert(common(rng));
+    for (int i = 0; i < 20; ++i) set.insert(rare(rng));
+    frequencies->AddDocument(Sorted(set));
+  }
+}
+
 PairDocument Doc(const std::vector<uint32_t>& set, uint64_t id) {
   return PairDocument{id, 100 + id, id * 7 + 1, set, std::nullopt};
 }
@@ -133,16 +146,8 @@ TEST(PairRuleTest, MatchesReferenceOnRandomSetsWithoutWeights) {
 }
 
 TEST(PairRuleTest, MatchesReferenceOnRandomSetsWithBoilerplateWeights) {
-  // A corpus where values below 40 are in many documents (boilerplate), the rest in few.
-  std::mt19937_64 rng(7);
   ShingleFrequencies frequencies(1 << 20);
-  std::uniform_int_distribution<uint32_t> common(0, 39), rare(40, 5000);
-  for (int d = 0; d < 400; ++d) {
-    std::set<uint32_t> set;
-    for (int i = 0; i < 30; ++i) set.insert(common(rng));
-    for (int i = 0; i < 20; ++i) set.insert(rare(rng));
-    frequencies.AddDocument(Sorted(set));
-  }
+  CountBoilerplateCorpus(7, &frequencies);
   BoilerplateOptions boilerplate;
   boilerplate.min_documents = 20;
   RandomPairs pairs;
@@ -505,29 +510,30 @@ PairDocument WithUnits(PairDocument doc, const std::vector<uint32_t>& units) {
 // Decide and DecideFast against the reference, units drawn like the sets (every overlap), with
 // and without boilerplate weights; the size bound and the weighted floor never rule out an
 // accepted pair.
+// Random documents' frequencies (40 common shingles, many rare ones) and option sets that reach
+// every branch of `edited`, for the tests below.
+struct EditedCases {
+  ShingleFrequencies frequencies{1 << 20};
+  std::vector<PairRuleOptions> options = {
+      {0.5, 0.9, 30, 0.6, 0.7, 0.45},
+      {0.7, 0, 30, 0.6, 0.5, 0.3},
+      {0.5, 0.9, 10, 0.2, 0.6, 0.1},  // below the weighted floor
+      {0.6, 0.8, 0, 0, 1.0, 1.0},
+  };
+  EditedCases() { CountBoilerplateCorpus(11, &frequencies); }
+};
+
 TEST(PairRuleTest, EditedMatchesReferenceOnRandomSets) {
-  std::mt19937_64 rng(11);
-  ShingleFrequencies frequencies(1 << 20);
-  std::uniform_int_distribution<uint32_t> common(0, 39), rare(40, 5000);
-  for (int d = 0; d < 400; ++d) {
-    std::set<uint32_t> set;
-    for (int i = 0; i < 30; ++i) set.insert(common(rng));
-    for (int i = 0; i < 20; ++i) set.insert(rare(rng));
-    frequencies.AddDocument(Sorted(set));
-  }
+  EditedCases cases;
+  ShingleFrequencies& frequencies = cases.frequencies;
   auto weight = [&](uint32_t s) {
     const double df = frequencies.Estimate(s);
     return df < 20 ? 1.0 : 20.0 / df;
   };
-  std::vector<PairRuleOptions> options(4);
-  options[0] = {0.5, 0.9, 30, 0.6, 0.7, 0.45};
-  options[1] = {0.7, 0, 30, 0.6, 0.5, 0.3};
-  options[2] = {0.5, 0.9, 10, 0.2, 0.6, 0.1};  // below the weighted floor
-  options[3] = {0.6, 0.8, 0, 0, 1.0, 1.0};
   RandomPairs pairs, units;
   int edited = 0, unit_measured = 0, stopped = 0;
   for (bool weighted : {false, true}) {
-    for (const PairRuleOptions& o : options) {
+    for (const PairRuleOptions& o : cases.options) {
       auto rule = weighted ? PairRule::Create(o, &frequencies) : PairRule::Create(o);
       ASSERT_TRUE(rule.ok()) << rule.status().ToString();
       for (int round = 0; round < 1500; ++round) {
@@ -566,6 +572,54 @@ TEST(PairRuleTest, EditedMatchesReferenceOnRandomSets) {
   EXPECT_GT(edited, 300);
   EXPECT_GT(unit_measured, edited + 300);
   EXPECT_GT(stopped, 1000);
+}
+
+// What dedup relies on to build unit sets only for the pairs that need them: with
+// PairRule::DeferredUnits on both sides, a pair is `edited` exactly when the rule compares the
+// real unit sets (Decide's unit_jaccard is set), and every other decision, fast or full, is the
+// one the real unit sets give, value for value.
+TEST(PairRuleTest, DeferredUnitsDecideEditedExactlyWhenTheUnitSetsAreCompared) {
+  EditedCases cases;
+  RandomPairs pairs, units;
+  int deferred = 0, compared_not_edited = 0, others = 0;
+  for (bool weighted : {false, true}) {
+    for (const PairRuleOptions& o : cases.options) {
+      auto rule = weighted ? PairRule::Create(o, &cases.frequencies) : PairRule::Create(o);
+      ASSERT_TRUE(rule.ok()) << rule.status().ToString();
+      for (int round = 0; round < 1500; ++round) {
+        auto [a, b] = pairs.Next(round % 2 == 0 ? 1000 : 6000);
+        auto [ua, ub] = units.Next(round % 3 == 0 ? 500 : 1u << 20);
+        if (ua.empty() || ub.empty()) continue;  // a document with shingles has units
+        const PairDocument real_a = WithUnits(Doc(a, 1), ua), real_b = WithUnits(Doc(b, 2), ub);
+        PairDocument stand_a = Doc(a, 1), stand_b = Doc(b, 2);
+        stand_a.units = stand_b.units = PairRule::DeferredUnits();
+        const PairDecision real = rule->Decide(real_a, real_b);
+        for (bool fast : {false, true}) {
+          const PairDecision got =
+              fast ? rule->DecideFast(stand_a, stand_b) : rule->Decide(stand_a, stand_b);
+          ASSERT_EQ(got.reason == DuplicateReason::kEdited, real.unit_jaccard.has_value())
+              << "round " << round << (fast ? " fast" : " full");
+          if (got.reason == DuplicateReason::kEdited) continue;
+          const PairDecision want =
+              fast ? rule->DecideFast(real_a, real_b) : rule->Decide(real_a, real_b);
+          EXPECT_EQ(got.reason, want.reason);
+          EXPECT_EQ(got.measured, want.measured);
+          EXPECT_EQ(got.size_guard, want.size_guard);
+          EXPECT_EQ(got.jaccard, want.jaccard);
+          EXPECT_EQ(got.containment, want.containment);
+          EXPECT_EQ(got.similarity, want.similarity);
+          EXPECT_FALSE(got.unit_jaccard.has_value());
+        }
+        deferred += real.unit_jaccard.has_value();
+        compared_not_edited += real.unit_jaccard && real.reason != DuplicateReason::kEdited;
+        others += !real.unit_jaccard;
+      }
+    }
+  }
+  // Both sides of the test are reached, and pairs compared by units but not edited too.
+  EXPECT_GT(deferred, 300);
+  EXPECT_GT(compared_not_edited, 300);
+  EXPECT_GT(others, 1000);
 }
 
 // n values from `first` on.

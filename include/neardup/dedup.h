@@ -93,7 +93,9 @@ struct DedupOptions {
   // The pair rule's `edited` reason: a pair of plain shingle Jaccard >= edited_min_jaccard whose
   // unit (word / Han character) sets reach a Jaccard of edited_threshold; on by default (0.8, from
   // PairRuleOptions), 0 turns it off.
-  // Verification then keeps each needed document's unit set beside its shingle set.
+  // Verification then judges every candidate by its shingle sets first (PairRule::DeferredUnits)
+  // and builds unit sets only for the documents of the pairs that reach the unit comparison, in
+  // one more walk over the inputs for those documents (none when no pair reaches it).
   double edited_threshold = PairRuleOptions().edited_threshold;
   double edited_min_jaccard = PairRuleOptions().edited_min_jaccard;
   // Boilerplate weights (neardup/pair_rule.h): the per-document pass counts every shingle's
@@ -126,8 +128,8 @@ struct DedupOptions {
   // else in memory) while they fit in this many bytes, so verification reads them instead of
   // reading and normalising the documents in its pairs a second time. The documents after the
   // first one that does not fit go through that second pass. The same pairs and clusters at any
-  // value; 0 always uses the second pass. With edited_threshold > 0 each document's unit set is
-  // kept beside its shingle set and counts against this too.
+  // value; 0 always uses the second pass. Unit sets (edited_threshold > 0) are not kept here: they
+  // are built later, for the few pairs that need them.
   uint64_t first_pass_set_bytes = uint64_t{256} << 20;
   // Documents in memory in the fingerprinting stage: two batches of half this size alternate (one
   // fingerprinted while the next is read).

@@ -61,8 +61,8 @@ class NEARDUP_EXPORT DocumentPass {
     std::string normalized;  // the normalised text of the last Fingerprint (when needed)
     std::vector<uint64_t> units, shingles;
     std::vector<uint32_t> set;  // the narrowed shingle set of the last Sketch(want_set)
-    // The narrowed unit set of the last Sketch(want_set) when the pair rule's `edited` reason
-    // is on (DedupOptions::edited_threshold > 0; else empty).
+    // The narrowed unit set of the last Sketch(want_set, want_units) when the pair rule's
+    // `edited` reason is on (DedupOptions::edited_threshold > 0; else empty).
     std::vector<uint32_t> unit_set;
     bool shingled = false;  // the last Sketch could cut the text into shingles
   };
@@ -76,10 +76,11 @@ class NEARDUP_EXPORT DocumentPass {
   // Step 2, with the LSH stage (uses_lsh()): after an OK Fingerprint of the same text with the
   // same scratch, the text's band keys into keys[0, bands()) and, when `want_set`, its narrowed
   // shingle set into scratch->set (ShingleSimilarity::Narrow; empty when it has no shingles)
-  // and, with `edited` on, its narrowed unit set into scratch->unit_set (from the same cut).
+  // and, with `edited` on and `want_units`, its narrowed unit set into scratch->unit_set (from
+  // the same cut; `neardup dedup` builds unit sets later, only for the pairs that need them).
   // False for a text without shingles: it has no band keys (`keys` is then unspecified).
-  bool Sketch(std::string_view text, Scratch* scratch, std::span<uint32_t> keys,
-              bool want_set) const;
+  bool Sketch(std::string_view text, Scratch* scratch, std::span<uint32_t> keys, bool want_set,
+              bool want_units = true) const;
 
   bool uses_lsh() const;
   int bands() const;  // the LSH stage's bands (0 when it is off)

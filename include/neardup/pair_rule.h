@@ -256,6 +256,14 @@ class NEARDUP_EXPORT PairRule {
   // verification off (jaccard_threshold 0) it is always true.
   bool MayAcceptBySizes(uint64_t size_a, uint64_t size_b) const;
 
+  // A stand-in unit set, for a caller that builds unit sets only for the pairs that need them:
+  // with it as both documents' `units`, a pair is decided `edited` exactly when the rule would
+  // compare their real unit sets (`edited` on, the plain shingle Jaccard at least
+  // edited_min_jaccard, no other reason holds), and every other decision is the one the real
+  // unit sets give, since nothing but that comparison reads them. Dedup judges its candidates
+  // so, then only the pairs decided `edited` again with their real unit sets.
+  static std::span<const uint32_t> DeferredUnits();
+
   // The weight of one shingle (1, or F / df for boilerplate) and of a set.
   double Weight(uint32_t shingle) const;
   double Weight(std::span<const uint32_t> set) const;

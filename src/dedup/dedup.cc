@@ -371,38 +371,22 @@ ShingleFrequencies FrequencySketchFor(uint64_t input_bytes, const DedupOptions& 
 
 namespace {
 
-// A document's verification record: its narrowed shingle set and, with the pair rule's `edited`
-// reason on, its narrowed unit set followed by the shingle set's size, in one run of values
-// wherever verification keeps the sets (stage 1's arenas and first sets, LoadShingles' slots,
-// their spill files).
-void AppendRecord(std::span<const uint32_t> shingles, std::span<const uint32_t> units,
-                  bool with_units, std::vector<uint32_t>* out) {
-  out->insert(out->end(), shingles.begin(), shingles.end());
-  if (!with_units) return;
-  out->insert(out->end(), units.begin(), units.end());
-  out->push_back(static_cast<uint32_t>(shingles.size()));
-}
-
-// The record's shingle and unit sets.
-void SplitRecord(std::span<const uint32_t> record, bool with_units,
-                 std::span<const uint32_t>* shingles, std::span<const uint32_t>* units) {
-  *units = {};
-  if (!with_units || record.empty() || record.back() >= record.size()) {
-    *shingles = with_units ? std::span<const uint32_t>() : record;
-    return;
-  }
-  const size_t count = record.back();
-  *shingles = record.first(count);
-  *units = record.subspan(count, record.size() - 1 - count);
-}
-
 // Sources of a candidate pair (PairRun::source bits).
 constexpr uint8_t kFromLsh = kLshCandidate, kFromSimHash = kSimHashCandidate,
                   kWhitespace = kWhitespaceCandidate;
 
+// Whether the similarity histogram measures a rejected pair: its hash & mask is 0.
+bool SampledPair(uint64_t packed, uint64_t mask) {
+  return (XXH3_64bits(&packed, sizeof(uint64_t)) & mask) == 0;
+}
+
+// A pair that DeferredUnits decided `edited` (similarity_of): judged again with its unit sets.
+constexpr double kEditedDeferred = -3;
+
 // A block of candidate pairs being verified: the pairs (sorted by a), what is decided of each
-// (similarity_of -2: still to judge by the sets), and the exact Jaccard of the rejected pairs the
-// histogram samples (`measured`, -1 = not measured).
+// (similarity_of -2: still to judge by the sets; kEditedDeferred: to judge again with unit sets),
+// and the exact Jaccard of the rejected pairs the histogram samples (`measured`, -1 = not
+// measured).
 struct BlockVerdicts {
   std::span<const uint64_t> pairs;
   std::vector<double>& similarity_of;
@@ -410,9 +394,7 @@ struct BlockVerdicts {
   std::vector<double> measured;
   uint64_t sample_mask = 0;  // a rejected pair is measured when its hash & sample_mask is 0
 
-  bool Sampled(size_t i) const {
-    return (XXH3_64bits(&pairs[i], sizeof(uint64_t)) & sample_mask) == 0;
-  }
+  bool Sampled(size_t i) const { return SampledPair(pairs[i], sample_mask); }
 };
 
 // One thread's buffers for judging a block's pairs in groups of kSize.
@@ -523,13 +505,32 @@ class DedupRun {
   void WhitespaceCandidates();
   // True when the pair's similarity has to be computed from shingles.
   bool NeedsJaccard(uint64_t packed, uint8_t sources) const;
+  // Sets computed in a walk over the inputs (LoadSets), by slot: in memory, or spilled to a
+  // temporary file when spilling.
+  struct LoadedSets {
+    std::vector<std::vector<uint32_t>> sets;  // when not spilling
+    std::optional<SpillFile> file;
+    std::vector<uint64_t> offsets;  // when spilling: set s at values [offsets[s], offsets[s + 1])
+  };
   // Reads the inputs again and keeps the narrowed (32-bit) shingle sets of the documents with
-  // a slot (spilled to a temporary file when spilling).
+  // a slot (slot_) in loaded_shingles_.
   Status LoadShingles();
-  // Shingles of the pending documents, stored by slot. `normalizer` normalises as the shingler.
-  Status FlushShingles(const TextNormalizer& normalizer,
-                       std::vector<std::pair<uint32_t, std::string>>* pending,
-                       std::vector<std::vector<uint32_t>>* computed);
+  // Reads the inputs again, documents [0, end), and keeps in `out` the narrowed shingle sets
+  // (with `units`, the narrowed unit sets) of the `count` documents whose slot_of(document) is
+  // not UINT32_MAX (called in document order; the slots number them in document order).
+  Status LoadSets(uint32_t count, const std::function<uint32_t(uint32_t)>& slot_of, size_t end,
+                  bool units, LoadedSets* out);
+  // The sets of the pending documents, stored by slot. `normalizer` normalises as the shingler.
+  Status FlushSets(const TextNormalizer& normalizer, bool units,
+                   std::vector<std::pair<uint32_t, std::string>>* pending,
+                   std::vector<std::vector<uint32_t>>* computed, LoadedSets* out);
+  // Set `slot` of `sets` (read into the first elements of `buffer` when spilled).
+  Status LoadedSet(const LoadedSets& sets, uint32_t slot, std::vector<uint32_t>* buffer,
+                   std::span<const uint32_t>* set) const;
+  // With `edited` on, the pairs the rule decided `edited` with PairRule::DeferredUnits, judged
+  // again with the unit sets of their documents (built now, in a walk over the inputs, for
+  // these documents only) and recorded as RecordVerdicts records, in pair order.
+  Status JudgeDeferredEdited();
   // Merges the candidates again and verifies them in blocks.
   Status VerifyCandidates();
   // Judges the block's pairs still to judge by their sets (similarity -2) with the pair rule and
@@ -548,13 +549,16 @@ class DedupRun {
   // The weighted size of a document's set, computed once per run (unset without weights).
   std::optional<double> WeightOf(uint32_t document, std::span<const uint32_t> set) const;
   // The block's duplicates into the report (pairs, counts by reason) and every verdict into
-  // the similarity histogram.
+  // the similarity histogram; the pairs decided kEditedDeferred into deferred_edited_.
   void RecordVerdicts(const BlockVerdicts& verdicts);
+  // One verdict, as RecordVerdicts records it (`measured`: the sampled Jaccard of a rejected
+  // pair, -1 = not measured).
+  void RecordVerdict(uint64_t packed, DuplicateReason reason, double similarity, double measured);
   // A document's facts for the pair rule without its set (the hashes decide exact and
   // whitespace-only pairs).
   PairDocument HashFacts(uint32_t document) const;
-  // The verification record (AppendRecord) of `document`: kept from stage 1, or loaded by
-  // LoadShingles (read into the first elements of `buffer` when spilled).
+  // The narrowed shingle set of `document`: kept from stage 1, or loaded by LoadShingles (read
+  // into the first elements of `buffer` when spilled).
   Status SetOf(uint32_t document, std::vector<uint32_t>* buffer,
                std::span<const uint32_t>* set) const;
   // Frees the candidates and shingles, records the verify stage and counts SimHash-only pairs.
@@ -601,9 +605,9 @@ class DedupRun {
   // first_offsets_[d + 1]) of first_sets_ (in memory) or of first_file_ (spilling). Kept while
   // they fit in options_.first_pass_set_bytes (the LSH stage cuts the shingles anyway).
   bool keep_sets_ = false;
-  // The pair rule's `edited` reason is on: each kept set is a record with its unit set
-  // (AppendRecord).
-  bool with_units_ = false;
+  // The pair rule's `edited` reason is on. Unit sets are built only for the pairs that need
+  // them (JudgeDeferredEdited): most candidates are decided by their shingle sets alone.
+  bool edited_ = false;
   // A batch's narrowed sets: each worker chunk appends its documents' sets to an arena of its
   // own; Batch::set_of[i] = (arena, offset, size) of batch document i.
   struct SetRef {
@@ -647,9 +651,8 @@ class DedupRun {
   // Stage 3.
   size_t merge_stage_ = 0;
   uint64_t verified_bytes_ = 0;
-  std::vector<std::vector<uint32_t>> shingles_;  // by slot, when not spilling
-  std::optional<SpillFile> shingle_file_;
-  std::vector<uint64_t> shingle_offsets_;  // by slot, plus the end, when spilling
+  LoadedSets loaded_shingles_;
+  std::vector<uint64_t> deferred_edited_;  // packed pairs decided kEditedDeferred, in order
 };
 
 Status DedupRun::Open(const std::vector<std::string>& inputs) {
@@ -709,7 +712,7 @@ Status DedupRun::ReadAndFingerprint() {
   const auto stage_start = Clock::now();
   keys_ = BandKeyTable(use_lsh_ && !spill_ ? bands_ : 0);
   keep_sets_ = use_lsh_ && verify_ && options_.first_pass_set_bytes > 0;
-  with_units_ = options_.edited_threshold > 0;
+  edited_ = options_.edited_threshold > 0;
   jieba_wanted_ = options_.fingerprint.profile != HashProfile::kYanyiwuSimhash &&
                   options_.fingerprint.features.tokenizer == Tokenizer::kAuto &&
                   options_.fingerprint.features.jieba_dir.empty();
@@ -836,10 +839,10 @@ DedupRun::PassTimes DedupRun::FingerprintBatch(Batch* batch,
           frequencies_ && (batch->first_number + i) % frequencies_->sample_every() == 0;
       batch->has_keys[i] = pass_->Sketch(
           text, &scratch, std::span<uint32_t>(batch->keys.data() + i * bands_, bands_),
-          batch->with_sets || counted);
+          batch->with_sets || counted, /*want_units=*/false);
       if (batch->with_sets) {
         const size_t at = arena.size();
-        AppendRecord(scratch.set, scratch.unit_set, with_units_, &arena);
+        arena.insert(arena.end(), scratch.set.begin(), scratch.set.end());
         batch->set_of[i] = {0, static_cast<uint32_t>(arena.size() - at), at};
         arena_documents.push_back(i);
       }
@@ -1196,19 +1199,27 @@ Status DedupRun::Verify() {
 }
 
 Status DedupRun::LoadShingles() {
+  return LoadSets(
+      needed_, [this](uint32_t document) { return slot_[document]; }, n_, /*units=*/false,
+      &loaded_shingles_);
+}
+
+Status DedupRun::LoadSets(uint32_t count, const std::function<uint32_t(uint32_t)>& slot_of,
+                          size_t end, bool units, LoadedSets* out) {
   if (spill_) {
     auto file = SpillFile::Create(options_.temp_directory);
     if (!file.ok()) return file.status();
-    shingle_file_.emplace(std::move(*file));
-    shingle_offsets_.reserve(uint64_t{needed_} + 1);
+    out->file.emplace(std::move(*file));
+    out->offsets.reserve(uint64_t{count} + 1);
   } else {
-    shingles_.resize(needed_);
+    out->sets.resize(count);
   }
   NEARDUP_RETURN_IF_ERROR(reader_->Rewind());
   auto normalizer = TextNormalizer::Create(pass_->shingler().normalize_options());
   if (!normalizer.ok()) return normalizer.status();
   // Walk the inputs again; the i-th successfully fingerprinted document is documents[i].
   // Documents that failed fingerprinting are recognised by (file, line) and skipped.
+  end = std::min(end, n_);
   size_t next_doc = 0;
   std::vector<std::pair<uint32_t, std::string>> pending;
   std::vector<std::vector<uint32_t>> computed;
@@ -1216,35 +1227,37 @@ Status DedupRun::LoadShingles() {
   for (;;) {
     auto got = reader_->Next(&doc);
     if (!got.ok()) return got.status();
-    if (!*got || next_doc >= n_) break;
+    if (!*got || next_doc >= end) break;
     const DedupDocument& record = report_.documents[next_doc];
     if (doc.file_index != record.file_index || doc.line != record.line) continue;
-    uint32_t s = slot_[next_doc];
+    uint32_t s = slot_of(static_cast<uint32_t>(next_doc));
     ++next_doc;
     if (s == UINT32_MAX) continue;
     verified_bytes_ += doc.text.size();
     pending.emplace_back(s, std::move(doc.text));
     if (pending.size() >= options_.batch_size) {
-      NEARDUP_RETURN_IF_ERROR(FlushShingles(**normalizer, &pending, &computed));
+      NEARDUP_RETURN_IF_ERROR(FlushSets(**normalizer, units, &pending, &computed, out));
     }
-    if (progress_ && next_doc % 1024 == 0) progress_("verify", next_doc, n_, next_doc);
+    if (progress_ && !units && next_doc % 1024 == 0) {
+      progress_("verify", next_doc, n_, next_doc);
+    }
   }
-  NEARDUP_RETURN_IF_ERROR(FlushShingles(**normalizer, &pending, &computed));
+  NEARDUP_RETURN_IF_ERROR(FlushSets(**normalizer, units, &pending, &computed, out));
   std::vector<std::vector<uint32_t>>().swap(computed);
   if (spill_) {
     // Slots are numbered in document order, so the file holds the sets in slot order.
-    shingle_offsets_.push_back(shingle_file_->size() / sizeof(uint32_t));
-    NEARDUP_RETURN_IF_ERROR(shingle_file_->Flush());
-    if (shingle_offsets_.size() != uint64_t{needed_} + 1) {
+    out->offsets.push_back(out->file->size() / sizeof(uint32_t));
+    NEARDUP_RETURN_IF_ERROR(out->file->Flush());
+    if (out->offsets.size() != uint64_t{count} + 1) {
       return Status::Internal("verification: the inputs changed while dedup was running");
     }
   }
   return Status::Ok();
 }
 
-Status DedupRun::FlushShingles(const TextNormalizer& normalizer,
-                               std::vector<std::pair<uint32_t, std::string>>* pending,
-                               std::vector<std::vector<uint32_t>>* computed) {
+Status DedupRun::FlushSets(const TextNormalizer& normalizer, bool units,
+                           std::vector<std::pair<uint32_t, std::string>>* pending,
+                           std::vector<std::vector<uint32_t>>* computed, LoadedSets* out) {
   computed->resize(pending->size());
   ParallelFor(
       pending->size(), threads_,
@@ -1252,32 +1265,31 @@ Status DedupRun::FlushShingles(const TextNormalizer& normalizer,
         // The sets of ShingleSimilarity::ShinglesAndUnits, narrowed, made as stage 1 makes them
         // (shingle_hashes.h): from the hashes in text order, with no 64-bit set sorted.
         std::string normal;
-        std::vector<uint64_t> units, shingles;
-        std::vector<uint32_t> shingle_set, unit_set;
+        std::vector<uint64_t> unit_hashes, shingles;
         for (size_t i = begin; i < end; ++i) {
-          std::vector<uint32_t>& record = (*computed)[i];
-          record.clear();
-          shingle_set.clear();
-          unit_set.clear();
+          std::vector<uint32_t>& set = (*computed)[i];
+          set.clear();
           const std::string& text = (*pending)[i].second;
           if (normalizer.Normalize(text, &normal).ok()) {  // else: no shingles
-            ShingleHashesInOrder(normal, &units, &shingles);
-            NarrowedSet(shingles, with_units_ ? &shingle_set : &record);
-            if (with_units_) NarrowedUnitSet(units, &unit_set);
+            ShingleHashesInOrder(normal, &unit_hashes, &shingles);
+            if (units) {
+              NarrowedUnitSet(unit_hashes, &set);
+            } else {
+              NarrowedSet(shingles, &set);
+            }
           }
-          if (with_units_) AppendRecord(shingle_set, unit_set, true, &record);
         }
       },
       8);
   for (size_t i = 0; i < pending->size(); ++i) {
     std::vector<uint32_t>& set = (*computed)[i];
     if (spill_) {
-      shingle_offsets_.push_back(shingle_file_->size() / sizeof(uint32_t));
-      NEARDUP_RETURN_IF_ERROR(shingle_file_->Append(set.data(), set.size() * sizeof(uint32_t)));
+      out->offsets.push_back(out->file->size() / sizeof(uint32_t));
+      NEARDUP_RETURN_IF_ERROR(out->file->Append(set.data(), set.size() * sizeof(uint32_t)));
       NoteSpill(static_cast<int64_t>(set.size() * sizeof(uint32_t)));
     } else {
       set.shrink_to_fit();
-      shingles_[(*pending)[i].first] = std::move(set);
+      out->sets[(*pending)[i].first] = std::move(set);
     }
   }
   pending->clear();
@@ -1311,7 +1323,8 @@ Status DedupRun::VerifyCandidates() {
     reason_of.push_back(reason);
     return block.size() >= kBlock ? VerifyBlock(&block, &similarity_of, &reason_of) : Status::Ok();
   }));
-  return VerifyBlock(&block, &similarity_of, &reason_of);
+  NEARDUP_RETURN_IF_ERROR(VerifyBlock(&block, &similarity_of, &reason_of));
+  return JudgeDeferredEdited();
 }
 
 PairDocument DedupRun::HashFacts(uint32_t document) const {
@@ -1319,31 +1332,41 @@ PairDocument DedupRun::HashFacts(uint32_t document) const {
   return PairDocument{d.content_hash, d.text_bytes, d.squeezed_hash, {}, std::nullopt};
 }
 
+namespace {
+
+// Values [from, to) of a spill file into the first elements of `buffer`, which only grows (no
+// clearing of what the read overwrites).
+Status ReadSpilledSet(const SpillFile& file, uint64_t from, uint64_t to,
+                      std::vector<uint32_t>* buffer, std::span<const uint32_t>* set) {
+  if (buffer->size() < to - from) buffer->resize(to - from);
+  NEARDUP_RETURN_IF_ERROR(
+      file.ReadAt(from * sizeof(uint32_t), buffer->data(), (to - from) * sizeof(uint32_t)));
+  *set = std::span<const uint32_t>(buffer->data(), to - from);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status DedupRun::SetOf(uint32_t document, std::vector<uint32_t>* buffer,
                        std::span<const uint32_t>* set) const {
-  // A spilled set is read into the first elements of `buffer`, which only grows (no clearing of
-  // what the read overwrites).
-  auto read = [&](const SpillFile& file, uint64_t from, uint64_t to) -> Status {
-    if (buffer->size() < to - from) buffer->resize(to - from);
-    NEARDUP_RETURN_IF_ERROR(
-        file.ReadAt(from * sizeof(uint32_t), buffer->data(), (to - from) * sizeof(uint32_t)));
-    *set = std::span<const uint32_t>(buffer->data(), to - from);
-    return Status::Ok();
-  };
   if (document < first_pass_documents_) {
     const uint64_t from = first_offsets_[document], to = first_offsets_[document + 1];
     if (!spill_) {
       *set = std::span<const uint32_t>(first_sets_.data() + from, to - from);
       return Status::Ok();
     }
-    return read(*first_file_, from, to);
+    return ReadSpilledSet(*first_file_, from, to, buffer, set);
   }
+  return LoadedSet(loaded_shingles_, slot_[document], buffer, set);
+}
+
+Status DedupRun::LoadedSet(const LoadedSets& sets, uint32_t slot, std::vector<uint32_t>* buffer,
+                           std::span<const uint32_t>* set) const {
   if (!spill_) {
-    *set = shingles_[slot_[document]];
+    *set = sets.sets[slot];
     return Status::Ok();
   }
-  const uint32_t s = slot_[document];
-  return read(*shingle_file_, shingle_offsets_[s], shingle_offsets_[s + 1]);
+  return ReadSpilledSet(*sets.file, sets.offsets[slot], sets.offsets[slot + 1], buffer, set);
 }
 
 Status DedupRun::VerifyBlock(std::vector<uint64_t>* block, std::vector<double>* similarity_of,
@@ -1397,6 +1420,10 @@ Status DedupRun::JudgeRange(size_t begin, size_t end, BlockVerdicts* verdicts) c
     for (size_t j = 0; j < group.judged.size(); ++j) {
       const size_t i = group.judged[j];
       const PairDecision& decision = group.decisions[j];
+      if (edited_ && decision.reason == DuplicateReason::kEdited) {
+        verdicts->similarity_of[i] = kEditedDeferred;
+        continue;
+      }
       verdicts->similarity_of[i] = decision.similarity;
       verdicts->reason_of[i] = decision.reason;
       if (verify_ && decision.reason == DuplicateReason::kNone && verdicts->Sampled(i)) {
@@ -1414,7 +1441,7 @@ Status DedupRun::GatherGroup(size_t first, size_t last, PairGroup* group,
   group->judged.clear();
   Status read_error;
   size_t used_a = 0, used_b = 0;  // buffers taken in this group
-  std::span<const uint32_t> set_a, units_a;
+  std::span<const uint32_t> set_a;
   uint32_t loaded_a = UINT32_MAX;
   std::optional<double> weight_a;
   for (size_t i = first; i < last; ++i) {
@@ -1423,25 +1450,24 @@ Status DedupRun::GatherGroup(size_t first, size_t last, PairGroup* group,
     const uint32_t b = static_cast<uint32_t>(verdicts->pairs[i]);
     Status status;
     if (a != loaded_a) {  // pairs come sorted by a: one read per document a
-      std::span<const uint32_t> record_a;
-      status = SetOf(a, &group->buffers_a[used_a++], &record_a);
-      SplitRecord(record_a, with_units_, &set_a, &units_a);
+      status = SetOf(a, &group->buffers_a[used_a++], &set_a);
       loaded_a = a;
       weight_a.reset();  // looked up when a pair of a passes the floor
     }
-    std::span<const uint32_t> record_b, set_b, units_b;
-    if (status.ok()) status = SetOf(b, &group->buffers_b[used_b++], &record_b);
+    std::span<const uint32_t> set_b;
+    if (status.ok()) status = SetOf(b, &group->buffers_b[used_b++], &set_b);
     if (!status.ok()) {
       read_error = status;
       loaded_a = UINT32_MAX;
       continue;
     }
-    SplitRecord(record_b, with_units_, &set_b, &units_b);
     PairDocument doc_a = HashFacts(a), doc_b = HashFacts(b);
     doc_a.shingles = set_a;
     doc_b.shingles = set_b;
-    doc_a.units = units_a;
-    doc_b.units = units_b;
+    if (edited_) {  // the real unit sets only for the pairs decided `edited` (JudgeDeferredEdited)
+      doc_a.units = PairRule::DeferredUnits();
+      doc_b.units = PairRule::DeferredUnits();
+    }
     if (!rule_->PassesPlainFloor(doc_a, doc_b)) {  // settled without a weight
       verdicts->similarity_of[i] = 0;
       verdicts->reason_of[i] = DuplicateReason::kNone;
@@ -1469,41 +1495,119 @@ std::optional<double> DedupRun::WeightOf(uint32_t document, std::span<const uint
 }
 
 void DedupRun::RecordVerdicts(const BlockVerdicts& verdicts) {
-  SimilarityHistogram& histogram = report_.similarity_histogram;
-  auto bin = [](double similarity) {
-    return std::clamp(static_cast<int>(similarity * SimilarityHistogram::kBins + 1e-9), 0,
-                      SimilarityHistogram::kBins - 1);
-  };
   for (size_t i = 0; i < verdicts.pairs.size(); ++i) {
-    const DuplicateReason reason = verdicts.reason_of[i];
-    const double similarity = verdicts.similarity_of[i];
-    if (reason == DuplicateReason::kNone) {
-      if (verify_) {
-        ++histogram.rejected_pairs;
-        if (verdicts.measured[i] >= 0) {
-          ++histogram.rejected_measured;
-          ++histogram.rejected[bin(verdicts.measured[i])];
-        }
-      }
+    if (verdicts.similarity_of[i] == kEditedDeferred) {
+      deferred_edited_.push_back(verdicts.pairs[i]);
       continue;
     }
-    if (verify_ && similarity >= 0) ++histogram.accepted[bin(similarity)];
-    const uint32_t a = static_cast<uint32_t>(verdicts.pairs[i] >> 32);
-    const uint32_t b = static_cast<uint32_t>(verdicts.pairs[i]);
-    ++report_.pairs_by_reason[DuplicateReasonName(reason)];
-    report_.pairs.push_back(
-        {a, b, HammingDistance(report_.documents[a].fingerprint, report_.documents[b].fingerprint),
-         similarity >= 0 ? std::optional<double>(similarity) : std::nullopt, reason});
+    RecordVerdict(verdicts.pairs[i], verdicts.reason_of[i], verdicts.similarity_of[i],
+                  verify_ ? verdicts.measured[i] : -1);
   }
 }
 
+void DedupRun::RecordVerdict(uint64_t packed, DuplicateReason reason, double similarity,
+                             double measured) {
+  SimilarityHistogram& histogram = report_.similarity_histogram;
+  auto bin = [](double value) {
+    return std::clamp(static_cast<int>(value * SimilarityHistogram::kBins + 1e-9), 0,
+                      SimilarityHistogram::kBins - 1);
+  };
+  if (reason == DuplicateReason::kNone) {
+    if (verify_) {
+      ++histogram.rejected_pairs;
+      if (measured >= 0) {
+        ++histogram.rejected_measured;
+        ++histogram.rejected[bin(measured)];
+      }
+    }
+    return;
+  }
+  if (verify_ && similarity >= 0) ++histogram.accepted[bin(similarity)];
+  const uint32_t a = static_cast<uint32_t>(packed >> 32);
+  const uint32_t b = static_cast<uint32_t>(packed);
+  ++report_.pairs_by_reason[DuplicateReasonName(reason)];
+  report_.pairs.push_back(
+      {a, b, HammingDistance(report_.documents[a].fingerprint, report_.documents[b].fingerprint),
+       similarity >= 0 ? std::optional<double>(similarity) : std::nullopt, reason});
+}
+
+Status DedupRun::JudgeDeferredEdited() {
+  if (deferred_edited_.empty()) return Status::Ok();
+  // Their documents, ascending: unit set s is documents[s]'s.
+  std::vector<uint32_t> documents;
+  documents.reserve(2 * deferred_edited_.size());
+  for (uint64_t packed : deferred_edited_) {
+    documents.push_back(static_cast<uint32_t>(packed >> 32));
+    documents.push_back(static_cast<uint32_t>(packed));
+  }
+  std::sort(documents.begin(), documents.end());
+  documents.erase(std::unique(documents.begin(), documents.end()), documents.end());
+  size_t cursor = 0;  // LoadSets asks in document order
+  LoadedSets units;
+  NEARDUP_RETURN_IF_ERROR(LoadSets(
+      static_cast<uint32_t>(documents.size()),
+      [&](uint32_t document) {
+        while (cursor < documents.size() && documents[cursor] < document) ++cursor;
+        return cursor < documents.size() && documents[cursor] == document
+                   ? static_cast<uint32_t>(cursor)
+                   : UINT32_MAX;
+      },
+      size_t{documents.back()} + 1, /*units=*/true, &units));
+  auto slot_of = [&](uint32_t document) {
+    return static_cast<uint32_t>(std::lower_bound(documents.begin(), documents.end(), document) -
+                                 documents.begin());
+  };
+  // In groups, each pair's four sets in buffers of its own; the accepted pairs are appended to
+  // report_.pairs and merged into their place (the blocks recorded them in pair order).
+  const size_t recorded = report_.pairs.size();
+  const uint64_t sample_mask = report_.similarity_histogram.rejected_sample_every - 1;
+  constexpr size_t kGroup = 1024;
+  std::vector<std::vector<uint32_t>> buffers(4 * kGroup);
+  std::vector<PairDocument> left, right;
+  std::vector<PairDecision> decisions;
+  for (size_t first = 0; first < deferred_edited_.size(); first += kGroup) {
+    const size_t last = std::min(deferred_edited_.size(), first + kGroup);
+    left.clear();
+    right.clear();
+    for (size_t i = first; i < last; ++i) {
+      const uint32_t a = static_cast<uint32_t>(deferred_edited_[i] >> 32);
+      const uint32_t b = static_cast<uint32_t>(deferred_edited_[i]);
+      std::vector<uint32_t>* buffer = &buffers[4 * (i - first)];
+      PairDocument doc_a = HashFacts(a), doc_b = HashFacts(b);
+      NEARDUP_RETURN_IF_ERROR(SetOf(a, &buffer[0], &doc_a.shingles));
+      NEARDUP_RETURN_IF_ERROR(SetOf(b, &buffer[1], &doc_b.shingles));
+      NEARDUP_RETURN_IF_ERROR(LoadedSet(units, slot_of(a), &buffer[2], &doc_a.units));
+      NEARDUP_RETURN_IF_ERROR(LoadedSet(units, slot_of(b), &buffer[3], &doc_b.units));
+      doc_a.weight = WeightOf(a, doc_a.shingles);
+      doc_b.weight = WeightOf(b, doc_b.shingles);
+      left.push_back(doc_a);
+      right.push_back(doc_b);
+    }
+    DecidePairs(*rule_, left, right, threads_, &decisions, PairMeasure::kFast);
+    for (size_t j = 0; j < decisions.size(); ++j) {
+      const PairDecision& decision = decisions[j];
+      const uint64_t packed = deferred_edited_[first + j];
+      const double measured =
+          decision.reason == DuplicateReason::kNone && SampledPair(packed, sample_mask)
+              ? Jaccard32(left[j].shingles, right[j].shingles)
+              : -1;
+      RecordVerdict(packed, decision.reason, decision.similarity, measured);
+    }
+  }
+  std::vector<uint64_t>().swap(deferred_edited_);
+  auto by_pair = [](const DuplicatePair& x, const DuplicatePair& y) {
+    return x.a != y.a ? x.a < y.a : x.b < y.b;
+  };
+  std::inplace_merge(report_.pairs.begin(), report_.pairs.begin() + recorded, report_.pairs.end(),
+                     by_pair);
+  return Status::Ok();
+}
+
 void DedupRun::FinishVerify(Clock::time_point stage_start) {
-  shingle_file_.reset();
+  loaded_shingles_ = LoadedSets();
   first_file_.reset();
   std::vector<uint32_t>().swap(first_sets_);
   std::vector<uint64_t>().swap(first_offsets_);
-  std::vector<std::vector<uint32_t>>().swap(shingles_);
-  std::vector<uint64_t>().swap(shingle_offsets_);
   std::vector<uint32_t>().swap(slot_);
   weight_of_.reset();
   runs_.clear();

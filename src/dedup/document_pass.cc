@@ -71,11 +71,11 @@ Status DocumentPass::Fingerprint(std::string_view text, Scratch* scratch,
 }
 
 bool DocumentPass::Sketch(std::string_view text, Scratch* scratch, std::span<uint32_t> keys,
-                          bool want_set) const {
+                          bool want_set, bool want_units) const {
   scratch->set.clear();
   scratch->unit_set.clear();
   scratch->shingled = false;
-  const bool with_units = want_set && impl_->with_units;
+  const bool with_units = want_set && want_units && impl_->with_units;
   if (impl_->share_normalization) {
     // The shingle hashes in text order: the signature and the narrowed set ignore order and
     // repeats, so the 64-bit set is never sorted.

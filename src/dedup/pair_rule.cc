@@ -332,6 +332,12 @@ bool PairRule::EditedApplies(const PairDocument& a, const PairDocument& b) const
          !a.shingles.empty() && !b.shingles.empty();
 }
 
+std::span<const uint32_t> PairRule::DeferredUnits() {
+  // One value shared by both documents: a unit Jaccard of 1, which reaches any edited_threshold.
+  static constexpr uint32_t kStandIn[1] = {0};
+  return kStandIn;
+}
+
 bool PairRule::PassesPlainFloor(const PairDocument& a, const PairDocument& b) const {
   if (frequencies_ == nullptr || a.shingles.empty() || b.shingles.empty()) return true;
   const size_t na = a.shingles.size(), nb = b.shingles.size();
