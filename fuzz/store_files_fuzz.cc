@@ -31,9 +31,11 @@ struct Template {
   std::vector<std::string> files;  // names of the store's files (not LOCK)
 };
 
-// A made-up sketch from a seed: hashes, 30 band keys from a small alphabet (so buckets are
-// shared) and a sorted set, tagged with the default LSH parameters.
-neardup::DocumentSketch MadeUpSketch(uint64_t seed) {
+// A made-up sketch from a seed for a store whose sketches take `lsh`'s bands and rows and, when
+// unit_bits > 0, unit sets of that width: hashes, band keys from a small alphabet (so buckets are
+// shared), a sorted set and a sorted unit set, tagged with the store's LSH parameters.
+neardup::DocumentSketch MadeUpSketch(uint64_t seed, const neardup::LshParameters& lsh,
+                                     uint64_t lsh_seed, int unit_bits) {
   neardup::DocumentSketch sketch;
   uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
   auto next = [&] {
@@ -45,12 +47,28 @@ neardup::DocumentSketch MadeUpSketch(uint64_t seed) {
   sketch.content_hash = next();
   sketch.text_bytes = next() % 5000;
   sketch.squeezed_hash = seed % 7 == 0 ? 42 : next();  // some share one
-  for (int b = 0; b < 30; ++b) sketch.band_keys.push_back(static_cast<uint32_t>(next() % 16));
+  for (int b = 0; b < lsh.bands; ++b) {
+    sketch.band_keys.push_back(static_cast<uint32_t>(next() % 16));
+  }
   uint32_t value = 0;
   for (int i = 0; i < 40; ++i) sketch.shingles.push_back(value += 1 + next() % 1000);
-  sketch.lsh_tag =
-      neardup::LshTag(neardup::LshParameters{30, 3}, neardup::MinHashLshOptions{}.seed);
+  if (unit_bits > 0) {  // values below 2^unit_bits (at most 30 * 1000)
+    sketch.has_units = true;
+    sketch.unit_bits = unit_bits;
+    uint32_t unit = 0;
+    for (int i = 0; i < 30; ++i) sketch.units.push_back(unit += 1 + next() % 1000);
+  }
+  sketch.lsh_tag = neardup::LshTag(lsh, lsh_seed);
   return sketch;
+}
+
+// A made-up sketch that `store` takes: its own bands and rows and unit width (with the defaults'
+// edited reason, 41 x 3 and 20-bit units).
+neardup::DocumentSketch MadeUpSketchFor(neardup::DocumentStore& store, uint64_t seed) {
+  const neardup::StoreStats stats = store.Stats();
+  const auto lsh = neardup::ResolveLshParameters(stats.lsh);
+  return MadeUpSketch(seed, lsh.ok() ? *lsh : neardup::LshParameters{30, 3}, stats.lsh.seed,
+                      store.SketchUnitBits());
 }
 
 Template* Build(neardup::StoreRule rule) {
@@ -82,7 +100,7 @@ Template* Build(neardup::StoreRule rule) {
     x ^= x >> 7;
     x ^= x << 17;
     const std::string id = "doc-" + std::to_string(i);
-    const neardup::DocumentSketch sketch = MadeUpSketch(static_cast<uint64_t>(i));
+    const neardup::DocumentSketch sketch = MadeUpSketchFor(**store, static_cast<uint64_t>(i));
     neardup::DocumentInput doc{id, neardup::Fingerprint::From64(x), R"({"i":1})"};
     if (rule == neardup::StoreRule::kDedup) doc.sketch = &sketch;
     if (!(*store)->Add(doc).ok()) std::abort();
@@ -153,7 +171,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (int k : {0, 3, 5, 64}) (void)(*store)->Search(neardup::Fingerprint::From64(q), k, 50);
       if (rule_check) {
         // Rule checks: a stored document's sketch (its buckets, its hash) and one from the input.
-        std::vector<neardup::DocumentSketch> sketches = {MadeUpSketch(q % 340), MadeUpSketch(q)};
+        std::vector<neardup::DocumentSketch> sketches = {MadeUpSketchFor(**store, q % 340),
+                                                         MadeUpSketchFor(**store, q)};
         std::vector<neardup::DocumentInput> docs;
         for (const auto& sketch : sketches) {
           docs.push_back({"", neardup::Fingerprint::From64(q), ""});
