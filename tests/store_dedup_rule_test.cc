@@ -1176,6 +1176,122 @@ TEST_F(StoreDedupRuleTest, RecoverWithoutTheManifestOfMixedSetsTurnsTheEditedRea
   EXPECT_TRUE(Check(*store, "copy", copy, AddMode::kNever).duplicates.empty());
 }
 
+// Unit sets of both widths in one directory (never written by one store: here a segment of a store
+// of 32-bit unit sets, verification form 2, put beside a default store's own, of 20-bit ones):
+// recovery without the MANIFEST records the reason off and drops the unit sets, counting each
+// width, so the recorded rule matches every set; every document is kept with its shingle set and
+// found by its text, a near copy at the verified Jaccard.
+TEST_F(StoreDedupRuleTest, RecoverWithoutTheManifestOfBothUnitWidthsTurnsTheEditedReasonOff) {
+  const std::string original = DistinctWords(300, 0), foreign = DistinctWords(200, 0, "foreign");
+  // The edited reason at its default, 0.8; near duplicates at 0.8 (as in the tests above, so that
+  // a lightly edited copy is a duplicate only by `edited`), one plan for both stores.
+  StoreOptions create;
+  create.lsh = MinHashLshOptions{};
+  create.lsh->threshold = 0.8;
+  create.lsh->parameters = LshParameters{41, 3};
+  const std::string other_dir = dir_ + "_other";
+  fs::remove_all(other_dir);
+  {
+    auto store = DocumentStore::Open(other_dir, create);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE((*store)->Close().ok());
+  }
+  // Made form 2, as the release before 20-bit unit sets wrote it (nothing stored yet).
+  auto other_manifest = store::ReadManifest(other_dir);
+  ASSERT_TRUE(other_manifest.ok() && other_manifest->rule);
+  other_manifest->rule->verification_form = store::kShingleAndUnitSetForm;
+  {
+    std::ofstream out(store::JoinPath(other_dir, store::kManifestName),
+                      std::ios::binary | std::ios::trunc);
+    out << store::EncodeManifest(*other_manifest);
+  }
+  for (const bool own : {false, true}) {
+    auto store = DocumentStore::Open(own ? dir_ : other_dir, create);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_EQ((*store)->SketchUnitBits(), own ? ShingleSimilarity::kUnitBits : 32);
+    SketchFor(**store);
+    EXPECT_TRUE(
+        Check(**store, own ? "original" : "foreign", own ? original : foreign, AddMode::kIfNew)
+            .added);
+    ASSERT_TRUE((*store)->Flush().ok());
+    // Before: a lightly edited copy (every 12th word replaced) is a duplicate by `edited` alone.
+    CheckResult edited =
+        Check(**store, "edited", own ? DistinctWords(300, 12) : DistinctWords(200, 12, "foreign"),
+              AddMode::kNever);
+    ASSERT_EQ(edited.duplicates.size(), 1u);
+    EXPECT_EQ(edited.duplicates[0].reason, DuplicateReason::kEdited);
+    ASSERT_TRUE((*store)->Close().ok());
+  }
+  // The other store's segment, under a number after the store's own files.
+  auto files = store::ListDataFiles(other_dir);
+  ASSERT_TRUE(files.ok()) << files.status().ToString();
+  int copied = 0;
+  for (const std::string& name : *files) {
+    bool is_segment = false;
+    uint64_t number = 0;
+    if (!store::ParseFileName(name, &is_segment, &number) || !is_segment) continue;
+    fs::copy_file(store::JoinPath(other_dir, name),
+                  store::JoinPath(dir_, store::SegmentFileName(1000 + number)));
+    ++copied;
+  }
+  fs::remove_all(other_dir);
+  ASSERT_EQ(copied, 1);
+  ASSERT_TRUE(fs::remove(store::JoinPath(dir_, store::kManifestName)));
+  auto report = RecoverStore(dir_);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->documents, 2u);
+  EXPECT_EQ(report->segments_kept, 2u);
+  EXPECT_EQ(report->entries_lost, 0u);
+  EXPECT_EQ(report->sketches_lost, 0u);
+  std::string messages;
+  for (const std::string& m : report->messages) messages += m + "\n";
+  EXPECT_NE(messages.find("the sets of 1 documents hold 20-bit unit sets and those of 1 32-bit "
+                          "ones: the edited reason off, the unit sets dropped"),
+            std::string::npos)
+      << messages;
+  auto manifest = store::ReadManifest(dir_);
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  ASSERT_TRUE(manifest->rule);
+  EXPECT_EQ(manifest->version, 4);
+  EXPECT_EQ(manifest->rule->verification_form, store::kShingleSetForm);
+  auto store = Open();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->Stats().documents, 2u);
+  EXPECT_EQ(store->Stats().pair_rule.edited_threshold, 0);
+  EXPECT_EQ(store->Stats().verification_form, "narrowed32-elias-fano");
+  EXPECT_FALSE(store->SketchesNeedUnits());
+  auto shingler =
+      ShingleSimilarity::Create(FingerprintOptions{}.normalize.traditional_to_simplified);
+  ASSERT_TRUE(shingler.ok());
+  // Each document, from either width's segment: found by its own text, a near copy (every 50th
+  // word replaced: shingle Jaccard ~0.89) at the Jaccard of the texts' shingle sets, and a lightly
+  // edited copy (every 12th: ~0.6, which only `edited` would accept) not at all.
+  struct Stored {
+    std::string id, word;
+    int n;
+  };
+  for (const auto& [id, word, n] :
+       {Stored{"original", "token", 300}, {"foreign", "foreign", 200}}) {
+    SCOPED_TRACE(id);
+    const std::string text = DistinctWords(n, 0, word), near = DistinctWords(n, 50, word);
+    CheckResult exact = Check(*store, "probe", text, AddMode::kNever);
+    ASSERT_EQ(exact.duplicates.size(), 1u);
+    EXPECT_EQ(exact.duplicates[0].id, id);
+    EXPECT_EQ(exact.duplicates[0].reason, DuplicateReason::kExact);
+    auto jaccard = (*shingler)->VerifiedJaccard(text, near);
+    ASSERT_TRUE(jaccard.ok());
+    EXPECT_GT(*jaccard, 0.8);
+    EXPECT_LT(*jaccard, 1);
+    CheckResult found = Check(*store, "near", near, AddMode::kNever);
+    ASSERT_EQ(found.duplicates.size(), 1u);
+    EXPECT_EQ(found.duplicates[0].id, id);
+    EXPECT_EQ(found.duplicates[0].reason, DuplicateReason::kNearDuplicate);
+    EXPECT_EQ(found.duplicates[0].similarity.value_or(-1), *jaccard);
+    EXPECT_TRUE(
+        Check(*store, "edited", DistinctWords(n, 12, word), AddMode::kNever).duplicates.empty());
+  }
+}
+
 // A version-5 MANIFEST whose edited options are out of range, or whose verification form does not
 // match them, is Corruption at open, naming what is wrong.
 // A store created with 32-bit unit sets (verification form 2, before they were 20 bits wide)
