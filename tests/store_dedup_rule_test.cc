@@ -1292,8 +1292,6 @@ TEST_F(StoreDedupRuleTest, RecoverWithoutTheManifestOfBothUnitWidthsTurnsTheEdit
   }
 }
 
-// A version-5 MANIFEST whose edited options are out of range, or whose verification form does not
-// match them, is Corruption at open, naming what is wrong.
 // A store created with 32-bit unit sets (verification form 2, before they were 20 bits wide)
 // keeps answering with them: it says so (SketchUnitBits 32, stats "+units"), refuses sketches of
 // 20-bit unit sets, naming itself, and its edited similarity is the 32-bit unit Jaccard, in the
@@ -1403,6 +1401,8 @@ TEST_F(StoreDedupRuleTest, AStoreOfThirtyTwoBitUnitSetsKeepsAnsweringWithThem) {
   }
 }
 
+// A version-5 MANIFEST whose edited options are out of range, or whose verification form does not
+// match them, is Corruption at open, naming what is wrong.
 TEST_F(StoreDedupRuleTest, ARecordedEditedRuleOutOfRangeIsAnOpenError) {
   StoreOptions create;
   create.edited_threshold = 0.7;
