@@ -42,6 +42,24 @@ std::string TempDir(const std::string& name) {
   return dir.string();
 }
 
+// Copies the segments of the store in `from` into `to`, numbered after `to`'s own files (1000 +
+// their number), removes `from`, and returns how many were copied (-1 when `from` is unreadable).
+int MoveSegmentsBeside(const std::string& from, const std::string& to) {
+  auto files = store::ListDataFiles(from);
+  if (!files.ok()) return -1;
+  int copied = 0;
+  for (const std::string& name : *files) {
+    bool is_segment = false;
+    uint64_t number = 0;
+    if (!store::ParseFileName(name, &is_segment, &number) || !is_segment) continue;
+    fs::copy_file(store::JoinPath(from, name),
+                  store::JoinPath(to, store::SegmentFileName(1000 + number)));
+    ++copied;
+  }
+  fs::remove_all(from);
+  return copied;
+}
+
 class StoreDedupRuleTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -1135,20 +1153,8 @@ TEST_F(StoreDedupRuleTest, RecoverWithoutTheManifestOfMixedSetsTurnsTheEditedRea
     ASSERT_TRUE((*store)->Flush().ok());
     ASSERT_TRUE((*store)->Close().ok());
   }
-  // The other store's segment, under a number after the store's own files.
-  auto files = store::ListDataFiles(other_dir);
-  ASSERT_TRUE(files.ok()) << files.status().ToString();
-  int copied = 0;
-  for (const std::string& name : *files) {
-    bool is_segment = false;
-    uint64_t number = 0;
-    if (!store::ParseFileName(name, &is_segment, &number) || !is_segment) continue;
-    fs::copy_file(store::JoinPath(other_dir, name),
-                  store::JoinPath(dir_, store::SegmentFileName(1000 + number)));
-    ++copied;
-  }
-  fs::remove_all(other_dir);
-  ASSERT_EQ(copied, 1);
+  // The other store's segment, under a number after the store's own files, and no MANIFEST.
+  ASSERT_EQ(MoveSegmentsBeside(other_dir, dir_), 1);
   ASSERT_TRUE(fs::remove(store::JoinPath(dir_, store::kManifestName)));
   auto report = RecoverStore(dir_);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
@@ -1222,20 +1228,8 @@ TEST_F(StoreDedupRuleTest, RecoverWithoutTheManifestOfBothUnitWidthsTurnsTheEdit
     EXPECT_EQ(edited.duplicates[0].reason, DuplicateReason::kEdited);
     ASSERT_TRUE((*store)->Close().ok());
   }
-  // The other store's segment, under a number after the store's own files.
-  auto files = store::ListDataFiles(other_dir);
-  ASSERT_TRUE(files.ok()) << files.status().ToString();
-  int copied = 0;
-  for (const std::string& name : *files) {
-    bool is_segment = false;
-    uint64_t number = 0;
-    if (!store::ParseFileName(name, &is_segment, &number) || !is_segment) continue;
-    fs::copy_file(store::JoinPath(other_dir, name),
-                  store::JoinPath(dir_, store::SegmentFileName(1000 + number)));
-    ++copied;
-  }
-  fs::remove_all(other_dir);
-  ASSERT_EQ(copied, 1);
+  // The other store's segment, under a number after the store's own files, and no MANIFEST.
+  ASSERT_EQ(MoveSegmentsBeside(other_dir, dir_), 1);
   ASSERT_TRUE(fs::remove(store::JoinPath(dir_, store::kManifestName)));
   auto report = RecoverStore(dir_);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
