@@ -266,6 +266,15 @@ TEST_F(DedupCommandTest, SummaryRecordsTheRuleUsed) {
   summary = ReadFile(out / "summary.json");
   EXPECT_NE(summary.find("\"boilerplate\":true"), std::string::npos) << summary;
   EXPECT_NE(summary.find("\"boilerplate_min_documents\""), std::string::npos) << summary;
+  // A small input: every document counted, whatever the sketch's cap (FrequencySketchFor).
+  EXPECT_NE(summary.find("\"frequency_counted_every\":1"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"boilerplate_sketch_mb\":512"), std::string::npos) << summary;
+  ASSERT_EQ(Run("dedup " + Inputs() + " -o " + out.string() +
+                " -q --force --boilerplate --boilerplate-sketch-mb 1"),
+            0);
+  summary = ReadFile(out / "summary.json");
+  EXPECT_NE(summary.find("\"boilerplate_sketch_mb\":1"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"frequency_counted_every\":1"), std::string::npos) << summary;
   ASSERT_EQ(Run("dedup " + Inputs() + " -o " + out.string() + " -q --force --edited 0"), 0);
   summary = ReadFile(out / "summary.json");
   EXPECT_NE(summary.find("\"bands\":30"), std::string::npos) << summary;
@@ -282,6 +291,9 @@ TEST_F(DedupCommandTest, SummaryRecordsTheRuleUsed) {
   EXPECT_EQ(Run("dedup " + Inputs() + " --threshold 1.5", nullptr, &err), 2);
   EXPECT_NE(err.find("--threshold"), std::string::npos) << err;
   EXPECT_EQ(Run("dedup " + Inputs() + " --bands 4", nullptr, &err), 2);
+  EXPECT_EQ(Run("dedup " + Inputs() + " --boilerplate --boilerplate-sketch-mb 0", nullptr, &err),
+            2);
+  EXPECT_NE(err.find("--boilerplate-sketch-mb"), std::string::npos) << err;
 }
 
 // The pair rule's `edited` reason end to end: a 300-word text with one word in eight replaced

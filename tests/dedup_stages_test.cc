@@ -284,8 +284,9 @@ TEST(DocumentColumnsTest, SameFactsAsRunDedupFromOneNormalisation) {
 }
 
 // The boilerplate weights' sketch of a run, from the input's size (dedup and neardup.dask alike):
-// a quarter of the input rounded up to a power of two, at most boilerplate_sketch_bytes; above
-// 64 MB of input one document in s (a power of two, at most 64) is counted.
+// a quarter of the input rounded up to a power of two, at most boilerplate_sketch_bytes (512 MiB);
+// only above four times that much input is one document in s (a power of two, at most 64)
+// counted.
 TEST(FrequencySketchForTest, SizeAndSamplingFollowTheInputSize) {
   DedupOptions options;
   options.boilerplate = true;
@@ -293,13 +294,17 @@ TEST(FrequencySketchForTest, SizeAndSamplingFollowTheInputSize) {
     uint64_t input_bytes;
     size_t bytes;
     uint32_t sample_every;
-  } cases[] = {{0, size_t{64} << 20, 1},
+  } cases[] = {{0, size_t{512} << 20, 1},
                {1000, 64 << 10, 1},
                {1 << 20, 256 << 10, 1},
                {uint64_t{64} << 20, 16 << 20, 1},
-               {(uint64_t{64} << 20) + 1, 16 << 20, 2},
-               {uint64_t{200} << 20, 64 << 20, 4},
-               {uint64_t{10} << 30, 64 << 20, 64}};
+               {(uint64_t{64} << 20) + 1, 32 << 20, 1},
+               {uint64_t{200} << 20, 64 << 20, 1},
+               {uint64_t{1400} << 20, size_t{512} << 20, 1},  // 1M documents of 1.4 KB
+               {uint64_t{2} << 30, size_t{512} << 20, 1},
+               {(uint64_t{2} << 30) + 1, size_t{512} << 20, 2},
+               {uint64_t{14} << 30, size_t{512} << 20, 8},  // 10M documents
+               {uint64_t{1} << 40, size_t{512} << 20, 64}};
   for (const Case& c : cases) {
     const ShingleFrequencies sketch = FrequencySketchFor(c.input_bytes, options);
     EXPECT_EQ(sketch.memory_bytes(), c.bytes) << c.input_bytes;
@@ -309,6 +314,9 @@ TEST(FrequencySketchForTest, SizeAndSamplingFollowTheInputSize) {
   }
   options.boilerplate_sketch_bytes = 1 << 20;  // the cap
   EXPECT_EQ(FrequencySketchFor(uint64_t{200} << 20, options).memory_bytes(), size_t{1} << 20);
+  EXPECT_EQ(FrequencySketchFor(uint64_t{200} << 20, options).sample_every(), 64u);
+  EXPECT_EQ(FrequencySketchFor(uint64_t{4} << 20, options).sample_every(), 1u);
+  EXPECT_EQ(FrequencySketchFor((uint64_t{4} << 20) + 1, options).sample_every(), 2u);
 }
 
 }  // namespace

@@ -109,7 +109,9 @@ struct DedupOptions {
   // (docs/quality.md, "Defaults and why").
   bool boilerplate = false;
   BoilerplateOptions boilerplate_options;
-  size_t boilerplate_sketch_bytes = size_t{64} << 20;
+  // The sketch's largest size (option boilerplate_sketch_mb; FrequencySketchFor in
+  // neardup/dedup_stages.h): 512 MiB keeps F at min_documents up to about 3 GB of input.
+  size_t boilerplate_sketch_bytes = size_t{512} << 20;
   // Threads for fingerprinting, joining and verifying; <= 0 means DefaultThreadCount(). With more
   // than one, the calling thread reads the next batch of documents while that many fingerprint
   // the current one.
@@ -254,10 +256,11 @@ struct NEARDUP_EXPORT DedupReport {
   // Accepted pairs by the pair rule's reason (DuplicateReasonName), for every reason.
   std::map<std::string, uint64_t> pairs_by_reason;
   // Boilerplate weights: whether they were on, F (the document count from which a shingle is
-  // boilerplate; 0 when off) and the frequency sketch's size.
+  // boilerplate; 0 when off), the frequency sketch's size and the one document in s it counted.
   bool boilerplate = false;
   uint32_t boilerplate_documents = 0;
   uint64_t boilerplate_sketch_bytes = 0;
+  uint32_t boilerplate_counted_every = 0;   // the sketch counted one document in this many
   std::vector<DedupCluster> clusters;       // clusters of 2+ documents, by cluster_id
   std::vector<bool> removed;                // per document
   std::map<std::string, uint64_t> skipped;  // reader skip counts by reason

@@ -122,11 +122,13 @@ NEARDUP_EXPORT void ComputeDocumentColumns(const DocumentPass& pass,
 // The boilerplate weights' frequency sketch of a run (DedupOptions::boilerplate, with the LSH
 // stage and verification on) over `input_bytes` of input (DocumentReader::total_input_bytes():
 // the on-disk sizes of the input files, or the bytes of in-memory inputs; 0: unknown): its size
-// (at most boilerplate_sketch_bytes) and sample_every() s, empty. The run counts (AddDocument,
-// the narrowed shingle set of the facts above) document number i (reading order, numbering every
-// document the reader gives, those that cannot be fingerprinted included) when i % s == 0 and it
-// has shingles; Merge() of sketches counted over parts of the input gives the sketch of the
-// whole, and PairRule::Create(rule, &sketch, options.boilerplate_options) the run's weights.
+// (a quarter of the input rounded up to a power of two, at most boilerplate_sketch_bytes) and
+// sample_every() s (1 unless the input is more than four times that cap), empty. The run
+// counts (AddDocument, the narrowed shingle set of the facts above) document number i (reading
+// order, numbering every document the reader gives, those that cannot be fingerprinted
+// included) when i % s == 0 and it has shingles; Merge() of sketches counted over parts of the
+// input gives the sketch of the whole, and PairRule::Create(rule, &sketch,
+// options.boilerplate_options) the run's weights.
 NEARDUP_EXPORT ShingleFrequencies FrequencySketchFor(uint64_t input_bytes,
                                                      const DedupOptions& options);
 

@@ -101,6 +101,27 @@ NEARDUP_EXPORT Status ValidatePairRuleOptions(const PairRuleOptions& options);
 // fraction c of it inside the other), and, with `edited` on, edited_min_jaccard.
 NEARDUP_EXPORT double LowestAcceptedJaccard(const PairRuleOptions& options);
 
+namespace internal {
+// Memory for large tables touched at random (the frequency sketch): blocks of 2 MiB or more are
+// 2 MiB-aligned and marked for transparent huge pages where the system has them, so that a
+// count does not also miss the TLB; smaller ones come from operator new.
+NEARDUP_EXPORT void* AllocateLargeTable(size_t bytes);
+NEARDUP_EXPORT void FreeLargeTable(void* p, size_t bytes);
+template <class T>
+struct LargeTableAllocator {
+  using value_type = T;
+  LargeTableAllocator() = default;
+  template <class U>
+  LargeTableAllocator(const LargeTableAllocator<U>&) {}  // NOLINT: rebinding
+  T* allocate(size_t n) { return static_cast<T*>(AllocateLargeTable(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) { FreeLargeTable(p, n * sizeof(T)); }
+  template <class U>
+  bool operator==(const LargeTableAllocator<U>&) const {
+    return true;
+  }
+};
+}  // namespace internal
+
 // Document frequencies of shingles counted over a corpus in a bounded summary: a count-min sketch
 // of 16-bit saturating counters, `depth` of them per shingle within one 64-byte block (one cache
 // line a shingle). Estimate(s) is never below the number of documents holding s (up to 65535);
@@ -155,7 +176,7 @@ class NEARDUP_EXPORT ShingleFrequencies {
   uint64_t seed_;
   uint32_t sample_every_ = 1;
   uint64_t block_mask_ = 0;
-  std::vector<uint16_t> counters_;  // 32 a block
+  std::vector<uint16_t, internal::LargeTableAllocator<uint16_t>> counters_;  // 32 a block
   uint64_t documents_ = 0;
   uint64_t total_ = 0;
 };

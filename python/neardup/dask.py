@@ -458,8 +458,9 @@ def _file_documents_task(run: _Run, index: int, part: dict, lines: Optional[dict
 
 # The frequencies are counted by one task per group of consecutive partitions, a group per
 # _FREQUENCY_GROUP_BYTES of input, at most _FREQUENCY_GROUPS of them (each group's sketch, at most
-# boilerplate_sketch_bytes, 64 MiB by default, is written, then one task merges them): counting
-# is cheap (one document in s above 64 MB), writing and reading sketches is not.
+# boilerplate_sketch_mb, 512 MiB by default, is written, then one task merges them): counting
+# is cheap (one cache line a shingle; one document in s above four times the cap), writing and
+# reading sketches is not.
 _FREQUENCY_GROUPS = 8
 _FREQUENCY_GROUP_BYTES = 256 << 20
 
@@ -1372,7 +1373,8 @@ def _summary(docs: list, buckets: list, verify: list, outputs: list, library: di
         "stages": [(s["stage"], s["seconds"], s["items"]) for s in stages],
         "total_seconds": total, "input_files": input_files,
         "boilerplate": None if frequencies is None else {
-            "documents": frequencies["documents"], "sketch_bytes": frequencies["sketch_bytes"]},
+            "documents": frequencies["documents"], "sketch_bytes": frequencies["sketch_bytes"],
+            "sample_every": frequencies["sample_every"]},
     }
     options = {k: v for k, v in library.items() if k not in ("id_field", "text_field", "lines")}
     summary = json.loads(_neardup._dask_summary_json(options, counts))

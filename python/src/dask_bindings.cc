@@ -1378,6 +1378,7 @@ std::string SummaryJson(const py::dict& kwargs, const py::dict& counts) {
     report.boilerplate = true;
     report.boilerplate_documents = py::cast<uint32_t>(boilerplate["documents"]);
     report.boilerplate_sketch_bytes = py::cast<uint64_t>(boilerplate["sketch_bytes"]);
+    report.boilerplate_counted_every = py::cast<uint32_t>(boilerplate["sample_every"]);
   }
   for (auto [key, value] : py::cast<py::dict>(counts["pairs_by_reason"])) {
     report.pairs_by_reason[py::cast<std::string>(key)] = py::cast<uint64_t>(value);

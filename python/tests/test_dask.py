@@ -422,7 +422,8 @@ def test_boilerplate_dataframe_same_as_python(client, tmp_path):
 
 
 def test_boilerplate_sketch_sampled_by_reading_number(tmp_path):
-    """Above 64 MB of input dedup counts one document in s (FrequencySketchFor): the Dask sketch
+    """Above four times boilerplate_sketch_mb of input dedup counts one document in s
+    (FrequencySketchFor; 16 MiB here, so above 64 MiB): the Dask sketch
     counts a partition's documents by their reading number in the whole input (its first plus
     read_index, which counts a document that cannot be fingerprinted too), so the partitions'
     sketches merge into the sketch of one count over all documents, sampled alike."""
@@ -430,7 +431,7 @@ def test_boilerplate_sketch_sampled_by_reading_number(tmp_path):
     texts = [" ".join(f"w{x}" for x in rng.integers(0, 900, 60)) for _ in range(90)]
     lines = [json.dumps({"id": f"d{i}", "text": t}).encode() for i, t in enumerate(texts)]
     lines.insert(33, b'{"id": "markup", "text": "<b></b> <i> </i>"}')  # read, not fingerprinted
-    options = {"boilerplate": True}
+    options = {"boilerplate": True, "boilerplate_sketch_mb": 16}
     key = json.dumps(options)
 
     def read(chunk, name):
@@ -465,7 +466,9 @@ def test_boilerplate_sketch_sampled_by_reading_number(tmp_path):
             shifted.merge_file(str(tmp_path / "p1"))
             shifted.save(str(tmp_path / "shifted"))
             assert (tmp_path / "shifted").read_bytes() != (tmp_path / "one").read_bytes()
-    assert _neardup._DaskFrequencies(options, 200 << 20).memory_bytes == 64 << 20
+    assert _neardup._DaskFrequencies(options, 200 << 20).memory_bytes == 16 << 20  # the cap
+    assert _neardup._DaskFrequencies({"boilerplate": True}, 200 << 20).memory_bytes == 64 << 20
+    assert _neardup._DaskFrequencies({"boilerplate": True}, 200 << 20).sample_every == 1
     with pytest.raises(ValueError, match="read_index"):
         _neardup._DaskFrequencies(options, 1 << 20).add(
             0, whole["set_offsets"], whole["set_codes"], whole["read_index"][:-1])

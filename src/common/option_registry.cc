@@ -148,6 +148,12 @@ const OptionSpec kOptions[] = {
      "a shingle in at least this many documents (or more, when the frequency sketch cannot "
      "resolve so few: summary.json) is boilerplate",
      "", nullptr, false},
+    {"boilerplate_sketch_mb", "boilerplate_sketch_mb", false, T::kInt, kD, "512", 1, 65536, nullptr,
+     "largest size in MiB of the boilerplate weights' frequency sketch (a quarter of the input's "
+     "size when that is less); a loaded sketch raises the boilerplate bar above "
+     "--boilerplate-min-documents, and above four times this much input one document in s is "
+     "counted (summary.json)",
+     "", nullptr, false},
     {"temp_dir", "temp_dir", false, T::kPath, kD, nullptr, 0, 0, nullptr,
      "directory for the run's temporary files (band keys, candidate pairs, shingles; unlinked at "
      "once, so never left behind; default: $TMPDIR or /tmp)",

@@ -351,19 +351,21 @@ Result<PairJudgement> JudgePair(std::string_view a, std::string_view b, const De
 
 // The frequency sketch of a run over `input_bytes` of input (0: unknown): a quarter of the
 // input's size rounded up to a power of two, at most boilerplate_sketch_bytes (a shingle takes
-// about 4 to 8 bytes of text, so its counters stay lightly loaded); above 64 MB of input one
-// document in s is counted (s a power of two up to 64, from the input's size), so the counting
-// time and the sketch's load stay bounded, while the boilerplate bar F (in documents) is far
-// above s there anyway.
+// about 3 to 8 bytes of text, so its counters stay lightly loaded and the sketch's resolution,
+// PairRule::boilerplate_documents(), stays below BoilerplateOptions::min_documents). Only when
+// the input is more than four times the largest sketch is one document in s counted (s a power
+// of two up to 64, from the input's size), so the counting time and the sketch's load stay
+// bounded; F (in documents) then rises with s.
 ShingleFrequencies FrequencySketchFor(uint64_t input_bytes, const DedupOptions& options) {
   size_t bytes = options.boilerplate_sketch_bytes;
   uint32_t sample_every = 1;
   if (input_bytes > 0) {
-    bytes = std::min<uint64_t>(bytes, std::bit_ceil(std::max<uint64_t>(input_bytes / 4, 1 << 16)));
-    constexpr uint64_t kCountedBytes = uint64_t{64} << 20;
-    if (input_bytes > kCountedBytes) {
+    bytes = std::min<uint64_t>(bytes, std::bit_ceil(std::max<uint64_t>(
+                                          input_bytes / 4 + (input_bytes % 4 != 0), 1 << 16)));
+    const uint64_t counted_bytes = std::max<uint64_t>(uint64_t{4} * bytes, 1);
+    if (input_bytes > counted_bytes) {
       sample_every = static_cast<uint32_t>(
-          std::min<uint64_t>(64, std::bit_ceil((input_bytes + kCountedBytes - 1) / kCountedBytes)));
+          std::min<uint64_t>(64, std::bit_ceil((input_bytes + counted_bytes - 1) / counted_bytes)));
     }
   }
   return ShingleFrequencies(bytes, sample_every);
@@ -1029,6 +1031,7 @@ Status DedupRun::FinishFingerprinting(Clock::time_point stage_start) {
   report_.boilerplate = rule_->weighted();
   report_.boilerplate_documents = rule_->boilerplate_documents();
   report_.boilerplate_sketch_bytes = frequencies_ ? frequencies_->memory_bytes() : 0;
+  report_.boilerplate_counted_every = frequencies_ ? frequencies_->sample_every() : 0;
   return Status::Ok();
 }
 

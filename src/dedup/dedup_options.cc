@@ -46,6 +46,9 @@ Status OptionValues::ApplyTo(DedupOptions* options) const {
     if (key == "boilerplate_min_documents") {
       options->boilerplate_options.min_documents = static_cast<uint32_t>(std::get<int64_t>(value));
     }
+    if (key == "boilerplate_sketch_mb") {
+      options->boilerplate_sketch_bytes = static_cast<size_t>(std::get<int64_t>(value)) << 20;
+    }
   }
   return Renamed(ValidateDedupOptions(*options));
 }

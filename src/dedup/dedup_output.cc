@@ -219,6 +219,7 @@ void AppendPairRule(const DedupReport& report, JsonWriter* json) {
     json->Key("boilerplate_min_documents").Uint(report.boilerplate_documents);
     json->Key("frequency_sketch_mb")
         .Double(static_cast<double>(report.boilerplate_sketch_bytes) / 1e6);
+    json->Key("frequency_counted_every").Uint(report.boilerplate_counted_every);
   }
   json->EndObject();
 }
@@ -282,6 +283,7 @@ void AppendOptions(const DedupReport& report, const DedupOptions& options, JsonW
   json->Key("edited_min_jaccard").Double(options.edited_min_jaccard);
   json->Key("boilerplate").Bool(options.boilerplate);
   json->Key("boilerplate_min_documents").Uint(options.boilerplate_options.min_documents);
+  json->Key("boilerplate_sketch_mb").Uint(options.boilerplate_sketch_bytes >> 20);
   json->EndObject();
 }
 

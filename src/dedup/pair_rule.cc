@@ -2,13 +2,16 @@
 // its options; see neardup/pair_rule.h. No text processing here (the fuzzed store links this file).
 #include "neardup/pair_rule.h"
 
+#include <sys/mman.h>
 #include <xxhash.h>
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <optional>
 #include <string>
 
@@ -95,6 +98,31 @@ double LowestAcceptedJaccard(const PairRuleOptions& options) {
 }
 
 // ---- ShingleFrequencies -------------------------------------------------------------------------
+
+namespace internal {
+namespace {
+constexpr size_t kLargePage = size_t{2} << 20;
+}  // namespace
+
+void* AllocateLargeTable(size_t bytes) {
+  if (bytes < kLargePage) return ::operator new(bytes);
+  const size_t rounded = (bytes + kLargePage - 1) & ~(kLargePage - 1);
+  void* p = std::aligned_alloc(kLargePage, rounded);
+  if (p == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+  madvise(p, rounded, MADV_HUGEPAGE);  // advice only: without huge pages the table still works
+#endif
+  return p;
+}
+
+void FreeLargeTable(void* p, size_t bytes) {
+  if (bytes < kLargePage) {
+    ::operator delete(p);
+  } else {
+    std::free(p);
+  }
+}
+}  // namespace internal
 
 ShingleFrequencies::ShingleFrequencies(size_t bytes, uint32_t sample_every, uint64_t seed)
     : seed_(seed), sample_every_(std::max<uint32_t>(1, sample_every)) {
