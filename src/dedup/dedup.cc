@@ -350,12 +350,13 @@ Result<PairJudgement> JudgePair(std::string_view a, std::string_view b, const De
 }
 
 // The frequency sketch of a run over `input_bytes` of input (0: unknown): a quarter of the
-// input's size rounded up to a power of two, at most boilerplate_sketch_bytes (a shingle takes
-// about 3 to 8 bytes of text, so its counters stay lightly loaded and the sketch's resolution,
-// PairRule::boilerplate_documents(), stays below BoilerplateOptions::min_documents). Only when
-// the input is more than four times the largest sketch is one document in s counted (s a power
-// of two up to 64, from the input's size), so the counting time and the sketch's load stay
-// bounded; F (in documents) then rises with s.
+// input's size rounded up to a power of two, at most boilerplate_sketch_bytes (a distinct shingle
+// of a document takes about 4 to 14 bytes of text, so its counters stay lightly loaded and the
+// sketch's resolution, 16 x shingles / bytes, stays below BoilerplateOptions::min_documents until
+// the cap binds: PairRule::Create). Only when the input is more than four times the cap is one
+// document in s counted (s a power of two up to 64, from the input's size), so the counting time
+// stays bounded; sampling leaves the resolution as it is (it divides the shingles counted and
+// multiplies the counts by s), the cap's size decides it.
 ShingleFrequencies FrequencySketchFor(uint64_t input_bytes, const DedupOptions& options) {
   size_t bytes = options.boilerplate_sketch_bytes;
   uint32_t sample_every = 1;
