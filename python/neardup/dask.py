@@ -1439,10 +1439,10 @@ def dedup(data: Any, output: Optional[str] = None, *, text_field: Optional[str] 
     ``threads``: the library's threads inside each task, default 1, Dask's workers being the
     parallelism). ``boilerplate=True`` gives the command's answers: the shingles' document
     frequencies are counted per group of partitions (one per 256 MiB of input, at most 8) in the
-    command's sketch (a quarter of the input's size, at most 64 MiB; above 64 MB of input one
-    document in s, by its number in reading order; for a DataFrame the input's size is that of
-    its partitions' JSONL) and merged, and each worker process holds the merged sketch while
-    verifying (see docs/scale.md). ``shuffle_partitions``: the partitions of the candidate stage
+    command's sketch (a quarter of the input's size, at most ``boilerplate_sketch_mb``, 512 MiB;
+    above four times that much input one document in s, by its number in reading order; for a
+    DataFrame the input's size is that of its partitions' JSONL) and merged, and each worker
+    process holds the merged sketch while verifying (see docs/scale.md). ``shuffle_partitions``: the partitions of the candidate stage
     (default: as many as the input's); ``component_pairs``: accepted pairs one components task
     may hold (more pairs are joined by min-label propagation over several tasks);
     ``progress``: a line per stage on standard error (False: none; a callable: receives the
