@@ -19,6 +19,19 @@ namespace {
 
 std::vector<uint32_t> Sorted(std::set<uint32_t> values) { return {values.begin(), values.end()}; }
 
+// `count` documents, each the distinct values of `draws` uniform draws below `universe`.
+std::vector<std::vector<uint32_t>> RandomDocuments(uint64_t seed, int count, int draws,
+                                                   uint32_t universe) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<uint32_t>> documents(count);
+  for (auto& d : documents) {
+    std::set<uint32_t> set;
+    for (int i = 0; i < draws; ++i) set.insert(static_cast<uint32_t>(rng() % universe));
+    d = Sorted(set);
+  }
+  return documents;
+}
+
 // Counts a corpus of 400 random documents into `frequencies`: values below 40 are in many of them
 // (boilerplate), the rest in few.
 void CountBoilerplateCorpus(uint64_t seed, ShingleFrequencies* frequencies) {
@@ -443,13 +456,7 @@ TEST(ShingleFrequenciesTest, ErrorBoundHoldsStatistically) {
 }
 
 TEST(ShingleFrequenciesTest, OrderIndependentAndMergeable) {
-  std::mt19937_64 rng(3);
-  std::vector<std::vector<uint32_t>> documents(300);
-  for (auto& d : documents) {
-    std::set<uint32_t> set;
-    for (int i = 0; i < 40; ++i) set.insert(static_cast<uint32_t>(rng() % 3000));
-    d = Sorted(set);
-  }
+  const auto documents = RandomDocuments(3, 300, 40, 3000);
   ShingleFrequencies forward(8192), backward(8192), first(8192), second(8192);
   for (const auto& d : documents) forward.AddDocument(d);
   for (auto it = documents.rbegin(); it != documents.rend(); ++it) backward.AddDocument(*it);
@@ -470,13 +477,7 @@ TEST(ShingleFrequenciesTest, OrderIndependentAndMergeable) {
 // pages advised): it counts, copies, merges and round-trips like a small one, and the table is
 // freed the way it was allocated (ASan checks the pairing in the sanitizer build).
 TEST(ShingleFrequenciesTest, LargeSketchesLiveInAlignedTables) {
-  std::mt19937_64 rng(5);
-  std::vector<std::vector<uint32_t>> documents(200);
-  for (auto& d : documents) {
-    std::set<uint32_t> set;
-    for (int i = 0; i < 50; ++i) set.insert(static_cast<uint32_t>(rng() % 5000));
-    d = Sorted(set);
-  }
+  const auto documents = RandomDocuments(5, 200, 50, 5000);
   ShingleFrequencies small(8192), large(size_t{4} << 20), half(size_t{4} << 20);
   EXPECT_EQ(large.memory_bytes(), size_t{4} << 20);
   for (size_t i = 0; i < documents.size(); ++i) {

@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace neardup {
@@ -18,6 +19,18 @@ std::vector<uint32_t> RandomSet(std::mt19937_64& rng, size_t n, uint32_t max) {
   std::uniform_int_distribution<uint32_t> value(0, max);
   while (values.size() < n) values.insert(value(rng));
   return {values.begin(), values.end()};
+}
+
+// `bytes`, sets encoded one after another, decode to exactly `sets`, in order, with nothing left.
+void ExpectDecodedInOrder(std::string_view bytes, const std::vector<std::vector<uint32_t>>& sets) {
+  for (const auto& set : sets) {
+    std::vector<uint32_t> back;
+    size_t used = 0;
+    ASSERT_TRUE(DecodeShingleSet(bytes, &back, &used));
+    EXPECT_EQ(back, set);
+    bytes.remove_prefix(used);
+  }
+  EXPECT_TRUE(bytes.empty());
 }
 
 TEST(SetCodecTest, EverySetComesBackExactly) {
@@ -45,15 +58,7 @@ TEST(SetCodecTest, EverySetComesBackExactly) {
     }
     EncodeShingleSet(set, &all);  // appended one after another
   }
-  std::string_view rest = all;
-  for (const auto& set : sets) {
-    std::vector<uint32_t> back;
-    size_t used = 0;
-    ASSERT_TRUE(DecodeShingleSet(rest, &back, &used));
-    EXPECT_EQ(back, set);
-    rest.remove_prefix(used);
-  }
-  EXPECT_TRUE(rest.empty());
+  ExpectDecodedInOrder(all, sets);
 }
 
 TEST(SetCodecTest, DamagedBytesAreRefusedNotOverread) {
@@ -155,15 +160,7 @@ TEST(SetCodecTest, TwentyBitSetsRoundTripAndShrink) {
     order.push_back(shingles);
     order.push_back(set);
   }
-  std::string_view rest = all;
-  for (const auto& set : order) {
-    std::vector<uint32_t> back;
-    size_t used = 0;
-    ASSERT_TRUE(DecodeShingleSet(rest, &back, &used));
-    EXPECT_EQ(back, set);
-    rest.remove_prefix(used);
-  }
-  EXPECT_TRUE(rest.empty());
+  ExpectDecodedInOrder(all, order);
   // A value past the universe (misuse) still comes back exactly.
   const std::vector<uint32_t> past = {5, 1u << 20, UINT32_MAX};
   std::string bytes;

@@ -60,6 +60,33 @@ int MoveSegmentsBeside(const std::string& from, const std::string& to) {
   return copied;
 }
 
+// A recovery report's messages, a line each.
+std::string Messages(const RecoveryReport& report) {
+  std::string messages;
+  for (const std::string& m : report.messages) messages += m + "\n";
+  return messages;
+}
+
+// Removes the MANIFEST of the store in `dir` (a failure when it has none) and recovers the store
+// from its files alone, as `neardup index recover` does.
+Result<RecoveryReport> RecoverWithoutTheManifest(const std::string& dir) {
+  if (!fs::remove(store::JoinPath(dir, store::kManifestName))) {
+    ADD_FAILURE() << "no MANIFEST in " << dir;
+  }
+  return RecoverStore(dir);
+}
+
+// Rewrites the MANIFEST of the (empty) store in `dir` as verification form 2, as the release
+// before 20-bit unit sets wrote it; false when it cannot be read.
+bool RecordFormTwo(const std::string& dir) {
+  auto manifest = store::ReadManifest(dir);
+  if (!manifest.ok() || !manifest->rule) return false;
+  manifest->rule->verification_form = store::kShingleAndUnitSetForm;
+  std::ofstream out(store::JoinPath(dir, store::kManifestName), std::ios::binary | std::ios::trunc);
+  out << store::EncodeManifest(*manifest);
+  return static_cast<bool>(out);
+}
+
 class StoreDedupRuleTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -848,8 +875,7 @@ TEST_F(StoreDedupRuleTest, RecoverKeepsTheContainmentOptions) {
   }
   report = RecoverStore(dir_);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
-  std::string messages;
-  for (const std::string& m : report->messages) messages += m + "\n";
+  const std::string messages = Messages(*report);
   EXPECT_NE(messages.find("containment options are not recorded there"), std::string::npos)
       << messages;
   // The store was made with the default rule: its sets hold unit sets, so `edited` is on.
@@ -1087,12 +1113,10 @@ TEST_F(StoreDedupRuleTest, RecoverWithoutTheManifestReadsTheEditedReasonFromTheS
                       .added);  // in the log
       ASSERT_TRUE(store->Close().ok());
     }
-    ASSERT_TRUE(fs::remove(store::JoinPath(dir_, store::kManifestName)));
-    auto report = RecoverStore(dir_);
+    auto report = RecoverWithoutTheManifest(dir_);
     ASSERT_TRUE(report.ok()) << report.status().ToString();
     EXPECT_EQ(report->documents, 3u);
-    std::string messages;
-    for (const std::string& m : report->messages) messages += m + "\n";
+    const std::string messages = Messages(*report);
     auto manifest = store::ReadManifest(dir_);
     ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
     ASSERT_TRUE(manifest->rule);
@@ -1155,12 +1179,10 @@ TEST_F(StoreDedupRuleTest, RecoverWithoutTheManifestOfMixedSetsTurnsTheEditedRea
   }
   // The other store's segment, under a number after the store's own files, and no MANIFEST.
   ASSERT_EQ(MoveSegmentsBeside(other_dir, dir_), 1);
-  ASSERT_TRUE(fs::remove(store::JoinPath(dir_, store::kManifestName)));
-  auto report = RecoverStore(dir_);
+  auto report = RecoverWithoutTheManifest(dir_);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(report->documents, 2u);
-  std::string messages;
-  for (const std::string& m : report->messages) messages += m + "\n";
+  const std::string messages = Messages(*report);
   EXPECT_NE(messages.find("the sets of 1 documents hold unit sets and those of 1 do not: the "
                           "edited reason off, the unit sets dropped"),
             std::string::npos)
@@ -1202,15 +1224,7 @@ TEST_F(StoreDedupRuleTest, RecoverWithoutTheManifestOfBothUnitWidthsTurnsTheEdit
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     ASSERT_TRUE((*store)->Close().ok());
   }
-  // Made form 2, as the release before 20-bit unit sets wrote it (nothing stored yet).
-  auto other_manifest = store::ReadManifest(other_dir);
-  ASSERT_TRUE(other_manifest.ok() && other_manifest->rule);
-  other_manifest->rule->verification_form = store::kShingleAndUnitSetForm;
-  {
-    std::ofstream out(store::JoinPath(other_dir, store::kManifestName),
-                      std::ios::binary | std::ios::trunc);
-    out << store::EncodeManifest(*other_manifest);
-  }
+  ASSERT_TRUE(RecordFormTwo(other_dir));  // nothing stored yet
   for (const bool own : {false, true}) {
     auto store = DocumentStore::Open(own ? dir_ : other_dir, create);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
@@ -1230,15 +1244,13 @@ TEST_F(StoreDedupRuleTest, RecoverWithoutTheManifestOfBothUnitWidthsTurnsTheEdit
   }
   // The other store's segment, under a number after the store's own files, and no MANIFEST.
   ASSERT_EQ(MoveSegmentsBeside(other_dir, dir_), 1);
-  ASSERT_TRUE(fs::remove(store::JoinPath(dir_, store::kManifestName)));
-  auto report = RecoverStore(dir_);
+  auto report = RecoverWithoutTheManifest(dir_);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(report->documents, 2u);
   EXPECT_EQ(report->segments_kept, 2u);
   EXPECT_EQ(report->entries_lost, 0u);
   EXPECT_EQ(report->sketches_lost, 0u);
-  std::string messages;
-  for (const std::string& m : report->messages) messages += m + "\n";
+  const std::string messages = Messages(*report);
   EXPECT_NE(messages.find("the sets of 1 documents hold 20-bit unit sets and those of 1 32-bit "
                           "ones: the edited reason off, the unit sets dropped"),
             std::string::npos)
@@ -1328,25 +1340,15 @@ TEST_F(StoreDedupRuleTest, AStoreOfThirtyTwoBitUnitSetsKeepsAnsweringWithThem) {
     ASSERT_TRUE(store);
     ASSERT_TRUE(store->Close().ok());
   }
-  // Made form 2, as the release before 20-bit unit sets wrote it (nothing stored yet).
-  auto manifest = store::ReadManifest(dir_);
-  ASSERT_TRUE(manifest.ok() && manifest->rule);
-  manifest->rule->verification_form = store::kShingleAndUnitSetForm;
-  {
-    std::ofstream out(store::JoinPath(dir_, store::kManifestName),
-                      std::ios::binary | std::ios::trunc);
-    out << store::EncodeManifest(*manifest);
-  }
+  ASSERT_TRUE(RecordFormTwo(dir_));  // nothing stored yet
   for (int step = 0; step < 5; ++step) {
     SCOPED_TRACE(testing::Message() << "step " << step);
     if (step == 4) {
       // Without its MANIFEST, recovery reads the width from the sets: form 2 again (the edited
       // threshold, not recorded in the sets, becomes the default 0.8, which the pair reaches).
-      ASSERT_TRUE(fs::remove(store::JoinPath(dir_, store::kManifestName)));
-      auto report = RecoverStore(dir_);
+      auto report = RecoverWithoutTheManifest(dir_);
       ASSERT_TRUE(report.ok()) << report.status().ToString();
-      std::string messages;
-      for (const std::string& m : report->messages) messages += m + "\n";
+      const std::string messages = Messages(*report);
       EXPECT_NE(messages.find("the sets hold 32-bit unit sets, so the edited reason was on"),
                 std::string::npos)
           << messages;
